@@ -1,0 +1,30 @@
+"""Autodiff Explorer's engine: tensors, reverse and forward mode, nn, optim, backends.
+
+>>> from engine import tensor
+>>> x1 = tensor(3.0, requires_grad=True); x2 = tensor(0.5, requires_grad=True)
+>>> f = x1 + (1.5 * x1 + 2.0 * x2).exp()
+>>> f.backward()
+"""
+from . import autodiff, backends, functional, nn, ops, optim  # noqa: F401
+from .api import (GradcheckError, GradcheckReport, full, grad, gradcheck, jvp, manual_seed, ones, randn,  # noqa: F401
+                  vjp, zeros)
+from .autodiff import backpropagate, topological_sort  # noqa: F401
+from .backends import BackendUnavailable, available as available_backends  # noqa: F401
+from .dtypes import DType, bool_, float32, float64, int64  # noqa: F401
+from .functional import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, dropout,  # noqa: F401
+                         linear, log_softmax, logsumexp, mean, softmax, tanh)
+from .ops import exp, log, matmul, relu, sigmoid, where  # noqa: F401
+from .ops import max as max  # noqa: F401,A004
+from .ops import sum as sum  # noqa: F401,A004
+from .tensor import Tensor, is_grad_enabled, no_grad, set_grad_enabled, tensor, trace_ops  # noqa: F401
+
+__all__ = [
+    "Tensor", "tensor", "no_grad", "set_grad_enabled", "is_grad_enabled", "trace_ops",
+    "float32", "float64", "int64", "bool_", "DType",
+    "grad", "vjp", "jvp", "gradcheck", "GradcheckError", "GradcheckReport",
+    "zeros", "ones", "full", "randn", "manual_seed",
+    "backpropagate", "topological_sort", "available_backends", "BackendUnavailable",
+    "exp", "log", "relu", "sigmoid", "tanh", "matmul", "where", "sum", "max", "mean", "softmax", "log_softmax",
+    "logsumexp", "linear", "dropout", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
+    "autodiff", "backends", "functional", "nn", "ops", "optim",
+]

@@ -1,0 +1,104 @@
+"""The narrow interface every backend implements.
+
+A backend owns an opaque array type (``numpy.ndarray``, ``TensorData``,
+``cupy.ndarray``) and a small set of kernels. Engine code only ever calls these
+methods on the backend that a tensor carries; it never picks a backend itself.
+
+Kernel names:
+    unary:   neg exp log reciprocal relu step sqrt abs sign tanh sigmoid
+    binary:  add sub mul div pow maximum minimum lt le gt ge eq ne   (broadcasting)
+    reduce:  sum max                                               (over given axes)
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+from ..dtypes import DType
+
+UNARY_OPS = ("neg", "exp", "log", "reciprocal", "relu", "step", "sqrt", "abs", "sign", "tanh", "sigmoid")
+BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne")
+COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+REDUCE_OPS = ("sum", "max")
+
+
+class BackendUnavailable(RuntimeError):
+    """The requested backend cannot run on this machine (e.g. no GPU)."""
+
+
+class Backend(ABC):
+    """Array storage plus map / zip / reduce / matmul / gather / scatter-add kernels."""
+
+    name: str = "?"
+
+    @classmethod
+    def is_available(cls) -> bool:
+        return True
+
+    @classmethod
+    def unavailable_reason(cls) -> str:
+        return ""
+
+    # creation and conversion
+    @abstractmethod
+    def array(self, data: Any, dtype: DType) -> Any: ...
+    @abstractmethod
+    def to_numpy(self, a: Any): ...
+    @abstractmethod
+    def shape(self, a: Any) -> tuple[int, ...]: ...
+    @abstractmethod
+    def dtype(self, a: Any) -> DType: ...
+    @abstractmethod
+    def full(self, shape: Sequence[int], value: float, dtype: DType) -> Any: ...
+    @abstractmethod
+    def uniform(self, shape: Sequence[int], dtype: DType) -> Any: ...
+    @abstractmethod
+    def seed(self, seed: int) -> None: ...
+    @abstractmethod
+    def astype(self, a: Any, dtype: DType) -> Any: ...
+    @abstractmethod
+    def item(self, a: Any) -> float: ...
+
+    # kernels
+    @abstractmethod
+    def unary(self, op: str, a: Any) -> Any: ...
+    @abstractmethod
+    def binary(self, op: str, a: Any, b: Any) -> Any: ...
+    @abstractmethod
+    def where(self, cond: Any, a: Any, b: Any) -> Any: ...
+    @abstractmethod
+    def reduce(self, op: str, a: Any, axes: tuple[int, ...], keepdim: bool) -> Any: ...
+    @abstractmethod
+    def matmul(self, a: Any, b: Any) -> Any: ...
+    @abstractmethod
+    def gather(self, table: Any, indices: Any) -> Any:
+        """Rows of ``table`` picked by integer ``indices``: shape indices.shape + table.shape[1:]."""
+    @abstractmethod
+    def scatter_add(self, shape: Sequence[int], indices: Any, src: Any) -> Any:
+        """Zeros of ``shape`` with each ``src`` row added into row ``indices[...]`` (repeats add up)."""
+
+    # layout (views share storage where the strides allow)
+    @abstractmethod
+    def permute(self, a: Any, order: Sequence[int]) -> Any: ...
+    @abstractmethod
+    def view(self, a: Any, shape: Sequence[int]) -> Any: ...
+    @abstractmethod
+    def reshape(self, a: Any, shape: Sequence[int]) -> Any: ...
+    @abstractmethod
+    def expand(self, a: Any, shape: Sequence[int]) -> Any: ...
+    @abstractmethod
+    def contiguous(self, a: Any) -> Any: ...
+    @abstractmethod
+    def is_contiguous(self, a: Any) -> bool: ...
+    @abstractmethod
+    def strides(self, a: Any) -> tuple[int, ...]:
+        """Strides in elements (not bytes)."""
+    @abstractmethod
+    def index(self, a: Any, key: Any) -> Any:
+        """Basic (int / slice) indexing as a view."""
+    @abstractmethod
+    def index_add(self, shape: Sequence[int], key: Any, src: Any) -> Any:
+        """Zeros of ``shape`` with ``src`` added at basic index ``key``."""
+
+    def __repr__(self) -> str:
+        return f"<backend {self.name}>"

@@ -1,0 +1,147 @@
+"""NumPy backend (the default): NumPy arrays are storage + strides already."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import DType, as_dtype
+from ..tensor_data import IndexingError, ViewError
+from .base import Backend
+
+_UNARY = {
+    "neg": np.negative,
+    "exp": np.exp,
+    "log": np.log,
+    "reciprocal": np.reciprocal,
+    "sqrt": np.sqrt,
+    "abs": np.abs,
+    "sign": np.sign,
+    "tanh": np.tanh,
+}
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
+    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+    "eq": np.equal, "ne": np.not_equal,
+}
+# ops that may overflow / divide by zero: their inf / nan results are the answer,
+# so the warnings are silenced locally (never via global np.seterr).
+_MAY_WARN = {"exp", "log", "reciprocal", "sqrt", "div", "pow", "sigmoid", "mul"}
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(0)
+
+    def array(self, data, dtype: DType):
+        return np.array(data, dtype=dtype.numpy)
+
+    def to_numpy(self, a):
+        return a
+
+    def shape(self, a):
+        return a.shape
+
+    def dtype(self, a) -> DType:
+        return as_dtype(a.dtype)
+
+    def full(self, shape, value, dtype: DType):
+        return np.full(tuple(shape), value, dtype=dtype.numpy)
+
+    def uniform(self, shape, dtype: DType):
+        return self.rng.random(tuple(shape), dtype=np.float64 if dtype.name == "float64" else np.float32)
+
+    def seed(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def astype(self, a, dtype: DType):
+        return a.astype(dtype.numpy, copy=False)
+
+    def item(self, a):
+        return a.item()
+
+    def unary(self, op, a):
+        if op == "relu":
+            return np.maximum(a, 0).astype(a.dtype, copy=False)
+        if op == "step":
+            return (a > 0).astype(a.dtype)
+        if op == "sigmoid":
+            with np.errstate(over="ignore"):
+                return (1.0 / (1.0 + np.exp(-a))).astype(a.dtype, copy=False)
+        if op in _MAY_WARN:
+            with np.errstate(all="ignore"):
+                return np.asarray(_UNARY[op](a))
+        return np.asarray(_UNARY[op](a))
+
+    def binary(self, op, a, b):
+        if op in _MAY_WARN:
+            with np.errstate(all="ignore"):
+                return np.asarray(_BINARY[op](a, b))
+        return np.asarray(_BINARY[op](a, b))
+
+    def where(self, cond, a, b):
+        return np.where(cond, a, b)
+
+    def reduce(self, op, a, axes, keepdim):
+        if op == "sum":
+            return np.asarray(np.sum(a, axis=axes, keepdims=keepdim))
+        if op == "max":
+            return np.asarray(np.max(a, axis=axes, keepdims=keepdim))
+        raise ValueError(f"unknown reduction {op!r}")
+
+    def matmul(self, a, b):
+        return np.matmul(a, b)
+
+    def gather(self, table, indices):
+        return table[indices]
+
+    def scatter_add(self, shape, indices, src):
+        out = np.zeros(tuple(shape), dtype=src.dtype)
+        np.add.at(out, indices.reshape(-1), src.reshape((-1,) + tuple(shape[1:])))
+        return out
+
+    def permute(self, a, order):
+        return np.transpose(a, order)
+
+    def view(self, a, shape):
+        if not (a.flags.c_contiguous or a.size <= 1):
+            raise ViewError(
+                f"view of a non-contiguous tensor (shape {a.shape}) is not possible: "
+                "call .contiguous() first, or use reshape (which copies)")
+        try:
+            return a.reshape(tuple(shape))
+        except ValueError as e:
+            raise IndexingError(f"cannot view shape {a.shape} as {tuple(shape)}: {e}") from None
+
+    def reshape(self, a, shape):
+        try:
+            return np.reshape(a, tuple(shape))
+        except ValueError as e:
+            raise IndexingError(f"cannot reshape {a.shape} to {tuple(shape)}: {e}") from None
+
+    def expand(self, a, shape):
+        try:
+            return np.broadcast_to(a, tuple(shape))
+        except ValueError:
+            raise IndexingError(f"cannot expand shape {a.shape} to {tuple(shape)}") from None
+
+    def contiguous(self, a):
+        return np.ascontiguousarray(a)
+
+    def is_contiguous(self, a):
+        return bool(a.flags.c_contiguous)
+
+    def strides(self, a):
+        return tuple(s // a.itemsize for s in a.strides)
+
+    def index(self, a, key):
+        try:
+            return a[key]
+        except IndexError as e:
+            raise IndexingError(str(e)) from None
+
+    def index_add(self, shape, key, src):
+        out = np.zeros(tuple(shape), dtype=src.dtype)
+        out[key] += src
+        return out

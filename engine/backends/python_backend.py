@@ -1,0 +1,296 @@
+"""Pure-Python backend: plain loops over strided storage (the teaching reference).
+
+Every kernel walks multi-indices and turns them into storage positions with the
+index maths of :mod:`engine.tensor_data`. It is slow; its worth is that it
+proves the strides, broadcasting and views right, because the NumPy backend
+must give the same numbers. NumPy is used only to convert data
+in and out.
+"""
+from __future__ import annotations
+
+import array
+import math
+import random
+
+import numpy as np
+
+from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
+from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_index, broadcast_shape,
+                           prod)
+from .base import Backend
+
+_TYPECODE_DTYPE = {"d": float64, "f": float32, "q": int64, "b": bool_}
+_RANK = {"b": 0, "q": 1, "f": 2, "d": 3}
+
+
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _log(x):
+    if x > 0:
+        return math.log(x)
+    if x == 0:
+        return -math.inf
+    return math.nan
+
+
+def _div(x, y):
+    try:
+        return x / y
+    except ZeroDivisionError:
+        if x == 0 or x != x:
+            return math.nan
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
+
+
+def _pow(x, y):
+    try:
+        r = x ** y
+    except ZeroDivisionError:
+        return math.inf
+    except OverflowError:
+        return math.inf
+    return math.nan if isinstance(r, complex) else r
+
+
+def _sigmoid(x):
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def _sign(x):
+    return (x > 0) - (x < 0) if x == x else math.nan
+
+
+def _sqrt(x):
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _maximum(x, y):
+    if x != x or y != y:
+        return math.nan
+    return x if x >= y else y
+
+
+def _minimum(x, y):
+    if x != x or y != y:
+        return math.nan
+    return x if x <= y else y
+
+
+_UNARY = {
+    "neg": lambda x: -x, "exp": _exp, "log": _log, "reciprocal": lambda x: _div(1.0, x),
+    "relu": lambda x: x if x > 0 else 0.0 * x if x == x else x, "step": lambda x: 1.0 if x > 0 else 0.0,
+    "sqrt": _sqrt, "abs": abs, "sign": _sign, "tanh": math.tanh, "sigmoid": _sigmoid,
+}
+_BINARY = {
+    "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": _div,
+    "pow": _pow, "maximum": _maximum, "minimum": _minimum,
+    "lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,
+    "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y,
+}
+_CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
+
+
+def _new(values, shape, typecode) -> TensorData:
+    if typecode == "q":
+        values = [int(v) for v in values]
+    elif typecode == "b":
+        values = [1 if v else 0 for v in values]
+    return TensorData(array.array(typecode, values), tuple(shape))
+
+
+class PythonBackend(Backend):
+    name = "python"
+
+    def __init__(self) -> None:
+        self.rng = random.Random(0)
+
+    # --- creation / conversion ------------------------------------------
+    def array(self, data, dtype: DType):
+        if isinstance(data, TensorData):
+            return _new(data.values(), data.shape, dtype.typecode)
+        arr = np.asarray(data, dtype=dtype.numpy)
+        return _new(arr.reshape(-1).tolist(), arr.shape, dtype.typecode)
+
+    def to_numpy(self, a: TensorData):
+        dt = _TYPECODE_DTYPE[a.typecode].numpy
+        return np.array(a.values(), dtype=dt).reshape(a.shape)
+
+    def shape(self, a):
+        return a.shape
+
+    def dtype(self, a):
+        return _TYPECODE_DTYPE[a.typecode]
+
+    def full(self, shape, value, dtype):
+        return _new([value] * prod(shape), shape, dtype.typecode)
+
+    def uniform(self, shape, dtype):
+        return _new([self.rng.random() for _ in range(prod(shape))], shape, dtype.typecode)
+
+    def seed(self, seed):
+        self.rng = random.Random(seed)
+
+    def astype(self, a, dtype):
+        if a.typecode == dtype.typecode:
+            return a
+        return _new(a.values(), a.shape, dtype.typecode)
+
+    def item(self, a):
+        if a.size != 1:
+            raise ValueError(f"item() needs a tensor with one element, got shape {a.shape}")
+        v = a.storage[next(a.positions())]
+        return bool(v) if a.typecode == "b" else v
+
+    # --- kernels -----------------------------------------------------------
+    def unary(self, op, a):
+        f = _UNARY[op]
+        st = a.storage
+        tc = a.typecode if a.typecode in "df" else "d"
+        return _new([f(st[p]) for p in a.positions()], a.shape, tc)
+
+    def binary(self, op, a, b):
+        f = _BINARY[op]
+        shape = broadcast_shape(a.shape, b.shape)
+        ea, eb = a.expand(shape), b.expand(shape)  # stride-0 views: broadcasting is index maths
+        sa, sb = ea.storage, eb.storage
+        vals = [f(sa[p], sb[q]) for p, q in zip(ea.positions(), eb.positions())]
+        if op in _CMP:
+            tc = "b"
+        else:
+            tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
+            if op == "div" and tc in "bq":
+                tc = "d"
+        return _new(vals, shape, tc)
+
+    def where(self, cond, a, b):
+        shape = broadcast_shape(broadcast_shape(cond.shape, a.shape), b.shape)
+        ec, ea, eb = cond.expand(shape), a.expand(shape), b.expand(shape)
+        vals = [ea.storage[p] if ec.storage[c] else eb.storage[q]
+                for c, p, q in zip(ec.positions(), ea.positions(), eb.positions())]
+        tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
+        return _new(vals, shape, tc)
+
+    def reduce(self, op, a, axes, keepdim):
+        axes = tuple(sorted(ax % len(a.shape) for ax in axes)) if a.shape else ()
+        kept_shape = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
+        n_out = prod(kept_shape)
+        if op == "sum":
+            acc = [0.0 if a.typecode in "df" else 0] * n_out
+            combine = lambda x, y: x + y  # noqa: E731
+        elif op == "max":
+            if any(a.shape[i] == 0 for i in axes):
+                raise ValueError("max of an empty dimension")
+            acc = [None] * n_out
+            combine = lambda x, y: y if x is None or y > x or y != y else x  # noqa: E731
+        else:
+            raise ValueError(f"unknown reduction {op!r}")
+        out = TensorData(array.array("d", [0.0] * n_out), kept_shape)
+        st = a.storage
+        for index, pos in zip(all_indices(a.shape), a.positions()):
+            o = 0
+            for i, (ix, s) in enumerate(zip(index, out.strides)):
+                if i not in axes:
+                    o += ix * s
+            acc[o] = combine(acc[o], st[pos])
+        tc = a.typecode if a.typecode in "df" else "q"
+        res = _new(acc, kept_shape, tc)
+        if not keepdim:
+            res = res.view(tuple(s for i, s in enumerate(a.shape) if i not in axes))
+        return res
+
+    def matmul(self, a, b):
+        a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
+        if a_vec:
+            a = a.view((1,) + a.shape) if a.is_contiguous() else a.contiguous().view((1,) + a.shape)
+        if b_vec:
+            b = b.contiguous().view(b.shape + (1,))
+        if len(a.shape) < 2 or len(b.shape) < 2:
+            raise IndexingError("matmul needs tensors with at least one dimension")
+        m, k = a.shape[-2:]
+        k2, n = b.shape[-2:]
+        if k != k2:
+            raise IndexingError(f"matmul shape mismatch: {a.shape} @ {b.shape}")
+        batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
+        ea, eb = a.expand(batch + (m, k)), b.expand(batch + (k, n))
+        vals = []
+        for bi in all_indices(batch):
+            for i in range(m):
+                for j in range(n):
+                    s = 0.0
+                    for t in range(k):
+                        s += ea.get(bi + (i, t)) * eb.get(bi + (t, j))
+                    vals.append(s)
+        tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
+        out_shape = batch + (m, n)
+        res = _new(vals, out_shape, tc)
+        if a_vec:
+            res = res.view(out_shape[:-2] + (n,))
+            out_shape = res.shape
+        if b_vec:
+            res = res.view(out_shape[:-1])
+        return res
+
+    def gather(self, table, indices):
+        rows = [int(v) for v in indices.values()]
+        n = table.shape[0]
+        row_shape = table.shape[1:]
+        vals = []
+        for r in rows:
+            if not -n <= r < n:
+                raise IndexingError(f"index {r} out of range for {n} rows")
+            vals.extend(table.basic_index(r).values())
+        return _new(vals, indices.shape + row_shape, table.typecode)
+
+    def scatter_add(self, shape, indices, src):
+        out = TensorData(array.array(src.typecode, [0.0] * prod(shape)), tuple(shape))
+        row = prod(shape[1:])
+        src_vals = src.values()
+        for i, r in enumerate(int(v) for v in indices.values()):
+            r %= shape[0]
+            for j in range(row):
+                out.storage[r * row + j] += src_vals[i * row + j]
+        return out
+
+    # --- layout ----------------------------------------------------------------
+    def permute(self, a, order):
+        return a.permute(order)
+
+    def view(self, a, shape):
+        return a.view(tuple(shape))
+
+    def reshape(self, a, shape):
+        if prod(shape) != a.size:
+            raise IndexingError(f"cannot reshape {a.shape} to {tuple(shape)}")
+        return (a if a.is_contiguous() else a.contiguous()).view(tuple(shape))
+
+    def expand(self, a, shape):
+        return a.expand(tuple(shape))
+
+    def contiguous(self, a):
+        return a.contiguous()
+
+    def is_contiguous(self, a):
+        return a.is_contiguous()
+
+    def strides(self, a):
+        return a.strides
+
+    def index(self, a, key):
+        return a.basic_index(key)
+
+    def index_add(self, shape, key, src):
+        out = TensorData(array.array(src.typecode, [0.0] * prod(shape)), tuple(shape))
+        target = out.basic_index(key)
+        if target.shape != src.shape:
+            src = src.expand(target.shape)
+        for p, v in zip(target.positions(), src.values()):
+            out.storage[p] += v
+        return out

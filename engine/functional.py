@@ -1,0 +1,138 @@
+"""Composite functions built from primitives (they need no gradient rule of their own).
+
+Every function here gets VJPs, JVPs, every backend and the static graph for
+free, because it is only a composition of ``engine.ops`` primitives.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .dtypes import int64
+from .ops import _norm_dims, exp, log, relu, sigmoid, where  # noqa: F401  (re-exported)
+from .tensor import Tensor, as_tensor_like, is_grad_enabled  # noqa: F401
+
+
+def abs(x: Tensor) -> Tensor:
+    """|x| = relu(x) + relu(-x)."""
+    return ops.relu(x) + ops.relu(ops.neg(x))
+
+
+def maximum(a: Tensor, b) -> Tensor:
+    """Elementwise max (gradient to the larger input; ties go to ``a``)."""
+    b = as_tensor_like(b, a)
+    return ops.where(ops.compare("ge", a, b), a, b)
+
+
+def minimum(a: Tensor, b) -> Tensor:
+    b = as_tensor_like(b, a)
+    return ops.where(ops.compare("le", a, b), a, b)
+
+
+def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002  (PyTorch's names)
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def tanh(x: Tensor) -> Tensor:
+    """tanh(x) = 2 sigmoid(2x) - 1 (stable for large |x|)."""
+    return 2.0 * ops.sigmoid(2.0 * x) - 1.0
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    dims = _norm_dims(dim, x.ndim)
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    return ops.sum(x, dims, keepdim) * (1.0 / n)
+
+
+def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) without overflow: the max is subtracted first (and added back)."""
+    dims = _norm_dims(dim, x.ndim)
+    m = ops.max(x, dims, keepdim=True).detach()
+    out = ops.log(ops.sum(ops.exp(x - m), dims, keepdim=True)) + m
+    return out if keepdim else ops.reshape(out, [s for i, s in enumerate(x.shape) if i not in dims])
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return x - logsumexp(x, dim, keepdim=True)
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return ops.exp(log_softmax(x, dim))
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weightᵀ + bias, with ``weight`` of shape (out_features, in_features)."""
+    out = ops.matmul(x, ops.transpose(weight, 0, 1))
+    return out + bias if bias is not None else out
+
+
+def embedding(indices, table: Tensor) -> Tensor:
+    return ops.gather(table, indices)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Inverted dropout: zero each element with probability p, scale the rest by 1/(1-p)."""
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1), got {p}")
+    if not training or p == 0.0:
+        return x
+    keep = ops.cast(ops.compare("ge", ops.uniform(x.shape, x), p), x.dtype)
+    return x * (keep * (1.0 / (1.0 - p)))
+
+
+_LOG_CLAMP = -100.0  # PyTorch clamps log(p) at -100 in binary_cross_entropy
+
+
+def binary_cross_entropy(p: Tensor, target, reduction: str = "mean") -> Tensor:
+    """-(y log p + (1 - y) log(1 - p)), with log clamped at -100 so p = 0 or 1 gives no NaN.
+
+    The clamp is applied to the *input* of log (p >= e^-100), so the gradient stays finite too.
+    """
+    y = as_tensor_like(target, p)
+    floor = 3.720075976020836e-44  # e^-100
+    log_p = ops.log(clamp(p, min=floor))
+    log_1mp = ops.log(clamp(1.0 - p, min=floor))
+    loss = ops.neg(y * log_p + (1.0 - y) * log_1mp)
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean") -> Tensor:
+    """BCE of sigmoid(z) computed from logits: max(z,0) - z y + log(1 + exp(-|z|))."""
+    y = as_tensor_like(target, z)
+    loss = ops.relu(z) - z * y + ops.log(1.0 + ops.exp(ops.neg(abs(z))))
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
+    """Cross-entropy from logits (N, C) and integer class targets (N,)."""
+    logp = log_softmax(logits, dim=-1)
+    be = logits.backend
+    if not isinstance(target, Tensor):
+        target = Tensor._make(be.array(np.asarray(target), int64), be)
+    n, c = logits.shape
+    # pick logp[i, target[i]]: gather rows i*C + target[i] of the flattened (N*C, 1) table
+    offsets = Tensor._make(be.array(np.arange(n) * c, int64), be)
+    picked = ops.gather(ops.reshape(logp, (n * c, 1)), ops.cast(ops.add(offsets, target), int64))
+    loss = ops.neg(ops.reshape(picked, (n,)))
+    return _reduce(loss, reduction)
+
+
+def mse_loss(pred: Tensor, target, reduction: str = "mean") -> Tensor:
+    d = pred - as_tensor_like(target, pred)
+    return _reduce(d * d, reduction)
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return ops.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")

@@ -1,0 +1,858 @@
+"""Primitive ops: one block per op with its forward, VJP and JVP together.
+
+Forwards call the backend on raw arrays. VJPs and JVPs are written with engine
+ops, so the backward pass is itself a graph (``create_graph=True`` gives
+higher-order derivatives, and the explorer can draw it). Broadcasting is undone
+in exactly one helper, :func:`sum_to_shape`.
+
+Composites (sigmoid, mean, softmax, cross-entropy, ...) live in
+``engine.functional`` and need no rules of their own.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Sequence
+
+from .dtypes import as_dtype, bool_, float64
+from .tensor import Op, Tensor, apply, as_tensor_like
+
+# ---------------------------------------------------------------------------
+# helpers
+
+
+def _norm_dim(d: int, ndim: int) -> int:
+    n = builtins.max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"dimension {d} out of range for a tensor of {ndim} dims")
+    return d % ndim if ndim else 0
+
+
+def _norm_dims(dim, ndim: int) -> tuple[int, ...]:
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    return tuple(sorted({_norm_dim(d, ndim) for d in dim}))
+
+
+def sum_to_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Undo broadcasting: sum ``g`` over the dims that were broadcast to reach its shape.
+
+    This is the only place in the engine where broadcasting is undone.
+    """
+    gshape = g.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    out = sum(g, dims, keepdim=True) if dims else g
+    return reshape(out, shape) if out.shape != shape else out
+
+
+def _pair(a, b, like: Tensor | None = None):
+    if like is None:
+        like = a if isinstance(a, Tensor) else b
+    return as_tensor_like(a, like), as_tensor_like(b, like)
+
+
+# ---------------------------------------------------------------------------
+# elementwise binary (broadcasting)
+
+
+class Add(Op):
+    name = "add"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return ctx.backend.binary("add", a, b)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        a, b = ctx.inputs
+        return sum_to_shape(g, a.shape), sum_to_shape(g, b.shape)
+
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        if ta is None:
+            return tb
+        return ta if tb is None else ta + tb
+
+
+class Mul(Op):
+    name = "mul"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return ctx.backend.binary("mul", a, b)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        a, b = ctx.inputs
+        ga = sum_to_shape(g * b, a.shape) if a.requires_grad else None
+        gb = sum_to_shape(g * a, b.shape) if b.requires_grad else None
+        return ga, gb
+
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        a, b = ctx.inputs
+        parts = [t for t in ((ta * b) if ta is not None else None, (a * tb) if tb is not None else None)
+                 if t is not None]
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
+class Div(Op):
+    name = "div"
+    needs_output = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return ctx.backend.binary("div", a, b)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        a, b = ctx.inputs
+        ga = sum_to_shape(g / b, a.shape) if a.requires_grad else None
+        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if b.requires_grad else None
+        return ga, gb
+
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        a, b = ctx.inputs
+        out = ctx.output.detach()
+        if tb is None:
+            return ta / b
+        num = neg(out * tb) if ta is None else add(ta, neg(out * tb))
+        return num / b
+
+
+class Pow(Op):
+    """``a ** c`` for a constant exponent ``c`` (a Python number)."""
+
+    name = "pow"
+
+    @staticmethod
+    def forward(ctx, a):
+        be = ctx.backend
+        return be.binary("pow", a, be.array(ctx.params, be.dtype(a)))
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        (a,) = ctx.inputs
+        c = ctx.params
+        if c == 0:
+            return (g * 0.0,)
+        return (g * (c * pow(a, c - 1)),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        (a,) = ctx.inputs
+        c = ctx.params
+        return ta * (c * pow(a, c - 1)) if c != 0 else ta * 0.0
+
+
+# ---------------------------------------------------------------------------
+# elementwise unary
+
+
+class Neg(Op):
+    name = "neg"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.unary("neg", a)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (neg(g),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return neg(ta)
+
+
+class Reciprocal(Op):
+    name = "reciprocal"
+    needs_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.unary("reciprocal", a)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        out = ctx.output
+        return (neg(g) * (out * out),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        out = ctx.output.detach()
+        return neg(ta) * (out * out)
+
+
+class Exp(Op):
+    name = "exp"
+    needs_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.unary("exp", a)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (g * ctx.output,)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return ta * ctx.output.detach()
+
+
+class Log(Op):
+    name = "log"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.unary("log", a)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (g / ctx.inputs[0],)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return ta / ctx.inputs[0]
+
+
+class Relu(Op):
+    name = "relu"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.unary("relu", a)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (g * step(ctx.inputs[0]),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return ta * step(ctx.inputs[0])
+
+
+class Sigmoid(Op):
+    """Fused sigmoid: 1 / (1 + exp(-a)).
+
+    A composite of neg/exp/add/reciprocal gives the same numbers; this fused
+    primitive exists because ``benchmarks/hw2_step.py`` showed the four-op
+    version costs ~25 µs per training step in Python overhead.
+    """
+
+    name = "sigmoid"
+    needs_output = True
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.unary("sigmoid", a)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        out = ctx.output
+        return (g * (out * (1.0 - out)),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        out = ctx.output.detach()
+        return ta * (out * (1.0 - out))
+
+
+class Cast(Op):
+    name = "cast"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.astype(a, ctx.params)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (cast(g, ctx.inputs[0].dtype),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return cast(ta, ctx.params)
+
+
+# ---------------------------------------------------------------------------
+# no-gradient ops (masks, comparisons, randomness)
+
+
+class Compare(Op):
+    name = "compare"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return ctx.backend.binary(ctx.params, a, b)
+
+
+class Step(Op):
+    """1 where a > 0 else 0, in a's dtype (the ReLU mask)."""
+
+    name = "step"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.unary("step", a)
+
+
+class Uniform(Op):
+    """Uniform [0, 1) samples from the backend's generator (dropout masks)."""
+
+    name = "uniform"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx):
+        shape, dtype = ctx.params
+        return ctx.backend.uniform(shape, dtype)
+
+
+class Argmax(Op):
+    name = "argmax"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx, a):
+        import numpy as np  # index results are small; computed via NumPy on every backend
+        be = ctx.backend
+        arr = np.asarray(be.to_numpy(a))
+        res = np.argmax(arr) if ctx.params is None else np.argmax(arr, axis=ctx.params)
+        return be.array(res, as_dtype("int64"))
+
+
+# ---------------------------------------------------------------------------
+# reductions
+
+
+class Sum(Op):
+    name = "sum"
+
+    @staticmethod
+    def forward(ctx, a):
+        dims, keepdim = ctx.params
+        return ctx.backend.reduce("sum", a, dims, keepdim)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        (a,) = ctx.inputs
+        dims, keepdim = ctx.params
+        if not keepdim:
+            g = reshape(g, tuple(1 if i in dims else s for i, s in enumerate(a.shape)))
+        return (expand(g, a.shape),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        dims, keepdim = ctx.params
+        return sum(ta, dims, keepdim)
+
+
+class Max(Op):
+    """Max over dims. The gradient is split evenly between tied maxima (as ``torch.amax``)."""
+
+    name = "max"
+
+    @staticmethod
+    def forward(ctx, a):
+        dims, keepdim = ctx.params
+        return ctx.backend.reduce("max", a, dims, keepdim)
+
+    @staticmethod
+    def _share(ctx) -> Tensor:
+        (a,) = ctx.inputs
+        dims, _ = ctx.params
+        be = ctx.backend
+        m = be.reduce("max", a._data, dims, True)
+        mask = be.astype(be.binary("eq", a._data, m), a.dtype)
+        count = be.reduce("sum", mask, dims, True)
+        return Tensor._make(be.binary("div", mask, count), be)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        (a,) = ctx.inputs
+        dims, keepdim = ctx.params
+        if not keepdim:
+            g = reshape(g, tuple(1 if i in dims else s for i, s in enumerate(a.shape)))
+        return (g * cls._share(ctx),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        dims, keepdim = ctx.params
+        return sum(ta * cls._share(ctx), dims, keepdim)
+
+
+# ---------------------------------------------------------------------------
+# matmul
+
+
+def _swap_last(t: Tensor) -> Tensor:
+    return transpose(t, -1, -2)
+
+
+class MatMul(Op):
+    """Matrix product with NumPy's rules (1-D operands, batched and broadcast batch dims)."""
+
+    name = "matmul"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return ctx.backend.matmul(a, b)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        a, b = ctx.inputs
+        a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
+        b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+        g2 = g
+        if a.ndim == 1:
+            g2 = unsqueeze(g2, -2 if b.ndim > 1 else 0)
+        if b.ndim == 1:
+            g2 = unsqueeze(g2, -1)
+        ga = gb = None
+        if a.requires_grad:
+            ga = sum_to_shape(matmul(g2, _swap_last(b2)), a2.shape)
+            ga = reshape(ga, a.shape) if a.ndim == 1 else ga
+        if b.requires_grad:
+            gb = sum_to_shape(matmul(_swap_last(a2), g2), b2.shape)
+            gb = reshape(gb, b.shape) if b.ndim == 1 else gb
+        return ga, gb
+
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        a, b = ctx.inputs
+        parts = []
+        if ta is not None:
+            parts.append(matmul(ta, b))
+        if tb is not None:
+            parts.append(matmul(a, tb))
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
+# ---------------------------------------------------------------------------
+# layout
+
+
+class Permute(Op):
+    name = "permute"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.permute(a, ctx.params)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        order = ctx.params
+        inverse = [0] * len(order)
+        for i, o in enumerate(order):
+            inverse[o] = i
+        return (permute(g, tuple(inverse)),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return permute(ta, ctx.params)
+
+
+class View(Op):
+    """Reshape without copying; fails on non-contiguous data (as PyTorch's ``view``)."""
+
+    name = "view"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.view(a, ctx.params)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (reshape(g, ctx.inputs[0].shape),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return reshape(ta, ctx.params)
+
+
+class Reshape(Op):
+    """Reshape: a view when the layout allows it, else a copy."""
+
+    name = "reshape"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.reshape(a, ctx.params)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (reshape(g, ctx.inputs[0].shape),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return reshape(ta, ctx.params)
+
+
+class Expand(Op):
+    """Broadcast to a larger shape (stride-0 view). Its VJP is ``sum_to_shape``."""
+
+    name = "expand"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.expand(a, ctx.params)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (sum_to_shape(g, ctx.inputs[0].shape),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return expand(ta, ctx.params)
+
+
+class Contiguous(Op):
+    name = "contiguous"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.contiguous(a)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (g,)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return ta
+
+
+class GetItem(Op):
+    """Basic indexing (ints and slices) as a view. VJP: add into zeros at the same place."""
+
+    name = "getitem"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.index(a, ctx.params)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (apply(IndexAdd, (g,), (ctx.inputs[0].shape, ctx.params)),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return getitem(ta, ctx.params)
+
+
+class IndexAdd(Op):
+    name = "index_add"
+
+    @staticmethod
+    def forward(ctx, src):
+        shape, key = ctx.params
+        return ctx.backend.index_add(shape, key, src)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (getitem(g, ctx.params[1]),)
+
+    @classmethod
+    def jvp(cls, ctx, ts):
+        return apply(IndexAdd, (ts,), ctx.params)
+
+
+# ---------------------------------------------------------------------------
+# selection
+
+
+class Where(Op):
+    name = "where"
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        return ctx.backend.where(cond, a, b)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        cond, a, b = ctx.inputs
+        zero = zeros_like(g)
+        ga = sum_to_shape(where(cond, g, zero), a.shape) if a.requires_grad else None
+        gb = sum_to_shape(where(cond, zero, g), b.shape) if b.requires_grad else None
+        return None, ga, gb
+
+    @classmethod
+    def jvp(cls, ctx, tc, ta, tb):
+        cond, a, b = ctx.inputs
+        ta = ta if ta is not None else zeros_like(a)
+        tb = tb if tb is not None else zeros_like(b)
+        return where(cond, ta, tb)
+
+
+class Gather(Op):
+    """Embedding lookup: rows of ``table`` at integer ``indices``. VJP: scatter-add."""
+
+    name = "gather"
+
+    @staticmethod
+    def forward(ctx, table, indices):
+        return ctx.backend.gather(table, indices)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        table, indices = ctx.inputs
+        return apply(ScatterAdd, (g, indices), table.shape), None
+
+    @classmethod
+    def jvp(cls, ctx, tt, ti):
+        return gather(tt, ctx.inputs[1])
+
+
+class ScatterAdd(Op):
+    """Zeros of a shape with rows of ``src`` added at ``indices`` (repeated rows add up)."""
+
+    name = "scatter_add"
+
+    @staticmethod
+    def forward(ctx, src, indices):
+        return ctx.backend.scatter_add(ctx.params, indices, src)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return gather(g, ctx.inputs[1]), None
+
+    @classmethod
+    def jvp(cls, ctx, ts, ti):
+        return apply(ScatterAdd, (ts, ctx.inputs[1]), ctx.params)
+
+
+# ---------------------------------------------------------------------------
+# public functions
+
+
+def add(a, b, like=None) -> Tensor:
+    return apply(Add, _pair(a, b, like))
+
+
+def sub(a, b, like=None) -> Tensor:
+    """Composite: a + (-b)."""
+    a, b = _pair(a, b, like)
+    return add(a, neg(b))
+
+
+def mul(a, b, like=None) -> Tensor:
+    return apply(Mul, _pair(a, b, like))
+
+
+def div(a, b, like=None) -> Tensor:
+    return apply(Div, _pair(a, b, like))
+
+
+def neg(a: Tensor) -> Tensor:
+    return apply(Neg, (a,))
+
+
+def reciprocal(a: Tensor) -> Tensor:
+    return apply(Reciprocal, (a,))
+
+
+def pow(a: Tensor, exponent) -> Tensor:
+    """``a ** exponent``; a tensor exponent is written as exp(exponent * log(a))."""
+    if isinstance(exponent, Tensor):
+        return exp(mul(exponent, log(a)))
+    if not isinstance(exponent, (int, float)):
+        raise TypeError(f"exponent must be a number or a Tensor, got {type(exponent).__name__}")
+    return apply(Pow, (a,), float(exponent))
+
+
+def rpow(base, exponent: Tensor) -> Tensor:
+    """``base ** exponent`` for a constant base: exp(exponent * log(base))."""
+    b = as_tensor_like(base, exponent)
+    return exp(mul(exponent, log(b)))
+
+
+def exp(a: Tensor) -> Tensor:
+    return apply(Exp, (a,))
+
+
+def log(a: Tensor) -> Tensor:
+    return apply(Log, (a,))
+
+
+def relu(a: Tensor) -> Tensor:
+    return apply(Relu, (a,))
+
+
+def sigmoid(a: Tensor) -> Tensor:
+    return apply(Sigmoid, (a,))
+
+
+def step(a: Tensor) -> Tensor:
+    return apply(Step, (a,))
+
+
+def cast(a: Tensor, dtype) -> Tensor:
+    dt = as_dtype(dtype)
+    if a.dtype == dt:
+        return a
+    out = apply(Cast, (a,), dt)
+    if not dt.is_floating:  # integer / bool results carry no gradient
+        out.requires_grad, out._history = False, None
+    return out
+
+
+def compare(kind: str, a, b) -> Tensor:
+    """Elementwise comparison (``lt le gt ge eq ne``); a bool tensor with no gradient."""
+    return apply(Compare, _pair(a, b), kind)
+
+
+def uniform(shape: Sequence[int], like: Tensor) -> Tensor:
+    """Uniform [0, 1) samples on ``like``'s backend and dtype."""
+    return apply(Uniform, (), (tuple(shape), like.dtype), backend=like.backend)
+
+
+def argmax(a: Tensor, dim: int | None = None) -> Tensor:
+    return apply(Argmax, (a,), None if dim is None else _norm_dim(dim, a.ndim))
+
+
+def sum(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    return apply(Sum, (a,), (_norm_dims(dim, a.ndim), bool(keepdim)))
+
+
+def max(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """Maximum over ``dim`` (all dims when None); values only."""
+    return apply(Max, (a,), (_norm_dims(dim, a.ndim), bool(keepdim)))
+
+
+def matmul(a: Tensor, b) -> Tensor:
+    b = as_tensor_like(b, a)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("matmul needs tensors with at least one dimension; use * for scalars")
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if ka != kb:
+        raise ValueError(f"matmul shape mismatch: {a.shape} @ {b.shape} ({ka} != {kb})")
+    return apply(MatMul, (a, b))
+
+
+def permute(a: Tensor, order: Sequence[int]) -> Tensor:
+    order = tuple(_norm_dim(d, a.ndim) for d in order)
+    if sorted(order) != list(range(a.ndim)):
+        raise ValueError(f"permute order {order} is not a permutation of {a.ndim} dims")
+    return apply(Permute, (a,), order)
+
+
+def transpose(a: Tensor, d0: int = -2, d1: int = -1) -> Tensor:
+    order = list(range(a.ndim))
+    d0, d1 = _norm_dim(d0, a.ndim), _norm_dim(d1, a.ndim)
+    order[d0], order[d1] = order[d1], order[d0]
+    return permute(a, order)
+
+
+def _resolve_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise ValueError("only one dimension can be -1")
+    if -1 in shape:
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if known == 0 or numel % known:
+            raise ValueError(f"cannot infer -1 in shape {shape} for {numel} elements")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    n = 1
+    for s in shape:
+        n *= s
+    if n != numel:
+        raise ValueError(f"shape {shape} does not hold {numel} elements")
+    return shape
+
+
+def view(a: Tensor, shape: Sequence[int]) -> Tensor:
+    return apply(View, (a,), _resolve_shape(shape, a.numel()))
+
+
+def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
+    shape = _resolve_shape(shape, a.numel())
+    if shape == a.shape:
+        return a
+    return apply(Reshape, (a,), shape)
+
+
+def expand(a: Tensor, shape: Sequence[int]) -> Tensor:
+    shape = tuple(shape)
+    if shape == a.shape:
+        return a
+    return apply(Expand, (a,), shape)
+
+
+def contiguous(a: Tensor) -> Tensor:
+    if a.is_contiguous():
+        return a
+    return apply(Contiguous, (a,))
+
+
+def unsqueeze(a: Tensor, dim: int) -> Tensor:
+    nd = a.ndim + 1
+    d = _norm_dim(dim, nd)
+    shape = list(a.shape)
+    shape.insert(d, 1)
+    return reshape(a, shape)
+
+
+def squeeze(a: Tensor, dim=None) -> Tensor:
+    if dim is None:
+        shape = [s for s in a.shape if s != 1]
+    else:
+        d = _norm_dim(dim, a.ndim)
+        shape = [s for i, s in enumerate(a.shape) if not (i == d and s == 1)]
+    return reshape(a, shape)
+
+
+def getitem(a: Tensor, key) -> Tensor:
+    if isinstance(key, Tensor):
+        if not key.dtype.is_floating and key.dtype != bool_:
+            return gather(a, key)
+        raise IndexError("tensor indices must be integer tensors")
+    norm = key if isinstance(key, tuple) else (key,)
+    for k in norm:
+        if isinstance(k, bool) or not isinstance(k, (int, slice)):
+            raise IndexError(f"unsupported index {k!r}: use integers and slices (or an int tensor for rows)")
+    return apply(GetItem, (a,), key)
+
+
+def where(cond: Tensor, a, b) -> Tensor:
+    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else cond
+    if not isinstance(like, Tensor):
+        raise TypeError("where needs at least one tensor")
+    if like is cond:
+        like = Tensor._make(cond.backend.full((), 0.0, float64), cond.backend)
+    a, b = as_tensor_like(a, like), as_tensor_like(b, like)
+    return apply(Where, (as_tensor_like(cond, like), a, b))
+
+
+def gather(table: Tensor, indices) -> Tensor:
+    """Rows of ``table`` picked by integer ``indices`` (embedding lookup)."""
+    if not isinstance(indices, Tensor):
+        indices = Tensor._make(table.backend.array(indices, as_dtype("int64")), table.backend)
+    if indices.dtype.is_floating:
+        raise TypeError("gather indices must be an integer tensor")
+    return apply(Gather, (table, indices))
+
+
+def zeros_like(a: Tensor) -> Tensor:
+    return Tensor._make(a.backend.full(a.shape, 0.0, a.dtype), a.backend)
+
+
+def ones_like(a: Tensor) -> Tensor:
+    return Tensor._make(a.backend.full(a.shape, 1.0, a.dtype), a.backend)
+
+
+PRIMITIVES: tuple[type[Op], ...] = (
+    Add, Mul, Div, Pow, Neg, Reciprocal, Exp, Log, Relu, Sigmoid, Cast, Compare, Step, Uniform, Argmax,
+    Sum, Max, MatMul, Permute, View, Reshape, Expand, Contiguous, GetItem, IndexAdd, Where, Gather, ScatterAdd,
+)

@@ -1,0 +1,465 @@
+"""The Tensor: backend array + autodiff history, with a PyTorch-shaped API.
+
+A tensor produced by an op keeps a :class:`History` (the op, its inputs, its
+parameters and anything the VJP needs). ``apply`` is the single place where an
+op runs: it calls the op's forward on the backend, records history when a
+gradient will be needed, carries forward-mode tangents, and tells any tracing
+hooks (explain layer, graph capture) what ran.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import autodiff
+from .backends import Backend, get_backend
+from .dtypes import DType, as_dtype, float64, int64
+
+_ids = itertools.count(1)
+
+
+class _State(threading.local):
+    """Per-thread engine mode: several trainings in several threads stay independent."""
+
+    def __init__(self) -> None:
+        self.grad_enabled = True
+        self.forward_mode = 0     # >0 while jvp() runs: tangents are propagated
+        self.hooks: list[Callable] = []
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return _state.grad_enabled
+
+
+@contextmanager
+def set_grad_enabled(mode: bool) -> Iterator[None]:
+    prev = _state.grad_enabled
+    _state.grad_enabled = bool(mode)
+    try:
+        yield
+    finally:
+        _state.grad_enabled = prev
+
+
+class no_grad:
+    """Context manager (and decorator): ops inside record no history."""
+
+    def __enter__(self):
+        self._prev = _state.grad_enabled
+        _state.grad_enabled = False
+        return self
+
+    def __exit__(self, *exc):
+        _state.grad_enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        def wrapper(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        return wrapper
+
+
+@contextmanager
+def trace_ops(hook: Callable[["History | None", "Tensor"], None]) -> Iterator[None]:
+    """Call ``hook(op, inputs, params, output)`` after every op applied in this thread."""
+    _state.hooks.append(hook)
+    try:
+        yield
+    finally:
+        _state.hooks.remove(hook)
+
+
+class Op:
+    """A primitive. Subclasses define ``forward`` and, when differentiable, ``vjp`` / ``jvp``.
+
+    forward(ctx, *arrays) -> array   runs on the backend (ctx.backend) with raw arrays
+    vjp(ctx, g) -> tuple             one gradient (Tensor or None) per input, in engine ops
+    jvp(ctx, *tangents) -> Tensor    tangent of the output from input tangents (None = zero)
+    """
+
+    name = "?"
+    differentiable = True
+    needs_output = False  # VJP/JVP uses the output tensor (kept through a weak reference)
+
+    @staticmethod
+    def forward(ctx: "History", *arrays):
+        raise NotImplementedError
+
+    @classmethod
+    def vjp(cls, ctx: "History", g: "Tensor"):
+        raise NotImplementedError(f"no VJP rule for op '{cls.name}'")
+
+    @classmethod
+    def jvp(cls, ctx: "History", *tangents):
+        raise NotImplementedError(f"no JVP rule for op '{cls.name}'")
+
+
+class History:
+    """How a tensor was made: op, inputs, parameters, and what its VJP needs."""
+
+    __slots__ = ("op", "inputs", "params", "backend", "saved", "_out")
+
+    def __init__(self, op, inputs, params, backend):
+        self.op = op
+        self.inputs = inputs
+        self.params = params
+        self.backend = backend
+        self.saved = None
+        self._out = None
+
+    @property
+    def output(self) -> "Tensor":
+        out = self._out() if self._out is not None else None
+        if out is None:
+            raise RuntimeError(f"the output of op '{self.op.name}' is no longer alive")
+        return out
+
+
+class Tensor:
+    """An n-dimensional array that can record how it was computed."""
+
+    __slots__ = ("_data", "backend", "requires_grad", "grad", "_history", "unique_id", "tangent", "name",
+                 "__weakref__")
+    __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
+
+    def __init__(self, data, requires_grad: bool = False, dtype=None, backend: "str | Backend" = "numpy",
+                 name: str | None = None):
+        be = get_backend(backend)
+        if isinstance(data, Tensor):
+            data = data.numpy()
+        if dtype is None:
+            dtype = _infer_dtype(data)
+        else:
+            dtype = as_dtype(dtype)
+        if requires_grad and not dtype.is_floating:
+            raise TypeError(f"only floating-point tensors can require gradients (got {dtype.name})")
+        self._data = be.array(data, dtype)
+        self.backend = be
+        self.requires_grad = bool(requires_grad)
+        self.grad = None
+        self._history = None
+        self.unique_id = next(_ids)
+        self.tangent = None
+        self.name = name
+
+    @staticmethod
+    def _make(data, backend: Backend, requires_grad: bool = False, history: History | None = None) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._data = data
+        t.backend = backend
+        t.requires_grad = requires_grad
+        t.grad = None
+        t._history = history
+        t.unique_id = next(_ids)
+        t.tangent = None
+        t.name = None
+        return t
+
+    # --- basic properties ---------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.backend.shape(self._data))
+
+    @property
+    def dtype(self) -> DType:
+        return self.backend.dtype(self._data)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def size(self) -> int:
+        return self.numel()
+
+    @property
+    def data(self):
+        """The raw backend array (for backends and optimisers; not for autodiff code)."""
+        return self._data
+
+    def strides(self) -> tuple[int, ...]:
+        return self.backend.strides(self._data)
+
+    def is_contiguous(self) -> bool:
+        return self.backend.is_contiguous(self._data)
+
+    @property
+    def history(self) -> History | None:
+        return self._history
+
+    @property
+    def op_name(self) -> str:
+        return self._history.op.name if self._history is not None else "leaf"
+
+    def item(self) -> float:
+        return self.backend.item(self._data)
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self.backend.to_numpy(self._data))
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise ValueError("the truth value of a tensor with more than one element is ambiguous")
+        return bool(self.item())
+
+    def __repr__(self) -> str:
+        arr = np.array2string(self.numpy(), precision=6, separator=", ", prefix="tensor(")
+        extra = ""
+        if self.backend.name != "numpy":
+            extra += f", backend='{self.backend.name}'"
+        if self.dtype != float64:
+            extra += f", dtype={self.dtype.name}"
+        if self._history is not None:
+            extra += f", op={self._history.op.name}"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"tensor({arr}{extra})"
+
+    __hash__ = object.__hash__
+
+    # --- autodiff protocol (see engine.autodiff) ------------------------------
+    @property
+    def parents(self) -> tuple["Tensor", ...]:
+        return self._history.inputs if self._history is not None else ()
+
+    def is_leaf(self) -> bool:
+        return self._history is None
+
+    def is_constant(self) -> bool:
+        return not self.requires_grad
+
+    def chain_rule(self, d_output: "Tensor"):
+        ctx = self._history
+        grads = ctx.op.vjp(ctx, d_output)
+        return [(inp, g) for inp, g in zip(ctx.inputs, grads) if g is not None and inp.requires_grad]
+
+    def accumulate_derivative(self, x: "Tensor") -> None:
+        if not self.backend.is_contiguous(x._data):
+            x = Tensor._make(self.backend.contiguous(x._data), self.backend, x.requires_grad, x._history) \
+                if not x.requires_grad else x.contiguous()
+        self.grad = x if self.grad is None else self.grad + x
+
+    def backward(self, grad: "Tensor | None" = None, create_graph: bool = False,
+                 strategy: "str | autodiff.TraversalStrategy" = "topological", observer=None) -> None:
+        """Backpropagate from this tensor and accumulate into the leaves' ``.grad``.
+
+        Args:
+            grad: d(something)/d(self); defaults to 1 for a one-element tensor.
+            create_graph: record the backward pass as a graph (for higher-order derivatives).
+            strategy: traversal strategy (see ``engine.autodiff``).
+            observer: receives every backward event.
+
+        Raises:
+            RuntimeError: when the tensor does not require grad, or ``grad`` is missing
+                for a tensor with more than one element.
+        """
+        if not self.requires_grad:
+            raise RuntimeError("backward() on a tensor that does not require grad "
+                               "(no input had requires_grad=True, or it was computed under no_grad)")
+        if grad is None:
+            if self.numel() != 1:
+                raise RuntimeError(f"grad can be implicitly created only for one-element outputs; "
+                                   f"this output has shape {self.shape}: pass backward(grad=...)")
+            grad = Tensor._make(self.backend.full(self.shape, 1.0, self.dtype), self.backend)
+        else:
+            grad = as_tensor_like(grad, self)
+            if grad.shape != self.shape:
+                raise RuntimeError(f"grad of shape {grad.shape} does not match output shape {self.shape}")
+        with set_grad_enabled(create_graph):
+            autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)
+
+    def detach(self) -> "Tensor":
+        return Tensor._make(self._data, self.backend)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if self._history is not None:
+            raise RuntimeError("requires_grad can only be changed on leaf tensors")
+        if requires_grad and not self.dtype.is_floating:
+            raise TypeError("only floating-point tensors can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def zero_grad(self) -> None:
+        self.grad = None
+
+    def to(self, backend: "str | Backend | None" = None, dtype=None) -> "Tensor":
+        """A copy on another backend and/or dtype (a new leaf)."""
+        be = get_backend(backend) if backend is not None else self.backend
+        dt = as_dtype(dtype) if dtype is not None else self.dtype
+        if be is self.backend and dt == self.dtype:
+            return self
+        if be is self.backend:
+            return _ops.cast(self, dt)
+        out = Tensor._make(be.array(self.numpy(), dt), be, self.requires_grad and self._history is None)
+        return out
+
+    def float(self) -> "Tensor":
+        return self.to(dtype="float32")
+
+    def double(self) -> "Tensor":
+        return self.to(dtype="float64")
+
+    # --- operators (defined in engine.ops / engine.functional) ----------------
+    def __add__(self, other): return _ops.add(self, other)
+    def __radd__(self, other): return _ops.add(other, self, like=self)
+    def __sub__(self, other): return _ops.sub(self, other)
+    def __rsub__(self, other): return _ops.sub(other, self, like=self)
+    def __mul__(self, other): return _ops.mul(self, other)
+    def __rmul__(self, other): return _ops.mul(other, self, like=self)
+    def __truediv__(self, other): return _ops.div(self, other)
+    def __rtruediv__(self, other): return _ops.div(other, self, like=self)
+    def __neg__(self): return _ops.neg(self)
+    def __pos__(self): return self
+    def __pow__(self, exponent): return _ops.pow(self, exponent)
+    def __rpow__(self, base): return _ops.rpow(base, self)
+    def __matmul__(self, other): return _ops.matmul(self, other)
+    def __rmatmul__(self, other): return _ops.matmul(as_tensor_like(other, self), self)
+    def __lt__(self, other): return _ops.compare("lt", self, other)
+    def __le__(self, other): return _ops.compare("le", self, other)
+    def __gt__(self, other): return _ops.compare("gt", self, other)
+    def __ge__(self, other): return _ops.compare("ge", self, other)
+    def __eq__(self, other): return _ops.compare("eq", self, other)  # type: ignore[override]
+    def __ne__(self, other): return _ops.compare("ne", self, other)  # type: ignore[override]
+    def __getitem__(self, key): return _ops.getitem(self, key)
+
+    def exp(self): return _ops.exp(self)
+    def log(self): return _ops.log(self)
+    def relu(self): return _ops.relu(self)
+    def sqrt(self): return _ops.pow(self, 0.5)
+    def abs(self): return _F.abs(self)
+    def sigmoid(self): return _F.sigmoid(self)
+    def tanh(self): return _F.tanh(self)
+    def sum(self, dim=None, keepdim=False): return _ops.sum(self, dim, keepdim)
+    def mean(self, dim=None, keepdim=False): return _F.mean(self, dim, keepdim)
+    def max(self, dim=None, keepdim=False): return _ops.max(self, dim, keepdim)
+    def argmax(self, dim=None): return _ops.argmax(self, dim)
+    def softmax(self, dim=-1): return _F.softmax(self, dim)
+    def log_softmax(self, dim=-1): return _F.log_softmax(self, dim)
+    def logsumexp(self, dim=None, keepdim=False): return _F.logsumexp(self, dim, keepdim)
+    def permute(self, *order): return _ops.permute(self, _dims_arg(order))
+    def transpose(self, d0=-2, d1=-1): return _ops.transpose(self, d0, d1)
+
+    @property
+    def T(self):
+        return _ops.permute(self, tuple(reversed(range(self.ndim))))
+
+    def view(self, *shape): return _ops.view(self, _dims_arg(shape))
+    def reshape(self, *shape): return _ops.reshape(self, _dims_arg(shape))
+    def expand(self, *shape): return _ops.expand(self, _dims_arg(shape))
+    def contiguous(self): return _ops.contiguous(self)
+    def unsqueeze(self, dim): return _ops.unsqueeze(self, dim)
+    def squeeze(self, dim=None): return _ops.squeeze(self, dim)
+    def flatten(self): return _ops.reshape(self, (-1,))
+
+
+def _dims_arg(args) -> tuple[int, ...]:
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _infer_dtype(data) -> DType:
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        kind = data.dtype.kind
+        if kind == "f":
+            return as_dtype(data.dtype) if data.dtype in (np.float32, np.float64) else float64
+        if kind in "iu":
+            return float64
+        if kind == "b":
+            return float64
+        raise TypeError(f"cannot make a tensor from a NumPy array of dtype {data.dtype}")
+    return float64
+
+
+def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backend" = "numpy",
+           name: str | None = None) -> Tensor:
+    """Create a leaf tensor.
+
+    Args:
+        data: a number, (nested) list, NumPy array or Tensor.
+        requires_grad: whether gradients should be accumulated into ``.grad``.
+        dtype: ``engine.float64`` / ``engine.float32`` / ``engine.int64`` or their names.
+            Default: float64 for Python numbers (a teaching tool compares against finite
+            differences), the array's own float dtype for NumPy float arrays.
+        backend: ``"numpy"`` (default), ``"python"`` or ``"cuda"``.
+        name: an optional label (the explorer shows it).
+    """
+    return Tensor(data, requires_grad=requires_grad, dtype=dtype, backend=backend, name=name)
+
+
+def as_tensor_like(x, like: Tensor) -> Tensor:
+    """``x`` as a constant on ``like``'s backend; Python numbers take ``like``'s dtype."""
+    if isinstance(x, Tensor):
+        return x
+    be = like.backend
+    if isinstance(x, (int, float, bool)):
+        dt = like.dtype if like.dtype.is_floating else float64
+        return Tensor._make(be.array(x, dt), be)
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
+        return Tensor._make(be.array(x, int64), be)
+    return Tensor._make(be.array(x, _infer_dtype(np.asarray(x))), be)
+
+
+def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | None = None) -> Tensor:
+    """Run one primitive: forward on the backend, history when needed, tangents, hooks."""
+    be = backend if backend is not None else inputs[0].backend
+    for t in inputs:
+        if t.backend is not be:
+            raise RuntimeError(f"op '{op.name}' got tensors on different backends "
+                               f"({be.name} and {t.backend.name}); move them with .to(backend)")
+    st = _state
+    ctx = History(op, inputs, params, be)
+    data = op.forward(ctx, *[t._data for t in inputs])
+    requires_grad = False
+    if st.grad_enabled and op.differentiable:
+        for t in inputs:
+            if t.requires_grad:
+                requires_grad = True
+                break
+    out = Tensor._make(data, be, requires_grad, ctx if requires_grad else None)
+    if op.needs_output and (requires_grad or st.forward_mode):
+        ctx._out = weakref.ref(out)
+    if st.forward_mode and op.differentiable:
+        tangents = [t.tangent for t in inputs]
+        if any(t is not None for t in tangents):
+            st.forward_mode -= 1  # the JVP rule itself must not propagate tangents
+            try:
+                out.tangent = op.jvp(ctx, *tangents)
+            finally:
+                st.forward_mode += 1
+    if st.hooks:
+        for hook in list(st.hooks):
+            hook(op, inputs, params, out)
+    return out
+
+
+from . import functional as _F  # noqa: E402  (methods above resolve these at call time)
+from . import ops as _ops  # noqa: E402

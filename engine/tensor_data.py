@@ -1,0 +1,246 @@
+"""Strided tensor storage: a flat buffer plus shape, strides and offset.
+
+This is the index maths every tensor library hides. The pure-Python backend
+computes with it directly (slowly, visibly); the NumPy and CuPy backends get the
+same behaviour from their own arrays, and the tests check that they agree.
+
+A position in the flat storage is ``offset + sum(index[i] * strides[i])``.
+Views (``permute``, ``view``, ``expand``, slicing) build a new TensorData over
+the *same* storage object with other strides; nothing is copied.
+"""
+from __future__ import annotations
+
+import array
+from typing import Iterator, Sequence
+
+Shape = tuple[int, ...]
+Strides = tuple[int, ...]
+
+
+class IndexingError(IndexError):
+    """An index or shape that does not fit the tensor."""
+
+
+class ViewError(RuntimeError):
+    """A view was requested that the strides cannot express (as in PyTorch)."""
+
+
+def prod(shape: Sequence[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def strides_from_shape(shape: Sequence[int]) -> Strides:
+    """Row-major (C-contiguous) strides for ``shape``."""
+    strides = []
+    step = 1
+    for s in reversed(shape):
+        strides.append(step)
+        step *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def to_index(ordinal: int, shape: Shape) -> list[int]:
+    """The multi-index of the ``ordinal``-th element in row-major order."""
+    index = [0] * len(shape)
+    for i in range(len(shape) - 1, -1, -1):
+        s = shape[i]
+        index[i] = ordinal % s
+        ordinal //= s
+    return index
+
+
+def all_indices(shape: Shape) -> Iterator[tuple[int, ...]]:
+    """Every multi-index of ``shape`` in row-major order."""
+    if len(shape) == 0:
+        yield ()
+        return
+    if prod(shape) == 0:
+        return
+    index = [0] * len(shape)
+    while True:
+        yield tuple(index)
+        d = len(shape) - 1
+        while d >= 0:
+            index[d] += 1
+            if index[d] < shape[d]:
+                break
+            index[d] = 0
+            d -= 1
+        if d < 0:
+            return
+
+
+def broadcast_shape(a: Shape, b: Shape) -> Shape:
+    """NumPy broadcasting of two shapes.
+
+    Raises:
+        IndexingError: when a dimension pair is neither equal nor 1.
+    """
+    n = max(len(a), len(b))
+    a_ = (1,) * (n - len(a)) + tuple(a)
+    b_ = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a_, b_):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise IndexingError(f"shapes {tuple(a)} and {tuple(b)} cannot be broadcast together")
+    return tuple(out)
+
+
+def broadcast_index(big_index: Sequence[int], big_shape: Shape, shape: Shape) -> list[int]:
+    """Map an index of the broadcast (big) shape to an index of the smaller shape."""
+    skip = len(big_shape) - len(shape)
+    return [0 if shape[i] == 1 else big_index[i + skip] for i in range(len(shape))]
+
+
+class TensorData:
+    """Flat storage (``array.array``) viewed through shape, strides and offset."""
+
+    __slots__ = ("storage", "shape", "strides", "offset", "typecode")
+
+    def __init__(self, storage: array.array, shape: Shape, strides: Strides | None = None, offset: int = 0):
+        self.storage = storage
+        self.shape = tuple(int(s) for s in shape)
+        self.strides = tuple(strides) if strides is not None else strides_from_shape(self.shape)
+        self.offset = offset
+        self.typecode = storage.typecode
+        if len(self.strides) != len(self.shape):
+            raise IndexingError(f"strides {self.strides} do not match shape {self.shape}")
+
+    # --- construction -------------------------------------------------
+    @staticmethod
+    def from_flat(values, shape: Shape, typecode: str) -> "TensorData":
+        storage = array.array(typecode, values)
+        if len(storage) != prod(shape):
+            raise IndexingError(f"{len(storage)} values do not fill shape {tuple(shape)}")
+        return TensorData(storage, tuple(shape))
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    # --- index maths --------------------------------------------------
+    def index_to_position(self, index: Sequence[int]) -> int:
+        """Storage position of a multi-index (negative indices allowed)."""
+        if len(index) != len(self.shape):
+            raise IndexingError(f"index {tuple(index)} has {len(index)} dims, tensor has {len(self.shape)}")
+        pos = self.offset
+        for i, s, st in zip(index, self.shape, self.strides):
+            if i < 0:
+                i += s
+            if not 0 <= i < s:
+                raise IndexingError(f"index {tuple(index)} out of range for shape {self.shape}")
+            pos += i * st
+        return pos
+
+    def positions(self) -> Iterator[int]:
+        """Storage positions of all elements in row-major (logical) order."""
+        shape, strides, off = self.shape, self.strides, self.offset
+        for index in all_indices(shape):
+            pos = off
+            for i, st in zip(index, strides):
+                pos += i * st
+            yield pos
+
+    def get(self, index: Sequence[int]):
+        return self.storage[self.index_to_position(index)]
+
+    def values(self) -> list:
+        """All elements in logical row-major order."""
+        st = self.storage
+        return [st[p] for p in self.positions()]
+
+    def is_contiguous(self) -> bool:
+        """True when the logical order is the storage order with no gaps."""
+        expected = 1
+        for s, st in zip(reversed(self.shape), reversed(self.strides)):
+            if s == 1:
+                continue
+            if st != expected:
+                return False
+            expected *= s
+        return True
+
+    # --- views (share storage) ----------------------------------------
+    def permute(self, order: Sequence[int]) -> "TensorData":
+        if sorted(order) != list(range(len(self.shape))):
+            raise IndexingError(f"permute order {tuple(order)} is not a permutation of {len(self.shape)} dims")
+        return TensorData(self.storage, tuple(self.shape[i] for i in order),
+                          tuple(self.strides[i] for i in order), self.offset)
+
+    def view(self, shape: Shape) -> "TensorData":
+        if prod(shape) != self.size:
+            raise IndexingError(f"cannot view shape {self.shape} ({self.size} elements) as {tuple(shape)}")
+        if not self.is_contiguous():
+            raise ViewError(
+                f"view of a non-contiguous tensor (shape {self.shape}, strides {self.strides}) is not "
+                "possible: call .contiguous() first, or use reshape (which copies)")
+        return TensorData(self.storage, tuple(shape), strides_from_shape(shape), self.offset)
+
+    def expand(self, shape: Shape) -> "TensorData":
+        """Broadcast to ``shape`` by giving the repeated dims stride 0."""
+        if broadcast_shape(self.shape, shape) != tuple(shape):
+            raise IndexingError(f"cannot expand shape {self.shape} to {tuple(shape)}")
+        skip = len(shape) - len(self.shape)
+        strides = [0] * skip
+        for s, st in zip(self.shape, self.strides):
+            strides.append(st)
+        strides = [0 if i >= skip and self.shape[i - skip] == 1 and shape[i] != 1 else strides[i]
+                   for i in range(len(shape))]
+        return TensorData(self.storage, tuple(shape), tuple(strides), self.offset)
+
+    def basic_index(self, key) -> "TensorData":
+        """A view for integer / slice indexing (``x[1]``, ``x[:, 2:5]``, ``x[::2]``)."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) > len(self.shape):
+            raise IndexingError(f"too many indices ({len(key)}) for a tensor of {len(self.shape)} dims")
+        offset = self.offset
+        shape, strides = [], []
+        for d, (s, st) in enumerate(zip(self.shape, self.strides)):
+            k = key[d] if d < len(key) else slice(None)
+            if isinstance(k, int):
+                i = k + s if k < 0 else k
+                if not 0 <= i < s:
+                    raise IndexingError(f"index {k} out of range for dim {d} of size {s}")
+                offset += i * st
+            elif isinstance(k, slice):
+                start, stop, step = k.indices(s)
+                if step <= 0:
+                    raise IndexingError("only positive slice steps are supported")
+                n = max(0, (stop - start + step - 1) // step)
+                offset += start * st
+                shape.append(n)
+                strides.append(st * step)
+            else:
+                raise IndexingError(f"unsupported index {k!r}: use integers and slices")
+        return TensorData(self.storage, tuple(shape), tuple(strides), offset)
+
+    def contiguous(self) -> "TensorData":
+        return TensorData(array.array(self.typecode, self.values()), self.shape)
+
+    def tolist(self):
+        vals = self.values()
+        if not self.shape:
+            return vals[0]
+
+        def nest(flat, shape):
+            if len(shape) == 1:
+                return list(flat)
+            step = prod(shape[1:])
+            return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+        return nest(vals, self.shape)
+
+    def __repr__(self) -> str:
+        return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
