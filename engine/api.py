@@ -64,27 +64,45 @@ def _leaf(x, requires_grad: bool = True) -> Tensor:
     return t
 
 
+def _differentiable_inputs(args) -> tuple[list[Tensor], bool]:
+    """Inputs to differentiate with respect to, and whether we are nested inside another transform.
+
+    A tensor that already requires grad is used as it is (so ``grad(grad(f))`` stays
+    connected to the outer graph); anything else becomes a fresh leaf.
+    """
+    nested = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+    return [a if isinstance(a, Tensor) and a.requires_grad else _leaf(a) for a in args], nested
+
+
+def _derivatives(out: Tensor, inputs: Sequence[Tensor], cotangent: Tensor, create_graph: bool) -> tuple:
+    from .autodiff import derivatives_at
+    if not out.requires_grad:
+        return tuple(_zeros_like(x) for x in inputs)
+    with set_grad_enabled(create_graph):
+        found = derivatives_at(out, cotangent, inputs)
+    return tuple(found.get(x.unique_id, None) if found.get(x.unique_id) is not None else _zeros_like(x)
+                 for x in inputs)
+
+
 def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """The gradient function of ``f`` (which must return a one-element tensor).
 
     ``grad(f)(x, y)`` returns d f / d x as a Tensor; with ``argnums=(0, 1)`` a tuple.
-    Unused inputs get zeros.
+    Unused inputs get zeros. Nests: ``grad(grad(f))`` is the second derivative.
     """
     single = isinstance(argnums, int)
     nums = (argnums,) if single else tuple(argnums)
 
     def grad_f(*args):
         args = list(args)
-        leaves = {}
-        for i in nums:
-            leaves[i] = _leaf(args[i])
-            args[i] = leaves[i]
+        leaves, nested = _differentiable_inputs([args[i] for i in nums])
+        for i, leaf in zip(nums, leaves):
+            args[i] = leaf
         out = f(*args)
         if not isinstance(out, Tensor) or out.numel() != 1:
             raise TypeError("grad(f) needs f to return a one-element Tensor")
-        if out.requires_grad:
-            out.backward()
-        grads = tuple(leaves[i].grad if leaves[i].grad is not None else _zeros_like(leaves[i]) for i in nums)
+        one = Tensor._make(out.backend.full(out.shape, 1.0, out.dtype), out.backend)
+        grads = _derivatives(out, leaves, one, create_graph=nested)
         return grads[0] if single else grads
 
     return grad_f
@@ -92,17 +110,14 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 def vjp(f: Callable, *primals):
     """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` returns x̄ = Jᵀ ȳ for every primal (the slides' make_vjp)."""
-    leaves = [_leaf(p) for p in primals]
+    leaves, nested = _differentiable_inputs(primals)
     out = f(*leaves)
 
     def vjp_fn(cotangent):
-        for leaf in leaves:
-            leaf.grad = None
-        if out.requires_grad:
-            out.backward(cotangent)
-        return tuple(leaf.grad if leaf.grad is not None else _zeros_like(leaf) for leaf in leaves)
+        from .tensor import as_tensor_like
+        return _derivatives(out, leaves, as_tensor_like(cotangent, out), create_graph=nested)
 
-    return out.detach(), vjp_fn
+    return (out if nested else out.detach()), vjp_fn
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):

@@ -172,6 +172,33 @@ class Topological(TraversalStrategy):
             step += 1
 
 
+def derivatives_at(variable: Variable, deriv: Any, targets: Iterable[Variable]) -> dict[int, Any]:
+    """d variable / d target for each target (leaf or not), without touching any ``.grad``.
+
+    The same reverse-topological walk as :class:`Topological`, but it returns the
+    adjoints that reach ``targets`` instead of accumulating into leaves (what
+    ``engine.grad`` and ``engine.vjp`` need, also when nested).
+    """
+    wanted = {t.unique_id for t in targets}
+    found: dict[int, Any] = {}
+    derivs: dict[int, Any] = {variable.unique_id: deriv}
+    for node in topological_sort(variable):
+        d = derivs.pop(node.unique_id, None)
+        if d is None:
+            continue
+        if node.unique_id in wanted:
+            found[node.unique_id] = d
+        if node.is_leaf():
+            continue
+        for parent, contribution in node.chain_rule(d):
+            if parent.is_constant():
+                continue
+            pid = parent.unique_id
+            prev = derivs.get(pid)
+            derivs[pid] = contribution if prev is None else prev + contribution
+    return found
+
+
 STRATEGIES: dict[str, TraversalStrategy] = {"topological": Topological()}
 
 

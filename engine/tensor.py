@@ -425,7 +425,9 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
         return Tensor._make(be.array(x, dt), be)
     if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
         return Tensor._make(be.array(x, int64), be)
-    return Tensor._make(be.array(x, _infer_dtype(np.asarray(x))), be)
+    # float data (lists, arrays) joins the tensor's own float dtype, as a Python number does
+    dt = like.dtype if like.dtype.is_floating else _infer_dtype(np.asarray(x))
+    return Tensor._make(be.array(x, dt), be)
 
 
 def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | None = None) -> Tensor:

@@ -1,0 +1,128 @@
+"""The one op table that drives forward and gradient tests on every backend.
+
+Each row: a name, the engine function, the NumPy reference, input shapes and a
+domain for the random inputs (so log sees positives, max sees distinct values).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+import engine
+from engine import functional as F
+from engine import ops
+
+
+def _np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _np_logsumexp(x, axis=None, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
+
+
+@dataclass
+class OpCase:
+    name: str
+    fn: Callable                       # engine function of tensors
+    ref: Callable                      # NumPy function of arrays
+    shapes: list[tuple[int, ...]]
+    domain: str = "any"                # any | positive | nonzero | distinct | prob | unit
+    consts: dict = field(default_factory=dict)   # extra non-differentiable numpy inputs (passed as kwargs)
+
+    def inputs(self, rng: np.random.Generator) -> list[np.ndarray]:
+        out = []
+        for shape in self.shapes:
+            if self.domain == "positive":
+                x = rng.uniform(0.5, 2.0, shape)
+            elif self.domain == "nonzero":
+                x = rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+            elif self.domain == "distinct":
+                n = int(np.prod(shape))
+                x = (rng.permutation(n).reshape(shape) * 0.37 + rng.uniform(0, 0.1, shape))
+            elif self.domain == "prob":
+                x = rng.uniform(0.05, 0.95, shape)
+            elif self.domain == "relu":
+                x = rng.uniform(0.1, 1.0, shape) * rng.choice([-1.0, 1.0], shape)
+            else:
+                x = rng.standard_normal(shape)
+            out.append(np.asarray(x, dtype=np.float64))
+        return out
+
+
+IDX = np.array([[0, 2, 2], [3, 0, 1]])  # row 2 and row 0 used twice: scatter-add must sum
+TARGET = np.array([0.0, 1.0, 1.0, 0.0])
+CLASSES = np.array([2, 0, 1])
+
+OP_TABLE: list[OpCase] = [
+    OpCase("add", lambda a, b: a + b, np.add, [(2, 3), (2, 3)]),
+    OpCase("add_broadcast", lambda a, b: a + b, np.add, [(3, 1), (1, 4)]),
+    OpCase("add_scalar_const", lambda a: 2.5 + a, lambda a: 2.5 + a, [(2, 3)]),
+    OpCase("sub_broadcast", lambda a, b: a - b, np.subtract, [(2, 3, 4), (4,)]),
+    OpCase("mul", lambda a, b: a * b, np.multiply, [(2, 3), (2, 3)]),
+    OpCase("mul_broadcast", lambda a, b: a * b, np.multiply, [(2, 1, 3), (4, 1)]),
+    OpCase("div", lambda a, b: a / b, np.divide, [(2, 3), (2, 3)], "nonzero"),
+    OpCase("rdiv_const", lambda a: 1.0 / a, lambda a: 1.0 / a, [(3,)], "nonzero"),
+    OpCase("neg", lambda a: -a, np.negative, [(2, 3)]),
+    OpCase("reciprocal", ops.reciprocal, np.reciprocal, [(4,)], "nonzero"),
+    OpCase("pow3", lambda a: a ** 3, lambda a: a ** 3, [(2, 3)]),
+    OpCase("pow_half", lambda a: a ** 0.5, np.sqrt, [(2, 3)], "positive"),
+    OpCase("pow_neg", lambda a: a ** -1.5, lambda a: a ** -1.5, [(3,)], "positive"),
+    OpCase("rpow", lambda a: 2.0 ** a, lambda a: 2.0 ** a, [(3,)]),
+    OpCase("exp", lambda a: a.exp(), np.exp, [(2, 3)]),
+    OpCase("log", lambda a: a.log(), np.log, [(2, 3)], "positive"),
+    OpCase("relu", lambda a: a.relu(), lambda a: np.maximum(a, 0), [(2, 3)], "relu"),
+    OpCase("sigmoid", lambda a: a.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), [(2, 3)]),
+    OpCase("tanh", lambda a: a.tanh(), np.tanh, [(2, 3)]),
+    OpCase("abs", lambda a: a.abs(), np.abs, [(5,)], "relu"),
+    OpCase("clamp", lambda a: F.clamp(a, -0.5, 0.5), lambda a: np.clip(a, -0.5, 0.5), [(6,)], "distinct"),
+    OpCase("sum_all", lambda a: a.sum(), np.sum, [(2, 3)]),
+    OpCase("sum_dim", lambda a: a.sum(1), lambda a: a.sum(1), [(2, 3, 4)]),
+    OpCase("sum_dims_keepdim", lambda a: a.sum((0, 2), keepdim=True),
+           lambda a: a.sum((0, 2), keepdims=True), [(2, 3, 4)]),
+    OpCase("mean", lambda a: a.mean(0), lambda a: a.mean(0), [(3, 4)]),
+    OpCase("max_all", lambda a: a.max(), np.max, [(3, 4)], "distinct"),
+    OpCase("max_dim", lambda a: a.max(1), lambda a: a.max(1), [(3, 4)], "distinct"),
+    OpCase("max_dim_keepdim", lambda a: a.max(0, keepdim=True), lambda a: a.max(0, keepdims=True),
+           [(3, 4)], "distinct"),
+    OpCase("matmul", lambda a, b: a @ b, np.matmul, [(2, 3), (3, 4)]),
+    OpCase("matmul_batched", lambda a, b: a @ b, np.matmul, [(2, 2, 3), (2, 3, 2)]),
+    OpCase("matmul_broadcast_batch", lambda a, b: a @ b, np.matmul, [(2, 2, 3), (3, 2)]),
+    OpCase("matmul_vec_right", lambda a, b: a @ b, np.matmul, [(2, 3), (3,)]),
+    OpCase("matmul_vec_left", lambda a, b: a @ b, np.matmul, [(3,), (3, 2)]),
+    OpCase("matmul_dot", lambda a, b: a @ b, np.matmul, [(4,), (4,)]),
+    OpCase("permute", lambda a: a.permute(2, 0, 1), lambda a: a.transpose(2, 0, 1), [(2, 3, 4)]),
+    OpCase("transpose", lambda a: a.T, lambda a: a.T, [(2, 3)]),
+    OpCase("view", lambda a: a.view(3, 2), lambda a: a.reshape(3, 2), [(2, 3)]),
+    OpCase("reshape_permuted", lambda a: a.T.reshape(-1), lambda a: a.T.reshape(-1), [(2, 3)]),
+    OpCase("expand", lambda a: a.expand(3, 2, 4), lambda a: np.broadcast_to(a, (3, 2, 4)), [(2, 1)]),
+    OpCase("unsqueeze_squeeze", lambda a: a.unsqueeze(1).squeeze(1) * a.unsqueeze(0),
+           lambda a: a * a[None], [(3,)]),
+    OpCase("getitem", lambda a: a[1:, ::2], lambda a: a[1:, ::2], [(3, 5)]),
+    OpCase("getitem_int", lambda a: a[1] * 2.0, lambda a: a[1] * 2.0, [(3, 2)]),
+    OpCase("where", lambda a, b: ops.where(a > b, a, b), lambda a, b: np.where(a > b, a, b),
+           [(3, 4), (3, 4)], "distinct"),
+    OpCase("gather_repeated", lambda t: ops.gather(t, IDX), lambda t: t[IDX], [(4, 3)]),
+    OpCase("softmax", lambda a: a.softmax(-1), _np_softmax, [(2, 5)]),
+    OpCase("log_softmax", lambda a: a.log_softmax(1), lambda a: np.log(_np_softmax(a, 1)), [(3, 4)]),
+    OpCase("logsumexp", lambda a: a.logsumexp(1), lambda a: _np_logsumexp(a, 1), [(3, 4)]),
+    OpCase("linear", lambda x, w, b: F.linear(x, w, b), lambda x, w, b: x @ w.T + b, [(4, 3), (2, 3), (2,)]),
+    OpCase("bce", lambda p: F.binary_cross_entropy(p, TARGET),
+           lambda p: -np.mean(TARGET * np.log(p) + (1 - TARGET) * np.log(1 - p)), [(4,)], "prob"),
+    OpCase("bce_logits", lambda z: F.binary_cross_entropy_with_logits(z, TARGET),
+           lambda z: -np.mean(TARGET * np.log(1 / (1 + np.exp(-z))) + (1 - TARGET) * np.log(1 - 1 / (1 + np.exp(-z)))),
+           [(4,)]),
+    OpCase("cross_entropy", lambda z: F.cross_entropy(z, CLASSES),
+           lambda z: -np.mean(np.log(_np_softmax(z, 1))[np.arange(3), CLASSES]), [(3, 4)]),
+    OpCase("mse", lambda a, b: F.mse_loss(a, b), lambda a, b: np.mean((a - b) ** 2), [(5,), (5,)]),
+    OpCase("composite_slide", lambda x1, x2: x1 + (1.5 * x1 + 2.0 * x2).exp(),
+           lambda x1, x2: x1 + np.exp(1.5 * x1 + 2.0 * x2), [(), ()]),
+    OpCase("fan_out", lambda x: x * x * x + x.exp() * x, lambda x: x ** 3 + np.exp(x) * x, [(3,)]),
+]
+
+OPS_BY_NAME = {c.name: c for c in OP_TABLE}

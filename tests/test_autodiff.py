@@ -1,0 +1,192 @@
+"""Reverse mode: topological order, fan-out sums, accumulation, higher order, deep chains, events."""
+import math
+
+import numpy as np
+import pytest
+
+import engine
+from engine import autodiff, no_grad, tensor
+
+
+def test_slide_example_exact():
+    x1 = tensor(3.0, requires_grad=True)
+    x2 = tensor(0.5, requires_grad=True)
+    f = x1 + (1.5 * x1 + 2.0 * x2).exp()
+    f.backward()
+    assert f.item() == 3.0 + math.exp(5.5)
+    assert x1.grad.item() == pytest.approx(1 + 1.5 * math.exp(5.5), rel=1e-15)
+    assert x2.grad.item() == pytest.approx(2 * math.exp(5.5), rel=1e-15)
+
+
+def test_readme_matrix_example():
+    W = tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    y = (W @ tensor([1., 1.])).relu().sum()
+    y.backward()
+    np.testing.assert_array_equal(W.grad.numpy(), np.ones((2, 2)))
+
+
+def test_fan_out_gets_the_sum(backend):
+    x = tensor(2.0, requires_grad=True, backend=backend)
+    y = x * x + x * 3.0 + x   # x used four times
+    y.backward()
+    assert x.grad.item() == pytest.approx(2 * 2.0 + 3.0 + 1.0)
+
+
+def test_backward_twice_accumulates():
+    x = tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    (x * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 2 * np.array([1.0, 2.0]))
+
+
+def test_second_derivative_of_cube():
+    x = tensor(1.7, requires_grad=True)
+    y = x * x * x
+    (dx,) = _grad(y, x, create_graph=True)
+    assert dx.item() == pytest.approx(3 * 1.7 ** 2)
+    assert dx.requires_grad
+    x.grad = None
+    dx.backward()
+    assert x.grad.item() == pytest.approx(6 * 1.7)
+
+
+def _grad(y, x, create_graph=False):
+    x.grad = None
+    y.backward(create_graph=create_graph)
+    return (x.grad,)
+
+
+def test_third_derivative_of_exp_through_output():
+    """exp's VJP uses its output tensor: higher orders stay right."""
+    g = engine.grad(engine.grad(engine.grad(lambda x: (2.0 * x).exp())))
+    assert g(0.3).item() == pytest.approx(8 * math.exp(0.6))
+
+
+def test_constants_and_no_grad_are_skipped():
+    x = tensor(2.0, requires_grad=True)
+    c = tensor(5.0)
+    y = x * c
+    assert y.requires_grad and not c.requires_grad
+    y.backward()
+    assert c.grad is None and x.grad.item() == 5.0
+    with no_grad():
+        z = x * c
+    assert not z.requires_grad and z.is_leaf()
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        z.backward()
+
+
+def test_nonscalar_backward_needs_grad():
+    x = tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="pass backward"):
+        (x * 2.0).backward()
+    (x * 2.0).backward(tensor([1.0, 10.0]))
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 20.0])
+
+
+def test_topological_sort_orders_consumers_first():
+    x = tensor(1.0, requires_grad=True)
+    a = x * 2.0
+    b = a.exp()
+    c = a + b
+    order = autodiff.topological_sort(c)
+    pos = {n.unique_id: i for i, n in enumerate(order)}
+    assert order[0] is c
+    assert pos[c.unique_id] < pos[b.unique_id] < pos[a.unique_id] < pos[x.unique_id]
+    assert len(order) == 4
+
+
+def test_long_chain_has_no_recursion_error():
+    x = tensor(1.0, requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    y.backward()
+    assert x.grad.item() == 1.0
+
+
+def test_observer_reports_contributions_and_fan_out_sums():
+    x1 = tensor(3.0, requires_grad=True, name="x1")
+    x2 = tensor(0.5, requires_grad=True, name="x2")
+    f = x1 + (1.5 * x1 + 2.0 * x2).exp()
+    events = []
+    f.backward(observer=events.append)
+    sums = [e for e in events if isinstance(e, autodiff.FanOutAccumulated) and e.parent is x1]
+    assert [(s.received, s.expected) for s in sums] == [(1, 2), (2, 2)]
+    assert sums[-1].complete and sums[-1].total.item() == pytest.approx(x1.grad.item())
+    sent = [e for e in events if isinstance(e, autodiff.ContributionSent) and e.parent is x1]
+    assert sum(e.contribution.item() for e in sent) == pytest.approx(1 + 1.5 * math.exp(5.5))
+    leaves = [e.node for e in events if isinstance(e, autodiff.LeafAccumulated)]
+    assert set(id(n) for n in leaves) == {id(x1), id(x2)}
+
+
+class _Scalar:
+    """A minimal object following the HW2 protocol (no tensors): the core knows no ops."""
+    _next = 0
+
+    def __init__(self, value, parents=(), local=(), constant=False):
+        _Scalar._next += 1
+        self.unique_id = _Scalar._next
+        self.value, self.parents, self.local = value, tuple(parents), tuple(local)
+        self.constant, self.derivative = constant, 0.0
+
+    def is_leaf(self):
+        return not self.parents
+
+    def is_constant(self):
+        return self.constant
+
+    def chain_rule(self, d):
+        return [(p, d * l) for p, l in zip(self.parents, self.local)]
+
+    def accumulate_derivative(self, d):
+        self.derivative += d
+
+
+def test_backpropagate_works_on_the_bare_protocol():
+    x = _Scalar(2.0)
+    c = _Scalar(7.0, constant=True)
+    sq = _Scalar(4.0, (x, x), (2.0, 2.0))          # x*x: both local derivatives x
+    out = _Scalar(11.0, (sq, x, c), (1.0, 3.0, 1.0))
+    autodiff.backpropagate(out, 1.0)
+    assert x.derivative == 2.0 + 2.0 + 3.0  # d(x*x)/dx = x + x, plus 3
+    assert c.derivative == 0.0
+
+
+def test_unknown_strategy_is_a_clear_error():
+    x = tensor(1.0, requires_grad=True)
+    with pytest.raises(ValueError, match="unknown traversal strategy"):
+        (x * 2.0).backward(strategy="sideways")
+
+
+def test_mixed_backends_are_rejected():
+    a = tensor(1.0, backend="numpy")
+    b = tensor(1.0, backend="python")
+    with pytest.raises(RuntimeError, match="different backends"):
+        a + b
+
+
+def test_functional_grad_vjp_jvp():
+    f = lambda x, y: (x * y).exp().sum()  # noqa: E731
+    gx, gy = engine.grad(f, argnums=(0, 1))(tensor([0.1, 0.2]), tensor([1.0, 2.0]))
+    np.testing.assert_allclose(gx.numpy(), np.array([1.0, 2.0]) * np.exp([0.1, 0.4]))
+    out, vjp_fn = engine.vjp(lambda x: x * 3.0, tensor([1.0, 2.0]))
+    (g,) = vjp_fn(tensor([1.0, -1.0]))
+    np.testing.assert_allclose(g.numpy(), [3.0, -3.0])
+    out, t = engine.jvp(lambda x: x.exp(), [tensor(0.0)], [tensor(2.0)])
+    assert t.item() == pytest.approx(2.0)
+
+
+def test_grad_mode_is_thread_local():
+    import threading
+    x = tensor(1.0, requires_grad=True)
+    seen = {}
+
+    def worker():
+        seen["y"] = (x * 2.0).requires_grad
+
+    with no_grad():
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    assert seen["y"] is True
