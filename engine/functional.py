@@ -82,24 +82,13 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         raise ValueError(f"dropout probability must be in [0, 1), got {p}")
     if not training or p == 0.0:
         return x
-    keep = ops.cast(ops.compare("ge", ops.uniform(x.shape, x), p), x.dtype)
-    return x * (keep * (1.0 / (1.0 - p)))
-
-
-_LOG_CLAMP = -100.0  # PyTorch clamps log(p) at -100 in binary_cross_entropy
+    return x * ops.dropout_mask(x, p)
 
 
 def binary_cross_entropy(p: Tensor, target, reduction: str = "mean") -> Tensor:
-    """-(y log p + (1 - y) log(1 - p)), with log clamped at -100 so p = 0 or 1 gives no NaN.
-
-    The clamp is applied to the *input* of log (p >= e^-100), so the gradient stays finite too.
-    """
-    y = as_tensor_like(target, p)
-    floor = 3.720075976020836e-44  # e^-100
-    log_p = ops.log(clamp(p, min=floor))
-    log_1mp = ops.log(clamp(1.0 - p, min=floor))
-    loss = ops.neg(y * log_p + (1.0 - y) * log_1mp)
-    return _reduce(loss, reduction)
+    """-(y log p + (1 - y) log(1 - p)) with log clamped at -100 (PyTorch's rule): no NaN or inf
+    at p = 0 or 1, and a finite gradient there too. A fused primitive (see ops.BinaryCrossEntropy)."""
+    return _reduce(ops.binary_cross_entropy(p, target), reduction)
 
 
 def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean") -> Tensor:

@@ -329,6 +329,93 @@ class Argmax(Op):
         return be.array(res, as_dtype("int64"))
 
 
+class BinaryCrossEntropy(Op):
+    """Elementwise -(y log p + (1 - y) log(1 - p)), logs clamped at -100 as in PyTorch.
+
+    Fused: as a composite (clamps, logs, products) the HW2 step spent ~40 extra op
+    dispatches here (benchmarks/hw2_step.py). The VJP is g * BCEGrad(p, y), itself a
+    primitive with a VJP, so higher-order derivatives still work.
+    """
+
+    name = "binary_cross_entropy"
+
+    @staticmethod
+    def forward(ctx, p, y):
+        be = ctx.backend
+        dt = be.dtype(p)
+        floor = be.array(-100.0, dt)
+        one = be.array(1.0, dt)
+        log_p = be.binary("maximum", be.unary("log", p), floor)
+        log_1mp = be.binary("maximum", be.unary("log", be.binary("sub", one, p)), floor)
+        inner = be.binary("add", be.binary("mul", y, log_p), be.binary("mul", be.binary("sub", one, y), log_1mp))
+        return be.unary("neg", inner)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        p, y = ctx.inputs
+        gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if p.requires_grad else None
+        gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if y.requires_grad else None
+        return gp, gy
+
+    @classmethod
+    def jvp(cls, ctx, tp, ty):
+        p, y = ctx.inputs
+        out = None
+        if tp is not None:
+            out = tp * apply(BCEGrad, (p, y))
+        if ty is not None:
+            part = ty * (log(1.0 - p) - log(p))
+            out = part if out is None else out + part
+        return out
+
+
+class BCEGrad(Op):
+    """d BCE / d p = (p - y) / max(p (1 - p), 1e-12) (PyTorch's clamp of the denominator)."""
+
+    name = "bce_grad"
+
+    @staticmethod
+    def forward(ctx, p, y):
+        be = ctx.backend
+        dt = be.dtype(p)
+        denom = be.binary("maximum", be.binary("mul", p, be.binary("sub", be.array(1.0, dt), p)),
+                          be.array(1e-12, dt))
+        return be.binary("div", be.binary("sub", p, y), denom)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        p, y = ctx.inputs
+        # d/dp (p - y) / (p (1 - p)) = (p^2 - 2 p y + y) / (p (1 - p))^2 ;  d/dy = -1 / (p (1 - p))
+        q = p * (1.0 - p)
+        gp = sum_to_shape(g * ((p * p - 2.0 * p * y + y) / (q * q)), p.shape) if p.requires_grad else None
+        gy = sum_to_shape(neg(g) / q, y.shape) if y.requires_grad else None
+        return gp, gy
+
+    @classmethod
+    def jvp(cls, ctx, tp, ty):
+        p, y = ctx.inputs
+        q = p * (1.0 - p)
+        out = tp * ((p * p - 2.0 * p * y + y) / (q * q)) if tp is not None else None
+        if ty is not None:
+            part = neg(ty) / q
+            out = part if out is None else out + part
+        return out
+
+
+class DropoutMask(Op):
+    """Inverted-dropout mask: 1/(1-p) with probability 1-p, else 0 (one op instead of four)."""
+
+    name = "dropout_mask"
+    differentiable = False
+
+    @staticmethod
+    def forward(ctx):
+        shape, dtype, p = ctx.params
+        be = ctx.backend
+        keep = be.astype(be.binary("ge", be.uniform(shape, dtype), be.array(p, dtype)), dtype)
+        return be.binary("mul", keep, be.array(1.0 / (1.0 - p), dtype))
+
+
 # ---------------------------------------------------------------------------
 # reductions
 
@@ -714,6 +801,15 @@ def uniform(shape: Sequence[int], like: Tensor) -> Tensor:
     return apply(Uniform, (), (tuple(shape), like.dtype), backend=like.backend)
 
 
+def dropout_mask(like: Tensor, p: float) -> Tensor:
+    return apply(DropoutMask, (), (like.shape, like.dtype, float(p)), backend=like.backend)
+
+
+def binary_cross_entropy(p: Tensor, y) -> Tensor:
+    """Elementwise BCE (no reduction); see :class:`BinaryCrossEntropy`."""
+    return apply(BinaryCrossEntropy, (p, as_tensor_like(y, p)))
+
+
 def argmax(a: Tensor, dim: int | None = None) -> Tensor:
     return apply(Argmax, (a,), None if dim is None else _norm_dim(dim, a.ndim))
 
@@ -854,5 +950,6 @@ def ones_like(a: Tensor) -> Tensor:
 
 PRIMITIVES: tuple[type[Op], ...] = (
     Add, Mul, Div, Pow, Neg, Reciprocal, Exp, Log, Relu, Sigmoid, Cast, Compare, Step, Uniform, Argmax,
+    BinaryCrossEntropy, BCEGrad, DropoutMask,
     Sum, Max, MatMul, Permute, View, Reshape, Expand, Contiguous, GetItem, IndexAdd, Where, Gather, ScatterAdd,
 )

@@ -169,7 +169,7 @@ class Tensor:
     # --- basic properties ---------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.backend.shape(self._data))
+        return self.backend.shape(self._data)
 
     @property
     def dtype(self) -> DType:
@@ -231,6 +231,8 @@ class Tensor:
         return bool(self.item())
 
     def __repr__(self) -> str:
+        if self.backend.deferred:  # a static-graph tensor has no value until a Session runs it
+            return self.backend.describe(self)
         arr = np.array2string(self.numpy(), precision=6, separator=", ", prefix="tensor(")
         extra = ""
         if self.backend.name != "numpy":
@@ -263,8 +265,7 @@ class Tensor:
 
     def accumulate_derivative(self, x: "Tensor") -> None:
         if not self.backend.is_contiguous(x._data):
-            x = Tensor._make(self.backend.contiguous(x._data), self.backend, x.requires_grad, x._history) \
-                if not x.requires_grad else x.contiguous()
+            x = x.contiguous()  # through the op, so trace_ops (graph capture) sees where .grad came from
         self.grad = x if self.grad is None else self.grad + x
 
     def backward(self, grad: "Tensor | None" = None, create_graph: bool = False,
@@ -433,23 +434,28 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
 def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | None = None) -> Tensor:
     """Run one primitive: forward on the backend, history when needed, tangents, hooks."""
     be = backend if backend is not None else inputs[0].backend
+    requires_grad = False
     for t in inputs:
         if t.backend is not be:
             raise RuntimeError(f"op '{op.name}' got tensors on different backends "
                                f"({be.name} and {t.backend.name}); move them with .to(backend)")
+        if t.requires_grad:
+            requires_grad = True
     st = _state
     ctx = History(op, inputs, params, be)
-    data = op.forward(ctx, *[t._data for t in inputs])
-    requires_grad = False
-    if st.grad_enabled and op.differentiable:
-        for t in inputs:
-            if t.requires_grad:
-                requires_grad = True
-                break
+    n = len(inputs)
+    if n == 1:
+        data = op.forward(ctx, inputs[0]._data)
+    elif n == 2:
+        data = op.forward(ctx, inputs[0]._data, inputs[1]._data)
+    else:
+        data = op.forward(ctx, *[t._data for t in inputs])
+    requires_grad = requires_grad and op.differentiable and st.grad_enabled
     out = Tensor._make(data, be, requires_grad, ctx if requires_grad else None)
-    if op.needs_output and (requires_grad or st.forward_mode):
+    forward_mode = st.forward_mode
+    if op.needs_output and (requires_grad or forward_mode):
         ctx._out = weakref.ref(out)
-    if st.forward_mode and op.differentiable:
+    if forward_mode and op.differentiable:
         tangents = [t.tangent for t in inputs]
         if any(t is not None for t in tangents):
             st.forward_mode -= 1  # the JVP rule itself must not propagate tangents
@@ -457,8 +463,9 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
                 out.tangent = op.jvp(ctx, *tangents)
             finally:
                 st.forward_mode += 1
-    if st.hooks:
-        for hook in list(st.hooks):
+    hooks = st.hooks
+    if hooks:
+        for hook in list(hooks):
             hook(op, inputs, params, out)
     return out
 

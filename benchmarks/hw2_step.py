@@ -1,0 +1,207 @@
+"""One HW2 training step, side by side: our engine (eager), hand-written NumPy, PyTorch eager.
+
+Step: x (batch, 52 tokens, 50 dims) -> mean over tokens -> Linear(50, H) -> ReLU -> Dropout(0.5)
+-> Linear(H, 1) -> sigmoid -> binary cross-entropy -> backward -> Adam.  float32 throughout.
+
+Prints µs per step and the ratios against the references measured in the same run. Also times a
+scalar chain of 1e6 multiplies (forward + backward) and reports µs per node.
+
+    python benchmarks/hw2_step.py            # batch 10 / hidden 32 and batch 512 / hidden 1024
+    python benchmarks/hw2_step.py --quick    # fewer repetitions
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import engine  # noqa: E402
+from engine import functional as F  # noqa: E402
+from engine import nn, optim  # noqa: E402
+
+TOKENS, DIM = 52, 50
+
+
+def make_data(batch: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, TOKENS, DIM)).astype(np.float32)
+    y = (rng.random((batch, 1)) < 0.5).astype(np.float32)
+    return x, y
+
+
+def init_params(hidden: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    b1, b2 = 1 / np.sqrt(DIM), 1 / np.sqrt(hidden)
+    return [rng.uniform(-b1, b1, (hidden, DIM)).astype(np.float32), rng.uniform(-b1, b1, hidden).astype(np.float32),
+            rng.uniform(-b2, b2, (1, hidden)).astype(np.float32), rng.uniform(-b2, b2, 1).astype(np.float32)]
+
+
+# --- our engine ------------------------------------------------------------------------------
+
+class HW2Net(nn.Module):
+    def __init__(self, params, backend="numpy"):
+        super().__init__()
+        self.l1 = nn.Linear(DIM, params[0].shape[0], dtype="float32", backend=backend)
+        self.l2 = nn.Linear(params[0].shape[0], 1, dtype="float32", backend=backend)
+        self.drop = nn.Dropout(0.5)
+        self.load_state_dict({"l1.weight": params[0], "l1.bias": params[1], "l2.weight": params[2],
+                              "l2.bias": params[3]})
+
+    def forward(self, x):
+        h = self.drop(self.l1(x.mean(1)).relu())
+        return F.sigmoid(self.l2(h))
+
+
+def engine_step_fn(params, backend="numpy"):
+    model = HW2Net(params, backend)
+    opt = optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.binary_cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+# --- hand-written NumPy ----------------------------------------------------------------------
+
+def numpy_step_fn(params):
+    W1, b1, W2, b2 = [p.copy() for p in params]
+    state = {"t": 0, "m": [np.zeros_like(p) for p in (W1, b1, W2, b2)],
+             "v": [np.zeros_like(p) for p in (W1, b1, W2, b2)]}
+    rng = np.random.default_rng(0)
+    lr, beta1, beta2, eps = 1e-3, 0.9, 0.999, 1e-8
+
+    def step(x, y):
+        nonlocal W1, b1, W2, b2
+        n = x.shape[0]
+        xm = x.mean(1)
+        z1 = xm @ W1.T + b1
+        mask = (rng.random(z1.shape, dtype=np.float32) >= 0.5).astype(np.float32) * 2.0
+        h = np.maximum(z1, 0) * mask
+        z2 = h @ W2.T + b2
+        p = 1 / (1 + np.exp(-z2))
+        loss = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+        dz2 = (p - y) / n
+        dW2 = dz2.T @ h
+        db2 = dz2.sum(0)
+        dh = dz2 @ W2
+        dz1 = dh * mask * (z1 > 0)
+        dW1 = dz1.T @ xm
+        db1 = dz1.sum(0)
+        state["t"] += 1
+        t = state["t"]
+        new = []
+        for i, (w, g) in enumerate(zip((W1, b1, W2, b2), (dW1, db1, dW2, db2))):
+            m = state["m"][i] = beta1 * state["m"][i] + (1 - beta1) * g
+            v = state["v"][i] = beta2 * state["v"][i] + (1 - beta2) * g * g
+            new.append(w - lr * (m / (1 - beta1 ** t)) / (np.sqrt(v / (1 - beta2 ** t)) + eps))
+        W1, b1, W2, b2 = new
+        return loss
+
+    return step
+
+
+# --- PyTorch eager ---------------------------------------------------------------------------
+
+def torch_step_fn(params):
+    import torch
+    torch.set_num_threads(1)
+    l1, l2 = torch.nn.Linear(DIM, params[0].shape[0]), torch.nn.Linear(params[0].shape[0], 1)
+    with torch.no_grad():
+        for t, p in zip((l1.weight, l1.bias, l2.weight, l2.bias), params):
+            t.copy_(torch.from_numpy(p))
+    drop = torch.nn.Dropout(0.5)
+    opt = torch.optim.Adam(list(l1.parameters()) + list(l2.parameters()), lr=1e-3)
+
+    def step(x, y):
+        opt.zero_grad()
+        p = torch.sigmoid(l2(drop(torch.relu(l1(x.mean(1))))))
+        loss = torch.nn.functional.binary_cross_entropy(p, y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, torch
+
+
+def time_step(step, x, y, repeats: int, inner: int) -> float:
+    """Best-of-``repeats`` mean time per call over ``inner`` calls, in µs."""
+    for _ in range(max(3, inner // 10)):
+        step(x, y)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            step(x, y)
+        best = min(best, (time.perf_counter() - t0) / inner)
+    return best * 1e6
+
+
+def bench_size(batch: int, hidden: int, repeats: int, inner: int, extra: dict | None = None) -> dict[str, float]:
+    x_np, y_np = make_data(batch)
+    params = init_params(hidden)
+    results = {}
+    x, y = engine.tensor(x_np), engine.tensor(y_np)
+    results["engine eager (numpy backend)"] = time_step(engine_step_fn(params), x, y, repeats, inner)
+    results["hand-written NumPy"] = time_step(numpy_step_fn(params), x_np, y_np, repeats, inner)
+    try:
+        tstep, torch = torch_step_fn(params)
+        results["PyTorch eager CPU"] = time_step(tstep, torch.from_numpy(x_np), torch.from_numpy(y_np), repeats, inner)
+    except ImportError:
+        pass
+    for name, fn in (extra or {}).items():
+        results[name] = time_step(fn(params), x, y, repeats, inner)
+    return results
+
+
+def scalar_chain(n: int) -> float:
+    x = engine.tensor(1.0, requires_grad=True)
+    t0 = time.perf_counter()
+    y = x
+    for _ in range(n):
+        y = y * 1.0000001
+    y.backward()
+    dt = time.perf_counter() - t0
+    assert x.grad is not None
+    return dt / n * 1e6
+
+
+def report(title: str, results: dict[str, float]) -> None:
+    print(f"\n## {title}")
+    refs = [r for r in ("PyTorch eager CPU", "hand-written NumPy") if r in results]
+    print(f"{'implementation':34s} {'µs/step':>10s} " + " ".join(f"{'vs ' + r:>24s}" for r in refs))
+    for name, us in results.items():
+        ratios = " ".join(f"{us / results[r]:>23.2f}x" for r in refs)
+        print(f"{name:34s} {us:10.1f} {ratios}")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--chain", type=int, default=1_000_000, help="length of the scalar chain")
+    args = ap.parse_args(argv)
+    extra = {}
+    try:  # captured-and-replayed step (engine.static), when available
+        from engine.static import compiled_hw2_step_fn  # type: ignore[attr-defined]
+        extra["engine compiled (replayed graph)"] = compiled_hw2_step_fn
+    except ImportError:
+        pass
+    r, i = (3, 100) if args.quick else (7, 300)
+    report("HW2 step, batch 10, hidden 32", bench_size(10, 32, r, i, extra))
+    r, i = (3, 5) if args.quick else (5, 20)
+    report("HW2 step, batch 512, hidden 1024", bench_size(512, 1024, r, i, extra))
+    print(f"\n## Scalar chain of {args.chain:,} multiplies (forward + backward)")
+    print(f"{scalar_chain(args.chain):.2f} µs per node")
+
+
+if __name__ == "__main__":
+    main()
