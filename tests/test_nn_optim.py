@@ -1,0 +1,107 @@
+"""nn modules and optimisers (PyTorch as an oracle where installed)."""
+import numpy as np
+import pytest
+
+import engine
+from engine import functional as F
+from engine import nn, optim, tensor
+
+
+def test_parameters_are_discovered_recursively():
+    model = nn.Sequential(nn.Linear(4, 3, seed=0), nn.ReLU(), nn.Dropout(0.5), nn.Linear(3, 1, seed=1))
+    names = [n for n, _ in model.named_parameters()]
+    assert names == ["layers.0.weight", "layers.0.bias", "layers.3.weight", "layers.3.bias"]
+    assert model.num_parameters() == 4 * 3 + 3 + 3 + 1
+    model.eval()
+    assert not model[2].training
+    model.train()
+    assert model[2].training
+
+
+def test_dropout_train_and_eval(backend):
+    engine.manual_seed(0)
+    x = engine.ones(1000, backend=backend)
+    d = nn.Dropout(0.5)
+    y = d(x).numpy()
+    assert set(np.unique(y)) <= {0.0, 2.0}
+    assert 0.4 < (y == 0).mean() < 0.6
+    d.eval()
+    np.testing.assert_array_equal(d(x).numpy(), np.ones(1000))
+
+
+def test_embedding_rows_used_twice_get_both_contributions(backend):
+    emb = nn.Embedding(5, 3, seed=0, backend=backend)
+    out = emb(np.array([1, 3, 1]))
+    (out * tensor([[1.0], [2.0], [3.0]], backend=backend)).sum().backward()
+    g = emb.weight.grad.numpy()
+    np.testing.assert_allclose(g[1], [4.0, 4.0, 4.0])  # 1 + 3
+    np.testing.assert_allclose(g[3], [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(g[[0, 2, 4]], 0.0)
+
+
+def test_hw2_model_gradients_by_gradcheck():
+    rng = np.random.default_rng(0)
+    x = tensor(rng.standard_normal((4, 6, 5)))
+    y = tensor((rng.random((4, 1)) < 0.5).astype(float))
+    l1, l2 = nn.Linear(5, 3, seed=1), nn.Linear(3, 1, seed=2)
+
+    def loss(w1, b1, w2, b2):
+        h = F.linear(x.mean(1), w1, b1).relu()
+        return F.binary_cross_entropy(F.sigmoid(F.linear(h, w2, b2)), y)
+
+    assert engine.gradcheck(loss, [l1.weight, l1.bias, l2.weight, l2.bias]).ok
+
+
+def test_bce_is_finite_at_zero_and_one():
+    p = tensor([0.0, 1.0, 0.0, 1.0], requires_grad=True)
+    loss = F.binary_cross_entropy(p, [0.0, 1.0, 1.0, 0.0])
+    loss.backward()
+    assert loss.item() == pytest.approx(50.0)  # two terms clamped at 100, mean over 4
+    assert np.all(np.isfinite(p.grad.numpy()))
+
+
+def test_logsumexp_is_stable_at_large_logits():
+    z = tensor([[1000.0, -1000.0, 999.0]], requires_grad=True)
+    out = z.logsumexp(1)
+    assert out.item() == pytest.approx(1000.0 + np.log1p(np.exp(-1.0)))
+    F.cross_entropy(z, [0]).backward()
+    assert np.all(np.isfinite(z.grad.numpy()))
+    np.testing.assert_allclose(z.softmax(-1).numpy().sum(), 1.0)
+
+
+def test_sgd_step():
+    p = nn.Parameter([1.0, 2.0])
+    opt = optim.SGD([p], lr=0.1)
+    (p * p).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(p.numpy(), [0.8, 1.6])
+    opt.zero_grad()
+    assert p.grad is None
+
+
+
+
+def _torch():
+    return pytest.importorskip("torch", reason="PyTorch (optional oracle) not installed")
+
+
+@pytest.mark.parametrize("opt_name", ["adam", "sgd_momentum"])
+def test_optimisers_match_pytorch(opt_name):
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((3, 2))
+    x = rng.standard_normal((5, 2))
+    ours = nn.Parameter(w0.copy())
+    theirs = torch.tensor(w0.copy(), requires_grad=True)
+    if opt_name == "adam":
+        o1, o2 = optim.Adam([ours], lr=0.05), torch.optim.Adam([theirs], lr=0.05)
+    else:
+        o1, o2 = optim.SGD([ours], lr=0.05, momentum=0.9), torch.optim.SGD([theirs], lr=0.05, momentum=0.9)
+    for _ in range(20):
+        o1.zero_grad()
+        ((tensor(x) @ ours.T).tanh() ** 2).sum().backward()
+        o1.step()
+        o2.zero_grad()
+        ((torch.tensor(x) @ theirs.T).tanh() ** 2).sum().backward()
+        o2.step()
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
