@@ -496,20 +496,23 @@ class MatMul(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        a2 = reshape(a, (1,) + a.shape) if a.ndim == 1 else a
-        b2 = reshape(b, b.shape + (1,)) if b.ndim == 1 else b
+        a_shape, b_shape = a.shape, b.shape
+        a_vec, b_vec = len(a_shape) == 1, len(b_shape) == 1
+        # 1-D operands are promoted to matrices (as in the forward), then the results squeezed back
+        a2 = reshape(a, (1,) + a_shape) if a_vec else a
+        b2 = reshape(b, b_shape + (1,)) if b_vec else b
         g2 = g
-        if a.ndim == 1:
-            g2 = unsqueeze(g2, -2 if b.ndim > 1 else 0)
-        if b.ndim == 1:
+        if a_vec:
+            g2 = unsqueeze(g2, 0 if b_vec else -2)
+        if b_vec:
             g2 = unsqueeze(g2, -1)
         ga = gb = None
-        if a.requires_grad:
-            ga = sum_to_shape(matmul(g2, _swap_last(b2)), a2.shape)
-            ga = reshape(ga, a.shape) if a.ndim == 1 else ga
-        if b.requires_grad:
-            gb = sum_to_shape(matmul(_swap_last(a2), g2), b2.shape)
-            gb = reshape(gb, b.shape) if b.ndim == 1 else gb
+        if a.requires_grad:  # ā = ȳ bᵀ
+            ga = sum_to_shape(apply(MatMul, (g2, _swap_last(b2))), a2.shape)
+            ga = reshape(ga, a_shape) if a_vec else ga
+        if b.requires_grad:  # b̄ = aᵀ ȳ
+            gb = sum_to_shape(apply(MatMul, (_swap_last(a2), g2)), b2.shape)
+            gb = reshape(gb, b_shape) if b_vec else gb
         return ga, gb
 
     @classmethod
@@ -842,10 +845,11 @@ def permute(a: Tensor, order: Sequence[int]) -> Tensor:
 
 
 def transpose(a: Tensor, d0: int = -2, d1: int = -1) -> Tensor:
-    order = list(range(a.ndim))
-    d0, d1 = _norm_dim(d0, a.ndim), _norm_dim(d1, a.ndim)
+    nd = a.ndim
+    order = list(range(nd))
+    d0, d1 = _norm_dim(d0, nd), _norm_dim(d1, nd)
     order[d0], order[d1] = order[d1], order[d0]
-    return permute(a, order)
+    return apply(Permute, (a,), tuple(order))  # a swap is always a valid permutation
 
 
 def _resolve_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
