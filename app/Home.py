@@ -11,13 +11,34 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 import engine  # noqa: E402
+from appkit.pages import discover_pages  # noqa: E402
+from appkit.widgets import presentation_toggle, start_page  # noqa: E402
 
-st.set_page_config(page_title="Autodiff Explorer", layout="wide")
-st.title("Autodiff Explorer")
-st.write(
-    "Everything on these pages is the real engine executing: forward passes in topological order, "
-    "adjoints flowing backwards with the sum at every fan-out node, finite-difference checks, "
-    "deliberately broken backprop orders, and a sentiment classifier trained live."
+APP_DIR = Path(__file__).resolve().parent
+
+ctx = start_page("Autodiff Explorer", "home", {}, {})
+st.markdown(
+    "A visual explorer of **automatic differentiation**. Type a small program, and watch our own tensor "
+    "engine run it: the forward pass in topological order, then the backward pass sending each "
+    "contribution (a vector-Jacobian product) along each edge, summing at fan-out nodes and landing in "
+    "the inputs' gradients. Everything on these pages is the real engine executing, never a re-enactment: "
+    "finite-difference checks, deliberately broken backprop orders, forward mode with dual numbers, "
+    "and networks trained live."
 )
+presentation_toggle()
+
+st.subheader("Pages")
+pages = discover_pages(APP_DIR / "pages")
+if not pages:
+    st.info("No pages found in app/pages.")
+for info in pages:
+    with st.container(border=True):
+        st.page_link(info.relative_to_app(APP_DIR), label=f"**{info.title}**", icon="➡️")
+        if info.summary:
+            st.caption(info.summary)
+
 st.subheader("Engine backends on this machine")
-st.write(", ".join(engine.available_backends()))
+backends = engine.available_backends()
+st.write(", ".join(f"`{b}`" for b in backends))
+st.caption("`numpy` is the default; `python` runs every kernel as plain Python loops over strided storage; "
+           "`cuda` appears where CuPy and an NVIDIA GPU are present.")

@@ -1,0 +1,119 @@
+"""Type a small program, set its inputs, and step through the engine's forward pass and then its backward pass: values, the contribution sent along each edge, the running sum at fan-out nodes, and a central-difference check of every gradient.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+import streamlit as st  # noqa: E402
+
+from appkit import presets  # noqa: E402
+from appkit.deeplink import LinkField  # noqa: E402
+from appkit.figures import at_frame, style_graph_figure  # noqa: E402
+from appkit.models import InputProblem, explorer_model  # noqa: E402
+from appkit.widgets import presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
+
+ctx = start_page(
+    "Expression explorer", "explorer",
+    fields={"expr": LinkField("str", presets.DEFAULT.program), "at": LinkField("str", presets.DEFAULT.inputs),
+            "step": LinkField("int", 0, minimum=0)},
+    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "step": 0, "sig": None})
+ns, look = ctx.ns, ctx.look
+for msg in ctx.link_problems:
+    st.warning(msg)
+
+
+@st.cache_resource(max_entries=32, show_spinner="Running the engine…")
+def cached_model(program: str, inputs: str):
+    return explorer_model(program, inputs)
+
+
+def _load_preset():
+    p = presets.find_preset(st.session_state[ns.key("preset")])
+    if p is not None:
+        st.session_state[ns.key("expr")] = p.program
+        st.session_state[ns.key("at")] = p.inputs
+        st.session_state[ns.key("step")] = 0
+
+
+top = st.columns([3, 1])
+st.session_state[ns.key("preset")] = presets.matching_preset(
+    st.session_state[ns.key("expr")], st.session_state[ns.key("at")]) or "(your own program)"
+top[0].selectbox("Preset", ["(your own program)", *presets.preset_labels()], key=ns.key("preset"),
+                 on_change=_load_preset)
+with top[1]:
+    presentation_toggle()
+
+left, right = st.columns([3, 2])
+left.text_area("Program (one assignment per line; the last one is the output)", key=ns.key("expr"),
+               height=140 if not look.presenting else 180,
+               help="Allowed: + - * / ** @, numbers, names, and exp log sigmoid relu tanh sum mean max "
+                    "softmax log_softmax logsumexp abs sqrt transpose. Press Ctrl+Enter to run.")
+right.text_area("Inputs", key=ns.key("at"), height=140 if not look.presenting else 180,
+                help="name = value, separated by commas or lines; values are numbers or lists like [[1, 2], [3, 4]]")
+
+program_text = st.session_state[ns.key("expr")]
+inputs_text = st.session_state[ns.key("at")]
+try:
+    model = cached_model(program_text, inputs_text)
+except InputProblem as problem:
+    box = left if problem.where == "program" else right
+    box.error(f"**{problem.where.capitalize()} not accepted** — {problem.error}", icon="🚫")
+    caret = problem.caret(program_text if problem.where == "program" else inputs_text)
+    if caret:
+        box.code(caret, language=None)
+    st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
+    publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": st.session_state[ns.key("step")]})
+    st.stop()
+
+# a new program starts at step 0 (a deep link's own step is kept on the first run)
+sig = (program_text, inputs_text)
+if st.session_state[ns.key("sig")] not in (None, sig):
+    st.session_state[ns.key("step")] = 0
+st.session_state[ns.key("sig")] = sig
+
+step = step_controls(ns, model.n_frames)
+phase = model.phase(step)
+st.markdown(f"#### Step {step + 1} of {model.n_frames} · {phase}\n{model.caption(step)}")
+
+tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient graph", "Table of nodes"])
+with tab_anim:
+    fig = style_graph_figure(at_frame(model.figure, step), look)
+    st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
+    st.caption("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above "
+               "move the page's step (and the deep link).")
+with tab_graphs:
+    g1, g2 = st.columns(2)
+    with g1:
+        st.markdown("**Forward graph** (value, adjoint; the current step highlighted)")
+        st.graphviz_chart(model.forward_dot(step))
+    with g2:
+        st.markdown("**Gradient graph** — the engine ops the backward pass ran (create_graph=True)")
+        gdot = model.gradient_dot()
+        if gdot:
+            st.graphviz_chart(gdot)
+        else:
+            st.info("No gradient graph for this program.")
+    dl = st.columns(3)
+    dl[0].download_button("Download graph (DOT)", model.forward_dot(), file_name="graph.dot", mime="text/vnd.graphviz")
+    if gdot:
+        dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
+                              mime="text/vnd.graphviz")
+    if shutil.which("dot"):
+        import pydot
+        svg = pydot.graph_from_dot_data(model.forward_dot())[0].create_svg()
+        dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
+    else:
+        dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
+with tab_table:
+    st.table(pd.DataFrame(model.table))
+    st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
+               "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element.")
+
+publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step})

@@ -1,0 +1,138 @@
+"""Forward mode with dual numbers stepping through the same graph (each node carries its value and its derivative forward), the number of passes and ops each mode needs for a full Jacobian of R^n → R^m as n and m vary, and the memory reverse mode keeps for its backward pass as batch and depth grow.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+import streamlit as st  # noqa: E402
+
+from appkit import presets  # noqa: E402
+from appkit.deeplink import LinkField  # noqa: E402
+from appkit.figures import at_frame, line_plot, style_graph_figure  # noqa: E402
+from appkit.formatting import fmt_value  # noqa: E402
+from appkit.models import InputProblem, dual_model, jacobian_cost_series, memory_series  # noqa: E402
+from appkit.widgets import presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
+
+ctx = start_page(
+    "Forward vs reverse", "fwdrev",
+    fields={"expr": LinkField("str", presets.DEFAULT.program), "at": LinkField("str", presets.DEFAULT.inputs),
+            "seed": LinkField("str", ""), "step": LinkField("int", 0, minimum=0)},
+    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "seed": "", "step": 0, "sig": None})
+ns, look = ctx.ns, ctx.look
+for msg in ctx.link_problems:
+    st.warning(msg)
+
+
+@st.cache_resource(max_entries=32, show_spinner="Running forward mode on the engine…")
+def cached_dual(program: str, inputs: str, seed: str):
+    return dual_model(program, inputs, seed)
+
+
+@st.cache_data(max_entries=8, show_spinner="Computing full Jacobians both ways…")
+def cached_jacobian(max_n: int, fixed: int):
+    return jacobian_cost_series(max_n, fixed)
+
+
+@st.cache_data(max_entries=8, show_spinner="Measuring what the backward pass keeps…")
+def cached_memory(depth: int, batch: int, width: int):
+    return memory_series(depth, batch, width)
+
+
+def _load_preset():
+    p = presets.find_preset(st.session_state[ns.key("preset")])
+    if p is not None:
+        st.session_state[ns.key("expr")] = p.program
+        st.session_state[ns.key("at")] = p.inputs
+        st.session_state[ns.key("step")] = 0
+
+
+st.subheader("Dual numbers: value and derivative carried forward")
+head = st.columns([3, 1])
+st.session_state[ns.key("preset")] = presets.matching_preset(
+    st.session_state[ns.key("expr")], st.session_state[ns.key("at")]) or "(your own program)"
+head[0].selectbox("Preset", ["(your own program)", *presets.preset_labels()], key=ns.key("preset"),
+                  on_change=_load_preset)
+with head[1]:
+    presentation_toggle()
+c1, c2 = st.columns([3, 2])
+c1.text_area("Program", key=ns.key("expr"), height=100)
+c2.text_area("Inputs", key=ns.key("at"), height=100)
+program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
+
+model = None
+try:
+    from appkit.models import parse
+    program, _ = parse(program_text, inputs_text)
+    names = program.input_names
+    if st.session_state[ns.key("seed")] not in names:
+        st.session_state[ns.key("seed")] = names[0]
+    st.radio("Seed: derivative with respect to", names, key=ns.key("seed"), horizontal=True,
+             help="Forward mode gives one directional derivative per pass: the seeded input's tangent is 1 "
+                  "(all ones for a tensor input), every other input's is 0.")
+    model = cached_dual(program_text, inputs_text, st.session_state[ns.key("seed")])
+except InputProblem as problem:
+    (c1 if problem.where == "program" else c2).error(f"**{problem.where.capitalize()} not accepted** — "
+                                                     f"{problem.error}", icon="🚫")
+
+if model is not None:
+    seed = st.session_state[ns.key("seed")]
+    sig = (program_text, inputs_text, seed)
+    if st.session_state[ns.key("sig")] not in (None, sig):
+        st.session_state[ns.key("step")] = 0
+    st.session_state[ns.key("sig")] = sig
+    step = step_controls(ns, model.n_frames)
+    fr = model.frameset.frames[step]
+    st.markdown(f"#### Step {step + 1} of {model.n_frames}\n{fr.caption}")
+    g, t = st.columns([3, 2])
+    with g:
+        st.plotly_chart(style_graph_figure(at_frame(model.figure, step), look), key=ns.key("figure"),
+                        config={"displaylogo": False})
+    with t:
+        st.table(pd.DataFrame(model.table[:max(step, 0)] or [{"node": "(inputs only)"}]))
+        rev = model.reverse_grads.get(seed)
+        st.markdown(f"Forward mode, one pass: **d f / d {seed} = {fmt_value(model.run.output_tangent)}**  \n"
+                    f"Reverse mode, one backward pass, every input at once: "
+                    + ", ".join(f"∂f/∂{k} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
+        if rev is not None:
+            st.caption("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum "
+                       "of the reverse-mode gradient's elements.")
+        st.caption(f"Engine ops: {model.run.program_ops} for the values, {model.run.rule_ops} more inside the "
+                   "JVP rules to carry the tangents.")
+    publish_link(ctx, {"expr": program_text, "at": inputs_text, "seed": seed, "step": step})
+else:
+    publish_link(ctx, {"expr": program_text, "at": inputs_text})
+
+st.divider()
+st.subheader("Full Jacobian of f: Rⁿ → Rᵐ — passes and ops")
+st.caption("Forward mode needs one pass per input (n columns of J); reverse mode one backward pass per output "
+           "(m rows). Both are counted on the engine running a small network y = tanh(A·x) for each size.")
+j = st.columns(2)
+max_n = j[0].slider("largest n (and m)", 2, 16, 8, key=ns.key("max_n"))
+fixed = j[1].slider("the other dimension held at", 1, 16, 2, key=ns.key("fixed"))
+series = cached_jacobian(int(max_n), int(fixed))
+p = st.columns(2)
+p[0].plotly_chart(line_plot(series["vary_n"], title=f"m = {fixed}, n varies", x_title="n (inputs)",
+                            y_title="count", look=look), key=ns.key("jac_n"))
+p[1].plotly_chart(line_plot(series["vary_m"], title=f"n = {fixed}, m varies", x_title="m (outputs)",
+                            y_title="count", look=look), key=ns.key("jac_m"))
+
+st.subheader("Memory reverse mode keeps for the backward pass")
+st.caption("Reverse mode must keep the activations its VJPs need until the backward pass reaches them; "
+           "forward mode carries one tangent per value and frees as it goes. Measured on the engine's own graph "
+           "of an MLP (float32).")
+m = st.columns(3)
+depth = m[0].slider("depth (layers)", 1, 32, 8, key=ns.key("mem_depth"))
+batch = m[1].select_slider("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256], value=32, key=ns.key("mem_batch"))
+width = m[2].select_slider("width", [16, 32, 64, 128, 256], value=64, key=ns.key("mem_width"))
+mem = cached_memory(int(depth), int(batch), int(width))
+q = st.columns(2)
+q[0].plotly_chart(line_plot(mem["vs_batch"], title=f"depth {depth}, width {width}", x_title="batch",
+                            y_title="bytes kept", look=look), key=ns.key("mem_b"))
+q[1].plotly_chart(line_plot(mem["vs_depth"], title=f"batch {batch}, width {width}", x_title="depth",
+                            y_title="bytes kept", look=look), key=ns.key("mem_d"))

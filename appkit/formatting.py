@@ -1,0 +1,50 @@
+"""Numbers and values as text for tables and captions (plain functions, no UI)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def fmt_number(x: float, digits: int = 6) -> str:
+    """Compact, readable: 20.0855, 1.2e-08, -3."""
+    if x is None:
+        return ""
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    if 1e-4 <= abs(x) < 1e6:
+        return f"{x:.{digits}g}"
+    return f"{x:.{max(digits - 3, 2)}e}"
+
+
+def fmt_value(v: Any, digits: int = 6, max_items: int = 6) -> str:
+    """A float or nested list (as the explain layer stores tensor values) as short text."""
+    if v is None:
+        return ""
+    if isinstance(v, (int, float, np.floating, np.integer)):
+        return fmt_number(float(v), digits)
+    arr = np.asarray(v, dtype=float)
+    if arr.ndim == 0:
+        return fmt_number(float(arr), digits)
+    flat = [fmt_number(x, digits) for x in arr.ravel()[:max_items]]
+    more = ", …" if arr.size > max_items else ""
+    shape = "×".join(map(str, arr.shape))
+    return f"[{', '.join(flat)}{more}] ({shape})"
+
+
+def max_abs_difference(a: Any, b: Any) -> float | None:
+    """max |a - b| over all elements (None if either is missing or shapes differ)."""
+    if a is None or b is None:
+        return None
+    aa, bb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if aa.shape != bb.shape:
+        return None
+    if aa.size == 0:
+        return 0.0
+    return float(np.max(np.abs(aa - bb)))

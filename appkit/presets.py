@@ -1,0 +1,41 @@
+"""Example programs offered by the pages (text only; the engine's parser reads them like typed text)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Preset:
+    label: str
+    program: str
+    inputs: str
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset("Slide example: f = x1 + exp(1.5·x1 + 2·x2)", "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"),
+    Preset("Slide example with named intermediates x3..x7",
+           "x3 = 1.5 * x1\nx4 = 2 * x2\nx5 = x3 + x4\nx6 = exp(x5)\nx7 = x1 + x6", "x1 = 3, x2 = 0.5"),
+    Preset("Sigmoid neuron: 1/(1+exp(-(w·x)))", "f = 1 / (1 + exp(-(w * x)))", "w = 0.5, x = 2"),
+    Preset("x·x·x (fan-out of three)", "f = x * x * x", "x = 2"),
+    Preset("(x1 + x2)·exp(x1)", "f = (x1 + x2) * exp(x1)", "x1 = 1, x2 = 2"),
+    Preset("Small tensor example: W @ x + b", "y = W @ x + b\nf = sum(tanh(y))",
+           "W = [[1, 2, 0.5], [-1, 0, 3]], x = [0.5, -1, 2], b = [0.1, -0.2]"),
+)
+
+DEFAULT = PRESETS[0]
+
+
+def preset_labels() -> list[str]:
+    return [p.label for p in PRESETS]
+
+
+def find_preset(label: str) -> Preset | None:
+    return next((p for p in PRESETS if p.label == label), None)
+
+
+def matching_preset(program: str, inputs: str) -> str | None:
+    """The label of the preset with exactly this text (so a deep link shows its preset selected)."""
+    for p in PRESETS:
+        if p.program.strip() == program.strip() and p.inputs.strip() == inputs.strip():
+            return p.label
+    return None

@@ -1,0 +1,124 @@
+"""Shared Streamlit pieces for the pages: page setup (presentation mode + deep links) and stepping controls.
+
+Pages call :func:`start_page` first, build their state, call :func:`step_controls` where a stepper is
+shown, and finally :func:`publish_link` so the URL always describes what is on screen.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from .deeplink import LinkField, LinkSchema
+from .presentation import Look, css, look
+from .state import Namespace
+
+PRESENT_KEY = "presenting"  # plain (non-widget) key shared by all pages
+PRESENT_FIELD = LinkField("bool", False)
+
+
+@dataclass
+class PageContext:
+    ns: Namespace
+    schema: LinkSchema
+    look: Look
+    link_problems: list[str]
+
+
+def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: dict[str, Any],
+               link_to_state: dict[str, str] | None = None) -> PageContext:
+    """Set up a page: page config, presentation mode, deep-link state, and the title.
+
+    Args:
+        title: page title.
+        prefix: session-state namespace of the page (``explorer`` -> keys ``explorer_*``).
+        fields: the page's deep-link fields (``present`` is added for every page).
+        defaults: initial session-state values of the page (namespaced keys are made here).
+        link_to_state: which state name each link field fills (default: the same name).
+    On the first run of the page in a session, the URL's query parameters override the defaults;
+    after that the session state is the truth and the URL follows it (see :func:`publish_link`).
+    """
+    st.set_page_config(page_title=f"{title} · Autodiff Explorer", layout="wide")
+    ns = Namespace(prefix)
+    schema = LinkSchema({**fields, "present": PRESENT_FIELD})
+    problems: list[str] = []
+    first = ns.key("_ready") not in st.session_state
+    if first:
+        given, problems = schema.decode(st.query_params.to_dict(), fill_defaults=False)
+        mapping = link_to_state or {}
+        initial = dict(defaults)
+        for name, value in given.items():
+            if name != "present":
+                initial[mapping.get(name, name)] = value
+        ns.setdefaults(st.session_state, initial)
+        if "present" in given:
+            st.session_state[PRESENT_KEY] = given["present"]
+    else:
+        ns.setdefaults(st.session_state, defaults)
+    st.session_state.setdefault(PRESENT_KEY, False)
+    lk = look(bool(st.session_state[PRESENT_KEY]))
+    st.html(css(lk))
+    st.title(title)
+    return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems)
+
+
+def presentation_toggle(where=None) -> bool:
+    """A toggle for presentation mode (state shared by every page)."""
+    where = where or st
+    key = "presenting_toggle"
+
+    def _sync():
+        st.session_state[PRESENT_KEY] = st.session_state[key]
+
+    st.session_state[key] = bool(st.session_state.get(PRESENT_KEY, False))
+    where.toggle("Presentation mode", key=key, on_change=_sync,
+                 help="Large fonts and nodes, no sidebar or toolbar: for a projector. Also ?present=1 in the URL.")
+    return bool(st.session_state[PRESENT_KEY])
+
+
+def publish_link(ctx: PageContext, state: dict[str, Any]) -> dict[str, str]:
+    """Write the page's shareable state into the URL (``st.query_params``); returns the parameters."""
+    params = ctx.schema.encode({**state, "present": bool(st.session_state.get(PRESENT_KEY, False))})
+    current = {k: v for k, v in st.query_params.to_dict().items()}
+    if current != params:
+        st.query_params.from_dict(params)
+    return params
+
+
+def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts: bool = True,
+                  label: str = "Step", where=None) -> int:
+    """Large first/back/forward/last buttons (keyboard: Home, Left, Right, End) and a scrub slider.
+
+    The step lives in ``st.session_state[ns.key(name)]``; returns it clamped to ``[0, n_frames-1]``.
+    """
+    where = where or st
+    key = ns.key(name)
+    last = max(n_frames - 1, 0)
+    cur = st.session_state.get(key, 0)
+    try:
+        cur = int(cur)
+    except (TypeError, ValueError):
+        cur = 0
+    st.session_state[key] = min(max(cur, 0), last)
+
+    def _move(delta: int | None = None, to: int | None = None):
+        s = int(st.session_state.get(key, 0))
+        s = to if to is not None else s + (delta or 0)
+        st.session_state[key] = min(max(s, 0), last)
+
+    cols = where.columns([1, 1, 1, 1, 4])
+    keys = ("Home", "Left", "Right", "End") if shortcuts else (None,) * 4
+    cols[0].button("⏮ Start", key=key + "_first", on_click=_move, kwargs={"to": 0}, shortcut=keys[0],
+                   width="stretch", help="Go to the first step (Home)")
+    cols[1].button("◀ Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
+                   width="stretch", help="One step back (Left arrow)")
+    cols[2].button("Step ▶", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[2],
+                   type="primary", width="stretch", help="One step forward (Right arrow)")
+    cols[3].button("End ⏭", key=key + "_last", on_click=_move, kwargs={"to": last}, shortcut=keys[3],
+                   width="stretch", help="Go to the last step (End)")
+    if last > 0:
+        cols[4].slider(label, 0, last, key=key, label_visibility="collapsed")
+    else:
+        cols[4].caption("one step only")
+    return int(st.session_state[key])

@@ -1,0 +1,157 @@
+"""Real-browser harness: one `streamlit run app/Home.py` per test session, Debian Chromium via Playwright.
+
+Fixtures:
+    app_url   base URL of the running app (session scope); pages are at ``{app_url}/<Page_name>``.
+    browser   a headless Chromium (session scope).
+    page      a fresh Playwright page in a new browser context (per test).
+    shot      ``shot(page, name)`` saves ``test-output/screenshots/<name>.png`` and returns the path.
+    wait_idle ``wait_idle(page)`` waits until Streamlit has finished running the script.
+
+Everything here is skipped cleanly when Playwright's Python package or /usr/bin/chromium is missing.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = ROOT / "test-output" / "screenshots"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+
+def _skip_reason() -> str | None:
+    if sync_playwright is None:
+        return "playwright is not installed"
+    if not os.path.exists(CHROMIUM):
+        return f"{CHROMIUM} is missing (apt-get install -y chromium)"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _skip_reason()
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.browser)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not become healthy at {url} within {timeout:.0f} s")
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    port = _free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    cmd = [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
+           "--server.address", "127.0.0.1", "--server.port", str(port),
+           "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_health(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    pg.set_default_timeout(30_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def _wait_idle(pg, timeout: float = 30.0) -> None:
+    """Wait until the app has rendered and no script run is in progress."""
+    pg.wait_for_selector('[data-testid="stApp"]', timeout=timeout * 1000)
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        running = pg.locator('[data-testid="stStatusWidget"]').count() > 0 and \
+            pg.locator('[data-testid="stStatusWidget"]').first.is_visible()
+        stale = pg.locator('[data-stale="true"]').count() > 0
+        if not running and not stale:
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since > 0.6:  # stays quiet: no rerun queued right after
+                return
+        else:
+            quiet_since = None
+        pg.wait_for_timeout(100)
+    raise TimeoutError("Streamlit kept running for %.0f s" % timeout)
+
+
+@pytest.fixture
+def wait_idle():
+    return _wait_idle
+
+
+@pytest.fixture
+def shot():
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    def _shot(pg, name: str) -> Path:
+        path = SCREENSHOTS / f"{name}.png"
+        pg.screenshot(path=str(path), full_page=True)
+        return path
+
+    return _shot

@@ -1,0 +1,244 @@
+"""Headless page tests (streamlit.testing.v1.AppTest): the pages run the real engine end to end."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "app" / "pages"
+TIMEOUT = 90
+
+
+def page(name: str) -> AppTest:
+    return AppTest.from_file(str(PAGES / name), default_timeout=TIMEOUT)
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
+    parts += [s.value for s in at.success] + [w.value for w in at.warning] + [i.value for i in at.info]
+    return "\n".join(map(str, parts))
+
+
+def no_exceptions(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def plotly_specs(at: AppTest) -> list[dict]:
+    return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+
+
+# --- Home -------------------------------------------------------------------
+
+def test_home_links_every_page_and_lists_backends():
+    import engine
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT).run()
+    no_exceptions(at)
+    links = at.get("page_link")
+    files = sorted(p.name for p in PAGES.glob("[0-9]*_*.py"))
+    assert len(links) == len(files)
+    linked = [str(link.proto.page) for link in links]
+    assert linked == [f.split("_", 1)[1][:-3] for f in sorted(files, key=lambda f: int(f.split("_")[0]))]
+    for b in engine.available_backends():
+        assert f"`{b}`" in texts(at)
+
+
+# --- Expression explorer ----------------------------------------------------
+
+EXPLORER = "1_Expression_explorer.py"
+
+
+def test_explorer_default_is_the_slide_example_and_steps():
+    at = page(EXPLORER).run()
+    no_exceptions(at)
+    assert "Step 1 of 14" in texts(at)
+    for _ in range(3):
+        button(at, "Step ▶").click().run()
+    assert at.session_state["explorer_step"] == 3
+    assert "Step 4 of 14" in texts(at)
+    assert at.query_params["step"] == "3"
+    button(at, "◀ Back").click().run()
+    assert at.session_state["explorer_step"] == 2
+    button(at, "End ⏭").click().run()
+    assert "done" in texts(at) and "∂f/∂x1 = 368" in texts(at)
+    button(at, "Step ▶").click().run()  # stays at the last step
+    assert at.session_state["explorer_step"] == 13
+    # the table: autodiff gradients beside central differences
+    table = at.table[0].value
+    row = table[table["node"] == "x1"].iloc[0]
+    assert row["autodiff ∂f/∂node"] == "368.038" and row["central difference"] == "368.038"
+    assert float(row["|difference|"]) < 1e-6
+    # the animated figure carries one Plotly frame per step and starts at the page's step
+    spec = plotly_specs(at)[0]
+    assert len(spec["frames"]) == 14
+    assert spec["layout"]["sliders"][0]["active"] == 13
+
+
+def test_explorer_typing_a_program_runs_it():
+    at = page(EXPLORER).run()
+    at.text_area(key="explorer_expr").input("f = x * x * x")
+    at.text_area(key="explorer_at").input("x = 2")
+    at.run()
+    no_exceptions(at)
+    table = at.table[0].value
+    x = table[table["node"] == "x"].iloc[0]
+    assert x["adjoint"] == "12"  # d(x^3)/dx = 3 x^2 = 12
+    f = table[table["node"] == "f"].iloc[0]
+    assert f["value"] == "8"
+    assert at.query_params["expr"] == "f = x * x * x"
+
+
+def test_explorer_bad_program_shows_the_parser_message_and_keeps_working():
+    at = page(EXPLORER).run()
+    at.text_area(key="explorer_expr").input("f = __import__('os').system('true')")
+    at.run()
+    no_exceptions(at)
+    assert at.error, "the parser's message must be shown"
+    msg = at.error[0].value
+    assert "Program not accepted" in msg and "line 1" in msg
+    assert not at.get("plotly_chart")  # nothing was run
+    at.text_area(key="explorer_expr").input("f = x1 * x2")
+    at.run()
+    no_exceptions(at)
+    assert not at.error and at.get("plotly_chart")
+
+
+def test_explorer_bad_inputs_message_belongs_to_the_inputs():
+    at = page(EXPLORER).run()
+    at.text_area(key="explorer_at").input("x1 = open('/etc/passwd')")
+    at.run()
+    no_exceptions(at)
+    assert "Inputs not accepted" in at.error[0].value
+
+
+def test_explorer_deep_link_sets_program_values_and_step():
+    at = page(EXPLORER)
+    at.query_params["expr"] = "f = (x1 + x2) * exp(x1)"
+    at.query_params["at"] = "x1 = 1, x2 = 2"
+    at.query_params["step"] = "4"
+    at.query_params["present"] = "1"
+    at.run()
+    no_exceptions(at)
+    assert at.text_area(key="explorer_expr").value == "f = (x1 + x2) * exp(x1)"
+    assert at.session_state["explorer_step"] == 4
+    assert at.session_state["presenting"] is True
+    assert at.selectbox(key="explorer_preset").value.startswith("(x1 + x2)")
+
+
+def test_explorer_bad_deep_link_values_are_reported_not_fatal():
+    at = page(EXPLORER)
+    at.query_params["step"] = "lots"
+    at.run()
+    no_exceptions(at)
+    assert any("step" in w.value for w in at.warning)
+    assert at.session_state["explorer_step"] == 0
+
+
+def test_explorer_presets_and_tensor_example():
+    at = page(EXPLORER).run()
+    label = next(o for o in at.selectbox(key="explorer_preset").options if "W @ x + b" in o)
+    at.selectbox(key="explorer_preset").set_value(label).run()
+    no_exceptions(at)
+    assert "W @ x + b" in at.text_area(key="explorer_expr").value
+    names = list(at.table[0].value["node"])
+    assert {"W", "x", "b", "y", "f"} <= set(names)
+
+
+# --- Backprop orders ----------------------------------------------------------
+
+ORDERS = "2_Backprop_orders.py"
+
+
+def test_orders_marks_the_wrong_gradient_and_why():
+    at = page(ORDERS).run()
+    no_exceptions(at)
+    errors = [e.value for e in at.error]
+    assert any("Wrong gradient" in e and "x1" in e for e in errors)
+    assert "LOST" in texts(at)
+    assert any("match the topological order" in s.value for s in at.success)
+    # the recursive DFS RecursionError is a message, not a crash
+    assert any("RecursionError" in e for e in errors)
+
+
+def test_orders_switching_orders_and_stepping_together():
+    at = page(ORDERS).run()
+    at.multiselect(key="orders_orders").set_value(["topological", "path_recursion"]).run()
+    no_exceptions(at)
+    assert len(plotly_specs(at)) == 2 + 1  # two graphs side by side + the cost plot
+    for _ in range(7):
+        button(at, "Step ▶").click().run()
+    caps = [c.value for c in at.caption if c.value.startswith("step ")]
+    assert caps[0].startswith("step 8/14") and caps[1].startswith("step 8/17")
+    assert at.query_params["orders"] == "topological,path_recursion"
+
+
+def test_orders_cost_plot_is_exponential_for_path_recursion():
+    at = page(ORDERS).run()
+    cost = plotly_specs(at)[-1]
+    lines = {d["name"]: d["y"] for d in cost["data"]}
+    path = next(v for k, v in lines.items() if k.startswith("Path recursion"))
+    topo = next(v for k, v in lines.items() if k.startswith("Topological"))
+    assert path[-1] == 2 ** len(path) - 1 and topo[-1] == len(topo)
+
+
+def test_orders_bad_program():
+    at = page(ORDERS).run()
+    at.text_area(key="orders_expr").input("f = x1 +* 2").run()
+    no_exceptions(at)
+    assert "Program not accepted" in at.error[0].value
+
+
+# --- Gradient check -----------------------------------------------------------
+
+GRADCHECK = "3_Gradient_check.py"
+
+
+def test_gradcheck_sweep_and_table():
+    at = page(GRADCHECK).run()
+    no_exceptions(at)
+    spec = plotly_specs(at)[0]
+    names = [d["name"] for d in spec["data"]]
+    assert "float32" in names and "float64" in names and any(n.startswith("best h") for n in names)
+    assert spec["layout"]["xaxis"]["type"] == "log" and spec["layout"]["yaxis"]["type"] == "log"
+    table = at.table[0].value
+    assert list(table["input"]) == ["x1", "x2"]
+    assert float(table["|diff| float64"][0]) < 1e-5
+    at.selectbox(key="gradcheck_wrt").set_value("x2").run()
+    assert at.query_params["wrt"] == "x2"
+    assert "∂f/∂x2" in plotly_specs(at)[0]["layout"]["title"]["text"]
+
+
+def test_gradcheck_bad_expression():
+    at = page(GRADCHECK).run()
+    at.text_area(key="gradcheck_expr").input("import os").run()
+    no_exceptions(at)
+    assert "Program not accepted" in at.error[0].value
+
+
+# --- Forward vs reverse ---------------------------------------------------------
+
+FWDREV = "4_Forward_vs_reverse.py"
+
+
+def test_forward_mode_steps_dual_numbers():
+    at = page(FWDREV).run()
+    no_exceptions(at)
+    button(at, "End ⏭").click().run()
+    assert "directional derivative 368" in texts(at)
+    at.radio(key="fwdrev_seed").set_value("x2").run()
+    no_exceptions(at)
+    assert at.session_state["fwdrev_step"] == 0  # a new seed starts again
+    button(at, "End ⏭").click().run()
+    assert "directional derivative 489.4" in texts(at)
+    specs = plotly_specs(at)
+    assert len(specs) == 1 + 2 + 2  # dual-number graph, Jacobian plots, memory plots
+    jac = {d["name"]: d["y"] for d in specs[1]["data"]}
+    assert jac["forward mode: passes"] == list(range(1, len(jac["forward mode: passes"]) + 1))
+    assert set(jac["reverse mode: passes"]) == {2}
