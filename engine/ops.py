@@ -511,7 +511,13 @@ class MatMul(Op):
             ga = sum_to_shape(apply(MatMul, (g2, _swap_last(b2))), a2.shape)
             ga = reshape(ga, a_shape) if a_vec else ga
         if b.requires_grad:  # b̄ = aᵀ ȳ
-            gb = sum_to_shape(apply(MatMul, (_swap_last(a2), g2)), b2.shape)
+            if len(b2.shape) == 2 and len(g2.shape) == 2 and not b2.is_contiguous():
+                # b is a transposed view (x @ W.T in Linear): compute (ȳᵀ a)ᵀ instead, so the
+                # gradient lands in W's own row-major layout with no copy (same dot products)
+                gb = _swap_last(apply(MatMul, (_swap_last(g2), a2)))
+            else:
+                gb = apply(MatMul, (_swap_last(a2), g2))
+            gb = sum_to_shape(gb, b2.shape)
             gb = reshape(gb, b_shape) if b_vec else gb
         return ga, gb
 
