@@ -1,0 +1,18 @@
+"""The explain layer: the engine's own execution as plain data for pictures (no UI code here).
+
+Importing it registers the extra traversal strategies (bfs_first_touch, path_recursion,
+recursive_dfs) with ``engine.autodiff``. See /work/notes/explain_api.md for the API tour.
+"""
+from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_output, plain_value  # noqa: F401
+from .parser import ALLOWED_FUNCTIONS, ExpressionError, Program, parse_inputs, parse_program  # noqa: F401
+from .strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # noqa: F401
+from .trace import (BackwardEvent, ForwardRun, ForwardStep, Trace, bar, gradient_graph,  # noqa: F401
+                    record_backward, record_execution, run_forward)
+from .trace import record_tensor  # noqa: F401,E402
+from .layout import collapse_groups, layout  # noqa: F401,E402
+from .frames import Frame, FrameSet, build_frames  # noqa: F401,E402
+from .dot import to_dot  # noqa: F401,E402
+from .harness import (StrategyRow, deep_chain, doubling_chain_costs, doubling_chain_program, random_dag_tensors,  # noqa: F401,E402,E501
+                      random_dag_program, random_tree_program, recursion_demo, strategy_comparison)
+from .costs import (HSweep, HSweepRow, JacobianCosts, MemoryReport, activation_memory,  # noqa: F401,E402
+                    central_differences, h_sweep, jacobian_costs, op_counts)

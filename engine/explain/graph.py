@@ -1,0 +1,220 @@
+"""The forward graph as plain data (ids, names, ops, values), built from what the engine ran."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..tensor import Tensor
+
+VALUE_LIMIT = 64  # tensors with more elements keep a summary instead of every value
+
+
+def plain_value(x: Any, limit: int = VALUE_LIMIT):
+    """A JSON-friendly value: float for one element, nested list up to ``limit`` elements, else None."""
+    if x is None:
+        return None
+    arr = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+    if arr.size == 1:
+        return _finite_or_str(float(arr.reshape(())))
+    if arr.size > limit:
+        return None
+    return _nested(arr.astype(float).tolist())
+
+
+def _finite_or_str(v: float):
+    # JSON has no inf/nan: keep them as strings so json.dumps never fails and the app can flag them
+    return v if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+
+def _nested(v):
+    if isinstance(v, list):
+        return [_nested(i) for i in v]
+    return _finite_or_str(v)
+
+
+def fmt(value, digits: int = 4) -> str:
+    """Short text for a plain value (as stored in nodes/events)."""
+    if value is None:
+        return "…"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return f"{value:.{digits}g}"
+    flat = np.asarray(value, dtype=object).ravel().tolist()
+    body = ", ".join(fmt(v, 3) for v in flat[:4])
+    return f"[{body}{', …' if len(flat) > 4 else ''}]"
+
+
+def is_finite(value) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return False
+    if isinstance(value, (int, float)):
+        return bool(np.isfinite(value))
+    return all(is_finite(v) for v in value)
+
+
+@dataclass
+class GraphNode:
+    id: int
+    name: str
+    op: str                      # 'leaf' for inputs/constants, else the engine op name (or 'group')
+    kind: str                    # 'input' | 'constant' | 'op' | 'group' | 'forward' | 'gradient' | 'seed'
+    shape: list[int]
+    value: Any = None
+    group: str | None = None
+    expr: str = ""
+    ref: int | None = None       # gradient graph: the forward node this node is
+    count: int = 1               # collapsed group: how many nodes it stands for
+    uid: int = 0                 # the engine Tensor.unique_id (0 for synthetic nodes)
+
+    @property
+    def label(self) -> str:
+        return self.name if self.kind != "op" else f"{self.name} ({self.op})"
+
+
+@dataclass
+class GraphEdge:
+    src: int
+    dst: int
+    arg: int = 0
+
+
+@dataclass
+class Graph:
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    output: int
+    _parents: dict = field(default=None, repr=False, compare=False)
+    _children: dict = field(default=None, repr=False, compare=False)
+
+    def node(self, node_id: int) -> GraphNode:
+        return self.nodes[self._index()[node_id]]
+
+    def _index(self) -> dict[int, int]:
+        idx = getattr(self, "_idx", None)
+        if idx is None or len(idx) != len(self.nodes):
+            idx = {n.id: i for i, n in enumerate(self.nodes)}
+            object.__setattr__(self, "_idx", idx)
+        return idx
+
+    def _adj(self):
+        if self._parents is None:
+            p: dict[int, list[int]] = {n.id: [] for n in self.nodes}
+            c: dict[int, list[int]] = {n.id: [] for n in self.nodes}
+            for e in self.edges:
+                p[e.dst].append(e.src)
+                c[e.src].append(e.dst)
+            self._parents, self._children = p, c
+        return self._parents, self._children
+
+    def parents(self, node_id: int) -> list[int]:
+        return self._adj()[0][node_id]
+
+    def children(self, node_id: int) -> list[int]:
+        return self._adj()[1][node_id]
+
+    def by_name(self, name: str) -> GraphNode:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(name)
+
+    def without_constants(self) -> "Graph":
+        """The graph without constant nodes (the slides fold numbers into the op label)."""
+        keep = {n.id for n in self.nodes if n.kind != "constant" or n.id == self.output}
+        return Graph([n for n in self.nodes if n.id in keep],
+                     [e for e in self.edges if e.src in keep and e.dst in keep], self.output)
+
+    def to_dict(self) -> dict:
+        return {"nodes": [asdict(n) for n in self.nodes], "edges": [asdict(e) for e in self.edges],
+                "output": self.output}
+
+
+def _shape(t: Tensor) -> list[int]:
+    return [int(s) for s in t.shape]
+
+
+def graph_from_records(records: Iterable, names: dict[int, str], groups: dict[int, str] | None = None,
+                       exprs: dict[int, str] | None = None, leaves: Iterable[Tensor] = (),
+                       output: Tensor | None = None) -> tuple[Graph, dict[int, int], dict[int, Tensor]]:
+    """Graph from traced op records (``op, inputs, out`` attributes), in execution order.
+
+    Returns the graph, a map Tensor.unique_id -> node id, and node id -> Tensor.
+    """
+    groups = groups or {}
+    exprs = exprs or {}
+    nodes: list[GraphNode] = []
+    edges: list[GraphEdge] = []
+    id_of: dict[int, int] = {}
+    tensor_of: dict[int, Tensor] = {}
+    const_count = [0]
+
+    def add(t: Tensor, op: str, kind: str) -> int:
+        nid = len(nodes)
+        name = names.get(t.unique_id)
+        if name is None:
+            if kind == "constant" and t.numel() == 1:
+                name = f"{float(t.item()):g}"
+            else:
+                const_count[0] += 1
+                name = f"c{const_count[0]}"
+        nodes.append(GraphNode(nid, name, op, kind, _shape(t), plain_value(t), groups.get(t.unique_id),
+                               exprs.get(t.unique_id, ""), uid=t.unique_id))
+        id_of[t.unique_id] = nid
+        tensor_of[nid] = t
+        return nid
+
+    for leaf in leaves:
+        if leaf.unique_id not in id_of:
+            add(leaf, "leaf", "input" if leaf.requires_grad else "constant")
+    for r in records:
+        for t in r.inputs:
+            if t.unique_id not in id_of:
+                add(t, "leaf", "input" if (t.requires_grad and t.is_leaf()) else "constant")
+        out = r.out
+        nid = add(out, r.op, "op" if out.requires_grad else "constant")
+        for k, t in enumerate(r.inputs):
+            edges.append(GraphEdge(id_of[t.unique_id], nid, k))
+    out_id = id_of[output.unique_id] if output is not None and output.unique_id in id_of else len(nodes) - 1
+    return Graph(nodes, edges, out_id), id_of, tensor_of
+
+
+class _Rec:
+    __slots__ = ("op", "inputs", "out")
+
+    def __init__(self, op, inputs, out):
+        self.op, self.inputs, self.out = op, inputs, out
+
+
+def graph_from_output(out: Tensor, names: dict[int, str] | None = None, groups: dict[int, str] | None = None,
+                      include_constants: bool = False) -> Graph:
+    """The graph behind any engine tensor, from its recorded history.
+
+    Args:
+        out: a tensor computed with ``requires_grad`` inputs.
+        names: Tensor.unique_id -> display name (defaults: ``Tensor.name`` or ``v<k>``).
+        groups: Tensor.unique_id -> group label (for :func:`collapse_groups`, e.g. "Linear 1").
+        include_constants: keep constant inputs (numbers, data) as nodes.
+    """
+    from ..autodiff import topological_sort
+    names = dict(names or {})
+    order = topological_sort(out)[::-1]  # inputs first
+    recs = []
+    k = 0
+    for t in order:
+        if t.unique_id not in names:
+            if t.name:
+                names[t.unique_id] = t.name
+            elif not t.is_leaf():
+                k += 1
+                names[t.unique_id] = f"v{k}"
+        if t.is_leaf():
+            continue
+        recs.append(_Rec(t.op_name, tuple(t.parents), t))
+    leaves = [t for t in order if t.is_leaf()]
+    g, _, _ = graph_from_records(recs, names, groups, None, leaves, out)
+    return g if include_constants else g.without_constants()

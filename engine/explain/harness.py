@@ -1,0 +1,198 @@
+"""Random DAGs and a harness that runs every traversal strategy on them.
+
+Programs are generated as text and go through the same parser as a user's program, so the
+harness measures exactly what the explorer shows.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .. import ops
+from ..tensor import Tensor, tensor
+from .strategies import STRATEGY_NAMES
+from .trace import Trace, record_execution, record_tensor
+
+_UNARY = ("sigmoid({a})", "tanh({a})", "0.5 * {a}", "exp(-0.5 * {a} * {a})")
+_BINARY = ("{a} + {b}", "{a} * {b}", "{a} - {b}")
+
+
+def random_dag_program(n_ops: int, seed: int, n_inputs: int = 2) -> tuple[str, dict[str, float]]:
+    """A random DAG as a program: each line uses one or two earlier values (recent ones more often,
+    so values are reused along paths of different lengths); ``f`` sums the values nobody used."""
+    rng = np.random.default_rng(seed)
+    names = [f"x{i + 1}" for i in range(n_inputs)]
+    inputs = {n: round(float(rng.uniform(-1, 1)), 3) for n in names}
+    used: set[str] = set()
+    lines = []
+    for k in range(n_ops):
+        def pick():
+            # favour recent values, but any earlier one may be reused
+            w = np.arange(1, len(names) + 1, dtype=float) ** 1.5
+            return names[int(rng.choice(len(names), p=w / w.sum()))]
+        if rng.random() < 0.6:
+            a, b = pick(), pick()
+            expr = _BINARY[int(rng.integers(len(_BINARY)))].format(a=a, b=b)
+            used.update((a, b))
+        else:
+            a = pick()
+            expr = _UNARY[int(rng.integers(len(_UNARY)))].format(a=a)
+            used.add(a)
+        name = f"v{k + 1}"
+        lines.append(f"{name} = {expr}")
+        names.append(name)
+    sinks = [n for n in names if n not in used] or [names[-1]]
+    lines.append("f = " + " + ".join(sinks))
+    return "\n".join(lines), inputs
+
+
+def random_dag_tensors(n_nodes: int, seed: int, n_inputs: int = 2) -> tuple[Tensor, dict[str, Tensor]]:
+    """A random DAG of about ``n_nodes`` primitive engine ops (add, mul, sigmoid), built directly
+    (no parser limits); the output adds up the values nobody used. For big-graph benchmarks."""
+    rng = np.random.default_rng(seed)
+    leaves = {f"x{i + 1}": tensor(float(rng.uniform(-1, 1)), requires_grad=True, name=f"x{i + 1}")
+              for i in range(n_inputs)}
+    values = list(leaves.values())
+    used: set[int] = set()
+    w_all = np.arange(1, n_nodes + n_inputs + 1, dtype=float) ** 1.5
+    for _ in range(max(1, n_nodes - 1)):
+        w = w_all[:len(values)]
+        a = values[int(rng.choice(len(values), p=w / w.sum()))]
+        r = rng.random()
+        if r < 0.35:
+            b = values[int(rng.choice(len(values), p=w / w.sum()))]
+            v, used_now = ops.add(a, b), (a, b)
+        elif r < 0.6:
+            b = values[int(rng.choice(len(values), p=w / w.sum()))]
+            v, used_now = ops.mul(a, b), (a, b)
+        else:
+            v, used_now = ops.sigmoid(a), (a,)
+        used.update(id(t) for t in used_now)
+        values.append(v)
+    sinks = [t for t in values[n_inputs:] if id(t) not in used] or [values[-1]]
+    out = sinks[0]
+    for t in sinks[1:]:
+        out = ops.add(out, t)
+    return out, leaves
+
+
+def random_tree_program(n_ops: int, seed: int) -> tuple[str, dict[str, float]]:
+    """A random expression tree: every value (inputs included) is used exactly once."""
+    rng = np.random.default_rng(seed)
+    pool = [f"x{i + 1}" for i in range(n_ops + 1)]
+    inputs = {n: round(float(rng.uniform(-1, 1)), 3) for n in pool}
+    lines = []
+    k = 0
+    while len(pool) > 1:
+        k += 1
+        if rng.random() < 0.75:
+            i, j = sorted(rng.choice(len(pool), size=2, replace=False), reverse=True)
+            b, a = pool.pop(int(i)), pool.pop(int(j))
+            expr = _BINARY[int(rng.integers(len(_BINARY)))].format(a=a, b=b)
+        else:
+            a = pool.pop(int(rng.integers(len(pool))))
+            expr = ("sigmoid({a})", "tanh({a})", "0.5 * {a}")[int(rng.integers(3))].format(a=a)
+        name = f"v{k}"
+        lines.append(f"{name} = {expr}")
+        pool.append(name)
+    lines.append(f"f = {pool[0]}")
+    return "\n".join(lines), inputs
+
+
+def doubling_chain_program(depth: int) -> tuple[str, dict[str, float]]:
+    """``v_k = v_{k-1} * v_{k-1}``: each layer uses the previous one twice (2^depth paths)."""
+    lines = []
+    prev = "x1"
+    for k in range(1, depth + 1):
+        name = "f" if k == depth else f"v{k}"
+        lines.append(f"{name} = {prev} * {prev}")
+        prev = name
+    return "\n".join(lines), {"x1": 1.0001}
+
+
+def deep_chain(depth: int) -> tuple[Tensor, Tensor]:
+    """A chain of ``depth`` ops ``v = v + 0.001`` built directly with the engine (beyond the parser's
+    limits); d out / d x1 = 1."""
+    x = tensor(0.3, requires_grad=True, name="x1")
+    v = x
+    for _ in range(depth):
+        v = ops.add(v, 0.001)
+    return v, x
+
+
+@dataclass
+class StrategyRow:
+    strategy: str
+    graphs: int
+    wrong: int
+    errors: int
+    mean_vjp_calls: float
+    mean_backward_ops: float
+    max_abs_error: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _max_err(a, b) -> float:
+    worst = 0.0
+    for k in a:
+        x, y = np.asarray(a[k], dtype=float), np.asarray(b[k], dtype=float)
+        worst = max(worst, float(np.max(np.abs(x - y))))
+    return worst
+
+
+def strategy_comparison(n_graphs: int = 50, n_ops: int = 12, seed: int = 0, strategies=STRATEGY_NAMES,
+                        programs: list[tuple[str, dict]] | None = None, tree: bool = False) -> list[StrategyRow]:
+    """Run every strategy on many random graphs; compare gradients with the topological pass.
+
+    A strategy is *wrong* on a graph when any gradient differs from topological's by more than
+    1e-9 (relative); *errors* counts caught failures (RecursionError, work limit).
+    """
+    if programs is None:
+        gen = random_tree_program if tree else random_dag_program
+        programs = [gen(n_ops, seed + i) for i in range(n_graphs)]
+    rows = []
+    refs = [record_execution(text, inputs).grads for text, inputs in programs]
+    for s in strategies:
+        wrong = errors = 0
+        calls = bops = 0
+        worst = 0.0
+        for (text, inputs), ref in zip(programs, refs):
+            tr = record_execution(text, inputs, strategy=s)
+            calls += tr.vjp_calls
+            bops += tr.backward_ops
+            if tr.error:
+                errors += 1
+                continue
+            err = _max_err(tr.grads, ref)
+            scale = max(1.0, max(float(np.max(np.abs(np.asarray(v, dtype=float)))) for v in ref.values()))
+            worst = max(worst, err)
+            if err > 1e-9 * scale:
+                wrong += 1
+        n = max(1, len(programs))
+        rows.append(StrategyRow(s, len(programs), wrong, errors, calls / n, bops / n, worst))
+    return rows
+
+
+def doubling_chain_costs(depths=(2, 4, 6, 8, 10), strategies=("topological", "path_recursion")) -> list[dict]:
+    """VJP calls per strategy on doubling chains: linear for topological, 2^depth - 1 for path recursion."""
+    rows = []
+    for d in depths:
+        text, inputs = doubling_chain_program(d)
+        for s in strategies:
+            tr = record_execution(text, inputs, strategy=s)
+            rows.append({"depth": d, "strategy": s, "vjp_calls": tr.vjp_calls, "backward_ops": tr.backward_ops,
+                         "grad": tr.grads["x1"], "error": tr.error})
+    return rows
+
+
+def recursion_demo(depth: int = 3000, strategies=("topological", "recursive_dfs")) -> list[Trace]:
+    """Backward through a ``depth``-long chain with each strategy; recursive_dfs reports the real
+    RecursionError (caught), topological (explicit stack) succeeds."""
+    out = []
+    for s in strategies:
+        y, x = deep_chain(depth)
+        out.append(record_tensor(y, {"x1": x}, strategy=s))
+    return out

@@ -1,0 +1,532 @@
+"""Typed programs, safely: Python's ``ast`` with an explicit whitelist, evaluated with engine ops.
+
+A program is a few lines such as ``x3 = 1.5*x1`` ... ``f = x1 + x6`` (or one line
+``f = x1 + exp(1.5*x1 + 2*x2)``). Nothing is ever passed to ``eval``/``exec``: the
+tree is checked node by node, then walked by :class:`Program` which calls the
+engine's ops on leaf tensors. Every rejection is an :class:`ExpressionError`
+carrying the line, the column and one sentence a student understands.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .. import functional as F
+from .. import ops
+from ..tensor import Tensor, as_tensor_like, trace_ops
+
+MAX_TEXT_CHARS = 2000
+MAX_NODES = 500       # engine ops one program may run
+MAX_DEPTH = 40        # nesting of expressions
+MAX_EXPONENT = 100    # |literal exponent| in a ** b
+MAX_STATEMENTS = 100
+MAX_INPUT_ELEMENTS = 10_000
+
+
+class ExpressionError(ValueError):
+    """A program or input text was rejected; ``line``/``col`` are 1-based (None when not known)."""
+
+    def __init__(self, message: str, line: int | None = None, col: int | None = None, kind: str = "not_allowed"):
+        self.message = message
+        self.line = line
+        self.col = col
+        self.kind = kind
+        where = ""
+        if line is not None:
+            where = f"line {line}, col {col}: " if col is not None else f"line {line}: "
+        super().__init__(where + message)
+
+    def to_dict(self) -> dict:
+        return {"message": self.message, "line": self.line, "col": self.col, "kind": self.kind}
+
+
+def _dim_fn(fn: Callable, default=None) -> Callable:
+    def call(x, dim=default):
+        return fn(x, dim)
+    return call
+
+
+# name -> (callable(tensor, *ints), number of tensor args, allows an integer `dim`)
+ALLOWED_FUNCTIONS: dict[str, tuple[Callable, int, bool]] = {
+    "exp": (ops.exp, 1, False),
+    "log": (ops.log, 1, False),
+    "sigmoid": (ops.sigmoid, 1, False),
+    "relu": (ops.relu, 1, False),
+    "tanh": (F.tanh, 1, False),
+    "abs": (F.abs, 1, False),
+    "sqrt": (lambda x: ops.pow(x, 0.5), 1, False),
+    "sum": (_dim_fn(ops.sum), 1, True),
+    "mean": (_dim_fn(F.mean), 1, True),
+    "max": (_dim_fn(ops.max), 1, True),
+    "logsumexp": (_dim_fn(F.logsumexp), 1, True),
+    "softmax": (_dim_fn(F.softmax, -1), 1, True),
+    "log_softmax": (_dim_fn(F.log_softmax, -1), 1, True),
+    "transpose": (lambda x: ops.transpose(x), 1, False),
+    "maximum": (F.maximum, 2, False),
+    "minimum": (F.minimum, 2, False),
+}
+
+_BINOPS: dict[type, tuple[str, Callable]] = {
+    ast.Add: ("+", lambda a, b: a + b),
+    ast.Sub: ("-", lambda a, b: a - b),
+    ast.Mult: ("*", lambda a, b: a * b),
+    ast.Div: ("/", lambda a, b: a / b),
+    ast.Pow: ("**", None),  # handled separately (exponent limits)
+    ast.MatMult: ("@", lambda a, b: a @ b),
+}
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,30}$")
+
+
+def _allowed_list() -> str:
+    return ", ".join(sorted(ALLOWED_FUNCTIONS))
+
+
+def _pos(node: ast.AST) -> tuple[int | None, int | None]:
+    line = getattr(node, "lineno", None)
+    col = getattr(node, "col_offset", None)
+    return line, (col + 1 if col is not None else None)
+
+
+def _err(node: ast.AST, message: str, kind: str = "not_allowed") -> ExpressionError:
+    line, col = _pos(node)
+    return ExpressionError(message, line, col, kind)
+
+
+_DESCRIBE = {
+    ast.Attribute: "attribute access (a.b)", ast.Subscript: "indexing (a[i])", ast.Lambda: "lambda",
+    ast.ListComp: "list comprehension", ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+    ast.GeneratorExp: "generator expression", ast.Import: "import", ast.ImportFrom: "import",
+    ast.Compare: "comparison", ast.BoolOp: "and/or", ast.IfExp: "if-expression", ast.Dict: "dict",
+    ast.Set: "set", ast.Tuple: "tuple", ast.List: "list", ast.Starred: "*unpacking", ast.JoinedStr: "f-string",
+    ast.Await: "await", ast.Yield: "yield", ast.NamedExpr: ":=", ast.FunctionDef: "def", ast.ClassDef: "class",
+    ast.For: "for loop", ast.While: "while loop", ast.If: "if statement", ast.With: "with", ast.Delete: "del",
+    ast.Global: "global", ast.Try: "try", ast.Raise: "raise", ast.Return: "return", ast.AugAssign: "x += ...",
+}
+
+
+def _describe(node: ast.AST) -> str:
+    return _DESCRIBE.get(type(node), type(node).__name__)
+
+
+def _check_name(node: ast.AST, name: str, what: str) -> None:
+    if name.startswith("_") or not _NAME_RE.match(name):
+        raise _err(node, f"`{name[:40]}` is not an allowed {what} name: use letters, digits and _ "
+                         f"(starting with a letter, at most 31 characters)")
+    if name in ALLOWED_FUNCTIONS:
+        raise _err(node, f"`{name}` is a function name; choose another {what} name")
+
+
+def _number(node: ast.AST, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _err(node, f"only numbers are allowed as constants, not {type(value).__name__} "
+                         f"({str(value)[:20]!r})")
+    if isinstance(value, int) and abs(value) > 10 ** 300:
+        raise _err(node, "this number is too large", "limit")
+    f = float(value)
+    if not math.isfinite(f):
+        raise _err(node, "this number is too large (it is not finite in floating point)", "limit")
+    return f
+
+
+# ---------------------------------------------------------------------------
+# validation
+
+
+def _validate_expr(node: ast.AST, depth: int, defined: set[str], used: list[str]) -> None:
+    if depth > MAX_DEPTH:
+        raise _err(node, f"the expression is nested too deeply (more than {MAX_DEPTH} levels)", "limit")
+    if isinstance(node, ast.Constant):
+        _number(node, node.value)
+    elif isinstance(node, ast.Name):
+        if not isinstance(node.ctx, ast.Load):
+            raise _err(node, "names can only be read here")
+        _check_name(node, node.id, "variable")
+        if node.id not in defined and node.id not in used:
+            used.append(node.id)
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINOPS:
+            raise _err(node, f"operator {type(node.op).__name__} is not allowed; allowed: + - * / ** @")
+        if isinstance(node.op, ast.Pow):
+            exp_node = node.right
+            if isinstance(exp_node, ast.UnaryOp) and isinstance(exp_node.operand, ast.Constant):
+                exp_node = exp_node.operand
+            if isinstance(exp_node, ast.Constant):
+                e = _number(exp_node, exp_node.value)
+                if abs(e) > MAX_EXPONENT:
+                    raise _err(exp_node, f"exponent {exp_node.value!r} is too large (|exponent| <= {MAX_EXPONENT})",
+                               "limit")
+        _validate_expr(node.left, depth + 1, defined, used)
+        _validate_expr(node.right, depth + 1, defined, used)
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, (ast.USub, ast.UAdd)):
+            raise _err(node, f"unary operator {type(node.op).__name__} is not allowed; allowed: -x, +x")
+        _validate_expr(node.operand, depth + 1, defined, used)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise _err(node, f"only plain function calls are allowed (like exp(x)); allowed functions: "
+                             f"{_allowed_list()}")
+        name = node.func.id
+        if name not in ALLOWED_FUNCTIONS:
+            raise _err(node, f"`{name[:40]}` is not an allowed function; allowed: {_allowed_list()}")
+        _, n_tensor, takes_dim = ALLOWED_FUNCTIONS[name]
+        n_pos = len(node.args)
+        max_pos = n_tensor + (1 if takes_dim else 0)
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise _err(node, "*unpacking is not allowed in calls")
+        if n_pos < n_tensor or n_pos > max_pos:
+            want = f"{n_tensor}" + (" (and an optional integer dim)" if takes_dim else "")
+            raise _err(node, f"{name}() takes {want} argument(s), got {n_pos}")
+        for kw in node.keywords:
+            if not takes_dim or kw.arg != "dim":
+                raise _err(node, f"{name}() does not take the keyword argument `{kw.arg}`"
+                           + ("; only dim=<integer>" if takes_dim else ""))
+        dims = node.args[n_tensor:] + [kw.value for kw in node.keywords]
+        if len(dims) > 1:
+            raise _err(node, f"{name}() got dim twice")
+        for d in dims:
+            v = d.operand if isinstance(d, ast.UnaryOp) and isinstance(d.op, ast.USub) else d
+            if not (isinstance(v, ast.Constant) and isinstance(v.value, int) and not isinstance(v.value, bool)
+                    and abs(v.value) < 32):
+                raise _err(d, f"dim of {name}() must be a small integer like 0 or -1")
+        for a in node.args[:n_tensor]:
+            _validate_expr(a, depth + 1, defined, used)
+    else:
+        raise _err(node, f"{_describe(node)} is not allowed; use numbers, variables, + - * / ** @ and the "
+                         f"functions {_allowed_list()}")
+
+
+@dataclass
+class _Statement:
+    target: str | None      # None: a bare final expression
+    expr: ast.AST
+    line: int
+    source: str
+
+
+def _parse_tree(text: str, what: str) -> ast.Module:
+    if not isinstance(text, str):
+        raise ExpressionError(f"the {what} must be text", kind="syntax")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ExpressionError(f"the {what} is too long ({len(text)} characters; at most {MAX_TEXT_CHARS})",
+                              kind="limit")
+    if "\x00" in text:
+        raise ExpressionError(f"the {what} contains a NUL character", kind="syntax")
+    try:
+        return ast.parse(text, mode="exec")
+    except SyntaxError as e:
+        msg = (e.msg or "invalid syntax").split("\n")[0]
+        return_col = e.offset if e.offset else None
+        raise ExpressionError(f"syntax error: {msg}", e.lineno, return_col, "syntax") from None
+    except (RecursionError, MemoryError, ValueError, OverflowError):
+        raise ExpressionError(f"the {what} is nested too deeply or too large to read", kind="limit") from None
+
+
+def parse_inputs(text: str) -> dict[str, Any]:
+    """Input values from text: ``"x1 = 3, x2 = 0.5"`` or one per line; numbers or nested lists.
+
+    Raises:
+        ExpressionError: anything but ``name = number-or-list`` assignments.
+    """
+    if isinstance(text, str):
+        text = text.strip().replace(";", "\n")
+        # "x1 = 3, x2 = 0.5" is a tuple-assignment in Python's grammar: split on commas outside brackets
+        text = "\n".join(_split_top_level(text))
+    tree = _parse_tree(text, "input text")
+    values: dict[str, Any] = {}
+    for stmt in tree.body:
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
+            raise _err(stmt, "inputs are written as name = value, for example x1 = 3, x2 = 0.5")
+        name = stmt.targets[0].id
+        _check_name(stmt.targets[0], name, "input")
+        if name in values:
+            raise _err(stmt, f"input `{name}` is given twice")
+        values[name] = _literal(stmt.value, 0)
+        arr = np.asarray(values[name], dtype=float)
+        if arr.dtype == object or arr.size > MAX_INPUT_ELEMENTS:
+            raise _err(stmt, f"input `{name}` must be a number or a rectangular list of at most "
+                             f"{MAX_INPUT_ELEMENTS} numbers", "limit")
+    return values
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if (ch == "," and depth == 0) or (ch == "\n" and depth == 0):
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(" " if ch == "\n" else ch)
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
+def _literal(node: ast.AST, depth: int):
+    if depth > 6:
+        raise _err(node, "input lists are nested too deeply (at most 6 levels)", "limit")
+    if isinstance(node, ast.Constant):
+        return _number(node, node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)) \
+            and isinstance(node.operand, ast.Constant):
+        v = _number(node.operand, node.operand.value)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, (ast.List, ast.Tuple)):
+        if not node.elts:
+            raise _err(node, "an input list must not be empty")
+        items = [_literal(e, depth + 1) for e in node.elts]
+        shapes = {np.shape(i) for i in items}
+        if len(shapes) != 1:
+            raise _err(node, "an input list must be rectangular (all rows the same length)", "shape")
+        return items
+    raise _err(node, f"an input value must be a number or a list of numbers, not {_describe(node)}")
+
+
+# ---------------------------------------------------------------------------
+# the program
+
+
+@dataclass
+class OpRecord:
+    """One engine op the program ran (from ``trace_ops``), with the statement it belongs to."""
+    op: str
+    inputs: tuple
+    params: Any
+    out: Tensor
+    statement: int
+    line: int
+
+
+@dataclass
+class Evaluation:
+    output: Tensor
+    records: list[OpRecord]
+    names: dict[int, str]          # Tensor.unique_id -> lecture name
+    groups: dict[int, str]         # Tensor.unique_id -> statement target
+    exprs: dict[int, str]          # Tensor.unique_id -> source of the statement
+
+
+@dataclass
+class Program:
+    """A validated program; evaluate it on tensors any number of times."""
+
+    text: str
+    input_names: list[str]
+    output_name: str
+    assigned_names: list[str]
+    statements: list[_Statement] = field(repr=False)
+
+    def function(self) -> Callable[..., Tensor]:
+        """``f(*tensors)`` with arguments in ``input_names`` order (for ``engine.grad`` / ``jvp``)."""
+        def f(*args):
+            return self.evaluate(dict(zip(self.input_names, args))).output
+        return f
+
+    def evaluate(self, tensors: Mapping[str, Tensor]) -> Evaluation:
+        """Run the program with engine ops on ``tensors`` (name -> Tensor).
+
+        Raises:
+            ExpressionError: missing inputs, shape mismatches, too many ops, output not a tensor.
+        """
+        missing = [n for n in self.input_names if n not in tensors]
+        if missing:
+            raise ExpressionError(f"no value given for input(s) {', '.join(missing)}", kind="undefined")
+        env: dict[str, Any] = {n: tensors[n] for n in self.input_names}
+        like = next((t for t in env.values() if isinstance(t, Tensor)), None)
+        records: list[OpRecord] = []
+        where = {"statement": 0, "line": 1}
+
+        def hook(op, inputs, params, out):
+            if len(records) >= MAX_NODES:
+                raise ExpressionError(f"the program needs more than {MAX_NODES} operations", where["line"],
+                                      kind="limit")
+            records.append(OpRecord(op.name, inputs, params, out, where["statement"], where["line"]))
+
+        names: dict[int, str] = {}
+        groups: dict[int, str] = {}
+        exprs: dict[int, str] = {}
+        for n, t in env.items():
+            if isinstance(t, Tensor):
+                names[t.unique_id] = n
+        value: Any = None
+        with np.errstate(all="ignore"), trace_ops(hook):
+            for i, st in enumerate(self.statements):
+                where["statement"], where["line"] = i, st.line
+                start = len(records)
+                value = self._eval(st.expr, env, like)
+                target = st.target if st.target is not None else self.output_name
+                env[target] = value
+                for r in records[start:]:
+                    groups[r.out.unique_id] = target
+                    exprs[r.out.unique_id] = st.source
+                if isinstance(value, Tensor) and value.unique_id not in {t.unique_id for t in tensors.values()}:
+                    names[value.unique_id] = target
+        if not isinstance(value, Tensor):
+            raise ExpressionError("the output does not depend on any input (it is a plain number)",
+                                  self.statements[-1].line, kind="undefined")
+        self._name_temporaries(records, names)
+        return Evaluation(value, records, names, groups, exprs)
+
+    def _name_temporaries(self, records: list[OpRecord], names: dict[int, str]) -> None:
+        taken = set(names.values()) | set(self.input_names) | set(self.assigned_names)
+        lecture = all(re.fullmatch(r"x\d+", n) for n in self.input_names)
+        k = 1 + max([int(n[1:]) for n in taken if re.fullmatch(r"x\d+", n)] or [0])
+        j = 1
+        for r in records:
+            uid = r.out.unique_id
+            if uid in names:
+                continue
+            if lecture:
+                while f"x{k}" in taken:
+                    k += 1
+                name, k = f"x{k}", k + 1
+            else:
+                while f"v{j}" in taken:
+                    j += 1
+                name, j = f"v{j}", j + 1
+            taken.add(name)
+            names[uid] = name
+
+    def _eval(self, node: ast.AST, env: dict, like: Tensor | None):
+        try:
+            return self._eval_inner(node, env, like)
+        except ExpressionError:
+            raise
+        except (ValueError, TypeError, RuntimeError, IndexError, ArithmeticError, NotImplementedError) as e:
+            msg = str(e).split("\n")[0][:200] or type(e).__name__
+            kind = "math" if isinstance(e, ArithmeticError) else "shape"
+            raise _err(node, f"cannot compute this: {msg}", kind) from None
+
+    def _eval_inner(self, node: ast.AST, env: dict, like: Tensor | None):
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return env[node.id]
+        if isinstance(node, ast.UnaryOp):
+            v = self._eval(node.operand, env, like)
+            if isinstance(node.op, ast.UAdd):
+                return v
+            return float(-np.float64(v)) if not isinstance(v, Tensor) else -v
+        if isinstance(node, ast.BinOp):
+            a = self._eval(node.left, env, like)
+            b = self._eval(node.right, env, like)
+            if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+                # fold number-only arithmetic in float64 (never Python's unbounded ints)
+                return _fold(node.op, np.float64(a), np.float64(b), node)
+            if isinstance(node.op, ast.Pow):
+                if isinstance(b, Tensor):
+                    return ops.pow(a, b) if isinstance(a, Tensor) else ops.rpow(a, b)
+                return ops.pow(a, b)
+            if isinstance(node.op, ast.MatMult) and (not isinstance(a, Tensor) or not isinstance(b, Tensor)):
+                raise _err(node, "@ needs a tensor on both sides", "shape")
+            return _BINOPS[type(node.op)][1](a, b)
+        if isinstance(node, ast.Call):
+            fn, n_tensor, _ = ALLOWED_FUNCTIONS[node.func.id]
+            args = [self._eval(a, env, like) for a in node.args[:n_tensor]]
+            dims = [_int_const(d) for d in node.args[n_tensor:]] + [_int_const(kw.value) for kw in node.keywords]
+            ref = next((a for a in args if isinstance(a, Tensor)), like)
+            if ref is None:
+                raise _err(node, "a function needs at least one input variable", "undefined")
+            args = [a if isinstance(a, Tensor) else as_tensor_like(a, ref) for a in args]
+            if n_tensor == 2:
+                return fn(args[0], args[1])
+            return fn(args[0], *dims)
+        raise _err(node, f"{_describe(node)} is not allowed")  # unreachable after validation
+
+
+def _int_const(node: ast.AST) -> int:
+    if isinstance(node, ast.UnaryOp):
+        return -int(node.operand.value)
+    return int(node.value)
+
+
+def _fold(op: ast.operator, a: np.float64, b: np.float64, node: ast.AST) -> float:
+    if isinstance(op, ast.Add):
+        return float(a + b)
+    if isinstance(op, ast.Sub):
+        return float(a - b)
+    if isinstance(op, ast.Mult):
+        return float(a * b)
+    if isinstance(op, ast.Div):
+        return float(a / b) if b != 0 else float(np.float64(a) / np.float64(b))
+    if isinstance(op, ast.Pow):
+        return float(np.power(a, b))
+    raise _err(node, "@ needs tensors on both sides", "shape")
+
+
+def parse_program(text: str, inputs: Mapping[str, Any] | str | None = None) -> Program:
+    """Validate a program (``name = expr`` lines; the last one is the output).
+
+    Args:
+        text: the program, e.g. ``"f = x1 + exp(1.5*x1 + 2*x2)"``.
+        inputs: optional input values (dict or text for :func:`parse_inputs`); when given,
+            every variable the program reads must be an input or assigned before.
+
+    Returns:
+        a :class:`Program` (validated, not yet evaluated).
+
+    Raises:
+        ExpressionError: with line, column and a one-line explanation.
+    """
+    tree = _parse_tree(text, "program")
+    if not tree.body:
+        raise ExpressionError("the program is empty; write for example f = x1 + exp(1.5*x1 + 2*x2)", kind="syntax")
+    if len(tree.body) > MAX_STATEMENTS:
+        raise ExpressionError(f"the program has too many lines (at most {MAX_STATEMENTS})", kind="limit")
+    if isinstance(inputs, str):
+        inputs = parse_inputs(inputs)
+    input_set = set(inputs) if inputs is not None else None
+    lines = text.splitlines()
+    defined: set[str] = set()
+    used: list[str] = []
+    statements: list[_Statement] = []
+    assigned: list[str] = []
+    for i, stmt in enumerate(tree.body):
+        last = i == len(tree.body) - 1
+        if isinstance(stmt, ast.Assign):
+            if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+                raise _err(stmt, "assign to one plain name, like x3 = 1.5 * x1")
+            target = stmt.targets[0].id
+            _check_name(stmt.targets[0], target, "variable")
+            if target in used or (input_set is not None and target in input_set):
+                raise _err(stmt, f"`{target}` is an input; give this line another name")
+            if target in defined:
+                raise _err(stmt, f"`{target}` is assigned twice; each name is assigned once")
+            expr = stmt.value
+        elif isinstance(stmt, ast.Expr) and last:
+            target, expr = None, stmt.value
+        else:
+            what = "a bare expression (only the last line may be one)" if isinstance(stmt, ast.Expr) \
+                else _describe(stmt)
+            raise _err(stmt, f"{what} is not allowed; write name = expression")
+        _validate_expr(expr, 1, defined, used)
+        if target is not None:
+            defined.add(target)
+            assigned.append(target)
+        src = lines[stmt.lineno - 1].strip() if 0 < stmt.lineno <= len(lines) else ""
+        statements.append(_Statement(target, expr, stmt.lineno, src))
+    output = statements[-1].target or "f"
+    if statements[-1].target is None and output in defined:
+        output = "out"
+    if input_set is not None:
+        for name in used:
+            if name not in input_set:
+                node = _first_use(tree, name)
+                have = ", ".join(sorted(input_set)) or "none"
+                raise _err(node, f"`{name}` is not defined: give it a value (inputs: {have}) or assign it "
+                                 f"on an earlier line", "undefined")
+    return Program(text, used, output, assigned, statements)
+
+
+def _first_use(tree: ast.AST, name: str) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name:
+            return node
+    return tree

@@ -1,0 +1,178 @@
+"""Traversal strategies for the backward pass, registered with ``engine.autodiff``.
+
+Each one is the same backward pass as :class:`engine.autodiff.Topological`: it calls the
+nodes' real ``chain_rule`` (the ops' VJPs) and ``accumulate_derivative``; only the order in
+which nodes are taken differs. Two are instructive failures:
+
+* ``bfs_first_touch`` — breadth-first from the output; a node passes on whatever it holds the
+  first time it is taken. Contributions arriving later are lost (wrong when a value is used on
+  paths of different lengths; right on trees).
+* ``path_recursion`` — recurse along every path, no fan-out sums: correct by linearity but the
+  number of VJP calls is the number of paths (2^depth on a doubling chain).
+* ``recursive_dfs`` — the textbook recursive topological sort, then the correct pass; correct,
+  but a 3000-deep chain exceeds Python's recursion limit (a real ``RecursionError``).
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from ..autodiff import (ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited, TraversalStrategy,
+                        count_consumers, register_strategy, topological_sort)
+
+
+@dataclass
+class ContributionLost:
+    """``parent`` received ``contribution`` after it had already passed its adjoint on (bfs_first_touch)."""
+    parent: Any
+    contribution: Any
+    received: int
+    expected: int
+    step: int
+
+
+class WorkLimitExceeded(RuntimeError):
+    """A strategy gave up after more VJP calls than its budget (path recursion on a big graph)."""
+
+
+def _noop(event) -> None:
+    return None
+
+
+def process_in_order(order: list, variable, deriv, observer=None) -> None:
+    """The correct backward pass over a given output-first order (what Topological does)."""
+    emit = observer or _noop
+    expected = count_consumers(order) if observer is not None else {}
+    derivs: dict[int, Any] = {variable.unique_id: deriv}
+    received: dict[int, int] = {}
+    step = 0
+    for node in order:
+        d = derivs.pop(node.unique_id, None)
+        if d is None:
+            continue
+        emit(NodeVisited(node, d, step))
+        if node.is_leaf():
+            node.accumulate_derivative(d)
+            emit(LeafAccumulated(node, d, step))
+            step += 1
+            continue
+        for parent, contribution in node.chain_rule(d):
+            if parent.is_constant():
+                continue
+            pid = parent.unique_id
+            emit(ContributionSent(node, parent, contribution, step))
+            prev = derivs.get(pid)
+            total = contribution if prev is None else prev + contribution
+            derivs[pid] = total
+            received[pid] = received.get(pid, 0) + 1
+            emit(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
+        step += 1
+
+
+class BfsFirstTouch(TraversalStrategy):
+    """Breadth-first from the output; each node passes on what it holds when first taken."""
+
+    name = "bfs_first_touch"
+    correct = False
+
+    def run(self, variable, deriv, observer=None):
+        emit = observer or _noop
+        # only for the "k of n received" labels; the traversal itself never looks at it
+        expected = count_consumers(topological_sort(variable)) if observer is not None else {}
+        derivs: dict[int, Any] = {variable.unique_id: deriv}
+        received: dict[int, int] = {}
+        done: set[int] = set()
+        queue = deque([variable])
+        step = 0
+        while queue:
+            node = queue.popleft()
+            uid = node.unique_id
+            if uid in done:
+                continue
+            done.add(uid)
+            d = derivs[uid]
+            emit(NodeVisited(node, d, step))
+            if node.is_leaf():
+                node.accumulate_derivative(d)
+                emit(LeafAccumulated(node, d, step))
+                step += 1
+                continue
+            for parent, contribution in node.chain_rule(d):
+                if parent.is_constant():
+                    continue
+                pid = parent.unique_id
+                emit(ContributionSent(node, parent, contribution, step))
+                received[pid] = received.get(pid, 0) + 1
+                if pid in done:
+                    emit(ContributionLost(parent, contribution, received[pid], expected.get(pid, 1), step))
+                    continue
+                prev = derivs.get(pid)
+                total = contribution if prev is None else prev + contribution
+                derivs[pid] = total
+                emit(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
+                queue.append(parent)
+            step += 1
+
+
+class PathRecursion(TraversalStrategy):
+    """Send each contribution straight on, recursively, along every path to the leaves."""
+
+    name = "path_recursion"
+    correct = True
+
+    def __init__(self, max_vjp_calls: int = 200_000):
+        self.max_vjp_calls = max_vjp_calls
+
+    def run(self, variable, deriv, observer=None):
+        emit = observer or _noop
+        state = {"calls": 0, "step": 0}
+        limit = self.max_vjp_calls
+
+        def visit(node, d):
+            step = state["step"]
+            state["step"] += 1
+            emit(NodeVisited(node, d, step))
+            if node.is_leaf():
+                node.accumulate_derivative(d)
+                emit(LeafAccumulated(node, d, step))
+                return
+            state["calls"] += 1
+            if state["calls"] > limit:
+                raise WorkLimitExceeded(f"path recursion gave up after {limit} VJP calls "
+                                        f"(one per path; the number of paths grows exponentially)")
+            for parent, contribution in node.chain_rule(d):
+                if parent.is_constant():
+                    continue
+                emit(ContributionSent(node, parent, contribution, step))
+                visit(parent, contribution)
+
+        visit(variable, deriv)
+
+
+class RecursiveDfs(TraversalStrategy):
+    """Recursive depth-first topological sort, then the correct pass."""
+
+    name = "recursive_dfs"
+    correct = True
+
+    def run(self, variable, deriv, observer=None):
+        order: list = []
+        visited: set[int] = set()
+
+        def dfs(node):
+            visited.add(node.unique_id)
+            for parent in node.parents:
+                if not parent.is_constant() and parent.unique_id not in visited:
+                    dfs(parent)
+            order.append(node)
+
+        dfs(variable)  # raises RecursionError when the graph is deeper than Python's limit
+        order.reverse()
+        process_in_order(order, variable, deriv, observer)
+
+
+STRATEGY_NAMES = ("topological", "bfs_first_touch", "path_recursion", "recursive_dfs")
+
+for _s in (BfsFirstTouch(), PathRecursion(), RecursiveDfs()):
+    register_strategy(_s)

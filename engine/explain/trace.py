@@ -1,0 +1,335 @@
+"""The engine's execution as events: forward steps from ``trace_ops``, backward events from the
+observer of ``backpropagate``. Everything stored is plain data (JSON-serialisable)."""
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from .. import autodiff
+from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
+from ..tensor import Tensor, tensor, trace_ops
+from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_records, is_finite, plain_value
+from .parser import ExpressionError, Program, parse_inputs, parse_program
+from .strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded
+
+MAX_EVENTS = 50_000  # events kept per trace (path recursion can do far more work; it is still counted)
+
+
+@dataclass
+class ForwardStep:
+    """One engine op in execution order: ``node = op(inputs)`` with its value."""
+    index: int
+    node: int
+    op: str
+    inputs: list[int]
+    value: Any
+    shape: list[int]
+    text: str
+    finite: bool = True
+
+
+@dataclass
+class BackwardEvent:
+    """One thing the backward pass did.
+
+    kind: 'visit' (node taken; value = adjoint it holds), 'send' (node -> parent: value = VJP output),
+    'accumulate' (parent's running fan-out sum = value; received of expected), 'leaf' (leaf.grad += value),
+    'lost' (bfs_first_touch: parent had already passed its adjoint on; value is dropped).
+    """
+    index: int
+    kind: str
+    step: int
+    node: int
+    parent: int | None
+    value: Any
+    received: int | None
+    expected: int | None
+    text: str
+
+
+@dataclass
+class ForwardRun:
+    program: Program
+    graph: Graph
+    steps: list[ForwardStep]
+    output: Tensor
+    leaves: dict[str, Tensor]
+    tensor_of: dict[int, Tensor]
+    id_of: dict[int, int]
+
+
+@dataclass
+class Trace:
+    strategy: str
+    graph: Graph
+    forward: list[ForwardStep]
+    backward: list[BackwardEvent]
+    grads: dict[str, Any]
+    adjoints: dict[int, Any]
+    vjp_calls: int
+    backward_ops: int
+    forward_ops: int
+    n_events: int
+    error: str | None = None
+    gradient_graph: Graph | None = None
+    nonfinite: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["graph"] = self.graph.to_dict()
+        d["gradient_graph"] = self.gradient_graph.to_dict() if self.gradient_graph is not None else None
+        d["adjoints"] = {str(k): v for k, v in self.adjoints.items()}
+        return d
+
+    def steps(self) -> list[list[BackwardEvent]]:
+        """Backward events grouped by step (one node processed per step)."""
+        out: list[list[BackwardEvent]] = []
+        for e in self.backward:
+            if not out or out[-1][0].step != e.step:
+                out.append([])
+            out[-1].append(e)
+        return out
+
+
+def _as_program(program: Program | str, inputs) -> tuple[Program, dict]:
+    if isinstance(inputs, str):
+        inputs = parse_inputs(inputs)
+    if isinstance(program, str):
+        program = parse_program(program, inputs)
+    return program, dict(inputs)
+
+
+def run_forward(program: Program | str, inputs: Mapping[str, Any] | str, dtype: str = "float64",
+                backend: str = "numpy") -> ForwardRun:
+    """Run the program forward on fresh leaves and record every engine op.
+
+    Raises:
+        ExpressionError: bad program/inputs, shape errors (never a bare traceback).
+    """
+    program, inputs = _as_program(program, inputs)
+    leaves: dict[str, Tensor] = {}
+    for name in program.input_names:
+        if name not in inputs:
+            raise ExpressionError(f"no value given for input `{name}`", kind="undefined")
+        leaves[name] = tensor(inputs[name], requires_grad=True, dtype=dtype, backend=backend, name=name)
+    ev = program.evaluate(leaves)
+    graph, id_of, tensor_of = graph_from_records(ev.records, ev.names, ev.groups, ev.exprs,
+                                                 leaves.values(), ev.output)
+    steps = []
+    for i, r in enumerate(ev.records):
+        nid = id_of[r.out.unique_id]
+        node = graph.nodes[nid]
+        args = ", ".join(graph.nodes[id_of[t.unique_id]].name for t in r.inputs)
+        steps.append(ForwardStep(i, nid, r.op, [id_of[t.unique_id] for t in r.inputs], node.value, node.shape,
+                                 f"{node.name} = {r.op}({args}) = {fmt(node.value)}", is_finite(node.value)))
+    return ForwardRun(program, graph, steps, ev.output, leaves, tensor_of, id_of)
+
+
+class _Recorder:
+    """Observer turning the core's events (with live tensors) into plain BackwardEvents."""
+
+    def __init__(self, id_of: dict[int, int], names: dict[int, str]):
+        self.id_of = id_of
+        self.names = names
+        self.events: list[BackwardEvent] = []
+        self.n_events = 0
+        self.vjp_calls = 0
+        self.last_adjoint: dict[int, Any] = {}
+
+    def _id(self, t) -> int:
+        nid = self.id_of.get(t.unique_id)
+        if nid is None:  # a node outside the recorded graph (should not happen for programs)
+            nid = self.id_of[t.unique_id] = -len(self.id_of) - 1
+        return nid
+
+    def _name(self, nid: int) -> str:
+        return self.names.get(nid, f"#{nid}")
+
+    def __call__(self, ev) -> None:
+        self.n_events += 1
+        if isinstance(ev, NodeVisited):
+            nid = self._id(ev.node)
+            if not ev.node.is_leaf():
+                self.vjp_calls += 1
+            val = plain_value(ev.adjoint)
+            self.last_adjoint.setdefault(nid, val)
+            self._add("visit", ev.step, nid, None, val, None, None,
+                      f"take {self._name(nid)}: adjoint {self._bar(nid)} = {fmt(val)}")
+        elif isinstance(ev, ContributionSent):
+            nid, pid = self._id(ev.node), self._id(ev.parent)
+            val = plain_value(ev.contribution)
+            self._add("send", ev.step, nid, pid, val, None, None,
+                      f"{self._name(nid)} → {self._name(pid)}: VJP contribution {fmt(val)}")
+        elif isinstance(ev, FanOutAccumulated):
+            pid = self._id(ev.parent)
+            val = plain_value(ev.total)
+            self.last_adjoint[pid] = val
+            self._add("accumulate", ev.step, pid, None, val, ev.received, ev.expected,
+                      f"{self._bar(pid)} = {fmt(val)} ({ev.received} of {ev.expected} received)")
+        elif isinstance(ev, LeafAccumulated):
+            nid = self._id(ev.node)
+            val = plain_value(ev.derivative)
+            self._add("leaf", ev.step, nid, None, val, None, None,
+                      f"{self._name(nid)}.grad += {fmt(val)}")
+        elif isinstance(ev, ContributionLost):
+            pid = self._id(ev.parent)
+            val = plain_value(ev.contribution)
+            self._add("lost", ev.step, pid, None, val, ev.received, ev.expected,
+                      f"LOST: {fmt(val)} reached {self._name(pid)} after it was passed on "
+                      f"({ev.received} of {ev.expected})")
+
+    def _bar(self, nid: int) -> str:
+        return bar(self._name(nid))
+
+    def _add(self, kind, step, node, parent, value, received, expected, text) -> None:
+        if len(self.events) < MAX_EVENTS:
+            self.events.append(BackwardEvent(len(self.events), kind, step, node, parent, value, received,
+                                             expected, text))
+
+
+def bar(name: str) -> str:
+    """The lecture's adjoint notation: x5 -> x̄5."""
+    return name[:1] + "\u0304" + name[1:] if name else name
+
+
+def record_backward(output: Tensor, id_of: dict[int, int], names: dict[int, str], leaves: Mapping[str, Tensor],
+                    strategy: str = "topological", create_graph: bool = False, seed: Tensor | None = None):
+    """Run the real backward pass with ``strategy`` and an observer; catch and report failures.
+
+    Returns ``(recorder, error, backward_records)`` where backward_records are the engine ops the
+    backward pass ran (``trace_ops``).
+    """
+    rec = _Recorder(id_of, names)
+    ops_run: list = []
+
+    class _R:
+        __slots__ = ("op", "inputs", "out")
+
+    def hook(op, inputs, params, out):
+        r = _R()
+        r.op, r.inputs, r.out = op.name, inputs, out
+        ops_run.append(r)
+
+    for t in leaves.values():
+        t.grad = None
+    error = None
+    try:
+        with np.errstate(all="ignore"), trace_ops(hook):
+            output.backward(seed, create_graph=create_graph, strategy=strategy, observer=rec)
+    except RecursionError:
+        error = (f"RecursionError: maximum recursion depth exceeded (Python's limit is "
+                 f"{sys.getrecursionlimit()} frames; the graph is deeper than that)")
+    except WorkLimitExceeded as e:
+        error = f"WorkLimitExceeded: {e}"
+    return rec, error, ops_run
+
+
+def record_execution(program: Program | str, inputs: Mapping[str, Any] | str, strategy: str = "topological",
+                     create_graph: bool = False, dtype: str = "float64") -> Trace:
+    """Forward + backward of a program with the given traversal strategy, as plain events.
+
+    A non-scalar output is seeded with ones (the gradient of ``sum(output)``).
+
+    Raises:
+        ExpressionError: bad program or inputs.
+        ValueError: unknown strategy.
+    """
+    autodiff.get_strategy(strategy)
+    fw = run_forward(program, inputs, dtype=dtype)
+    return _backward_trace(fw, strategy, create_graph)
+
+
+def _backward_trace(fw: ForwardRun, strategy: str, create_graph: bool) -> Trace:
+    names = {n.id: n.name for n in fw.graph.nodes}
+    out = fw.output
+    # the seed d out / d out: ones (for a non-scalar output, the gradient of sum(output))
+    seed = Tensor._make(out.backend.full(out.shape, 1.0, out.dtype), out.backend)
+    grads: dict[str, Any] = {}
+    error = None
+    rec = _Recorder(fw.id_of, names)
+    bops: list = []
+    if out.requires_grad:
+        rec, error, bops = record_backward(out, dict(fw.id_of), names, fw.leaves, strategy, create_graph, seed)
+    for name, leaf in fw.leaves.items():
+        g = leaf.grad
+        grads[name] = plain_value(g) if g is not None else plain_value(np.zeros(leaf.shape))
+    nonfinite = [f"{s.text}" for s in fw.steps if not s.finite]
+    nonfinite += [f"gradient of {k} is not finite" for k, v in grads.items() if not is_finite(v)]
+    gg = gradient_graph_from(bops, fw, seed) if create_graph and error is None else None
+    return Trace(strategy if isinstance(strategy, str) else strategy.name, fw.graph, fw.steps, rec.events,
+                 grads, rec.last_adjoint, rec.vjp_calls, len(bops), len(fw.steps), rec.n_events, error, gg,
+                 nonfinite)
+
+
+def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor) -> Graph:
+    """The graph of engine ops the backward pass built (with create_graph=True)."""
+    names: dict[int, str] = {}
+    fwd_uid = {t.unique_id: nid for nid, t in fw.tensor_of.items()}
+    k = 0
+    for r in bops:
+        k += 1
+        names[r.out.unique_id] = f"g{k}"
+    for name, leaf in fw.leaves.items():
+        if leaf.grad is not None and leaf.grad.unique_id in names:
+            names[leaf.grad.unique_id] = f"∂f/∂{name}"
+    for t_uid, nid in fwd_uid.items():
+        names.setdefault(t_uid, fw.graph.nodes[nid].name)
+    names[seed.unique_id] = "1 (seed)"
+    g, id_of, tensor_of = graph_from_records(bops, names)
+    for node in g.nodes:
+        t = tensor_of[node.id]
+        if t.unique_id in fwd_uid:
+            ref = fwd_uid[t.unique_id]
+            node.ref = ref
+            node.kind = "constant" if fw.graph.nodes[ref].kind == "constant" else "forward"
+        elif t.unique_id == seed.unique_id:
+            node.kind = "seed"
+        elif node.op == "leaf":
+            node.kind = "constant"
+        else:
+            node.kind = "gradient"
+    return g
+
+
+def gradient_graph(program: Program | str, inputs: Mapping[str, Any] | str, dtype: str = "float64") -> Graph:
+    """The gradient graph (slides' orange graph): backward with ``create_graph=True``."""
+    tr = record_execution(program, inputs, create_graph=True, dtype=dtype)
+    if tr.gradient_graph is None:
+        raise ExpressionError(tr.error or "no gradient graph (the output does not depend on any input)")
+    return tr.gradient_graph
+
+
+def strategy_names() -> tuple[str, ...]:
+    return STRATEGY_NAMES
+
+
+def record_tensor(output: Tensor, leaves: Mapping[str, Tensor], strategy: str = "topological",
+                  create_graph: bool = False, seed: Tensor | None = None) -> Trace:
+    """Backward trace of any engine tensor (not only parsed programs), e.g. a network's loss.
+
+    The forward steps are the graph's ops in the engine's topological order (inputs first).
+    ``leaves`` names the inputs whose gradients are reported (others still get ``.grad``).
+    """
+    from .graph import graph_from_output
+    autodiff.get_strategy(strategy)
+    names = {t.unique_id: n for n, t in leaves.items()}
+    graph = graph_from_output(output, names, include_constants=False)
+    id_of = {n.uid: n.id for n in graph.nodes}
+    node_names = {n.id: n.name for n in graph.nodes}
+    steps = []
+    for n in graph.nodes:
+        if n.op in ("leaf",):
+            continue
+        ins = graph.parents(n.id)
+        args = ", ".join(node_names[i] for i in ins)
+        steps.append(ForwardStep(len(steps), n.id, n.op, ins, n.value, n.shape,
+                                 f"{n.name} = {n.op}({args}) = {fmt(n.value)}", is_finite(n.value)))
+    if seed is None:
+        seed = Tensor._make(output.backend.full(output.shape, 1.0, output.dtype), output.backend)
+    rec, error, bops = record_backward(output, id_of, node_names, leaves, strategy, create_graph, seed)
+    grads = {name: (plain_value(t.grad) if t.grad is not None else None) for name, t in leaves.items()}
+    return Trace(strategy if isinstance(strategy, str) else strategy.name, graph, steps, rec.events, grads,
+                 rec.last_adjoint, rec.vjp_calls, len(bops), len(steps), rec.n_events, error, None, [])
