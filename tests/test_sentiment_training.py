@@ -1,0 +1,316 @@
+"""HW2's network (gradients by gradcheck), the trainer (learning, seeds, backends), pause/stop, threads."""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import engine
+from engine import functional as F
+from engine.tensor import Tensor, no_grad
+from sentiment.data import Dataset, builtin_corpus, builtin_split
+from sentiment.embeddings import GloVe, load_glove
+from sentiment.model import SentimentNet, batch_tensors, vectors_tensor
+from sentiment.runner import SessionWatch, TrainingRun
+from sentiment.trainer import (BatchEnd, EpochEnd, SentimentTrainer, TrainConfig, TrainingFinished,
+                               TrainingStarted, hw2_log_lines)
+
+
+@pytest.fixture(scope="module")
+def glove():
+    try:
+        return load_glove()
+    except FileNotFoundError as e:
+        pytest.skip(f"no GloVe vectors here: {e}")
+
+
+def tiny_glove(dim=4, seed=0) -> GloVe:
+    rng = np.random.default_rng(seed)
+    words = ["good", "bad", "film", "great", "awful", "not"]
+    return GloVe(words, rng.standard_normal((len(words), dim)), "tiny test table")
+
+
+# --- the model ------------------------------------------------------------------
+
+
+def test_model_shape_and_parameter_count():
+    net = SentimentNet(seed=0)
+    assert net.num_parameters() == 50 * 32 + 32 + 32 + 1
+    assert sum(layer.n_params for layer in net.layers_summary()) == net.num_parameters()
+    x = vectors_tensor(np.ones((7, 50)))
+    p = net(x)
+    assert p.shape == (1,) and 0 < p.item() < 1
+
+
+def test_gradients_of_the_network_by_gradcheck():
+    rng = np.random.default_rng(1)
+    net = SentimentNet(embedding_dim=5, hidden=4, seed=3).eval()
+    emb = rng.standard_normal((3, 4, 5))
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]], dtype=np.float64)
+    labels = np.array([1.0, 0.0, 1.0])
+    params = [net.fc1.weight, net.fc1.bias, net.fc2.weight, net.fc2.bias]
+
+    def loss_of(w1, b1, w2, b2, x):
+        net.fc1.weight, net.fc1.bias, net.fc2.weight, net.fc2.bias = w1, b1, w2, b2
+        loss, _ = net.loss(x, engine.tensor(mask), labels)
+        return loss
+
+    def probs_of(w1, b1, w2, b2, x):
+        net.fc1.weight, net.fc1.bias, net.fc2.weight, net.fc2.bias = w1, b1, w2, b2
+        return net(x, engine.tensor(mask))
+
+    inputs = [engine.tensor(p.numpy(), requires_grad=True) for p in params]
+    inputs.append(engine.tensor(emb, requires_grad=True))  # gradient reaches the word vectors too
+    report = engine.gradcheck(loss_of, inputs, n_directions=3)
+    assert report.ok and len(report.results) == 15
+    assert engine.gradcheck(probs_of, inputs, n_directions=2).ok
+
+
+def test_gradcheck_would_catch_a_wrong_gradient():
+    """The same check fails when the mask is dropped from the backward only (sanity of the test)."""
+    rng = np.random.default_rng(2)
+    emb = engine.tensor(rng.standard_normal((2, 3, 4)), requires_grad=True)
+    mask = engine.tensor(np.array([[1, 1, 0], [1, 0, 0]], dtype=np.float64))
+    net = SentimentNet(embedding_dim=4, hidden=3, seed=0).eval()
+
+    def leaky(x):  # forward masks, but the gradient flows through the padding like an unmasked mean
+        return net.pool(x, mask) + (F.mean(x, dim=1) - F.mean(x, dim=1).detach())
+
+    report = engine.gradcheck(leaky, [emb], raise_exception=False)
+    assert not report.ok
+
+
+def test_masked_mean_ignores_padding():
+    rng = np.random.default_rng(0)
+    net = SentimentNet(embedding_dim=6, hidden=5, seed=0).eval()
+    words = rng.standard_normal((3, 6))
+    alone = net(vectors_tensor(words)).item()
+    padded = np.concatenate([words, np.full((4, 6), 7.0)])  # junk in the padded slots
+    mask = engine.tensor([[1, 1, 1, 0, 0, 0, 0]], dtype="float64")
+    assert net(vectors_tensor(padded), mask).item() == pytest.approx(alone, abs=1e-12)
+    np.testing.assert_allclose(net.pool(vectors_tensor(padded), mask).numpy()[0], words.mean(0), atol=1e-12)
+
+
+def test_loss_is_finite_at_saturated_probabilities():
+    z = engine.tensor([1000.0, -1000.0, 800.0, -800.0], requires_grad=True)
+    y = np.array([1.0, 0.0, 0.0, 1.0])
+    loss = F.binary_cross_entropy_with_logits(z, y)
+    loss.backward()
+    assert np.isfinite(loss.item()) and loss.item() == pytest.approx((800 + 800) / 4)
+    assert np.all(np.isfinite(z.grad.numpy()))
+    np.testing.assert_allclose(z.grad.numpy(), [0, 0, 0.25, -0.25], atol=1e-12)
+
+
+def test_seeded_dropout_is_private_and_reproducible():
+    a, b = SentimentNet(seed=5), SentimentNet(seed=5)
+    x = vectors_tensor(np.random.default_rng(0).standard_normal((4, 50)))
+    engine.manual_seed(123)  # the backend's generator must not matter
+    pa = [a(x).item() for _ in range(3)]
+    engine.manual_seed(999)
+    pb = [b(x).item() for _ in range(3)]
+    assert pa == pb and len(set(pa)) > 1  # dropout active in training mode, same masks for the same seed
+    a.eval()
+    assert a(x).item() == a(x).item()
+
+
+def test_batch_tensors_gather_rows_and_mask():
+    table = np.arange(12, dtype=np.float64).reshape(4, 3)
+    emb, mask = batch_tensors(table, np.array([[2, 3, 0], [1, 0, 0]]))
+    assert emb.shape == (2, 3, 3)
+    np.testing.assert_array_equal(emb.numpy()[0, 1], table[3])
+    np.testing.assert_array_equal(mask.numpy(), [[1, 1, 0], [1, 0, 0]])
+
+
+# --- the trainer -------------------------------------------------------------------
+
+
+def test_training_learns_the_builtin_corpus(glove):
+    train, val = builtin_split(60)
+    cfg = TrainConfig(epochs=25, batch_size=10, lr=0.01, seed=0, shuffle=True)
+    trainer = SentimentTrainer(train, val, glove, cfg)
+    events = list(trainer.events())
+    assert isinstance(events[0], TrainingStarted) and isinstance(events[-1], TrainingFinished)
+    epochs = [e for e in events if isinstance(e, EpochEnd)]
+    batches = [e for e in events if isinstance(e, BatchEnd)]
+    assert len(epochs) == 25 and len(batches) == 25 * -(-len(train) // 10)
+    assert events[-1].status == "completed" and events[-1].epochs_done == 25
+    assert epochs[-1].train_loss < 0.5 * epochs[0].train_loss
+    assert epochs[-1].train_accuracy >= 0.75  # measured on the batches, with dropout on (as HW2)
+    fitted = trainer.predict_encoded(trainer.encoded_train)
+    assert ((fitted > 0.5) == trainer.encoded_train.labels).mean() >= 0.85
+    assert events[-1].best_val_accuracy >= 0.75
+    assert epochs[-1].best_val_accuracy == max(e.val_accuracy for e in epochs)
+    # the trained model sorts clear sentences and reports unknown words
+    assert trainer.predict_text("a wonderful , moving film").probability > 0.5
+    assert trainer.predict_text("a boring , stupid film").probability < 0.5
+    pred = trainer.predict_text("a zorgleflux film")
+    assert pred.unknown == ["zorgleflux"] and pred.tokens == ["a", "zorgleflux", "film"]
+    with pytest.raises(ValueError, match="at least one word"):
+        trainer.predict_text("   ")
+    lines = hw2_log_lines(epochs[-1])
+    assert lines[0].startswith("Epoch 25, loss ") and "train accuracy: " in lines[0] and lines[0].endswith("%")
+    assert lines[1].startswith("Validation accuracy: ") and lines[2].startswith("Best Valid accuracy: ")
+
+
+def test_bag_of_words_cannot_tell_word_order(glove):
+    trainer = SentimentTrainer(builtin_corpus().head(20), None, glove, TrainConfig(epochs=1))
+    a = trainer.predict_text("good but boring").probability
+    b = trainer.predict_text("boring but good").probability
+    assert a == pytest.approx(b, abs=1e-12)
+
+
+def losses_of(glove, seed, backend="numpy", epochs=2):
+    data = builtin_corpus().head(40)
+    cfg = TrainConfig(epochs=epochs, batch_size=10, lr=0.01, seed=seed, backend=backend, shuffle=True)
+    return [e.loss for e in SentimentTrainer(data, data.head(10), glove, cfg).events() if isinstance(e, BatchEnd)]
+
+
+def test_seed_makes_training_reproducible(glove):
+    assert losses_of(glove, 7) == losses_of(glove, 7)
+    assert losses_of(glove, 7) != losses_of(glove, 8)
+
+
+def test_runs_on_every_backend(glove, backend):
+    ref = losses_of(glove, 3, "numpy", epochs=1)
+    got = losses_of(glove, 3, backend, epochs=1)
+    np.testing.assert_allclose(got, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_config_is_validated(glove):
+    data = builtin_corpus().head(10)
+    for bad in [dict(epochs=0), dict(batch_size=0), dict(lr=-1.0), dict(lr=float("nan")), dict(optimizer="rmsprop"),
+                dict(dropout=1.0), dict(hidden=0), dict(backend="nope")]:
+        with pytest.raises(ValueError):
+            SentimentTrainer(data, None, glove, TrainConfig(**bad))
+    with pytest.raises(ValueError, match="empty"):
+        SentimentTrainer(Dataset([], [], "empty"), None, glove, TrainConfig())
+
+
+def test_sgd_trains_too(glove):
+    data = builtin_corpus().head(60)
+    cfg = TrainConfig(epochs=15, batch_size=10, lr=0.5, optimizer="sgd", seed=0, dropout=0.0)
+    trainer = SentimentTrainer(data, None, glove, cfg)
+    epochs = [e for e in trainer.events() if isinstance(e, EpochEnd)]
+    assert epochs[-1].train_loss < epochs[0].train_loss and epochs[-1].val_accuracy is None
+
+
+# --- pause / stop / threads -------------------------------------------------------------
+
+
+def wait_for(cond, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def long_trainer(glove, seed=0, epochs=10_000):
+    data = builtin_corpus().head(40)
+    return SentimentTrainer(data, data.head(10), glove, TrainConfig(epochs=epochs, lr=0.01, seed=seed))
+
+
+def test_pause_resume_stop(glove):
+    run = TrainingRun(long_trainer(glove)).start()
+    try:
+        assert wait_for(lambda: run.snapshot().last_batch is not None)
+        run.pause()
+        assert wait_for(lambda: run.snapshot().status == "paused")
+        time.sleep(0.2)
+        seen = run.snapshot().last_batch.examples_seen
+        time.sleep(0.3)
+        assert run.snapshot().last_batch.examples_seen == seen  # nothing trains while paused
+        run.resume()
+        assert wait_for(lambda: run.snapshot().last_batch.examples_seen > seen)
+        run.stop()
+        assert run.join(20)
+        snap = run.snapshot()
+        assert snap.status == "stopped" and snap.finished.status == "stopped" and snap.done
+        assert 0 < snap.progress < 1
+        assert len(snap.batch_loss) == len(snap.batch_x) > 0
+    finally:
+        run.stop()
+        run.join(20)
+
+
+def test_stop_while_paused_ends_the_thread(glove):
+    run = TrainingRun(long_trainer(glove)).start()
+    assert wait_for(lambda: run.snapshot().last_batch is not None)
+    run.pause()
+    assert wait_for(lambda: run.snapshot().status == "paused")
+    run.stop()
+    assert run.join(20) and run.snapshot().status == "stopped"
+
+
+def test_keep_alive_stops_an_abandoned_run(glove):
+    alive = {"v": True}
+    watch = SessionWatch(lambda: alive["v"], grace_s=0.2)
+    run = TrainingRun(long_trainer(glove), keep_alive=watch, keep_alive_every_s=0.05).start()
+    try:
+        assert wait_for(lambda: run.snapshot().last_batch is not None)
+        alive["v"] = False  # the owner's session went away
+        assert run.join(20)
+        assert run.snapshot().finished.status == "stopped"
+    finally:
+        run.stop()
+        run.join(20)
+
+
+def test_session_watch_grace_period():
+    state = {"active": False}
+    watch = SessionWatch(lambda: state["active"], grace_s=0.3)
+    assert watch()  # gone, but within the grace period
+    state["active"] = True
+    time.sleep(0.35)
+    assert watch()  # came back: the clock resets
+    state["active"] = False
+    assert watch()
+    time.sleep(0.35)
+    assert not watch()
+
+
+def test_two_runs_at_once_stay_independent(glove):
+    """Two threads training with different seeds give exactly what each gives alone."""
+    alone = {s: [e.train_loss for e in long_trainer(glove, s, 3).events() if isinstance(e, EpochEnd)]
+             for s in (1, 2)}
+    runs = {s: TrainingRun(long_trainer(glove, s, 3)) for s in (1, 2)}
+    for r in runs.values():
+        r.start()
+    for r in runs.values():
+        assert r.join(60)
+    for s, r in runs.items():
+        assert [e.train_loss for e in r.snapshot().epochs] == alone[s]
+
+
+def test_loss_curve_is_downsampled_not_truncated(glove):
+    run = TrainingRun(long_trainer(glove, epochs=3))
+    run.MAX_POINTS = 5
+    run.start()
+    assert run.join(60)
+    snap = run.snapshot()
+    assert len(snap.batch_x) <= 6 and snap.batch_x == sorted(snap.batch_x)
+    assert snap.batch_x[-1] > 2.0  # covers the last epoch
+    assert snap.progress == 1.0 and snap.status == "completed"
+
+
+def test_grad_mode_is_per_thread():
+    """A no_grad block in one thread (the page) does not switch off gradients in a training thread."""
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def page_thread():
+        with no_grad():
+            inside.set()
+            leave.wait(5)
+
+    t = threading.Thread(target=page_thread)
+    t.start()
+    inside.wait(5)
+    x = engine.tensor(2.0, requires_grad=True)
+    y = x * x
+    leave.set()
+    t.join(5)
+    assert y.requires_grad and isinstance(y, Tensor)
