@@ -1,0 +1,325 @@
+"""What the page shows about a recording: VJP formulas, tensor looks, memory, gradient checks."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine import no_grad, ops
+from engine.tensor import Tensor
+
+from .presets import Network
+from .recording import BackwardStep, Recording
+
+# The VJP each primitive's ``vjp`` method computes (engine/ops.py), in the lecture's notation:
+# ḡ is the adjoint arriving at the op's output y; x̄ / ā / b̄ are the contributions sent back.
+VJP_FORMULAS: dict[str, str] = {
+    "add": "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)",
+    "mul": "ā = sum_to_shape(ḡ ⊙ b),  b̄ = sum_to_shape(ḡ ⊙ a)",
+    "div": "ā = ḡ / b,  b̄ = −ḡ ⊙ a / b²   (each summed back to its shape)",
+    "pow": "x̄ = ḡ ⊙ c·x^(c−1)",
+    "neg": "x̄ = −ḡ",
+    "reciprocal": "x̄ = −ḡ ⊙ y²   (y = 1/x)",
+    "exp": "x̄ = ḡ ⊙ y   (y = exp x, kept from the forward pass)",
+    "log": "x̄ = ḡ / x",
+    "relu": "x̄ = ḡ ⊙ 1[x > 0]   (the mask is recomputed from the kept input x)",
+    "sigmoid": "x̄ = ḡ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)",
+    "cast": "x̄ = cast(ḡ, x.dtype)",
+    "sum": "x̄ = expand(ḡ, x.shape)   (every summed element receives ḡ)",
+    "max": "x̄ = ḡ ⊙ (x == max) / (number of ties)",
+    "matmul": "Ā = Ḡ Bᵀ,  B̄ = Aᵀ Ḡ   (batch dims summed back)",
+    "permute": "x̄ = permute(ḡ, inverse order)",
+    "view": "x̄ = reshape(ḡ, x.shape)",
+    "reshape": "x̄ = reshape(ḡ, x.shape)",
+    "expand": "x̄ = sum_to_shape(ḡ, x.shape)   (the broadcast copies add up)",
+    "contiguous": "x̄ = ḡ",
+    "getitem": "x̄ = zeros(x.shape) with ḡ added at the indexed place (index_add)",
+    "index_add": "s̄ = ḡ[key]",
+    "where": "ā = where(c, ḡ, 0),  b̄ = where(c, 0, ḡ)",
+    "gather": "T̄ = scatter_add(zeros(T.shape), idx, ḡ): row idx[i] += ḡ[i]  (a repeated index adds twice)",
+    "scatter_add": "s̄ = gather(ḡ, idx)",
+    "binary_cross_entropy": "p̄ = ḡ ⊙ (p − y) / max(p(1 − p), 1e-12)   (fused BCE; bce_grad op)",
+    "bce_grad": "p̄ = ḡ ⊙ (p² − 2py + y) / (p(1 − p))²,  ȳ = −ḡ / (p(1 − p))",
+}
+_OPS = {op.name: op for op in ops.PRIMITIVES}
+
+
+def vjp_formula(op: str) -> str:
+    """The VJP text of a primitive; leaves and no-gradient ops say what happens to them.
+
+    Raises:
+        KeyError: a differentiable primitive with no formula here (a new op needs its row).
+    """
+    if op in ("param", "input"):
+        return "leaf: .grad += adjoint (LeafAccumulated)"
+    if op == "constant" or (op in _OPS and not _OPS[op].differentiable):
+        return "no gradient flows here"
+    try:
+        return VJP_FORMULAS[op]
+    except KeyError:
+        raise KeyError(f"no VJP formula text for op '{op}'") from None
+
+
+# ---------------------------------------------------------------------------
+# looking at a tensor
+
+HEATMAP_MAX_CELLS = 400
+
+
+@dataclass
+class TensorLook:
+    """How to show one tensor: a matrix for a heatmap when small, else summary statistics."""
+
+    shape: tuple[int, ...]
+    matrix: np.ndarray | None          # 2-D (rows, cols) when small enough
+    stats: dict[str, float]
+
+    @property
+    def is_heatmap(self) -> bool:
+        return self.matrix is not None
+
+
+def look(value: np.ndarray | None, max_cells: int = HEATMAP_MAX_CELLS) -> TensorLook | None:
+    """A heatmap matrix (0-d/1-d as one row, n-d folded to rows × last dim) or statistics."""
+    if value is None:
+        return None
+    arr = np.asarray(value, dtype=np.float64)
+    finite = arr[np.isfinite(arr)] if arr.size else arr
+    stats = {"mean": float(finite.mean()) if finite.size else float("nan"),
+             "std": float(finite.std()) if finite.size else float("nan"),
+             "min": float(finite.min()) if finite.size else float("nan"),
+             "max": float(finite.max()) if finite.size else float("nan"),
+             "norm": float(np.sqrt((finite ** 2).sum())), "numel": float(arr.size)}
+    matrix = None
+    if arr.size <= max_cells:
+        matrix = arr.reshape(1, -1) if arr.ndim <= 1 else arr.reshape(-1, arr.shape[-1])
+    return TensorLook(tuple(arr.shape), matrix, stats)
+
+
+def format_shape(shape: tuple[int, ...]) -> str:
+    return "scalar" if not shape else "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+# ---------------------------------------------------------------------------
+# one backward step, ready to show
+
+
+@dataclass
+class StepDetail:
+    """A backward step: the op, its formula, the adjoint it holds, the VJP's real matrices, what it sent."""
+
+    step: int
+    node: int
+    label: str
+    op: str
+    formula: str
+    adjoint: np.ndarray
+    products: list[tuple[str, list[np.ndarray], np.ndarray]]   # (op, inputs, output) of small VJP matmuls etc.
+    sent: list[dict]          # per contribution: target label, value, received/expected, running total
+    leaf_grad: np.ndarray | None
+
+
+def step_detail(rec: Recording, step: BackwardStep, max_cells: int = HEATMAP_MAX_CELLS) -> StepDetail:
+    """Everything the page prints for one backward step (built from the recorded events)."""
+    node = rec.node(step.node)
+    products = []
+    for op in step.vjp_ops:
+        if op.op in ("matmul", "mul", "scatter_add", "div") and op.output.size <= max_cells \
+                and all(a.size <= max_cells for a in op.inputs):
+            products.append((op.op, op.inputs, op.output))
+    sent = []
+    for c in step.contributions:
+        sent.append({"target": c.target, "label": rec.node(c.target).label, "value": c.value,
+                     "received": c.received, "expected": c.expected, "total": c.total,
+                     "fan_out": c.expected > 1, "complete": c.complete})
+    return StepDetail(step.index, node.id, node.label, node.op, vjp_formula(node.op), step.adjoint, products,
+                      sent, step.leaf_grad)
+
+
+@dataclass
+class FanOutSum:
+    """The contributions one node received from its consumers, and their sum."""
+
+    node: int
+    label: str
+    parts: list[tuple[str, int, np.ndarray]]    # (from label, step, contribution)
+    total: np.ndarray
+
+    @property
+    def parts_sum(self) -> np.ndarray:
+        return np.sum([p[2] for p in self.parts], axis=0)
+
+
+def fan_out_sum(rec: Recording, node_id: int) -> FanOutSum:
+    """The contributions to ``node_id`` (one per consumer) and the running sum the engine reached."""
+    contribs = rec.contributions_to(node_id)
+    if not contribs:
+        raise ValueError(f"node {rec.node(node_id).label} received no contribution")
+    parts = [(rec.node(c.source).label, c.step, c.value) for c in contribs]
+    return FanOutSum(node_id, rec.node(node_id).label, parts, contribs[-1].total)
+
+
+# ---------------------------------------------------------------------------
+# memory: what the graph keeps alive for backward
+
+
+@dataclass
+class MemoryRow:
+    label: str
+    kind: str
+    shape: tuple[int, ...]
+    nbytes: int
+    read_by: list[str]       # ops whose VJP read it in the recorded backward pass
+
+
+@dataclass
+class MemoryReport:
+    rows: list[MemoryRow] = field(default_factory=list)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(r.nbytes for r in self.rows)
+
+    @property
+    def read_bytes(self) -> int:
+        return sum(r.nbytes for r in self.rows if r.read_by)
+
+
+def kept_tensors(loss: Tensor) -> list[Tensor]:
+    """Tensors the autodiff graph of ``loss`` holds (History inputs and saved values), excluding
+    trainable leaves (they exist anyway). Empty when ``loss`` was computed under ``no_grad``."""
+    kept: dict[int, Tensor] = {}
+    seen: set[int] = set()
+    stack = [loss]
+    while stack:
+        t = stack.pop()
+        if t.unique_id in seen:
+            continue
+        seen.add(t.unique_id)
+        h = t.history
+        if h is None:
+            continue
+        for inp in h.inputs:
+            if not (inp.is_leaf() and inp.requires_grad):
+                kept.setdefault(inp.unique_id, inp)
+            stack.append(inp)
+        saved = h.saved if isinstance(h.saved, (tuple, list)) else (h.saved,)
+        for s in saved:
+            if isinstance(s, Tensor):
+                kept.setdefault(s.unique_id, s)
+    return list(kept.values())
+
+
+def _nbytes(t: Tensor) -> int:
+    return t.numel() * np.dtype(t.dtype.name).itemsize
+
+
+def kept_bytes(loss: Tensor) -> int:
+    return sum(_nbytes(t) for t in kept_tensors(loss))
+
+
+def memory_report(rec: Recording) -> MemoryReport:
+    """Every non-trainable tensor the recorded graph referenced for backward, with the ops whose
+    VJP actually read it (found by tracing the ops run inside each VJP)."""
+    read_by: dict[int, list[str]] = {}
+    for s in rec.backward:
+        for r in s.reads:
+            read_by.setdefault(r, []).append(rec.node(s.node).label)
+    referenced: set[int] = set()
+    for n in rec.nodes:
+        if n.kind == "op" and n.requires_grad:
+            referenced.update(n.parents)
+    rows = []
+    for nid in sorted(referenced):
+        n = rec.node(nid)
+        if n.kind in ("param", "input") and n.requires_grad:
+            continue
+        rows.append(MemoryRow(n.label, n.kind, n.shape, n.nbytes, read_by.get(nid, [])))
+    return MemoryReport(rows)
+
+
+def memory_sweep(key: str, sizes: list[int], vary: str = "batch", **options) -> list[dict]:
+    """Bytes kept for backward as one option (``batch`` or ``depth``) changes; also under no_grad.
+
+    Each row is measured on a freshly built network's real graph.
+    """
+    from .presets import build
+    rows = []
+    for n in sizes:
+        net = build(key, **{**options, vary: n})
+        loss = net.loss()
+        with no_grad():
+            loss_ng = net.loss()
+        rows.append({vary: n, "tensors kept": len(kept_tensors(loss)), "bytes kept": kept_bytes(loss),
+                     "bytes kept under no_grad": kept_bytes(loss_ng)})
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# gradient check: engine gradients vs central differences at a few coordinates
+
+
+@dataclass
+class GradcheckRow:
+    leaf: str
+    index: tuple[int, ...]
+    analytic: float
+    numeric: float
+
+    @property
+    def abs_error(self) -> float:
+        return abs(self.analytic - self.numeric)
+
+    @property
+    def rel_error(self) -> float:
+        scale = max(abs(self.analytic), abs(self.numeric))
+        return 0.0 if scale < 1e-12 else self.abs_error / scale
+
+
+@dataclass
+class GradcheckTable:
+    rows: list[GradcheckRow]
+    eps: float
+
+    @property
+    def worst(self) -> GradcheckRow:
+        return max(self.rows, key=lambda r: r.rel_error)
+
+
+def gradient_check(network: Network, coords: int = 3, eps: float = 1e-6, seed: int = 0) -> GradcheckTable:
+    """Compare every leaf's engine gradient with central differences at ``coords`` random coordinates.
+
+    The leaves' values are changed through ``Module.load_state_dict`` and restored afterwards;
+    the reruns run under ``no_grad``.
+    """
+    if coords < 1:
+        raise ValueError(f"coords must be >= 1, got {coords}")
+    model = network.model
+    model.zero_grad()
+    network.loss().backward()
+    leaves = dict(model.named_parameters())
+    grads = {n: (p.grad.numpy().copy() if p.grad is not None else np.zeros(p.shape)) for n, p in leaves.items()}
+    state = model.state_dict()
+    rng = np.random.default_rng(seed)
+    rows = []
+    try:
+        for name, p in leaves.items():
+            flat = rng.choice(p.numel(), size=min(coords, p.numel()), replace=False)
+            for f in flat:
+                idx = tuple(int(i) for i in np.unravel_index(int(f), p.shape))
+                values = []
+                for sign in (1.0, -1.0):
+                    trial = {k: v.copy() for k, v in state.items()}
+                    trial[name][idx] += sign * eps
+                    model.load_state_dict(trial)
+                    with no_grad():
+                        values.append(float(network.loss().item()))
+                rows.append(GradcheckRow(name, idx, float(grads[name][idx]), (values[0] - values[1]) / (2 * eps)))
+    finally:
+        model.load_state_dict(state)
+    return GradcheckTable(rows, eps)
+
+
+__all__ = ["VJP_FORMULAS", "vjp_formula", "look", "TensorLook", "format_shape", "step_detail", "StepDetail",
+           "fan_out_sum", "FanOutSum", "memory_report", "MemoryReport", "kept_tensors", "kept_bytes",
+           "memory_sweep", "gradient_check", "GradcheckTable", "GradcheckRow"]

@@ -1,0 +1,139 @@
+"""Everything the Network explorer page shows for one network, computed once (no Streamlit).
+
+``explore(key, options)`` builds the preset, records its real forward/backward pass, lays out
+both views, runs the gradient check and the memory measurements. ``moment(ex, frame)`` says
+what one frame shows in words and arrays (the page only draws it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.graph_objects as go
+
+from engine.explain.frames import FrameSet
+from engine.explain.plotly_figure import build_figure
+
+from . import analysis
+from .frames import NetworkView, build_view, default_level, frame_moment, n_frames
+from .presets import SWEEPS, Network, build, clean_options
+from .recording import Recording, record
+
+ANIMATION_LIMIT = 6000      # frames x nodes above which the figure carries only the current frame
+
+
+@dataclass
+class Explored:
+    network: Network
+    rec: Recording
+    views: dict[str, NetworkView]
+    gradcheck: analysis.GradcheckTable
+    memory: analysis.MemoryReport
+    sweeps: dict[str, list[dict]]
+    problems: list[str] = field(default_factory=list)
+    figures: dict[str, go.Figure] = field(default_factory=dict)
+
+    @property
+    def n_frames(self) -> int:
+        return n_frames(self.rec)
+
+    @property
+    def default_level(self) -> str:
+        return default_level(self.rec)
+
+    def animated(self, level: str) -> bool:
+        v = self.views[level]
+        return len(v.frames.frames) * len(v.graph.nodes) <= ANIMATION_LIMIT
+
+    def figure(self, level: str, frame: int) -> go.Figure:
+        """The graph figure: with every frame (Play / slider in the browser) when small, else just
+        frame ``frame`` (big networks: stepping happens on the server)."""
+        v = self.views[level]
+        if self.animated(level):
+            if level not in self.figures:
+                self.figures[level] = build_figure(v.frames, v.graph, v.positions)
+            return self.figures[level]
+        frame = min(max(frame, 0), len(v.frames.frames) - 1)
+        return build_figure(FrameSet(v.frames.node_ids, [v.frames.frames[frame]]), v.graph, v.positions)
+
+
+def explore(key: str, options: dict | None = None, coords: int = 3) -> Explored:
+    """Build, run and measure one network (see module docstring).
+
+    Raises:
+        PresetError: unknown preset or options it cannot build.
+    """
+    opts, problems = clean_options(key, options or {})
+    net = build(key, **opts)
+    table = analysis.gradient_check(net, coords=coords)
+    rec = record(net)
+    views = {"op": build_view(rec, "op"), "layer": build_view(rec, "layer")}
+    sweeps = {}
+    for name, sizes in SWEEPS.get(key, []):
+        base = {k: v for k, v in opts.items() if k != name}
+        sweeps[name] = analysis.memory_sweep(key, sizes, name, **base)
+    return Explored(net, rec, views, table, analysis.memory_report(rec), sweeps, problems)
+
+
+@dataclass
+class Moment:
+    """What one frame shows, ready to draw."""
+
+    phase: str                               # inputs | forward | backward | done
+    title: str
+    node: int | None = None
+    formula: str = ""
+    value: np.ndarray | None = None
+    adjoint: np.ndarray | None = None
+    detail: analysis.StepDetail | None = None
+    fan_out: list[analysis.FanOutSum] = field(default_factory=list)   # fan-out sums completed at this step
+
+
+def moment(ex: Explored, frame: int) -> Moment:
+    rec = ex.rec
+    phase, i = frame_moment(rec, frame)
+    if phase == "inputs":
+        return Moment(phase, "Inputs and parameters (leaves): nothing computed yet")
+    if phase == "done":
+        return Moment(phase, f"Done: loss = {rec.loss:.6g}; every leaf holds its gradient")
+    if phase == "forward":
+        node = rec.node(rec.forward_order[i])
+        args = ", ".join(rec.node(p).label for p in node.parents)
+        return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}: {node.label} = {node.op}({args}) "
+                             f"→ {analysis.format_shape(node.shape)}   [{node.layer}]",
+                      node.id, analysis.vjp_formula(node.op), node.value)
+    step = rec.backward[i]
+    node = rec.node(step.node)
+    detail = analysis.step_detail(rec, step)
+    fans = [analysis.fan_out_sum(rec, c.target) for c in step.contributions if c.expected > 1 and c.complete]
+    kind = "leaf: gradient accumulated" if step.leaf_grad is not None else "VJP"
+    return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}: {node.label} ({node.op}, "
+                         f"{analysis.format_shape(node.shape)}) — {kind}   [{node.layer}]",
+                  node.id, detail.formula, node.value, step.adjoint, detail, fans)
+
+
+def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12) -> go.Figure:
+    """A small heatmap of a tensor (folded to 2-D by :func:`analysis.look`); numbers printed when few."""
+    lk = analysis.look(value)
+    if lk is None or lk.matrix is None:
+        raise ValueError("tensor too large for a heatmap; use analysis.look(...).stats")
+    m = lk.matrix
+    text = np.vectorize(lambda v: f"{v:.3g}")(m) if m.size <= 60 else None
+    fig = go.Figure(go.Heatmap(z=m, colorscale="RdBu", zmid=0.0, text=text,
+                               texttemplate="%{text}" if text is not None else None, showscale=False))
+    fig.update_layout(title=dict(text=title, font=dict(size=font)), height=height,
+                      margin=dict(l=10, r=10, t=35, b=10), font=dict(size=font))
+    fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12)
+    fig.update_xaxes(showticklabels=m.shape[1] <= 12)
+    return fig
+
+
+def sweep_figure(rows: list[dict], option: str, font: int = 12) -> go.Figure:
+    xs = [r[option] for r in rows]
+    fig = go.Figure([go.Scatter(x=xs, y=[r["bytes kept"] for r in rows], mode="lines+markers",
+                                name="kept for backward"),
+                     go.Scatter(x=xs, y=[r["bytes kept under no_grad"] for r in rows], mode="lines+markers",
+                                name="under no_grad")])
+    fig.update_layout(title=f"bytes kept vs {option}", xaxis_title=option, yaxis_title="bytes", height=280,
+                      margin=dict(l=10, r=10, t=40, b=10), font=dict(size=font), legend=dict(orientation="h"))
+    return fig

@@ -1,0 +1,233 @@
+"""Record one real forward + backward pass of a network at tensor level.
+
+The forward op list comes from ``engine.trace_ops`` (every primitive, in execution order,
+with the layer its ``scope`` named). The backward pass is ``loss.backward`` with an observer:
+the events ``NodeVisited``, ``ContributionSent``, ``FanOutAccumulated`` and
+``LeafAccumulated`` are turned into one :class:`BackwardStep` per visited node. The ops the
+engine runs *inside* each VJP are traced too, so a step can show the actual matrices that
+were multiplied and which saved tensors the VJP read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from engine import autodiff
+from engine.tensor import Tensor, trace_ops
+
+from .presets import Network, Scope
+
+
+@dataclass
+class Node:
+    """One tensor of the graph: a leaf (parameter / input / constant) or an op's output."""
+
+    id: int
+    label: str
+    op: str                    # op name, or "param" / "input" / "constant" for leaves
+    kind: str                  # "param" | "input" | "constant" | "op"
+    shape: tuple[int, ...]
+    dtype: str
+    layer: str
+    parents: list[int]
+    requires_grad: bool
+    value: np.ndarray
+    params_text: str = ""
+    adjoint: np.ndarray | None = None     # final adjoint (d loss / d node) after the backward pass
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.value.nbytes)
+
+
+@dataclass
+class VjpOp:
+    """An op the engine ran while computing one node's VJP (real inputs and output)."""
+
+    op: str
+    inputs: list[np.ndarray]
+    output: np.ndarray
+    reads: list[int | None]     # node id of each input when it is a graph tensor, else None
+
+
+@dataclass
+class Contribution:
+    """What a node sent to one parent at one step, and that parent's running sum after it."""
+
+    step: int
+    source: int
+    target: int
+    value: np.ndarray
+    received: int
+    expected: int
+    total: np.ndarray
+
+    @property
+    def complete(self) -> bool:
+        return self.received >= self.expected
+
+
+@dataclass
+class BackwardStep:
+    index: int
+    node: int
+    adjoint: np.ndarray
+    contributions: list[Contribution] = field(default_factory=list)
+    leaf_grad: np.ndarray | None = None
+    vjp_ops: list[VjpOp] = field(default_factory=list)
+
+    @property
+    def reads(self) -> list[int]:
+        """Graph tensors this VJP read (saved for backward), without repeats."""
+        seen: dict[int, None] = {}
+        for op in self.vjp_ops:
+            for r in op.reads:
+                if r is not None:
+                    seen.setdefault(r, None)
+        return list(seen)
+
+
+@dataclass
+class Layer:
+    name: str
+    nodes: list[int]
+    output: int           # the last op output of the layer (what the next layer consumes)
+
+
+@dataclass
+class Recording:
+    network: Network
+    nodes: list[Node]
+    forward_order: list[int]        # op nodes in execution order
+    backward: list[BackwardStep]
+    layers: list[Layer]
+    loss: float
+    loss_node: int
+
+    def node(self, node_id: int) -> Node:
+        return self.nodes[node_id]
+
+    def contributions_to(self, node_id: int) -> list[Contribution]:
+        """Every contribution a node received (one per consumer), in the order they arrived."""
+        return [c for s in self.backward for c in s.contributions if c.target == node_id]
+
+    def fan_out_nodes(self) -> list[int]:
+        """Nodes that received more than one contribution (fan-out points)."""
+        counts: dict[int, int] = {}
+        for s in self.backward:
+            for c in s.contributions:
+                counts[c.target] = counts.get(c.target, 0) + 1
+        return [n for n, k in counts.items() if k > 1]
+
+    def node_by_label(self, label: str) -> Node:
+        for n in self.nodes:
+            if n.label == label:
+                return n
+        raise KeyError(f"no node labelled {label!r}")
+
+    def layer_of(self, node_id: int) -> int:
+        for i, layer in enumerate(self.layers):
+            if node_id in layer.nodes:
+                return i
+        raise KeyError(node_id)
+
+
+def _params_text(params) -> str:
+    if params is None:
+        return ""
+    if hasattr(params, "name") and not isinstance(params, (tuple, list)):
+        return str(params.name)
+    text = repr(params)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def record(network: Network) -> Recording:
+    """Run ``network``'s forward and backward pass once and keep every event.
+
+    Returns:
+        A :class:`Recording`. The model's parameters hold ``.grad`` from this backward pass
+        (previous gradients are cleared first, so they are exactly this pass's).
+    """
+    network.model.zero_grad()
+    leaf_names = {id(t): name for name, t in network.leaves().items()}
+    nodes: list[Node] = []
+    ids: dict[int, int] = {}          # tensor unique_id -> node id
+    tensors: list[Tensor] = []        # keeps every recorded tensor alive during recording
+    forward_order: list[int] = []
+    scope = Scope()
+
+    def add_leaf(t: Tensor, layer: str) -> int:
+        name = leaf_names.get(id(t))
+        if name is not None:
+            kind, label = ("input" if name == "x" else "param"), name
+        elif t.requires_grad:
+            kind, label = "param", t.name or f"leaf{len(nodes)}"
+        else:
+            kind = "constant" if t.numel() == 1 else "input"
+            label = t.name or (f"{t.item():g}" if t.numel() == 1 else
+                               ("indices" if not t.dtype.is_floating else "const") + f"#{len(nodes)}")
+        nid = len(nodes)
+        nodes.append(Node(nid, label, kind, kind, t.shape, t.dtype.name, layer, [], t.requires_grad,
+                          t.numpy().copy()))
+        ids[t.unique_id] = nid
+        tensors.append(t)
+        return nid
+
+    def on_forward(op, inputs, params, out):
+        layer = scope.current or "(outside layers)"
+        parents = [ids[t.unique_id] if t.unique_id in ids else add_leaf(t, layer) for t in inputs]
+        nid = len(nodes)
+        nodes.append(Node(nid, f"{op.name}#{nid}", op.name, "op", out.shape, out.dtype.name, layer, parents,
+                          out.requires_grad, out.numpy().copy(), _params_text(params)))
+        ids[out.unique_id] = nid
+        tensors.append(out)
+        forward_order.append(nid)
+
+    with trace_ops(on_forward):
+        loss = network.loss(scope)
+    if loss.numel() != 1:
+        raise ValueError(f"the network's loss must be a scalar, got shape {loss.shape}")
+    loss_node = ids[loss.unique_id]
+
+    steps: list[BackwardStep] = []
+    state = {"collect": False}
+
+    def on_backward_op(op, inputs, params, out):
+        if state["collect"] and steps:
+            steps[-1].vjp_ops.append(VjpOp(op.name, [t.numpy().copy() for t in inputs], out.numpy().copy(),
+                                           [ids.get(t.unique_id) for t in inputs]))
+
+    def observer(event):
+        if isinstance(event, autodiff.NodeVisited):
+            steps.append(BackwardStep(len(steps), ids[event.node.unique_id], event.adjoint.numpy().copy()))
+            state["collect"] = True
+        elif isinstance(event, autodiff.ContributionSent):
+            state["collect"] = False   # chain_rule is over; what follows is the fan-out sum
+            steps[-1].contributions.append(Contribution(
+                len(steps) - 1, ids[event.node.unique_id], ids[event.parent.unique_id],
+                event.contribution.numpy().copy(), 0, 0, np.empty(0)))
+        elif isinstance(event, autodiff.FanOutAccumulated):
+            c = steps[-1].contributions[-1]
+            c.received, c.expected, c.total = event.received, event.expected, event.total.numpy().copy()
+        elif isinstance(event, autodiff.LeafAccumulated):
+            state["collect"] = False
+            steps[-1].leaf_grad = event.derivative.numpy().copy()
+
+    with trace_ops(on_backward_op):
+        loss.backward(observer=observer)
+
+    for s in steps:
+        nodes[s.node].adjoint = s.adjoint
+
+    layers: list[Layer] = []
+    by_name: dict[str, Layer] = {}
+    for n in nodes:
+        layer = by_name.get(n.layer)
+        if layer is None:
+            layer = by_name[n.layer] = Layer(n.layer, [], n.id)
+            layers.append(layer)
+        layer.nodes.append(n.id)
+        if n.kind == "op":
+            layer.output = n.id
+    return Recording(network, nodes, forward_order, steps, layers, float(loss.item()), loss_node)

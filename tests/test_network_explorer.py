@@ -1,0 +1,226 @@
+"""Network explorer model: presets recorded on the real engine, events vs the engine's gradients."""
+import numpy as np
+import pytest
+
+from engine import ops
+from netexplorer import analysis
+from netexplorer.presets import PRESETS, PresetError, build, parse_layers
+from netexplorer.recording import record
+
+
+def _fresh_grads(net):
+    """The engine's own gradients from a plain backward pass (no observer, no tracing)."""
+    net.model.zero_grad()
+    net.loss().backward()
+    return {n: p.grad.numpy().copy() for n, p in net.model.named_parameters()}
+
+
+@pytest.mark.parametrize("key", list(PRESETS))
+def test_events_match_engine_gradients(key):
+    net = build(key)
+    rec = record(net)
+    grads = _fresh_grads(net)
+    assert grads, "every preset has leaves that take a gradient"
+    by_label = {n.label: n for n in rec.nodes}
+    for name, g in grads.items():
+        node = by_label[name]
+        # the leaf's LeafAccumulated derivative is the engine's gradient
+        leaf_steps = [s for s in rec.backward if s.node == node.id]
+        assert len(leaf_steps) == 1 and leaf_steps[0].leaf_grad is not None
+        np.testing.assert_allclose(leaf_steps[0].leaf_grad, g, rtol=1e-12, atol=1e-14)
+        # and it is the sum of the contributions its consumers sent (fan-out sum)
+        np.testing.assert_allclose(analysis.fan_out_sum(rec, node.id).parts_sum, g, rtol=1e-10, atol=1e-13)
+    # every visited node holds exactly the sum of what it received; the loss starts at 1
+    assert rec.backward[0].node == rec.loss_node
+    np.testing.assert_array_equal(rec.backward[0].adjoint, 1.0)
+    for step in rec.backward[1:]:
+        parts = rec.contributions_to(step.node)
+        assert parts[-1].complete and parts[-1].received == len(parts)
+        np.testing.assert_allclose(step.adjoint, np.sum([c.value for c in parts], axis=0), rtol=1e-10, atol=1e-13)
+        np.testing.assert_array_equal(step.adjoint, parts[-1].total)
+
+
+@pytest.mark.parametrize("key", list(PRESETS))
+def test_gradient_check_table(key):
+    table = analysis.gradient_check(build(key), coords=2)
+    leaves = {r.leaf for r in table.rows}
+    assert leaves == set(dict(build(key).model.named_parameters()))
+    assert table.worst.rel_error < 1e-5, table.worst
+
+
+def test_gradient_check_catches_a_wrong_gradient(monkeypatch):
+    """The table is not vacuous: a broken VJP rule shows up as a large relative error."""
+    net = build("mlp")
+    monkeypatch.setattr(ops.Relu, "vjp", classmethod(lambda cls, ctx, g: (g,)))   # forgets the mask
+    table = analysis.gradient_check(net, coords=20)
+    assert table.worst.rel_error > 1e-3
+
+
+def test_embedding_scatter_add_repeated_word():
+    net = build("sentiment", sentence="a good good movie")
+    rec = record(net)
+    assert net.config["tokens"] == ["a", "good", "good", "movie"]
+    row = net.config["vocab"].index("good")
+    gather = next(n for n in rec.nodes if n.op == "gather")
+    step = next(s for s in rec.backward if s.node == gather.id)
+    (sent,) = step.contributions
+    assert rec.node(sent.target).label == "embedding.weight"
+    g = step.adjoint                       # (4, 50): one row of upstream gradient per token
+    assert g.shape == (4, 50)
+    # two contributions land in the "good" row: g[1] + g[2]; the others get one row each
+    np.testing.assert_allclose(sent.value[row], g[1] + g[2], rtol=1e-13)
+    assert not np.allclose(sent.value[row], g[1])
+    np.testing.assert_allclose(sent.value[net.config["vocab"].index("a")], g[0], rtol=1e-13)
+    expected = np.zeros_like(sent.value)
+    np.add.at(expected, np.array(net.config["index"]), g)
+    np.testing.assert_allclose(sent.value, expected, rtol=1e-13)
+    # the engine ran a scatter_add inside the VJP, and the table's gradient is that result
+    assert [op.op for op in step.vjp_ops] == ["scatter_add"]
+    np.testing.assert_allclose(net.model.embedding.weight.grad.numpy(), expected, rtol=1e-13)
+    assert any("Repeated word" in note for note in net.notes)
+
+
+def test_sentiment_default_sentence_and_vector_source_label():
+    net = build("sentiment")
+    assert net.config["tokens"] == ["it", "is", "a", "good", "movie"]
+    src = net.config["vectors_source"]
+    assert "GloVe" in src or "SEEDED RANDOM" in src
+
+
+def test_rnn_shared_weight_gradient_is_sum_over_steps():
+    steps = 4
+    net = build("rnn", steps=steps)
+    rec = record(net)
+    wh = rec.node_by_label("Wh")
+    parts = rec.contributions_to(wh.id)
+    assert len(parts) == steps                  # one contribution per time step
+    for c in parts:
+        mm = rec.node(c.source)                 # the step's h @ Wh
+        assert mm.op == "matmul"
+        h_prev = rec.node(mm.parents[0]).value
+        np.testing.assert_allclose(c.value, h_prev.T @ mm.adjoint, rtol=1e-12, atol=1e-15)
+    total = np.sum([c.value for c in parts], axis=0)
+    np.testing.assert_allclose(total, net.model.Wh.grad.numpy(), rtol=1e-12, atol=1e-15)
+    assert parts[-1].received == parts[-1].expected == steps
+    # the first step multiplies h0 = 0, so its contribution is exactly zero; the others are not
+    zero_parts = [c for c in parts if not np.any(c.value)]
+    assert len(zero_parts) == 1
+
+
+def test_rnn_against_torch():
+    torch = pytest.importorskip("torch")
+    net = build("rnn", steps=3)
+    grads = _fresh_grads(net)
+    cfg = net.config
+    rng = np.random.default_rng(cfg["seed"])
+    xs = rng.standard_normal((cfg["steps"], cfg["batch"], cfg["features"]))
+    target = rng.standard_normal((cfg["batch"], 1))
+    p = {n: torch.tensor(t.numpy(), requires_grad=True) for n, t in net.model.named_parameters()}
+    h = torch.zeros(cfg["batch"], cfg["hidden"], dtype=torch.float64)
+    for t in range(cfg["steps"]):
+        h = torch.tanh(torch.tensor(xs[t]) @ p["Wx"] + h @ p["Wh"] + p["b"])
+    loss = ((h @ p["Wo"] - torch.tensor(target)) ** 2).mean()
+    loss.backward()
+    for n in grads:
+        np.testing.assert_allclose(grads[n], p[n].grad.numpy(), rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("key,leaf,fan", [("residual", "x", 2), ("attention", "x", 3), ("logreg", "fc.bias", 1)])
+def test_fan_out_counts(key, leaf, fan):
+    rec = record(build(key))
+    node = rec.node_by_label(leaf)
+    fs = analysis.fan_out_sum(rec, node.id)
+    assert len(fs.parts) == fan
+    np.testing.assert_allclose(fs.parts_sum, fs.total, rtol=1e-12, atol=1e-15)
+
+
+def test_logreg_bias_gradient_is_summed_over_batch():
+    net = build("logreg", batch=5)
+    rec = record(net)
+    add = next(n for n in rec.nodes if n.op == "add" and rec.node(n.parents[1]).label == "fc.bias")
+    g = add.adjoint                                       # (5, 1)
+    np.testing.assert_allclose(net.model.fc.bias.grad.numpy(), g.sum(axis=0), rtol=1e-13)
+    # x̄ = ȳ W for the matmul z = x Wᵀ
+    mm = next(n for n in rec.nodes if n.op == "matmul")
+    np.testing.assert_allclose(net.model.x.grad.numpy(), mm.adjoint @ net.model.fc.weight.numpy(), rtol=1e-12)
+
+
+def test_matmul_step_shows_the_real_matrices():
+    rec = record(build("mlp"))
+    mm_step = next(s for s in rec.backward if rec.node(s.node).op == "matmul")
+    detail = analysis.step_detail(rec, mm_step)
+    assert detail.formula.startswith("Ā = Ḡ Bᵀ")
+    products = [p for p in detail.products if p[0] == "matmul"]
+    assert products, "the VJP's matmuls are shown"
+    for _, (a, b), out in products:
+        np.testing.assert_allclose(a @ b, out, rtol=1e-13)
+    # one of them produced what was sent to the first parent
+    sent0 = detail.sent[0]["value"]
+    assert any(out.shape == sent0.shape and np.allclose(out, sent0) for _, _, out in products)
+
+
+def test_memory_panel():
+    rec = record(build("mlp"))
+    mem = analysis.memory_report(rec)
+    labels = {r.label: r for r in mem.rows}
+    assert mem.total_bytes == analysis.kept_bytes(build("mlp").loss())
+    # the ReLU's VJP reads its input (the mask is recomputed from it); matmuls read their inputs
+    relu = next(n for n in rec.nodes if n.op == "relu")
+    relu_in = rec.node(relu.parents[0])
+    assert relu.label in labels[relu_in.label].read_by
+    assert "x" in labels and any(r.startswith("matmul") for r in labels["x"].read_by)
+    assert 0 < mem.read_bytes <= mem.total_bytes
+    rows = analysis.memory_sweep("mlp", [2, 4, 8], "batch")
+    assert all(r["bytes kept under no_grad"] == 0 for r in rows)
+    b = [r["bytes kept"] for r in rows]
+    assert b[0] < b[1] < b[2] and b[2] - b[1] == 2 * (b[1] - b[0])   # linear in the batch
+    depth = analysis.memory_sweep("mlp", [1, 2, 3], "depth")
+    assert depth[0]["tensors kept"] < depth[1]["tensors kept"] < depth[2]["tensors kept"]
+
+
+def test_layers_group_every_node():
+    rec = record(build("hw2"))
+    names = [layer.name for layer in rec.layers]
+    assert names[:4] == ["mean over words", "Linear 1", "ReLU", "Dropout"]
+    assert sorted(n for layer in rec.layers for n in layer.nodes) == list(range(len(rec.nodes)))
+    assert rec.node(rec.layers[-1].output).id == rec.loss_node
+
+
+def test_hw2_dropout_mask_is_reproducible():
+    net = build("hw2", dropout=0.5)
+    assert net.loss().item() == net.loss().item()
+
+
+def test_vjp_formula_for_every_differentiable_primitive():
+    for op in ops.PRIMITIVES:
+        text = analysis.vjp_formula(op.name)
+        assert text
+    with pytest.raises(KeyError, match="no VJP formula"):
+        analysis.vjp_formula("conv9d")
+
+
+def test_look_heatmap_or_stats():
+    small = analysis.look(np.arange(6.0).reshape(2, 3))
+    assert small.is_heatmap and small.matrix.shape == (2, 3)
+    assert analysis.look(np.ones((2, 3, 4))).matrix.shape == (6, 4)
+    big = analysis.look(np.arange(1000.0))
+    assert not big.is_heatmap and big.stats["max"] == 999.0 and big.stats["numel"] == 1000
+    assert analysis.look(np.float64(2.5)).matrix.shape == (1, 1)
+
+
+def test_custom_layers_and_errors():
+    assert parse_layers("linear 8, relu, Linear(2), dropout 0.1, tanh") == [
+        ("linear", 8), ("relu", None), ("linear", 2), ("dropout", 0.1), ("tanh", None)]
+    for bad in ["conv 3", "linear", "linear 0", "relu 3", "dropout 1.5", ""]:
+        with pytest.raises(PresetError):
+            parse_layers(bad)
+    with pytest.raises(PresetError, match="at least one linear"):
+        build("custom", layers="relu, tanh")
+    with pytest.raises(PresetError, match="unknown network"):
+        build("vgg")
+    with pytest.raises(PresetError, match="positive"):
+        build("mlp", batch=0)
+    net = build("custom", layers="linear 5, tanh, linear 3, sigmoid", batch=2)
+    rec = record(net)
+    assert rec.node(rec.loss_node).shape == ()
+    assert [layer.name for layer in rec.layers][:4] == ["1. Linear 5", "2. Tanh", "3. Linear 3", "4. Sigmoid"]

@@ -1,0 +1,125 @@
+"""Headless tests of the Network explorer page (streamlit.testing.v1.AppTest) on the real engine."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from netexplorer.explore import explore, moment
+from netexplorer.frames import n_frames
+from netexplorer.presets import OPTIONS
+
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "5_Network_explorer.py")
+TIMEOUT = 120
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
+    parts += [s.value for s in at.success] + [w.value for w in at.warning] + [i.value for i in at.info]
+    return "\n".join(map(str, parts))
+
+
+def ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def node_texts(at: AppTest) -> str:
+    """Every text drawn in the page's graph figures (node labels with their shapes)."""
+    out = []
+    for el in at.get("plotly_chart"):
+        spec = json.loads(el.proto.spec)
+        for tr in spec.get("data", []):
+            t = tr.get("text")
+            if isinstance(t, list) and t and isinstance(t[0], str):
+                out.extend(t)
+    return "\n".join(out)
+
+
+def test_default_page_mlp_forward_and_backward():
+    at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    assert at.selectbox(key="network_net").value == "mlp"
+    body = texts(at)
+    assert "Two-layer MLP" in body and "Step 1 of" in body
+    assert "fc1.weight (5, 3)" in node_texts(at)
+    ok(button(at, "End ⏭").click().run())
+    assert "Done: loss" in texts(at)
+    # the memory tab and gradient-check tab are filled from the real run
+    assert "tensors kept" in texts(at) and "Worst relative error" in texts(at)
+
+
+def test_residual_fan_out_sum_is_shown():
+    ex = explore("residual", {})
+    x = ex.rec.node_by_label("x")
+    last = ex.rec.contributions_to(x.id)[-1]
+    frame = len(ex.rec.forward_order) + 1 + last.step          # the backward step completing x's sum
+    assert [f.label for f in moment(ex, frame).fan_out] == ["x"]
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "residual"
+    at.query_params["level"] = "op"
+    at.query_params["step"] = str(frame - 1)
+    ok(at.run())
+    ok(button(at, "Step ▶").click().run())
+    body = texts(at)
+    assert f"Step {frame + 1} of {n_frames(ex.rec)}" in body
+    assert "Fan-out sum at x: 2 contributions" in body
+    assert "(3, 4)" in node_texts(at)        # shapes drawn in the op view
+
+
+def test_switch_preset_and_level_keeps_step():
+    at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    at.selectbox(key="network_net").set_value("rnn")
+    ok(at.run())
+    assert at.number_input(key="network_steps").value == OPTIONS["rnn"][0].default
+    for _ in range(3):
+        ok(button(at, "Step ▶").click().run())
+    assert at.session_state["network_step"] == 3
+    at.radio(key="network_level_radio").set_value("layer")
+    ok(at.run())
+    assert at.session_state["network_step"] == 3
+    assert "step 1: h = tanh" in node_texts(at)
+    at.radio(key="network_level_radio").set_value("op")
+    ok(at.run())
+    assert at.session_state["network_step"] == 3 and "matmul" in node_texts(at)
+
+
+def test_sentiment_repeated_word_and_bad_custom_layers():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "sentiment"
+    at.query_params["sentence"] = "a good good movie"
+    ok(at.run())
+    body = texts(at)
+    assert "Repeated word(s) ['good']" in body
+    assert "GloVe" in body or "SEEDED RANDOM" in body
+    at.selectbox(key="network_net").set_value("custom")
+    ok(at.run())
+    at.text_input(key="network_layers").set_value("linear 4, conv 3")
+    ok(at.run())
+    assert "cannot be built" in texts(at) and "conv 3" in texts(at)
+
+
+def test_moment_shows_matmul_products():
+    ex = explore("mlp", {})
+    f = len(ex.rec.forward_order) + 1
+    frames = [moment(ex, k) for k in range(f, ex.n_frames - 1)]
+    mm = [m for m in frames if m.detail is not None and m.detail.op == "matmul"]
+    assert mm and all(m.detail.products for m in mm)
+    for m in mm:
+        for _, (a, b), out in [p for p in m.detail.products if p[0] == "matmul"]:
+            np.testing.assert_allclose(a @ b, out, rtol=1e-13)
+
+
+@pytest.mark.parametrize("key", list(OPTIONS))
+def test_every_preset_renders(key):
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = key
+    at.query_params["step"] = "10"
+    ok(at.run())
+    assert "Step 11 of" in texts(at)
