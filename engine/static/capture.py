@@ -1,0 +1,295 @@
+"""Capture and replay: write a training step eagerly, run it as a graph.
+
+``compile(step_fn, optimizer=opt)`` runs ``step_fn`` once, eagerly, under ``engine.trace_ops``:
+every primitive that runs (forward, the backward pass's VJP ops, the accumulation into ``.grad``)
+is recorded with its inputs, parameters and output. The trace becomes a flat program over array
+slots; later calls replay it on new inputs, calling each op's own ``forward`` on raw backend
+arrays: no Tensor objects, no history, no autodiff traversal, no op dispatch. The optimizer's
+update is applied after the replay with the replayed gradients (the real optimizer object, so its
+state continues exactly as in eager mode). Random ops (dropout masks) are replayed too, so each
+replay draws fresh numbers from the backend's generator: the same stream eager mode would use.
+
+Replays are bit-identical to eager mode: the same kernels run on the same arrays in the same
+order. Like every tracing compiler (``torch.jit.trace``, ``jax.jit``) the program is specialised
+to what the traced call did: Python control flow is frozen, tensors created from numbers inside
+the step are constants, and a call with other input shapes or dtypes is traced anew.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import ops
+from ..backends import Backend
+from ..tensor import History, Tensor, tensor, trace_ops
+
+
+class CaptureError(RuntimeError):
+    """The step function did something a trace cannot replay faithfully."""
+
+
+@dataclass
+class TraceStats:
+    """What a capture recorded and what the replay program keeps."""
+
+    traced_ops: int
+    replayed_ops: int
+    leaves: int
+    capture_seconds: float
+
+
+def _random_op(op) -> bool:
+    # ops without inputs are the random sources (uniform, dropout masks): always kept, in order,
+    # so replay consumes the generator exactly as eager mode does
+    return op in (ops.Uniform, getattr(ops, "DropoutMask", ops.Uniform))
+
+
+class _Program:
+    """A straight-line list of (kernel, input slots, output slot) over an environment of arrays."""
+
+    __slots__ = ("n_slots", "leaf_loads", "input_slots", "instrs", "grad_slots", "out_slots", "rebuild",
+                 "backend", "signature", "stats", "errstate")
+
+    def run(self, arrays: Sequence[Any]) -> list:
+        env: list = [None] * self.n_slots
+        for slot, t in self.leaf_loads:
+            env[slot] = t._data
+        for slot, a in zip(self.input_slots, arrays):
+            env[slot] = a
+        if self.errstate:  # one context for the whole step instead of one per kernel
+            with np.errstate(all="ignore"):
+                _execute(self.instrs, env)
+        else:
+            _execute(self.instrs, env)
+        return env
+
+
+def _execute(instrs, env) -> None:
+    for fn, ins, out in instrs:
+        n = len(ins)
+        if n == 1:
+            env[out] = fn(env[ins[0]])
+        elif n == 2:
+            env[out] = fn(env[ins[0]], env[ins[1]])
+        elif n == 0:
+            env[out] = fn()
+        else:
+            env[out] = fn(*[env[i] for i in ins])
+
+
+def _kernel(op, params, be: Backend) -> Callable:
+    """The callable that computes one traced op from raw arrays.
+
+    Always the op's own ``forward`` with a fixed context; on the NumPy backend, ops whose forward
+    is exactly one NumPy ufunc call (the backend's ``_BINARY`` / ``_UNARY`` tables) call that ufunc
+    directly (same function, same arguments: the same bits), because the replay already runs
+    inside one ``np.errstate`` block.
+    """
+    if be.name == "numpy":
+        from ..backends import numpy_backend as nb
+        direct = {ops.Add: nb._BINARY["add"], ops.Mul: nb._BINARY["mul"], ops.Div: nb._BINARY["div"],
+                  ops.Neg: nb._UNARY["neg"], ops.Exp: nb._UNARY["exp"], ops.Log: nb._UNARY["log"]}.get(op)
+        if direct is not None:
+            return direct
+        if op is ops.Permute:
+            order = params
+            return lambda a: a.transpose(order)
+        if op is ops.MatMul:
+            return np.matmul
+    ctx = History(op, (), params, be)
+    fwd = op.forward
+    return lambda *arrays: fwd(ctx, *arrays)
+
+
+class CompiledStep:
+    """A traced step function; call it like the original (see :func:`compile`)."""
+
+    def __init__(self, step_fn: Callable, optimizer=None, optimize: bool = True):
+        self.step_fn = step_fn
+        self.optimizer = optimizer
+        self.optimize = optimize
+        self._programs: dict[tuple, _Program] = {}
+        self.last_program: _Program | None = None
+
+    # --- public ---------------------------------------------------------------------------------
+    def __call__(self, *args):
+        args = tuple(a if isinstance(a, Tensor) else tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        sig = _signature(args)
+        prog = self._programs.get(sig)
+        if prog is None:
+            prog, result = self._capture(args, sig)
+            self._programs[sig] = prog
+            self.last_program = prog
+            return result
+        self.last_program = prog
+        env = prog.run([a._data for a in args if isinstance(a, Tensor)])
+        be = prog.backend
+        if self.optimizer is not None:
+            for p, slot in prog.grad_slots:
+                p.grad = Tensor._make(env[slot], be)
+            self.optimizer.step()
+        return prog.rebuild([Tensor._make(_as_array(env[s]), be) for s in prog.out_slots])
+
+    @property
+    def stats(self) -> TraceStats | None:
+        return self.last_program.stats if self.last_program is not None else None
+
+    # --- capture ----------------------------------------------------------------------------------
+    def _capture(self, args: tuple, sig: tuple):
+        records: list[tuple] = []
+
+        def hook(op, inputs, params, out):
+            records.append((op, inputs, tuple(t._data for t in inputs), params, out))
+
+        t0 = time.perf_counter()
+        with trace_ops(hook):
+            result = self.step_fn(*args)
+        elapsed = time.perf_counter() - t0
+
+        slot_of: dict[int, int] = {}   # tensor unique_id -> slot
+        arg_slot_of_array: dict[int, int] = {}
+        prog = _Program()
+        prog.signature = sig
+        n = 0
+        prog.input_slots = []
+        for a in args:
+            if isinstance(a, Tensor):
+                slot_of[a.unique_id] = n
+                arg_slot_of_array[id(a._data)] = n
+                prog.input_slots.append(n)
+                n += 1
+        keep_alive: list[Tensor] = []
+        leaf_loads: list[tuple[int, Tensor]] = []
+        backend = None
+        raw: list[tuple] = []
+        changed: list[Tensor] = []
+        for op, inputs, arrays, params, out in records:
+            if op is ops.Max and out.requires_grad:
+                raise CaptureError("compile() cannot capture the gradient of max (its VJP builds the "
+                                   "tie mask outside ops); use the step eagerly")
+            in_slots = []
+            for t, arr in zip(inputs, arrays):
+                s = slot_of.get(t.unique_id)
+                if s is None:
+                    s = arg_slot_of_array.get(id(arr))
+                    if s is None:  # a leaf: parameter, buffer or constant; read live on each replay
+                        s = n
+                        n += 1
+                        leaf_loads.append((s, t))
+                        keep_alive.append(t)
+                        if t._data is not arr:
+                            changed.append(t)
+                    slot_of[t.unique_id] = s
+                in_slots.append(s)
+            slot_of[out.unique_id] = n
+            raw.append((op, params, tuple(in_slots), n))
+            backend = out.backend
+            n += 1
+        if backend is None:
+            raise CaptureError("the step function ran no engine ops: nothing to compile")
+
+        out_tensors, rebuild = _flatten_result(result)
+        out_slots = []
+        for t in out_tensors:
+            s = slot_of.get(t.unique_id)
+            if s is None:
+                s = arg_slot_of_array.get(id(t._data))
+            if s is None:
+                raise CaptureError("the step returned a tensor that no traced op produced")
+            out_slots.append(s)
+        grad_slots = []
+        if self.optimizer is not None:
+            for p in self.optimizer.params:
+                if p.grad is None:
+                    continue
+                s = slot_of.get(p.grad.unique_id)
+                if s is None:
+                    raise CaptureError("a parameter's .grad was not produced by a traced op")
+                grad_slots.append((p, s))
+        # every leaf the step changed must be a parameter of the optimizer (which replay re-applies)
+        owned = {id(p) for p in self.optimizer.params} if self.optimizer is not None else set()
+        foreign = [t for t in changed if id(t) not in owned]
+        if foreign:
+            raise CaptureError(f"the step changed {len(foreign)} tensor(s) outside traced ops (an optimizer "
+                               "step?): pass that optimizer to compile(step_fn, optimizer=...)")
+        if self.optimizer is not None and grad_slots and not changed:
+            raise CaptureError("the step did not call optimizer.step(); compile() re-applies the "
+                               "optimizer after each replay, so the step function must call it once")
+
+        needed = set(out_slots) | {s for _, s in grad_slots}
+        instrs = []
+        for op, params, in_slots, out in reversed(raw):
+            if not self.optimize or out in needed or _random_op(op):
+                needed.update(in_slots)
+                instrs.append((op, params, in_slots, out))
+        instrs.reverse()
+        prog.instrs = [(_kernel(op, params, backend) if self.optimize else
+                        _kernel_generic(op, params, backend), in_slots, out)
+                       for op, params, in_slots, out in instrs]
+        prog.leaf_loads = [(s, t) for s, t in leaf_loads if s in needed]
+        prog.n_slots = n
+        prog.grad_slots = grad_slots
+        prog.out_slots = out_slots
+        prog.rebuild = rebuild
+        prog.backend = backend
+        prog.errstate = backend.name == "numpy" and self.optimize
+        prog.stats = TraceStats(len(raw), len(prog.instrs), len(prog.leaf_loads), elapsed)
+        return prog, result
+
+
+def _kernel_generic(op, params, be):
+    ctx = History(op, (), params, be)
+    fwd = op.forward
+    return lambda *arrays: fwd(ctx, *arrays)
+
+
+def _as_array(a):
+    return a if isinstance(a, np.ndarray) or not isinstance(a, np.generic) else np.asarray(a)
+
+
+def _signature(args: tuple) -> tuple:
+    return tuple((a.backend.name, a.shape, a.dtype.name) if isinstance(a, Tensor) else ("py", a) for a in args)
+
+
+def _flatten_result(result):
+    if isinstance(result, Tensor):
+        return [result], lambda ts: ts[0]
+    if result is None:
+        return [], lambda ts: None
+    if isinstance(result, (list, tuple)):
+        if not all(isinstance(r, Tensor) for r in result):
+            raise CaptureError("a compiled step may return a tensor, or a tuple / list of tensors")
+        kind = type(result)
+        return list(result), lambda ts: kind(ts) if kind is tuple else list(ts)
+    if isinstance(result, dict):
+        keys = list(result)
+        if not all(isinstance(result[k], Tensor) for k in keys):
+            raise CaptureError("a compiled step may return a dict of tensors")
+        return [result[k] for k in keys], lambda ts: dict(zip(keys, ts))
+    raise CaptureError(f"a compiled step may return tensors, not {type(result).__name__}")
+
+
+def compile(step_fn: Callable, optimizer=None, optimize: bool = True) -> CompiledStep:  # noqa: A001
+    """Trace ``step_fn`` on its first call; replay the trace on later calls.
+
+    Args:
+        step_fn: a function of tensors (NumPy arrays are turned into tensors) that runs engine
+            ops, typically forward + ``loss.backward()`` + ``optimizer.step()``; it returns the
+            tensors to hand back (the loss, say).
+        optimizer: the optimizer the step calls; its update is applied after each replay with
+            the replayed gradients (required when the step updates parameters).
+        optimize: drop ops whose results nothing uses (random ops are always kept) and call
+            NumPy ufuncs directly where the op's forward is exactly one ufunc. ``False`` replays
+            every traced op through its ``forward``.
+
+    Returns:
+        A :class:`CompiledStep`; call it with new inputs of the same shapes and dtypes (other
+        shapes trigger a new trace).
+
+    Raises:
+        CaptureError: when the step cannot be replayed faithfully (see the class docs).
+    """
+    return CompiledStep(step_fn, optimizer=optimizer, optimize=optimize)

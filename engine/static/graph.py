@@ -1,0 +1,339 @@
+"""TensorFlow-1-style static graphs: placeholders, variables, constants and op nodes.
+
+Build first, run later::
+
+    g = Graph()
+    with g.as_default():
+        x = placeholder((2, 3), name="x")
+        W = Variable(np.ones((3, 4)), name="W")
+        b = Variable(np.zeros(4), name="b")
+        h = engine.relu(x @ W + b)          # nodes are added; nothing is computed
+    Session(g).run(h, {x: x_value})         # now only the nodes h needs are evaluated
+
+The tensors a graph hands out are ordinary ``engine.Tensor`` objects on the graph's symbolic
+backend, so ``engine.ops`` / ``engine.functional`` (one definition for both worlds) build nodes.
+Nodes are kept in creation order, which is a topological order (an op's inputs always exist
+before it).
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from ..backends import Backend, get_backend
+from ..dtypes import DType, as_dtype, float64
+from ..tensor import History, Tensor
+from .symbolic import Abstract, SymbolicBackend, abstract_inputs
+
+#: node kinds, in the order the app's legend lists them
+KINDS = ("placeholder", "variable", "constant", "op", "kernel", "update")
+
+
+class VariableState:
+    """The value a variable holds between runs (shared by a graph and its optimised copies)."""
+
+    __slots__ = ("value", "initial")
+
+    def __init__(self, value) -> None:
+        self.value = value
+        self.initial = value
+
+
+class Node:
+    """One node of a static graph.
+
+    Attributes:
+        id: position in creation order (a topological order).
+        kind: ``placeholder`` / ``variable`` / ``constant`` / ``op`` / ``kernel`` / ``update``.
+        name: unique name in the graph (``matmul_2``, ``x``, ...).
+        op: the ``engine.ops`` primitive class for op nodes (None otherwise).
+        params: the op's parameters (as in eager mode).
+        inputs: input nodes, in the op's argument order.
+        role: ``forward``, ``gradient`` (added by ``gradients()``) or ``update`` (a training op).
+        tensor: the symbolic tensor users build with (None for nodes made by graph passes).
+    """
+
+    __slots__ = ("graph", "id", "kind", "name", "op", "params", "inputs", "shape", "dtype", "role", "tensor",
+                 "value", "state", "run_ctx", "recipe", "trainable", "lr", "note")
+
+    def __init__(self, graph: "Graph", kind: str, name: str, shape, dtype: DType, inputs=(), op=None,
+                 params=None, role: str = "forward"):
+        self.graph = graph
+        self.id = -1
+        self.kind = kind
+        self.name = name
+        self.op = op
+        self.params = params
+        self.inputs: list[Node] = list(inputs)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.role = role
+        self.tensor: Tensor | None = None
+        self.value = None            # constants: the backend array
+        self.state: VariableState | None = None
+        self.run_ctx: History | None = None  # op nodes: what the op's forward needs (backend, params)
+        self.recipe = None           # kernel nodes: (method, args) with Abstract args
+        self.trainable = False
+        self.lr = None               # update nodes: learning rate array
+        self.note = ""               # e.g. "folded: mul(Const, Const)" after constant folding
+
+    @property
+    def label(self) -> str:
+        """What the node computes, for drawings (the op's name, or the node's own name)."""
+        if self.kind == "op":
+            return self.op.name
+        if self.kind == "kernel":
+            return f"{self.recipe[0]}*"
+        if self.kind == "update":
+            return "apply_gradient_descent"
+        return self.name
+
+    def __repr__(self) -> str:
+        ins = ", ".join(n.name for n in self.inputs)
+        return f"<Node {self.id} {self.kind} {self.name!r} shape={self.shape} ({ins})>"
+
+
+class _Thread(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Graph] = []
+        self.default: Graph | None = None
+
+
+_thread = _Thread()
+_graph_ids = itertools.count(1)
+
+
+class Graph:
+    """A static computation graph (nodes in creation order)."""
+
+    def __init__(self, backend: "str | Backend" = "numpy", name: str | None = None):
+        """Args:
+            backend: the real backend a Session runs this graph on (``numpy``, ``python``, ``cuda``).
+            name: a label (defaults to ``graph1``, ``graph2``, ...).
+        """
+        self.name = name or f"graph{next(_graph_ids)}"
+        self.backend = get_backend(backend)
+        self.symbolic = SymbolicBackend(self)
+        self.nodes: list[Node] = []
+        self._names: Counter = Counter()
+        self._role = "forward"
+
+    # --- context ------------------------------------------------------------------------------
+    @contextmanager
+    def as_default(self) -> Iterator["Graph"]:
+        """Make this the graph that ``placeholder`` / ``Variable`` / ``constant`` add to."""
+        _thread.stack.append(self)
+        try:
+            yield self
+        finally:
+            _thread.stack.pop()
+
+    @contextmanager
+    def _building(self, role: str) -> Iterator[None]:
+        prev, self._role = self._role, role
+        try:
+            yield
+        finally:
+            self._role = prev
+
+    # --- node creation -----------------------------------------------------------------------
+    def _unique(self, base: str) -> str:
+        k = self._names[base]
+        self._names[base] += 1
+        return base if k == 0 else f"{base}_{k}"
+
+    def _append(self, node: Node) -> Node:
+        node.id = len(self.nodes)
+        self.nodes.append(node)
+        return node
+
+    def _leaf_tensor(self, node: Node, abstract: Abstract, requires_grad: bool) -> Tensor:
+        abstract.node = node
+        t = Tensor._make(abstract, self.symbolic, requires_grad)
+        t.name = node.name
+        node.tensor = t
+        return t
+
+    def _add_op(self, op, params, inputs: tuple, out: Tensor, ctx: History) -> Node:
+        in_nodes = [self.node_of(t) for t in inputs]
+        a = out._data
+        node = Node(self, "op", self._unique(op.name), a.shape, a.dtype, in_nodes, op, params, self._role)
+        node.run_ctx = History(op, (), params, self.backend)
+        node.tensor = out
+        a.node = node
+        return self._append(node)
+
+    def node_of(self, t: "Tensor | Node") -> Node:
+        """The node that computes a tensor of this graph (constants made on the fly become nodes).
+
+        Raises:
+            ValueError: the tensor belongs to another graph or to eager mode.
+        """
+        if isinstance(t, Node):
+            if t.graph is not self:
+                raise ValueError(f"node {t.name!r} belongs to graph '{t.graph.name}', not '{self.name}'")
+            return t
+        if not isinstance(t, Tensor) or not isinstance(t._data, Abstract):
+            raise ValueError(f"expected a tensor of static graph '{self.name}', got "
+                             f"{'an eager tensor' if isinstance(t, Tensor) else type(t).__name__}")
+        if t.backend is not self.symbolic:
+            raise ValueError(f"tensor belongs to {t.backend.name}, not to graph '{self.name}'")
+        return self._node_of_abstract(t._data)
+
+    def _node_of_abstract(self, a: Abstract) -> Node:
+        if a.node is not None:
+            return a.node
+        if a.value is not None:  # a constant made by as_tensor_like / zeros_like inside an op
+            node = Node(self, "constant", self._unique("Const"), a.shape, a.dtype, role=self._role)
+            node.value = self.backend.array(a.value, a.dtype)
+        elif a.recipe is not None:  # a raw kernel call (e.g. Max's VJP tie mask)
+            ins = [self._node_of_abstract(x) for x in abstract_inputs(a.recipe)]
+            node = Node(self, "kernel", self._unique(a.recipe[0]), a.shape, a.dtype, ins, role=self._role)
+            node.recipe = a.recipe
+        else:
+            raise ValueError("an abstract array with neither a node, a value nor a recipe")
+        a.node = node
+        return self._append(node)
+
+    # --- queries ------------------------------------------------------------------------------
+    def get(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(f"graph '{self.name}' has no node named {name!r}")
+
+    def variables(self, trainable_only: bool = False) -> list[Node]:
+        return [n for n in self.nodes if n.kind == "variable" and (n.trainable or not trainable_only)]
+
+    def counts(self, nodes: Sequence[Node] | None = None) -> "NodeCounts":
+        """How many nodes of each kind (and how many were added by ``gradients()``)."""
+        nodes = self.nodes if nodes is None else nodes
+        by_kind = Counter(n.kind for n in nodes)
+        return NodeCounts(total=len(nodes), gradient=sum(1 for n in nodes if n.role == "gradient"),
+                          **{k: by_kind.get(k, 0) for k in KINDS})
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<Graph '{self.name}' with {len(self.nodes)} nodes>"
+
+
+@dataclass(frozen=True)
+class NodeCounts:
+    """Node counts of a graph or a subset of it."""
+
+    total: int
+    gradient: int
+    placeholder: int
+    variable: int
+    constant: int
+    op: int
+    kernel: int
+    update: int
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def get_default_graph() -> Graph:
+    """The innermost ``as_default()`` graph, else this thread's global default graph."""
+    if _thread.stack:
+        return _thread.stack[-1]
+    if _thread.default is None:
+        _thread.default = Graph(name="default")
+    return _thread.default
+
+
+def reset_default_graph() -> Graph:
+    """Start a fresh global default graph (for this thread) and return it."""
+    if _thread.stack:
+        raise RuntimeError("reset_default_graph() inside a `with graph.as_default()` block")
+    _thread.default = Graph(name="default")
+    return _thread.default
+
+
+def _dtype_of(value, dtype) -> DType:
+    if dtype is not None:
+        return as_dtype(dtype)
+    if isinstance(value, np.ndarray) and value.dtype == np.float32:
+        return as_dtype("float32")
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        return as_dtype("int64")
+    return float64
+
+
+def placeholder(shape: Sequence[int] | None = None, dtype="float64", name: str | None = None,
+                graph: Graph | None = None) -> Tensor:
+    """An input fed at run time through ``feed_dict``.
+
+    Args:
+        shape: the full shape (the engine's composites and VJP rules are shape-specialised, as in
+            XLA, so every dimension must be known; ``()`` for a scalar).
+        dtype: ``float64`` (default), ``float32`` or ``int64``.
+        name: node name (default ``Placeholder``, ``Placeholder_1``, ...).
+        graph: defaults to :func:`get_default_graph`.
+
+    Raises:
+        ValueError: when the shape is missing or has unknown (None / negative) dimensions.
+    """
+    if shape is None or any(s is None or int(s) < 0 for s in shape):
+        raise ValueError(f"placeholder {name or ''} needs a full static shape, got {shape!r}: "
+                         "the graph's shapes are fixed when it is built")
+    g = graph if graph is not None else get_default_graph()
+    dt = as_dtype(dtype)
+    node = g._append(Node(g, "placeholder", g._unique(name or "Placeholder"), tuple(shape), dt))
+    return g._leaf_tensor(node, Abstract(tuple(shape), dt), requires_grad=False)
+
+
+def Variable(initial, name: str | None = None, trainable: bool = True, dtype=None,  # noqa: N802 (TF's name)
+             graph: Graph | None = None) -> Tensor:
+    """A stateful node: its value is kept across ``Session.run`` calls (and updated by training ops).
+
+    Args:
+        initial: initial value (number, list, NumPy array or eager Tensor).
+        trainable: whether ``minimize`` updates it by default.
+        dtype: defaults to float32 for float32 arrays, else float64.
+    """
+    if isinstance(initial, Tensor):
+        initial = initial.numpy()
+    g = graph if graph is not None else get_default_graph()
+    dt = _dtype_of(initial, dtype)
+    value = g.backend.array(np.asarray(initial), dt)
+    shape = tuple(g.backend.shape(value))
+    node = g._append(Node(g, "variable", g._unique(name or "Variable"), shape, dt))
+    node.state = VariableState(value)
+    node.trainable = bool(trainable) and dt.is_floating
+    return g._leaf_tensor(node, Abstract(shape, dt), requires_grad=False)
+
+
+def constant(value, dtype=None, name: str | None = None, graph: Graph | None = None) -> Tensor:
+    """A node with a fixed value (it is never recomputed, and constant folding may absorb it)."""
+    if isinstance(value, Tensor):
+        value = value.numpy()
+    g = graph if graph is not None else get_default_graph()
+    dt = _dtype_of(value, dtype)
+    arr = np.array(value, dtype=dt.numpy)
+    node = g._append(Node(g, "constant", g._unique(name or "Const"), arr.shape, dt))
+    node.value = g.backend.array(arr, dt)
+    return g._leaf_tensor(node, Abstract(arr.shape, dt, value=arr), requires_grad=False)
+
+
+def tensor_to_node(t) -> Node:
+    """The node of a static tensor (whatever graph it is in)."""
+    if isinstance(t, Node):
+        return t
+    if isinstance(t, Tensor) and isinstance(t._data, Abstract):
+        a = t._data
+        if a.node is not None:
+            return a.node
+        return t.backend.graph.node_of(t)
+    raise TypeError(f"expected a static-graph tensor or node, got {type(t).__name__}"
+                    + (" (an eager tensor: build it from placeholders/variables/constants)"
+                       if isinstance(t, Tensor) else ""))

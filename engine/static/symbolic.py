@@ -1,0 +1,216 @@
+"""The symbolic backend: the array type of a static graph is a shape and a dtype, not numbers.
+
+A static graph's tensors are ordinary :class:`engine.Tensor` objects whose backend is a
+:class:`SymbolicBackend` (one per :class:`~engine.static.Graph`). ``engine.tensor.apply`` sees
+``backend.deferred`` and hands the op to :meth:`SymbolicBackend.record` instead of running it, so
+every primitive in ``engine.ops`` and every composite in ``engine.functional`` builds graph nodes
+with the very same definitions that compute numbers in eager mode. Recording runs the op's own
+``forward`` over :class:`Abstract` arrays: the kernels below only infer shapes and dtypes
+(abstract evaluation, as in JAX), so nothing is computed until a Session runs the graph.
+
+A kernel called directly (not through an op: e.g. ``Max``'s VJP builds its tie mask with raw
+kernels) returns an :class:`Abstract` that remembers the call (``recipe``); the graph turns it
+into a *kernel node* the first time an op uses it, so it is evaluated at run time too.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..backends.base import COMPARISONS, Backend
+from ..dtypes import DType, as_dtype, bool_
+from ..tensor import History, Tensor
+
+
+class SymbolicValueError(RuntimeError):
+    """A static-graph tensor was asked for a number before a Session ran it."""
+
+
+class Abstract:
+    """Shape + dtype of a value that does not exist yet (or a known constant ``value``)."""
+
+    __slots__ = ("shape", "dtype", "value", "recipe", "node", "__weakref__")
+
+    def __init__(self, shape: tuple[int, ...], dtype: DType, value: Any = None, recipe: tuple | None = None):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.value = value      # a NumPy array for constants
+        self.recipe = recipe    # (kernel method name, args) when made by a raw kernel call
+        self.node = None        # the graph node this array is the output of
+
+    def __repr__(self) -> str:
+        return f"Abstract(shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _result_dtype(*dts: DType) -> DType:
+    return as_dtype(np.result_type(*[d.numpy for d in dts]))
+
+
+def _broadcast(*shapes) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ValueError(f"shapes {' and '.join(str(s) for s in shapes)} cannot be broadcast together") from None
+
+
+def _zero_cost_array(shape, dtype: DType) -> np.ndarray:
+    """A stride-0 array of a shape (no memory): lets NumPy itself infer indexing shapes."""
+    return np.broadcast_to(np.zeros((), dtype=dtype.numpy), tuple(shape))
+
+
+class SymbolicBackend(Backend):
+    """Shape-and-dtype-only kernels plus op recording for one graph."""
+
+    deferred = True
+
+    def __init__(self, graph) -> None:
+        self._graph = weakref.ref(graph)
+        self.name = f"static graph '{graph.name}'"
+
+    @property
+    def graph(self):
+        g = self._graph()
+        if g is None:
+            raise RuntimeError("this static graph no longer exists")
+        return g
+
+    # --- recording --------------------------------------------------------------------------
+    def record(self, op, inputs: tuple, params: Any) -> Tensor:
+        """Add one op node to the graph (called by ``engine.tensor.apply``) and return its tensor."""
+        ctx = History(op, inputs, params, self)
+        data = op.forward(ctx, *[t._data for t in inputs])  # abstract evaluation: shapes only
+        requires_grad = op.differentiable and any(t.requires_grad for t in inputs)
+        # a static graph always keeps the history: the graph *is* the program
+        out = Tensor._make(data, self, requires_grad, ctx)
+        if op.needs_output:
+            ctx._out = weakref.ref(out)
+        self.graph._add_op(op, params, inputs, out, ctx)
+        return out
+
+    def describe(self, t: Tensor) -> str:
+        a = t._data
+        node = a.node
+        label = node.name if node is not None else ("constant" if a.value is not None else "pending")
+        return f"<static tensor '{label}' shape={a.shape} dtype={a.dtype.name} (no value until Session.run)>"
+
+    # --- creation ----------------------------------------------------------------------------
+    def array(self, data, dtype: DType):
+        if isinstance(data, Abstract):
+            return data
+        value = np.array(data, dtype=dtype.numpy)
+        return Abstract(value.shape, dtype, value=value)
+
+    def to_numpy(self, a):
+        if a.value is not None:
+            return a.value
+        raise SymbolicValueError(
+            "a static-graph tensor has no value until it is run: use Session().run(tensor, feed_dict) "
+            "(Python control flow such as `if` on a graph tensor cannot work in graph mode)")
+
+    def shape(self, a):
+        return a.shape
+
+    def dtype(self, a) -> DType:
+        return a.dtype
+
+    def full(self, shape, value, dtype: DType):
+        return Abstract(tuple(shape), dtype, value=np.full(tuple(shape), value, dtype=dtype.numpy))
+
+    def uniform(self, shape, dtype: DType):
+        return Abstract(tuple(shape), dtype, recipe=("uniform", (tuple(shape), dtype)))
+
+    def seed(self, seed: int) -> None:
+        pass
+
+    def astype(self, a, dtype: DType):
+        return Abstract(a.shape, dtype, recipe=("astype", (a, dtype)))
+
+    def item(self, a):
+        return np.asarray(self.to_numpy(a)).item()
+
+    # --- kernels: shape and dtype inference only ----------------------------------------------
+    def unary(self, op, a):
+        return Abstract(a.shape, a.dtype, recipe=("unary", (op, a)))
+
+    def binary(self, op, a, b):
+        dt = bool_ if op in COMPARISONS else _result_dtype(a.dtype, b.dtype)
+        return Abstract(_broadcast(a.shape, b.shape), dt, recipe=("binary", (op, a, b)))
+
+    def where(self, cond, a, b):
+        return Abstract(_broadcast(cond.shape, a.shape, b.shape), _result_dtype(a.dtype, b.dtype),
+                        recipe=("where", (cond, a, b)))
+
+    def reduce(self, op, a, axes, keepdim):
+        axes = tuple(axes)
+        shape = tuple((1 if i in axes else s) for i, s in enumerate(a.shape) if keepdim or i not in axes)
+        return Abstract(shape, a.dtype, recipe=("reduce", (op, a, axes, keepdim)))
+
+    def matmul(self, a, b):
+        sa, sb = a.shape, b.shape
+        va, vb = len(sa) == 1, len(sb) == 1
+        sa2 = (1,) + sa if va else sa
+        sb2 = sb + (1,) if vb else sb
+        if sa2[-1] != sb2[-2]:
+            raise ValueError(f"matmul shape mismatch: {sa} @ {sb}")
+        out = _broadcast(sa2[:-2], sb2[:-2]) + (sa2[-2], sb2[-1])
+        if va:
+            out = out[:-2] + out[-1:]
+        if vb:
+            out = out[:-1]
+        return Abstract(out, _result_dtype(a.dtype, b.dtype), recipe=("matmul", (a, b)))
+
+    def gather(self, table, indices):
+        return Abstract(indices.shape + table.shape[1:], table.dtype, recipe=("gather", (table, indices)))
+
+    def scatter_add(self, shape, indices, src):
+        return Abstract(tuple(shape), src.dtype, recipe=("scatter_add", (tuple(shape), indices, src)))
+
+    def permute(self, a, order):
+        return Abstract(tuple(a.shape[i] for i in order), a.dtype, recipe=("permute", (a, tuple(order))))
+
+    def view(self, a, shape):
+        return Abstract(tuple(shape), a.dtype, recipe=("view", (a, tuple(shape))))
+
+    def reshape(self, a, shape):
+        return Abstract(tuple(shape), a.dtype, recipe=("reshape", (a, tuple(shape))))
+
+    def expand(self, a, shape):
+        _broadcast(a.shape, tuple(shape))
+        return Abstract(tuple(shape), a.dtype, recipe=("expand", (a, tuple(shape))))
+
+    def contiguous(self, a):
+        return Abstract(a.shape, a.dtype, recipe=("contiguous", (a,)))
+
+    def is_contiguous(self, a):
+        return True  # layout is decided when the graph runs
+
+    def strides(self, a):
+        strides, acc = [], 1
+        for s in reversed(a.shape):
+            strides.append(acc)
+            acc *= s
+        return tuple(reversed(strides))
+
+    def index(self, a, key):
+        shape = _zero_cost_array(a.shape, a.dtype)[key].shape
+        return Abstract(shape, a.dtype, recipe=("index", (a, key)))
+
+    def index_add(self, shape, key, src):
+        return Abstract(tuple(shape), src.dtype, recipe=("index_add", (tuple(shape), key, src)))
+
+
+def evaluate_recipe(backend: Backend, recipe: tuple, value_of) -> Any:
+    """Run a raw kernel call recorded in ``recipe`` on a real backend; ``value_of(Abstract)`` gives inputs."""
+    method, args = recipe
+    real = [value_of(a) if isinstance(a, Abstract) else a for a in args]
+    return getattr(backend, method)(*real)
+
+
+def abstract_inputs(recipe: tuple) -> list[Abstract]:
+    return [a for a in recipe[1] if isinstance(a, Abstract)]
+
+
+def check_shape(declared: Sequence[int], got: Sequence[int]) -> bool:
+    return tuple(declared) == tuple(got)

@@ -1,0 +1,151 @@
+"""Capture and replay (engine.static.compile): bit-identical to eager, random ops re-drawn, no dispatch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import engine
+from engine import functional as F
+from engine import optim, static
+
+
+def hw2_data(batch=10, tokens=7, dim=50, hidden=32, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, tokens, dim)).astype(np.float32)
+    y = (rng.random((batch, 1)) < 0.5).astype(np.float32)
+    b1, b2 = 1 / np.sqrt(dim), 1 / np.sqrt(hidden)
+    params = [rng.uniform(-b1, b1, (hidden, dim)).astype(np.float32), rng.uniform(-b1, b1, hidden).astype(np.float32),
+              rng.uniform(-b2, b2, (1, hidden)).astype(np.float32), rng.uniform(-b2, b2, 1).astype(np.float32)]
+    return x, y, params
+
+
+def run_steps(make_step, params, batches, seed=5):
+    engine.manual_seed(seed)
+    step, model, opt = make_step(params)
+    losses, grads = [], []
+    for x, y in batches:
+        losses.append(step(engine.tensor(x), engine.tensor(y)).numpy().copy())
+        grads.append([p.grad.numpy().copy() for p in model.parameters()])
+    return losses, grads, [p.numpy().copy() for p in model.parameters()], step
+
+
+def compiled_hw2(params):
+    step, model, opt = static.hw2_eager_step(params)
+    return static.compile(step, optimizer=opt), model, opt
+
+
+def test_hw2_step_compiled_is_bit_identical_to_eager():
+    x, y, params = hw2_data()
+    rng = np.random.default_rng(1)
+    batches = [(x, y)] + [(rng.standard_normal(x.shape).astype(np.float32), y[::-1].copy()) for _ in range(5)]
+    le, ge, pe, _ = run_steps(static.hw2_eager_step, params, batches)
+    lc, gc, pc, compiled = run_steps(compiled_hw2, params, batches)
+    assert len(compiled._programs) == 1  # traced once, replayed five times
+    for a, b in zip(le, lc):
+        assert a.dtype == np.float32 and np.array_equal(a, b)
+    for ga, gb in zip(ge, gc):
+        assert all(np.array_equal(a, b) for a, b in zip(ga, gb))
+    assert all(np.array_equal(a, b) for a, b in zip(pe, pc))
+    assert len({float(v) for v in lc}) == len(lc)  # the parameters really moved
+    s = compiled.stats
+    assert s.replayed_ops <= s.traced_ops and s.replayed_ops > 20
+
+
+def test_replay_does_not_dispatch_ops_or_build_tensors():
+    x, y, params = hw2_data()
+    compiled, _, _ = compiled_hw2(params)
+    xt, yt = engine.tensor(x), engine.tensor(y)
+    seen = []
+    with engine.trace_ops(lambda *a: seen.append(a[0].name)):
+        compiled(xt, yt)           # the capture call runs eagerly: ops are dispatched
+        n_capture = len(seen)
+        compiled(xt, yt)           # a replay: raw kernels only
+    assert n_capture > 20 and len(seen) == n_capture
+
+
+def test_dropout_is_redrawn_on_every_replay_like_eager():
+    step = static.compile(lambda x: F.dropout(x, 0.5))
+    x = engine.ones(2000)
+    engine.manual_seed(3)
+    compiled = [step(x).numpy() for _ in range(3)]
+    engine.manual_seed(3)
+    eager = [F.dropout(x, 0.5).numpy() for _ in range(3)]
+    assert all(np.array_equal(a, b) for a, b in zip(compiled, eager))
+    assert not np.array_equal(compiled[1], compiled[2])
+
+
+def test_new_shapes_trigger_a_new_trace_and_dead_ops_are_dropped():
+    def f(a):
+        _unused = engine.exp(a) * 3.0  # dead: nothing returns or needs it
+        return (a * a).sum()
+    step = static.compile(f)
+    assert step(engine.tensor([1.0, 2.0])).item() == 5.0
+    assert step.stats.traced_ops == 4 and step.stats.replayed_ops == 2
+    assert step(engine.tensor([3.0, 4.0])).item() == 25.0
+    assert step(engine.tensor([1.0, 1.0, 1.0])).item() == 3.0
+    assert len(step._programs) == 2
+    unopt = static.compile(f, optimize=False)
+    unopt(engine.tensor([1.0, 2.0]))
+    assert unopt.stats.replayed_ops == 4 and unopt(engine.tensor([3.0, 4.0])).item() == 25.0
+
+
+def test_sgd_step_matches_eager_and_numpy_inputs_are_accepted():
+    rng = np.random.default_rng(2)
+    X, Y = rng.standard_normal((16, 3)), rng.standard_normal((16, 1))
+
+    def make():
+        w = engine.tensor(np.zeros((3, 1)), requires_grad=True)
+        opt = optim.SGD([w], lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(x @ w, y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step, w, opt
+
+    step_e, we, _ = make()
+    le = [step_e(engine.tensor(X), engine.tensor(Y)).item() for _ in range(10)]
+    step_c, wc, opt_c = make()
+    compiled = static.compile(step_c, optimizer=opt_c)
+    lc = [compiled(X, Y).item() for _ in range(10)]
+    assert le == lc and np.array_equal(we.numpy(), wc.numpy())
+
+
+def test_capture_refuses_what_it_cannot_replay():
+    w = engine.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (w * x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    with pytest.raises(static.CaptureError, match="optimizer="):
+        static.compile(step)(engine.tensor([1.0, 1.0]))
+
+    def no_step(x):
+        opt.zero_grad()
+        loss = (w * x).sum()
+        loss.backward()
+        return loss
+    with pytest.raises(static.CaptureError, match="did not call optimizer.step"):
+        static.compile(no_step, optimizer=opt)(engine.tensor([1.0, 1.0]))
+    with pytest.raises(static.CaptureError, match="max"):
+        static.compile(lambda x: engine.max(x * w).backward())(engine.tensor([1.0, 3.0]))
+    with pytest.raises(static.CaptureError, match="no engine ops"):
+        static.compile(lambda x: None)(engine.tensor([1.0]))
+
+
+def test_benchmark_entry_point_matches_its_eager_twin():
+    x, y, params = hw2_data(tokens=52)
+    xt, yt = engine.tensor(x), engine.tensor(y)
+    engine.manual_seed(9)
+    eager = static.eager_hw2_step_fn(params)
+    le = [eager(xt, yt).item() for _ in range(4)]
+    engine.manual_seed(9)
+    compiled = static.compiled_hw2_step_fn(params)
+    lc = [compiled(xt, yt).item() for _ in range(4)]
+    assert le == lc
