@@ -37,10 +37,13 @@ class Frame:
 class FrameSet:
     node_ids: list[int]
     frames: list[Frame]
-    truncated: int = 0   # backward steps not turned into frames (beyond MAX_FRAMES)
+    truncated: int = 0             # kept for callers; frames are merged, never dropped (always 0)
+    forward_per_frame: int = 1     # forward ops shown per frame (>1 when max_frames forced merging)
+    backward_per_frame: int = 1    # backward steps shown per frame
 
     def to_dict(self) -> dict:
-        return {"node_ids": self.node_ids, "frames": [asdict(f) for f in self.frames], "truncated": self.truncated}
+        return {"node_ids": self.node_ids, "frames": [asdict(f) for f in self.frames], "truncated": self.truncated,
+                "forward_per_frame": self.forward_per_frame, "backward_per_frame": self.backward_per_frame}
 
 
 def _caption(texts: list[str], limit: int = 6) -> str:
@@ -52,8 +55,10 @@ def _caption(texts: list[str], limit: int = 6) -> str:
 def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX_FRAMES) -> FrameSet:
     """Frames for ``trace`` over ``graph`` (default: the trace's graph without constant nodes).
 
-    Nodes of the trace that are not in ``graph`` (constants) are skipped. Cost is
-    O(frames x nodes) list copies, well under a second for 500 nodes.
+    Nodes of the trace that are not in ``graph`` (constants) are skipped. When there would be
+    more than ``max_frames`` frames, consecutive forward ops / backward steps share a frame
+    (``FrameSet.forward_per_frame`` / ``backward_per_frame``). Cost is O(frames x nodes) list
+    copies, well under a second for 500 nodes.
     """
     g = graph if graph is not None else trace.graph.without_constants()
     node_ids = [n.id for n in g.nodes]
@@ -75,13 +80,23 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
             state[i] = "computed"
             inputs.append(n.id)
     snap("forward", "inputs: " + ", ".join(text[index[i]] for i in inputs), inputs, [])
-    for st in trace.forward:
-        if st.node not in index:
-            continue
-        i = index[st.node]
-        text[i] = f"{name[st.node]} = {fmt(st.value)}"
-        state[i] = "computed"
-        snap("forward", st.text, [st.node], [(p, st.node) for p in st.inputs if p in index])
+    fsteps = [st for st in trace.forward if st.node in index]
+    steps = trace.steps()
+    room = max(2, max_frames - 2)
+    if len(fsteps) + len(steps) <= room:
+        per_f = per_b = 1
+    else:
+        share = max(1, round(room * len(fsteps) / max(1, len(fsteps) + len(steps))))
+        per_f = max(1, -(-len(fsteps) // share))
+        per_b = max(1, -(-len(steps) // max(1, room - share)))
+    for c in range(0, len(fsteps), per_f):
+        chunk = fsteps[c:c + per_f]
+        for st in chunk:
+            i = index[st.node]
+            text[i] = f"{name[st.node]} = {fmt(st.value)}"
+            state[i] = "computed"
+        snap("forward", _caption([st.text for st in chunk]), [st.node for st in chunk],
+             [(p, st.node) for st in chunk for p in st.inputs if p in index])
 
     forward_text = list(text)
     adjoint_line: dict[int, str] = {}
@@ -90,11 +105,9 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
         i = index[nid]
         text[i] = forward_text[i] + ("\n" + adjoint_line[nid] if nid in adjoint_line else "")
 
-    steps = trace.steps()
-    budget = max(0, max_frames - len(frames) - 1)
-    truncated = max(0, len(steps) - budget)
     active_prev: list[int] = []
-    for events in steps[:budget]:
+    for c in range(0, len(steps), per_b):
+        events = [e for group in steps[c:c + per_b] for e in group]
         for nid in active_prev:  # the previously active node is finished
             if nid in index and state[index[nid]] == "active":
                 state[index[nid]] = "complete"
@@ -133,7 +146,5 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
         caption = f"backward pass failed: {trace.error}"
     else:
         caption = "gradients: " + ", ".join(f"∂f/∂{k} = {fmt(v)}" for k, v in trace.grads.items())
-        if truncated:
-            caption += f" ({truncated} backward steps not shown)"
     snap("done", caption, [], [])
-    return FrameSet(node_ids, frames, truncated)
+    return FrameSet(node_ids, frames, 0, per_f, per_b)

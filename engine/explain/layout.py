@@ -97,7 +97,12 @@ def collapse_groups(graph: Graph, group_of: Callable[[GraphNode], str | None] | 
         return graph
     if group_of is None:
         def group_of(n: GraphNode):
-            return n.group if n.kind in ("op", "constant") and n.op != "leaf" else None
+            if n.op != "leaf":
+                return n.group
+            if n.kind == "constant":  # a number joins the box of the op that uses it
+                kids = graph.children(n.id)
+                return graph.node(kids[0]).group if kids else None
+            return None
     members: dict[str, list[GraphNode]] = defaultdict(list)
     for n in graph.nodes:
         g = group_of(n)

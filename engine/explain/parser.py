@@ -22,7 +22,7 @@ from ..tensor import Tensor, as_tensor_like, trace_ops
 
 MAX_TEXT_CHARS = 2000
 MAX_NODES = 500       # engine ops one program may run
-MAX_DEPTH = 40        # nesting of expressions
+MAX_DEPTH = 100       # nesting of expressions (a sum of n terms nests n deep)
 MAX_EXPONENT = 100    # |literal exponent| in a ** b
 MAX_STATEMENTS = 100
 MAX_INPUT_ELEMENTS = 10_000
