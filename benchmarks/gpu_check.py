@@ -33,7 +33,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import engine  # noqa: E402
-from engine import functional as F  # noqa: E402
 from engine.backends import get_backend  # noqa: E402
 from engine.backends.cuda_backend import CudaBackend  # noqa: E402
 

@@ -98,7 +98,7 @@ def kernel_names() -> dict[str, list[str]]:
 
 def kernel_source(filename: str) -> str:
     """A kernel file with ``#include "common.cuh"`` inlined (NVRTC then needs no include path)."""
-    common = (KERNEL_DIR / "common.cuh").read_text()
+    common = (KERNEL_DIR / "common.cuh").read_text().replace("#pragma once", "")
     text = (KERNEL_DIR / filename).read_text()
     return re.sub(r'#include\s+"common\.cuh"', lambda _: common, text)
 
@@ -448,6 +448,8 @@ class CudaBackend(Backend):
         k2, n = b.shape[-2:]
         if k != k2:
             raise ValueError(f"matmul shape mismatch: {tuple(a.shape)} @ {tuple(b.shape)} ({k} != {k2})")
+        if -(-m // MATMUL_TILE) > 65535:  # gridDim.y limit
+            raise ValueError(f"matmul: {m} rows exceed the cuda backend's limit of {65535 * MATMUL_TILE}")
         batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
         ea = self.xp.broadcast_to(a, batch + (m, k))
         eb = self.xp.broadcast_to(b, batch + (k, n))
