@@ -75,23 +75,31 @@ class JacobianCosts:
         return d
 
 
-def jacobian_costs(program: Program | str, inputs: Mapping[str, Any] | str) -> JacobianCosts:
+def jacobian_costs(program: Program | str, inputs: Mapping[str, Any] | str,
+                   wrt: Sequence[str] | None = None) -> JacobianCosts:
     """The full Jacobian of R^n -> R^m both ways, counting passes and engine ops.
 
     Forward mode: one ``engine.jvp`` pass per input element (a column each).
     Reverse mode: one forward pass, then one backward pass per output element (a row each).
+
+    Args:
+        wrt: the inputs that are variables (default: all); the others are constant data.
     """
     program, inputs = _as_program(program, inputs)
+    wrt = list(wrt) if wrt is not None else list(program.input_names)
+    for name in wrt:
+        if name not in program.input_names:
+            raise ExpressionError(f"`{name}` is not an input of the program", kind="undefined")
     arrays = _input_arrays(program, inputs)
     f = program.function()
-    sizes = [a.size for a in arrays]
-    n = int(sum(sizes))
+    var = [i for i, name in enumerate(program.input_names) if name in wrt]
+    n = int(sum(arrays[i].size for i in var))
     # forward mode: columns
     cols = []
     fw = _Counter()
     with trace_ops(fw):
-        for i, a in enumerate(arrays):
-            for j in range(a.size):
+        for i in var:
+            for j in range(arrays[i].size):
                 tangents = [np.zeros_like(b) for b in arrays]
                 tangents[i].reshape(-1)[j] = 1.0
                 _, t = api.jvp(f, [tensor(b) for b in arrays], [tensor(tt) for tt in tangents])
@@ -99,7 +107,7 @@ def jacobian_costs(program: Program | str, inputs: Mapping[str, Any] | str) -> J
     m = int(cols[0].size) if cols else 0
     jf = np.stack(cols, axis=1) if cols else np.zeros((0, 0))
     # reverse mode: rows
-    run = run_forward(program, inputs)
+    run = run_forward(program, inputs, constants=[n_ for n_ in program.input_names if n_ not in wrt])
     out = run.output
     m = out.numel()
     rows = []
@@ -113,7 +121,7 @@ def jacobian_costs(program: Program | str, inputs: Mapping[str, Any] | str) -> J
             if out.requires_grad:
                 out.backward(tensor(seed))
             row = [(leaf.grad.numpy() if leaf.grad is not None else np.zeros(leaf.shape)).reshape(-1)
-                   for leaf in run.leaves.values()]
+                   for name, leaf in run.leaves.items() if name in wrt]
             rows.append(np.concatenate(row) if row else np.zeros(0))
     jr = np.stack(rows, axis=0) if rows else np.zeros((0, n))
     diff = float(np.max(np.abs(jf - jr))) if jf.size else 0.0

@@ -11,7 +11,7 @@ import numpy as np
 from .. import autodiff
 from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
 from ..tensor import Tensor, tensor, trace_ops
-from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_records, is_finite, plain_value
+from .graph import Graph, fmt, graph_from_records, is_finite, plain_value
 from .parser import ExpressionError, Program, parse_inputs, parse_program
 from .strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded
 
@@ -103,8 +103,10 @@ def _as_program(program: Program | str, inputs) -> tuple[Program, dict]:
 
 
 def run_forward(program: Program | str, inputs: Mapping[str, Any] | str, dtype: str = "float64",
-                backend: str = "numpy") -> ForwardRun:
+                backend: str = "numpy", constants: tuple[str, ...] | list[str] = ()) -> ForwardRun:
     """Run the program forward on fresh leaves and record every engine op.
+
+    Inputs named in ``constants`` are leaves without ``requires_grad`` (data, not variables).
 
     Raises:
         ExpressionError: bad program/inputs, shape errors (never a bare traceback).
@@ -114,7 +116,8 @@ def run_forward(program: Program | str, inputs: Mapping[str, Any] | str, dtype: 
     for name in program.input_names:
         if name not in inputs:
             raise ExpressionError(f"no value given for input `{name}`", kind="undefined")
-        leaves[name] = tensor(inputs[name], requires_grad=True, dtype=dtype, backend=backend, name=name)
+        leaves[name] = tensor(inputs[name], requires_grad=name not in constants, dtype=dtype, backend=backend,
+                              name=name)
     ev = program.evaluate(leaves)
     graph, id_of, tensor_of = graph_from_records(ev.records, ev.names, ev.groups, ev.exprs,
                                                  leaves.values(), ev.output)
