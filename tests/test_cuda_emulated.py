@@ -307,3 +307,27 @@ def test_training_steps_match_the_numpy_backend(emu):
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-10)
     for p, r in zip(params, ref_params):
         np.testing.assert_allclose(p, r, rtol=1e-9, atol=1e-12)
+
+
+def test_sentiment_trainer_matches_the_numpy_backend(emu, monkeypatch):
+    """sentiment/trainer.py's HW2 training, selected by name ``backend="cuda"``, unchanged."""
+    from sentiment.data import load_sst2
+    from sentiment.embeddings import load_glove
+    from sentiment.trainer import EpochEnd, SentimentTrainer, TrainConfig
+    try:
+        train, dev = load_sst2()
+        glove = load_glove()
+    except (FileNotFoundError, OSError) as e:
+        pytest.skip(f"SST-2 / GloVe not on this machine: {e}")
+    import engine.backends as backends
+    monkeypatch.setitem(backends._INSTANCES, "cuda", emu)  # "cuda" resolves to this runtime's backend
+
+    def epochs(backend):
+        trainer = SentimentTrainer(train[:30], dev[:20], glove, TrainConfig(epochs=2, backend=backend))
+        return [(e.train_loss, e.train_accuracy, e.val_accuracy) for e in trainer.events() if isinstance(e, EpochEnd)]
+
+    ours, ref = epochs("cuda"), epochs("numpy")
+    assert len(ours) == 2
+    for (loss, acc, val), (rloss, racc, rval) in zip(ours, ref):
+        assert loss == pytest.approx(rloss, rel=1e-10)
+        assert (acc, val) == (racc, rval)
