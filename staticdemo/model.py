@@ -1,0 +1,399 @@
+"""Everything the "Static vs dynamic" page shows, computed on the real engine (no Streamlit here).
+
+* :func:`build_example` builds one of a few small programs as a static graph (optionally with the
+  gradient nodes ``gradients()`` adds and a training op) and, for comparison, runs the same code
+  eagerly.
+* :func:`run_fetch` runs a fetch with a feed dict through ``Session.run`` and reports which nodes
+  were evaluated, in order (or the unfed-placeholder error).
+* :func:`graph_dot` draws a static graph (placeholders / variables / constants / ops / gradient
+  nodes coloured differently; evaluated nodes lit up, the rest dimmed).
+* :func:`unrolled_rnn_rows` counts nodes of h_{t+1} = sigmoid(h_t * w + x_t) unrolled for several
+  lengths: the eager (dynamic) graph per run vs one static graph per length.
+* :func:`folding_demo` constant-folds a graph and reports before / after.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pydot
+
+import engine
+from engine import functional as F
+from engine import static as tf
+from engine.static import Graph, Node, Session
+
+# fill colours by node kind / role (legend order)
+COLOURS = {
+    "placeholder": "#bfdbfe",  # blue: fed at run time
+    "variable": "#bbf7d0",     # green: state kept across runs
+    "constant": "#e5e7eb",     # grey: fixed values
+    "op": "#ffffff",           # white: forward operations
+    "kernel": "#f5f5f4",
+    "gradient": "#fed7aa",     # orange: nodes added by gradients()
+    "update": "#e9d5ff",       # purple: the training op's assignments
+}
+LIT = "#facc15"                # evaluated in the shown run
+LEGEND = [("placeholder", "placeholder (fed)"), ("variable", "Variable (state)"), ("constant", "constant"),
+          ("op", "operation"), ("gradient", "gradient node (from gradients())"), ("update", "training update")]
+
+
+@dataclass
+class Example:
+    """One program built as a static graph, plus what the page needs to run and compare it."""
+
+    key: str
+    title: str
+    static_code: str
+    eager_code: str
+    graph: Graph
+    fetches: dict[str, Any]                 # label -> tensor / TrainOp
+    feeds: dict[str, tuple[Any, np.ndarray]]  # placeholder name -> (tensor, value)
+    eager: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+    eager_ops_per_step: int                 # ops one eager call records (forward [+ backward])
+    forward_nodes: int = 0
+    gradient_nodes: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+EXAMPLES = {
+    "lecture": "The lecture's hidden layer: h = relu(x @ W + b)",
+    "logreg": "Logistic regression: loss = BCE(sigmoid(x @ w + b), y)",
+    "mlp": "Two-layer network: loss = mean((relu(x @ W1 + b1) @ W2 - y)²)",
+}
+
+
+def _values(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"x": np.round(rng.standard_normal((4, 3)), 2), "y": (rng.random((4, 1)) > 0.5).astype(float),
+            "W": np.round(rng.standard_normal((3, 2)) * 0.5, 2), "b": np.array([0.1, -0.2]),
+            "w": np.round(rng.standard_normal((3, 1)) * 0.5, 2), "b1": np.array([0.05]),
+            "W1": np.round(rng.standard_normal((3, 4)) * 0.5, 2), "c1": np.zeros(4),
+            "W2": np.round(rng.standard_normal((4, 1)) * 0.5, 2)}
+
+
+def build_example(key: str, with_gradients: bool = True, with_train: bool = False, lr: float = 0.1) -> Example:
+    """Build example ``key`` as a static graph; ``with_gradients`` adds ``gradients()`` nodes.
+
+    Raises:
+        KeyError: unknown example.
+    """
+    if key not in EXAMPLES:
+        raise KeyError(f"unknown example {key!r}; known: {sorted(EXAMPLES)}")
+    v = _values()
+    g = Graph(name=key)
+    fetches: dict[str, Any] = {}
+    with g.as_default():
+        x = tf.placeholder((4, 3), name="x")
+        feeds = {"x": (x, v["x"])}
+        if key == "lecture":
+            W, b = tf.Variable(v["W"], name="W"), tf.Variable(v["b"], name="b")
+            xw = x @ W
+            h = tf.relu(xw + b)
+            out, params = h, [W, b]
+            fetches.update({"h": h, "x @ W": xw, "W (a variable)": W})
+            static_code = ("x = placeholder((4, 3), name='x')\nW = Variable(W0, name='W')\n"
+                           "b = Variable(b0, name='b')\nh = relu(x @ W + b)        # builds nodes only\n"
+                           "Session().run(h, {x: x_value})")
+            eager_code = "x = tensor(x_value)\nW = tensor(W0, requires_grad=True)\nb = tensor(b0, requires_grad=True)\n" \
+                         "h = relu(x @ W + b)        # computes now"
+
+            def eager_fn(vals, W0=v["W"], b0=v["b"]):
+                xt = engine.tensor(vals["x"])
+                Wt, bt = engine.tensor(W0, requires_grad=True), engine.tensor(b0, requires_grad=True)
+                xwt = xt @ Wt
+                ht = engine.relu(xwt + bt)
+                ht.sum().backward()
+                return {"h": ht.numpy(), "x @ W": xwt.numpy(), "W (a variable)": W0, "d sum(h) / d W": Wt.grad.numpy()}
+            loss_for_grad = out.sum()
+            grad_label_of = {"W": "d sum(h) / d W"}
+        elif key == "logreg":
+            y = tf.placeholder((4, 1), name="y")
+            feeds["y"] = (y, v["y"])
+            w, b = tf.Variable(v["w"], name="w"), tf.Variable(v["b1"], name="b")
+            p = tf.sigmoid(x @ w + b)
+            loss = F.binary_cross_entropy(p, y)
+            params = [w, b]
+            fetches.update({"loss": loss, "p = sigmoid(x @ w + b)": p})
+            static_code = ("x = placeholder((4, 3)); y = placeholder((4, 1))\nw = Variable(w0); b = Variable(b0)\n"
+                           "loss = binary_cross_entropy(sigmoid(x @ w + b), y)\n"
+                           "gw, gb = gradients(loss, [w, b])\nSession().run([loss, gw], {x: ..., y: ...})")
+            eager_code = ("w = tensor(w0, requires_grad=True); b = tensor(b0, requires_grad=True)\n"
+                          "loss = binary_cross_entropy(sigmoid(tensor(x) @ w + b), tensor(y))\nloss.backward()")
+
+            def eager_fn(vals, w0=v["w"], b0=v["b1"]):
+                wt, bt = engine.tensor(w0, requires_grad=True), engine.tensor(b0, requires_grad=True)
+                pt = engine.sigmoid(engine.tensor(vals["x"]) @ wt + bt)
+                lt = F.binary_cross_entropy(pt, engine.tensor(vals["y"]))
+                lt.backward()
+                return {"loss": lt.numpy(), "p = sigmoid(x @ w + b)": pt.numpy(), "d loss / d w": wt.grad.numpy()}
+            loss_for_grad = loss
+            grad_label_of = {"w": "d loss / d w"}
+        else:
+            y = tf.placeholder((4, 1), name="y")
+            feeds["y"] = (y, v["y"])
+            W1, c1 = tf.Variable(v["W1"], name="W1"), tf.Variable(v["c1"], name="b1")
+            W2 = tf.Variable(v["W2"], name="W2")
+            hid = tf.relu(x @ W1 + c1)
+            pred = hid @ W2
+            loss = F.mse_loss(pred, y)
+            params = [W1, c1, W2]
+            fetches.update({"loss": loss, "hidden": hid, "prediction": pred})
+            static_code = ("x = placeholder((4, 3)); y = placeholder((4, 1))\nW1, b1, W2 = Variable(...), ...\n"
+                           "loss = mse_loss(relu(x @ W1 + b1) @ W2, y)\ngradients(loss, [W1, b1, W2])")
+            eager_code = "loss = mse_loss(relu(x @ W1 + b1) @ W2, y)   # W1, b1, W2 require grad\nloss.backward()"
+
+            def eager_fn(vals, W10=v["W1"], c10=v["c1"], W20=v["W2"]):
+                W1t, c1t, W2t = (engine.tensor(a, requires_grad=True) for a in (W10, c10, W20))
+                ht = engine.relu(engine.tensor(vals["x"]) @ W1t + c1t)
+                pt = ht @ W2t
+                lt = F.mse_loss(pt, engine.tensor(vals["y"]))
+                lt.backward()
+                return {"loss": lt.numpy(), "hidden": ht.numpy(), "prediction": pt.numpy(),
+                        "d loss / d W1": W1t.grad.numpy()}
+            loss_for_grad = loss
+            grad_label_of = {"W1": "d loss / d W1"}
+    forward_nodes = len(g.nodes)
+    if with_gradients:
+        grads = tf.gradients(loss_for_grad, params)
+        for p_, gr in zip(params, grads):
+            label = grad_label_of.get(tf.tensor_to_node(p_).name)
+            if label is not None and gr is not None:
+                fetches[label] = gr
+    if with_train and key != "lecture":
+        fetches["train step (SGD)"] = tf.GradientDescentOptimizer(lr).minimize(loss_for_grad, params)
+    counted: list[str] = []
+    with engine.trace_ops(lambda op, *_: counted.append(op.name)):
+        eager_fn({k: val for k, (_, val) in feeds.items()})
+    return Example(key, EXAMPLES[key], static_code, eager_code, g, fetches, feeds, eager_fn, len(counted),
+                   forward_nodes, len(g.nodes) - forward_nodes)
+
+
+@dataclass
+class RunResult:
+    """One ``Session.run`` as the page shows it."""
+
+    fetch: str
+    evaluated: list[int]            # node ids, in evaluation order
+    value: np.ndarray | None
+    error: str | None
+    needed_total: int               # nodes in the graph
+    eager_value: np.ndarray | None = None
+    fed: list[int] = field(default_factory=list)  # node ids given by the feed dict
+
+    @property
+    def matches_eager(self) -> bool | None:
+        if self.value is None or self.eager_value is None:
+            return None
+        return bool(np.array_equal(np.asarray(self.value), np.asarray(self.eager_value)))
+
+
+def run_fetch(ex: Example, fetch: str, fed: list[str]) -> RunResult:
+    """Run ``ex.fetches[fetch]`` feeding the placeholders named in ``fed`` (fresh Session each time)."""
+    target = ex.fetches[fetch]
+    feed = {ex.feeds[n][0]: ex.feeds[n][1] for n in fed}
+    sess = Session(ex.graph)
+    try:
+        value = sess.run(target, feed)
+    except tf.UnfedPlaceholderError as e:
+        return RunResult(fetch, [], None, str(e), len(ex.graph.nodes))
+    eager = ex.eager({k: val for k, (_, val) in ex.feeds.items()}).get(fetch)
+    fed_ids = [tf.tensor_to_node(ex.feeds[n][0]).id for n in fed]
+    return RunResult(fetch, list(sess.last_evaluated), value, None, len(ex.graph.nodes), eager, fed_ids)
+
+
+def _fill(n: Node) -> str:
+    if n.role == "gradient" and n.kind in ("op", "constant", "kernel"):
+        return COLOURS["gradient"]
+    return COLOURS.get(n.kind, "#ffffff")
+
+
+def _q(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _shape(shape) -> str:
+    return "scalar" if shape == () else "×".join(str(s) for s in shape)
+
+
+def graph_dot(graph: Graph, evaluated: list[int] | None = None, upto: int | None = None,
+              rankdir: str = "LR", fed: list[int] | None = None) -> str:
+    """DOT text of a static graph; with ``evaluated``, the first ``upto`` evaluated nodes are lit
+    (numbered in evaluation order), fed placeholders get a thick border, and the nodes the run did
+    not need are faded (keeping their colour, so gradient nodes stay recognisable)."""
+    fed_ids = set(fed or [])
+    d = pydot.Dot("static", graph_type="digraph", rankdir=rankdir, bgcolor="white")
+    d.set_node_defaults(style="filled", fontname="Helvetica", fontsize="11")
+    d.set_edge_defaults(color="#6b7280", arrowsize="0.7")
+    order = {nid: i for i, nid in enumerate(evaluated or [])}
+    lit = set((evaluated or [])[: (len(evaluated or []) if upto is None else upto)])
+    for n in graph.nodes:
+        shape = {"placeholder": "invhouse", "variable": "cylinder", "constant": "note"}.get(n.kind, "box")
+        head = n.name if n.kind in ("placeholder", "variable", "constant") or n.label == n.name \
+            else f"{n.name}" if n.kind == "update" else f"{n.label}"
+        label = f"{head}\n{_shape(n.shape)}"
+        if n.kind == "constant" and n.value is not None and n.shape == ():
+            label = f"{head} = {float(np.asarray(graph.backend.to_numpy(n.value))):.4g}"
+        if n.note:
+            label += f"\n({n.note.split(':')[0]})"
+        attrs = {"label": _q(label), "shape": shape, "fillcolor": _q(_fill(n))}
+        if n.role == "gradient":
+            attrs["color"] = _q("#ea580c")
+        if evaluated is not None:
+            if n.id in lit:
+                attrs.update(fillcolor=_q(LIT), penwidth="2.5", label=_q(f"#{order[n.id] + 1} {label}"))
+            elif n.id in order:
+                attrs.update(penwidth="1.5", style="\"filled,dashed\"")
+            elif n.id in fed_ids:
+                attrs.update(penwidth="3", label=_q(f"{label}\n(fed)"))
+            else:  # not needed by this run: faded, colour kept
+                attrs.update(fontcolor=_q("#9ca3af"), color=_q("#d1d5db"), fillcolor=_q(_fill(n) + "59"))
+        d.add_node(pydot.Node(f"n{n.id}", **attrs))
+    for n in graph.nodes:
+        for i in n.inputs:
+            attrs = {}
+            if n.role == "gradient" or n.kind == "update":
+                attrs["color"] = _q("#f97316")
+            used = n.id in order and (i.id in order or i.id in fed_ids)
+            if evaluated is not None and not used:
+                attrs["color"] = _q("#e5e7eb")
+            d.add_edge(pydot.Edge(f"n{i.id}", f"n{n.id}", **attrs))
+    return d.to_string()
+
+
+# --- control flow: an unrolled recurrent step ----------------------------------------------------------
+
+def rnn_static(length: int, w0: float = 0.8) -> tuple[Graph, Any, Any, Any]:
+    """h_{t+1} = sigmoid(h_t * w + x_t) for ``length`` steps as one static graph: (graph, xs, w, h_T)."""
+    g = Graph(name=f"rnn{length}")
+    with g.as_default():
+        xs = tf.placeholder((length,), name="x")
+        w = tf.Variable(w0, name="w")
+        h = tf.constant(0.0, name="h0")
+        for t in range(length):  # Python unrolls the loop while *building*: one graph per length
+            h = tf.sigmoid(h * w + xs[t])
+    return g, xs, w, h
+
+
+def rnn_eager(xs: np.ndarray, w0: float = 0.8) -> tuple[float, float, int, int]:
+    """The same recurrence eagerly: (h_T, dh_T/dw, forward ops recorded, ops incl. backward)."""
+    ops: list[str] = []
+    with engine.trace_ops(lambda op, *_: ops.append(op.name)):
+        w = engine.tensor(w0, requires_grad=True)
+        x = engine.tensor(xs)
+        h = engine.tensor(0.0)
+        for t in range(len(xs)):  # the graph grows as the loop runs
+            h = engine.sigmoid(h * w + x[t])
+        n_forward = len(ops)
+        h.backward()
+    return h.item(), w.grad.item(), n_forward, len(ops)
+
+
+def unrolled_rnn_rows(lengths=(3, 6, 12), seed: int = 0) -> list[dict]:
+    """One row per length: eager ops per run vs static graph nodes (built once per length)."""
+    rows = []
+    rng = np.random.default_rng(seed)
+    for T in lengths:
+        xs = rng.standard_normal(T)
+        g, x, w, h = rnn_static(T)
+        forward_nodes = len(g.nodes)
+        (gw,) = tf.gradients(h, [w])
+        hv, gwv = Session(g).run([h, gw], {x: xs})
+        he, gwe, n_fwd, n_all = rnn_eager(xs)
+        rows.append({"length T": T, "eager ops per run (forward)": n_fwd,
+                     "eager ops per run (+ backward)": n_all,
+                     "static graph nodes (forward)": forward_nodes,
+                     "static graph nodes (+ gradients)": len(g.nodes),
+                     "static graphs needed": 1,
+                     "h_T static = eager": bool(np.array_equal(hv, he)),
+                     "dh_T/dw static = eager": bool(np.isclose(gwv, gwe, rtol=1e-12, atol=0))})
+    return rows
+
+
+def python_if_on_graph_tensor() -> str:
+    """What happens when Python control flow looks at a graph tensor (the error message)."""
+    g, x, w, h = rnn_static(3)
+    try:
+        bool(h > 0.5)
+    except tf.SymbolicValueError as e:
+        return str(e)
+    return "no error"  # pragma: no cover
+
+
+# --- constant folding --------------------------------------------------------------------------------
+
+FOLDING_CODE = ("x = placeholder((3,), name='x')\nscale = exp(constant(2.0) * constant(3.0)) / (1.0 + 3.0)\n"
+                "y = x * scale + 2.0 * 0.5\ngradients(y.sum(), [x])")
+
+
+@dataclass
+class FoldingDemo:
+    before: Graph
+    after: Graph
+    rows: list[dict]
+    folded: list[str]
+    same_values: bool
+    fetch_before: Any
+    fetch_after: Any
+
+
+def folding_demo(with_gradients: bool = True) -> FoldingDemo:
+    """Fold the constants of a small graph (and of its gradient graph) and compare."""
+    g = Graph(name="folding")
+    with g.as_default():
+        x = tf.placeholder((3,), name="x")
+        two, three = tf.constant(2.0, name="two"), tf.constant(3.0, name="three")
+        scale = tf.exp(two * three) / (1.0 + three)
+        y = x * scale + 2.0 * 0.5
+        total = y.sum()
+    fetch = total
+    if with_gradients:
+        (gx,) = tf.gradients(total, [x])
+        fetch = [total, gx]
+    res = tf.fold_constants(g, fetch)
+    xv = np.array([0.5, -1.0, 2.0])
+    before_vals = Session(g).run(fetch, {x: xv})
+    after_fetch = [res[f] for f in fetch] if isinstance(fetch, list) else res[fetch]
+    after_vals = Session(res.graph).run(after_fetch, {res[x]: xv})
+    same = all(np.array_equal(a, b) for a, b in zip(np.atleast_1d(before_vals), np.atleast_1d(after_vals))) \
+        if not isinstance(fetch, list) else all(np.array_equal(a, b) for a, b in zip(before_vals, after_vals))
+    rows = [{"graph": "before folding", **res.before.as_dict()}, {"graph": "after folding", **res.after.as_dict()}]
+    return FoldingDemo(g, res.graph, rows, res.folded, same, fetch, after_fetch)
+
+
+# --- node counts: graph once vs rebuilt every step ------------------------------------------------------
+
+def counts_over_steps(ex: Example, steps=(1, 10, 100)) -> list[dict]:
+    """Nodes created over k training steps: static builds once; eager records a new graph each step."""
+    static_total = len(ex.graph.nodes)
+    return [{"steps": k, "static: nodes built": static_total, "static: graphs built": 1,
+             "eager: nodes recorded": ex.eager_ops_per_step * k, "eager: graphs built": k} for k in steps]
+
+
+# --- capture and replay ----------------------------------------------------------------------------------
+
+def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int = 32) -> dict:
+    """Trace the HW2 step once, replay it ``steps`` times next to eager mode; report equality and timing."""
+    import time
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, tokens, 50)).astype(np.float32)
+    y = (rng.random((batch, 1)) < 0.5).astype(np.float32)
+    b1, b2 = 1 / np.sqrt(50), 1 / np.sqrt(hidden)
+    params = [rng.uniform(-b1, b1, (hidden, 50)).astype(np.float32), rng.uniform(-b1, b1, hidden).astype(np.float32),
+              rng.uniform(-b2, b2, (1, hidden)).astype(np.float32), rng.uniform(-b2, b2, 1).astype(np.float32)]
+    xt, yt = engine.tensor(x), engine.tensor(y)
+    out = {}
+    for name, make in (("eager", tf.eager_hw2_step_fn), ("compiled", tf.compiled_hw2_step_fn)):
+        engine.manual_seed(42)
+        step = make(params)
+        losses = [step(xt, yt).item()]
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            losses.append(step(xt, yt).item())
+        out[name] = {"losses": losses, "us_per_step": (time.perf_counter() - t0) / steps * 1e6, "step": step}
+    stats = out["compiled"]["step"].stats
+    return {"identical": out["eager"]["losses"] == out["compiled"]["losses"],
+            "losses": out["compiled"]["losses"], "traced_ops": stats.traced_ops,
+            "replayed_ops": stats.replayed_ops, "eager_us": out["eager"]["us_per_step"],
+            "compiled_us": out["compiled"]["us_per_step"]}

@@ -1,0 +1,35 @@
+"""Real-browser test of the "Static vs dynamic" page."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+
+def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
+    page.goto(f"{app_url}/Static_vs_dynamic")
+    wait_idle(page)
+    main = page.locator('[data-testid="stMain"]')
+    assert "Evaluated 5 of" in main.inner_text()
+    # graphviz charts are rendered to SVG in the browser: the graph, the loop, folding before / after
+    page.locator('[data-testid="stGraphVizChart"] svg').nth(3).wait_for()
+    svg = page.locator('[data-testid="stGraphVizChart"] svg').first
+    assert svg.locator("g.node").count() >= 10
+    assert svg.locator('[fill="#facc15"]').count() == 5  # the lit nodes of h = relu(x @ W + b)
+    shot(page, "static_default")
+
+    # leave x out of the feed dict: the run fails and names the placeholder
+    page.locator('[data-testid="stMultiSelect"]').first.get_by_role("button", name=re.compile("Remove|Clear")).first.click()
+    wait_idle(page)
+    assert "placeholder 'x'" in main.inner_text()
+    shot(page, "static_unfed")
+
+    # the unrolled-loop table and the constant-folding section are there
+    text = main.inner_text()
+    assert "Control flow: a recurrent step unrolled" in text and "Constant folding" in text
+    page.get_by_role("button", name="Trace the HW2 step and replay it 20 times").click()
+    wait_idle(page, timeout=90)
+    assert "bit for bit: True" in main.inner_text()
+    shot(page, "static_compiled")
