@@ -35,6 +35,10 @@ def test_inputs_text_forms():
     assert parse_inputs("x1 = 3, x2 = 0.5") == {"x1": 3.0, "x2": 0.5}
     assert parse_inputs("x1 = -3\nW = [[1, 2], [3, 4]]") == {"x1": -3.0, "W": [[1.0, 2.0], [3.0, 4.0]]}
     assert parse_inputs("b = [0.5, -1]; c = 2") == {"b": [0.5, -1.0], "c": 2.0}
+    big = parse_inputs("W = " + str(np.arange(10_000.0).reshape(100, 100).tolist()))
+    assert np.asarray(big["W"]).shape == (100, 100)
+    with pytest.raises(ExpressionError, match="at most 10000 numbers"):
+        parse_inputs("W = " + str([0.5] * 10_001))
 
 
 @pytest.mark.parametrize("text, fragment", [

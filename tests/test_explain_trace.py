@@ -54,6 +54,9 @@ def test_topological_events_show_adjoints_contributions_and_fan_out_sums():
     assert ("x3", "x1", pytest.approx(1.5 * math.exp(5.5))) in sends
     assert ("x6", "x5", pytest.approx(math.exp(5.5))) in sends
     assert tr.vjp_calls == 5 and tr.error is None
+    # topological visits follow the engine's own topological order (output first)
+    assert [e.node for e in tr.backward if e.kind == "visit"] == tr.order
+    assert [names[i] for i in tr.order][0] == "f"
     json.dumps(tr.to_dict())  # plain data
 
 

@@ -26,6 +26,7 @@ MAX_DEPTH = 100       # nesting of expressions (a sum of n terms nests n deep)
 MAX_EXPONENT = 100    # |literal exponent| in a ** b
 MAX_STATEMENTS = 100
 MAX_INPUT_ELEMENTS = 10_000
+MAX_INPUT_CHARS = 100_000  # input text (a 100 x 100 matrix is ~60,000 characters)
 
 
 class ExpressionError(ValueError):
@@ -208,11 +209,11 @@ class _Statement:
     source: str
 
 
-def _parse_tree(text: str, what: str) -> ast.Module:
+def _parse_tree(text: str, what: str, max_chars: int = MAX_TEXT_CHARS) -> ast.Module:
     if not isinstance(text, str):
         raise ExpressionError(f"the {what} must be text", kind="syntax")
-    if len(text) > MAX_TEXT_CHARS:
-        raise ExpressionError(f"the {what} is too long ({len(text)} characters; at most {MAX_TEXT_CHARS})",
+    if len(text) > max_chars:
+        raise ExpressionError(f"the {what} is too long ({len(text)} characters; at most {max_chars})",
                               kind="limit")
     if "\x00" in text:
         raise ExpressionError(f"the {what} contains a NUL character", kind="syntax")
@@ -233,10 +234,13 @@ def parse_inputs(text: str) -> dict[str, Any]:
         ExpressionError: anything but ``name = number-or-list`` assignments.
     """
     if isinstance(text, str):
+        if len(text) > MAX_INPUT_CHARS:
+            raise ExpressionError(f"the input text is too long ({len(text)} characters; at most {MAX_INPUT_CHARS})",
+                                  kind="limit")
         text = text.strip().replace(";", "\n")
         # "x1 = 3, x2 = 0.5" is a tuple-assignment in Python's grammar: split on commas outside brackets
         text = "\n".join(_split_top_level(text))
-    tree = _parse_tree(text, "input text")
+    tree = _parse_tree(text, "input text", MAX_INPUT_CHARS)
     values: dict[str, Any] = {}
     for stmt in tree.body:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):

@@ -76,6 +76,7 @@ class Trace:
     error: str | None = None
     gradient_graph: Graph | None = None
     nonfinite: list[str] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # engine.topological_sort of the output (output first)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -262,9 +263,10 @@ def _backward_trace(fw: ForwardRun, strategy: str, create_graph: bool) -> Trace:
     nonfinite = [f"{s.text}" for s in fw.steps if not s.finite]
     nonfinite += [f"gradient of {k} is not finite" for k, v in grads.items() if not is_finite(v)]
     gg = gradient_graph_from(bops, fw, seed) if create_graph and error is None else None
+    order = [fw.id_of[t.unique_id] for t in autodiff.topological_sort(out)] if out.requires_grad else []
     return Trace(strategy if isinstance(strategy, str) else strategy.name, fw.graph, fw.steps, rec.events,
                  grads, rec.last_adjoint, rec.vjp_calls, len(bops), len(fw.steps), rec.n_events, error, gg,
-                 nonfinite)
+                 nonfinite, order)
 
 
 def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor) -> Graph:
@@ -334,5 +336,6 @@ def record_tensor(output: Tensor, leaves: Mapping[str, Tensor], strategy: str = 
         seed = Tensor._make(output.backend.full(output.shape, 1.0, output.dtype), output.backend)
     rec, error, bops = record_backward(output, id_of, node_names, leaves, strategy, create_graph, seed)
     grads = {name: (plain_value(t.grad) if t.grad is not None else None) for name, t in leaves.items()}
+    order = [id_of[t.unique_id] for t in autodiff.topological_sort(output) if t.unique_id in id_of]
     return Trace(strategy if isinstance(strategy, str) else strategy.name, graph, steps, rec.events, grads,
-                 rec.last_adjoint, rec.vjp_calls, len(bops), len(steps), rec.n_events, error, None, [])
+                 rec.last_adjoint, rec.vjp_calls, len(bops), len(steps), rec.n_events, error, None, [], order)
