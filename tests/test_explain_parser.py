@@ -119,6 +119,16 @@ def test_limits_text_length_nesting_and_node_count():
         parse_program("f = x1 * " + "9" * 400)
 
 
+def test_huge_broadcast_is_refused_before_it_allocates():
+    col = [[float(i)] for i in range(5000)]
+    row = [float(i) for i in range(5000)]
+    with pytest.raises(ExpressionError, match=r"shape \(5000, 5000\)") as e:
+        run_forward("f = sum(c * r)", {"c": col, "r": row})
+    assert e.value.kind == "limit" and e.value.col == 9
+    with pytest.raises(ExpressionError, match="at most 1000000"):
+        run_forward("f = sum(c @ r)", {"c": col, "r": [row]})
+
+
 def test_number_only_arithmetic_is_folded_in_floating_point_not_python_ints():
     # 10 ** 10 ** 10 as Python ints would hang; folded in float64 it is inf, then flagged
     prog = parse_program("f = x1 * (10.0 ** 99 ** 99)", {"x1": 1.0})

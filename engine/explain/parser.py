@@ -27,6 +27,7 @@ MAX_EXPONENT = 100    # |literal exponent| in a ** b
 MAX_STATEMENTS = 100
 MAX_INPUT_ELEMENTS = 10_000
 MAX_INPUT_CHARS = 100_000  # input text (a 100 x 100 matrix is ~60,000 characters)
+MAX_ELEMENTS = 1_000_000   # elements of any intermediate value (checked before the op allocates it)
 
 
 class ExpressionError(ValueError):
@@ -425,11 +426,13 @@ class Program:
                 # fold number-only arithmetic in float64 (never Python's unbounded ints)
                 return _fold(node.op, np.float64(a), np.float64(b), node)
             if isinstance(node.op, ast.Pow):
+                _check_size(node, a, b)
                 if isinstance(b, Tensor):
                     return ops.pow(a, b) if isinstance(a, Tensor) else ops.rpow(a, b)
                 return ops.pow(a, b)
             if isinstance(node.op, ast.MatMult) and (not isinstance(a, Tensor) or not isinstance(b, Tensor)):
                 raise _err(node, "@ needs a tensor on both sides", "shape")
+            _check_size(node, a, b)
             return _BINOPS[type(node.op)][1](a, b)
         if isinstance(node, ast.Call):
             fn, n_tensor, _ = ALLOWED_FUNCTIONS[node.func.id]
@@ -443,6 +446,27 @@ class Program:
                 return fn(args[0], args[1])
             return fn(args[0], *dims)
         raise _err(node, f"{_describe(node)} is not allowed")  # unreachable after validation
+
+
+def _check_size(node: ast.BinOp, a, b) -> None:
+    """Refuse an op whose result would be huge (e.g. a column times a row) before it allocates."""
+    sa = a.shape if isinstance(a, Tensor) else ()
+    sb = b.shape if isinstance(b, Tensor) else ()
+    try:
+        if isinstance(node.op, ast.MatMult):
+            if len(sa) >= 2 and len(sb) >= 2:
+                batch = np.broadcast_shapes(sa[:-2], sb[:-2])
+                shape = (*batch, sa[-2], sb[-1])
+            else:
+                return  # vector cases are never bigger than their inputs
+        else:
+            shape = np.broadcast_shapes(sa, sb)
+    except ValueError:
+        return  # the engine reports the mismatch with its own message
+    size = int(np.prod(shape, dtype=np.float64))
+    if size > MAX_ELEMENTS:
+        raise _err(node, f"this would make a value of shape {tuple(int(d) for d in shape)} "
+                         f"({size} numbers; at most {MAX_ELEMENTS})", "limit")
 
 
 def _int_const(node: ast.AST) -> int:
