@@ -11,7 +11,7 @@ from .trace import (BackwardEvent, ForwardRun, ForwardStep, Trace, bar, gradient
 from .trace import record_tensor  # noqa: F401,E402
 from .layout import collapse_groups, layout  # noqa: F401,E402
 from .frames import Frame, FrameSet, build_frames  # noqa: F401,E402
-from .dot import to_dot  # noqa: F401,E402
+from .dot import to_dot, to_dot_with_gradients  # noqa: F401,E402
 from .harness import (StrategyRow, deep_chain, doubling_chain_costs, doubling_chain_program, random_dag_tensors,  # noqa: F401,E402,E501
                       random_dag_program, random_tree_program, recursion_demo, strategy_comparison)
 from .costs import (HSweep, HSweepRow, JacobianCosts, MemoryReport, activation_memory,  # noqa: F401,E402

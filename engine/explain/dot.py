@@ -65,3 +65,46 @@ def to_dot(graph: Graph, trace: Trace | None = None, frame: Frame | None = None,
             attrs["penwidth"] = "2.5"
         g.add_edge(pydot.Edge(f"n{e.src}", f"n{e.dst}", **attrs))
     return g.to_string()
+
+
+def to_dot_with_gradients(trace: Trace, rankdir: str = "LR") -> str:
+    """The forward graph and the gradient graph the backward pass built, in one picture (slide 26).
+
+    Needs ``record_execution(..., create_graph=True)``. Forward nodes are drawn as usual; the
+    gradient graph's op nodes are orange; where a VJP used a forward value, the edge comes from
+    that forward node itself (dashed), so the picture shows what the backward pass reads.
+    """
+    gg = trace.gradient_graph
+    if gg is None:
+        raise ValueError("no gradient graph: record the trace with create_graph=True")
+    fwd = trace.graph.without_constants()
+    g = pydot.Dot("autodiff", graph_type="digraph", rankdir=rankdir, bgcolor="white")
+    g.set_node_defaults(shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11")
+    g.set_edge_defaults(fontname="Helvetica", fontsize="9")
+    shown = {n.id for n in fwd.nodes}
+    for n in fwd.nodes:
+        head = n.name if n.op == "leaf" else f"{n.name} = {n.op}"
+        g.add_node(pydot.Node(f"n{n.id}", label=_q(f"{head}\n{fmt(n.value)}"), fillcolor=_q(_FILL.get(n.kind, "#fff"))))
+    for e in fwd.edges:
+        g.add_edge(pydot.Edge(f"n{e.src}", f"n{e.dst}"))
+
+    def gname(n) -> str:
+        return f"n{n.ref}" if n.kind == "forward" and n.ref in shown else f"g{n.id}"
+
+    for n in gg.nodes:
+        if n.kind == "forward" and n.ref in shown:
+            continue
+        if n.kind in ("constant", "seed") or n.op == "leaf":
+            label = n.name if n.kind != "forward" else f"{n.name}\n{fmt(n.value)}"
+            g.add_node(pydot.Node(f"g{n.id}", label=_q(label), fillcolor=_q(_FILL.get(n.kind, "#fff")),
+                                  shape="ellipse", fontsize="9"))
+        else:
+            g.add_node(pydot.Node(f"g{n.id}", label=_q(f"{n.name} = {n.op}\n{fmt(n.value)}"),
+                                  fillcolor=_q(_FILL["gradient"]), color=_q("#c2410c")))
+    for e in gg.edges:
+        src = gg.node(e.src)
+        attrs = {"color": _q("#ea580c")}
+        if src.kind == "forward":
+            attrs["style"] = "dashed"
+        g.add_edge(pydot.Edge(gname(src), gname(gg.node(e.dst)), **attrs))
+    return g.to_string()
