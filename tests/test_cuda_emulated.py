@@ -216,6 +216,20 @@ def test_matmul_edge_tiles(emu, m, k, n, dtype):
     assert out.dtype == dtype.numpy
 
 
+@pytest.mark.parametrize("min_blocks", [1, 2])
+def test_matmul_float32_both_register_budgets(emu, min_blocks):
+    """Both compiled MIN_BLOCKS variants of matmul_tiled<float> give the same product."""
+    rng = np.random.default_rng(min_blocks)
+    a, b = rng.standard_normal((2, 129, 20)), rng.standard_normal((20, 131))
+    saved = emu.matmul_min_blocks["float32"]
+    emu.matmul_min_blocks["float32"] = min_blocks
+    try:
+        out = np_of(emu, emu.matmul(emu.array(a, float32), emu.array(b, float32)))
+    finally:
+        emu.matmul_min_blocks["float32"] = saved
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
 def test_matmul_batched_broadcast_transposed(emu):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 1, 20, 6))

@@ -10,10 +10,10 @@ kernels, compiled by NVRTC through ``cupy.RawModule``:
     gather / scatter    gather.cu       embedding rows; scatter-add with atomicAdd
 
 The kernels only see pointers, sizes and a small ``meta`` vector of shapes and
-strides (in elements). Building that vector is pure Python (:func:`collapse_dims`,
-:func:`kernel_plan` helpers below) and is tested without a GPU; the kernels themselves
-are compiled by ``nvcc`` in CI and executed by a host emulator
-(``tests/cuda_emulator``) that runs the same source on CPU threads.
+strides (in elements). Building that vector is pure Python (:func:`collapse_dims` and
+the ``*_meta`` helpers below) and is tested without a GPU; the kernels themselves are
+compiled by ``nvcc`` in CI and executed by a host emulator (``tests/cuda_emulator``)
+that runs the same source on CPU threads.
 
 ``CudaBackend(runtime)`` takes the object that owns memory and launches kernels;
 the default is :class:`CupyRuntime` (the GPU).
@@ -75,6 +75,10 @@ def reduce_name(op: str, t: str) -> str:
     return f"reduce_rows<{CTYPE[t]}, {acc}, {'ReduceSum' if op == 'sum' else 'ReduceMax'}>"
 
 
+def matmul_name(t: str, min_blocks: int) -> str:
+    return f"matmul_tiled<{CTYPE[t]}, {min_blocks}>"
+
+
 def kernel_names() -> dict[str, list[str]]:
     """Every template instantiation the backend launches, per kernel file."""
     elementwise = []
@@ -90,7 +94,7 @@ def kernel_names() -> dict[str, list[str]]:
                 elementwise.append(zip_name(kind, t, op))
     elementwise += [f"where_strided<{CTYPE[t]}>" for t in CTYPE]
     reduce = [reduce_name(op, t) for op in ("sum", "max") for t in _NUMERIC]
-    matmul = [f"matmul_tiled<{CTYPE[t]}>" for t in _NUMERIC]
+    matmul = [matmul_name(t, b) for t in _NUMERIC for b in (1, 2)]
     gather = [f"{k}<{CTYPE[t]}>" for k in ("gather_rows", "scatter_add_rows") for t in _NUMERIC]
     gather += ["gather_rows<bool>"]
     return {"elementwise.cu": elementwise, "reduce.cu": reduce, "matmul.cu": matmul, "gather.cu": gather}
@@ -277,6 +281,8 @@ class CudaBackend(Backend):
         self.rt = runtime
         self.xp = runtime.xp
         self._meta_cache: dict[tuple[int, ...], Any] = {}
+        # matmul_tiled's MIN_BLOCKS per dtype (see matmul.cu); not yet tuned on a GPU.
+        self.matmul_min_blocks = {"float32": 2, "float64": 1, "int64": 1}
 
     # --- helpers -------------------------------------------------------------
     def _meta(self, meta: list[int]):
@@ -458,7 +464,7 @@ class CudaBackend(Backend):
         if out.size:
             meta = matmul_meta(batch, self._el_strides(ea), self._el_strides(eb))
             grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), min(nbatch, MAX_GRID_Z))
-            self.rt.launch(f"matmul_tiled<{CTYPE[dt.name]}>", grid, (MATMUL_THREADS, 1, 1),
+            self.rt.launch(matmul_name(dt.name, self.matmul_min_blocks[dt.name]), grid, (MATMUL_THREADS, 1, 1),
                            (ea, eb, out, np.int64(m), np.int64(n), np.int64(k), np.int64(nbatch), self._meta(meta)))
         if a_vec:
             out = out.reshape(batch + (n,))

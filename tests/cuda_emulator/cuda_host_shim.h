@@ -15,7 +15,16 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 #define __shared__ static
+
+// CUDA's built-in 16-byte vector types (the ones the kernels use).
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+struct alignas(16) double2 {
+    double x, y;
+};
 
 struct dim3 {
     unsigned int x = 1, y = 1, z = 1;

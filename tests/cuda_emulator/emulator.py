@@ -60,7 +60,7 @@ def build() -> Path:
         cpp = Path(tmp) / "emulator.cpp"
         cpp.write_text(src)
         out = Path(tmp) / "emulator.so"
-        cmd = [cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-Wno-unknown-pragmas",
+        cmd = [cxx, "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-Wno-unknown-pragmas", "-fno-strict-aliasing",
                f"-I{HERE}", f"-I{KERNEL_DIR}", str(cpp), "-o", str(out)]
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode:
