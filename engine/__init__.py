@@ -28,3 +28,9 @@ __all__ = [
     "logsumexp", "linear", "dropout", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
     "autodiff", "backends", "functional", "nn", "ops", "optim",
 ]
+
+# static graphs and captured steps (engine.static builds on everything above)
+from . import static  # noqa: E402
+from .static import compile  # noqa: E402,A004  (engine.compile(step_fn): capture once, replay)
+
+__all__ += ["static", "compile"]

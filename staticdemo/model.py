@@ -392,8 +392,11 @@ def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int
         for _ in range(steps):
             losses.append(step(xt, yt).item())
         out[name] = {"losses": losses, "us_per_step": (time.perf_counter() - t0) / steps * 1e6, "step": step}
-    stats = out["compiled"]["step"].stats
+    compiled = out["compiled"]["step"]
+    stats = compiled.stats
+    captured = compiled.to_graph()
     return {"identical": out["eager"]["losses"] == out["compiled"]["losses"],
+            "graph_dot": graph_dot(captured), "graph_counts": captured.counts().as_dict(),
             "losses": out["compiled"]["losses"], "traced_ops": stats.traced_ops,
             "replayed_ops": stats.replayed_ops, "eager_us": out["eager"]["us_per_step"],
             "compiled_us": out["compiled"]["us_per_step"]}

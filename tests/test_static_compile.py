@@ -149,3 +149,28 @@ def test_benchmark_entry_point_matches_its_eager_twin():
     compiled = static.compiled_hw2_step_fn(params)
     lc = [compiled(xt, yt).item() for _ in range(4)]
     assert le == lc
+
+
+def test_captured_program_as_a_static_graph_runs_in_a_session():
+    rng = np.random.default_rng(4)
+    X, Y = rng.standard_normal((8, 3)), rng.standard_normal((8, 1))
+    w = engine.tensor(rng.standard_normal((3, 1)), requires_grad=True)
+
+    def step(x, y):
+        w.grad = None
+        loss = F.mse_loss(x @ w, y)
+        loss.backward()
+        return loss, w.grad
+
+    compiled = static.compile(step)
+    loss_c, grad_c = compiled(engine.tensor(X), engine.tensor(Y))
+    g = compiled.to_graph()
+    kinds = g.counts()
+    assert kinds.placeholder == 2 and kinds.variable == 1 and kinds.op == compiled.stats.replayed_ops
+    assert kinds.gradient > 0 and kinds.gradient < kinds.op  # the backward ops are marked
+    loss_node, grad_node = g.outputs
+    feed = {g.get("input0"): X, g.get("input1"): Y}
+    loss_s, grad_s = static.Session(g).run([loss_node, grad_node], feed)
+    assert np.array_equal(loss_s, loss_c.numpy()) and np.array_equal(grad_s, grad_c.numpy())
+    # the graph passes apply to it like to any static graph
+    assert static.prune(g, loss_node).after.total < kinds.total

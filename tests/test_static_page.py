@@ -81,6 +81,8 @@ def test_counts_over_steps():
 def test_compile_demo_is_bit_identical():
     d = M.compile_demo(steps=3, tokens=5)
     assert d["identical"] and len(d["losses"]) == 4 and d["replayed_ops"] <= d["traced_ops"]
+    c = d["graph_counts"]
+    assert c["placeholder"] == 2 and c["variable"] == 4 and c["op"] == d["replayed_ops"] and 0 < c["gradient"] < c["op"]
 
 
 # --- the page, headless --------------------------------------------------------------------------------

@@ -157,5 +157,12 @@ if demo:
     st.markdown(f"Losses of 21 steps identical to eager mode, bit for bit: **{demo['identical']}** "
                 f"(first {demo['losses'][0]:.6f}, last {demo['losses'][-1]:.6f}). Timings are this server's, "
                 "measured while the page ran.")
+    gc = demo["graph_counts"]
+    with st.expander(f"The captured step as a static graph: {gc['total']} nodes ({gc['placeholder']} inputs, "
+                     f"{gc['variable']} parameters, {gc['op'] - gc['gradient']} forward ops, "
+                     f"{gc['gradient']} backward ops)"):
+        st.graphviz_chart(demo["graph_dot"], width="stretch")
+        st.caption("Orange: ops the backward pass ran (VJP rules and the accumulation into .grad). Adam's "
+                   "update is applied after each replay by the optimizer object itself.")
 
 publish_link(ctx, {"example": example, "grads": bool(st.session_state[ns.key("grads")]), "length": T})

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import ops
 from ..backends import Backend
-from ..tensor import History, Tensor, tensor, trace_ops
+from ..tensor import History, Tensor, is_grad_enabled, tensor, trace_ops
 
 
 class CaptureError(RuntimeError):
@@ -51,7 +51,7 @@ class _Program:
     """A straight-line list of (kernel, input slots, output slot) over an environment of arrays."""
 
     __slots__ = ("n_slots", "leaf_loads", "input_slots", "instrs", "grad_slots", "out_slots", "rebuild",
-                 "backend", "signature", "stats", "errstate")
+                 "backend", "signature", "stats", "errstate", "kept", "meta")
 
     def run(self, arrays: Sequence[Any]) -> list:
         env: list = [None] * self.n_slots
@@ -99,6 +99,12 @@ def _kernel(op, params, be: Backend) -> Callable:
             return lambda a: a.transpose(order)
         if op is ops.MatMul:
             return np.matmul
+        if op is ops.Sum:  # the backend's np.sum(a, axis, keepdims) is this same reduction
+            axes, keepdim = params
+            return lambda a: np.asarray(a.sum(axis=axes, keepdims=keepdim))
+        if op is ops.Reshape:
+            shape = tuple(params)
+            return lambda a: a.reshape(shape)
     ctx = History(op, (), params, be)
     fwd = op.forward
     return lambda *arrays: fwd(ctx, *arrays)
@@ -129,7 +135,7 @@ class CompiledStep:
         be = prog.backend
         if self.optimizer is not None:
             for p, slot in prog.grad_slots:
-                p.grad = Tensor._make(env[slot], be)
+                p.grad = Tensor._make(_as_array(env[slot]), be)
             self.optimizer.step()
         return prog.rebuild([Tensor._make(_as_array(env[s]), be) for s in prog.out_slots])
 
@@ -137,12 +143,48 @@ class CompiledStep:
     def stats(self) -> TraceStats | None:
         return self.last_program.stats if self.last_program is not None else None
 
+    def to_graph(self):
+        """The last captured program as a static :class:`~engine.static.Graph` (to draw, count or run).
+
+        Inputs become placeholders (``input0``, ...), parameters (leaves requiring grad) variables
+        holding their current values, other leaves constants, and every replayed op an op node;
+        ops that ran with gradients disabled (the backward pass) get the ``gradient`` role.
+        ``graph.outputs`` lists the nodes the step returns, ``graph.gradients`` maps ``id(param)``
+        to the node of its gradient.
+        """
+        from .graph import Graph, Node, VariableState
+        prog = self.last_program
+        if prog is None:
+            raise RuntimeError("nothing captured yet: call the compiled step once first")
+        g = Graph(backend=prog.backend, name="captured")
+        node_of: dict[int, Node] = {}
+        for s in prog.input_slots:
+            shape, dtype, name = prog.meta[s]
+            node_of[s] = g._append(Node(g, "placeholder", g._unique(name), shape, dtype))
+        for s, t in prog.leaf_loads:
+            shape, dtype, name = prog.meta[s]
+            kind = "variable" if t.requires_grad else "constant"
+            node = Node(g, kind, g._unique(name or ("param" if kind == "variable" else "Const")), shape, dtype)
+            if kind == "variable":
+                node.state, node.trainable = VariableState(t._data), True
+            else:
+                node.value = t._data
+            node_of[s] = g._append(node)
+        for op, params, in_slots, out in prog.kept:
+            shape, dtype, role = prog.meta[out]
+            node = Node(g, "op", g._unique(op.name), shape, dtype, [node_of[i] for i in in_slots], op, params, role)
+            node.run_ctx = History(op, (), params, prog.backend)
+            node_of[out] = g._append(node)
+        g.outputs = [node_of[s] for s in prog.out_slots]
+        g.gradients = {id(p): node_of[s] for p, s in prog.grad_slots}
+        return g
+
     # --- capture ----------------------------------------------------------------------------------
     def _capture(self, args: tuple, sig: tuple):
         records: list[tuple] = []
 
         def hook(op, inputs, params, out):
-            records.append((op, inputs, tuple(t._data for t in inputs), params, out))
+            records.append((op, inputs, tuple(t._data for t in inputs), params, out, is_grad_enabled()))
 
         t0 = time.perf_counter()
         with trace_ops(hook):
@@ -166,7 +208,10 @@ class CompiledStep:
         backend = None
         raw: list[tuple] = []
         changed: list[Tensor] = []
-        for op, inputs, arrays, params, out in records:
+        meta: dict[int, tuple] = {a: (args_t.shape, args_t.dtype, f"input{i}")
+                                  for i, (a, args_t) in enumerate(zip(prog.input_slots,
+                                                                      [a for a in args if isinstance(a, Tensor)]))}
+        for op, inputs, arrays, params, out, grad_mode in records:
             if op is ops.Max and out.requires_grad:
                 raise CaptureError("compile() cannot capture the gradient of max (its VJP builds the "
                                    "tie mask outside ops); use the step eagerly")
@@ -180,11 +225,13 @@ class CompiledStep:
                         n += 1
                         leaf_loads.append((s, t))
                         keep_alive.append(t)
+                        meta[s] = (t.shape, t.dtype, t.name)
                         if t._data is not arr:
                             changed.append(t)
                     slot_of[t.unique_id] = s
                 in_slots.append(s)
             slot_of[out.unique_id] = n
+            meta[n] = (out.shape, out.dtype, "forward" if grad_mode else "gradient")
             raw.append((op, params, tuple(in_slots), n))
             backend = out.backend
             n += 1
@@ -236,6 +283,8 @@ class CompiledStep:
         prog.rebuild = rebuild
         prog.backend = backend
         prog.errstate = backend.name == "numpy" and self.optimize
+        prog.kept = instrs
+        prog.meta = meta
         prog.stats = TraceStats(len(raw), len(prog.instrs), len(prog.leaf_loads), elapsed)
         return prog, result
 

@@ -123,6 +123,8 @@ class Graph:
         self.nodes: list[Node] = []
         self._names: Counter = Counter()
         self._role = "forward"
+        self.outputs: list[Node] = []          # set for captured programs (engine.static.compile)
+        self.gradients: dict[int, Node] = {}
 
     # --- context ------------------------------------------------------------------------------
     @contextmanager

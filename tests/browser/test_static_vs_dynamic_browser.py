@@ -30,6 +30,12 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     text = main.inner_text()
     assert "Control flow: a recurrent step unrolled" in text and "Constant folding" in text
     page.get_by_role("button", name="Trace the HW2 step and replay it 20 times").click()
-    wait_idle(page, timeout=90)
+    page.get_by_text(re.compile(r"identical to eager mode, bit for bit")).wait_for(timeout=120_000)
+    wait_idle(page, timeout=60)
     assert "bit for bit: True" in main.inner_text()
     shot(page, "static_compiled")
+    page.get_by_text(re.compile(r"^The captured step as a static graph")).click()
+    wait_idle(page)
+    page.locator('[data-testid="stExpander"] [data-testid="stGraphVizChart"] svg').first.wait_for()
+    assert page.locator('[data-testid="stExpander"] [data-testid="stGraphVizChart"] svg g.node').count() >= 40
+    page.locator('[data-testid="stExpander"]').first.screenshot(path=str(shot(page, "static_compiled")))
