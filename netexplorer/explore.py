@@ -15,11 +15,11 @@ from engine.explain.frames import FrameSet
 from engine.explain.plotly_figure import build_figure
 
 from . import analysis
-from .frames import NetworkView, build_view, default_level, frame_moment, n_frames
+from .frames import NetworkView, build_view, default_level, frame_span
 from .presets import SWEEPS, Network, build, clean_options
 from .recording import Recording, record
 
-ANIMATION_LIMIT = 6000      # frames x nodes above which the figure carries only the current frame
+ANIMATION_LIMIT = 2000      # frames x nodes above which the figure starts without browser animation
 
 
 @dataclass
@@ -35,7 +35,14 @@ class Explored:
 
     @property
     def n_frames(self) -> int:
-        return n_frames(self.rec)
+        """Frames of every view (both views share frame indices)."""
+        return len(self.views["op"].frames.frames)
+
+    @property
+    def per_frame(self) -> tuple[int, int]:
+        """Forward ops and backward steps shown per frame (1, 1 unless the network is very big)."""
+        fs = self.views["op"].frames
+        return fs.forward_per_frame, fs.backward_per_frame
 
     @property
     def default_level(self) -> str:
@@ -45,11 +52,12 @@ class Explored:
         v = self.views[level]
         return len(v.frames.frames) * len(v.graph.nodes) <= ANIMATION_LIMIT
 
-    def figure(self, level: str, frame: int) -> go.Figure:
-        """The graph figure: with every frame (Play / slider in the browser) when small, else just
-        frame ``frame`` (big networks: stepping happens on the server)."""
+    def figure(self, level: str, frame: int, animate: bool | None = None) -> go.Figure:
+        """The graph figure: with every frame (Play / slider in the browser) when ``animate``
+        (default: when small), else just frame ``frame`` (stepping happens on the server; Plotly
+        validates every frame on each page run, which costs seconds for big networks)."""
         v = self.views[level]
-        if self.animated(level):
+        if self.animated(level) if animate is None else animate:
             if level not in self.figures:
                 self.figures[level] = build_figure(v.frames, v.graph, v.positions)
             return self.figures[level]
@@ -91,7 +99,9 @@ class Moment:
 
 def moment(ex: Explored, frame: int) -> Moment:
     rec = ex.rec
-    phase, i = frame_moment(rec, frame)
+    phase, start, stop = frame_span(rec, frame, *ex.per_frame)
+    i = stop - 1 if stop is not None else None
+    merged = f" (this frame shows {stop - start} of them; the last is described)" if stop and stop - start > 1 else ""
     if phase == "inputs":
         return Moment(phase, "Inputs and parameters (leaves): nothing computed yet")
     if phase == "done":
@@ -99,7 +109,7 @@ def moment(ex: Explored, frame: int) -> Moment:
     if phase == "forward":
         node = rec.node(rec.forward_order[i])
         args = ", ".join(rec.node(p).label for p in node.parents)
-        return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}: {node.label} = {node.op}({args}) "
+        return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}{merged}: {node.label} = {node.op}({args}) "
                              f"→ {analysis.format_shape(node.shape)}   [{node.layer}]",
                       node.id, analysis.vjp_formula(node.op), node.value)
     step = rec.backward[i]
@@ -107,7 +117,7 @@ def moment(ex: Explored, frame: int) -> Moment:
     detail = analysis.step_detail(rec, step)
     fans = [analysis.fan_out_sum(rec, c.target) for c in step.contributions if c.expected > 1 and c.complete]
     kind = "leaf: gradient accumulated" if step.leaf_grad is not None else "VJP"
-    return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}: {node.label} ({node.op}, "
+    return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}{merged}: {node.label} ({node.op}, "
                          f"{analysis.format_shape(node.shape)}) — {kind}   [{node.layer}]",
                   node.id, detail.formula, node.value, step.adjoint, detail, fans)
 

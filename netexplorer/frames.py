@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.explain.frames import FrameSet, build_frames
+from engine.explain.frames import MAX_FRAMES, FrameSet, build_frames
 from engine.explain.graph import Graph, GraphEdge, GraphNode, fmt, plain_value
 from engine.explain.layout import collapse_groups, layout
 from engine.explain.trace import BackwardEvent, ForwardStep, Trace, bar
@@ -25,8 +25,7 @@ LAYER_VIEW_THRESHOLD = 300   # op nodes above which the page opens in layer view
 
 
 def _name(rec: Recording, nid: int) -> str:
-    n = rec.node(nid)
-    return f"{n.label} {format_shape(n.shape)}"
+    return rec.node(nid).label
 
 
 def _kind(rec: Recording, nid: int) -> str:
@@ -57,31 +56,30 @@ def to_trace(rec: Recording, graph: Graph) -> Trace:
     for i, nid in enumerate(rec.forward_order):
         n = rec.node(nid)
         args = ", ".join(rec.node(p).label for p in n.parents)
-        forward.append(ForwardStep(i, nid, n.op, list(n.parents), plain_value(n.value), list(n.shape),
+        forward.append(ForwardStep(i, nid, n.op, list(n.parents), None, list(n.shape),
                                    f"{n.label} = {n.op}({args}) → {format_shape(n.shape)}"))
     events: list[BackwardEvent] = []
 
     def add(kind, step, node, parent, value, received, expected, text):
-        events.append(BackwardEvent(len(events), kind, step, node, parent, plain_value(value), received,
-                                    expected, text))
+        # values stay in the recording (the page draws them); frames only need who, when and how many
+        events.append(BackwardEvent(len(events), kind, step, node, parent, value, received, expected, text))
 
     grads = {}
     for s in rec.backward:
         name = _name(rec, s.node)
-        add("visit", s.index, s.node, None, s.adjoint, None, None,
-            f"take {name}: adjoint {bar(rec.node(s.node).label)} = {fmt(plain_value(s.adjoint))}")
+        add("visit", s.index, s.node, None, None, None, None,
+            f"take {name} {format_shape(s.adjoint.shape)}: its adjoint {bar(rec.node(s.node).label)} is complete")
         for c in s.contributions:
-            add("send", s.index, s.node, c.target, c.value, None, None,
+            add("send", s.index, s.node, c.target, None, None, None,
                 f"{rec.node(s.node).label} → {rec.node(c.target).label}: VJP contribution "
                 f"{format_shape(c.value.shape)}")
-            add("accumulate", s.index, c.target, None, c.total, c.received, c.expected,
+            add("accumulate", s.index, c.target, None, None, c.received, c.expected,
                 f"{bar(rec.node(c.target).label)} ({c.received} of {c.expected} received)")
         if s.leaf_grad is not None:
             grads[rec.node(s.node).label] = plain_value(s.leaf_grad)
-            add("leaf", s.index, s.node, None, s.leaf_grad, None, None,
+            add("leaf", s.index, s.node, None, None, None, None,
                 f"{rec.node(s.node).label}.grad += {format_shape(s.leaf_grad.shape)}")
-    return Trace("topological", graph, forward, events, grads,
-                 {s.node: plain_value(s.adjoint) for s in rec.backward},
+    return Trace("topological", graph, forward, events, grads, {},
                  sum(1 for s in rec.backward if s.leaf_grad is None), 0, len(forward), len(events))
 
 
@@ -96,24 +94,36 @@ class NetworkView:
     box_of: dict[int, int]           # recording node id -> node id in this view's graph
 
 
-def frame_moment(rec: Recording, frame: int) -> tuple[str, int | None]:
-    """What frame ``frame`` shows: ("inputs", None), ("forward", op index), ("backward", step), ("done", None)."""
-    f = len(rec.forward_order)
-    b = len(rec.backward)
+def frame_span(rec: Recording, frame: int, per_f: int = 1, per_b: int = 1) -> tuple[str, int | None, int | None]:
+    """Which part of the execution frame ``frame`` shows: (phase, start, stop) over the forward op
+    list or the backward steps. Big networks share a frame between ``per_f`` forward ops /
+    ``per_b`` backward steps (the explain layer merges frames above its ``MAX_FRAMES``)."""
+    f, b = len(rec.forward_order), len(rec.backward)
+    nf, nb = -(-f // per_f), -(-b // per_b)
     if frame <= 0:
-        return "inputs", None
-    if frame <= f:
-        return "forward", frame - 1
-    if frame <= f + b:
-        return "backward", frame - f - 1
-    return "done", None
+        return "inputs", None, None
+    if frame <= nf:
+        j = frame - 1
+        return "forward", j * per_f, min(f, (j + 1) * per_f)
+    if frame <= nf + nb:
+        j = frame - nf - 1
+        return "backward", j * per_b, min(b, (j + 1) * per_b)
+    return "done", None, None
 
 
-def n_frames(rec: Recording) -> int:
-    return len(rec.forward_order) + len(rec.backward) + 2
+def frame_moment(rec: Recording, frame: int, per_f: int = 1, per_b: int = 1) -> tuple[str, int | None]:
+    """What frame ``frame`` shows: ("inputs", None), ("forward", op index), ("backward", step), ("done", None).
+
+    When frames are merged, the index is the last op / step of the frame."""
+    phase, start, stop = frame_span(rec, frame, per_f, per_b)
+    return phase, (stop - 1 if stop is not None else None)
 
 
-def build_view(rec: Recording, level: str = "op") -> NetworkView:
+def n_frames(rec: Recording, per_f: int = 1, per_b: int = 1) -> int:
+    return -(-len(rec.forward_order) // per_f) + -(-len(rec.backward) // per_b) + 2
+
+
+def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES) -> NetworkView:
     """Layout and frames for the op view or the collapsed layer view.
 
     Raises:
@@ -139,10 +149,44 @@ def build_view(rec: Recording, level: str = "op") -> NetworkView:
     else:
         raise ValueError(f"level must be 'op' or 'layer', got {level!r}")
     positions = layout(view_graph)
-    frames = build_frames(trace, view_graph)
+    frames = build_frames(trace, view_graph, max_frames=max_frames)
     if level == "layer":
         _layer_texts(rec, view_graph, frames)
+    group_ids = {n.id for n in view_graph.nodes if n.kind == "group"}
+    _op_texts(rec, frames, [(slot, nid) for slot, nid in enumerate(frames.node_ids) if nid not in group_ids])
     return NetworkView(level, view_graph, positions, frames, box_of)
+
+
+def _op_texts(rec: Recording, frames: FrameSet, slots: list[tuple[int, int]]) -> None:
+    """Short node text under each marker: the output shape, then where its adjoint stands
+    (k of n contributions received, ✓ when processed). Values are in the page's panels.
+
+    Built incrementally frame by frame (O(frames x nodes) list copies)."""
+    slot_of = {nid: slot for slot, nid in slots}
+    shape = {nid: format_shape(rec.node(nid).shape) for _, nid in slots}
+    current = {nid: ("" if rec.node(nid).kind == "op" else shape[nid]) for _, nid in slots}
+    received: dict[int, int] = {}
+    texts = list(frames.frames[0].node_text) if frames.frames else []
+    for nid, text in current.items():
+        texts[slot_of[nid]] = text
+    others = [i for i in range(len(texts)) if frames.node_ids[i] not in slot_of]   # layer boxes
+    per = (frames.forward_per_frame, frames.backward_per_frame)
+    for k, frame in enumerate(frames.frames):
+        phase, start, stop = frame_span(rec, k, *per)
+        for nid in rec.forward_order[start:stop] if phase == "forward" else ():
+            if nid in slot_of:
+                texts[slot_of[nid]] = shape[nid]
+        for s in rec.backward[start:stop] if phase == "backward" else ():
+            for c in s.contributions:
+                received[c.target] = received.get(c.target, 0) + 1
+                if c.target in slot_of:
+                    texts[slot_of[c.target]] = f"{shape[c.target]}\nadjoint {received[c.target]} of {c.expected}"
+            if s.node in slot_of:
+                texts[slot_of[s.node]] = shape[s.node] + ("\ngrad ✓" if s.leaf_grad is not None else "\nadjoint ✓")
+        row = list(texts)
+        for j in others:
+            row[j] = frame.node_text[j]
+        frame.node_text = row
 
 
 def _layer_texts(rec: Recording, graph: Graph, frames: FrameSet) -> None:
@@ -150,18 +194,23 @@ def _layer_texts(rec: Recording, graph: Graph, frames: FrameSet) -> None:
     fw_pos = {nid: i for i, nid in enumerate(rec.forward_order)}
     bw_pos = {s.node: s.index for s in rec.backward}
     out_of = {layer.name: layer.output for layer in rec.layers}
-    slots = [(frames.node_ids.index(n.id), n, out_of[n.group]) for n in graph.nodes if n.kind == "group"]
+    slot_of = {nid: i for i, nid in enumerate(frames.node_ids)}
+    boxes = []
+    for n in graph.nodes:
+        if n.kind != "group":
+            continue
+        node = rec.node(out_of[n.group])
+        boxes.append((slot_of[n.id], n.name, fw_pos.get(node.id, len(fw_pos)), bw_pos.get(node.id),
+                      f"= {fmt(plain_value(node.value))}",
+                      f"adjoint = {fmt(plain_value(node.adjoint))}" if node.adjoint is not None else ""))
+    per = (frames.forward_per_frame, frames.backward_per_frame)
     for k, frame in enumerate(frames.frames):
-        phase, i = frame_moment(rec, k)
-        for slot, box, out in slots:
-            node = rec.node(out)
-            lines = [box.name]
-            if phase in ("backward", "done") or (phase == "forward" and fw_pos.get(out, len(fw_pos)) <= i):
-                lines.append(f"= {fmt(plain_value(node.value))}")
-            if (phase == "backward" and bw_pos.get(out, len(rec.backward)) <= i) or \
-                    (phase == "done" and out in bw_pos):
-                lines.append(f"adjoint = {fmt(plain_value(node.adjoint))}")
-            frame.node_text[slot] = "\n".join(lines)
+        phase, i = frame_moment(rec, k, *per)
+        for slot, name, fw, bw, value_text, adjoint_text in boxes:
+            computed = phase in ("backward", "done") or (phase == "forward" and fw <= i)
+            visited = bw is not None and (phase == "done" or (phase == "backward" and bw <= i))
+            frame.node_text[slot] = name + ("\n" + value_text if computed else "") + \
+                ("\n" + adjoint_text if visited else "")
 
 
 def _remap(trace: Trace, box_of: dict[int, int], graph: Graph) -> Trace:

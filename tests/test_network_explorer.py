@@ -224,3 +224,67 @@ def test_custom_layers_and_errors():
     rec = record(net)
     assert rec.node(rec.loss_node).shape == ()
     assert [layer.name for layer in rec.layers][:4] == ["1. Linear 5", "2. Tanh", "3. Linear 3", "4. Sigmoid"]
+
+
+def test_views_share_frame_indices_and_layer_boxes_show_outputs():
+    from engine.explain.graph import fmt, plain_value
+    from netexplorer.frames import build_view, frame_moment, n_frames
+
+    rec = record(build("rnn", steps=3))
+    op, layer = build_view(rec, "op"), build_view(rec, "layer")
+    assert len(op.frames.frames) == len(layer.frames.frames) == n_frames(rec)
+    assert frame_moment(rec, 0) == ("inputs", None)
+    assert frame_moment(rec, 1) == ("forward", 0)
+    assert frame_moment(rec, len(rec.forward_order) + 1) == ("backward", 0)
+    assert frame_moment(rec, n_frames(rec) - 1) == ("done", None)
+    # every layer is one box; leaves that take a gradient stay outside the boxes
+    boxes = [n for n in layer.graph.nodes if n.kind == "group"]
+    assert [b.group for b in boxes] == [lay.name for lay in rec.layers]
+    assert {n.name.split(" ")[0] for n in layer.graph.nodes if n.kind == "input"} == {"Wx", "Wh", "b", "Wo"}
+    # at the end, the box of step 1 shows step 1's output value and adjoint
+    step1 = rec.layers[0]
+    out = rec.node(step1.output)
+    slot = layer.frames.node_ids.index(next(b.id for b in boxes if b.group == step1.name))
+    text = layer.frames.frames[-1].node_text[slot]
+    assert fmt(plain_value(out.value)) in text and fmt(plain_value(out.adjoint)) in text
+    # in the op view, node labels carry shapes
+    wh = next(i for i, n in enumerate(op.graph.nodes) if n.name == "Wh")
+    assert op.frames.frames[-1].node_text[op.frames.node_ids.index(op.graph.nodes[wh].id)] == "(4, 4)\ngrad ✓"
+
+
+def test_layout_and_frames_for_500_nodes_under_a_second():
+    import time
+
+    from benchmarks.network_frames import network_with_nodes
+    from netexplorer.frames import build_view, to_graph
+
+    rec = network_with_nodes(500)
+    assert len(to_graph(rec).nodes) >= 500
+    for level in ("op", "layer"):
+        best = min(_timed(lambda: build_view(rec, level), time) for _ in range(2))
+        assert best < 1.0, f"{level} view took {best:.2f} s"
+
+
+def _timed(fn, time):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def test_merged_frames_for_big_networks_stay_aligned():
+    """Above the explain layer's frame budget several ops share a frame; both views still agree."""
+    from netexplorer.frames import build_view, frame_span, n_frames
+
+    rec = record(build("rnn", steps=4))
+    op, layer = build_view(rec, "op", max_frames=24), build_view(rec, "layer", max_frames=24)
+    per = (op.frames.forward_per_frame, op.frames.backward_per_frame)
+    assert per[0] > 1 and per[1] > 1
+    assert (layer.frames.forward_per_frame, layer.frames.backward_per_frame) == per
+    assert len(op.frames.frames) == len(layer.frames.frames) == n_frames(rec, *per) <= 24
+    spans = [frame_span(rec, k, *per) for k in range(len(op.frames.frames))]
+    fwd = [i for ph, a, b in spans if ph == "forward" for i in range(a, b)]
+    bwd = [i for ph, a, b in spans if ph == "backward" for i in range(a, b)]
+    assert fwd == list(range(len(rec.forward_order))) and bwd == list(range(len(rec.backward)))
+    assert spans[-1][0] == "done" and [f.phase for f in op.frames.frames][-1] == "done"
+    wh = op.frames.node_ids.index(rec.node_by_label("Wh").id)
+    assert op.frames.frames[-1].node_text[wh] == "(4, 4)\ngrad ✓"

@@ -111,15 +111,17 @@ step = step_controls(ns, ex.n_frames)
 m = moment(ex, step)
 st.markdown(f"#### Step {step + 1} of {ex.n_frames} · {m.phase}\n{m.title}")
 
-fig = ex.figure(level, step)
-fig = style_graph_figure(at_frame(fig, step) if ex.animated(level) else fig, look,
-                         height=max(look.figure_height, 420))
+animate = st.toggle("Animate in the browser (Play / slider)", value=ex.animated(level),
+                    key=ns.key(f"animate_{key}_{level}"),
+                    help="Sends every frame to the browser so Play and the figure's slider run there. "
+                         "Off by default for big networks, where it slows every page run down.")
+fig = ex.figure(level, step, animate)
+fig = style_graph_figure(at_frame(fig, step) if animate else fig, look, height=max(look.figure_height, 420))
 st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
-if ex.animated(level):
-    st.caption("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above "
-               "move the page's step (and the deep link).")
-else:
-    st.caption("This network is large: the figure shows the current step only (use the buttons above).")
+st.caption("Node labels: name, output shape, and where its adjoint stands (k of n contributions received; ✓ once "
+           "processed). Colours: blue computed, red waiting for more contributions, green complete, yellow active. "
+           + ("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above move "
+              "the page's step (and the deep link)." if animate else "The figure shows the current step."))
 
 
 def show_tensor(where, value, title: str, key: str) -> None:

@@ -1,0 +1,89 @@
+"""Real-browser test of the Network explorer page: pick presets, step through backward, see shapes and fan-out sums."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from netexplorer.explore import explore, moment
+from netexplorer.presets import PRESETS
+
+pytestmark = pytest.mark.browser
+
+
+def step_header(page) -> str:
+    return page.get_by_text(re.compile(r"^Step \d+ of \d+")).first.inner_text()
+
+
+def pick_network(page, wait_idle, key: str) -> None:
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Network").first.click()
+    page.get_by_role("option", name=PRESETS[key].title).click()
+    wait_idle(page)
+    assert f"net={key}" in page.url
+    assert PRESETS[key].build().title in page.locator('[data-testid="stMain"]').inner_text()
+
+
+def click(page, wait_idle, name: str, times: int = 1) -> None:
+    for _ in range(times):
+        page.get_by_role("button", name=name).click()
+        wait_idle(page)
+
+
+def graph_text(page) -> str:
+    plot = page.locator(".js-plotly-plot").first
+    plot.wait_for()
+    return " ".join(plot.locator(".scatterlayer text").all_text_contents())
+
+
+def fan_out_frame(key: str, leaf: str) -> tuple[int, int, int]:
+    """(frame where ``leaf``'s fan-out sum completes, number of contributions, frames in total)."""
+    ex = explore(key, {})
+    node = ex.rec.node_by_label(leaf)
+    parts = ex.rec.contributions_to(node.id)
+    frame = len(ex.rec.forward_order) + 1 + parts[-1].step
+    assert leaf in [f.label for f in moment(ex, frame).fan_out]
+    return frame, len(parts), ex.n_frames
+
+
+def test_two_presets_backward_shapes_and_fan_out(page, app_url, wait_idle, shot):
+    page.goto(f"{app_url}/Network_explorer")
+    wait_idle(page)
+    assert step_header(page).startswith("Step 1 of")
+
+    # 1) residual block, op view: x fans out to the skip path and to f
+    pick_network(page, wait_idle, "residual")
+    frame, parts, total = fan_out_frame("residual", "x")
+    page.get_by_text("Op view (every primitive)").click()
+    wait_idle(page)
+    click(page, wait_idle, "End")
+    assert step_header(page).startswith(f"Step {total} of {total}")
+    click(page, wait_idle, "Back", times=total - 1 - frame)
+    assert step_header(page).startswith(f"Step {frame + 1} of {total}")
+    main = page.locator('[data-testid="stMain"]')
+    assert f"Fan-out sum at x: {parts} contributions" in main.inner_text()
+    assert "= sum" in main.inner_text()
+    drawn = graph_text(page)
+    assert "fc1.weight" in drawn and "(4, 4)" in drawn and "(3, 4)" in drawn    # names and shapes drawn
+    assert "adjoint 2 of 2" in drawn                                   # x has both contributions
+    assert f"step={frame}" in page.url
+    shot(page, "network_residual_fan_out")
+
+    # 2) RNN, layer view: the shared weight Wh receives one contribution per time step
+    pick_network(page, wait_idle, "rnn")
+    frame, parts, total = fan_out_frame("rnn", "Wh")
+    assert parts == 3
+    page.get_by_text("Layer view (a box per layer)").click()
+    wait_idle(page)
+    start = len(explore("rnn", {}).rec.forward_order) + 1     # first backward frame
+    page.goto(f"{app_url}/Network_explorer?net=rnn&level=layer&step={start}")
+    wait_idle(page)
+    assert step_header(page).startswith(f"Step {start + 1} of {total}")
+    assert "backward" in step_header(page)
+    click(page, wait_idle, "Step", times=frame - start)
+    assert step_header(page).startswith(f"Step {frame + 1} of {total}")
+    main = page.locator('[data-testid="stMain"]')
+    assert "Fan-out sum at Wh: 3 contributions" in main.inner_text()
+    drawn = graph_text(page)
+    assert "Wh" in drawn and "(4, 4)adjoint 3 of 3" in drawn.replace(" ", "").replace("(4,4)", "(4, 4)")
+    assert "step 1: h = tanh(x Wx + h Wh + b) (2, 4)" in drawn
+    shot(page, "network_rnn_layer_fan_out")
