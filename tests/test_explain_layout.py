@@ -86,6 +86,15 @@ def test_bfs_frames_mark_the_lost_contribution():
     assert any("LOST" in f.caption for f in fs.frames)
 
 
+def test_path_recursion_frames_sum_leaf_gradients_over_paths():
+    tr = record_execution(SLIDE, X, strategy="path_recursion")
+    fs = build_frames(tr)
+    x1 = fs.node_ids.index(tr.graph.by_name("x1").id)
+    assert "grad = 368 (path 2: +367)" in fs.frames[-1].node_text[x1]
+    x3 = fs.node_ids.index(tr.graph.by_name("x5").id)
+    assert "x̄5 = 244.7" in fs.frames[-1].node_text[x3]
+
+
 def test_frames_report_a_caught_recursion_error():
     from engine.explain import recursion_demo
     _, rec = recursion_demo(1500, strategies=("topological", "recursive_dfs"))

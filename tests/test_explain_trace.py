@@ -118,6 +118,15 @@ def test_path_recursion_vjp_calls_grow_as_2_to_the_depth_topological_linearly():
         assert by[(d, "path_recursion")]["backward_ops"] > by[(d, "topological")]["backward_ops"] * (2 ** d - 1) / d / 2
 
 
+def test_path_recursion_adjoints_sum_over_paths_like_topological():
+    for text, inputs in ((SLIDE, X), doubling_chain_program(5)):
+        ref = record_execution(text, inputs).adjoints
+        got = record_execution(text, inputs, strategy="path_recursion").adjoints
+        assert set(got) == set(ref)
+        for k in ref:
+            assert got[k] == pytest.approx(ref[k], rel=1e-12)
+
+
 def test_path_recursion_reports_its_work_limit():
     text, inputs = doubling_chain_program(8)
     autodiff.register_strategy(_Limited())

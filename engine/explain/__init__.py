@@ -1,7 +1,11 @@
 """The explain layer: the engine's own execution as plain data for pictures (no UI code here).
 
 Importing it registers the extra traversal strategies (bfs_first_touch, path_recursion,
-recursive_dfs) with ``engine.autodiff``. See /work/notes/explain_api.md for the API tour.
+recursive_dfs) with ``engine.autodiff``.
+
+parser (typed text -> engine ops), graph + trace (what ran, as events), strategies, layout,
+frames, dot, plotly_figure, harness (random DAGs, strategy comparison), costs (forward vs reverse,
+finite differences, activation memory), text (tables for the command-line examples).
 """
 from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_output, plain_value  # noqa: F401
 from .parser import ALLOWED_FUNCTIONS, ExpressionError, Program, parse_inputs, parse_program  # noqa: F401

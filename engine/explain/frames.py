@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from .graph import Graph, fmt
 from .trace import Trace, bar
 
@@ -44,6 +46,13 @@ class FrameSet:
     def to_dict(self) -> dict:
         return {"node_ids": self.node_ids, "frames": [asdict(f) for f in self.frames], "truncated": self.truncated,
                 "forward_per_frame": self.forward_per_frame, "backward_per_frame": self.backward_per_frame}
+
+
+def _add(a, b):
+    if isinstance(a, str) or isinstance(b, str):  # "inf"/"nan" stored as text
+        return float(a) + float(b) if not isinstance(a, list) else a
+    out = np.add(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    return float(out) if out.ndim == 0 else out.tolist()
 
 
 def _caption(texts: list[str], limit: int = 6) -> str:
@@ -106,6 +115,8 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
         text[i] = forward_text[i] + ("\n" + adjoint_line[nid] if nid in adjoint_line else "")
 
     active_prev: list[int] = []
+    visits: dict[int, int] = {}
+    leaf_total: dict[int, object] = {}
     for c in range(0, len(steps), per_b):
         events = [e for group in steps[c:c + per_b] for e in group]
         for nid in active_prev:  # the previously active node is finished
@@ -120,7 +131,11 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
             if nid not in index:
                 continue
             if e.kind == "visit":
-                adjoint_line[nid] = f"{bar(name[nid])} = {fmt(e.value)}"
+                visits[nid] = visits.get(nid, 0) + 1
+                k = visits[nid]
+                # path recursion takes a node once per path: say which path this adjoint came along
+                adjoint_line[nid] = f"{bar(name[nid])} = {fmt(e.value)}" if k == 1 else \
+                    f"{bar(name[nid])} (path {k}) = {fmt(e.value)}"
                 state[index[nid]] = "active"
                 active.append(nid)
             elif e.kind == "send":
@@ -131,7 +146,12 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                 if state[index[nid]] != "active":
                     state[index[nid]] = "complete" if e.received >= e.expected else "waiting"
             elif e.kind == "leaf":
-                adjoint_line[nid] = f"grad = {fmt(e.value)}"
+                prev = leaf_total.get(nid)
+                total = e.value if prev is None or e.value is None else _add(prev, e.value)
+                leaf_total[nid] = total
+                k = visits.get(nid, 1)
+                adjoint_line[nid] = f"grad = {fmt(total)}" if k <= 1 else \
+                    f"grad = {fmt(total)} (path {k}: +{fmt(e.value)})"
                 state[index[nid]] = "leaf"
             elif e.kind == "lost":
                 adjoint_line[nid] = adjoint_line.get(nid, "") + f" (lost {fmt(e.value)})"

@@ -142,6 +142,7 @@ class _Recorder:
         self.n_events = 0
         self.vjp_calls = 0
         self.last_adjoint: dict[int, Any] = {}
+        self._visit_sum: dict[int, Any] = {}
 
     def _id(self, t) -> int:
         nid = self.id_of.get(t.unique_id)
@@ -159,7 +160,14 @@ class _Recorder:
             if not ev.node.is_leaf():
                 self.vjp_calls += 1
             val = plain_value(ev.adjoint)
-            self.last_adjoint.setdefault(nid, val)
+            arr = ev.adjoint.numpy()
+            if nid in self._visit_sum:
+                # visited again (path recursion): by linearity the adjoint is the sum over visits
+                self._visit_sum[nid] = self._visit_sum[nid] + arr
+                self.last_adjoint[nid] = plain_value(self._visit_sum[nid])
+            else:
+                self._visit_sum[nid] = arr
+                self.last_adjoint.setdefault(nid, val)
             self._add("visit", ev.step, nid, None, val, None, None,
                       f"take {self._name(nid)}: adjoint {self._bar(nid)} = {fmt(val)}")
         elif isinstance(ev, ContributionSent):
@@ -316,7 +324,8 @@ def record_tensor(output: Tensor, leaves: Mapping[str, Tensor], strategy: str = 
     """Backward trace of any engine tensor (not only parsed programs), e.g. a network's loss.
 
     The forward steps are the graph's ops in the engine's topological order (inputs first).
-    ``leaves`` names the inputs whose gradients are reported (others still get ``.grad``).
+    ``leaves`` names the inputs whose gradients are reported (others still get ``.grad``); their
+    ``.grad`` is reset to None first, then holds this backward pass's gradient.
     """
     from .graph import graph_from_output
     autodiff.get_strategy(strategy)
