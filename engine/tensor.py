@@ -441,6 +441,8 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
                                f"({be.name} and {t.backend.name}); move them with .to(backend)")
         if t.requires_grad:
             requires_grad = True
+    if be.deferred:  # a static graph's symbolic backend records the op instead of running it
+        return be.record(op, inputs, params)
     st = _state
     ctx = History(op, inputs, params, be)
     n = len(inputs)

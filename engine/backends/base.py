@@ -30,6 +30,7 @@ class Backend(ABC):
     """Array storage plus map / zip / reduce / matmul / gather / scatter-add kernels."""
 
     name: str = "?"
+    deferred: bool = False  # True for a static graph's symbolic backend: ``apply`` records ops there
 
     @classmethod
     def is_available(cls) -> bool:
