@@ -121,6 +121,18 @@ def test_binary_broadcast_on_strided_views(emu, data):
     np.testing.assert_array_equal(np_of(emu, out), ref)
 
 
+@pytest.mark.parametrize("n", [1, 95, 96, 383, 384, 385, 1000, 4099])
+def test_contiguous_fast_path_rounds_and_tails(emu, n):
+    """Around multiples of the grid stride (96 threads in the emulator) and of 4 strides."""
+    rng = np.random.default_rng(n)
+    a, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    ta, tb = emu.array(a, float32), emu.array(b, float32)
+    np.testing.assert_array_equal(np_of(emu, emu.binary("add", ta, tb)), a + b)
+    np.testing.assert_array_equal(np_of(emu, emu.binary("lt", ta, tb)), a < b)
+    np.testing.assert_array_equal(np_of(emu, emu.unary("neg", ta)), -a)
+    np.testing.assert_array_equal(np_of(emu, emu.astype(ta, float64)), a.astype(np.float64))
+
+
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_unary_and_contiguous_on_permuted_views(emu, data):
