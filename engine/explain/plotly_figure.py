@@ -49,7 +49,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, positions: dict[int, tuple[flo
     first = frameset.frames[0]
     base_nodes = nodes(first)
     base_nodes.update({"x": xs, "y": ys, "mode": "markers+text", "textposition": "bottom center",
-                       "hovertext": hover, "hoverinfo": "text", "showlegend": False})
+                       "hovertext": hover, "hoverinfo": "text", "showlegend": False, "cliponaxis": False})
     data = [
         {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
          "line": {"color": "#9ca3af", "width": 1.5}},
@@ -58,13 +58,19 @@ def figure_dict(frameset: FrameSet, graph: Graph, positions: dict[int, tuple[flo
          "hoverinfo": "skip", "showlegend": False, "textfont": {"size": 10}},
     ]
     frames = [{"name": str(f.index), "traces": [1, 2], "data": [hot(f), nodes(f)],
-               "layout": {"title": {"text": f.caption[:160]}}} for f in frameset.frames]
+               "layout": {"title": {"text": f.caption[:160], "x": 0.01, "xanchor": "left", "font": {"size": 13}}}}
+              for f in frameset.frames]
     steps = [{"method": "animate", "label": str(f.index),
               "args": [[str(f.index)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True},
                                         "transition": {"duration": 0}}]} for f in frameset.frames]
+    # room below the lowest node for its two-line label, and beside the outer nodes
+    x_range = [min(xs, default=0) - 0.5, max(xs, default=0) + 0.5]
+    y_range = [min(ys, default=0) - 0.8, max(ys, default=0) + 0.4]
     layout = {
-        "height": height, "title": {"text": first.caption[:160]}, "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
-        "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
+        "height": height, "title": {"text": first.caption[:160], "x": 0.01, "xanchor": "left", "font": {"size": 13}},
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "xaxis": {"visible": False, "range": x_range}, "yaxis": {"visible": False, "range": y_range},
+        "plot_bgcolor": "white",
         "updatemenus": [{"type": "buttons", "showactive": False, "x": 0, "y": -0.02, "xanchor": "left",
                          "yanchor": "top", "buttons": [
                              {"label": "Play", "method": "animate",
