@@ -294,3 +294,22 @@ def test_node_count_report_rows(lecture_graph):
     rows = tf.node_count_report(g, loss)
     assert [r["stage"] for r in rows] == ["as built", "pruned for the fetch", "constant-folded + pruned"]
     assert rows[0]["total"] > rows[1]["total"] >= rows[2]["total"]
+
+
+def test_building_runs_no_kernel_not_even_randomness():
+    """Building dropout on a graph draws no random numbers; each run draws a fresh mask."""
+    be = engine.backends.get_backend("numpy")
+    engine.manual_seed(11)
+    state = be.rng.bit_generator.state
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder((500,), name="x")
+        y = F.dropout(x, 0.5) * 2.0
+    assert be.rng.bit_generator.state == state  # nothing ran while building
+    sess = Session(g)
+    a = sess.run(y, {x: np.ones(500)})
+    b_ = sess.run(y, {x: np.ones(500)})
+    assert be.rng.bit_generator.state != state and not np.array_equal(a, b_)
+    engine.manual_seed(11)
+    eager = (F.dropout(engine.ones(500), 0.5) * 2.0).numpy()
+    assert np.array_equal(a, eager)  # the same generator stream as eager mode

@@ -15,7 +15,7 @@ into a *kernel node* the first time an op uses it, so it is evaluated at run tim
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -210,7 +210,3 @@ def evaluate_recipe(backend: Backend, recipe: tuple, value_of) -> Any:
 
 def abstract_inputs(recipe: tuple) -> list[Abstract]:
     return [a for a in recipe[1] if isinstance(a, Abstract)]
-
-
-def check_shape(declared: Sequence[int], got: Sequence[int]) -> bool:
-    return tuple(declared) == tuple(got)
