@@ -12,52 +12,116 @@ import plotly.graph_objects as go
 from .presentation import Look
 
 
-def at_frame(fig: go.Figure, step: int) -> go.Figure:
-    """A copy of ``fig`` whose visible data (and slider position) is frame ``step``; frames kept for play."""
-    out = go.Figure(fig)
-    frames = out.frames or ()
-    if not frames:
+MAX_BROWSER_FRAMES = 120  # frames sent per rerun: a 500-node graph has ~1000, ~20 MB of JSON
+
+
+def frame_window(n_frames: int, step: int, max_frames: int = MAX_BROWSER_FRAMES) -> range:
+    """The frames sent to the browser: ``max_frames`` of them starting at ``step`` (earlier near the end)."""
+    if n_frames <= max_frames:
+        return range(n_frames)
+    start = min(max(step, 0), n_frames - max_frames)
+    return range(start, start + max_frames)
+
+
+def at_frame(fig: dict, step: int, max_frames: int = MAX_BROWSER_FRAMES) -> dict:
+    """Figure dict whose visible data (and slider position) is frame ``step``; frames kept for Play.
+
+    Works on the plain dict from ``engine.explain.plotly_figure.figure_dict`` and copies only what it
+    changes, so the cached figure is never modified. A long animation is cut to a window of
+    ``max_frames`` frames from ``step`` on (Play and the slider cover that window; the page's step
+    buttons move the window), so a rerun never ships megabytes of frames.
+    """
+    all_frames = fig.get("frames") or []
+    out = dict(fig)
+    if not all_frames:
         return out
-    step = min(max(int(step), 0), len(frames) - 1)
-    fr = frames[step]
-    idxs = list(fr.traces) if fr.traces is not None else list(range(len(fr.data)))
-    for i, fdata in zip(idxs, fr.data):
-        if i < len(out.data):
-            out.data[i].update(fdata.to_plotly_json())
-    if fr.layout is not None:
-        out.layout.update(fr.layout.to_plotly_json())
-    if out.layout.sliders:
-        sliders = list(out.layout.sliders)
-        sliders[0] = go.layout.Slider(sliders[0]).update(active=step)
-        out.layout.sliders = sliders
+    step = min(max(int(step), 0), len(all_frames) - 1)
+    window = frame_window(len(all_frames), step, max_frames)
+    frames = [all_frames[i] for i in window]
+    out["frames"] = frames
+    fr = all_frames[step]
+    data = list(fig["data"])
+    idxs = fr.get("traces") or list(range(len(fr["data"])))
+    for i, fdata in zip(idxs, fr["data"]):
+        if i < len(data):
+            data[i] = {**data[i], **fdata}
+    out["data"] = data
+    lay = dict(fig.get("layout", {}))
+    lay.update(fr.get("layout") or {})
+    local = step - window.start
+    if lay.get("sliders"):
+        slider = lay["sliders"][0]
+        steps = slider.get("steps") or []
+        if len(steps) == len(all_frames):
+            steps = [steps[i] for i in window]
+        lay["sliders"] = [{**slider, "steps": steps, "active": local}, *lay["sliders"][1:]]
+    # Play continues from the page's step (Plotly's own "current frame" would restart at 0)
+    rest = [f["name"] for f in frames[local + 1:]] or [f["name"] for f in frames]
+    menus = []
+    for menu in lay.get("updatemenus") or []:
+        buttons = []
+        for b in menu.get("buttons", []):
+            args = b.get("args") or []
+            if b.get("method") == "animate" and args and args[0] is None:
+                b = {**b, "args": [rest, *args[1:]]}
+            buttons.append(b)
+        menus.append({**menu, "buttons": buttons})
+    lay["updatemenus"] = menus
+    out["layout"] = lay
     return out
 
 
-def static_frame(fig: go.Figure, step: int) -> go.Figure:
+def static_frame(fig: dict, step: int) -> dict:
     """Frame ``step`` as a still figure: no frames, no play button, no slider (for side-by-side views)."""
     out = at_frame(fig, step)
-    out.frames = ()
-    out.layout.updatemenus = ()
-    out.layout.sliders = ()
+    out["frames"] = []
+    out["layout"] = {**out["layout"], "updatemenus": [], "sliders": []}
     return out
 
 
-def style_graph_figure(fig: go.Figure, look: Look, height: int | None = None) -> go.Figure:
-    """Presentation sizes for a node-link figure: marker size of node traces, fonts, height."""
-    fig.update_layout(font=dict(size=look.figure_font), height=height or look.figure_height,
-                      margin=dict(l=10, r=10, t=50, b=10))
-    def grow(tr):
-        mode = getattr(tr, "mode", None) or ""
-        if "markers" in mode:
-            tr.marker.size = look.node_size
-        if "text" in mode:
-            tr.textfont.size = look.figure_font if "markers" in mode else look.figure_font - 2
-    for tr in fig.data:
-        grow(tr)
-    for fr in fig.frames or ():
-        for tr in fr.data:
-            grow(tr)
-    return fig
+class PrebuiltFigure(go.Figure):
+    """A finished figure dict that ``st.plotly_chart`` serialises as it is.
+
+    ``st.plotly_chart`` turns a dict into ``go.Figure(**dict)`` (validating every frame) and a
+    ``go.Figure`` into ``fig.to_dict()``. Building the Figure objects of a graph with one Plotly
+    frame per step takes about a second for 50 nodes, far longer than a rerun may, so this
+    subclass skips construction and hands back the dict (built by the engine's explain layer and
+    the helpers here, which only produce valid Plotly attributes).
+    """
+
+    def __init__(self, spec: dict):  # noqa: D107 - deliberately no BaseFigure.__init__
+        object.__setattr__(self, "_prebuilt_spec", spec)
+
+    def to_dict(self) -> dict:
+        return self._prebuilt_spec
+
+    def to_plotly_json(self) -> dict:
+        return self._prebuilt_spec
+
+    @property
+    def spec(self) -> dict:
+        return self._prebuilt_spec
+
+
+def style_graph_figure(fig: dict, look: Look, height: int | None = None) -> PrebuiltFigure:
+    """Presentation sizes for a node-link figure dict (marker size, fonts, height), ready for st.plotly_chart."""
+    def grow(tr: dict) -> dict:
+        mode = tr.get("mode", "")
+        tr = dict(tr)
+        if "marker" in tr:
+            tr["marker"] = {**tr["marker"], "size": look.node_size}
+        if "text" in mode or ("text" in tr and "mode" not in tr):
+            size = look.figure_font if ("markers" in mode or "mode" not in tr) else look.figure_font - 2
+            tr["textfont"] = {**tr.get("textfont", {}), "size": size}
+        return tr
+
+    out = dict(fig)
+    out["data"] = [grow(tr) for tr in fig["data"]]
+    if look.presenting:  # frames carry their own marker sizes: only rewrite them when sizes change
+        out["frames"] = [{**f, "data": [grow(tr) for tr in f["data"]]} for f in fig.get("frames") or []]
+    out["layout"] = {**fig.get("layout", {}), "font": {"size": look.figure_font},
+                     "height": height or look.figure_height, "margin": {"l": 10, "r": 10, "t": 50, "b": 10}}
+    return PrebuiltFigure(out)
 
 
 def line_plot(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, title: str, x_title: str,

@@ -14,7 +14,7 @@ from engine import explain as ex
 from engine.explain.dot import to_dot
 from engine.explain.frames import build_frames
 from engine.explain.layout import layout
-from engine.explain.plotly_figure import build_figure
+from engine.explain.plotly_figure import figure_dict as build_figure
 from engine.explain import ExpressionError
 
 from .formatting import fmt_value, max_abs_difference
@@ -75,7 +75,7 @@ class ExplorerModel:
     trace: Any
     positions: dict
     frameset: Any
-    figure: go.Figure
+    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
     table: list[dict]
     central: dict
     gradient_graph: Any = None
@@ -116,9 +116,10 @@ def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64") 
         central = _costs().central_differences(program, inputs, dtype=dtype)
     except ExpressionError as e:
         raise InputProblem("program", e) from None
-    positions = layout(trace.graph)
-    frameset = build_frames(trace)
-    figure = build_figure(frameset, trace.graph, positions)
+    shown = trace.graph.without_constants()  # constants are folded into the ops' labels
+    positions = layout(shown)
+    frameset = build_frames(trace, shown)
+    figure = build_figure(frameset, shown, positions)
     return ExplorerModel(program=program, inputs=inputs, trace=trace, positions=positions, frameset=frameset,
                          figure=figure, table=node_table(trace, central), central=central,
                          gradient_graph=getattr(trace, "gradient_graph", None))
@@ -162,7 +163,7 @@ class OrderView:
     strategy: str
     trace: Any
     frameset: Any
-    figure: go.Figure
+    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
     wrong: list[dict]          # inputs whose gradient differs from the topological one
     dropped: list[str]         # why: the contributions that were lost (event texts)
     error: str | None
@@ -192,12 +193,13 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
         reference = ex.record_execution(program, inputs, strategy="topological")
     except ExpressionError as e:
         raise InputProblem("program", e) from None
-    positions = layout(reference.graph)
+    shown = reference.graph.without_constants()
+    positions = layout(shown)
     views: dict[str, OrderView] = {}
     for s in strategies:
         trace = reference if s == "topological" else ex.record_execution(program, inputs, strategy=s)
-        frameset = build_frames(trace)
-        figure = build_figure(frameset, trace.graph, positions)
+        frameset = build_frames(trace, shown)
+        figure = build_figure(frameset, shown, positions)
         wrong = []
         for name, correct in reference.grads.items():
             got = trace.grads.get(name)
@@ -302,7 +304,7 @@ class DualModel:
     inputs: dict
     run: Any
     frameset: Any
-    figure: go.Figure
+    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
     reverse_grads: dict
     table: list[dict]
 
@@ -323,8 +325,9 @@ def dual_model(program_text: str, inputs_text: str, seed: str) -> DualModel:
     except ExpressionError as e:
         raise InputProblem("program", e) from None
     frameset = dual_frames(run)
-    positions = layout(run.graph)
-    figure = build_figure(frameset, run.graph, positions)
+    shown = run.graph.without_constants()
+    positions = layout(shown)
+    figure = build_figure(frameset, shown, positions)
     table = [{"node": run.graph.nodes[s.node].name, "computes": s.text.split(" = ")[1] if " = " in s.text else s.op,
               "value": fmt_value(s.value), f"tangent d·/d{seed}": fmt_value(s.tangent)} for s in run.steps]
     return DualModel(program, inputs, run, frameset, figure, reverse.grads, table)

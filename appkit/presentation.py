@@ -43,6 +43,7 @@ def css(lk: Look) -> str:
             f'[data-testid="stAppViewContainer"] {{ font-size: {lk.font_px}px; }}',
             f'[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li '
             f'{{ font-size: {lk.font_px}px; line-height: 1.35; }}',
+            f'textarea, input {{ font-size: {lk.font_px}px !important; }}',
             f'[data-testid="stTable"] td, [data-testid="stTable"] th {{ font-size: {lk.table_font_px}px; }}',
             '[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"], '
             '[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], footer '

@@ -107,7 +107,7 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
         s = to if to is not None else s + (delta or 0)
         st.session_state[key] = min(max(s, 0), last)
 
-    cols = where.columns([1, 1, 1, 1, 4])
+    cols = where.columns([1.3, 1.1, 1.1, 1.3, 3.2])
     keys = ("Home", "Left", "Right", "End") if shortcuts else (None,) * 4
     cols[0].button("⏮ Start", key=key + "_first", on_click=_move, kwargs={"to": 0}, shortcut=keys[0],
                    width="stretch", help="Go to the first step (Home)")

@@ -83,7 +83,7 @@ fig = line_plot(series, title=f"|central difference − autodiff| for ∂f/∂{w
 st.plotly_chart(fig, key=ns.key("sweep_fig"))
 st.caption("Large h: the truncation error of (f(x+h) − f(x−h)) / 2h grows like h². Small h: f(x+h) and "
            "f(x−h) agree in most digits and rounding dominates, like ε/h — much sooner in float32 (ε ≈ 1e-7) "
-           "than in float64 (ε ≈ 1e-16). For a tensor input the sweep follows one fixed random direction.")
+           "than in float64 (ε ≈ 1e-16). For a tensor input the sweep perturbs its first element.")
 st.subheader(f"Every input at h = {h:.0e}")
 st.table(pd.DataFrame(model.table))
 publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h})

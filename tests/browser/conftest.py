@@ -150,8 +150,21 @@ def shot():
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     def _shot(pg, name: str) -> Path:
+        """Screenshot of the whole page: Streamlit scrolls inside its own container, so the viewport is
+        grown to the content's height for the picture and then restored."""
         path = SCREENSHOTS / f"{name}.png"
-        pg.screenshot(path=str(path), full_page=True)
+        size = pg.viewport_size or {"width": 1400, "height": 1000}
+        height = pg.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]');
+                                        return Math.max(m ? m.scrollHeight : 0, document.body.scrollHeight); }""")
+        tall = min(max(int(height), size["height"]), 8000)
+        if tall > size["height"]:
+            pg.set_viewport_size({"width": size["width"], "height": tall})
+            pg.wait_for_timeout(400)  # let charts re-layout
+        try:
+            pg.screenshot(path=str(path), full_page=True)
+        finally:
+            if tall > size["height"]:
+                pg.set_viewport_size(size)
         return path
 
     return _shot

@@ -1,0 +1,178 @@
+"""The app's models and figure helpers over the real engine (no Streamlit), and the dual-number trace."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from appkit.figures import MAX_BROWSER_FRAMES, PrebuiltFigure, at_frame, frame_window, static_frame, \
+    style_graph_figure
+from appkit.models import (InputProblem, dual_model, explorer_model, gradcheck_model, jacobian_cost_series,
+                           memory_series, orders_model, sweep_series)
+from appkit.presentation import NORMAL, PRESENTING
+from engine.explain import ExpressionError
+from engine.explain.dual import dual_frames, dual_number_steps, network_jacobian_costs
+
+SLIDE, SLIDE_AT = "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"
+DF_DX1 = 1 + 1.5 * math.exp(5.5)
+DF_DX2 = 2 * math.exp(5.5)
+
+
+def row(table, node):
+    return next(r for r in table if r["node"] == node)
+
+
+def test_explorer_model_slide_example():
+    m = explorer_model(SLIDE, SLIDE_AT)
+    assert m.n_frames == len(m.figure["frames"]) == 14
+    x1 = row(m.table, "x1")
+    assert float(x1["adjoint"]) == pytest.approx(DF_DX1, rel=1e-5)
+    assert float(x1["central difference"]) == pytest.approx(DF_DX1, rel=1e-5)
+    assert float(x1["|difference|"]) < 1e-5
+    assert row(m.table, "x2")["autodiff ∂f/∂node"] == f"{DF_DX2:.6g}"
+    assert "1.5" not in [r["node"] for r in m.table]  # constants are not rows
+    assert m.phase(0) == "forward" and m.phase(m.n_frames - 1) == "done"
+    dot = m.forward_dot(3)
+    assert dot.startswith("digraph") and "x3" in dot
+    assert m.gradient_dot().startswith("digraph")
+
+
+@pytest.mark.parametrize("program,inputs,where", [
+    ("f = x1 +", "x1 = 1", "program"),
+    ("f = __import__('os')", "x = 1", "program"),
+    ("f = x1 * y", "x1 = 1", "program"),          # y undefined
+    ("f = x1", "x1 = [1, [2]]", "inputs"),
+    ("f = x1", "x1 = lambda: 0", "inputs"),
+])
+def test_bad_text_is_an_input_problem_for_the_right_box(program, inputs, where):
+    with pytest.raises(InputProblem) as info:
+        explorer_model(program, inputs)
+    assert info.value.where == where
+    assert isinstance(info.value.error, ExpressionError)
+
+
+def test_caret_points_at_the_column():
+    with pytest.raises(InputProblem) as info:
+        explorer_model("x3 = 2 * x1\nf = x3 + open(x1)", "x1 = 1")
+    e = info.value.error
+    caret = info.value.caret("x3 = 2 * x1\nf = x3 + open(x1)")
+    assert e.line == 2 and caret.splitlines()[0] == "f = x3 + open(x1)"
+    assert caret.splitlines()[1].index("^") == e.col - 1
+
+
+def test_orders_model_marks_bfs_wrong_and_says_what_was_lost():
+    m = orders_model(SLIDE, SLIDE_AT, ("topological", "bfs_first_touch", "path_recursion"))
+    assert not m.views["topological"].wrong and not m.views["path_recursion"].wrong
+    bfs = m.views["bfs_first_touch"]
+    assert [w["input"] for w in bfs.wrong] == ["x1"]
+    assert bfs.dropped and "x1" in bfs.dropped[0]
+    assert m.n_frames == max(v.n_frames for v in m.views.values())
+
+
+def test_dual_steps_match_reverse_mode_on_every_seed():
+    for prog, inputs in [(SLIDE, SLIDE_AT), ("f = 1 / (1 + exp(-(w * x)))", "w = 0.5, x = 2"),
+                         ("y = W @ x + b\nf = sum(tanh(y))", "W = [[1, 2, 0.5], [-1, 0, 3]], x = [0.5, -1, 2], "
+                                                             "b = [0.1, -0.2]")]:
+        m = dual_model(prog, inputs, "")
+        for name in m.program.input_names:
+            run = dual_number_steps(prog, inputs, name)
+            expected = float(np.sum(m.reverse_grads[name]))  # tangent all-ones: sum of the gradient
+            assert float(run.output_tangent) == pytest.approx(expected, rel=1e-9)
+            assert run.steps[-1].tangent == pytest.approx(run.output_tangent)
+
+
+def test_dual_steps_values_and_frames():
+    run = dual_number_steps(SLIDE, SLIDE_AT, "x2")
+    by_name = {run.graph.nodes[s.node].name: s for s in run.steps}
+    assert by_name["x4"].value == 1.0 and by_name["x4"].tangent == 2.0
+    assert by_name["x6"].tangent == pytest.approx(2 * math.exp(5.5))
+    assert run.program_ops == 5 and run.rule_ops > 0
+    fs = dual_frames(run)
+    assert len(fs.frames) == len(run.steps) + 2
+    assert fs.frames[-1].phase == "done" and "489.4" in fs.frames[-1].caption
+
+
+def test_dual_seed_errors_are_typed():
+    with pytest.raises(ExpressionError, match="not an input"):
+        dual_number_steps(SLIDE, SLIDE_AT, "x9")
+    with pytest.raises(ExpressionError, match="shape"):
+        dual_number_steps(SLIDE, SLIDE_AT, {"x1": [1.0, 2.0], "x2": 0.0})
+
+
+def test_network_jacobian_costs_count_passes_and_agree():
+    for n, m in [(1, 5), (5, 1), (3, 3)]:
+        c = network_jacobian_costs(n, m)
+        assert (c.forward_passes, c.reverse_passes) == (n, m)
+        assert c.max_difference < 1e-12
+    wide, tall = network_jacobian_costs(8, 1), network_jacobian_costs(1, 8)
+    assert wide.reverse_ops < wide.forward_ops and tall.forward_ops < tall.reverse_ops
+    with pytest.raises(ValueError):
+        network_jacobian_costs(0, 2)
+
+
+def test_jacobian_and_memory_series_shapes():
+    s = jacobian_cost_series(4, 2)
+    assert s["vary_n"]["forward mode: passes"] == ([1, 2, 3, 4], [1, 2, 3, 4])
+    assert s["vary_n"]["reverse mode: passes"][1] == [2, 2, 2, 2]
+    mem = memory_series(3, 8, 16)
+    kept = mem["vs_depth"]["kept by the engine (measured)"]
+    assert kept[0] == [1, 2, 3] and kept[1][0] < kept[1][1] < kept[1][2]
+    batch = mem["vs_batch"]["kept by the engine (measured)"][1]
+    assert batch == sorted(batch) and batch[-1] > batch[0]
+
+
+def test_gradcheck_model_best_h_by_dtype():
+    m = gradcheck_model(SLIDE, SLIDE_AT, "x1", 1e-6)
+    series, markers = sweep_series(m.sweep)
+    assert set(series) == {"float32", "float64"}
+    best = {name: h for name, h, _, _ in markers}
+    assert best["best h (float64)"] < best["best h (float32)"]  # float32 needs a larger step
+    assert float(m.table[0]["|diff| float64"]) < 1e-5
+    assert m.table[1]["input"] == "x2"
+
+
+# --- figures ---------------------------------------------------------------------
+
+def test_at_frame_shows_the_step_and_plays_on_from_it():
+    m = explorer_model(SLIDE, SLIDE_AT)
+    fig = m.figure
+    before = json.dumps(fig)
+    out = at_frame(fig, 5)
+    assert json.dumps(fig) == before  # the cached figure is not modified
+    assert out["layout"]["sliders"][0]["active"] == 5
+    assert out["data"][2]["text"] == fig["frames"][5]["data"][1]["text"]
+    play = out["layout"]["updatemenus"][0]["buttons"][0]
+    assert play["args"][0] == [f["name"] for f in fig["frames"][6:]]
+    still = static_frame(fig, 5)
+    assert still["frames"] == [] and still["layout"]["sliders"] == []
+
+
+def test_frame_window_limits_what_is_sent():
+    assert frame_window(10, 3) == range(10)
+    assert frame_window(1000, 0) == range(0, MAX_BROWSER_FRAMES)
+    assert frame_window(1000, 990) == range(1000 - MAX_BROWSER_FRAMES, 1000)
+    fake = {"data": [{"type": "scatter", "x": [0], "y": [0], "mode": "markers", "marker": {"size": 26}}],
+            "frames": [{"name": str(i), "traces": [0], "data": [{"marker": {"size": 26, "color": [str(i)]}}],
+                        "layout": {"title": {"text": f"step {i}"}}} for i in range(500)],
+            "layout": {"sliders": [{"active": 0, "steps": [{"label": str(i)} for i in range(500)]}],
+                       "updatemenus": [{"buttons": [{"method": "animate", "args": [None, {}]}]}]}}
+    out = at_frame(fake, 300, max_frames=50)
+    assert [f["name"] for f in out["frames"]] == [str(i) for i in range(300, 350)]
+    assert out["layout"]["sliders"][0]["active"] == 0 and len(out["layout"]["sliders"][0]["steps"]) == 50
+    assert out["layout"]["title"]["text"] == "step 300"
+
+
+def test_style_sets_presentation_sizes_and_serialises_as_is():
+    m = explorer_model(SLIDE, SLIDE_AT)
+    big = style_graph_figure(at_frame(m.figure, 2), PRESENTING)
+    small = style_graph_figure(at_frame(m.figure, 2), NORMAL)
+    assert isinstance(big, PrebuiltFigure)
+    assert big.to_dict()["data"][2]["marker"]["size"] == PRESENTING.node_size
+    assert all(f["data"][1]["marker"]["size"] == PRESENTING.node_size for f in big.to_dict()["frames"])
+    assert small.to_dict()["layout"]["height"] == NORMAL.figure_height
+    import plotly.io
+    import plotly.tools
+    d = plotly.tools.return_figure_from_figure_or_data(big, validate_figure=True)  # what st.plotly_chart does
+    assert json.loads(plotly.io.to_json(d, validate=False))["layout"]["height"] == PRESENTING.figure_height
