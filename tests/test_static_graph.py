@@ -313,3 +313,21 @@ def test_building_runs_no_kernel_not_even_randomness():
     engine.manual_seed(11)
     eager = (F.dropout(engine.ones(500), 0.5) * 2.0).numpy()
     assert np.array_equal(a, eager)  # the same generator stream as eager mode
+
+
+def test_a_graph_runs_on_every_backend(backend):
+    """The graph is built once on the symbolic backend; a Session runs it on the graph's real backend."""
+    results = {}
+    for be in ("numpy", backend):
+        g = tf.Graph(backend=be)
+        with g.as_default():
+            x = tf.placeholder((4, 3), name="x")
+            W = tf.Variable(np.full((3, 2), 0.3), name="W")
+            b = tf.Variable(np.zeros(2), name="b")
+            loss = F.mean(tf.relu(x @ W + b) * tf.relu(x @ W + b))
+        train = tf.GradientDescentOptimizer(0.1).minimize(loss)
+        sess = Session(g)
+        losses = [float(sess.run([loss, train], {x: X})[0]) for _ in range(3)]
+        results[be] = (losses, sess.run(W))
+    np.testing.assert_allclose(results[backend][0], results["numpy"][0], rtol=1e-6)
+    np.testing.assert_allclose(results[backend][1], results["numpy"][1], rtol=1e-6)

@@ -29,6 +29,9 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     # the unrolled-loop table and the constant-folding section are there
     text = main.inner_text()
     assert "Control flow: a recurrent step unrolled" in text and "Constant folding" in text
+    charts = page.locator('[data-testid="stGraphVizChart"]')
+    for i, name in ((1, "static_loop"), (2, "static_folding_before"), (3, "static_folding_after")):
+        charts.nth(i).screenshot(path=str(shot(page, name)))  # element shots scroll the chart into view
     page.get_by_role("button", name="Trace the HW2 step and replay it 20 times").click()
     page.get_by_text(re.compile(r"identical to eager mode, bit for bit")).wait_for(timeout=120_000)
     wait_idle(page, timeout=60)
