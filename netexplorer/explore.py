@@ -12,14 +12,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from engine.explain.frames import FrameSet
-from engine.explain.plotly_figure import build_figure
+from engine.explain.plotly_figure import figure_dict
 
 from . import analysis
 from .frames import NetworkView, build_view, default_level, frame_span
 from .presets import SWEEPS, Network, build, clean_options
 from .recording import Recording, record
 
-ANIMATION_LIMIT = 2000      # frames x nodes above which the figure starts without browser animation
+ANIMATION_LIMIT = 40_000    # frames x nodes above which the figure starts without browser animation
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Explored:
     memory: analysis.MemoryReport
     sweeps: dict[str, list[dict]]
     problems: list[str] = field(default_factory=list)
-    figures: dict[str, go.Figure] = field(default_factory=dict)
+    figures: dict[str, dict] = field(default_factory=dict)
 
     @property
     def n_frames(self) -> int:
@@ -52,17 +52,17 @@ class Explored:
         v = self.views[level]
         return len(v.frames.frames) * len(v.graph.nodes) <= ANIMATION_LIMIT
 
-    def figure(self, level: str, frame: int, animate: bool | None = None) -> go.Figure:
-        """The graph figure: with every frame (Play / slider in the browser) when ``animate``
-        (default: when small), else just frame ``frame`` (stepping happens on the server; Plotly
-        validates every frame on each page run, which costs seconds for big networks)."""
+    def figure(self, level: str, frame: int, animate: bool | None = None) -> dict:
+        """The graph figure (a plain Plotly dict from the explain layer): with every frame (Play /
+        slider in the browser) when ``animate`` (default: when small), else only frame ``frame``
+        (stepping happens on the server; every frame of a big network is megabytes to send)."""
         v = self.views[level]
         if self.animated(level) if animate is None else animate:
             if level not in self.figures:
-                self.figures[level] = build_figure(v.frames, v.graph, v.positions)
+                self.figures[level] = figure_dict(v.frames, v.graph, v.positions)
             return self.figures[level]
         frame = min(max(frame, 0), len(v.frames.frames) - 1)
-        return build_figure(FrameSet(v.frames.node_ids, [v.frames.frames[frame]]), v.graph, v.positions)
+        return figure_dict(FrameSet(v.frames.node_ids, [v.frames.frames[frame]]), v.graph, v.positions)
 
 
 def explore(key: str, options: dict | None = None, coords: int = 3) -> Explored:

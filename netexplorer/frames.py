@@ -143,7 +143,7 @@ def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES) 
         for n in view_graph.nodes:
             if n.kind == "group":
                 out = rec.layers[[layer.name for layer in rec.layers].index(n.group)].output
-                n.name = f"{n.group} {format_shape(rec.node(out).shape)}"
+                n.name = n.group
                 n.expr = f"{n.group}: {n.count} ops"
         trace = _remap(to_trace(rec, graph), box_of, view_graph)
     else:
@@ -190,7 +190,8 @@ def _op_texts(rec: Recording, frames: FrameSet, slots: list[tuple[int, int]]) ->
 
 
 def _layer_texts(rec: Recording, graph: Graph, frames: FrameSet) -> None:
-    """A layer box shows its *output's* value and adjoint (not whichever member moved last)."""
+    """A layer box shows its *output's* shape once computed, then whether that output's adjoint is
+    complete (not whichever member moved last). Values are drawn in the page's panels."""
     fw_pos = {nid: i for i, nid in enumerate(rec.forward_order)}
     bw_pos = {s.node: s.index for s in rec.backward}
     out_of = {layer.name: layer.output for layer in rec.layers}
@@ -200,17 +201,15 @@ def _layer_texts(rec: Recording, graph: Graph, frames: FrameSet) -> None:
         if n.kind != "group":
             continue
         node = rec.node(out_of[n.group])
-        boxes.append((slot_of[n.id], n.name, fw_pos.get(node.id, len(fw_pos)), bw_pos.get(node.id),
-                      f"= {fmt(plain_value(node.value))}",
-                      f"adjoint = {fmt(plain_value(node.adjoint))}" if node.adjoint is not None else ""))
+        boxes.append((slot_of[n.id], fw_pos.get(node.id, len(fw_pos)), bw_pos.get(node.id),
+                      format_shape(node.shape)))
     per = (frames.forward_per_frame, frames.backward_per_frame)
     for k, frame in enumerate(frames.frames):
         phase, i = frame_moment(rec, k, *per)
-        for slot, name, fw, bw, value_text, adjoint_text in boxes:
+        for slot, fw, bw, shape in boxes:
             computed = phase in ("backward", "done") or (phase == "forward" and fw <= i)
             visited = bw is not None and (phase == "done" or (phase == "backward" and bw <= i))
-            frame.node_text[slot] = name + ("\n" + value_text if computed else "") + \
-                ("\n" + adjoint_text if visited else "")
+            frame.node_text[slot] = (shape if computed else "") + ("\nadjoint ✓" if visited else "")
 
 
 def _remap(trace: Trace, box_of: dict[int, int], graph: Graph) -> Trace:

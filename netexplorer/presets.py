@@ -321,14 +321,14 @@ def rnn(steps: int = 3, batch: int = 2, features: int = 3, hidden: int = 4, seed
         x = tensor(xs, name="x (T, B, D)")
         h = tensor(np.zeros((batch, hidden)), name="h0")
         for t in range(steps):
-            with scope(f"step {t + 1}: h = tanh(x Wx + h Wh + b)"):
+            with scope(f"step {t + 1}"):        # h = tanh(x_t Wx + h Wh + b)
                 h = F.tanh(x[t] @ m.Wx + h @ m.Wh + m.b)
-        with scope("readout + MSE loss"):
+        with scope("readout + MSE"):
             return F.mse_loss(h @ m.Wo, tensor(target))
 
     return Network("rnn", "RNN cell unrolled in time",
-                   "One weight Wh is used at every step: parameter sharing is fan-out through time, and Wh's "
-                   "gradient is the sum of the per-step contributions.",
+                   "Each step computes h = tanh(x_t Wx + h Wh + b) with the same Wh: parameter sharing is "
+                   "fan-out through time, and Wh's gradient is the sum of the per-step contributions.",
                    model, forward, config=dict(steps=steps, batch=batch, features=features, hidden=hidden,
                                                seed=seed), watch=["Wh"])
 

@@ -91,7 +91,7 @@ def test_switch_preset_and_level_keeps_step():
     at.radio(key="network_level_radio").set_value("layer")
     ok(at.run())
     assert at.session_state["network_step"] == 3
-    assert "step 1: h = tanh" in node_texts(at)
+    assert "step 1" in node_texts(at)
     at.radio(key="network_level_radio").set_value("op")
     ok(at.run())
     assert at.session_state["network_step"] == 3 and "matmul" in node_texts(at)

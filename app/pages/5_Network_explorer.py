@@ -116,7 +116,7 @@ animate = st.toggle("Animate in the browser (Play / slider)", value=ex.animated(
                     help="Sends every frame to the browser so Play and the figure's slider run there. "
                          "Off by default for big networks, where it slows every page run down.")
 fig = ex.figure(level, step, animate)
-fig = style_graph_figure(at_frame(fig, step) if animate else fig, look, height=max(look.figure_height, 420))
+fig = style_graph_figure(at_frame(fig, step if animate else 0), look, height=max(look.figure_height, 420))
 st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
 st.caption("Node labels: name, output shape, and where its adjoint stands (k of n contributions received; ✓ once "
            "processed). Colours: blue computed, red waiting for more contributions, green complete, yellow active. "
