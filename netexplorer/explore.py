@@ -122,6 +122,14 @@ def moment(ex: Explored, frame: int) -> Moment:
                   node.id, detail.formula, node.value, step.adjoint, detail, fans)
 
 
+def graph_dot(ex: Explored, level: str) -> str:
+    """Graphviz DOT text of one view (the explain layer's ``to_dot``), as of the last frame."""
+    from engine.explain.dot import to_dot
+    v = ex.views[level]
+    return to_dot(v.graph, frame=v.frames.frames[-1], frameset=v.frames,
+                  title=f"{ex.network.title}: {level} view, loss = {ex.rec.loss:.6g}")
+
+
 def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12) -> go.Figure:
     """A small heatmap of a tensor (folded to 2-D by :func:`analysis.look`); numbers printed when few."""
     lk = analysis.look(value)

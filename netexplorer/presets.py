@@ -156,6 +156,8 @@ def _sentence_vectors(sentence: str, seed: int) -> tuple[list[str], np.ndarray, 
     tokens = tokenize(sentence) if tokenize is not None else sentence.lower().split()
     if not tokens:
         raise PresetError("the sentence has no words")
+    if len(tokens) > MAX_WORDS:
+        raise PresetError(f"at most {MAX_WORDS} words, got {len(tokens)}")
     vocab = list(dict.fromkeys(tokens))
     if load_glove is not None:
         try:
@@ -334,6 +336,9 @@ def rnn(steps: int = 3, batch: int = 2, features: int = 3, hidden: int = 4, seed
 
 
 LAYER_KINDS = ("linear", "relu", "sigmoid", "tanh", "dropout")
+MAX_WIDTH = 256          # widest linear layer the page builds
+MAX_LAYERS = 60
+MAX_WORDS = 40
 _LAYER_RE = re.compile(r"^\s*(linear|relu|sigmoid|tanh|dropout)\s*(?:\(\s*([0-9.]+)\s*\)|\s+([0-9.]+))?\s*$",
                        re.IGNORECASE)
 
@@ -353,8 +358,8 @@ def parse_layers(text: str) -> list[tuple[str, float | None]]:
         kind = mt.group(1).lower()
         arg = mt.group(2) or mt.group(3)
         if kind == "linear":
-            if arg is None or not arg.isdigit() or int(arg) < 1:
-                raise PresetError(f"linear needs a positive integer width, got {part.strip()!r}")
+            if arg is None or not arg.isdigit() or not 1 <= int(arg) <= MAX_WIDTH:
+                raise PresetError(f"linear needs a whole width from 1 to {MAX_WIDTH}, got {part.strip()!r}")
             layers.append((kind, int(arg)))
         elif kind == "dropout":
             p = 0.5 if arg is None else float(arg)
@@ -367,6 +372,8 @@ def parse_layers(text: str) -> list[tuple[str, float | None]]:
             layers.append((kind, None))
     if not layers:
         raise PresetError("no layers given")
+    if len(layers) > MAX_LAYERS:
+        raise PresetError(f"at most {MAX_LAYERS} layers, got {len(layers)}")
     return layers
 
 

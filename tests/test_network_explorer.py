@@ -211,11 +211,15 @@ def test_look_heatmap_or_stats():
 def test_custom_layers_and_errors():
     assert parse_layers("linear 8, relu, Linear(2), dropout 0.1, tanh") == [
         ("linear", 8), ("relu", None), ("linear", 2), ("dropout", 0.1), ("tanh", None)]
-    for bad in ["conv 3", "linear", "linear 0", "relu 3", "dropout 1.5", ""]:
+    for bad in ["conv 3", "linear", "linear 0", "linear 100000", "relu 3", "dropout 1.5", "", "relu, " * 61]:
         with pytest.raises(PresetError):
             parse_layers(bad)
     with pytest.raises(PresetError, match="at least one linear"):
         build("custom", layers="relu, tanh")
+    with pytest.raises(PresetError, match="at most 40 words"):
+        build("sentiment", sentence="good " * 41)
+    with pytest.raises(PresetError, match="no words"):
+        build("sentiment", sentence="   ")
     with pytest.raises(PresetError, match="unknown network"):
         build("vgg")
     with pytest.raises(PresetError, match="positive"):

@@ -130,3 +130,13 @@ def test_every_preset_renders(key):
     at.query_params["step"] = "10"
     ok(at.run())
     assert "Step 11 of" in texts(at)
+
+
+def test_big_network_opens_in_layer_view_and_dot_download():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "rnn"
+    at.query_params["steps"] = "30"
+    ok(at.run())
+    assert at.radio(key="network_level_radio").value == "layer"
+    assert "step 30" in node_texts(at)
+    assert any(b.proto.label.startswith("Download graph (DOT)") for b in at.get("download_button"))

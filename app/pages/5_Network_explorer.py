@@ -17,7 +17,7 @@ from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import at_frame, style_graph_figure  # noqa: E402
 from appkit.widgets import presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
 from netexplorer import analysis  # noqa: E402
-from netexplorer.explore import explore, heatmap, moment, sweep_figure  # noqa: E402
+from netexplorer.explore import explore, graph_dot, heatmap, moment, sweep_figure  # noqa: E402
 from netexplorer.presets import OPTIONS, PRESETS, PresetError  # noqa: E402
 
 OPTION_KIND = {o.name: ("str" if isinstance(o.default, str) else "float" if isinstance(o.default, float) else "int")
@@ -40,6 +40,11 @@ for msg in ctx.link_problems:
 @st.cache_resource(max_entries=16, show_spinner="Running the network on the engine…")
 def cached_explore(key: str, options_json: str):
     return explore(key, json.loads(options_json))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_dot(key: str, options_json: str, level: str) -> str:
+    return graph_dot(cached_explore(key, options_json), level)
 
 
 def _preset_changed():
@@ -118,6 +123,9 @@ animate = st.toggle("Animate in the browser (Play / slider)", value=ex.animated(
 fig = ex.figure(level, step, animate)
 fig = style_graph_figure(at_frame(fig, step if animate else 0), look, height=max(look.figure_height, 420))
 st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
+st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
+                   file_name=f"{key}_{level}.dot", mime="text/vnd.graphviz",
+                   help="The graph of this view as Graphviz DOT (final values and adjoints), from the explain layer.")
 st.caption("Node labels: name, output shape, and where its adjoint stands (k of n contributions received; ✓ once "
            "processed). Colours: blue computed, red waiting for more contributions, green complete, yellow active. "
            + ("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above move "
