@@ -212,20 +212,52 @@ def sentiment(sentence: str = DEFAULT_SENTENCE, hidden: int = 6, label: int = 1,
                    watch=["embedding.weight"])
 
 
-def hw2(batch: int = 3, words: int = 4, dim: int = 6, hidden: int = 5, dropout: float = 0.5,
-        seed: int = 0) -> Network:
-    _check_positive(batch=batch, words=words, dim=dim, hidden=hidden)
+def _sst2_batch(batch: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], str]:
+    """The first ``batch`` SST-2 training sentences (the course's setting) as padded GloVe vectors.
+
+    Returns (vectors (B, L, 50), mask (B, L, 1), labels (B, 1), sentences, source). Falls back to the
+    data layer's built-in sentences, then to seeded random vectors (the source says which).
+    """
+    try:
+        from sentiment.data import builtin_corpus, load_sst2
+        from sentiment.embeddings import load_glove, tokenize
+        glove = load_glove()
+    except (ImportError, FileNotFoundError):
+        rng = _rng(seed)
+        vecs = rng.standard_normal((batch, 4, 50)) * 0.4
+        return (vecs, np.ones((batch, 4, 1)), (rng.random((batch, 1)) > 0.5).astype(np.float64), [],
+                "SEEDED RANDOM word vectors (GloVe / SST-2 not available here), 4 words per sentence")
+    try:
+        data = load_sst2()[0]
+    except (FileNotFoundError, ValueError):
+        data = builtin_corpus()
+    sentences = list(data.sentences[:batch])
+    if len(sentences) < batch:
+        raise PresetError(f"the dataset has only {len(sentences)} sentences")
+    encoded = [glove.encode_tokens(tokenize(t))[0] for t in sentences]
+    length = max(len(e) for e in encoded)
+    vecs = np.zeros((batch, length, glove.dim))
+    mask = np.zeros((batch, length, 1))
+    for i, e in enumerate(encoded):
+        vecs[i, :len(e)] = e
+        mask[i, :len(e)] = 1.0
+    labels = np.asarray(data.labels[:batch], dtype=np.float64).reshape(batch, 1)
+    return vecs, mask, labels, sentences, f"GloVe 50-d vectors ({glove.source}) of {data.source} sentences"
+
+
+def hw2(batch: int = 3, hidden: int = 5, dropout: float = 0.5, seed: int = 0) -> Network:
+    _check_positive(batch=batch, hidden=hidden)
     if not 0.0 <= dropout < 1.0:
         raise PresetError(f"dropout must be in [0, 1), got {dropout}")
-    rng = _rng(seed)
-    emb = rng.standard_normal((batch, words, dim)) * 0.5
-    y = (rng.random((batch, 1)) > 0.5).astype(np.float64)
-    model = _Model(fc1=nn.Linear(dim, hidden, seed=seed), drop=nn.Dropout(dropout),
+    emb, mask, y, sentences, source = _sst2_batch(batch, seed)
+    lengths = mask.sum(axis=1)                                     # (B, 1): real words per sentence
+    model = _Model(fc1=nn.Linear(emb.shape[2], hidden, seed=seed), drop=nn.Dropout(dropout),
                    fc2=nn.Linear(hidden, 1, seed=seed + 1))
 
     def forward(m, scope):
         with scope("mean over words"):
-            s = F.mean(tensor(emb, name="word vectors"), 1)     # (B, dim)
+            words = tensor(emb, name="word vectors") * tensor(mask, name="padding mask")
+            s = ops.sum(words, 1) / tensor(lengths, name="lengths")     # (B, 50), padding excluded
         with scope("Linear 1"):
             h = m.fc1(s)
         with scope("ReLU"):
@@ -242,9 +274,12 @@ def hw2(batch: int = 3, words: int = 4, dim: int = 6, hidden: int = 5, dropout: 
     return Network("hw2", "HW2 network",
                    "Dropout multiplies by a kept-mask / (1-p): its VJP multiplies the adjoint by the same "
                    "mask, so dropped units get no gradient.",
-                   model, forward, notes=["Word vectors: seeded random (B, words, dim) batch, labelled as such.",
+                   model, forward, notes=[f"Inputs: {source}." + (f" Sentences: {sentences}; labels "
+                                                                   f"{y.ravel().astype(int).tolist()}." if sentences
+                                                                   else ""),
                                           f"Dropout mask drawn from the backend generator seeded with {seed}."],
-                   config=dict(batch=batch, words=words, dim=dim, hidden=hidden, dropout=dropout, seed=seed),
+                   config=dict(batch=batch, hidden=hidden, dropout=dropout, seed=seed, sentences=sentences,
+                               vectors_source=source),
                    dropout_seed=seed)
 
 

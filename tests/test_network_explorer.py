@@ -294,3 +294,17 @@ def test_merged_frames_for_big_networks_stay_aligned():
     assert spans[-1][0] == "done" and [f.phase for f in op.frames.frames][-1] == "done"
     wh = op.frames.node_ids.index(rec.node_by_label("Wh").id)
     assert op.frames.frames[-1].node_text[wh] == "(4, 4)\ngrad ✓"
+
+
+def test_hw2_masked_mean_over_real_words():
+    net = build("hw2", batch=4)
+    rec = record(net)
+    wv = rec.node_by_label("word vectors").value
+    mask = rec.node_by_label("padding mask").value
+    pooled = rec.node(next(layer for layer in rec.layers if layer.name == "mean over words").output).value
+    np.testing.assert_allclose(pooled, (wv * mask).sum(1) / mask.sum(1), rtol=1e-13)
+    assert pooled.shape == (4, wv.shape[2])
+    if "SST-2" in net.config["vectors_source"]:
+        # the course's setting: the first training sentences, in file order
+        assert net.config["sentences"][0] == "hide new secretions from the parental units"
+        assert mask[0].sum() == 7 and mask.sum(axis=(1, 2)).max() == mask.shape[1]
