@@ -118,8 +118,17 @@ def style_graph_figure(fig: dict, look: Look, height: int | None = None) -> Preb
     out = dict(fig)
     out["data"] = [grow(tr) for tr in fig["data"]]
     if look.presenting:  # frames carry their own marker sizes: only rewrite them when sizes change
-        out["frames"] = [{**f, "data": [grow(tr) for tr in f["data"]]} for f in fig.get("frames") or []]
-    out["layout"] = {**fig.get("layout", {}), "font": {"size": look.figure_font},
+        def frame(f: dict) -> dict:
+            f = {**f, "data": [grow(tr) for tr in f["data"]]}
+            if "title" in (f.get("layout") or {}):
+                f["layout"] = {**f["layout"], "title": {**f["layout"]["title"],
+                                                        "font": {"size": look.figure_font + 1}}}
+            return f
+        out["frames"] = [frame(f) for f in fig.get("frames") or []]
+    lay = fig.get("layout", {})
+    title = lay.get("title") or {}
+    out["layout"] = {**lay, "font": {"size": look.figure_font},
+                     "title": {**title, "font": {"size": look.figure_font + 1}},
                      "height": height or look.figure_height, "margin": {"l": 10, "r": 10, "t": 50, "b": 10}}
     return PrebuiltFigure(out)
 

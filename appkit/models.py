@@ -167,6 +167,7 @@ class OrderView:
     wrong: list[dict]          # inputs whose gradient differs from the topological one
     dropped: list[str]         # why: the contributions that were lost (event texts)
     error: str | None
+    lost_step: int | None = None   # first frame where a contribution is lost (the wrong gradient starts)
 
     @property
     def n_frames(self) -> int:
@@ -208,7 +209,8 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
             if got is None or diff is None or diff > 1e-9 * scale:
                 wrong.append({"input": name, "this order gives": fmt_value(got), "correct": fmt_value(correct)})
         dropped = [e.text for e in trace.backward if e.kind == "lost"]
-        views[s] = OrderView(s, trace, frameset, figure, wrong, dropped, getattr(trace, "error", None))
+        lost_step = next((f.index for f in frameset.frames if "lost" in f.node_state), None)
+        views[s] = OrderView(s, trace, frameset, figure, wrong, dropped, getattr(trace, "error", None), lost_step)
     return OrdersModel(program, inputs, positions, reference.grads, views)
 
 
@@ -232,8 +234,8 @@ def random_graph_table(n_graphs: int, n_ops: int, seed: int) -> list[dict]:
     """Random-DAG statistics per strategy: how often wrong, errors, mean VJP calls and backward ops."""
     rows = _harness().strategy_comparison(n_graphs=n_graphs, n_ops=n_ops, seed=seed)
     return [{"order": STRATEGY_LABELS.get(r.strategy, r.strategy), "graphs": r.graphs,
-             "wrong gradients": r.wrong, "errors": r.errors, "mean VJP calls": round(r.mean_vjp_calls, 1),
-             "mean backward ops": round(r.mean_backward_ops, 1)} for r in rows]
+             "wrong gradients": r.wrong, "errors": r.errors, "mean VJP calls": f"{r.mean_vjp_calls:.1f}",
+             "mean backward ops": f"{r.mean_backward_ops:.1f}"} for r in rows]
 
 
 def deep_chain_results(depth: int) -> list[dict]:

@@ -24,6 +24,12 @@ class PageContext:
     schema: LinkSchema
     look: Look
     link_problems: list[str]
+    persist: tuple[str, ...] = ()
+
+
+def _saved(ns: Namespace, name: str) -> str:
+    # a plain (non-widget) copy: Streamlit drops a widget's state when a page without it runs
+    return ns.key("_saved_" + name)
 
 
 def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: dict[str, Any],
@@ -43,6 +49,9 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     ns = Namespace(prefix)
     schema = LinkSchema({**fields, "present": PRESENT_FIELD})
     problems: list[str] = []
+    for name in defaults:  # coming back from another page: restore what the widgets held
+        if ns.key(name) not in st.session_state and _saved(ns, name) in st.session_state:
+            st.session_state[ns.key(name)] = st.session_state[_saved(ns, name)]
     first = ns.key("_ready") not in st.session_state
     if first:
         given, problems = schema.decode(st.query_params.to_dict(), fill_defaults=False)
@@ -60,7 +69,7 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     lk = look(bool(st.session_state[PRESENT_KEY]))
     st.html(css(lk))
     st.title(title)
-    return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems)
+    return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems, persist=tuple(defaults))
 
 
 def presentation_toggle(where=None) -> bool:
@@ -78,7 +87,13 @@ def presentation_toggle(where=None) -> bool:
 
 
 def publish_link(ctx: PageContext, state: dict[str, Any]) -> dict[str, str]:
-    """Write the page's shareable state into the URL (``st.query_params``); returns the parameters."""
+    """Write the page's shareable state into the URL (``st.query_params``); returns the parameters.
+
+    Also keeps a plain copy of the page's session values, so they survive a visit to another page.
+    """
+    for name in ctx.persist:
+        if ctx.ns.key(name) in st.session_state:
+            st.session_state[_saved(ctx.ns, name)] = st.session_state[ctx.ns.key(name)]
     params = ctx.schema.encode({**state, "present": bool(st.session_state.get(PRESENT_KEY, False))})
     current = {k: v for k, v in st.query_params.to_dict().items()}
     if current != params:
@@ -109,14 +124,17 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
 
     cols = where.columns([1.3, 1.1, 1.1, 1.3, 3.2])
     keys = ("Home", "Left", "Right", "End") if shortcuts else (None,) * 4
-    cols[0].button("⏮ Start", key=key + "_first", on_click=_move, kwargs={"to": 0}, shortcut=keys[0],
-                   width="stretch", help="Go to the first step (Home)")
-    cols[1].button("◀ Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
-                   width="stretch", help="One step back (Left arrow)")
-    cols[2].button("Step ▶", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[2],
-                   type="primary", width="stretch", help="One step forward (Right arrow)")
-    cols[3].button("End ⏭", key=key + "_last", on_click=_move, kwargs={"to": last}, shortcut=keys[3],
-                   width="stretch", help="Go to the last step (End)")
+    # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not)
+    cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 0}, shortcut=keys[0],
+                   icon=":material/first_page:", width="stretch", help="Go to the first step (Home)")
+    cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
+                   icon=":material/chevron_left:", width="stretch", help="One step back (Left arrow)")
+    cols[2].button("Step", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[2],
+                   icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch",
+                   help="One step forward (Right arrow)")
+    cols[3].button("End", key=key + "_last", on_click=_move, kwargs={"to": last}, shortcut=keys[3],
+                   icon=":material/last_page:", icon_position="right", width="stretch",
+                   help="Go to the last step (End)")
     if last > 0:
         cols[4].slider(label, 0, last, key=key, label_visibility="collapsed")
     else:

@@ -5,7 +5,7 @@
 
 1. A ~50-node program (a random DAG from engine.explain.harness, the same generator the Backprop
    orders page uses) is opened in the Expression explorer through streamlit's AppTest (the real page
-   script, headless); then "Step ▶" is clicked repeatedly and each rerun's wall time is measured.
+   script, headless); then "Step" is clicked repeatedly and each rerun's wall time is measured.
    This is the server's time per rerun (script + building the page's elements), without the browser.
    Goal: <= 150 ms.
 2. A ~500-node program: engine run with events, layout, frames and the Plotly figure with one frame per

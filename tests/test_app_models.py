@@ -68,6 +68,8 @@ def test_orders_model_marks_bfs_wrong_and_says_what_was_lost():
     bfs = m.views["bfs_first_touch"]
     assert [w["input"] for w in bfs.wrong] == ["x1"]
     assert bfs.dropped and "x1" in bfs.dropped[0]
+    assert bfs.lost_step is not None and m.views["topological"].lost_step is None
+    assert "lost" in bfs.frameset.frames[bfs.lost_step].node_state
     assert m.n_frames == max(v.n_frames for v in m.views.values())
 
 

@@ -60,15 +60,15 @@ def test_explorer_default_is_the_slide_example_and_steps():
     no_exceptions(at)
     assert "Step 1 of 14" in texts(at)
     for _ in range(3):
-        button(at, "Step ▶").click().run()
+        button(at, "Step").click().run()
     assert at.session_state["explorer_step"] == 3
     assert "Step 4 of 14" in texts(at)
     assert at.query_params["step"] == "3"
-    button(at, "◀ Back").click().run()
+    button(at, "Back").click().run()
     assert at.session_state["explorer_step"] == 2
-    button(at, "End ⏭").click().run()
+    button(at, "End").click().run()
     assert "done" in texts(at) and "∂f/∂x1 = 368" in texts(at)
-    button(at, "Step ▶").click().run()  # stays at the last step
+    button(at, "Step").click().run()  # stays at the last step
     assert at.session_state["explorer_step"] == 13
     # the table: autodiff gradients beside central differences
     table = at.table[0].value
@@ -173,10 +173,17 @@ def test_orders_switching_orders_and_stepping_together():
     no_exceptions(at)
     assert len(plotly_specs(at)) == 2 + 1  # two graphs side by side + the cost plot
     for _ in range(7):
-        button(at, "Step ▶").click().run()
+        button(at, "Step").click().run()
     caps = [c.value for c in at.caption if c.value.startswith("step ")]
     assert caps[0].startswith("step 8/14") and caps[1].startswith("step 8/17")
     assert at.query_params["orders"] == "topological,path_recursion"
+
+
+def test_orders_warns_at_the_step_where_the_gradient_goes_wrong():
+    at = page(ORDERS).run()
+    assert not any("this gradient is wrong" in w.value for w in at.warning)
+    button(at, "End").click().run()
+    assert any("this gradient is wrong" in w.value for w in at.warning)
 
 
 def test_orders_cost_plot_is_exponential_for_path_recursion():
@@ -230,15 +237,31 @@ FWDREV = "4_Forward_vs_reverse.py"
 def test_forward_mode_steps_dual_numbers():
     at = page(FWDREV).run()
     no_exceptions(at)
-    button(at, "End ⏭").click().run()
+    button(at, "End").click().run()
     assert "directional derivative 368" in texts(at)
     at.radio(key="fwdrev_seed").set_value("x2").run()
     no_exceptions(at)
     assert at.session_state["fwdrev_step"] == 0  # a new seed starts again
-    button(at, "End ⏭").click().run()
+    button(at, "End").click().run()
     assert "directional derivative 489.4" in texts(at)
     specs = plotly_specs(at)
     assert len(specs) == 1 + 2 + 2  # dual-number graph, Jacobian plots, memory plots
     jac = {d["name"]: d["y"] for d in specs[1]["data"]}
     assert jac["forward mode: passes"] == list(range(1, len(jac["forward mode: passes"]) + 1))
     assert set(jac["reverse mode: passes"]) == {2}
+
+
+def test_program_survives_a_visit_to_another_page():
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT).run()
+    at.switch_page("pages/1_Expression_explorer.py").run()
+    at.text_area(key="explorer_expr").input("f = x * x * x")
+    at.text_area(key="explorer_at").input("x = 2")
+    at.run()
+    button(at, "Step").click().run()
+    at.switch_page("pages/3_Gradient_check.py").run()
+    no_exceptions(at)
+    assert "explorer_expr" not in at.session_state  # Streamlit dropped the widget's state...
+    at.switch_page("pages/1_Expression_explorer.py").run()
+    no_exceptions(at)
+    assert at.text_area(key="explorer_expr").value == "f = x * x * x"  # ...and the page restored it
+    assert at.session_state["explorer_step"] == 1

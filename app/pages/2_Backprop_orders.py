@@ -80,6 +80,12 @@ if model is not None:
                 k = min(step, view.n_frames - 1)
                 fr = view.frameset.frames[k]
                 st.caption(f"step {k + 1}/{view.n_frames} · {fr.phase}: {fr.caption}")
+                if view.lost_step is not None:
+                    if k >= view.lost_step:
+                        st.warning(f"From step {view.lost_step + 1} on this gradient is wrong: a contribution "
+                                   "reached a node that had already passed its adjoint on (red node).")
+                    else:
+                        st.caption(f"Watch step {view.lost_step + 1}: a contribution arrives too late.")
                 fig = style_graph_figure(static_frame(view.figure, k), look,
                                          height=int(look.figure_height * (0.8 if len(orders) > 2 else 1)))
                 st.plotly_chart(fig, key=ns.key(f"fig_{s}"), config={"displaylogo": False})

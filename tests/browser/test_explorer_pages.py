@@ -44,9 +44,9 @@ def test_explorer_step_play_type_and_table(page, app_url, wait_idle, shot):
     assert plot.locator(".scatterlayer .trace .point").count() >= 7  # one marker per node
     shot(page, "explorer_start")
 
-    page.get_by_role("button", name="Step ▶").click()
+    page.get_by_role("button", name="Step").click()
     wait_idle(page)
-    page.get_by_role("button", name="Step ▶").click()
+    page.get_by_role("button", name="Step").click()
     wait_idle(page)
     assert step_header(page).startswith("Step 3 of 14")
     assert "step=2" in page.url  # the deep link follows the page
@@ -126,7 +126,7 @@ def test_other_pages_draw(page, app_url, wait_idle, shot, path, name, expect):
         page.get_by_text(expect).count() > 0
     assert page.locator('[data-testid="stException"]').count() == 0
     if path == "Backprop_orders":
-        page.get_by_role("button", name="Step ▶").click()
+        page.get_by_role("button", name="Step").click()
         wait_idle(page)
         assert "step=1" in page.url
     shot(page, name)
