@@ -140,3 +140,13 @@ def test_big_network_opens_in_layer_view_and_dot_download():
     assert at.radio(key="network_level_radio").value == "layer"
     assert "step 30" in node_texts(at)
     assert any(b.proto.label.startswith("Download graph (DOT)") for b in at.get("download_button"))
+
+
+def test_presentation_mode_link():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "attention"
+    at.query_params["present"] = "1"
+    at.query_params["step"] = "5"
+    ok(at.run())
+    assert at.session_state["presenting"] is True
+    assert "Step 6 of" in texts(at) and "Single attention head" in texts(at)
