@@ -92,6 +92,35 @@ class ExplorerModel:
     def phase(self, step: int) -> str:
         return self.frameset.frames[min(max(step, 0), self.n_frames - 1)].phase
 
+    def contributions(self, step: int) -> list[dict]:
+        """What the backward pass sent at frame ``step``: one row per edge, from the recorded events.
+
+        ``local derivative`` is contribution / adjoint, shown for scalars only (for tensors the VJP is a
+        product with a Jacobian, not one number).
+        """
+        frames = self.frameset.frames
+        step = min(max(step, 0), self.n_frames - 1)
+        first = next((f.index for f in frames if f.phase == "backward"), None)
+        if first is None or frames[step].phase != "backward":
+            return []
+        groups = self.trace.steps()
+        k = step - first
+        if not 0 <= k < len(groups):
+            return []
+        name = {n.id: n.name for n in self.trace.graph.nodes}
+        adjoint = next((e.value for e in groups[k] if e.kind == "visit"), None)
+        rows = []
+        for e in groups[k]:
+            if e.kind != "send":
+                continue
+            local = ""
+            if isinstance(adjoint, (int, float)) and isinstance(e.value, (int, float)) and adjoint != 0:
+                local = fmt_value(e.value / adjoint)
+            rows.append({"edge (backward)": f"{name.get(e.node, e.node)} → {name.get(e.parent, e.parent)}",
+                         f"adjoint of {name.get(e.node, e.node)}": fmt_value(adjoint),
+                         "local derivative": local, "contribution sent (VJP)": fmt_value(e.value)})
+        return rows
+
     def forward_dot(self, step: int | None = None) -> str:
         """DOT of the forward graph (with values and adjoints; the frame's highlight when ``step``)."""
         key = ("fwd", step)

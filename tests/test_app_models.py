@@ -37,6 +37,11 @@ def test_explorer_model_slide_example():
     dot = m.forward_dot(3)
     assert dot.startswith("digraph") and "x3" in dot
     assert m.gradient_dot().startswith("digraph")
+    # frame 9: x3 sends to x1 with local derivative 1.5 (x3 = 1.5 * x1)
+    sent = m.contributions(9)
+    assert sent == [{"edge (backward)": "x3 → x1", "adjoint of x3": f"{math.exp(5.5):.6g}",
+                     "local derivative": "1.5", "contribution sent (VJP)": f"{1.5 * math.exp(5.5):.6g}"}]
+    assert m.contributions(2) == []  # forward frames send nothing
 
 
 @pytest.mark.parametrize("program,inputs,where", [

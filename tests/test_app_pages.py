@@ -66,6 +66,10 @@ def test_explorer_default_is_the_slide_example_and_steps():
     assert at.query_params["step"] == "3"
     button(at, "Back").click().run()
     assert at.session_state["explorer_step"] == 2
+    for _ in range(7):
+        button(at, "Step").click().run()
+    sent = at.table[0].value  # step 10: x3 sends 1.5 * adjoint to x1
+    assert list(sent["edge (backward)"]) == ["x3 → x1"] and list(sent["local derivative"]) == ["1.5"]
     button(at, "End").click().run()
     assert "done" in texts(at) and "∂f/∂x1 = 368" in texts(at)
     button(at, "Step").click().run()  # stays at the last step

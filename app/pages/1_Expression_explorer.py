@@ -81,6 +81,9 @@ st.session_state[ns.key("sig")] = sig
 step = step_controls(ns, model.n_frames)
 phase = model.phase(step)
 st.markdown(f"#### Step {step + 1} of {model.n_frames} · {phase}\n{model.caption(step)}")
+sent = model.contributions(step)
+if sent:
+    st.table(pd.DataFrame(sent))
 
 tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient graph", "Table of nodes"])
 with tab_anim:
