@@ -124,3 +124,13 @@ def test_page_compile_button():
     ok(at.run())
     assert "bit for bit: **True**" in texts(at)
     assert [m.label for m in at.metric][:2] == ["ops traced", "ops replayed"]
+
+
+def test_page_deep_link_round_trip():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["example"] = "mlp"
+    at.query_params["length"] = "12"
+    ok(at.run())
+    assert at.selectbox(key="static_example").value == "mlp"
+    assert at.select_slider(key="static_length").value == 12
+    assert "Static graph for T = 12: 51 nodes" in texts(at)
