@@ -203,7 +203,6 @@ class CompiledStep:
                 arg_slot_of_array[id(a._data)] = n
                 prog.input_slots.append(n)
                 n += 1
-        keep_alive: list[Tensor] = []
         leaf_loads: list[tuple[int, Tensor]] = []
         backend = None
         raw: list[tuple] = []
@@ -224,7 +223,6 @@ class CompiledStep:
                         s = n
                         n += 1
                         leaf_loads.append((s, t))
-                        keep_alive.append(t)
                         meta[s] = (t.shape, t.dtype, t.name)
                         if t._data is not arr:
                             changed.append(t)
