@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import plotly.graph_objects as go
 
 from engine import explain as ex
 from engine.explain.dot import to_dot
