@@ -118,12 +118,8 @@ def _stop() -> None:
         r.stop()
 
 
-b = st.columns([1, 1, 1, 4])
-b[0].button("▶ Start training", type="primary", on_click=_start, width="stretch",
-            help="Starts a new run (stopping the current one, if any)")
-paused = run is not None and run.control.paused
-b[1].button("⏵ Resume" if paused else "⏸ Pause", on_click=_pause_resume, disabled=not busy, width="stretch")
-b[2].button("⏹ Stop", on_click=_stop, disabled=not busy, width="stretch")
+st.button("Start training", icon=":material/play_arrow:", type="primary", on_click=_start,
+          help="Starts a new run (stopping the current one, if any)")
 if S.get(k("error")):
     st.error(S[k("error")])
 
@@ -132,13 +128,20 @@ publish_link(ctx, {name: S[k(name)] for name in ("dataset", "n_train", "n_val", 
 
 
 # --- live view (a fragment that polls the run while it trains) --------------------------------
-@st.fragment(run_every=0.7 if busy else None)
+@st.fragment(run_every=1.0 if busy else None)
 def live_view() -> None:
     r: TrainingRun | None = S[k("run")]
     if r is None:
         st.info("Choose a dataset and press **Start training**. The curves grow here while the engine trains.")
         return
     snap = r.snapshot()
+    # the run's own buttons live in the fragment: a click reruns only the fragment, never racing the
+    # full-page rerun against the fragment's timer (a full rerun could leave the timer unscheduled)
+    b = st.columns([1, 1, 4])
+    paused = r.control.paused
+    b[0].button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
+                on_click=_pause_resume, disabled=snap.done, width="stretch")
+    b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=snap.done, width="stretch")
     started = snap.started
     if started is not None:
         st.caption(f"{started.n_train:,} training / {started.n_val:,} validation sentences · "
