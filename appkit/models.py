@@ -286,14 +286,16 @@ class GradcheckModel:
     table: list[dict]
 
 
-def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float) -> GradcheckModel:
-    """h sweep for one input (float32 and float64) and the per-input comparison table at ``h``."""
+def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, index: int = 0) -> GradcheckModel:
+    """h sweep for element ``index`` of one input (float32 and float64) and the per-input table at ``h``."""
+    import numpy as np
     program, inputs = parse(program_text, inputs_text)
     if wrt not in program.input_names:
         wrt = program.input_names[0]
+    index = min(max(int(index), 0), int(np.size(inputs[wrt])) - 1)
     try:
         trace = ex.record_execution(program, inputs)
-        sweep = _costs().h_sweep(program, inputs, wrt)
+        sweep = _costs().h_sweep(program, inputs, wrt, index=index)
         fd64 = _costs().central_differences(program, inputs, h=h, dtype="float64")
         fd32 = _costs().central_differences(program, inputs, h=h, dtype="float32")
     except ExpressionError as e:

@@ -183,3 +183,12 @@ def test_style_sets_presentation_sizes_and_serialises_as_is():
     import plotly.tools
     d = plotly.tools.return_figure_from_figure_or_data(big, validate_figure=True)  # what st.plotly_chart does
     assert json.loads(plotly.io.to_json(d, validate=False))["layout"]["height"] == PRESENTING.figure_height
+
+
+def test_gradcheck_model_sweeps_the_chosen_tensor_element():
+    prog, inputs = "y = W @ x + b\nf = sum(tanh(y))", "W = [[1, 2, 0.5], [-1, 0, 3]], x = [0.5, -1, 2], b = [0.1, -0.2]"
+    m = gradcheck_model(prog, inputs, "W", 1e-6, index=4)
+    assert m.sweep.exact == pytest.approx(float(np.asarray(m.autodiff["W"]).reshape(-1)[4]))
+    assert min(r.abs_error for r in m.sweep.rows if r.dtype == "float64") < 1e-7
+    clamped = gradcheck_model(prog, inputs, "b", 1e-6, index=99)  # out of range: last element
+    assert clamped.sweep.exact == pytest.approx(float(np.asarray(clamped.autodiff["b"]).reshape(-1)[-1]))

@@ -225,6 +225,19 @@ def test_gradcheck_sweep_and_table():
     assert "∂f/∂x2" in plotly_specs(at)[0]["layout"]["title"]["text"]
 
 
+def test_gradcheck_tensor_input_element():
+    at = page(GRADCHECK).run()
+    label = next(o for o in at.selectbox(key="gradcheck_preset").options if "W @ x + b" in o)
+    at.selectbox(key="gradcheck_preset").set_value(label).run()
+    at.selectbox(key="gradcheck_wrt").set_value("W").run()
+    at.number_input(key="gradcheck_index_W").set_value(4).run()
+    no_exceptions(at)
+    assert "∂f/∂W[4]" in plotly_specs(at)[0]["layout"]["title"]["text"]
+    table = at.table[0].value
+    assert list(table["input"]) == ["W", "x", "b"]
+    assert all(float(v) < 1e-5 for v in table["|diff| float64"])
+
+
 def test_gradcheck_bad_expression():
     at = page(GRADCHECK).run()
     at.text_area(key="gradcheck_expr").input("import os").run()

@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
@@ -30,8 +31,8 @@ for msg in ctx.link_problems:
 
 
 @st.cache_resource(max_entries=32, show_spinner="Sweeping h on the engine…")
-def cached_check(program: str, inputs: str, wrt: str, h: float):
-    return gradcheck_model(program, inputs, wrt, h)
+def cached_check(program: str, inputs: str, wrt: str, h: float, index: int):
+    return gradcheck_model(program, inputs, wrt, h, index)
 
 
 def _load_preset():
@@ -54,7 +55,7 @@ c2.text_area("Inputs", key=ns.key("at"), height=100)
 program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
 
 try:
-    program, _ = parse(program_text, inputs_text)
+    program, inputs = parse(program_text, inputs_text)
 except InputProblem as problem:
     (c1 if problem.where == "program" else c2).error(f"**{problem.where.capitalize()} not accepted** — "
                                                      f"{problem.error}", icon="🚫")
@@ -66,24 +67,29 @@ if st.session_state[ns.key("wrt")] not in names:
     st.session_state[ns.key("wrt")] = names[0]
 h_now = min(H_CHOICES, key=lambda v: abs(v - float(st.session_state[ns.key("h")])))
 st.session_state[ns.key("h")] = h_now
-p = st.columns(2)
+p = st.columns(3)
 p[0].selectbox("Sweep h for input", names, key=ns.key("wrt"))
-p[1].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: f"{v:.0e}")
-wrt, h = st.session_state[ns.key("wrt")], float(st.session_state[ns.key("h")])
+wrt = st.session_state[ns.key("wrt")]
+size = int(np.size(inputs[wrt]))
+index = p[1].number_input("element (flat index)", 0, size - 1, 0, key=ns.key(f"index_{wrt}"),
+                          disabled=size == 1, help="For a tensor input: which element is perturbed by ±h")
+p[2].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: f"{v:.0e}")
+h = float(st.session_state[ns.key("h")])
 
 try:
-    model = cached_check(program_text, inputs_text, wrt, h)
+    model = cached_check(program_text, inputs_text, wrt, h, int(index))
 except InputProblem as problem:
     st.error(f"**Program not accepted** — {problem.error}", icon="🚫")
     st.stop()
 
 series, markers = sweep_series(model.sweep)
-fig = line_plot(series, title=f"|central difference − autodiff| for ∂f/∂{wrt}", x_title="h (log scale)",
+element = f"[{int(index)}]" if size > 1 else ""
+fig = line_plot(series, title=f"|central difference − autodiff| for ∂f/∂{wrt}{element}", x_title="h (log scale)",
                 y_title="absolute error (log scale)", look=look, log_x=True, log_y=True, markers=markers)
 st.plotly_chart(fig, key=ns.key("sweep_fig"))
 st.caption("Large h: the truncation error of (f(x+h) − f(x−h)) / 2h grows like h². Small h: f(x+h) and "
            "f(x−h) agree in most digits and rounding dominates, like ε/h — much sooner in float32 (ε ≈ 1e-7) "
-           "than in float64 (ε ≈ 1e-16). For a tensor input the sweep perturbs its first element.")
+           "than in float64 (ε ≈ 1e-16). For a tensor input the sweep perturbs the chosen element.")
 st.subheader(f"Every input at h = {h:.0e}")
 st.table(pd.DataFrame(model.table))
 publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h})
