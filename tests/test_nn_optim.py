@@ -105,3 +105,26 @@ def test_optimisers_match_pytorch(opt_name):
         ((torch.tensor(x) @ theirs.T).tanh() ** 2).sum().backward()
         o2.step()
     np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_dropout_masks_are_independent_per_thread():
+    """Two trainings in two threads (two browser sessions) each get their own, reproducible masks."""
+    import threading
+    from engine.backends import get_backend
+
+    def masks(seed, out, key):
+        get_backend("numpy").seed(seed)
+        x = engine.ones(200)
+        out[key] = [F.dropout(x, 0.5).numpy() for _ in range(20)]
+
+    alone: dict = {}
+    masks(7, alone, "a")
+    together: dict = {}
+    threads = [threading.Thread(target=masks, args=(7, together, k)) for k in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in ("a", "b"):
+        for m1, m2 in zip(alone["a"], together[k]):
+            np.testing.assert_array_equal(m1, m2)

@@ -11,8 +11,9 @@ Kernel names:
 """
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..dtypes import DType
 
@@ -24,6 +25,32 @@ REDUCE_OPS = ("sum", "max")
 
 class BackendUnavailable(RuntimeError):
     """The requested backend cannot run on this machine (e.g. no GPU)."""
+
+
+class ThreadRandom:
+    """One random generator per thread (dropout masks).
+
+    Two trainings in two threads (two browser sessions) must not share a
+    generator: each would change the other's masks and neither would be
+    reproducible. ``seed(s)`` reseeds the calling thread's generator and makes
+    ``s`` the starting seed of threads that draw for the first time later.
+    """
+
+    def __init__(self, factory: Callable[[int], Any], seed: int = 0):
+        self._factory = factory
+        self._base_seed = seed
+        self._local = threading.local()
+
+    @property
+    def generator(self):
+        gen = getattr(self._local, "gen", None)
+        if gen is None:
+            gen = self._local.gen = self._factory(self._base_seed)
+        return gen
+
+    def seed(self, seed: int) -> None:
+        self._base_seed = seed
+        self._local.gen = self._factory(seed)
 
 
 class Backend(ABC):

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64, result_dtype
 from ..tensor_data import IndexingError, ViewError
-from .base import BINARY_OPS, COMPARISONS, UNARY_OPS, Backend, BackendUnavailable
+from .base import BINARY_OPS, COMPARISONS, UNARY_OPS, Backend, BackendUnavailable, ThreadRandom
 
 KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
 KERNEL_FILES = ("elementwise.cu", "reduce.cu", "matmul.cu", "gather.cu")
@@ -213,7 +213,7 @@ class CupyRuntime:
         self.max_blocks = int(cp.cuda.Device().attributes["MultiProcessorCount"]) * 32
         self.threads = THREADS
         self.reduce_threads = REDUCE_THREADS
-        self._rng = cp.random.RandomState(0)
+        self._random = ThreadRandom(cp.random.RandomState)
 
     def function(self, name: str):
         fn = self._functions.get(name)
@@ -236,10 +236,10 @@ class CupyRuntime:
         return self.cp.asnumpy(a)
 
     def uniform(self, shape, dtype: DType):
-        return self._rng.random_sample(tuple(shape), dtype=dtype.numpy)
+        return self._random.generator.random_sample(tuple(shape), dtype=dtype.numpy)
 
     def seed(self, seed: int) -> None:
-        self._rng = self.cp.random.RandomState(seed)
+        self._random.seed(seed)
 
     def synchronize(self) -> None:
         self.cp.cuda.Device().synchronize()

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
 from ..tensor_data import IndexingError, ViewError
-from .base import Backend
+from .base import Backend, ThreadRandom
 
 _UNARY = {
     "neg": np.negative,
@@ -37,7 +37,12 @@ class NumpyBackend(Backend):
     name = "numpy"
 
     def __init__(self) -> None:
-        self.rng = np.random.default_rng(0)
+        self._random = ThreadRandom(np.random.default_rng)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """This thread's generator."""
+        return self._random.generator
 
     def array(self, data, dtype: DType):
         return np.array(data, dtype=dtype.numpy)
@@ -59,7 +64,7 @@ class NumpyBackend(Backend):
         return self.rng.random(tuple(shape), dtype=np.float64 if dtype.name == "float64" else np.float32)
 
     def seed(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
+        self._random.seed(seed)
 
     def astype(self, a, dtype: DType):
         return a.astype(dtype.numpy, copy=False)

@@ -17,7 +17,7 @@ import numpy as np
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
 from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_index, broadcast_shape,
                            prod)
-from .base import Backend
+from .base import Backend, ThreadRandom
 
 _TYPECODE_DTYPE = {"d": float64, "f": float32, "q": int64, "b": bool_}
 _RANK = {"b": 0, "q": 1, "f": 2, "d": 3}
@@ -110,7 +110,12 @@ class PythonBackend(Backend):
     name = "python"
 
     def __init__(self) -> None:
-        self.rng = random.Random(0)
+        self._random = ThreadRandom(random.Random)
+
+    @property
+    def rng(self) -> random.Random:
+        """This thread's generator."""
+        return self._random.generator
 
     # --- creation / conversion ------------------------------------------
     def array(self, data, dtype: DType):
@@ -136,7 +141,7 @@ class PythonBackend(Backend):
         return _new([self.rng.random() for _ in range(prod(shape))], shape, dtype.typecode)
 
     def seed(self, seed):
-        self.rng = random.Random(seed)
+        self._random.seed(seed)
 
     def astype(self, a, dtype):
         if a.typecode == dtype.typecode:
