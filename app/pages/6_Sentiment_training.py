@@ -16,6 +16,7 @@ from appkit.deeplink import LinkField  # noqa: E402
 from appkit.widgets import presentation_toggle, publish_link, start_page  # noqa: E402
 from sentiment.data import DataFormatError, SST2NotFound  # noqa: E402
 from sentiment.embeddings import GloveNotFound, load_glove  # noqa: E402
+from sentiment.model import SentimentNet  # noqa: E402
 from sentiment.runner import TrainingRun, streamlit_session_watch  # noqa: E402
 from sentiment.trainer import SentimentTrainer, TrainConfig  # noqa: E402
 from sentiment.views import (DATASETS, TARGET_ACCURACY, DataChoice, accuracy_figure, load_choice,  # noqa: E402
@@ -108,8 +109,12 @@ def _start() -> None:
 
 def _pause_resume() -> None:
     r = S[k("run")]
-    if r is not None:
-        r.resume() if r.control.paused else r.pause()
+    if r is None:
+        return
+    if r.control.paused:
+        r.resume()
+    else:
+        r.pause()
 
 
 def _stop() -> None:
@@ -172,12 +177,14 @@ def live_view() -> None:
 live_view()
 
 # --- the network ---------------------------------------------------------------------------------
-if run is not None:
-    with st.expander("The network (layers collapsed)", expanded=False):
+with st.expander("The network (layers collapsed)", expanded=run is None):
+    if run is not None:
         st.graphviz_chart(network_dot(run.trainer))
-        st.caption("Grey stages have no parameters. Padding: a batch is padded with zero vectors to its longest "
-                   "sentence and the mean divides by each sentence's real length, so a prediction never depends "
-                   "on the other sentences in the batch.")
+    else:
+        st.graphviz_chart(network_dot(SentimentNet(hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]))))
+    st.caption("Grey stages have no parameters. Padding: a batch is padded with zero vectors to its longest "
+               "sentence and the mean divides by each sentence's real length, so a prediction never depends "
+               "on the other sentences in the batch.")
 
 # --- after training ------------------------------------------------------------------------------
 if run is not None and run.snapshot().done and run.snapshot().started is not None:

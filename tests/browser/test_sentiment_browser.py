@@ -8,6 +8,15 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_glove():
+    from sentiment.embeddings import load_glove
+    try:
+        load_glove()
+    except FileNotFoundError as e:
+        pytest.skip(f"no GloVe vectors: {e}")
+
 PROGRESS = '[data-testid="stProgress"]'
 MAIN = '[data-testid="stMain"]'
 # the loss figure is the first Plotly chart; its first trace holds one point per (averaged) batch
