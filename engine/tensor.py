@@ -39,6 +39,11 @@ def is_grad_enabled() -> bool:
     return _state.grad_enabled
 
 
+def in_forward_mode() -> bool:
+    """True while ``engine.jvp`` runs the user's function (False inside a JVP rule itself)."""
+    return _state.forward_mode > 0
+
+
 @contextmanager
 def set_grad_enabled(mode: bool) -> Iterator[None]:
     prev = _state.grad_enabled

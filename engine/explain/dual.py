@@ -13,8 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .. import api
-from ..tensor import _state as _engine_state
-from ..tensor import tensor, trace_ops
+from ..tensor import in_forward_mode, tensor, trace_ops
 from .graph import Graph, fmt, plain_value
 from .parser import ExpressionError, Program
 from .trace import _as_program, run_forward
@@ -82,10 +81,8 @@ def dual_number_steps(program: Program | str, inputs: Mapping[str, Any] | str, s
 
     program_outs: list = []
     rule_ops = [0]
-    state = _engine_state  # forward_mode is 0 inside a JVP rule, >0 for the program's own ops
-
     def hook(op, ins, params, out):
-        if state.forward_mode > 0:
+        if in_forward_mode():  # the program's own ops; ops run inside a JVP rule are counted apart
             program_outs.append((op.name, out, out.tangent))  # jvp() clears the output's later
         else:
             rule_ops[0] += 1
