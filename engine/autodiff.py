@@ -146,30 +146,40 @@ class Topological(TraversalStrategy):
                     prev = derivs.get(pid)
                     derivs[pid] = contribution if prev is None else prev + contribution
             return
-        expected = count_consumers(order)
-        received: dict[int, int] = {}
-        step = 0
-        for node in order:
-            d = derivs.pop(node.unique_id, None)
-            if d is None:
-                continue
-            observer(NodeVisited(node, d, step))
-            if node.is_leaf():
-                node.accumulate_derivative(d)
-                observer(LeafAccumulated(node, d, step))
-                step += 1
-                continue
-            for parent, contribution in node.chain_rule(d):
-                if parent.is_constant():
-                    continue
-                pid = parent.unique_id
-                observer(ContributionSent(node, parent, contribution, step))
-                prev = derivs.get(pid)
-                total = contribution if prev is None else prev + contribution
-                derivs[pid] = total
-                received[pid] = received.get(pid, 0) + 1
-                observer(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
+        process_in_order(order, variable, deriv, observer)
+
+
+def process_in_order(order: list, variable: Variable, deriv: Any, observer: Observer) -> None:
+    """The correct backward pass over a given output-first ``order``, reporting every step.
+
+    Shared by :class:`Topological` (when observed) and by strategies that only change how the
+    order is found (e.g. the explain layer's recursive DFS).
+    """
+    expected = count_consumers(order)
+    derivs: dict[int, Any] = {variable.unique_id: deriv}
+    received: dict[int, int] = {}
+    step = 0
+    for node in order:
+        d = derivs.pop(node.unique_id, None)
+        if d is None:
+            continue
+        observer(NodeVisited(node, d, step))
+        if node.is_leaf():
+            node.accumulate_derivative(d)
+            observer(LeafAccumulated(node, d, step))
             step += 1
+            continue
+        for parent, contribution in node.chain_rule(d):
+            if parent.is_constant():
+                continue
+            pid = parent.unique_id
+            observer(ContributionSent(node, parent, contribution, step))
+            prev = derivs.get(pid)
+            total = contribution if prev is None else prev + contribution
+            derivs[pid] = total
+            received[pid] = received.get(pid, 0) + 1
+            observer(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
+        step += 1
 
 
 def derivatives_at(variable: Variable, deriv: Any, targets: Iterable[Variable]) -> dict[int, Any]:

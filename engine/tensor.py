@@ -12,7 +12,7 @@ import itertools
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
 import numpy as np
 

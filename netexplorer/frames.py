@@ -142,7 +142,6 @@ def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES) 
         box_of = {n.id: (box_by_group[n.group] if group_of(n) is not None else n.id) for n in graph.nodes}
         for n in view_graph.nodes:
             if n.kind == "group":
-                out = rec.layers[[layer.name for layer in rec.layers].index(n.group)].output
                 n.name = n.group
                 n.expr = f"{n.group}: {n.count} ops"
         trace = _remap(to_trace(rec, graph), box_of, view_graph)

@@ -10,7 +10,6 @@ from typing import Callable
 
 import numpy as np
 
-import engine
 from engine import functional as F
 from engine import ops
 

@@ -14,8 +14,8 @@ import random
 
 import numpy as np
 
-from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
-from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_index, broadcast_shape,
+from ..dtypes import DType, bool_, float32, float64, int64
+from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_shape,
                            prod)
 from .base import Backend, ThreadRandom
 

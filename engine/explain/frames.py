@@ -73,7 +73,6 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     node_ids = [n.id for n in g.nodes]
     index = {nid: i for i, nid in enumerate(node_ids)}
     name = {n.id: n.name for n in g.nodes}
-    value = {n.id: n.value for n in g.nodes}
     text = ["" for _ in node_ids]
     state = ["idle" for _ in node_ids]
     frames: list[Frame] = []

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..autodiff import (ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited, TraversalStrategy,
                         count_consumers, register_strategy, topological_sort)
+from ..autodiff import process_in_order as _process_in_order
 
 
 @dataclass
@@ -42,32 +43,7 @@ def _noop(event) -> None:
 
 def process_in_order(order: list, variable, deriv, observer=None) -> None:
     """The correct backward pass over a given output-first order (what Topological does)."""
-    emit = observer or _noop
-    expected = count_consumers(order) if observer is not None else {}
-    derivs: dict[int, Any] = {variable.unique_id: deriv}
-    received: dict[int, int] = {}
-    step = 0
-    for node in order:
-        d = derivs.pop(node.unique_id, None)
-        if d is None:
-            continue
-        emit(NodeVisited(node, d, step))
-        if node.is_leaf():
-            node.accumulate_derivative(d)
-            emit(LeafAccumulated(node, d, step))
-            step += 1
-            continue
-        for parent, contribution in node.chain_rule(d):
-            if parent.is_constant():
-                continue
-            pid = parent.unique_id
-            emit(ContributionSent(node, parent, contribution, step))
-            prev = derivs.get(pid)
-            total = contribution if prev is None else prev + contribution
-            derivs[pid] = total
-            received[pid] = received.get(pid, 0) + 1
-            emit(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
-        step += 1
+    _process_in_order(order, variable, deriv, observer or _noop)
 
 
 class BfsFirstTouch(TraversalStrategy):
