@@ -58,6 +58,7 @@ def _shape(shape) -> tuple[int, ...]:
 def _leaf(x, requires_grad: bool = True) -> Tensor:
     if isinstance(x, Tensor):
         t = Tensor._make(x._data, x.backend)
+        t.tangent = x.tangent  # inside jvp, the fresh leaf keeps carrying its forward-mode tangent
     else:
         t = tensor(x)
     t.requires_grad = requires_grad
@@ -98,7 +99,8 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         leaves, nested = _differentiable_inputs([args[i] for i in nums])
         for i, leaf in zip(nums, leaves):
             args[i] = leaf
-        out = f(*args)
+        with set_grad_enabled(True):  # also under no_grad / inside jvp: f's graph is what we differentiate
+            out = f(*args)
         if not isinstance(out, Tensor) or out.numel() != 1:
             raise TypeError("grad(f) needs f to return a one-element Tensor")
         one = Tensor._make(out.backend.full(out.shape, 1.0, out.dtype), out.backend)
@@ -111,7 +113,8 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 def vjp(f: Callable, *primals):
     """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` returns x̄ = Jᵀ ȳ for every primal (the slides' make_vjp)."""
     leaves, nested = _differentiable_inputs(primals)
-    out = f(*leaves)
+    with set_grad_enabled(True):  # also under no_grad / inside jvp: f's graph is what we differentiate
+        out = f(*leaves)
 
     def vjp_fn(cotangent):
         from .tensor import as_tensor_like

@@ -177,6 +177,27 @@ def test_functional_grad_vjp_jvp():
     assert t.item() == pytest.approx(2.0)
 
 
+def test_grad_and_vjp_work_under_no_grad():
+    # the transforms differentiate f's own graph, whatever the caller's grad mode
+    f = lambda x: (x * x * x).sum()  # noqa: E731
+    with no_grad():
+        assert engine.grad(f)(tensor(2.0)).item() == pytest.approx(12.0)
+        _, vjp_fn = engine.vjp(lambda x: x * x, tensor(3.0))
+        assert vjp_fn(tensor(1.0))[0].item() == pytest.approx(6.0)
+
+
+def test_jvp_of_grad_is_a_hessian_vector_product():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3))
+    x0, v = rng.standard_normal(3), rng.standard_normal(3)
+    f = lambda x: ((x @ tensor(a)).exp() * x).sum() + x.sigmoid().sum()  # noqa: E731
+    g, hv = engine.jvp(engine.grad(f), [tensor(x0)], [tensor(v)])
+    eps = 1e-6
+    numeric = (engine.grad(f)(tensor(x0 + eps * v)).numpy() - engine.grad(f)(tensor(x0 - eps * v)).numpy()) / (2 * eps)
+    np.testing.assert_allclose(g.numpy(), engine.grad(f)(tensor(x0)).numpy())
+    np.testing.assert_allclose(hv.numpy(), numeric, rtol=1e-6, atol=1e-8)
+
+
 def test_grad_mode_is_thread_local():
     import threading
     x = tensor(1.0, requires_grad=True)
