@@ -100,11 +100,20 @@ def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean")
 
 def cross_entropy(logits: Tensor, target, reduction: str = "mean") -> Tensor:
     """Cross-entropy from logits (N, C) and integer class targets (N,)."""
-    logp = log_softmax(logits, dim=-1)
+    if logits.ndim != 2:
+        raise ValueError(f"cross_entropy needs logits of shape (N, C), got {logits.shape}")
+    n, c = logits.shape
     be = logits.backend
     if not isinstance(target, Tensor):
         target = Tensor._make(be.array(np.asarray(target), int64), be)
-    n, c = logits.shape
+    if target.shape != (n,):
+        raise ValueError(f"cross_entropy needs targets of shape ({n},) for logits {logits.shape}, got {target.shape}")
+    if not be.deferred and n:
+        # an out-of-range class would silently pick a neighbouring row's entry below
+        t = target.numpy()
+        if t.min() < 0 or t.max() >= c:
+            raise IndexError(f"cross_entropy target classes must be in [0, {c}), got {t.min()}..{t.max()}")
+    logp = log_softmax(logits, dim=-1)
     # pick logp[i, target[i]]: gather rows i*C + target[i] of the flattened (N*C, 1) table
     offsets = Tensor._make(be.array(np.arange(n) * c, int64), be)
     picked = ops.gather(ops.reshape(logp, (n * c, 1)), ops.cast(ops.add(offsets, target), int64))

@@ -69,6 +69,21 @@ def test_logsumexp_is_stable_at_large_logits():
     np.testing.assert_allclose(z.softmax(-1).numpy().sum(), 1.0)
 
 
+@pytest.mark.parametrize("target", [[3, 0], [-1, 0]])
+def test_cross_entropy_rejects_out_of_range_classes(target):
+    # logp is flattened for the pick: class 3 of row 0 would otherwise be logp[1, 0]
+    z = tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    with pytest.raises(IndexError, match=r"\[0, 3\)"):
+        F.cross_entropy(z, target)
+
+
+def test_cross_entropy_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="targets of shape"):
+        F.cross_entropy(tensor(np.zeros((2, 3))), [0, 1, 2])
+    with pytest.raises(ValueError, match=r"logits of shape \(N, C\)"):
+        F.cross_entropy(tensor(np.zeros(3)), [0])
+
+
 def test_sgd_step():
     p = nn.Parameter([1.0, 2.0])
     opt = optim.SGD([p], lr=0.1)
