@@ -64,6 +64,10 @@ def parse(program_text: str, inputs_text: str):
         program = ex.parse_program(program_text, inputs)
     except ExpressionError as e:
         raise InputProblem("program", e) from None
+    if not program.input_names:  # e.g. "f = 2": pages index input_names[0] (seed, wrt), so reject it here
+        raise InputProblem("program", ExpressionError(
+            "the output does not depend on any input (it is a plain number)",
+            program.statements[-1].line, kind="undefined"))
     return program, inputs
 
 

@@ -10,7 +10,7 @@ import pytest
 from appkit.figures import MAX_BROWSER_FRAMES, PrebuiltFigure, at_frame, frame_window, static_frame, \
     style_graph_figure
 from appkit.models import (InputProblem, dual_model, explorer_model, gradcheck_model, jacobian_cost_series,
-                           memory_series, orders_model, sweep_series)
+                           memory_series, orders_model, parse, sweep_series)
 from appkit.presentation import NORMAL, PRESENTING
 from engine.explain import ExpressionError
 from engine.explain.dual import dual_frames, dual_number_steps, network_jacobian_costs
@@ -56,6 +56,14 @@ def test_bad_text_is_an_input_problem_for_the_right_box(program, inputs, where):
         explorer_model(program, inputs)
     assert info.value.where == where
     assert isinstance(info.value.error, ExpressionError)
+
+
+@pytest.mark.parametrize("inputs", ["", "x = 1"])
+def test_a_program_without_inputs_is_rejected_by_parse(inputs):
+    # pages 3 and 4 call parse() and then index program.input_names[0]
+    with pytest.raises(InputProblem) as info:
+        parse("f = 2", inputs)
+    assert info.value.where == "program" and "does not depend on any input" in str(info.value.error)
 
 
 def test_caret_points_at_the_column():

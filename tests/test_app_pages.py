@@ -281,3 +281,13 @@ def test_program_survives_a_visit_to_another_page():
     no_exceptions(at)
     assert at.text_area(key="explorer_expr").value == "f = x * x * x"  # ...and the page restored it
     assert at.session_state["explorer_step"] == 1
+
+
+def test_a_program_without_inputs_is_rejected_not_a_crash():
+    for name, prefix in ((GRADCHECK, "gradcheck"), (FWDREV, "fwdrev")):
+        at = page(name).run()
+        at.text_area(key=f"{prefix}_expr").input("f = 2")
+        at.text_area(key=f"{prefix}_at").input("")
+        at.run()
+        no_exceptions(at)
+        assert "Program not accepted" in at.error[0].value and "does not depend on any input" in at.error[0].value
