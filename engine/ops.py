@@ -32,7 +32,8 @@ def _norm_dims(dim, ndim: int) -> tuple[int, ...]:
         return tuple(range(ndim))
     if isinstance(dim, int):
         dim = (dim,)
-    return tuple(sorted({_norm_dim(d, ndim) for d in dim}))
+    dims = tuple(sorted({_norm_dim(d, ndim) for d in dim}))
+    return dims if ndim else ()  # a 0-d tensor accepts dim 0 / -1 (as PyTorch) but has no axis to reduce
 
 
 def sum_to_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
@@ -820,7 +821,7 @@ def binary_cross_entropy(p: Tensor, y) -> Tensor:
 
 
 def argmax(a: Tensor, dim: int | None = None) -> Tensor:
-    return apply(Argmax, (a,), None if dim is None else _norm_dim(dim, a.ndim))
+    return apply(Argmax, (a,), None if dim is None or a.ndim == 0 else _norm_dim(dim, a.ndim))
 
 
 def sum(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:

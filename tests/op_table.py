@@ -122,6 +122,9 @@ OP_TABLE: list[OpCase] = [
     OpCase("composite_slide", lambda x1, x2: x1 + (1.5 * x1 + 2.0 * x2).exp(),
            lambda x1, x2: x1 + np.exp(1.5 * x1 + 2.0 * x2), [(), ()]),
     OpCase("fan_out", lambda x: x * x * x + x.exp() * x, lambda x: x ** 3 + np.exp(x) * x, [(3,)]),
+    # a 0-d tensor takes dim 0 / -1 as PyTorch does (softmax of a scalar is 1)
+    OpCase("reduce_0d_dim", lambda x: x.sum(0) * x.max(-1) + x.mean(0) + x.softmax(-1) * x + x.logsumexp(0),
+           lambda x: x * x + x + x + x, [()]),
 ]
 
 OPS_BY_NAME = {c.name: c for c in OP_TABLE}
