@@ -126,8 +126,17 @@ def vjp(f: Callable, *primals):
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     """Forward mode with dual numbers: ``(f(primals), J @ tangents)`` in one forward pass.
 
-    Every primitive carries (value, tangent) forward with its JVP rule.
+    Every primitive carries (value, tangent) forward with its JVP rule. Both results are
+    constants (no reverse-mode history): for a Hessian-vector product use ``jvp(grad(f), ...)``.
+
+    Raises:
+        ValueError: a tangent per primal is missing, or a tangent's shape differs from its primal's.
+        NotImplementedError: when called inside another ``jvp`` (a tensor carries one tangent,
+            so nested forward mode would mix the two perturbations up).
     """
+    if _state.forward_mode > 0:
+        raise NotImplementedError("engine.jvp does not nest: a tensor carries one tangent, so jvp inside jvp "
+                                  "would confuse the two perturbations; use jvp(grad(f), ...) or grad(grad(f))")
     if len(primals) != len(tangents):
         raise ValueError("jvp needs one tangent per primal")
     leaves = []

@@ -198,6 +198,17 @@ def test_jvp_of_grad_is_a_hessian_vector_product():
     np.testing.assert_allclose(hv.numpy(), numeric, rtol=1e-6, atol=1e-8)
 
 
+def test_nested_jvp_is_refused_not_wrong():
+    # with one tangent slot per tensor the inner jvp would drop the outer perturbation
+    f = lambda x: (x.exp() * x).sum()  # noqa: E731
+    with pytest.raises(NotImplementedError, match="does not nest"):
+        engine.jvp(lambda x: engine.jvp(f, [x], [tensor(1.0)])[1], [tensor(0.5)], [tensor(1.0)])
+    out, t = engine.jvp(f, [tensor(0.5)], [tensor(1.0)])  # the refusal left forward mode off
+    assert t.item() == pytest.approx(math.exp(0.5) * 1.5)
+    from engine.tensor import in_forward_mode
+    assert not in_forward_mode()
+
+
 def test_grad_mode_is_thread_local():
     import threading
     x = tensor(1.0, requires_grad=True)
