@@ -196,6 +196,7 @@ def test_orders_cost_plot_is_exponential_for_path_recursion():
     path = next(v for k, v in lines.items() if k.startswith("Path recursion"))
     topo = next(v for k, v in lines.items() if k.startswith("Topological"))
     assert path[-1] == 2 ** len(path) - 1 and topo[-1] == len(topo)
+    assert "2^depth − 1 VJP calls" in texts(at)  # the caption states what the plot shows
 
 
 def test_orders_bad_program():

@@ -110,7 +110,7 @@ left, right = st.columns(2)
 with left:
     st.subheader("Cost: VJP calls versus depth")
     st.caption("A doubling chain (each value used twice by the next): recursing along every path makes "
-               "2^depth VJP calls; the topological order makes one per node.")
+               "2^depth − 1 VJP calls; the topological order makes one per node.")
     max_depth = st.slider("Maximum depth", 2, 14, 10, key=ns.key("max_depth"))
     series = cached_costs(max_depth)
     st.plotly_chart(line_plot(series, title="VJP calls on a doubling chain", x_title="depth",
