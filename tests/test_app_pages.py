@@ -237,6 +237,18 @@ def test_gradcheck_tensor_input_element():
     table = at.table[0].value
     assert list(table["input"]) == ["W", "x", "b"]
     assert all(float(v) < 1e-5 for v in table["|diff| float64"])
+    # the element is part of the deep link and comes back from it
+    params = dict(at.query_params)
+    assert params["index"] == "4"
+    again = page(GRADCHECK)
+    for k, v in params.items():
+        again.query_params[k] = v
+    again.run()
+    no_exceptions(again)
+    assert again.number_input(key="gradcheck_index_W").value == 4
+    assert "∂f/∂W[4]" in plotly_specs(again)[0]["layout"]["title"]["text"]
+    again.selectbox(key="gradcheck_wrt").set_value("x").run()  # another input starts at its first element
+    assert again.number_input(key="gradcheck_index_x").value == 0 and "index" not in again.query_params
 
 
 def test_gradcheck_bad_expression():

@@ -23,8 +23,9 @@ H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
     "Gradient check", "gradcheck",
     fields={"expr": LinkField("str", presets.DEFAULT.program), "at": LinkField("str", presets.DEFAULT.inputs),
-            "wrt": LinkField("str", ""), "h": LinkField("float", 1e-6, minimum=1e-15, maximum=1.0)},
-    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "wrt": "", "h": 1e-6})
+            "wrt": LinkField("str", ""), "h": LinkField("float", 1e-6, minimum=1e-15, maximum=1.0),
+            "index": LinkField("int", 0, minimum=0)},
+    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "wrt": "", "h": 1e-6, "index": 0})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
@@ -71,7 +72,11 @@ p = st.columns(3)
 p[0].selectbox("Sweep h for input", names, key=ns.key("wrt"))
 wrt = st.session_state[ns.key("wrt")]
 size = int(np.size(inputs[wrt]))
-index = p[1].number_input("element (flat index)", 0, size - 1, 0, key=ns.key(f"index_{wrt}"),
+index_key = ns.key(f"index_{wrt}")
+if index_key not in st.session_state:  # first time this input is shown: a deep link's element, once
+    st.session_state[index_key] = min(int(st.session_state[ns.key("index")]), size - 1)
+    st.session_state[ns.key("index")] = 0
+index = p[1].number_input("element (flat index)", 0, size - 1, key=index_key,
                           disabled=size == 1, help="For a tensor input: which element is perturbed by ±h")
 p[2].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: f"{v:.0e}")
 h = float(st.session_state[ns.key("h")])
@@ -92,4 +97,4 @@ st.caption("Large h: the truncation error of (f(x+h) − f(x−h)) / 2h grows li
            "than in float64 (ε ≈ 1e-16). For a tensor input the sweep perturbs the chosen element.")
 st.subheader(f"Every input at h = {h:.0e}")
 st.table(pd.DataFrame(model.table))
-publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h})
+publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h, "index": int(index)})
