@@ -79,10 +79,12 @@ def _derivatives(out: Tensor, inputs: Sequence[Tensor], cotangent: Tensor, creat
     from .autodiff import derivatives_at
     if not out.requires_grad:
         return tuple(_zeros_like(x) for x in inputs)
+    from .ops import cast
     with set_grad_enabled(create_graph):
         found = derivatives_at(out, cotangent, inputs)
-    return tuple(found.get(x.unique_id, None) if found.get(x.unique_id) is not None else _zeros_like(x)
-                 for x in inputs)
+        # a mixed-dtype op promotes the adjoint; each derivative keeps its input's dtype
+        return tuple(_zeros_like(x) if found.get(x.unique_id) is None else cast(found[x.unique_id], x.dtype)
+                     for x in inputs)
 
 
 def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:

@@ -209,6 +209,20 @@ def test_nested_jvp_is_refused_not_wrong():
     assert not in_forward_mode()
 
 
+def test_gradients_keep_the_dtype_of_their_input(backend):
+    # float32 * float64 promotes to float64; the float32 leaf's gradient must stay float32
+    # (else an optimiser step silently turns a float32 parameter into float64)
+    x = tensor(np.array([1.0, 2.0], dtype=np.float32), requires_grad=True, backend=backend)
+    w = tensor([3.0, 4.0], requires_grad=True, backend=backend)
+    (x * w).sum().backward()
+    assert (x.grad.dtype, w.grad.dtype) == (engine.float32, engine.float64)
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 4.0])
+    engine.optim.SGD([x], lr=0.1).step()
+    assert x.dtype == engine.float32
+    gx, gw = engine.grad(lambda a, b: (a * b).sum(), argnums=(0, 1))(x.detach(), w.detach())
+    assert (gx.dtype, gw.dtype) == (engine.float32, engine.float64)
+
+
 def test_grad_mode_is_thread_local():
     import threading
     x = tensor(1.0, requires_grad=True)
