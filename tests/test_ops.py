@@ -73,3 +73,15 @@ def test_gradcheck_catches_a_wrong_rule():
     # ...but a random cotangent exposes it.
     with pytest.raises(engine.GradcheckError, match="worst"):
         engine.gradcheck(lambda t: apply(BadExp, (t,)), [tensor([0.3, -0.2], requires_grad=True)])
+
+
+def test_float32_with_int64_stays_float32(backend):
+    # the engine's promotion rule (dtypes.result_dtype): float32 > int64, on every backend
+    # (NumPy's own rule would give float64)
+    p = tensor(np.array([0.25, 0.75], dtype=np.float32), backend=backend)
+    k = tensor(np.array([1, 2]), dtype="int64", backend=backend)
+    assert engine.dtypes.result_dtype(p.dtype, k.dtype) == engine.float32
+    for out in (p * k, k - p, p / k, p @ k, engine.where(p > 0.5, p, k), p + np.array([1, 2]),
+                engine.binary_cross_entropy(p, np.array([0, 1]))):
+        assert out.dtype == engine.float32
+    np.testing.assert_allclose((p @ k).item(), 1.75)

@@ -33,6 +33,15 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 _DTYPES = {np.dtype(d.numpy): d for d in (float64, float32, int64, bool_)}
 
 
+def _engine_promotion(out, a, b):
+    """NumPy promotes float32 with int64 to float64; the engine's rule (``dtypes.result_dtype``,
+    as the python and cuda backends) keeps float32."""
+    if out.dtype == np.float64 and a.dtype != b.dtype and np.float64 not in (a.dtype, b.dtype) \
+            and np.float32 in (a.dtype, b.dtype):
+        return out.astype(np.float32)
+    return out
+
+
 class NumpyBackend(Backend):
     name = "numpy"
 
@@ -83,10 +92,12 @@ class NumpyBackend(Backend):
         return np.asarray(_UNARY[op](a))
 
     def binary(self, op, a, b):
-        return np.asarray(_BINARY[op](a, b))
+        out = np.asarray(_BINARY[op](a, b))
+        return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
     def where(self, cond, a, b):
-        return np.where(cond, a, b)
+        out = np.where(cond, a, b)
+        return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
     def reduce(self, op, a, axes, keepdim):
         if op == "sum":
@@ -96,7 +107,8 @@ class NumpyBackend(Backend):
         raise ValueError(f"unknown reduction {op!r}")
 
     def matmul(self, a, b):
-        return np.matmul(a, b)
+        out = np.matmul(a, b)
+        return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
     def gather(self, table, indices):
         return table[indices]
