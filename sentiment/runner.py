@@ -105,10 +105,16 @@ class TrainingRun:
         self._rate: float | None = None
         self._rate_mark: tuple[float, int] | None = None
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        # keep_alive is polled from a thread of its own: the worker blocks while paused, and a run paused
+        # by a session that then closed must still end
+        self._watcher = (threading.Thread(target=self._watch, name=name + "-watch", daemon=True)
+                         if keep_alive is not None else None)
 
     # --- control (any thread) ----------------------------------------------
     def start(self) -> "TrainingRun":
         self._thread.start()
+        if self._watcher is not None:
+            self._watcher.start()
         return self
 
     def pause(self) -> None:
@@ -130,15 +136,17 @@ class TrainingRun:
         return self._thread.is_alive()
 
     # --- the worker ---------------------------------------------------------
+    def _watch(self) -> None:
+        while self._thread.is_alive():
+            if not self.keep_alive():
+                self.control.stop()  # also wakes a paused trainer
+                return
+            self._thread.join(self.keep_alive_every_s)
+
     def _work(self) -> None:
-        next_check = time.monotonic()
         finished = None
         try:
             for ev in self.trainer.events():
-                if self.keep_alive is not None and time.monotonic() >= next_check:
-                    next_check = time.monotonic() + self.keep_alive_every_s
-                    if not self.keep_alive():
-                        self.control.stop()
                 self._record(ev)
                 if isinstance(ev, TrainingFinished):
                     finished = ev

@@ -259,6 +259,22 @@ def test_keep_alive_stops_an_abandoned_run(glove):
         run.join(20)
 
 
+def test_keep_alive_stops_an_abandoned_paused_run(glove):
+    alive = {"v": True}
+    watch = SessionWatch(lambda: alive["v"], grace_s=0.2)
+    run = TrainingRun(long_trainer(glove), keep_alive=watch, keep_alive_every_s=0.05).start()
+    try:
+        assert wait_for(lambda: run.snapshot().last_batch is not None)
+        run.pause()
+        assert wait_for(lambda: run.snapshot().status == "paused")
+        alive["v"] = False  # the session that paused it went away
+        assert run.join(20)
+        assert run.snapshot().finished.status == "stopped"
+    finally:
+        run.stop()
+        run.join(20)
+
+
 def test_session_watch_grace_period():
     state = {"active": False}
     watch = SessionWatch(lambda: state["active"], grace_s=0.3)
