@@ -81,11 +81,14 @@ class Module:
         return sum(p.numel() for p in self.parameters())
 
     def to(self, backend: "str | Backend | None" = None, dtype=None) -> "Module":
-        """Move every parameter (in place) to another backend and/or dtype."""
+        """Move every parameter and every other tensor attribute (a frozen embedding table), in
+        place, to another backend and/or dtype."""
         be = get_backend(backend) if backend is not None else None
-        for p in self.parameters():
+        tensors = {id(t): t for m in self.modules() for t in vars(m).values()
+                   if isinstance(t, Tensor) and t.is_leaf()}
+        for p in tensors.values():
             target_be = be or p.backend
-            target_dt = as_dtype(dtype) if dtype is not None else p.dtype
+            target_dt = as_dtype(dtype) if dtype is not None and p.dtype.is_floating else p.dtype
             p._data = target_be.array(p.numpy(), target_dt)
             p.backend = target_be
             p.grad = None

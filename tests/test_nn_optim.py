@@ -39,6 +39,15 @@ def test_embedding_rows_used_twice_get_both_contributions(backend):
     np.testing.assert_allclose(g[[0, 2, 4]], 0.0)
 
 
+def test_module_to_moves_a_frozen_embedding_table_too():
+    emb = nn.Embedding(4, 2, weight=np.arange(8.0).reshape(4, 2), trainable=False)
+    assert emb.parameters() == []
+    emb.to("python", dtype="float32")
+    out = emb(np.array([3, 1]))
+    assert (out.backend.name, out.dtype) == ("python", engine.float32)
+    np.testing.assert_array_equal(out.numpy(), [[6.0, 7.0], [2.0, 3.0]])
+
+
 def test_hw2_model_gradients_by_gradcheck():
     rng = np.random.default_rng(0)
     x = tensor(rng.standard_normal((4, 6, 5)))
