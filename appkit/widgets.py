@@ -86,6 +86,33 @@ def presentation_toggle(where=None) -> bool:
     return bool(st.session_state[PRESENT_KEY])
 
 
+OWN_PROGRAM = "(your own program)"
+
+
+def preset_picker(ns: Namespace, where=None) -> None:
+    """A "Preset" selectbox over :mod:`appkit.presets` that fills the page's ``expr`` and ``at`` boxes.
+
+    It shows the preset whose text is in the boxes (so a deep link shows its preset selected), and a
+    pick also sends the page's ``step`` (where it has one) back to 0.
+    """
+    from . import presets
+
+    where = where or st
+    key = ns.key("preset")
+
+    def _load():
+        p = presets.find_preset(st.session_state[key])
+        if p is not None:
+            st.session_state[ns.key("expr")] = p.program
+            st.session_state[ns.key("at")] = p.inputs
+            if ns.key("step") in st.session_state:
+                st.session_state[ns.key("step")] = 0
+
+    st.session_state[key] = presets.matching_preset(
+        st.session_state[ns.key("expr")], st.session_state[ns.key("at")]) or OWN_PROGRAM
+    where.selectbox("Preset", [OWN_PROGRAM, *presets.preset_labels()], key=key, on_change=_load)
+
+
 def publish_link(ctx: PageContext, state: dict[str, Any]) -> dict[str, str]:
     """Write the page's shareable state into the URL (``st.query_params``); returns the parameters.
 

@@ -304,3 +304,15 @@ def test_a_program_without_inputs_is_rejected_not_a_crash():
         at.run()
         no_exceptions(at)
         assert "Program not accepted" in at.error[0].value and "does not depend on any input" in at.error[0].value
+
+
+def test_forward_mode_preset_fills_the_boxes_and_starts_again():
+    at = page(FWDREV).run()
+    button(at, "Step").click().run()
+    label = next(o for o in at.selectbox(key="fwdrev_preset").options if o.startswith("x·x·x"))
+    at.selectbox(key="fwdrev_preset").set_value(label).run()
+    no_exceptions(at)
+    assert at.text_area(key="fwdrev_expr").value == "f = x * x * x" and at.text_area(key="fwdrev_at").value == "x = 2"
+    assert at.session_state["fwdrev_step"] == 0 and at.query_params["expr"] == "f = x * x * x"
+    at.text_area(key="fwdrev_at").input("x = 3").run()  # edited: no longer the preset
+    assert at.selectbox(key="fwdrev_preset").value == "(your own program)"

@@ -17,7 +17,7 @@ from appkit import presets  # noqa: E402
 from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import at_frame, style_graph_figure  # noqa: E402
 from appkit.models import InputProblem, explorer_model  # noqa: E402
-from appkit.widgets import presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
+from appkit.widgets import preset_picker, presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
 
 ctx = start_page(
     "Expression explorer", "explorer",
@@ -34,19 +34,8 @@ def cached_model(program: str, inputs: str):
     return explorer_model(program, inputs)
 
 
-def _load_preset():
-    p = presets.find_preset(st.session_state[ns.key("preset")])
-    if p is not None:
-        st.session_state[ns.key("expr")] = p.program
-        st.session_state[ns.key("at")] = p.inputs
-        st.session_state[ns.key("step")] = 0
-
-
 top = st.columns([3, 1])
-st.session_state[ns.key("preset")] = presets.matching_preset(
-    st.session_state[ns.key("expr")], st.session_state[ns.key("at")]) or "(your own program)"
-top[0].selectbox("Preset", ["(your own program)", *presets.preset_labels()], key=ns.key("preset"),
-                 on_change=_load_preset)
+preset_picker(ns, top[0])
 with top[1]:
     presentation_toggle()
 

@@ -17,7 +17,7 @@ from appkit import presets  # noqa: E402
 from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import line_plot  # noqa: E402
 from appkit.models import InputProblem, gradcheck_model, parse, sweep_series  # noqa: E402
-from appkit.widgets import presentation_toggle, publish_link, start_page  # noqa: E402
+from appkit.widgets import preset_picker, presentation_toggle, publish_link, start_page  # noqa: E402
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
@@ -36,18 +36,8 @@ def cached_check(program: str, inputs: str, wrt: str, h: float, index: int):
     return gradcheck_model(program, inputs, wrt, h, index)
 
 
-def _load_preset():
-    p = presets.find_preset(st.session_state[ns.key("preset")])
-    if p is not None:
-        st.session_state[ns.key("expr")] = p.program
-        st.session_state[ns.key("at")] = p.inputs
-
-
 head = st.columns([3, 1])
-st.session_state[ns.key("preset")] = presets.matching_preset(
-    st.session_state[ns.key("expr")], st.session_state[ns.key("at")]) or "(your own program)"
-head[0].selectbox("Preset", ["(your own program)", *presets.preset_labels()], key=ns.key("preset"),
-                  on_change=_load_preset)
+preset_picker(ns, head[0])
 with head[1]:
     presentation_toggle()
 c1, c2 = st.columns([3, 2])

@@ -17,7 +17,7 @@ from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import at_frame, line_plot, style_graph_figure  # noqa: E402
 from appkit.formatting import fmt_value  # noqa: E402
 from appkit.models import InputProblem, dual_model, jacobian_cost_series, memory_series  # noqa: E402
-from appkit.widgets import presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
+from appkit.widgets import preset_picker, presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
 
 ctx = start_page(
     "Forward vs reverse", "fwdrev",
@@ -44,20 +44,9 @@ def cached_memory(depth: int, batch: int, width: int):
     return memory_series(depth, batch, width)
 
 
-def _load_preset():
-    p = presets.find_preset(st.session_state[ns.key("preset")])
-    if p is not None:
-        st.session_state[ns.key("expr")] = p.program
-        st.session_state[ns.key("at")] = p.inputs
-        st.session_state[ns.key("step")] = 0
-
-
 st.subheader("Dual numbers: value and derivative carried forward")
 head = st.columns([3, 1])
-st.session_state[ns.key("preset")] = presets.matching_preset(
-    st.session_state[ns.key("expr")], st.session_state[ns.key("at")]) or "(your own program)"
-head[0].selectbox("Preset", ["(your own program)", *presets.preset_labels()], key=ns.key("preset"),
-                  on_change=_load_preset)
+preset_picker(ns, head[0])
 with head[1]:
     presentation_toggle()
 c1, c2 = st.columns([3, 2])
