@@ -316,3 +316,14 @@ def test_forward_mode_preset_fills_the_boxes_and_starts_again():
     assert at.session_state["fwdrev_step"] == 0 and at.query_params["expr"] == "f = x * x * x"
     at.text_area(key="fwdrev_at").input("x = 3").run()  # edited: no longer the preset
     assert at.selectbox(key="fwdrev_preset").value == "(your own program)"
+
+
+def test_forward_mode_tensor_note_only_for_a_tensor_seed():
+    note = "For a tensor input the forward tangent"
+    at = page(FWDREV).run()
+    assert note not in texts(at)  # x1 is a scalar
+    label = next(o for o in at.selectbox(key="fwdrev_preset").options if "W @ x + b" in o)
+    at.selectbox(key="fwdrev_preset").set_value(label).run()
+    at.radio(key="fwdrev_seed").set_value("W").run()
+    no_exceptions(at)
+    assert note in texts(at)

@@ -88,7 +88,7 @@ if model is not None:
         st.markdown(f"Forward mode, one pass: **d f / d {seed} = {fmt_value(model.run.output_tangent)}**  \n"
                     f"Reverse mode, one backward pass, every input at once: "
                     + ", ".join(f"∂f/∂{k} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
-        if rev is not None:
+        if isinstance(rev, list):  # a tensor input (scalars are plain floats)
             st.caption("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum "
                        "of the reverse-mode gradient's elements.")
         st.caption(f"Engine ops: {model.run.program_ops} for the values, {model.run.rule_ops} more inside the "
