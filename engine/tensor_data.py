@@ -215,10 +215,8 @@ class TensorData:
                     raise IndexingError(f"index {k} out of range for dim {d} of size {s}")
                 offset += i * st
             elif isinstance(k, slice):
-                start, stop, step = k.indices(s)
-                if step <= 0:
-                    raise IndexingError("only positive slice steps are supported")
-                n = max(0, (stop - start + step - 1) // step)
+                start, stop, step = k.indices(s)  # (a zero step raises ValueError, as in Python)
+                n = len(range(start, stop, step))     # a negative step walks backwards: a negative stride
                 offset += start * st
                 shape.append(n)
                 strides.append(st * step)

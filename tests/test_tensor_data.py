@@ -115,3 +115,23 @@ def test_matmul_of_transposed_views(m, k, n, backend):
     f = lambda x, y: x.T @ y.T  # noqa: E731
     np.testing.assert_allclose(f(a, b).numpy(), a.numpy().T @ b.numpy().T, rtol=1e-12)
     assert engine.gradcheck(f, [a, b], atol=1e-7, rtol=1e-6).ok
+
+
+slices = st.builds(slice, st.none() | st.integers(-5, 5), st.none() | st.integers(-5, 5),
+                   st.none() | st.integers(-3, 3).filter(lambda s: s != 0))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(slices, min_size=1, max_size=2), st.sampled_from(["numpy", "python"]))
+def test_slicing_with_any_step_matches_numpy(key, backend):
+    # negative steps are views with negative strides (x[::-1]); the gradient lands back in place
+    key = tuple(key)
+    a = np.arange(20.0).reshape(4, 5)
+    x = tensor(a, requires_grad=True, backend=backend)
+    y = x[key]
+    np.testing.assert_array_equal(y.numpy(), a[key])
+    r = np.arange(1.0, a[key].size + 1).reshape(a[key].shape)
+    (y * r).sum().backward()
+    ref = np.zeros_like(a)
+    ref[key] += r
+    np.testing.assert_array_equal(x.grad.numpy(), ref)
