@@ -47,7 +47,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     n = 1
     for d in dims:
         n *= x.shape[d]
-    return ops.sum(x, dims, keepdim) * (1.0 / n)
+    return ops.sum(x, dims, keepdim) * (1.0 / n if n else float("nan"))  # mean of nothing: NaN (as NumPy, PyTorch)
 
 
 def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:

@@ -48,6 +48,16 @@ def test_module_to_moves_a_frozen_embedding_table_too():
     np.testing.assert_array_equal(out.numpy(), [[6.0, 7.0], [2.0, 3.0]])
 
 
+def test_mean_over_an_empty_dim_is_nan_not_an_error(backend):
+    x = tensor(np.zeros((0, 3)), requires_grad=True, backend=backend)
+    assert np.isnan(x.mean().item())
+    m = x.mean(0)
+    assert m.shape == (3,) and np.all(np.isnan(m.numpy()))
+    np.testing.assert_array_equal(x.sum(1).mean(0, keepdim=True).numpy(), [np.nan])
+    m.sum().backward()
+    assert x.grad.shape == (0, 3)
+
+
 def test_hw2_model_gradients_by_gradcheck():
     rng = np.random.default_rng(0)
     x = tensor(rng.standard_normal((4, 6, 5)))
