@@ -174,3 +174,22 @@ def test_captured_program_as_a_static_graph_runs_in_a_session():
     assert np.array_equal(loss_s, loss_c.numpy()) and np.array_equal(grad_s, grad_c.numpy())
     # the graph passes apply to it like to any static graph
     assert static.prune(g, loss_node).after.total < kinds.total
+
+
+def test_replay_of_mixed_dtype_ops_matches_eager():
+    # float32 op int64 is float32 in eager mode (the engine's promotion rule); NumPy's ufuncs
+    # alone would give float64, so such ops must not take the direct-ufunc shortcut on replay
+    w = engine.tensor(np.array([0.5, 1.5], np.float32), requires_grad=True)
+    k = engine.tensor(np.array([1, 2]), dtype="int64")
+
+    def step(x):
+        out = ((x * k) / k + x @ k) * w
+        return out.sum(), out
+
+    compiled = static.compile(step)
+    x = engine.tensor(np.array([1.0, 2.0], np.float32))
+    eager = step(x)
+    first, replayed = compiled(x), compiled(x)
+    for e, a, b in zip(eager, first, replayed):
+        assert e.dtype == a.dtype == b.dtype == engine.float32
+        np.testing.assert_array_equal(b.numpy(), e.numpy())

@@ -80,15 +80,16 @@ def _execute(instrs, env) -> None:
             env[out] = fn(*[env[i] for i in ins])
 
 
-def _kernel(op, params, be: Backend) -> Callable:
+def _kernel(op, params, be: Backend, in_dtypes: Sequence = ()) -> Callable:
     """The callable that computes one traced op from raw arrays.
 
     Always the op's own ``forward`` with a fixed context; on the NumPy backend, ops whose forward
     is exactly one NumPy ufunc call (the backend's ``_BINARY`` / ``_UNARY`` tables) call that ufunc
     directly (same function, same arguments: the same bits), because the replay already runs
-    inside one ``np.errstate`` block.
+    inside one ``np.errstate`` block. Operands of different dtypes (``in_dtypes``) go through the
+    forward: the backend then applies the engine's promotion rule, which NumPy's ufuncs do not.
     """
-    if be.name == "numpy":
+    if be.name == "numpy" and len(set(in_dtypes)) <= 1:
         from ..backends import numpy_backend as nb
         direct = {ops.Add: nb._BINARY["add"], ops.Mul: nb._BINARY["mul"], ops.Div: nb._BINARY["div"],
                   ops.Neg: nb._UNARY["neg"], ops.Exp: nb._UNARY["exp"], ops.Log: nb._UNARY["log"]}.get(op)
@@ -271,7 +272,7 @@ class CompiledStep:
                 needed.update(in_slots)
                 instrs.append((op, params, in_slots, out))
         instrs.reverse()
-        prog.instrs = [(_kernel(op, params, backend) if self.optimize else
+        prog.instrs = [(_kernel(op, params, backend, [meta[s][1] for s in in_slots]) if self.optimize else
                         _kernel_generic(op, params, backend), in_slots, out)
                        for op, params, in_slots, out in instrs]
         prog.leaf_loads = [(s, t) for s, t in leaf_loads if s in needed]
