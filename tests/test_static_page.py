@@ -134,3 +134,11 @@ def test_page_deep_link_round_trip():
     assert at.selectbox(key="static_example").value == "mlp"
     assert at.select_slider(key="static_length").value == 12
     assert "Static graph for T = 12: 51 nodes" in texts(at)
+
+
+def test_page_deep_link_length_that_is_not_offered_is_reported():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["length"] = "5"  # the slider offers 3, 6, 12 only
+    ok(at.run())
+    assert at.select_slider(key="static_length").value == 6
+    assert any("'length' ignored" in w.value for w in at.warning)

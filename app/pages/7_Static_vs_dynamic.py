@@ -20,7 +20,7 @@ from staticdemo import model as M  # noqa: E402
 ctx = start_page(
     "Static vs dynamic", "static",
     fields={"example": LinkField("str", "lecture", choices=tuple(M.EXAMPLES)),
-            "grads": LinkField("bool", True), "length": LinkField("int", 6, minimum=1, maximum=12)},
+            "grads": LinkField("bool", True), "length": LinkField("int", 6, choices=(3, 6, 12))},
     defaults={"example": "lecture", "grads": True, "train": False, "length": 6})
 ns = ctx.ns
 for msg in ctx.link_problems:
