@@ -8,7 +8,7 @@ import numpy as np
 
 from .backends import get_backend, seed_all
 from .dtypes import as_dtype, float64
-from .tensor import Tensor, _state, no_grad, set_grad_enabled, tensor
+from .tensor import Tensor, _dims_arg, _state, no_grad, set_grad_enabled, tensor
 
 
 # ---------------------------------------------------------------------------
@@ -16,11 +16,11 @@ from .tensor import Tensor, _state, no_grad, set_grad_enabled, tensor
 
 
 def zeros(*shape, dtype=float64, backend="numpy", requires_grad=False) -> Tensor:
-    return full(_shape(shape), 0.0, dtype=dtype, backend=backend, requires_grad=requires_grad)
+    return full(_dims_arg(shape), 0.0, dtype=dtype, backend=backend, requires_grad=requires_grad)
 
 
 def ones(*shape, dtype=float64, backend="numpy", requires_grad=False) -> Tensor:
-    return full(_shape(shape), 1.0, dtype=dtype, backend=backend, requires_grad=requires_grad)
+    return full(_dims_arg(shape), 1.0, dtype=dtype, backend=backend, requires_grad=requires_grad)
 
 
 def full(shape, value: float, dtype=float64, backend="numpy", requires_grad=False) -> Tensor:
@@ -42,13 +42,7 @@ def manual_seed(seed: int) -> None:
 def randn(*shape, dtype=float64, backend="numpy", requires_grad=False, rng: np.random.Generator | None = None):
     """Standard normal samples (drawn with NumPy, then moved to the backend)."""
     r = rng if rng is not None else _seed_rng
-    return tensor(r.standard_normal(_shape(shape)), requires_grad=requires_grad, dtype=dtype, backend=backend)
-
-
-def _shape(shape) -> tuple[int, ...]:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(shape[0])
-    return tuple(shape)
+    return tensor(r.standard_normal(_dims_arg(shape)), requires_grad=requires_grad, dtype=dtype, backend=backend)
 
 
 # ---------------------------------------------------------------------------
