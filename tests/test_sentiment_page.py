@@ -137,6 +137,14 @@ def test_starting_again_stops_the_previous_run():
         stop_run(at)
 
 
+def test_deep_link_seed_beyond_the_seed_box_is_reported():
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.query_params["seed"] = str(2**31)  # one more than the Seed box allows
+    at.run()
+    assert not at.exception
+    assert any("'seed' ignored" in w.value for w in at.warning)
+
+
 def test_bad_deep_link_value_is_reported_not_fatal():
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.query_params["dataset"] = "imdb"

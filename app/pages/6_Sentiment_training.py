@@ -34,7 +34,7 @@ ctx = start_page(
             "batch_size": LinkField("int", 10, minimum=1, maximum=4096),
             "lr": LinkField("float", 0.01, minimum=1e-6, maximum=10.0),
             "optimizer": LinkField("str", "adam", choices=("adam", "sgd")),
-            "seed": LinkField("int", 0, minimum=0)},
+            "seed": LinkField("int", 0, minimum=0, maximum=2**31 - 1)},  # the Seed box's range
     defaults={**DEFAULTS, "run": None, "text": "a gorgeous , witty film that is never boring",
               "errors_only": False})
 ns, look = ctx.ns, ctx.look
