@@ -107,14 +107,20 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def vjp(f: Callable, *primals):
-    """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` returns x̄ = Jᵀ ȳ for every primal (the slides' make_vjp)."""
+    """``(out, vjp_fn)``: ``vjp_fn(cotangent)`` returns x̄ = Jᵀ ȳ for every primal (the slides' make_vjp).
+
+    ``vjp_fn`` raises ValueError when the cotangent's shape is not the output's.
+    """
     leaves, nested = _differentiable_inputs(primals)
     with set_grad_enabled(True):  # also under no_grad / inside jvp: f's graph is what we differentiate
         out = f(*leaves)
 
     def vjp_fn(cotangent):
         from .tensor import as_tensor_like
-        return _derivatives(out, leaves, as_tensor_like(cotangent, out), create_graph=nested)
+        cotangent = as_tensor_like(cotangent, out)
+        if cotangent.shape != out.shape:  # else it would broadcast into a silently wrong x̄, or fail deep in a VJP
+            raise ValueError(f"cotangent of shape {cotangent.shape} does not match the output's shape {out.shape}")
+        return _derivatives(out, leaves, cotangent, create_graph=nested)
 
     return (out if nested else out.detach()), vjp_fn
 

@@ -223,6 +223,13 @@ def test_gradients_keep_the_dtype_of_their_input(backend):
     assert (gx.dtype, gw.dtype) == (engine.float32, engine.float64)
 
 
+@pytest.mark.parametrize("cotangent", [1.0, [[1.0, 1.0], [1.0, 1.0]], [1.0, 1.0, 1.0]])
+def test_vjp_rejects_a_cotangent_of_the_wrong_shape(cotangent):
+    _, vjp_fn = engine.vjp(lambda x: x * 2.0, tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match="does not match the output's shape"):
+        vjp_fn(cotangent)
+
+
 def test_grad_mode_is_thread_local():
     import threading
     x = tensor(1.0, requires_grad=True)
