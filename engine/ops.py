@@ -11,6 +11,7 @@ Composites (sigmoid, mean, softmax, cross-entropy, ...) live in
 from __future__ import annotations
 
 import builtins
+import numbers
 from typing import Sequence
 
 from .dtypes import as_dtype, bool_, float64
@@ -926,10 +927,12 @@ def getitem(a: Tensor, key) -> Tensor:
             return gather(a, key)
         raise IndexError("tensor indices must be integer tensors")
     norm = key if isinstance(key, tuple) else (key,)
+    # NumPy integers (x[np.int64(1)], loop variables over np.arange) are integers too
+    norm = tuple(int(k) if isinstance(k, numbers.Integral) and not isinstance(k, bool) else k for k in norm)
     for k in norm:
         if isinstance(k, bool) or not isinstance(k, (int, slice)):
             raise IndexError(f"unsupported index {k!r}: use integers and slices (or an int tensor for rows)")
-    return apply(GetItem, (a,), key)
+    return apply(GetItem, (a,), norm if isinstance(key, tuple) else norm[0])
 
 
 def where(cond: Tensor, a, b) -> Tensor:

@@ -85,3 +85,14 @@ def test_float32_with_int64_stays_float32(backend):
                 engine.binary_cross_entropy(p, np.array([0, 1]))):
         assert out.dtype == engine.float32
     np.testing.assert_allclose((p @ k).item(), 1.75)
+
+
+def test_numpy_integers_index_like_python_integers(backend):
+    a = np.arange(6.0).reshape(2, 3)
+    x = tensor(a, requires_grad=True, backend=backend)
+    y = x[np.int64(1)] * 2.0 + x[np.int32(0), np.int64(0):]
+    np.testing.assert_array_equal(y.numpy(), a[1] * 2.0 + a[0, 0:])
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    with pytest.raises(IndexError, match="unsupported index"):
+        x[np.bool_(True)]
