@@ -269,7 +269,7 @@ class Tensor:
         return [(inp, g) for inp, g in zip(ctx.inputs, grads) if g is not None and inp.requires_grad]
 
     def accumulate_derivative(self, x: "Tensor") -> None:
-        if x.dtype != self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype
+        if x.dtype is not self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype
             x = _ops.cast(x, self.dtype)
         if not self.backend.is_contiguous(x._data):
             x = x.contiguous()  # through the op, so trace_ops (graph capture) sees where .grad came from
