@@ -31,9 +31,9 @@ def _norm_dim(d: int, ndim: int) -> int:
 def _norm_dims(dim, ndim: int) -> tuple[int, ...]:
     if dim is None:
         return tuple(range(ndim))
-    if isinstance(dim, int):
+    if isinstance(dim, numbers.Integral):  # NumPy integers too
         dim = (dim,)
-    dims = tuple(sorted({_norm_dim(d, ndim) for d in dim}))
+    dims = tuple(sorted({int(_norm_dim(d, ndim)) for d in dim}))
     return dims if ndim else ()  # a 0-d tensor accepts dim 0 / -1 (as PyTorch) but has no axis to reduce
 
 

@@ -96,3 +96,6 @@ def test_numpy_integers_index_like_python_integers(backend):
     np.testing.assert_array_equal(x.grad.numpy(), [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
     with pytest.raises(IndexError, match="unsupported index"):
         x[np.bool_(True)]
+    for d in (np.int64(1), np.int32(-1)):  # and as dims
+        np.testing.assert_allclose(x.sum(d).numpy(), a.sum(1))
+        np.testing.assert_allclose(x.softmax(d).numpy().sum(1), [1.0, 1.0])
