@@ -5,8 +5,9 @@ ops, so the backward pass is itself a graph (``create_graph=True`` gives
 higher-order derivatives, and the explorer can draw it). Broadcasting is undone
 in exactly one helper, :func:`sum_to_shape`.
 
-Composites (sigmoid, mean, softmax, cross-entropy, ...) live in
-``engine.functional`` and need no rules of their own.
+Composites (mean, tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and
+need no rules of their own. Sigmoid, binary cross-entropy and the dropout mask are fused
+primitives here because ``benchmarks/hw2_step.py`` showed they pay (see their classes).
 """
 from __future__ import annotations
 

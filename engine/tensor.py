@@ -76,7 +76,7 @@ class no_grad:
 
 
 @contextmanager
-def trace_ops(hook: Callable[["History | None", "Tensor"], None]) -> Iterator[None]:
+def trace_ops(hook: Callable[[type["Op"], tuple, Any, "Tensor"], None]) -> Iterator[None]:
     """Call ``hook(op, inputs, params, output)`` after every op applied in this thread."""
     _state.hooks.append(hook)
     try:
@@ -319,7 +319,12 @@ class Tensor:
         self.grad = None
 
     def to(self, backend: "str | Backend | None" = None, dtype=None) -> "Tensor":
-        """A copy on another backend and/or dtype (a new leaf)."""
+        """This tensor in another dtype and/or on another backend.
+
+        Same backend: a cast, which is differentiable (``self`` when the dtype is already
+        ``dtype``). Another backend: a copy, a new leaf (it keeps ``requires_grad`` only when
+        ``self`` is a leaf; gradients do not flow between backends).
+        """
         be = get_backend(backend) if backend is not None else self.backend
         dt = as_dtype(dtype) if dtype is not None else self.dtype
         if be is self.backend and dt == self.dtype:
