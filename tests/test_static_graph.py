@@ -331,3 +331,24 @@ def test_a_graph_runs_on_every_backend(backend):
         results[be] = (losses, sess.run(W))
     np.testing.assert_allclose(results[backend][0], results["numpy"][0], rtol=1e-6)
     np.testing.assert_allclose(results[backend][1], results["numpy"][1], rtol=1e-6)
+
+
+def test_mixed_dtypes_follow_the_engine_rule_and_gradients_keep_the_variable_dtype():
+    # float32 op int64 is float32 when the graph runs (every backend's rule), so the graph says so;
+    # and a float32 variable's gradient (and update) stays float32 next to a float64 placeholder
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder((3,), name="x")
+        w = tf.Variable(np.ones(3, np.float32), name="w")
+        k = tf.constant(np.array([1, 2, 3]), dtype="int64")
+        y = w * k
+        loss = tf.sum(x * w * w)
+        (gw,) = tf.gradients(loss, [w])
+        train = tf.GradientDescentOptimizer(0.1).minimize(loss)
+    s = tf.Session(g)
+    assert tf.tensor_to_node(y).dtype == engine.float32 and s.run(y).dtype == np.float32
+    assert tf.tensor_to_node(gw).dtype == engine.float32
+    np.testing.assert_allclose(s.run(gw, {x: np.array([1.0, 2.0, 3.0])}), [2.0, 4.0, 6.0])
+    s.run(train, {x: np.array([1.0, 2.0, 3.0])})
+    assert s.run(w).dtype == np.float32
+    np.testing.assert_allclose(s.run(w), [0.8, 0.6, 0.4], rtol=1e-6)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import autodiff
+from .. import autodiff, ops
 from ..tensor import Tensor
 from .graph import Graph, Node, tensor_to_node
 from .session import TrainOp
@@ -96,6 +96,10 @@ def gradients(ys, xs, grad_ys=None) -> list[Tensor | None]:
                     pid = parent.unique_id
                     prev = derivs.get(pid)
                     derivs[pid] = contribution if prev is None else prev + contribution
+            for x in xs:  # a mixed-dtype op promotes the adjoint; each gradient keeps its x's dtype (as eager)
+                r = results.get(x.unique_id)
+                if r is not None and r.dtype is not x.dtype and x.dtype.is_floating:
+                    results[x.unique_id] = ops.cast(r, x.dtype)
     finally:
         for uid, t in ancestors.items():
             t.requires_grad = saved[uid]

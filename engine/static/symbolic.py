@@ -14,13 +14,14 @@ into a *kernel node* the first time an op uses it, so it is evaluated at run tim
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Any
 
 import numpy as np
 
 from ..backends.base import COMPARISONS, Backend
-from ..dtypes import DType, as_dtype, bool_
+from ..dtypes import DType, bool_, result_dtype
 from ..tensor import History, Tensor
 
 
@@ -45,7 +46,8 @@ class Abstract:
 
 
 def _result_dtype(*dts: DType) -> DType:
-    return as_dtype(np.result_type(*[d.numpy for d in dts]))
+    # the engine's rule (float32 op int64 is float32), which every backend follows; not NumPy's
+    return functools.reduce(result_dtype, dts)
 
 
 def _broadcast(*shapes) -> tuple[int, ...]:
