@@ -113,6 +113,22 @@ def preset_picker(ns: Namespace, where=None) -> None:
     where.selectbox("Preset", [OWN_PROGRAM, *presets.preset_labels()], key=key, on_change=_load)
 
 
+def show_input_problem(problem, program_box, inputs_box, program_text: str, inputs_text: str) -> None:
+    """The parser's message under the text box at fault, with the offending line and a ^ under the column.
+
+    Args:
+        problem: an :class:`appkit.models.InputProblem`.
+        program_box, inputs_box: the containers (columns) that hold the program and the inputs boxes.
+        program_text, inputs_text: what the boxes hold (for the caret line).
+    """
+    in_program = problem.where == "program"
+    box = program_box if in_program else inputs_box
+    box.error(f"**{problem.where.capitalize()} not accepted** — {problem.error}", icon="🚫")
+    caret = problem.caret(program_text if in_program else inputs_text)
+    if caret:
+        box.code(caret, language=None)
+
+
 def publish_link(ctx: PageContext, state: dict[str, Any]) -> dict[str, str]:
     """Write the page's shareable state into the URL (``st.query_params``); returns the parameters.
 

@@ -327,3 +327,14 @@ def test_forward_mode_tensor_note_only_for_a_tensor_seed():
     at.radio(key="fwdrev_seed").set_value("W").run()
     no_exceptions(at)
     assert note in texts(at)
+
+
+def test_every_program_page_points_at_the_column_of_a_rejected_program():
+    text = "x3 = 2 * x1\nf = x3 + open(x1)"
+    for name, prefix in ((EXPLORER, "explorer"), (ORDERS, "orders"), (GRADCHECK, "gradcheck"), (FWDREV, "fwdrev")):
+        at = page(name).run()
+        at.text_area(key=f"{prefix}_expr").input(text).run()
+        no_exceptions(at)
+        assert "Program not accepted" in at.error[0].value, name
+        code = [c.value for c in at.code if c.value.startswith("f = x3 + open(x1)")]
+        assert code and code[0].splitlines()[1].index("^") == len("f = x3 + "), (name, code)

@@ -17,7 +17,8 @@ from appkit import presets  # noqa: E402
 from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import at_frame, style_graph_figure  # noqa: E402
 from appkit.models import InputProblem, explorer_model  # noqa: E402
-from appkit.widgets import preset_picker, presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
+from appkit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,  # noqa: E402
+                            start_page, step_controls)
 
 ctx = start_page(
     "Expression explorer", "explorer",
@@ -52,11 +53,7 @@ inputs_text = st.session_state[ns.key("at")]
 try:
     model = cached_model(program_text, inputs_text)
 except InputProblem as problem:
-    box = left if problem.where == "program" else right
-    box.error(f"**{problem.where.capitalize()} not accepted** — {problem.error}", icon="🚫")
-    caret = problem.caret(program_text if problem.where == "program" else inputs_text)
-    if caret:
-        box.code(caret, language=None)
+    show_input_problem(problem, left, right, program_text, inputs_text)
     st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": st.session_state[ns.key("step")]})
     st.stop()

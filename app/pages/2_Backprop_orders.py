@@ -17,7 +17,8 @@ from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import line_plot, static_frame, style_graph_figure  # noqa: E402
 from appkit.models import (STRATEGY_LABELS, InputProblem, deep_chain_results, orders_model,  # noqa: E402
                            path_recursion_costs, random_graph_table)
-from appkit.widgets import presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
+from appkit.widgets import (presentation_toggle, publish_link, show_input_problem, start_page,  # noqa: E402
+                            step_controls)
 
 ALL = tuple(STRATEGY_LABELS)
 DEFAULT_ORDERS = ["topological", "bfs_first_touch"]
@@ -65,8 +66,7 @@ orders = tuple(s for s in ALL if s in st.session_state[ns.key("orders")]) or ("t
 try:
     model = cached_orders(program_text, inputs_text, orders)
 except InputProblem as problem:
-    (c1 if problem.where == "program" else c2).error(f"**{problem.where.capitalize()} not accepted** — "
-                                                     f"{problem.error}", icon="🚫")
+    show_input_problem(problem, c1, c2, program_text, inputs_text)
     model = None
 
 if model is not None:

@@ -17,7 +17,8 @@ from appkit import presets  # noqa: E402
 from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import line_plot  # noqa: E402
 from appkit.models import InputProblem, gradcheck_model, parse, sweep_series  # noqa: E402
-from appkit.widgets import preset_picker, presentation_toggle, publish_link, start_page  # noqa: E402
+from appkit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,  # noqa: E402
+                            start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
@@ -48,8 +49,7 @@ program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[n
 try:
     program, inputs = parse(program_text, inputs_text)
 except InputProblem as problem:
-    (c1 if problem.where == "program" else c2).error(f"**{problem.where.capitalize()} not accepted** — "
-                                                     f"{problem.error}", icon="🚫")
+    show_input_problem(problem, c1, c2, program_text, inputs_text)
     publish_link(ctx, {"expr": program_text, "at": inputs_text})
     st.stop()
 
@@ -74,7 +74,7 @@ h = float(st.session_state[ns.key("h")])
 try:
     model = cached_check(program_text, inputs_text, wrt, h, int(index))
 except InputProblem as problem:
-    st.error(f"**Program not accepted** — {problem.error}", icon="🚫")
+    show_input_problem(problem, c1, c2, program_text, inputs_text)
     st.stop()
 
 series, markers = sweep_series(model.sweep)

@@ -17,7 +17,8 @@ from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import at_frame, line_plot, style_graph_figure  # noqa: E402
 from appkit.formatting import fmt_value  # noqa: E402
 from appkit.models import InputProblem, dual_model, jacobian_cost_series, memory_series  # noqa: E402
-from appkit.widgets import preset_picker, presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
+from appkit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,  # noqa: E402
+                            start_page, step_controls)
 
 ctx = start_page(
     "Forward vs reverse", "fwdrev",
@@ -66,8 +67,7 @@ try:
                   "(all ones for a tensor input), every other input's is 0.")
     model = cached_dual(program_text, inputs_text, st.session_state[ns.key("seed")])
 except InputProblem as problem:
-    (c1 if problem.where == "program" else c2).error(f"**{problem.where.capitalize()} not accepted** — "
-                                                     f"{problem.error}", icon="🚫")
+    show_input_problem(problem, c1, c2, program_text, inputs_text)
 
 if model is not None:
     seed = st.session_state[ns.key("seed")]
