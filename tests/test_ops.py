@@ -99,3 +99,14 @@ def test_numpy_integers_index_like_python_integers(backend):
     for d in (np.int64(1), np.int32(-1)):  # and as dims
         np.testing.assert_allclose(x.sum(d).numpy(), a.sum(1))
         np.testing.assert_allclose(x.softmax(d).numpy().sum(1), [1.0, 1.0])
+
+
+def test_integer_unary_ops_keep_integers(backend):
+    k = tensor(np.array([-2, 0, 3]), dtype="int64", backend=backend)
+    # the same rule on every backend: neg / relu / step (and abs, sign) keep int64, exp and log give float64
+    for name, fn, ref in [("neg", lambda t: -t, [2, 0, -3]), ("relu", lambda t: t.relu(), [0, 0, 3]),
+                          ("step", engine.ops.step, [0, 0, 1])]:
+        out = fn(k)
+        assert out.dtype == engine.int64, name
+        np.testing.assert_array_equal(out.numpy(), ref)
+    assert k.exp().dtype == engine.float64

@@ -96,6 +96,7 @@ _BINARY = {
     "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y,
 }
 _CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
+_INT_UNARY = {"neg", "relu", "step", "abs", "sign"}
 
 
 def _new(values, shape, typecode) -> TensorData:
@@ -158,7 +159,8 @@ class PythonBackend(Backend):
     def unary(self, op, a):
         f = _UNARY[op]
         st = a.storage
-        tc = a.typecode if a.typecode in "df" else "d"
+        # integers stay integers under neg / relu / step / abs / sign (as on NumPy and CUDA)
+        tc = a.typecode if a.typecode in "df" else "q" if op in _INT_UNARY else "d"
         return _new([f(st[p]) for p in a.positions()], a.shape, tc)
 
     def binary(self, op, a, b):
