@@ -330,3 +330,18 @@ def test_grad_mode_is_per_thread():
     leave.set()
     t.join(5)
     assert y.requires_grad and isinstance(y, Tensor)
+
+
+def test_train_sentiment_example_prints_hw2_lines_and_the_best_epoch(glove, capsys):
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "examples" / "train_sentiment.py"
+    spec = importlib.util.spec_from_file_location("train_sentiment_example", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--dataset", "builtin", "--epochs", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "230 training, 60 validation sentences" in out and "Epoch 3, loss" in out
+    best = max(float(v.rstrip("%")) for v in
+               [line.split(": ")[1] for line in out.splitlines() if line.startswith("Validation accuracy")])
+    assert "completed: 3 epochs" in out and f"best validation accuracy {best:.2f}%" in out
