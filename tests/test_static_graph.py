@@ -352,3 +352,13 @@ def test_mixed_dtypes_follow_the_engine_rule_and_gradients_keep_the_variable_dty
     s.run(train, {x: np.array([1.0, 2.0, 3.0])})
     assert s.run(w).dtype == np.float32
     np.testing.assert_allclose(s.run(w), [0.8, 0.6, 0.4], rtol=1e-6)
+
+
+def test_integer_nodes_have_the_dtype_the_session_computes():
+    g = tf.Graph()
+    with g.as_default():
+        k = tf.constant(np.array([1, 2, 3]), dtype="int64")
+        outs = [k / k, tf.exp(k), -k, tf.relu(k)]
+    s = tf.Session(g)
+    for t, want in zip(outs, [np.float64, np.float64, np.int64, np.int64]):
+        assert tf.tensor_to_node(t).dtype.numpy == want and s.run(t).dtype == want

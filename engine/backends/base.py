@@ -20,6 +20,7 @@ from ..dtypes import DType
 UNARY_OPS = ("neg", "exp", "log", "reciprocal", "relu", "step", "sqrt", "abs", "sign", "tanh", "sigmoid")
 BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne")
 COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+INT_UNARY_OPS = ("neg", "relu", "step", "abs", "sign")  # keep an integer input's dtype; the rest give float64
 REDUCE_OPS = ("sum", "max")
 
 

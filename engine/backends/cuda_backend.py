@@ -29,7 +29,7 @@ import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64, result_dtype
 from ..tensor_data import IndexingError, ViewError
-from .base import BINARY_OPS, COMPARISONS, UNARY_OPS, Backend, BackendUnavailable, ThreadRandom
+from .base import BINARY_OPS, COMPARISONS, INT_UNARY_OPS, UNARY_OPS, Backend, BackendUnavailable, ThreadRandom
 
 KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
 KERNEL_FILES = ("elementwise.cu", "reduce.cu", "matmul.cu", "gather.cu")
@@ -52,7 +52,7 @@ _BINARY_FUNCTOR = {
     "maximum": "OpMaximum", "minimum": "OpMinimum", "lt": "OpLt", "le": "OpLe", "gt": "OpGt",
     "ge": "OpGe", "eq": "OpEq", "ne": "OpNe",
 }
-_INT_UNARY = ("neg", "relu", "step", "abs", "sign")  # stay integer; the rest compute in float64
+_INT_UNARY = INT_UNARY_OPS  # stay integer; the rest compute in float64
 _FLOATS = ("float32", "float64")
 _NUMERIC = ("float32", "float64", "int64")
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..dtypes import DType, bool_, float32, float64, int64
 from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_shape,
                            prod)
-from .base import Backend, ThreadRandom
+from .base import INT_UNARY_OPS, Backend, ThreadRandom
 
 _TYPECODE_DTYPE = {"d": float64, "f": float32, "q": int64, "b": bool_}
 _RANK = {"b": 0, "q": 1, "f": 2, "d": 3}
@@ -96,7 +96,6 @@ _BINARY = {
     "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y,
 }
 _CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
-_INT_UNARY = {"neg", "relu", "step", "abs", "sign"}
 
 
 def _new(values, shape, typecode) -> TensorData:
@@ -160,7 +159,7 @@ class PythonBackend(Backend):
         f = _UNARY[op]
         st = a.storage
         # integers stay integers under neg / relu / step / abs / sign (as on NumPy and CUDA)
-        tc = a.typecode if a.typecode in "df" else "q" if op in _INT_UNARY else "d"
+        tc = a.typecode if a.typecode in "df" else "q" if op in INT_UNARY_OPS else "d"
         return _new([f(st[p]) for p in a.positions()], a.shape, tc)
 
     def binary(self, op, a, b):

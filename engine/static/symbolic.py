@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.base import COMPARISONS, Backend
-from ..dtypes import DType, bool_, result_dtype
+from ..backends.base import COMPARISONS, INT_UNARY_OPS, Backend
+from ..dtypes import DType, bool_, float64, result_dtype
 from ..tensor import History, Tensor
 
 
@@ -134,10 +134,14 @@ class SymbolicBackend(Backend):
 
     # --- kernels: shape and dtype inference only ----------------------------------------------
     def unary(self, op, a):
-        return Abstract(a.shape, a.dtype, recipe=("unary", (op, a)))
+        # as the backends: integers stay integers only under neg / relu / step / abs / sign
+        dt = a.dtype if a.dtype.is_floating or op in INT_UNARY_OPS else float64
+        return Abstract(a.shape, dt, recipe=("unary", (op, a)))
 
     def binary(self, op, a, b):
         dt = bool_ if op in COMPARISONS else _result_dtype(a.dtype, b.dtype)
+        if op == "div" and not dt.is_floating:  # true division, as every backend
+            dt = float64
         return Abstract(_broadcast(a.shape, b.shape), dt, recipe=("binary", (op, a, b)))
 
     def where(self, cond, a, b):
