@@ -113,6 +113,18 @@ def preset_picker(ns: Namespace, where=None) -> None:
     where.selectbox("Preset", [OWN_PROGRAM, *presets.preset_labels()], key=key, on_change=_load)
 
 
+def program_boxes(ns: Namespace, height: int = 100):
+    """The page's "Program" and "Inputs" boxes side by side (session keys ``expr`` and ``at``).
+
+    Returns ``(program_box, inputs_box, program_text, inputs_text)``; the boxes are the columns
+    that :func:`show_input_problem` writes a rejection under.
+    """
+    program_box, inputs_box = st.columns([3, 2])
+    program_box.text_area("Program", key=ns.key("expr"), height=height)
+    inputs_box.text_area("Inputs", key=ns.key("at"), height=height)
+    return program_box, inputs_box, st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
+
+
 def show_input_problem(problem, program_box, inputs_box, program_text: str, inputs_text: str) -> None:
     """The parser's message under the text box at fault, with the offending line and a ^ under the column.
 

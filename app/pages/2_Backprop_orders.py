@@ -17,7 +17,7 @@ from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import line_plot, static_frame, style_graph_figure  # noqa: E402
 from appkit.models import (STRATEGY_LABELS, InputProblem, deep_chain_results, orders_model,  # noqa: E402
                            path_recursion_costs, random_graph_table)
-from appkit.widgets import (presentation_toggle, publish_link, show_input_problem, start_page,  # noqa: E402
+from appkit.widgets import (presentation_toggle, program_boxes, publish_link, show_input_problem, start_page,  # noqa: E402
                             step_controls)
 
 ALL = tuple(STRATEGY_LABELS)
@@ -57,11 +57,7 @@ head = st.columns([3, 1])
 with head[1]:
     presentation_toggle()
 head[0].multiselect("Orders to compare", ALL, key=ns.key("orders"), format_func=lambda s: STRATEGY_LABELS[s])
-c1, c2 = st.columns([3, 2])
-c1.text_area("Program", key=ns.key("expr"), height=100)
-c2.text_area("Inputs", key=ns.key("at"), height=100)
-
-program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
+c1, c2, program_text, inputs_text = program_boxes(ns)
 orders = tuple(s for s in ALL if s in st.session_state[ns.key("orders")]) or ("topological",)
 try:
     model = cached_orders(program_text, inputs_text, orders)

@@ -17,7 +17,7 @@ from appkit import presets  # noqa: E402
 from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import line_plot  # noqa: E402
 from appkit.models import InputProblem, gradcheck_model, parse, sweep_series  # noqa: E402
-from appkit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,  # noqa: E402
+from appkit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,  # noqa: E402
                             start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
@@ -41,10 +41,7 @@ head = st.columns([3, 1])
 preset_picker(ns, head[0])
 with head[1]:
     presentation_toggle()
-c1, c2 = st.columns([3, 2])
-c1.text_area("Program", key=ns.key("expr"), height=100)
-c2.text_area("Inputs", key=ns.key("at"), height=100)
-program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
+c1, c2, program_text, inputs_text = program_boxes(ns)
 
 try:
     program, inputs = parse(program_text, inputs_text)

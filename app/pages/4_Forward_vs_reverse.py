@@ -17,7 +17,7 @@ from appkit.deeplink import LinkField  # noqa: E402
 from appkit.figures import at_frame, line_plot, style_graph_figure  # noqa: E402
 from appkit.formatting import fmt_value  # noqa: E402
 from appkit.models import InputProblem, dual_model, jacobian_cost_series, memory_series  # noqa: E402
-from appkit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,  # noqa: E402
+from appkit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,  # noqa: E402
                             start_page, step_controls)
 
 ctx = start_page(
@@ -50,10 +50,7 @@ head = st.columns([3, 1])
 preset_picker(ns, head[0])
 with head[1]:
     presentation_toggle()
-c1, c2 = st.columns([3, 2])
-c1.text_area("Program", key=ns.key("expr"), height=100)
-c2.text_area("Inputs", key=ns.key("at"), height=100)
-program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
+c1, c2, program_text, inputs_text = program_boxes(ns)
 
 model = None
 try:
