@@ -1,18 +1,14 @@
 """Autodiff Explorer: home page (entry point of `streamlit run app/Home.py`)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-import streamlit as st  # noqa: E402
+import streamlit as st
 
-import engine  # noqa: E402
-from appkit.pages import discover_pages  # noqa: E402
-from appkit.widgets import presentation_toggle, start_page  # noqa: E402
+import engine
+from explorer.kit.pages import discover_pages
+from explorer.kit.widgets import presentation_toggle, start_page
 
 APP_DIR = Path(__file__).resolve().parent
 

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def program_with_nodes(target: int, seed: int = 0):
@@ -90,10 +89,12 @@ def bench_frames(target: int, repeats: int) -> dict:
     """Layout, frames and the figure the page sends, for a random DAG of ~target engine ops."""
     import plotly.io
 
-    from appkit.figures import at_frame, style_graph_figure
-    from appkit.presentation import look
-    from engine.explain import build_frames, layout, random_dag_tensors, record_tensor
-    from engine.explain.plotly_figure import figure_dict
+    from explorer.kit.figures import at_frame, style_graph_figure
+    from explorer.kit.presentation import look
+    from engine.explain import random_dag_tensors, record_tensor
+    from explorer.kit.frames import build_frames
+    from explorer.kit.layout import layout
+    from explorer.kit.plotly_figure import figure_dict
     n_ops = target
     for _ in range(8):  # the generator's op count maps to more graph nodes: aim at ~target nodes
         out, leaves = random_dag_tensors(n_ops, seed=1)

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import engine  # noqa: E402
 from benchmarks.hw2_step import init_params, make_data, numpy_step_fn, torch_step_fn  # noqa: E402

@@ -13,10 +13,11 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.explain import build_frames, layout, random_dag_tensors, record_tensor  # noqa: E402
-from engine.explain.plotly_figure import build_figure, figure_dict  # noqa: E402
+from engine.explain import random_dag_tensors, record_tensor  # noqa: E402
+from explorer.kit.frames import build_frames  # noqa: E402
+from explorer.kit.layout import layout  # noqa: E402
+from explorer.kit.plotly_figure import build_figure, figure_dict  # noqa: E402
 
 
 def main() -> None:

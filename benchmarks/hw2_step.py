@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import engine  # noqa: E402
 from engine.static.hw2 import compiled_hw2_step_fn, eager_hw2_step_fn  # noqa: E402

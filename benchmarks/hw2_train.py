@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sentiment.data import load_sst2  # noqa: E402
 from sentiment.embeddings import load_glove  # noqa: E402

@@ -16,13 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from netexplorer.frames import build_view, to_graph  # noqa: E402
-from netexplorer.presets import build  # noqa: E402
-from netexplorer.recording import record  # noqa: E402
+from explorer.network_explorer.frames import build_view, to_graph  # noqa: E402
+from explorer.network_explorer.presets import build  # noqa: E402
+from explorer.network_explorer.recording import record  # noqa: E402
 
 
 def network_with_nodes(target: int):

@@ -11,7 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.explain import activation_memory, jacobian_costs  # noqa: E402
 from engine.explain.text import table  # noqa: E402

@@ -15,7 +15,6 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from engine.explain import (STRATEGY_NAMES, doubling_chain_costs, record_execution, recursion_demo,  # noqa: E402
                             strategy_comparison)

@@ -16,7 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sentiment.data import builtin_split, load_sst2  # noqa: E402
 from sentiment.embeddings import load_glove  # noqa: E402

@@ -7,13 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from appkit.figures import MAX_BROWSER_FRAMES, PrebuiltFigure, at_frame, frame_window, static_frame, \
+from explorer.kit.figures import MAX_BROWSER_FRAMES, PrebuiltFigure, at_frame, frame_window, static_frame, \
     style_graph_figure
-from appkit.models import (InputProblem, dual_model, explorer_model, gradcheck_model, jacobian_cost_series,
-                           memory_series, orders_model, parse, sweep_series)
-from appkit.presentation import NORMAL, PRESENTING
+from explorer.backprop_orders import orders_model
+from explorer.expression_explorer import explorer_model
+from explorer.forward_vs_reverse import dual_frames, dual_model, jacobian_cost_series, memory_series
+from explorer.gradient_check import gradcheck_model, sweep_series
+from explorer.kit.programs import InputProblem, parse
+from explorer.kit.presentation import NORMAL, PRESENTING
 from engine.explain import ExpressionError
-from engine.explain.dual import dual_frames, dual_number_steps, network_jacobian_costs
+from engine.explain.dual import dual_number_steps, network_jacobian_costs
 
 SLIDE, SLIDE_AT = "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"
 DF_DX1 = 1 + 1.5 * math.exp(5.5)

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as hs
 
-from appkit.deeplink import DeepLinkError, LinkField, LinkSchema, decode_values, encode_values, page_url
-from appkit.pages import discover_pages
-from appkit.presentation import NORMAL, PRESENTING, css, look
-from appkit.state import Namespace
+from explorer.kit.deeplink import DeepLinkError, LinkField, LinkSchema, decode_values, encode_values, page_url
+from explorer.kit.pages import discover_pages
+from explorer.kit.presentation import NORMAL, PRESENTING, css, look
+from explorer.kit.state import Namespace
 
 SCHEMA = LinkSchema({
     "expr": LinkField("str", "x*x"),

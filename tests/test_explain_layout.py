@@ -5,10 +5,12 @@ import time
 import pydot
 import pytest
 
-from engine.explain import (build_frames, collapse_groups, layout, random_dag_tensors, record_execution,
-                            record_tensor, to_dot)
+from engine.explain import random_dag_tensors, record_execution, record_tensor
+from explorer.kit.dot import to_dot
+from explorer.kit.frames import build_frames
+from explorer.kit.layout import collapse_groups, layout
 from engine.explain.graph import Graph, GraphEdge, GraphNode
-from engine.explain.plotly_figure import build_figure, figure_dict
+from explorer.kit.plotly_figure import build_figure, figure_dict
 
 SLIDE = "f = x1 + exp(1.5*x1 + 2*x2)"
 X = {"x1": 3.0, "x2": 0.5}
@@ -161,7 +163,7 @@ def test_plotly_figure_has_one_frame_per_step_and_does_not_move_nodes():
 
 
 def test_forward_and_gradient_graph_in_one_dot():
-    from engine.explain import to_dot_with_gradients
+    from explorer.kit.dot import to_dot_with_gradients
     tr = record_execution(SLIDE, X, create_graph=True)
     dot = to_dot_with_gradients(tr)
     parsed = pydot.graph_from_dot_data(dot)[0]

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from engine import ops
-from netexplorer import analysis
-from netexplorer.presets import PRESETS, PresetError, build, parse_layers
-from netexplorer.recording import record
+from explorer.network_explorer import analysis
+from explorer.network_explorer.presets import PRESETS, PresetError, build, parse_layers
+from explorer.network_explorer.recording import record
 
 
 def _fresh_grads(net):
@@ -231,7 +231,7 @@ def test_custom_layers_and_errors():
 
 
 def test_views_share_frame_indices_and_layer_boxes_show_outputs():
-    from netexplorer.frames import build_view, frame_moment, n_frames
+    from explorer.network_explorer.frames import build_view, frame_moment, n_frames
 
     rec = record(build("rnn", steps=3))
     op, layer = build_view(rec, "op"), build_view(rec, "layer")
@@ -262,7 +262,7 @@ def test_layout_and_frames_for_500_nodes_under_a_second():
     import time
 
     from benchmarks.network_frames import network_with_nodes
-    from netexplorer.frames import build_view, to_graph
+    from explorer.network_explorer.frames import build_view, to_graph
 
     rec = network_with_nodes(500)
     assert len(to_graph(rec).nodes) >= 500
@@ -279,7 +279,7 @@ def _timed(fn, time):
 
 def test_merged_frames_for_big_networks_stay_aligned():
     """Above the explain layer's frame budget several ops share a frame; both views still agree."""
-    from netexplorer.frames import build_view, frame_span, n_frames
+    from explorer.network_explorer.frames import build_view, frame_span, n_frames
 
     rec = record(build("rnn", steps=4))
     op, layer = build_view(rec, "op", max_frames=24), build_view(rec, "layer", max_frames=24)
@@ -308,3 +308,20 @@ def test_hw2_masked_mean_over_real_words():
         # the course's setting: the first training sentences, in file order
         assert net.config["sentences"][0] == "hide new secretions from the parental units"
         assert mask[0].sum() == 7 and mask.sum(axis=(1, 2)).max() == mask.shape[1]
+
+
+def test_page_tables_are_plain_rows_with_the_fan_out_sum_last():
+    from explorer.network_explorer.explore import explore
+    from explorer.network_explorer.tables import fan_out_rows, layer_rows, memory_rows, note_levels
+
+    ex = explore("sentiment", {"sentence": "a good good movie"})
+    rec = ex.rec
+    fan = next(n.id for n in rec.nodes if len(rec.contributions_to(n.id)) > 1)
+    rows = fan_out_rows(rec, fan)
+    assert rows[-1]["from"] == "= sum" and rows[-1]["backward step"] == ""
+    assert all(r["backward step"].isdigit() for r in rows[:-1])      # never "None"
+    parts = sum(r["‖contribution‖"] for r in rows[:-1])
+    assert rows[-1]["‖contribution‖"] <= parts + 1e-9               # triangle inequality on the sum
+    assert len(layer_rows(rec)) == len(rec.layers)
+    assert {r["tensor"] for r in memory_rows(ex.memory)}
+    assert note_levels(["x SEEDED RANDOM y", "plain"]) == [("warning", "x SEEDED RANDOM y"), ("caption", "plain")]

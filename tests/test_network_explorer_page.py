@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from netexplorer.explore import explore, moment
-from netexplorer.frames import n_frames
-from netexplorer.presets import OPTIONS
+from explorer.network_explorer.explore import explore, moment
+from explorer.network_explorer.frames import n_frames
+from explorer.network_explorer.presets import OPTIONS
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "5_Network_explorer.py")
 TIMEOUT = 120
@@ -32,7 +32,7 @@ BUTTON_KEYS = {"start": "network_step_first", "back": "network_step_back", "step
 
 
 def button(at: AppTest, name: str):
-    """The stepping buttons (appkit.widgets.step_controls), found by key: their labels may change."""
+    """The stepping buttons (explorer.kit.widgets.step_controls), found by key: their labels may change."""
     return at.button(key=BUTTON_KEYS[name])
 
 

@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from sentiment.embeddings import load_glove
-from sentiment.views import (DataChoice, accuracy_figure, format_seconds, load_choice, loss_figure, network_dot,
+from explorer.sentiment_training.views import (DataChoice, accuracy_figure, format_seconds, load_choice, loss_figure, network_dot,
                              progress_text)
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "6_Sentiment_training.py")
@@ -158,7 +158,7 @@ def test_bad_deep_link_value_is_reported_not_fatal():
 
 
 def test_view_helpers_on_a_real_run():
-    from sentiment.runner import TrainingRun
+    from explorer.sentiment_training.runner import TrainingRun
     from sentiment.trainer import SentimentTrainer, TrainConfig
 
     train, val = load_choice(DataChoice("builtin"))

@@ -13,7 +13,7 @@ from engine.tensor import Tensor, no_grad
 from sentiment.data import Dataset, builtin_corpus, builtin_split
 from sentiment.embeddings import GloVe, load_glove
 from sentiment.model import SentimentNet, batch_tensors, vectors_tensor
-from sentiment.runner import SessionWatch, TrainingRun
+from explorer.sentiment_training.runner import SessionWatch, TrainingRun
 from sentiment.trainer import (BatchEnd, EpochEnd, SentimentTrainer, TrainConfig, TrainingFinished,
                                TrainingStarted, hw2_log_lines)
 

@@ -1,4 +1,4 @@
-"""The "Static vs dynamic" page: its logic module (staticdemo.model) and the page headless (AppTest)."""
+"""The "Static vs dynamic" page: its logic module (explorer.static_vs_dynamic) and the page headless (AppTest)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from staticdemo import model as M
+from explorer import static_vs_dynamic as M
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "7_Static_vs_dynamic.py")
 TIMEOUT = 120

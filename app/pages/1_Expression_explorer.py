@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import shutil
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
+import pandas as pd
+import streamlit as st
 
-from appkit import presets  # noqa: E402
-from appkit.deeplink import LinkField  # noqa: E402
-from appkit.figures import at_frame, style_graph_figure  # noqa: E402
-from appkit.models import InputProblem, explorer_model  # noqa: E402
-from appkit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,  # noqa: E402
+from explorer.kit import presets
+from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import at_frame, style_graph_figure
+from explorer.expression_explorer import explorer_model
+from explorer.kit.programs import InputProblem
+from explorer.kit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,
                             start_page, step_controls)
 
 ctx = start_page(

@@ -2,22 +2,17 @@
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import pandas as pd
+import streamlit as st
 
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
-
-from appkit import presets  # noqa: E402
-from appkit.deeplink import LinkField  # noqa: E402
-from appkit.figures import line_plot, static_frame, style_graph_figure  # noqa: E402
-from appkit.models import (STRATEGY_LABELS, InputProblem, deep_chain_results, orders_model,  # noqa: E402
-                           path_recursion_costs, random_graph_table)
-from appkit.widgets import (presentation_toggle, program_boxes, publish_link, show_input_problem, start_page,  # noqa: E402
+from explorer.kit import presets
+from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import line_plot, static_frame, style_graph_figure
+from explorer.backprop_orders import (STRATEGY_LABELS, deep_chain_results, orders_model, path_recursion_costs,
+                                      random_graph_table)
+from explorer.kit.programs import InputProblem
+from explorer.kit.widgets import (presentation_toggle, program_boxes, publish_link, show_input_problem, start_page,
                             step_controls)
 
 ALL = tuple(STRATEGY_LABELS)

@@ -2,22 +2,17 @@
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import numpy as np
+import pandas as pd
+import streamlit as st
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
-
-from appkit import presets  # noqa: E402
-from appkit.deeplink import LinkField  # noqa: E402
-from appkit.figures import line_plot  # noqa: E402
-from appkit.models import InputProblem, gradcheck_model, parse, sweep_series  # noqa: E402
-from appkit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,  # noqa: E402
+from explorer.kit import presets
+from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import line_plot
+from explorer.gradient_check import gradcheck_model, sweep_series
+from explorer.kit.programs import InputProblem, parse
+from explorer.kit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,
                             start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]

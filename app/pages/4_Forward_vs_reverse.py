@@ -2,22 +2,17 @@
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import pandas as pd
+import streamlit as st
 
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
-
-from appkit import presets  # noqa: E402
-from appkit.deeplink import LinkField  # noqa: E402
-from appkit.figures import at_frame, line_plot, style_graph_figure  # noqa: E402
-from appkit.formatting import fmt_value  # noqa: E402
-from appkit.models import InputProblem, dual_model, jacobian_cost_series, memory_series  # noqa: E402
-from appkit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,  # noqa: E402
+from explorer.kit import presets
+from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import at_frame, line_plot, style_graph_figure
+from explorer.kit.formatting import fmt_value
+from explorer.forward_vs_reverse import dual_model, jacobian_cost_series, memory_series
+from explorer.kit.programs import InputProblem, parse
+from explorer.kit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,
                             start_page, step_controls)
 
 ctx = start_page(
@@ -54,7 +49,6 @@ c1, c2, program_text, inputs_text = program_boxes(ns)
 
 model = None
 try:
-    from appkit.models import parse
     program, _ = parse(program_text, inputs_text)
     names = program.input_names
     if st.session_state[ns.key("seed")] not in names:

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
+import pandas as pd
+import streamlit as st
 
-from appkit.deeplink import LinkField  # noqa: E402
-from appkit.figures import at_frame, style_graph_figure  # noqa: E402
-from appkit.widgets import presentation_toggle, publish_link, start_page, step_controls  # noqa: E402
-from netexplorer import analysis  # noqa: E402
-from netexplorer.explore import explore, graph_dot, heatmap, moment, sweep_figure  # noqa: E402
-from netexplorer.presets import OPTIONS, PRESETS, PresetError  # noqa: E402
+from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import at_frame, style_graph_figure
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
+from explorer.network_explorer import analysis
+from explorer.network_explorer.explore import explore, graph_dot, heatmap, moment, sweep_figure
+from explorer.network_explorer.presets import OPTIONS, PRESETS, PresetError
+from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, inspect_labels, layer_rows, memory_rows,
+                                             note_levels)
 
 OPTION_KIND = {o.name: ("str" if isinstance(o.default, str) else "float" if isinstance(o.default, float) else "int")
                for opts in OPTIONS.values() for o in opts}
@@ -88,8 +85,8 @@ for p in ex.problems:
     st.warning(p)
 net = ex.network
 st.info(f"**{net.title}** — {net.teaches}")
-for note in net.notes:
-    (st.warning if "SEEDED RANDOM" in note else st.caption)(note)
+for level, note in note_levels(net.notes):
+    getattr(st, level)(note)
 
 sig = (key, json.dumps(options, sort_keys=True))
 if st.session_state[ns.key("sig")] not in (None, sig):
@@ -187,8 +184,7 @@ with left:
 
 with right:
     st.markdown("##### Inspect a node")
-    labels = {n.id: f"{n.label} {analysis.format_shape(n.shape)} [{n.layer}]" for n in rec.nodes
-              if not (n.kind == "constant")}
+    labels = inspect_labels(rec)
     default_node = m.node if m.node in labels else next(iter(labels))
     pick = st.selectbox("node", list(labels), index=list(labels).index(default_node),
                         format_func=lambda i: labels[i], key=ns.key(f"inspect_{step}"))
@@ -199,13 +195,8 @@ with right:
     show_tensor(st, n.adjoint, "final adjoint", ns.key("ins_adjoint"))
     parts = rec.contributions_to(pick)
     if len(parts) > 1:
-        fs = analysis.fan_out_sum(rec, pick)
         st.markdown(f"**Fan-out: {len(parts)} contributions**")
-        st.dataframe(pd.DataFrame([{"from": src, "backward step": stp + 1,
-                                    "‖contribution‖": float((v ** 2).sum() ** 0.5)} for src, stp, v in fs.parts]
-                                  + [{"from": "= sum", "backward step": None,
-                                      "‖contribution‖": float((fs.total ** 2).sum() ** 0.5)}]),
-                     hide_index=True)
+        st.dataframe(pd.DataFrame(fan_out_rows(rec, pick)), hide_index=True)
 
 tab_mem, tab_check, tab_layers = st.tabs(["Memory kept for backward", "Gradient check", "Layers"])
 with tab_mem:
@@ -213,9 +204,7 @@ with tab_mem:
     st.markdown(f"**{len(mem.rows)} tensors kept** by the graph for backward: **{mem.total_bytes:,} bytes** "
                 f"(the VJPs actually read {mem.read_bytes:,} bytes of them). Trainable leaves are not counted. "
                 f"Under `no_grad` nothing is kept: 0 bytes.")
-    st.dataframe(pd.DataFrame([{"tensor": r.label, "kind": r.kind, "shape": analysis.format_shape(r.shape),
-                                "bytes": r.nbytes, "read by VJP of": ", ".join(r.read_by) or "— (not read)"}
-                               for r in mem.rows]), hide_index=True)
+    st.dataframe(pd.DataFrame(memory_rows(mem)), hide_index=True)
     st.caption("This engine's History keeps every input of every op alive; the last column shows which "
                "ones the backward pass really read (traced while the VJPs ran). ReLU keeps its input, "
                "from which the mask is recomputed.")
@@ -228,13 +217,9 @@ with tab_check:
     w = t.worst
     st.markdown(f"Engine gradients vs central differences (ε = {t.eps:g}) at random coordinates of every leaf. "
                 f"**Worst relative error: {w.rel_error:.2e}** ({w.leaf}{list(w.index)}).")
-    st.dataframe(pd.DataFrame([{"leaf": r.leaf, "index": str(list(r.index)), "engine": r.analytic,
-                                "central difference": r.numeric, "abs error": r.abs_error,
-                                "rel error": r.rel_error} for r in t.rows]), hide_index=True)
+    st.dataframe(pd.DataFrame(gradcheck_rows(t)), hide_index=True)
 with tab_layers:
-    st.dataframe(pd.DataFrame([{"layer": layer.name, "ops": sum(1 for i in layer.nodes if rec.node(i).kind == "op"),
-                                "output shape": analysis.format_shape(rec.node(layer.output).shape)}
-                               for layer in rec.layers]), hide_index=True)
+    st.dataframe(pd.DataFrame(layer_rows(rec)), hide_index=True)
 
 publish_link(ctx, {"net": key, "level": level_choice if level_choice == "auto" else level, "step": step,
                    **options})

@@ -2,24 +2,18 @@
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import streamlit as st
 
-import streamlit as st  # noqa: E402
-
-import engine  # noqa: E402
-from appkit.deeplink import LinkField  # noqa: E402
-from appkit.widgets import presentation_toggle, publish_link, start_page  # noqa: E402
-from sentiment.data import DataFormatError, SST2NotFound  # noqa: E402
-from sentiment.embeddings import GloveNotFound, load_glove  # noqa: E402
-from sentiment.model import SentimentNet  # noqa: E402
-from sentiment.runner import TrainingRun, streamlit_session_watch  # noqa: E402
-from sentiment.trainer import SentimentTrainer, TrainConfig  # noqa: E402
-from sentiment.views import (DATASETS, TARGET_ACCURACY, DataChoice, accuracy_figure, load_choice,  # noqa: E402
+import engine
+from explorer.kit.deeplink import LinkField
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+from sentiment.data import DataFormatError, SST2NotFound
+from sentiment.embeddings import GloveNotFound, load_glove
+from sentiment.model import SentimentNet
+from explorer.sentiment_training.runner import TrainingRun, streamlit_session_watch
+from sentiment.trainer import SentimentTrainer, TrainConfig
+from explorer.sentiment_training.views import (DATASETS, TARGET_ACCURACY, DataChoice, accuracy_figure, load_choice,
                              loss_figure, network_dot, progress_text, validation_table, word_order_demo)
 
 DEFAULTS = {"dataset": "builtin", "n_train": 450, "n_val": 100, "epochs": 30, "batch_size": 10, "lr": 0.01,

@@ -2,20 +2,14 @@
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import numpy as np
+import pandas as pd
+import streamlit as st
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
-
-from appkit.deeplink import LinkField  # noqa: E402
-from appkit.widgets import presentation_toggle, publish_link, start_page  # noqa: E402
-from staticdemo import model as M  # noqa: E402
+from explorer.kit.deeplink import LinkField
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+from explorer import static_vs_dynamic as M
 
 ctx = start_page(
     "Static vs dynamic", "static",

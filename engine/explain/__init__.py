@@ -3,9 +3,10 @@
 Importing it registers the extra traversal strategies (bfs_first_touch, path_recursion,
 recursive_dfs) with ``engine.autodiff``.
 
-parser (typed text -> engine ops), graph + trace (what ran, as events), strategies, layout,
-frames, dot, plotly_figure, harness (random DAGs, strategy comparison), costs (forward vs reverse,
-finite differences, activation memory), text (tables for the command-line examples).
+parser (typed text -> engine ops), graph + trace (what ran, as events), strategies, harness
+(random DAGs, strategy comparison), costs (forward vs reverse, finite differences, activation
+memory), dual (forward mode step by step), text (tables for the command-line examples).
+Pictures (layout, frames, figures, DOT) are drawn from these by the explorer's page kit.
 """
 from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_output, plain_value  # noqa: F401
 from .parser import ALLOWED_FUNCTIONS, ExpressionError, Program, parse_inputs, parse_program  # noqa: F401
@@ -13,9 +14,6 @@ from .strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # n
 from .trace import (BackwardEvent, ForwardRun, ForwardStep, Trace, bar, gradient_graph,  # noqa: F401
                     record_backward, record_execution, run_forward)
 from .trace import record_tensor  # noqa: F401,E402
-from .layout import collapse_groups, layout  # noqa: F401,E402
-from .frames import Frame, FrameSet, build_frames  # noqa: F401,E402
-from .dot import to_dot, to_dot_with_gradients  # noqa: F401,E402
 from .harness import (StrategyRow, deep_chain, doubling_chain_costs, doubling_chain_program, random_dag_tensors,  # noqa: F401,E402,E501
                       random_dag_program, random_tree_program, recursion_demo, strategy_comparison)
 from .costs import (HSweep, HSweepRow, JacobianCosts, MemoryReport, activation_memory,  # noqa: F401,E402

@@ -111,47 +111,6 @@ def dual_number_steps(program: Program | str, inputs: Mapping[str, Any] | str, s
                    plain_value(out.numpy()), plain_value(out_tangent.numpy()), len(program_outs), rule_ops[0])
 
 
-def dual_frames(run: DualRun):
-    """Animation frames for a forward-mode run: the inputs with their seed, then one frame per op.
-
-    Same :class:`~engine.explain.frames.FrameSet` as the reverse-mode frames, so the same figure
-    builder draws it; node text is ``value`` and ``ε·tangent`` (the dual number ``v + v̇ε``).
-    """
-    from .frames import Frame, FrameSet
-
-    g = run.graph.without_constants()
-    node_ids = [n.id for n in g.nodes]
-    index = {nid: i for i, nid in enumerate(node_ids)}
-    text = ["" for _ in node_ids]
-    state = ["idle" for _ in node_ids]
-    frames = []
-    leaf_texts = []
-    for nid, (val, tan) in run.leaves.items():
-        if nid in index:
-            name = g.node(nid).name
-            text[index[nid]] = f"{name} = {fmt(val)}\nd{name} = {fmt(tan)}"
-            state[index[nid]] = "leaf" if np.any(np.asarray(tan, dtype=float) != 0) else "computed"
-            leaf_texts.append(f"{name} = {fmt(val)} + {fmt(tan)}ε")
-    frames.append(Frame(0, "forward", "seed: " + ", ".join(leaf_texts), list(run.leaves), [], list(text), list(state)))
-    prev = None
-    for s in run.steps:
-        if s.node not in index:
-            continue
-        if prev is not None and state[index[prev]] == "active":
-            state[index[prev]] = "complete"
-        name = g.node(s.node).name
-        text[index[s.node]] = f"{name} = {fmt(s.value)}\nd{name} = {fmt(s.tangent)}"
-        state[index[s.node]] = "active"
-        prev = s.node
-        frames.append(Frame(len(frames), "forward", s.text, [s.node],
-                            [(p, s.node) for p in s.inputs if p in index], list(text), list(state)))
-    if prev is not None:
-        state[index[prev]] = "complete"
-    frames.append(Frame(len(frames), "done", f"one forward pass: output {fmt(run.output_value)}, "
-                        f"directional derivative {fmt(run.output_tangent)}", [], [], list(text), list(state)))
-    return FrameSet(node_ids, frames)
-
-
 @dataclass
 class NetworkJacobianCosts:
     """Full Jacobian of ``y = tanh(A x)``, R^n -> R^m, both ways, counted on the engine."""

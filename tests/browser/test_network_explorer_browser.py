@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from netexplorer.explore import explore, moment
-from netexplorer.presets import PRESETS
+from explorer.network_explorer.explore import explore, moment
+from explorer.network_explorer.presets import PRESETS
 
 pytestmark = pytest.mark.browser
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import plotly.graph_objects as go
 
-from engine.explain.frames import FrameSet
-from engine.explain.plotly_figure import figure_dict
+from explorer.kit.frames import FrameSet
+from explorer.kit.plotly_figure import figure_dict
 
 from . import analysis
 from .frames import NetworkView, build_view, default_level, frame_span
@@ -124,7 +124,7 @@ def moment(ex: Explored, frame: int) -> Moment:
 
 def graph_dot(ex: Explored, level: str) -> str:
     """Graphviz DOT text of one view (the explain layer's ``to_dot``), as of the last frame."""
-    from engine.explain.dot import to_dot
+    from explorer.kit.dot import to_dot
     v = ex.views[level]
     return to_dot(v.graph, frame=v.frames.frames[-1], frameset=v.frames,
                   title=f"{ex.network.title}: {level} view, loss = {ex.rec.loss:.6g}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from .frames import Frame, FrameSet
-from .graph import Graph
+from engine.explain.graph import Graph
 
 STATE_COLOR = {"idle": "#e5e7eb", "computed": "#bfdbfe", "waiting": "#fecaca", "complete": "#86efac",
                "active": "#facc15", "leaf": "#22c55e", "lost": "#ef4444"}

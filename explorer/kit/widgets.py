@@ -90,7 +90,7 @@ OWN_PROGRAM = "(your own program)"
 
 
 def preset_picker(ns: Namespace, where=None) -> None:
-    """A "Preset" selectbox over :mod:`appkit.presets` that fills the page's ``expr`` and ``at`` boxes.
+    """A "Preset" selectbox over :mod:`explorer.kit.presets` that fills the page's ``expr`` and ``at`` boxes.
 
     It shows the preset whose text is in the boxes (so a deep link shows its preset selected), and a
     pick also sends the page's ``step`` (where it has one) back to 0.
@@ -129,7 +129,7 @@ def show_input_problem(problem, program_box, inputs_box, program_text: str, inpu
     """The parser's message under the text box at fault, with the offending line and a ^ under the column.
 
     Args:
-        problem: an :class:`appkit.models.InputProblem`.
+        problem: an :class:`explorer.kit.programs.InputProblem`.
         program_box, inputs_box: the containers (columns) that hold the program and the inputs boxes.
         program_text, inputs_text: what the boxes hold (for the caret line).
     """

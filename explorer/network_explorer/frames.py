@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.explain.frames import MAX_FRAMES, FrameSet, build_frames
+from explorer.kit.frames import MAX_FRAMES, FrameSet, build_frames
 from engine.explain.graph import Graph, GraphEdge, GraphNode, plain_value
-from engine.explain.layout import collapse_groups, layout
+from explorer.kit.layout import collapse_groups, layout
 from engine.explain.trace import BackwardEvent, ForwardStep, Trace, bar
 
 from .analysis import format_shape

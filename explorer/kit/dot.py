@@ -6,8 +6,8 @@ from collections import defaultdict
 import pydot
 
 from .frames import Frame, FrameSet
-from .graph import Graph, fmt
-from .trace import Trace, bar
+from engine.explain.graph import Graph, fmt
+from engine.explain.trace import Trace, bar
 
 _FILL = {"input": "#dbeafe", "constant": "#f3f4f6", "op": "#ffffff", "group": "#fef3c7",
          "forward": "#e5e7eb", "gradient": "#fed7aa", "seed": "#fdba74"}

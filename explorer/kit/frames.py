@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .graph import Graph, fmt
-from .trace import Trace, bar
+from engine.explain.graph import Graph, fmt
+from engine.explain.trace import Trace, bar
 
 MAX_FRAMES = 2000
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable
 
-from .graph import Graph, GraphEdge, GraphNode
+from engine.explain.graph import Graph, GraphEdge, GraphNode
 
 
 def _layers(graph: Graph) -> dict[int, int]:

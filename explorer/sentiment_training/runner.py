@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from .trainer import BatchEnd, EpochEnd, SentimentTrainer, TrainingFinished, TrainingStarted
+from sentiment.trainer import BatchEnd, EpochEnd, SentimentTrainer, TrainingFinished, TrainingStarted
 
 
 @dataclass

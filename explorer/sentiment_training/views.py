@@ -14,9 +14,9 @@ import pydot
 
 from engine.tensor import Tensor, no_grad
 
-from .data import Dataset, builtin_split, load_sst2
+from sentiment.data import Dataset, builtin_split, load_sst2
 from .runner import RunSnapshot
-from .trainer import SentimentTrainer
+from sentiment.trainer import SentimentTrainer
 
 TARGET_ACCURACY = 0.75
 

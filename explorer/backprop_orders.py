@@ -1,0 +1,111 @@
+"""Backprop orders (page 2): the same graph backpropagated by the correct and by broken strategies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine import explain as ex
+from engine.explain import ExpressionError, harness
+
+from .kit.formatting import fmt_value, max_abs_difference
+from .kit.frames import build_frames
+from .kit.layout import layout
+from .kit.plotly_figure import figure_dict as build_figure
+from .kit.programs import InputProblem, parse
+
+STRATEGY_LABELS = {
+    "topological": "Topological (correct)",
+    "bfs_first_touch": "BFS, first touch (broken)",
+    "path_recursion": "Path recursion (correct, exponential)",
+    "recursive_dfs": "Recursive DFS (correct, recursion limit)",
+}
+
+
+@dataclass
+class OrderView:
+    strategy: str
+    trace: Any
+    frameset: Any
+    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
+    wrong: list[dict]          # inputs whose gradient differs from the topological one
+    dropped: list[str]         # why: the contributions that were lost (event texts)
+    error: str | None
+    lost_step: int | None = None   # first frame where a contribution is lost (the wrong gradient starts)
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.frameset.frames) if self.frameset is not None else 0
+
+
+@dataclass
+class OrdersModel:
+    program: Any
+    inputs: dict
+    positions: dict
+    correct: dict
+    views: dict[str, OrderView]
+
+    @property
+    def n_frames(self) -> int:
+        return max((v.n_frames for v in self.views.values()), default=1)
+
+
+def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...]) -> OrdersModel:
+    """The same program backpropagated with each strategy (the real engine each time)."""
+    program, inputs = parse(program_text, inputs_text)
+    try:
+        reference = ex.record_execution(program, inputs, strategy="topological")
+    except ExpressionError as e:
+        raise InputProblem("program", e) from None
+    shown = reference.graph.without_constants()
+    positions = layout(shown)
+    views: dict[str, OrderView] = {}
+    for s in strategies:
+        trace = reference if s == "topological" else ex.record_execution(program, inputs, strategy=s)
+        frameset = build_frames(trace, shown)
+        figure = build_figure(frameset, shown, positions)
+        wrong = []
+        for name, correct in reference.grads.items():
+            got = trace.grads.get(name)
+            diff = max_abs_difference(got, correct)
+            scale = max(1.0, float(max_abs_difference(correct, 0 * _as_array(correct)) or 0.0))
+            if got is None or diff is None or diff > 1e-9 * scale:
+                wrong.append({"input": name, "this order gives": fmt_value(got), "correct": fmt_value(correct)})
+        dropped = [e.text for e in trace.backward if e.kind == "lost"]
+        lost_step = next((f.index for f in frameset.frames if "lost" in f.node_state), None)
+        views[s] = OrderView(s, trace, frameset, figure, wrong, dropped, getattr(trace, "error", None), lost_step)
+    return OrdersModel(program, inputs, positions, reference.grads, views)
+
+
+def _as_array(v):
+    return np.asarray(v, dtype=float)
+
+
+def path_recursion_costs(max_depth: int) -> dict[str, tuple[list[int], list[int]]]:
+    """VJP calls per strategy on the doubling chain, depth 1..max_depth: ``strategy -> (depths, calls)``."""
+    rows = harness.doubling_chain_costs(list(range(1, max_depth + 1)))
+    series: dict[str, tuple[list[int], list[int]]] = {}
+    for r in rows:
+        xs, ys = series.setdefault(STRATEGY_LABELS.get(r["strategy"], r["strategy"]), ([], []))
+        xs.append(r["depth"])
+        ys.append(r["vjp_calls"])
+    return series
+
+
+def random_graph_table(n_graphs: int, n_ops: int, seed: int) -> list[dict]:
+    """Random-DAG statistics per strategy: how often wrong, errors, mean VJP calls and backward ops."""
+    rows = harness.strategy_comparison(n_graphs=n_graphs, n_ops=n_ops, seed=seed)
+    return [{"order": STRATEGY_LABELS.get(r.strategy, r.strategy), "graphs": r.graphs,
+             "wrong gradients": r.wrong, "errors": r.errors, "mean VJP calls": f"{r.mean_vjp_calls:.1f}",
+             "mean backward ops": f"{r.mean_backward_ops:.1f}"} for r in rows]
+
+
+def deep_chain_results(depth: int) -> list[dict]:
+    """Backprop a ``depth``-deep chain with recursive DFS and with the topological order (never raises:
+    the RecursionError of the recursive sort is caught by the explain layer and reported as text)."""
+    traces = harness.recursion_demo(depth, strategies=("recursive_dfs", "topological"))
+    return [{"strategy": tr.strategy, "depth": depth, "error": tr.error,
+             "grads": {k: fmt_value(v) for k, v in tr.grads.items()}} for tr in traces]

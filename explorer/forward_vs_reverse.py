@@ -1,0 +1,133 @@
+"""Forward vs reverse (page 4): dual numbers through the graph, Jacobian costs, memory kept for backward.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from engine import explain as ex
+from engine.explain import ExpressionError, costs
+from engine.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
+from engine.explain.graph import fmt
+
+from .kit.formatting import fmt_value
+from .kit.frames import Frame, FrameSet
+from .kit.layout import layout
+from .kit.plotly_figure import figure_dict as build_figure
+from .kit.programs import InputProblem, parse
+
+@dataclass
+class DualModel:
+    program: Any
+    inputs: dict
+    run: Any
+    frameset: Any
+    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
+    reverse_grads: dict
+    table: list[dict]
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.frameset.frames)
+
+
+def dual_model(program_text: str, inputs_text: str, seed: str) -> DualModel:
+    """Forward mode seeded on input ``seed`` (dual numbers through the graph) beside reverse mode."""
+    program, inputs = parse(program_text, inputs_text)
+    if seed not in program.input_names:
+        seed = program.input_names[0]
+    try:
+        run = dual_number_steps(program, inputs, seed)
+        reverse = ex.record_execution(program, inputs)
+    except ExpressionError as e:
+        raise InputProblem("program", e) from None
+    frameset = dual_frames(run)
+    shown = run.graph.without_constants()
+    positions = layout(shown)
+    figure = build_figure(frameset, shown, positions)
+    table = [{"node": run.graph.nodes[s.node].name, "computes": s.text.split(" = ")[1] if " = " in s.text else s.op,
+              "value": fmt_value(s.value), f"tangent d·/d{seed}": fmt_value(s.tangent)} for s in run.steps]
+    return DualModel(program, inputs, run, frameset, figure, reverse.grads, table)
+
+
+def jacobian_cost_series(max_n: int, fixed: int) -> dict[str, dict[str, tuple[list, list]]]:
+    """Passes and engine ops for the full Jacobian of tanh(A x) with n (then m) from 1 to ``max_n``.
+
+    Returns ``{"vary_n": {line: (xs, ys)}, "vary_m": {...}}`` with lines for passes and ops of each mode.
+    """
+    out: dict[str, dict[str, tuple[list, list]]] = {}
+    for which in ("vary_n", "vary_m"):
+        lines: dict[str, tuple[list, list]] = {}
+        for k in range(1, max_n + 1):
+            c = network_jacobian_costs(k, fixed) if which == "vary_n" else network_jacobian_costs(fixed, k)
+            for label, v in (("forward mode: passes", c.forward_passes), ("reverse mode: passes", c.reverse_passes),
+                             ("forward mode: engine ops", c.forward_ops),
+                             ("reverse mode: engine ops", c.reverse_ops)):
+                xs, ys = lines.setdefault(label, ([], []))
+                xs.append(k)
+                ys.append(v)
+        out[which] = lines
+    return out
+
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tuple[list, list]]]:
+    """Bytes the engine's graph keeps for backward (measured) and the analytic minimum, versus batch
+    (at ``depth``) and versus depth (at ``batch``), for a ReLU MLP of ``width`` in float32."""
+    out: dict[str, dict[str, tuple[list, list]]] = {}
+    for which, xs_all in (("vs_batch", list(BATCHES)),
+                          ("vs_depth", list(range(1, depth + 1)))):
+        lines: dict[str, tuple[list, list]] = {"kept by the engine (measured)": ([], []),
+                                               "what the VJPs strictly need": ([], []),
+                                               "parameters (for comparison)": ([], [])}
+        for x in xs_all:
+            rep = costs.activation_memory(depth if which == "vs_batch" else x, width,
+                                          x if which == "vs_batch" else batch)
+            for label, v in zip(lines, (rep.kept_total, rep.minimum_total, rep.parameter_bytes)):
+                lines[label][0].append(x)
+                lines[label][1].append(v)
+        out[which] = lines
+    return out
+
+
+def dual_frames(run: DualRun):
+    """Animation frames for a forward-mode run: the inputs with their seed, then one frame per op.
+
+    Same :class:`~explorer.kit.frames.FrameSet` as the reverse-mode frames, so the same figure
+    builder draws it; node text is ``value`` and ``ε·tangent`` (the dual number ``v + v̇ε``).
+    """
+    g = run.graph.without_constants()
+    node_ids = [n.id for n in g.nodes]
+    index = {nid: i for i, nid in enumerate(node_ids)}
+    text = ["" for _ in node_ids]
+    state = ["idle" for _ in node_ids]
+    frames = []
+    leaf_texts = []
+    for nid, (val, tan) in run.leaves.items():
+        if nid in index:
+            name = g.node(nid).name
+            text[index[nid]] = f"{name} = {fmt(val)}\nd{name} = {fmt(tan)}"
+            state[index[nid]] = "leaf" if np.any(np.asarray(tan, dtype=float) != 0) else "computed"
+            leaf_texts.append(f"{name} = {fmt(val)} + {fmt(tan)}ε")
+    frames.append(Frame(0, "forward", "seed: " + ", ".join(leaf_texts), list(run.leaves), [], list(text), list(state)))
+    prev = None
+    for s in run.steps:
+        if s.node not in index:
+            continue
+        if prev is not None and state[index[prev]] == "active":
+            state[index[prev]] = "complete"
+        name = g.node(s.node).name
+        text[index[s.node]] = f"{name} = {fmt(s.value)}\nd{name} = {fmt(s.tangent)}"
+        state[index[s.node]] = "active"
+        prev = s.node
+        frames.append(Frame(len(frames), "forward", s.text, [s.node],
+                            [(p, s.node) for p in s.inputs if p in index], list(text), list(state)))
+    if prev is not None:
+        state[index[prev]] = "complete"
+    frames.append(Frame(len(frames), "done", f"one forward pass: output {fmt(run.output_value)}, "
+                        f"directional derivative {fmt(run.output_tangent)}", [], [], list(text), list(state)))
+    return FrameSet(node_ids, frames)

@@ -1,1 +1,0 @@
-"""Logic of the "Static vs dynamic" page (static graphs, unrolled loops, folding, capture and replay)."""
