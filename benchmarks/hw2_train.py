@@ -19,10 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from sentiment.data import load_sst2
+from sentiment.embeddings import load_glove
+from sentiment.trainer import EpochEnd, SentimentTrainer, TrainConfig, TrainingFinished
 
-from sentiment.data import load_sst2  # noqa: E402
-from sentiment.embeddings import load_glove  # noqa: E402
-from sentiment.trainer import EpochEnd, SentimentTrainer, TrainConfig, TrainingFinished  # noqa: E402
+NO_TORCH_LINE = ("PyTorch: not installed, so this run has no PyTorch column and no ratio "
+                 "(pip install -r requirements-reference.txt adds the CPU reference)")
 
 
 def run_ours(train, val, glove, cfg: TrainConfig) -> dict:
@@ -71,7 +73,7 @@ def run_torch(train, val, glove, cfg: TrainConfig, threads: int) -> dict | None:
         idx = np.arange(start, min(start + cfg.batch_size, n))
         batches.append((torch.from_numpy(enc_tr.batch_ids(idx)), torch.tensor(enc_tr.labels[idx], dtype=dt)))
     val_ids = torch.from_numpy(enc_va.batch_ids(np.arange(len(enc_va))))
-    val_y = torch.from_numpy(enc_va.labels)
+    val_y = torch.tensor(enc_va.labels)
     best, best_epoch = 0.0, 0
     t0 = time.perf_counter()
     for epoch in range(1, cfg.epochs + 1):
@@ -114,11 +116,13 @@ def main(argv=None) -> int:
         results.append(run_ours(train, val, glove, cfg))
         print(f"{results[-1]['impl']:<45} {results[-1]['seconds']:8.2f} s   best validation accuracy "
               f"{results[-1]['best_val_accuracy']:.0%} (epoch {results[-1]['best_epoch']})", flush=True)
-    if not args.no_torch:
+    if args.no_torch:
+        print("PyTorch: skipped (--no-torch), so this run has no PyTorch column and no ratio")
+    else:
         cfg = TrainConfig(epochs=args.epochs, lr=args.lr, seed=args.seed, dtype=args.dtype)
         r = run_torch(train, val, glove, cfg, args.torch_threads)
         if r is None:
-            print("PyTorch is not installed: no reference run")
+            print(NO_TORCH_LINE)
         else:
             results.append(r)
             print(f"{r['impl']:<45} {r['seconds']:8.2f} s   best validation accuracy "

@@ -1,12 +1,17 @@
 """Train HW2's sentiment network on SST-2 with GloVe vectors, using our engine.
 
-Default: HW2's setting (first 450 training / first 100 validation sentences, batch 10, Adam,
-250 epochs) on the NumPy backend, with lr 0.01 instead of HW2's 0.25 (which leaves every hidden
-ReLU dead here; see sentiment.trainer.TrainConfig). ``--full`` trains on all 67,349 training
-sentences and validates on all 872.
+Default (``--preset hw2``): HW2's setting (first 450 training / first 100 validation sentences,
+batch 10, Adam, 250 epochs) on the NumPy backend, with lr 0.01 instead of HW2's 0.25 (which leaves
+every hidden ReLU dead here; see sentiment.trainer.TrainConfig). ``--preset full`` (or ``--full``)
+trains on all 67,349 training sentences and validates on all 872, with the settings of the
+"Full SST-2" preset. Any flag given explicitly overrides the preset's value.
+
+SST-2 ships with the project (sentiment/data_files/sst2/); ``--data-dir FOLDER`` or
+``$AUTODIFF_DATA_DIR`` use another copy, ``--download`` fetches GLUE's when no copy is found.
 
     python examples/train_sentiment.py
-    python examples/train_sentiment.py --full --epochs 10 --batch-size 64 --shuffle
+    python examples/train_sentiment.py --full
+    python examples/train_sentiment.py --full --epochs 3 --batch-size 64
     python examples/train_sentiment.py --dataset builtin --epochs 50
 """
 from __future__ import annotations
@@ -14,48 +19,65 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
+
+from sentiment.data import DataFormatError, DownloadError, SST2NotFound, builtin_split, load_sst2
+from sentiment.embeddings import GloveNotFound, load_glove
+from sentiment.trainer import (PRESETS, EpochEnd, SentimentTrainer, TrainingFinished, TrainingStarted,
+                               hw2_log_lines)
+
+# command-line flags that set a TrainConfig field (default None: the preset's value)
+CONFIG_FLAGS = {
+    "epochs": dict(type=int),
+    "batch_size": dict(type=int),
+    "lr": dict(type=float, help="HW2 used 0.25; with Adam it kills the ReLU layer here (see TrainConfig)"),
+    "optimizer": dict(choices=["adam", "sgd"]),
+    "hidden": dict(type=int),
+    "dropout": dict(type=float),
+    "shuffle": dict(action=argparse.BooleanOptionalAction,
+                    help="shuffle the training set every epoch (HW2 does not)"),
+    "seed": dict(type=int),
+    "backend": dict(),
+    "dtype": dict(),
+}
 
 
-from sentiment.data import builtin_split, load_sst2  # noqa: E402
-from sentiment.embeddings import load_glove  # noqa: E402
-from sentiment.trainer import (EpochEnd, SentimentTrainer, TrainConfig, TrainingFinished,  # noqa: E402
-                               TrainingStarted, hw2_log_lines)
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), default="hw2",
+                   help="; ".join(f"{k}: {v.label}" for k, v in PRESETS.items()))
+    p.add_argument("--full", action="store_true", help="the same as --preset full")
+    p.add_argument("--dataset", choices=["sst2", "builtin"], default="sst2")
+    p.add_argument("--train-size", type=int, default=None, help="first N training sentences (default: the preset's)")
+    p.add_argument("--val-size", type=int, default=None, help="first N validation sentences (default: the preset's)")
+    for name, kw in CONFIG_FLAGS.items():
+        p.add_argument("--" + name.replace("_", "-"), dest=name, default=None, **kw)
+    p.add_argument("--data-dir", default=None,
+                   help="folder with SST-2 train.tsv and dev.tsv (default: $AUTODIFF_DATA_DIR, else the copy "
+                        "packaged with the project)")
+    p.add_argument("--download", action="store_true",
+                   help="download GLUE SST-2 when no copy is found (only needed without the packaged copy)")
+    p.add_argument("--glove", default=None, help="a glove.*.txt file or a .npy+parquet folder")
+    p.add_argument("--quiet", action="store_true", help="print only the last epoch's lines")
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", choices=["sst2", "builtin"], default="sst2")
-    p.add_argument("--full", action="store_true", help="all 67,349 training and all 872 validation sentences")
-    p.add_argument("--train-size", type=int, default=450)
-    p.add_argument("--val-size", type=int, default=100)
-    p.add_argument("--epochs", type=int, default=250)
-    p.add_argument("--batch-size", type=int, default=10)
-    p.add_argument("--lr", type=float, default=0.01,
-                   help="HW2 used 0.25; with Adam it kills the ReLU layer here (see TrainConfig)")
-    p.add_argument("--optimizer", choices=["adam", "sgd"], default="adam")
-    p.add_argument("--hidden", type=int, default=32)
-    p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--shuffle", action="store_true", help="shuffle the training set every epoch (HW2 does not)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--backend", default="numpy")
-    p.add_argument("--dtype", default="float64")
-    p.add_argument("--data-dir", default=None, help="folder with SST-2 train.tsv and dev.tsv")
-    p.add_argument("--download", action="store_true", help="download GLUE SST-2 when it is not found")
-    p.add_argument("--glove", default=None, help="a glove.*.txt file or a .npy+parquet folder")
-    p.add_argument("--quiet", action="store_true", help="print only the last epoch's lines")
-    args = p.parse_args(argv)
-
-    if args.dataset == "builtin":
-        train, val = builtin_split()
-    else:
-        train, val = load_sst2(args.data_dir, download=args.download)
-        if not args.full:
-            train, val = train.head(args.train_size), val.head(args.val_size)
-    glove = load_glove(args.glove)
-    config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, optimizer=args.optimizer,
-                         hidden=args.hidden, dropout=args.dropout, seed=args.seed, backend=args.backend,
-                         dtype=args.dtype, shuffle=args.shuffle)
+    args = build_parser().parse_args(argv)
+    preset = PRESETS["full" if args.full else args.preset]
+    config = preset.train_config(**{k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None})
+    n_train = args.train_size if args.train_size is not None else preset.n_train
+    n_val = args.val_size if args.val_size is not None else preset.n_val
+    try:
+        config.validate()
+        if args.dataset == "builtin":
+            train, val = builtin_split()
+        else:
+            train, val = load_sst2(args.data_dir, download=args.download)
+            train, val = train.head(n_train), val.head(n_val)
+        glove = load_glove(args.glove)
+    except (SST2NotFound, GloveNotFound, DataFormatError, DownloadError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     trainer = SentimentTrainer(train, val, glove, config)
     t0 = time.perf_counter()
     last_epoch = None
@@ -64,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{train.source}: {ev.n_train} training, {ev.n_val} validation sentences; GloVe: "
                   f"{ev.glove_source}; unknown words: {len(ev.unknown_words)} distinct "
                   f"({ev.unknown_train_tokens} train / {ev.unknown_val_tokens} validation tokens)")
-            print(f"network: {ev.n_params} parameters; {config}")
+            print(f"preset {preset.label!r}; network: {ev.n_params} parameters; {config}")
         elif isinstance(ev, EpochEnd):
             last_epoch = ev
             if not args.quiet:

@@ -1,31 +1,43 @@
-"""SST-2 (GLUE layout) loading, validation and download; the built-in corpus.
+"""SST-2 (GLUE layout): the packaged copy, other copies, validation and download; the built-in corpus.
 
 A GLUE SST-2 folder holds ``train.tsv`` and ``dev.tsv``: a header line
 ``sentence<TAB>label``, then one example per line (text already lower-cased and
 tokenized, label 0 = negative, 1 = positive).
+
+The project ships both files, xz-compressed, inside this package (``sentiment/data_files/sst2/``,
+about 0.5 MB); :func:`load_sst2` uses them unless another copy is named (a folder argument, on the
+command line ``--data-dir``, or ``$AUTODIFF_DATA_DIR``). The packaged files are checked against the
+official sha256 after decompression. Decoded datasets are kept for the rest of the process, so a
+page that reloads SST-2 on every rerun pays for it once.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
+import lzma
 import os
 import shutil
 import tempfile
+import threading
 import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
 SST2_URL = "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"
 DATA_DIR_ENV = "AUTODIFF_DATA_DIR"
 CACHE_DIR_ENV = "AUTODIFF_CACHE_DIR"
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
-SST2_SHA256 = {  # the official GLUE files (see ../shared/data/README.md)
+SST2_FILES = ("train.tsv", "dev.tsv")
+SST2_SHA256 = {  # the official GLUE files (see sentiment/data_files/README.md)
     "train.tsv": "48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1",
     "dev.tsv": "54a9c12c77e402fc14d6a66a506f24d999f596b0176eb777c972cccc2f9cc4b0",
 }
+# the packaged copy: train.tsv.xz and dev.tsv.xz (a Traversable, so it works from a wheel or a zip too)
+PACKAGED_SST2 = importlib.resources.files(__package__).joinpath("data_files", "sst2")
+PACKAGED_SOURCE = "packaged copy"
 
 
 class DataFormatError(ValueError):
@@ -37,8 +49,12 @@ class DataFormatError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class ChecksumMismatch(DataFormatError):
+    """A file's content is not the expected one (its sha256 differs); ``path`` names the file."""
+
+
 class SST2NotFound(FileNotFoundError):
-    """No SST-2 folder was found (and downloading was not asked for, or failed)."""
+    """No SST-2 copy was found (and downloading was not asked for, or failed)."""
 
 
 @dataclass
@@ -77,44 +93,55 @@ class Dataset:
 # reading and validating
 
 
+def parse_sst2_lines(lines: Iterable[bytes], path: "str | Path", source: str | None = None) -> Dataset:
+    """Parse the lines (bytes, with or without line ends) of one GLUE SST-2 file; ``path`` names it in errors.
+
+    Raises:
+        DataFormatError: wrong header, a row without a tab, an empty sentence, a label other
+            than 0/1, undecodable bytes, or no header at all -- the message names the file and the line.
+    """
+    sentences: list[str] = []
+    labels: list[int] = []
+    seen_header = False
+    for lineno, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataFormatError(path, lineno, f"not valid UTF-8 ({e.reason})") from None
+        line = line.rstrip("\r\n")
+        if lineno == 1:
+            if line.split("\t") != ["sentence", "label"]:
+                raise DataFormatError(path, 1, f"expected the header 'sentence<TAB>label', found {line[:60]!r}")
+            seen_header = True
+            continue
+        sentence, tab, label = line.rpartition("\t")
+        if not tab:
+            raise DataFormatError(path, lineno, f"row has no tab between sentence and label: {line[:60]!r}")
+        if "\t" in sentence:
+            raise DataFormatError(path, lineno, "row has more than two tab-separated fields")
+        label = label.strip()
+        if label not in ("0", "1"):
+            raise DataFormatError(path, lineno, f"label must be 0 or 1, found {label[:20]!r}")
+        sentence = sentence.strip()
+        if not sentence:
+            raise DataFormatError(path, lineno, "empty sentence")
+        sentences.append(sentence)
+        labels.append(int(label))
+    if not seen_header:
+        raise DataFormatError(path, None, "file is empty (no header)")
+    return Dataset(sentences, np.array(labels, dtype=np.int64), source or f"SST-2 {Path(str(path)).name}")
+
+
 def read_sst2_tsv(path: "str | Path") -> Dataset:
     """Read one GLUE SST-2 file (``sentence<TAB>label`` header, then rows).
 
     Raises:
         FileNotFoundError: the file does not exist.
-        DataFormatError: wrong header, a row without a tab, an empty sentence, a label other
-            than 0/1, or undecodable bytes -- the message names the file and the line.
+        DataFormatError: see :func:`parse_sst2_lines` (the message names the file and the line).
     """
     path = Path(path)
-    sentences: list[str] = []
-    labels: list[int] = []
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataFormatError(path, lineno, f"not valid UTF-8 ({e.reason})") from None
-            line = line.rstrip("\r\n")
-            if lineno == 1:
-                if line.split("\t") != ["sentence", "label"]:
-                    raise DataFormatError(path, 1, f"expected the header 'sentence<TAB>label', found {line[:60]!r}")
-                continue
-            sentence, tab, label = line.rpartition("\t")
-            if not tab:
-                raise DataFormatError(path, lineno, f"row has no tab between sentence and label: {line[:60]!r}")
-            if "\t" in sentence:
-                raise DataFormatError(path, lineno, "row has more than two tab-separated fields")
-            label = label.strip()
-            if label not in ("0", "1"):
-                raise DataFormatError(path, lineno, f"label must be 0 or 1, found {label[:20]!r}")
-            sentence = sentence.strip()
-            if not sentence:
-                raise DataFormatError(path, lineno, "empty sentence")
-            sentences.append(sentence)
-            labels.append(int(label))
-    if not sentences and not path.stat().st_size:
-        raise DataFormatError(path, None, "file is empty (no header)")
-    return Dataset(sentences, np.array(labels, dtype=np.int64), f"SST-2 {path.name}")
+        return parse_sst2_lines(fh, path)
 
 
 def _sst2_folder(candidate: Path) -> Path | None:
@@ -131,12 +158,84 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "autodiff-explorer"
 
 
-def find_sst2_dir(data_dir: "str | Path | None" = None, cache_dir: "str | Path | None" = None) -> Path:
-    """Locate an SST-2 folder.
+def packaged_sst2_available() -> bool:
+    """Whether this installation holds the packaged SST-2 copy."""
+    return all(PACKAGED_SST2.joinpath(f"{name}.xz").is_file() for name in SST2_FILES)
 
-    Looks, in order, at ``data_dir`` (when given, only there), ``$AUTODIFF_DATA_DIR``, the
-    project's ``../shared/data`` and the download cache. Each may be the folder with the two
-    TSVs or a parent holding ``sst2/`` or ``SST-2/``.
+
+# Decoded datasets, kept for the process: {key: (sentences tuple, read-only labels, source)}.
+_DATASETS: dict[tuple, tuple[tuple[str, ...], np.ndarray, str]] = {}
+_DATASETS_LOCK = threading.Lock()
+
+
+def _from_cache(key: tuple, load) -> Dataset:
+    with _DATASETS_LOCK:  # several sessions may ask at once; decode once
+        hit = _DATASETS.get(key)
+        if hit is None:
+            ds = load()
+            labels = ds.labels.copy()
+            labels.setflags(write=False)
+            hit = _DATASETS[key] = (tuple(ds.sentences), labels, ds.source)
+    sentences, labels, source = hit
+    return Dataset(list(sentences), labels.copy(), source)  # fresh containers: callers may change their own
+
+
+def read_packaged_sst2(name: str) -> Dataset:
+    """One file of the packaged SST-2 copy (``"train.tsv"`` or ``"dev.tsv"``), checked and cached.
+
+    Raises:
+        SST2NotFound: this installation lacks the packaged file.
+        ChecksumMismatch: the decompressed file is not the official one (the message names the file).
+        DataFormatError: the compressed file is damaged.
+    """
+    if name not in SST2_SHA256:
+        raise ValueError(f"the packaged SST-2 copy holds {list(SST2_SHA256)}, not {name!r}")
+    resource = PACKAGED_SST2.joinpath(f"{name}.xz")
+
+    def load() -> Dataset:
+        if not resource.is_file():
+            raise SST2NotFound(f"this installation has no packaged SST-2 file {resource}; use --data-dir FOLDER, "
+                               f"${DATA_DIR_ENV}, or --download")
+        try:
+            with resource.open("rb") as fh:
+                raw = lzma.decompress(fh.read())
+        except (lzma.LZMAError, EOFError) as e:
+            raise DataFormatError(resource, None, f"damaged xz data ({e}); reinstall the package, "
+                                                   "or use --data-dir / --download") from None
+        digest = hashlib.sha256(raw).hexdigest()
+        if digest != SST2_SHA256[name]:
+            raise ChecksumMismatch(resource, None, f"decompressed {name} has sha256 {digest}, expected the official "
+                                                   f"{SST2_SHA256[name]}; reinstall the package, or use "
+                                                   "--data-dir / --download")
+        return parse_sst2_lines(raw.splitlines(), resource, source=f"SST-2 {name} ({PACKAGED_SOURCE})")
+
+    return _from_cache(("packaged", str(resource), name), load)
+
+
+def _read_sst2_file_cached(path: Path) -> Dataset:
+    """:func:`read_sst2_tsv`, kept for the process while the file's size and modification time stay the same."""
+    st = path.stat()
+
+    def load() -> Dataset:
+        ds = read_sst2_tsv(path)
+        ds.source = f"SST-2 {path.name} ({path.parent})"
+        return ds
+
+    return _from_cache(("file", str(path.resolve()), st.st_size, st.st_mtime_ns), load)
+
+
+def clear_cache() -> None:
+    """Forget the decoded datasets (tests; or after replacing files in place within one mtime tick)."""
+    with _DATASETS_LOCK:
+        _DATASETS.clear()
+
+
+def find_sst2_dir(data_dir: "str | Path | None" = None, cache_dir: "str | Path | None" = None) -> Path | None:
+    """Locate an SST-2 folder; None means "use the packaged copy".
+
+    Looks, in order, at ``data_dir`` (when given, only there), ``$AUTODIFF_DATA_DIR``, the packaged
+    copy and the download cache. Each folder may hold the two TSVs or be a parent of ``sst2/`` or
+    ``SST-2/``.
 
     Raises:
         SST2NotFound: none of them holds train.tsv and dev.tsv.
@@ -144,18 +243,27 @@ def find_sst2_dir(data_dir: "str | Path | None" = None, cache_dir: "str | Path |
     if data_dir is not None:
         found = _sst2_folder(Path(data_dir))
         if found is None:
-            raise SST2NotFound(f"{data_dir} holds no SST-2 train.tsv and dev.tsv (nor in sst2/ or SST-2/)")
+            raise SST2NotFound(f"--data-dir {data_dir}: no SST-2 train.tsv and dev.tsv there "
+                               "(nor in its sst2/ or SST-2/ sub-folder)")
         return found
-    candidates = []
-    if os.environ.get(DATA_DIR_ENV):
-        candidates.append(Path(os.environ[DATA_DIR_ENV]))
-    candidates += [SHARED_DATA_DIR, Path(cache_dir) if cache_dir else default_cache_dir()]
-    for c in candidates:
-        found = _sst2_folder(c)
+    looked = []
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        found = _sst2_folder(Path(env))
         if found is not None:
             return found
-    raise SST2NotFound("SST-2 not found in " + ", ".join(str(c) for c in candidates)
-                       + f"; pass a folder, set ${DATA_DIR_ENV}, or download it (download=True)")
+        looked.append(f"${DATA_DIR_ENV}={env}")
+    if packaged_sst2_available():
+        return None
+    looked.append(f"the packaged copy ({PACKAGED_SST2})")
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    found = _sst2_folder(cache)
+    if found is not None:
+        return found
+    looked.append(f"the download cache {cache}")
+    raise SST2NotFound("SST-2 not found in " + ", ".join(looked)
+                       + f"; pass --data-dir FOLDER (with train.tsv and dev.tsv), set ${DATA_DIR_ENV}, "
+                         "or add --download to fetch it")
 
 
 def load_sst2(data_dir: "str | Path | None" = None, *, download: bool = False,
@@ -164,16 +272,17 @@ def load_sst2(data_dir: "str | Path | None" = None, *, download: bool = False,
 
     Args:
         data_dir: a folder with train.tsv and dev.tsv (or a parent of ``sst2/``); default: search
-            (see :func:`find_sst2_dir`).
+            (see :func:`find_sst2_dir`; normally the packaged copy).
         download: when nothing is found, download the GLUE archive into ``cache_dir``.
         cache_dir: download cache (default :func:`default_cache_dir`).
         url: the archive's address (tests point it at a local server).
 
     Returns:
-        ``(train, dev)``.
+        ``(train, dev)``; each ``source`` says which copy was read. Repeated calls reuse the decoded
+        data (each call gets its own list of sentences and label array).
 
     Raises:
-        SST2NotFound, DataFormatError, DownloadError.
+        SST2NotFound, DataFormatError (ChecksumMismatch for a damaged packaged copy), DownloadError.
     """
     try:
         folder = find_sst2_dir(data_dir, cache_dir)
@@ -181,7 +290,9 @@ def load_sst2(data_dir: "str | Path | None" = None, *, download: bool = False,
         if not download or data_dir is not None:
             raise
         folder = download_sst2(cache_dir if cache_dir is not None else default_cache_dir(), url=url)
-    return read_sst2_tsv(folder / "train.tsv"), read_sst2_tsv(folder / "dev.tsv")
+    if folder is None:
+        return read_packaged_sst2("train.tsv"), read_packaged_sst2("dev.tsv")
+    return _read_sst2_file_cached(folder / "train.tsv"), _read_sst2_file_cached(folder / "dev.tsv")
 
 
 # ---------------------------------------------------------------------------

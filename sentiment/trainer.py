@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Callable, Iterator, Union
 
 import numpy as np
@@ -68,6 +68,29 @@ class TrainConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         as_dtype(self.dtype)
         get_backend(self.backend)  # raises BackendUnavailable / ValueError
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named training setting: which part of SST-2 and which :class:`TrainConfig`."""
+
+    label: str                  # what a page or a log shows
+    n_train: int | None         # first rows of train.tsv (None: all 67,349)
+    n_val: int | None           # first rows of dev.tsv (None: all 872)
+    config: TrainConfig
+    note: str = ""
+
+    def train_config(self, **overrides) -> TrainConfig:
+        """A fresh copy of the preset's config, with ``overrides`` (fields of TrainConfig) applied."""
+        return replace(self.config, **overrides)
+
+
+PRESETS: dict[str, Preset] = {
+    "hw2": Preset("HW2: 450/100, 250 epochs", 450, 100, TrainConfig(),
+                  "HW2's setting (first 450 training / 100 validation sentences, batch 10, Adam), lr 0.01"),
+    "full": Preset("Full SST-2", None, None, TrainConfig(epochs=10, batch_size=64, shuffle=True),
+                   "all 67,349 training / 872 validation sentences"),
+}
 
 
 # ---------------------------------------------------------------------------
@@ -340,5 +363,5 @@ def hw2_log_lines(event: Event) -> list[str]:
     return lines
 
 
-__all__ = ["TrainConfig", "SentimentTrainer", "TrainingControl", "TrainingStarted", "BatchEnd", "EpochEnd",
+__all__ = ["TrainConfig", "Preset", "PRESETS", "SentimentTrainer", "TrainingControl", "TrainingStarted", "BatchEnd", "EpochEnd",
            "TrainingFinished", "Event", "Prediction", "hw2_log_lines"]

@@ -1,8 +1,10 @@
 """SST-2 and GloVe loaders: good and malformed files, unknown words, the download path on loopback."""
 from __future__ import annotations
 
+import hashlib
 import http.server
 import io
+import lzma
 import threading
 import zipfile
 from pathlib import Path
@@ -11,13 +13,15 @@ import numpy as np
 import pytest
 
 from sentiment import data as sdata
-from sentiment.data import (DataFormatError, DownloadError, SST2NotFound, builtin_corpus, builtin_split,
-                            download_sst2, find_sst2_dir, load_sst2, read_sst2_tsv)
+from sentiment.data import (ChecksumMismatch, DataFormatError, DownloadError, SST2NotFound, builtin_corpus,
+                            builtin_split, download_sst2, find_sst2_dir, load_sst2, read_sst2_tsv)
 from sentiment.embeddings import (PAD, UNK, GloVe, GloveNotFound, Vocabulary, glove_package_root, load_glove,
                                   read_glove_npy_folder, read_glove_txt, tokenize)
 
 GOOD_TRAIN = "sentence\tlabel\na great movie \t1\na dull , boring film \t0\nnot bad at all \t1\n"
 GOOD_DEV = "sentence\tlabel\nwonderful \t1\nawful \t0\n"
+# the project's shared data folder, beside the checkout when there is one (a fresh clone has none)
+SHARED_DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def write(path: Path, text: str) -> Path:
@@ -71,26 +75,90 @@ def test_find_dir_argument_env_and_errors(tmp_path, monkeypatch):
     write(tmp_path / "a" / "SST-2" / "train.tsv", GOOD_TRAIN)
     write(tmp_path / "a" / "SST-2" / "dev.tsv", GOOD_DEV)
     assert find_sst2_dir(tmp_path / "a") == tmp_path / "a" / "SST-2"
-    with pytest.raises(SST2NotFound, match="holds no SST-2"):
+    with pytest.raises(SST2NotFound, match="no SST-2 train.tsv and dev.tsv there"):
         find_sst2_dir(tmp_path / "nothing")
     monkeypatch.setenv(sdata.DATA_DIR_ENV, str(tmp_path / "a"))
     train, dev = load_sst2()
     assert len(train) == 3 and len(dev) == 2 and dev.labels.tolist() == [1, 0]
 
 
-def test_nothing_found_without_download(tmp_path, monkeypatch):
+def test_lookup_order_folder_then_env_then_packaged_then_cache(tmp_path, monkeypatch):
+    for name, first in (("arg", "from the argument"), ("env", "from the env"), ("cache/SST-2", "from the cache")):
+        write(tmp_path / name / "train.tsv", f"sentence\tlabel\n{first}\t1\n")
+        write(tmp_path / name / "dev.tsv", GOOD_DEV)
+    monkeypatch.setenv(sdata.DATA_DIR_ENV, str(tmp_path / "env"))
+    assert load_sst2(tmp_path / "arg", cache_dir=tmp_path / "cache")[0].sentences == ["from the argument"]
+    assert load_sst2(cache_dir=tmp_path / "cache")[0].sentences == ["from the env"]
+    monkeypatch.setenv(sdata.DATA_DIR_ENV, str(tmp_path / "nothing-here"))  # falls through, as when unset
+    train, _ = load_sst2(cache_dir=tmp_path / "cache")
+    assert len(train) == 67349 and train.source == "SST-2 train.tsv (packaged copy)"
+    monkeypatch.setattr(sdata, "PACKAGED_SST2", tmp_path / "no-package")
+    assert load_sst2(cache_dir=tmp_path / "cache")[0].sentences == ["from the cache"]
+
+
+def test_nothing_found_names_the_command_line_flags(tmp_path, monkeypatch):
     monkeypatch.delenv(sdata.DATA_DIR_ENV, raising=False)
-    monkeypatch.setattr(sdata, "SHARED_DATA_DIR", tmp_path / "no-shared")
-    with pytest.raises(SST2NotFound, match="download"):
+    monkeypatch.setattr(sdata, "PACKAGED_SST2", tmp_path / "no-package")
+    with pytest.raises(SST2NotFound) as info:
         load_sst2(cache_dir=tmp_path / "cache")
+    msg = str(info.value)
+    assert "--data-dir" in msg and "--download" in msg and "download=True" not in msg
+    assert str(tmp_path / "no-package") in msg and str(tmp_path / "cache") in msg
+    with pytest.raises(SST2NotFound, match="--data-dir .*nothing"):
+        load_sst2(tmp_path / "nothing")
 
 
-@pytest.mark.skipif(not (sdata.SHARED_DATA_DIR / "sst2" / "train.tsv").exists(), reason="shared SST-2 missing")
-def test_shared_sst2_copy_loads_with_official_sizes():
-    train, dev = load_sst2(sdata.SHARED_DATA_DIR / "sst2")
+def test_packaged_sst2_has_the_official_files(monkeypatch):
+    """The copy shipped in the package: official sizes and label counts, checked by sha256, decoded once."""
+    decompressed = []
+    real = sdata.lzma.decompress
+    monkeypatch.setattr(sdata.lzma, "decompress", lambda data: decompressed.append(len(data)) or real(data))
+    sdata.clear_cache()
+    train, dev = load_sst2()
     assert len(train) == 67349 and len(dev) == 872
-    assert int(dev.labels.sum()) == 444
+    assert int(dev.labels.sum()) == 444 and int(train.labels.sum()) == 37569
     assert train.sentences[0] == "hide new secretions from the parental units"
+    assert (train.source, dev.source) == ("SST-2 train.tsv (packaged copy)", "SST-2 dev.tsv (packaged copy)")
+    again, _ = load_sst2()
+    train.labels[0] = 7  # each call gets its own containers: changing one changes no other
+    train.sentences.append("x")
+    assert again.labels[0] == 0 and len(again) == 67349
+    for _ in range(5):  # a page rerun reads the decoded copy; it does not decompress 67k rows again
+        load_sst2()
+    assert len(decompressed) == 2
+    for name, digest in sdata.SST2_SHA256.items():
+        raw = lzma.decompress(sdata.PACKAGED_SST2.joinpath(name + ".xz").read_bytes())
+        assert hashlib.sha256(raw).hexdigest() == digest
+
+
+def fake_package(folder: Path, train: bytes, dev: bytes) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "train.tsv.xz").write_bytes(train)
+    (folder / "dev.tsv.xz").write_bytes(dev)
+    return folder
+
+
+def test_packaged_copy_checksum_mismatch_and_damage_name_the_file(tmp_path, monkeypatch):
+    monkeypatch.delenv(sdata.DATA_DIR_ENV, raising=False)
+    good_dev = lzma.compress(GOOD_DEV.encode())
+    pkg = fake_package(tmp_path / "pkg", lzma.compress(GOOD_TRAIN.encode()), good_dev)
+    monkeypatch.setattr(sdata, "PACKAGED_SST2", pkg)
+    with pytest.raises(ChecksumMismatch) as info:  # a valid SST-2 file, but not the official one
+        load_sst2()
+    assert info.value.path == str(pkg / "train.tsv.xz") and "sha256" in str(info.value)
+    assert isinstance(info.value, DataFormatError)
+    bad = fake_package(tmp_path / "bad", b"\xfd7zXZ\x00 truncated", good_dev)
+    monkeypatch.setattr(sdata, "PACKAGED_SST2", bad)
+    with pytest.raises(DataFormatError, match=r"bad/train.tsv.xz: damaged xz"):
+        load_sst2()
+
+
+@pytest.mark.skipif(not (SHARED_DATA_DIR / "sst2" / "train.tsv").exists(), reason="no shared SST-2 beside the checkout")
+def test_a_folder_copy_equals_the_packaged_copy():
+    train, dev = load_sst2(SHARED_DATA_DIR / "sst2")
+    ptrain, pdev = load_sst2()
+    assert train.sentences == ptrain.sentences and dev.sentences == pdev.sentences
+    assert train.source == f"SST-2 train.tsv ({SHARED_DATA_DIR / 'sst2'})"
 
 
 # --- download from a local HTTP server -----------------------------------------
@@ -144,7 +212,7 @@ def test_download_unpacks_and_validates(tmp_path, loopback_server, monkeypatch):
                                           "SST-2/test.tsv": "index\tsentence\n0\tx\n",
                                           "../evil.tsv": "never extracted"})
     monkeypatch.delenv(sdata.DATA_DIR_ENV, raising=False)
-    monkeypatch.setattr(sdata, "SHARED_DATA_DIR", tmp_path / "no-shared")
+    monkeypatch.setattr(sdata, "PACKAGED_SST2", tmp_path / "no-package")
     cache = tmp_path / "cache"
     train, dev = load_sst2(download=True, cache_dir=cache, url=base + "/glue/SST-2.zip")
     assert hits == ["/glue/SST-2.zip"]
@@ -256,7 +324,7 @@ def test_npy_parquet_folder_like_the_pypi_package(tmp_path):
 def test_pypi_package_agrees_with_the_shared_text_subset():
     full = load_glove(glove_package_root())
     assert len(full) == 400000 and full.dim == 50 and full.words[0] == "the"
-    subset_path = sdata.SHARED_DATA_DIR / "glove" / "glove.6B.50d.sst2.txt"
+    subset_path = SHARED_DATA_DIR / "glove" / "glove.6B.50d.sst2.txt"
     if not subset_path.exists():
         pytest.skip("shared GloVe subset missing")
     subset = read_glove_txt(subset_path, vocabulary={"the", "good", "film", "n't"})

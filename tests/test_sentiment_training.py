@@ -345,3 +345,25 @@ def test_train_sentiment_example_prints_hw2_lines_and_the_best_epoch(glove, caps
     best = max(float(v.rstrip("%")) for v in
                [line.split(": ")[1] for line in out.splitlines() if line.startswith("Validation accuracy")])
     assert "completed: 3 epochs" in out and f"best validation accuracy {best:.2f}%" in out
+
+
+def load_script(relative: str, name: str):
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / relative)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_hw2_train_benchmark_says_when_pytorch_is_absent(glove, capsys, monkeypatch):
+    """benchmarks/hw2_train.py runs on the packaged SST-2; without PyTorch it says so in one line."""
+    import sys
+    bench = load_script("benchmarks/hw2_train.py", "hw2_train_benchmark")
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    assert bench.main(["--epochs", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("ours (numpy, float64)") and "best validation accuracy" in out[0]
+    assert out[1:] == [bench.NO_TORCH_LINE]
+    assert bench.main(["--epochs", "1", "--no-torch"]) == 0
+    assert "PyTorch: skipped (--no-torch)" in capsys.readouterr().out
