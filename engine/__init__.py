@@ -5,7 +5,7 @@
 >>> f = x1 + (1.5 * x1 + 2.0 * x2).exp()
 >>> f.backward()
 """
-from . import autodiff, backends, functional, nn, ops, optim  # noqa: F401
+from . import autodiff, backends, functional, nn, ops, optim, strategies  # noqa: F401
 from .api import (GradcheckError, GradcheckReport, full, grad, gradcheck, jvp, manual_seed, ones, randn,  # noqa: F401
                   vjp, zeros)
 from .autodiff import backpropagate, topological_sort  # noqa: F401

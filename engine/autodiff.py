@@ -10,7 +10,7 @@ The core knows no ops. It works on any object that offers::
     accumulate_derivative(d) -> None                             # leaves only: +=
 
 ``backpropagate`` walks the graph with a *traversal strategy* (``topological``
-here; the explain layer registers deliberately broken ones) and tells an
+here; ``engine.strategies`` adds deliberately broken ones) and tells an
 optional *observer* every step, so the app can animate exactly what ran.
 """
 from __future__ import annotations

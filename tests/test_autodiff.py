@@ -243,3 +243,23 @@ def test_grad_mode_is_thread_local():
         t.start()
         t.join()
     assert seen["y"] is True
+
+
+def test_every_strategy_works_in_a_fresh_process():
+    """The traversal strategies are registered by ``import engine`` alone (no explain import needed)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    code = ("import engine\n"
+            "for s in ('topological', 'bfs_first_touch', 'path_recursion', 'recursive_dfs'):\n"
+            "    x = engine.tensor(2.0, requires_grad=True)\n"
+            "    (x * x * 3.0).backward(strategy=s)\n"
+            "    print(s, x.grad.item())\n")
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=root,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["topological", "12.0", "bfs_first_touch", "12.0", "path_recursion", "12.0",
+                                  "recursive_dfs", "12.0"]

@@ -11,7 +11,7 @@ from engine import autodiff
 from engine.explain import (STRATEGY_NAMES, central_differences, doubling_chain_costs, doubling_chain_program,
                             gradient_graph, random_dag_program, random_dag_tensors, random_tree_program,
                             record_execution, record_tensor, recursion_demo, run_forward, strategy_comparison)
-from engine.explain.strategies import PathRecursion
+from engine.strategies import PathRecursion
 
 SLIDE = "f = x1 + exp(1.5*x1 + 2*x2)"
 X = {"x1": 3.0, "x2": 0.5}

@@ -1,16 +1,16 @@
 """The explain layer: the engine's own execution as plain data for pictures (no UI code here).
 
-Importing it registers the extra traversal strategies (bfs_first_touch, path_recursion,
-recursive_dfs) with ``engine.autodiff``.
+The traversal strategies it animates (bfs_first_touch, path_recursion, recursive_dfs) live in
+``engine.strategies`` and are registered by ``import engine``.
 
-parser (typed text -> engine ops), graph + trace (what ran, as events), strategies, harness
+parser (typed text -> engine ops), graph + trace (what ran, as events), harness
 (random DAGs, strategy comparison), costs (forward vs reverse, finite differences, activation
 memory), dual (forward mode step by step), text (tables for the command-line examples).
 Pictures (layout, frames, figures, DOT) are drawn from these by the explorer's page kit.
 """
 from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_output, plain_value  # noqa: F401
 from .parser import ALLOWED_FUNCTIONS, ExpressionError, Program, parse_inputs, parse_program  # noqa: F401
-from .strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # noqa: F401
+from ..strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # noqa: F401
 from .trace import (BackwardEvent, ForwardRun, ForwardStep, Trace, bar, gradient_graph,  # noqa: F401
                     record_backward, record_execution, run_forward)
 from .trace import record_tensor  # noqa: F401,E402

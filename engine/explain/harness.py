@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import ops
 from ..tensor import Tensor, tensor
-from .strategies import STRATEGY_NAMES
+from ..strategies import STRATEGY_NAMES
 from .trace import Trace, record_execution, record_tensor
 
 _UNARY = ("sigmoid({a})", "tanh({a})", "0.5 * {a}", "exp(-0.5 * {a} * {a})")

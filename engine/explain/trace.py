@@ -10,10 +10,10 @@ import numpy as np
 
 from .. import autodiff
 from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
+from ..strategies import ContributionLost, WorkLimitExceeded
 from ..tensor import Tensor, tensor, trace_ops
 from .graph import Graph, fmt, graph_from_records, is_finite, plain_value
 from .parser import ExpressionError, Program, parse_inputs, parse_program
-from .strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded
 
 MAX_EVENTS = 50_000  # events kept per trace (path recursion can do far more work; it is still counted)
 
@@ -313,10 +313,6 @@ def gradient_graph(program: Program | str, inputs: Mapping[str, Any] | str, dtyp
     if tr.gradient_graph is None:
         raise ExpressionError(tr.error or "no gradient graph (the output does not depend on any input)")
     return tr.gradient_graph
-
-
-def strategy_names() -> tuple[str, ...]:
-    return STRATEGY_NAMES
 
 
 def record_tensor(output: Tensor, leaves: Mapping[str, Tensor], strategy: str = "topological",

@@ -1,4 +1,4 @@
-"""Traversal strategies for the backward pass, registered with ``engine.autodiff``.
+"""Traversal strategies for the backward pass, registered with ``engine.autodiff`` on ``import engine``.
 
 Each one is the same backward pass as :class:`engine.autodiff.Topological`: it calls the
 nodes' real ``chain_rule`` (the ops' VJPs) and ``accumulate_derivative``; only the order in
@@ -18,9 +18,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..autodiff import (ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited, TraversalStrategy,
+from .autodiff import (ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited, TraversalStrategy,
                         count_consumers, register_strategy, topological_sort)
-from ..autodiff import process_in_order as _process_in_order
+from .autodiff import process_in_order as _process_in_order
 
 
 @dataclass
@@ -148,7 +148,8 @@ class RecursiveDfs(TraversalStrategy):
         process_in_order(order, variable, deriv, observer)
 
 
-STRATEGY_NAMES = ("topological", "bfs_first_touch", "path_recursion", "recursive_dfs")
-
 for _s in (BfsFirstTouch(), PathRecursion(), RecursiveDfs()):
     register_strategy(_s)
+
+#: the built-in strategies, the correct one first
+STRATEGY_NAMES: tuple[str, ...] = ("topological", "bfs_first_touch", "path_recursion", "recursive_dfs")
