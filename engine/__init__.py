@@ -17,13 +17,14 @@ from .ops import exp, log, matmul, relu, sigmoid, where  # noqa: F401
 from .ops import max as max  # noqa: F401,A004
 from .ops import sum as sum  # noqa: F401,A004
 from .tensor import Tensor, is_grad_enabled, no_grad, set_grad_enabled, tensor, trace_ops  # noqa: F401
+from .tensor_data import BroadcastError  # noqa: F401
 
 __all__ = [
     "Tensor", "tensor", "no_grad", "set_grad_enabled", "is_grad_enabled", "trace_ops",
     "float32", "float64", "int64", "bool_", "DType",
     "grad", "vjp", "jvp", "gradcheck", "GradcheckError", "GradcheckReport",
     "zeros", "ones", "full", "randn", "manual_seed",
-    "backpropagate", "topological_sort", "available_backends", "BackendUnavailable",
+    "backpropagate", "topological_sort", "available_backends", "BackendUnavailable", "BroadcastError",
     "exp", "log", "relu", "sigmoid", "tanh", "matmul", "where", "sum", "max", "mean", "softmax", "log_softmax",
     "logsumexp", "linear", "dropout", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
     "autodiff", "backends", "functional", "nn", "ops", "optim",

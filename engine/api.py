@@ -55,6 +55,8 @@ def _leaf(x, requires_grad: bool = True) -> Tensor:
         t.tangent = x.tangent  # inside jvp, the fresh leaf keeps carrying its forward-mode tangent
     else:
         t = tensor(x)
+        if not t.dtype.is_floating:  # grad(f)(3): the number is a point on the real line
+            t = tensor(x, dtype=float64)
     t.requires_grad = requires_grad
     return t
 
@@ -233,7 +235,7 @@ def gradcheck(f: Callable, inputs: Sequence, eps: float = 1e-6, atol: float = 1e
         A :class:`GradcheckReport` (``ok``, every comparison, ``worst``).
     """
     rng = np.random.default_rng(seed)
-    base = [x if isinstance(x, Tensor) else tensor(x) for x in inputs]
+    base = [x if isinstance(x, Tensor) else tensor(x, dtype=float64) for x in inputs]
     check = [i for i, x in enumerate(base) if x.requires_grad] or list(range(len(base)))
     values = [x.numpy().astype(np.float64) for x in base]
 

@@ -51,9 +51,13 @@ def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 
 def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """log(sum(exp(x))) without overflow: the max is subtracted first (and added back)."""
+    """log(sum(exp(x))) without overflow: the max is subtracted first (and added back).
+
+    An infinite max is not subtracted (as PyTorch): all -inf gives -inf, a +inf gives +inf.
+    """
     dims = _norm_dims(dim, x.ndim)
     m = ops.max(x, dims, keepdim=True).detach()
+    m = ops.where(ops.compare("eq", m * 0.0, 0.0), m, 0.0)  # m * 0 is 0 exactly when m is finite
     out = ops.log(ops.sum(ops.exp(x - m), dims, keepdim=True)) + m
     return out if keepdim else ops.reshape(out, [s for i, s in enumerate(x.shape) if i not in dims])
 

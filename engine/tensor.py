@@ -18,7 +18,7 @@ import numpy as np
 
 from . import autodiff
 from .backends import Backend, get_backend
-from .dtypes import DType, as_dtype, float64, int64
+from .dtypes import DType, as_dtype, float32, float64, int64
 
 _ids = itertools.count(1)
 
@@ -400,16 +400,21 @@ def _dims_arg(args) -> tuple[int, ...]:
 
 
 def _infer_dtype(data) -> DType:
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        kind = data.dtype.kind
-        if kind == "f":
-            return as_dtype(data.dtype) if data.dtype in (np.float32, np.float64) else float64
-        if kind in "iu":
-            return float64
-        if kind == "b":
-            return float64
-        raise TypeError(f"cannot make a tensor from a NumPy array of dtype {data.dtype}")
-    return float64
+    """PyTorch's rule: integer data (Python ints, NumPy integer arrays) gives int64; float32 arrays
+    stay float32; any other number is float64 (a teaching tool compares with central differences)."""
+    if isinstance(data, float):
+        return float64
+    if isinstance(data, int) and not isinstance(data, bool):
+        return int64
+    arr = data if isinstance(data, (np.ndarray, np.generic)) else np.asarray(data)
+    kind = arr.dtype.kind
+    if kind == "f":
+        return float32 if arr.dtype == np.float32 else float64
+    if kind in "iu":
+        return int64
+    if kind == "b":
+        return float64
+    raise TypeError(f"cannot make a tensor from data of NumPy dtype {arr.dtype}")
 
 
 def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backend" = "numpy",
@@ -420,8 +425,12 @@ def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backen
         data: a number, (nested) list, NumPy array or Tensor.
         requires_grad: whether gradients should be accumulated into ``.grad``.
         dtype: ``engine.float64`` / ``engine.float32`` / ``engine.int64`` or their names.
-            Default: float64 for Python numbers (a teaching tool compares against finite
-            differences), the array's own float dtype for NumPy float arrays.
+            Default, as PyTorch: int64 for integer data (Python ints, NumPy integer arrays), the
+            array's own dtype for float32 / float64 arrays, float64 for other numbers (PyTorch
+            would say float32; a teaching tool compares against central differences).
+
+    Raises:
+        TypeError: ``requires_grad`` on integer data (only floating-point tensors take gradients).
         backend: ``"numpy"`` (default), ``"python"`` or ``"cuda"``.
         name: an optional label (the explorer shows it).
     """
@@ -434,7 +443,8 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
         return x
     be = like.backend
     if isinstance(x, (int, float, bool)):
-        dt = like.dtype if like.dtype.is_floating else float64
+        # a Python number joins the tensor's dtype (float data stays float; an int with an int is int)
+        dt = like.dtype if like.dtype.is_floating or type(x) is int else float64
         return Tensor._make(be.array(x, dt), be)
     if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
         return Tensor._make(be.array(x, int64), be)

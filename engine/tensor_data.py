@@ -21,6 +21,14 @@ class IndexingError(IndexError):
     """An index or shape that does not fit the tensor."""
 
 
+class BroadcastError(ValueError):
+    """Shapes that cannot be broadcast together (the same error on every backend)."""
+
+
+def broadcast_error(*shapes) -> BroadcastError:
+    return BroadcastError(f"shapes {' and '.join(str(tuple(s)) for s in shapes)} cannot be broadcast together")
+
+
 class ViewError(RuntimeError):
     """A view was requested that the strides cannot express (as in PyTorch)."""
 
@@ -77,7 +85,7 @@ def broadcast_shape(a: Shape, b: Shape) -> Shape:
     """NumPy broadcasting of two shapes.
 
     Raises:
-        IndexingError: when a dimension pair is neither equal nor 1.
+        BroadcastError: when a dimension pair is neither equal nor 1.
     """
     n = max(len(a), len(b))
     a_ = (1,) * (n - len(a)) + tuple(a)
@@ -89,7 +97,7 @@ def broadcast_shape(a: Shape, b: Shape) -> Shape:
         elif x == 1:
             out.append(y)
         else:
-            raise IndexingError(f"shapes {tuple(a)} and {tuple(b)} cannot be broadcast together")
+            raise broadcast_error(a, b)
     return tuple(out)
 
 

@@ -162,3 +162,13 @@ def test_dropout_masks_are_independent_per_thread():
     for k in ("a", "b"):
         for m1, m2 in zip(alone["a"], together[k]):
             np.testing.assert_array_equal(m1, m2)
+
+
+def test_embedding_takes_python_integer_indices_as_pytorch_does(backend):
+    emb = engine.nn.Embedding(5, 2, backend=backend, seed=0)
+    out = emb(tensor([[3, 1, 3]], backend=backend))
+    assert out.shape == (1, 3, 2)
+    table = emb.weight.numpy()
+    np.testing.assert_array_equal(out.numpy()[0], table[[3, 1, 3]])
+    out.sum().backward()
+    np.testing.assert_array_equal(emb.weight.grad.numpy()[:, 0], [0, 1, 0, 2, 0])

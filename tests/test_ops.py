@@ -110,3 +110,58 @@ def test_integer_unary_ops_keep_integers(backend):
         assert out.dtype == engine.int64, name
         np.testing.assert_array_equal(out.numpy(), ref)
     assert k.exp().dtype == engine.float64
+
+
+@pytest.mark.parametrize("data", [3, [3, 1, 3], [[3, 1, 3]], np.array([3, 1]), np.array([3, 1], dtype=np.int32),
+                                  np.int64(2)])
+def test_integer_data_makes_int64_tensors_as_in_pytorch(data, backend):
+    t = tensor(data, backend=backend)
+    assert t.dtype == engine.int64
+    np.testing.assert_array_equal(t.numpy(), np.asarray(data))
+    with pytest.raises(TypeError, match="floating-point"):
+        tensor(data, requires_grad=True, backend=backend)
+    # mixed or float data stays float64; an explicit dtype wins
+    assert tensor([1, 2.5], backend=backend).dtype == engine.float64
+    assert tensor(3.0, backend=backend).dtype == engine.float64
+    assert tensor(data, dtype="float64", requires_grad=True, backend=backend).dtype == engine.float64
+
+
+def test_integer_tensors_mix_with_float_tensors(backend):
+    x = tensor([0.5, 1.5], requires_grad=True, backend=backend)
+    k = tensor([2, 3], backend=backend)
+    y = (x * k + k).sum() / tensor(4, backend=backend)
+    assert y.dtype == engine.float64
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.5, 0.75])
+    # functional transforms and gradcheck take Python integers as float inputs
+    assert engine.grad(lambda t: t * t)(3).item() == 6.0
+    assert engine.gradcheck(lambda t: t * t, [3]).ok
+
+
+@pytest.mark.parametrize("shapes", [((3,), (2,)), ((2, 3), (3, 2)), ((4, 1, 3), (2, 2))])
+def test_broadcast_mismatch_is_one_error_type_on_every_backend(shapes, backend):
+    a = tensor(np.ones(shapes[0]), backend=backend)
+    b = tensor(np.ones(shapes[1]), backend=backend)
+    for fn in (lambda: a + b, lambda: a * b, lambda: a / b, lambda: a < b, lambda: engine.where(a > 0, a, b)):
+        with pytest.raises(engine.BroadcastError, match="cannot be broadcast") as info:
+            fn()
+        assert isinstance(info.value, ValueError)
+
+
+def test_broadcast_mismatch_in_a_static_graph_is_the_same_error():
+    from engine import static as tf
+    g = tf.Graph()
+    with g.as_default():
+        a, b = tf.placeholder((3,)), tf.placeholder((2,))
+        with pytest.raises(engine.BroadcastError, match="cannot be broadcast"):
+            a + b
+
+
+@pytest.mark.parametrize("fill", [-np.inf, np.inf])
+def test_logsumexp_of_all_infinite_values_is_that_infinity(fill, backend):
+    x = tensor(np.array([[fill, fill, fill], [0.0, 1.0, 1.0], [fill, 0.0, 1.0]]), backend=backend)
+    out = x.logsumexp(1).numpy()
+    assert out[0] == fill
+    assert out[1] == pytest.approx(np.log(1.0 + 2 * np.e))
+    assert out[2] == (np.inf if fill > 0 else pytest.approx(np.log(1.0 + np.e)))
+    assert tensor(np.full(4, fill), backend=backend).logsumexp().item() == fill

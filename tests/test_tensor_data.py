@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import engine
 from engine import tensor
-from engine.tensor_data import (IndexingError, TensorData, ViewError, broadcast_index, broadcast_shape,
+from engine.tensor_data import (BroadcastError, IndexingError, TensorData, ViewError, broadcast_index, broadcast_shape,
                                 strides_from_shape, to_index)
 
 shapes = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)
@@ -38,7 +38,7 @@ def test_broadcast_shape_matches_numpy(a, b):
     try:
         expected = np.broadcast_shapes(a, b)
     except ValueError:
-        with pytest.raises(IndexingError):
+        with pytest.raises(BroadcastError):
             broadcast_shape(a, b)
         return
     assert broadcast_shape(a, b) == expected

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64, result_dtype
-from ..tensor_data import IndexingError, ViewError
+from ..tensor_data import IndexingError, ViewError, broadcast_error
 from .base import BINARY_OPS, COMPARISONS, INT_UNARY_OPS, UNARY_OPS, Backend, BackendUnavailable, ThreadRandom
 
 KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
@@ -381,8 +381,7 @@ class CudaBackend(Backend):
         try:
             shape = np.broadcast_shapes(*[tuple(x.shape) for x in arrays])
         except ValueError:
-            raise ValueError("operands could not be broadcast together with shapes "
-                             + " ".join(str(tuple(x.shape)) for x in arrays)) from None
+            raise broadcast_error(*[tuple(x.shape) for x in arrays]) from None
         return shape, [self.xp.broadcast_to(x, shape) for x in arrays]
 
     def binary(self, op, a, b):
@@ -456,7 +455,10 @@ class CudaBackend(Backend):
             raise ValueError(f"matmul shape mismatch: {tuple(a.shape)} @ {tuple(b.shape)} ({k} != {k2})")
         if -(-m // MATMUL_TILE) > 65535:  # gridDim.y limit
             raise ValueError(f"matmul: {m} rows exceed the cuda backend's limit of {65535 * MATMUL_TILE}")
-        batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+        try:
+            batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+        except ValueError:
+            raise broadcast_error(tuple(a.shape[:-2]), tuple(b.shape[:-2])) from None
         ea = self.xp.broadcast_to(a, batch + (m, k))
         eb = self.xp.broadcast_to(b, batch + (k, n))
         out = self._empty(batch + (m, n), dt)

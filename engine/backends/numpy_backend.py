@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
-from ..tensor_data import IndexingError, ViewError
+from ..tensor_data import IndexingError, ViewError, broadcast_error
 from .base import Backend, ThreadRandom
 
 _UNARY = {
@@ -40,6 +40,14 @@ def _engine_promotion(out, a, b):
             and np.float32 in (a.dtype, b.dtype):
         return out.astype(np.float32)
     return out
+
+
+def _check_broadcast(*shapes) -> None:
+    """Raise the engine's BroadcastError (as every backend does) when the shapes do not broadcast."""
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise broadcast_error(*shapes) from None
 
 
 class NumpyBackend(Backend):
@@ -92,11 +100,19 @@ class NumpyBackend(Backend):
         return np.asarray(_UNARY[op](a))
 
     def binary(self, op, a, b):
-        out = np.asarray(_BINARY[op](a, b))
+        try:
+            out = np.asarray(_BINARY[op](a, b))
+        except ValueError:  # kept off the normal path: a try block costs nothing until it raises
+            _check_broadcast(np.shape(a), np.shape(b))
+            raise
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
     def where(self, cond, a, b):
-        out = np.where(cond, a, b)
+        try:
+            out = np.where(cond, a, b)
+        except ValueError:
+            _check_broadcast(np.shape(cond), np.shape(a), np.shape(b))
+            raise
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
     def reduce(self, op, a, axes, keepdim):
@@ -107,7 +123,11 @@ class NumpyBackend(Backend):
         raise ValueError(f"unknown reduction {op!r}")
 
     def matmul(self, a, b):
-        out = np.matmul(a, b)
+        try:
+            out = np.matmul(a, b)
+        except ValueError:
+            _check_broadcast(a.shape[:-2], b.shape[:-2])  # batch dims (ops.matmul checks the inner ones)
+            raise
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
     def gather(self, table, indices):

@@ -23,6 +23,7 @@ import numpy as np
 from ..backends.base import COMPARISONS, INT_UNARY_OPS, Backend
 from ..dtypes import DType, bool_, float64, result_dtype
 from ..tensor import History, Tensor
+from ..tensor_data import broadcast_error
 
 
 class SymbolicValueError(RuntimeError):
@@ -54,7 +55,7 @@ def _broadcast(*shapes) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise ValueError(f"shapes {' and '.join(str(s) for s in shapes)} cannot be broadcast together") from None
+        raise broadcast_error(*shapes) from None
 
 
 def _zero_cost_array(shape, dtype: DType) -> np.ndarray:
