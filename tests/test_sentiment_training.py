@@ -367,3 +367,28 @@ def test_hw2_train_benchmark_says_when_pytorch_is_absent(glove, capsys, monkeypa
     assert out[1:] == [bench.NO_TORCH_LINE]
     assert bench.main(["--epochs", "1", "--no-torch"]) == 0
     assert "PyTorch: skipped (--no-torch)" in capsys.readouterr().out
+
+
+def test_a_non_finite_loss_stops_the_run_and_says_where():
+    """A NaN word vector that got past the loaders: the run stops at the first batch that meets it."""
+    from sentiment.trainer import LossNotFinite
+    g = tiny_glove()
+    data = Dataset(["good film", "bad film", "great film", "awful film", "not good", "film"],
+                   [1, 0, 1, 0, 0, 1], "test")
+    g.vectors[g.index["awful"]] = np.nan  # after GloVe's own check, as data that got past the loaders
+    trainer = SentimentTrainer(data, data, g, TrainConfig(epochs=3, batch_size=2, seed=0))
+    before = {k: v.copy() for k, v in trainer.model.state_dict().items()}
+    events = list(trainer.events())
+    bad = [e for e in events if isinstance(e, LossNotFinite)]
+    assert len(bad) == 1 and (bad[0].epoch, bad[0].batch, bad[0].n_batches) == (1, 2, 3)
+    assert np.isnan(bad[0].loss)
+    assert [type(e).__name__ for e in events[-3:]] == ["BatchEnd", "LossNotFinite", "TrainingFinished"]
+    fin = events[-1]
+    assert fin.status == "error" and fin.epochs_done == 0
+    assert "the loss became nan at epoch 1, batch 2 of 3" in fin.error
+    after = trainer.model.state_dict()  # one finite update (batch 1), none from the NaN batch
+    assert all(np.isfinite(v).all() for v in after.values())
+    assert any(not np.array_equal(before[k], after[k]) for k in before)
+    trainer2 = SentimentTrainer(data, data, g, TrainConfig(epochs=3, batch_size=2, seed=0))
+    with pytest.raises(RuntimeError, match="epoch 1, batch 2"):
+        trainer2.run()
