@@ -1,8 +1,11 @@
-import sys
-from pathlib import Path
+import os
 
 import pytest
 
+# The app's .streamlit/config.toml keeps tracebacks from browsers (client.showErrorDetails = false);
+# AppTest reads the same file, so a failing page test would only say "redacted". Test configuration
+# only: tests/browser/conftest.py removes this again for the real server it starts.
+os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "true")
 
 import engine  # noqa: E402
 from engine.backends import known  # noqa: E402

@@ -125,3 +125,13 @@ def test_discover_pages_of_this_app_lists_the_explorer_pages():
     names = [p.url_path for p in pages]
     for expected in ("Expression_explorer", "Backprop_orders", "Gradient_check", "Forward_vs_reverse"):
         assert expected in names
+
+
+def test_app_config_sends_no_usage_statistics_and_no_tracebacks():
+    import tomllib
+    from pathlib import Path
+
+    cfg = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    assert cfg["browser"]["gatherUsageStats"] is False
+    assert cfg["client"]["showErrorDetails"] is False
+    assert cfg["theme"]["primaryColor"]

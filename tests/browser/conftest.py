@@ -85,6 +85,7 @@ def app_url(tmp_path_factory):
     with open(log, "wb") as out:
         # this checkout's code first (not another checkout's editable install): test configuration only
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        env.pop("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", None)  # the app's own setting: no tracebacks in browsers
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
