@@ -436,7 +436,7 @@ class Sum(Op):
         (a,) = ctx.inputs
         dims, keepdim = ctx.params
         if not keepdim:
-            g = reshape(g, tuple(1 if i in dims else s for i, s in enumerate(a.shape)))
+            g = reshape(g, _kept_shape(a.shape, dims))
         return (expand(g, a.shape),)
 
     @classmethod
@@ -449,6 +449,7 @@ class Max(Op):
     """Max over dims. The gradient is split evenly between tied maxima (as ``torch.amax``)."""
 
     name = "max"
+    needs_output = True
 
     @staticmethod
     def forward(ctx, a):
@@ -457,26 +458,34 @@ class Max(Op):
 
     @staticmethod
     def _share(ctx) -> Tensor:
+        """1/(number of ties) where an element equals its max, else 0. Engine ops, so a static graph
+        or a captured step records it like any VJP; the comparison ends its gradient (the share is
+        piecewise constant)."""
         (a,) = ctx.inputs
-        dims, _ = ctx.params
-        be = ctx.backend
-        m = be.reduce("max", a._data, dims, True)
-        mask = be.astype(be.binary("eq", a._data, m), a.dtype)
-        count = be.reduce("sum", mask, dims, True)
-        return Tensor._make(be.binary("div", mask, count), be)
+        dims, keepdim = ctx.params
+        m = ctx.output
+        if not keepdim:
+            m = reshape(m, _kept_shape(a.shape, dims))
+        mask = cast(compare("eq", a, m), a.dtype)
+        return mask / sum(mask, dims, keepdim=True)
 
     @classmethod
     def vjp(cls, ctx, g):
         (a,) = ctx.inputs
         dims, keepdim = ctx.params
         if not keepdim:
-            g = reshape(g, tuple(1 if i in dims else s for i, s in enumerate(a.shape)))
+            g = reshape(g, _kept_shape(a.shape, dims))
         return (g * cls._share(ctx),)
 
     @classmethod
     def jvp(cls, ctx, ta):
         dims, keepdim = ctx.params
         return sum(ta * cls._share(ctx), dims, keepdim)
+
+
+def _kept_shape(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` reduced over ``dims`` with keepdim=True."""
+    return tuple(1 if i in dims else s for i, s in enumerate(shape))
 
 
 # ---------------------------------------------------------------------------

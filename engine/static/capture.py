@@ -193,7 +193,9 @@ class CompiledStep:
         elapsed = time.perf_counter() - t0
 
         slot_of: dict[int, int] = {}   # tensor unique_id -> slot
-        arg_slot_of_array: dict[int, int] = {}
+        # a tensor no traced op produced may still hold a traced array: an input's, or an op output's
+        # behind .detach() (logsumexp's max): by array identity it reads that slot, not a frozen copy
+        slot_of_array: dict[int, int] = {}
         prog = _Program()
         prog.signature = sig
         n = 0
@@ -201,7 +203,7 @@ class CompiledStep:
         for a in args:
             if isinstance(a, Tensor):
                 slot_of[a.unique_id] = n
-                arg_slot_of_array[id(a._data)] = n
+                slot_of_array[id(a._data)] = n
                 prog.input_slots.append(n)
                 n += 1
         leaf_loads: list[tuple[int, Tensor]] = []
@@ -212,14 +214,11 @@ class CompiledStep:
                                   for i, (a, args_t) in enumerate(zip(prog.input_slots,
                                                                       [a for a in args if isinstance(a, Tensor)]))}
         for op, inputs, arrays, params, out, grad_mode in records:
-            if op is ops.Max and out.requires_grad:
-                raise CaptureError("compile() cannot capture the gradient of max (its VJP builds the "
-                                   "tie mask outside ops); use the step eagerly")
             in_slots = []
             for t, arr in zip(inputs, arrays):
                 s = slot_of.get(t.unique_id)
                 if s is None:
-                    s = arg_slot_of_array.get(id(arr))
+                    s = slot_of_array.get(id(arr))
                     if s is None:  # a leaf: parameter, buffer or constant; read live on each replay
                         s = n
                         n += 1
@@ -230,6 +229,7 @@ class CompiledStep:
                     slot_of[t.unique_id] = s
                 in_slots.append(s)
             slot_of[out.unique_id] = n
+            slot_of_array.setdefault(id(out._data), n)
             meta[n] = (out.shape, out.dtype, "forward" if grad_mode else "gradient")
             raw.append((op, params, tuple(in_slots), n))
             backend = out.backend
@@ -242,7 +242,7 @@ class CompiledStep:
         for t in out_tensors:
             s = slot_of.get(t.unique_id)
             if s is None:
-                s = arg_slot_of_array.get(id(t._data))
+                s = slot_of_array.get(id(t._data))
             if s is None:
                 raise CaptureError("the step returned a tensor that no traced op produced")
             out_slots.append(s)

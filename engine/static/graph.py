@@ -29,10 +29,10 @@ import numpy as np
 from ..backends import Backend, get_backend
 from ..dtypes import DType, as_dtype, float64
 from ..tensor import History, Tensor
-from .symbolic import Abstract, SymbolicBackend, abstract_inputs
+from .symbolic import Abstract, SymbolicBackend
 
 #: node kinds, in the order the app's legend lists them
-KINDS = ("placeholder", "variable", "constant", "op", "kernel", "update")
+KINDS = ("placeholder", "variable", "constant", "op", "update")
 
 
 class VariableState:
@@ -50,7 +50,7 @@ class Node:
 
     Attributes:
         id: position in creation order (a topological order).
-        kind: ``placeholder`` / ``variable`` / ``constant`` / ``op`` / ``kernel`` / ``update``.
+        kind: ``placeholder`` / ``variable`` / ``constant`` / ``op`` / ``update``.
         name: unique name in the graph (``matmul_2``, ``x``, ...).
         op: the ``engine.ops`` primitive class for op nodes (None otherwise).
         params: the op's parameters (as in eager mode).
@@ -60,7 +60,7 @@ class Node:
     """
 
     __slots__ = ("graph", "id", "kind", "name", "op", "params", "inputs", "shape", "dtype", "role", "tensor",
-                 "value", "state", "run_ctx", "recipe", "trainable", "lr", "note")
+                 "value", "state", "run_ctx", "trainable", "lr", "note")
 
     def __init__(self, graph: "Graph", kind: str, name: str, shape, dtype: DType, inputs=(), op=None,
                  params=None, role: str = "forward"):
@@ -78,7 +78,6 @@ class Node:
         self.value = None            # constants: the backend array
         self.state: VariableState | None = None
         self.run_ctx: History | None = None  # op nodes: what the op's forward needs (backend, params)
-        self.recipe = None           # kernel nodes: (method, args) with Abstract args
         self.trainable = False
         self.lr = None               # update nodes: learning rate array
         self.note = ""               # e.g. "folded: mul(Const, Const)" after constant folding
@@ -88,8 +87,6 @@ class Node:
         """What the node computes, for drawings (the op's name, or the node's own name)."""
         if self.kind == "op":
             return self.op.name
-        if self.kind == "kernel":
-            return f"{self.recipe[0]}*"
         if self.kind == "update":
             return "apply_gradient_descent"
         return self.name
@@ -194,12 +191,9 @@ class Graph:
         if a.value is not None:  # a constant made by as_tensor_like / zeros_like inside an op
             node = Node(self, "constant", self._unique("Const"), a.shape, a.dtype, role=self._role)
             node.value = self.backend.array(a.value, a.dtype)
-        elif a.recipe is not None:  # a raw kernel call (e.g. Max's VJP tie mask)
-            ins = [self._node_of_abstract(x) for x in abstract_inputs(a.recipe)]
-            node = Node(self, "kernel", self._unique(a.recipe[0]), a.shape, a.dtype, ins, role=self._role)
-            node.recipe = a.recipe
         else:
-            raise ValueError("an abstract array with neither a node, a value nor a recipe")
+            raise RuntimeError("a value of this graph was computed by a backend kernel outside any op (a VJP "
+                               "or composite reaching into raw arrays): write it with engine ops")
         a.node = node
         return self._append(node)
 
@@ -237,7 +231,6 @@ class NodeCounts:
     variable: int
     constant: int
     op: int
-    kernel: int
     update: int
 
     def as_dict(self) -> dict[str, int]:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from ..ops import Uniform
 from .graph import Graph, Node, NodeCounts, tensor_to_node
 from .session import Session, TrainOp
-from .symbolic import evaluate_recipe
 
 #: ops that must run every time (randomness): never folded into a constant
 STATEFUL_OPS = (Uniform,)
@@ -44,7 +43,7 @@ class PassResult:
 
 def _copy(new: Graph, n: Node, inputs: list[Node]) -> Node:
     c = Node(new, n.kind, n.name, n.shape, n.dtype, inputs, n.op, n.params, n.role)
-    c.run_ctx, c.value, c.state, c.recipe = n.run_ctx, n.value, n.state, n.recipe
+    c.run_ctx, c.value, c.state = n.run_ctx, n.value, n.state
     c.trainable, c.lr, c.note = n.trainable, n.lr, n.note
     new._names[n.name] += 1
     return new._append(c)
@@ -67,13 +66,7 @@ def prune(graph: Graph, fetches) -> PassResult:
 
 
 def _foldable(n: Node, inputs: list[Node]) -> bool:
-    if n.kind == "op":
-        if n.op in STATEFUL_OPS or not inputs:
-            return False
-    elif n.kind == "kernel":
-        if n.recipe[0] == "uniform" or not inputs:
-            return False
-    else:
+    if n.kind != "op" or n.op in STATEFUL_OPS or not inputs:
         return False
     return all(i.kind == "constant" for i in inputs)
 
@@ -93,11 +86,7 @@ def fold_constants(graph: Graph, fetches=None) -> PassResult:
         ins = [mapping[i.id] for i in n.inputs]
         if _foldable(n, ins):
             vals = [i.value for i in ins]
-            if n.kind == "op":
-                value = n.op.forward(n.run_ctx, *vals)
-            else:
-                it = iter(vals)
-                value = evaluate_recipe(be, n.recipe, lambda _a: next(it))
+            value = n.op.forward(n.run_ctx, *vals)
             c = Node(staged, "constant", n.name, n.shape, n.dtype, role=n.role)
             c.value = value
             c.note = f"folded: {n.label}({', '.join(i.name for i in ins)})"

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from .graph import Graph, Node, get_default_graph, tensor_to_node
-from .symbolic import Abstract, evaluate_recipe
+from .symbolic import Abstract
 
 
 class UnfedPlaceholderError(KeyError):
@@ -42,7 +42,6 @@ class Session:
     def __init__(self, graph: Graph | None = None):
         self.graph = graph if graph is not None else get_default_graph()
         self.last_evaluated: list[int] = []   # node ids evaluated by the last run, in order
-        self.last_values: dict[int, Any] = {}  # their values (backend arrays)
 
     def __enter__(self) -> "Session":
         return self
@@ -136,9 +135,6 @@ class Session:
                 values[node.id] = node.state.value
             elif kind == "constant":
                 values[node.id] = node.value
-            elif kind == "kernel":
-                args = iter([values[i.id] for i in node.inputs])
-                values[node.id] = evaluate_recipe(be, node.recipe, lambda _a, args=args: next(args))
             elif kind == "update":
                 var, grad = node.inputs
                 new = be.binary("sub", values[var.id], be.binary("mul", values[grad.id], node.lr))
@@ -147,7 +143,6 @@ class Session:
         for var, new in assignments:
             var.state.value = new
         self.last_evaluated = [n.id for n in order]
-        self.last_values = values
         out = []
         for f in leaves:
             if isinstance(f, TrainOp):

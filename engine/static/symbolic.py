@@ -8,9 +8,9 @@ with the very same definitions that compute numbers in eager mode. Recording run
 ``forward`` over :class:`Abstract` arrays: the kernels below only infer shapes and dtypes
 (abstract evaluation, as in JAX), so nothing is computed until a Session runs the graph.
 
-A kernel called directly (not through an op: e.g. ``Max``'s VJP builds its tie mask with raw
-kernels) returns an :class:`Abstract` that remembers the call (``recipe``); the graph turns it
-into a *kernel node* the first time an op uses it, so it is evaluated at run time too.
+Every value in a graph is made by an op (VJP rules are written with ops too), so a node is
+either a leaf (placeholder, variable, constant) or an op; a backend kernel called outside an op
+would have nothing to run at session time, and the graph refuses it.
 """
 from __future__ import annotations
 
@@ -33,13 +33,12 @@ class SymbolicValueError(RuntimeError):
 class Abstract:
     """Shape + dtype of a value that does not exist yet (or a known constant ``value``)."""
 
-    __slots__ = ("shape", "dtype", "value", "recipe", "node", "__weakref__")
+    __slots__ = ("shape", "dtype", "value", "node", "__weakref__")
 
-    def __init__(self, shape: tuple[int, ...], dtype: DType, value: Any = None, recipe: tuple | None = None):
+    def __init__(self, shape: tuple[int, ...], dtype: DType, value: Any = None):
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
         self.value = value      # a NumPy array for constants
-        self.recipe = recipe    # (kernel method name, args) when made by a raw kernel call
         self.node = None        # the graph node this array is the output of
 
     def __repr__(self) -> str:
@@ -122,13 +121,13 @@ class SymbolicBackend(Backend):
         return Abstract(tuple(shape), dtype, value=np.full(tuple(shape), value, dtype=dtype.numpy))
 
     def uniform(self, shape, dtype: DType):
-        return Abstract(tuple(shape), dtype, recipe=("uniform", (tuple(shape), dtype)))
+        return Abstract(tuple(shape), dtype)
 
     def seed(self, seed: int) -> None:
         pass
 
     def astype(self, a, dtype: DType):
-        return Abstract(a.shape, dtype, recipe=("astype", (a, dtype)))
+        return Abstract(a.shape, dtype)
 
     def item(self, a):
         return np.asarray(self.to_numpy(a)).item()
@@ -137,22 +136,21 @@ class SymbolicBackend(Backend):
     def unary(self, op, a):
         # as the backends: integers stay integers only under neg / relu / step / abs / sign
         dt = a.dtype if a.dtype.is_floating or op in INT_UNARY_OPS else float64
-        return Abstract(a.shape, dt, recipe=("unary", (op, a)))
+        return Abstract(a.shape, dt)
 
     def binary(self, op, a, b):
         dt = bool_ if op in COMPARISONS else _result_dtype(a.dtype, b.dtype)
         if op == "div" and not dt.is_floating:  # true division, as every backend
             dt = float64
-        return Abstract(_broadcast(a.shape, b.shape), dt, recipe=("binary", (op, a, b)))
+        return Abstract(_broadcast(a.shape, b.shape), dt)
 
     def where(self, cond, a, b):
-        return Abstract(_broadcast(cond.shape, a.shape, b.shape), _result_dtype(a.dtype, b.dtype),
-                        recipe=("where", (cond, a, b)))
+        return Abstract(_broadcast(cond.shape, a.shape, b.shape), _result_dtype(a.dtype, b.dtype))
 
     def reduce(self, op, a, axes, keepdim):
         axes = tuple(axes)
         shape = tuple((1 if i in axes else s) for i, s in enumerate(a.shape) if keepdim or i not in axes)
-        return Abstract(shape, a.dtype, recipe=("reduce", (op, a, axes, keepdim)))
+        return Abstract(shape, a.dtype)
 
     def matmul(self, a, b):
         sa, sb = a.shape, b.shape
@@ -166,29 +164,29 @@ class SymbolicBackend(Backend):
             out = out[:-2] + out[-1:]
         if vb:
             out = out[:-1]
-        return Abstract(out, _result_dtype(a.dtype, b.dtype), recipe=("matmul", (a, b)))
+        return Abstract(out, _result_dtype(a.dtype, b.dtype))
 
     def gather(self, table, indices):
-        return Abstract(indices.shape + table.shape[1:], table.dtype, recipe=("gather", (table, indices)))
+        return Abstract(indices.shape + table.shape[1:], table.dtype)
 
     def scatter_add(self, shape, indices, src):
-        return Abstract(tuple(shape), src.dtype, recipe=("scatter_add", (tuple(shape), indices, src)))
+        return Abstract(tuple(shape), src.dtype)
 
     def permute(self, a, order):
-        return Abstract(tuple(a.shape[i] for i in order), a.dtype, recipe=("permute", (a, tuple(order))))
+        return Abstract(tuple(a.shape[i] for i in order), a.dtype)
 
     def view(self, a, shape):
-        return Abstract(tuple(shape), a.dtype, recipe=("view", (a, tuple(shape))))
+        return Abstract(tuple(shape), a.dtype)
 
     def reshape(self, a, shape):
-        return Abstract(tuple(shape), a.dtype, recipe=("reshape", (a, tuple(shape))))
+        return Abstract(tuple(shape), a.dtype)
 
     def expand(self, a, shape):
         _broadcast(a.shape, tuple(shape))
-        return Abstract(tuple(shape), a.dtype, recipe=("expand", (a, tuple(shape))))
+        return Abstract(tuple(shape), a.dtype)
 
     def contiguous(self, a):
-        return Abstract(a.shape, a.dtype, recipe=("contiguous", (a,)))
+        return Abstract(a.shape, a.dtype)
 
     def is_contiguous(self, a):
         return True  # layout is decided when the graph runs
@@ -202,18 +200,7 @@ class SymbolicBackend(Backend):
 
     def index(self, a, key):
         shape = _zero_cost_array(a.shape, a.dtype)[key].shape
-        return Abstract(shape, a.dtype, recipe=("index", (a, key)))
+        return Abstract(shape, a.dtype)
 
     def index_add(self, shape, key, src):
-        return Abstract(tuple(shape), src.dtype, recipe=("index_add", (tuple(shape), key, src)))
-
-
-def evaluate_recipe(backend: Backend, recipe: tuple, value_of) -> Any:
-    """Run a raw kernel call recorded in ``recipe`` on a real backend; ``value_of(Abstract)`` gives inputs."""
-    method, args = recipe
-    real = [value_of(a) if isinstance(a, Abstract) else a for a in args]
-    return getattr(backend, method)(*real)
-
-
-def abstract_inputs(recipe: tuple) -> list[Abstract]:
-    return [a for a in recipe[1] if isinstance(a, Abstract)]
+        return Abstract(tuple(shape), src.dtype)
