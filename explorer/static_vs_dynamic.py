@@ -30,7 +30,6 @@ COLOURS = {
     "variable": "#bbf7d0",     # green: state kept across runs
     "constant": "#e5e7eb",     # grey: fixed values
     "op": "#ffffff",           # white: forward operations
-    "kernel": "#f5f5f4",
     "gradient": "#fed7aa",     # orange: nodes added by gradients()
     "update": "#e9d5ff",       # purple: the training op's assignments
 }
@@ -204,7 +203,7 @@ def run_fetch(ex: Example, fetch: str, fed: list[str]) -> RunResult:
 
 
 def _fill(n: Node) -> str:
-    if n.role == "gradient" and n.kind in ("op", "constant", "kernel"):
+    if n.role == "gradient" and n.kind in ("op", "constant"):
         return COLOURS["gradient"]
     return COLOURS.get(n.kind, "#ffffff")
 
