@@ -57,8 +57,13 @@ def test_example_orders(capsys):
 def test_example_costs_and_h_sweep(capsys):
     out = _run("explain_costs", ["--depth", "2", "--width", "8", "--batch", "4"], capsys)
     assert "one column of J" in out and "one row of J" in out and "total" in out
+    assert "159383552" in out and "159.4" in out  # the notes' exercise 9
     out = _run("explain_h_sweep", [], capsys)
-    assert "best h: float32: 1e-02" in out and "1e-12" in out
+    assert "1.0e-12" in out and "float64 forward |error|" in out
+    best = out.split("best h (central")[1].splitlines()[0]
+    h64 = float(best.split("float64: ")[1].split(",")[0])
+    assert 1e-6 <= h64 <= 3e-5  # issue 13: the float64 best h on the slide example
+    assert "float32: 3.8e-03" in best
 
 
 def test_jacobian_costs_with_data_inputs():

@@ -100,6 +100,28 @@ def test_harness_bfs_often_wrong_on_dags_others_never():
     assert all(r.wrong == 0 for r in tree_rows.values())
 
 
+def test_harness_counts_match_the_recorded_traces():
+    """The statistics' counting path runs the same engine calls as record_execution."""
+    programs = [random_dag_program(9, s) for s in range(4)]
+    rows = {r.strategy: r for r in strategy_comparison(programs=programs)}
+    ref = [record_execution(text, inputs).grads for text, inputs in programs]
+    for s in STRATEGY_NAMES:
+        traces = [record_execution(text, inputs, strategy=s) for text, inputs in programs]
+        assert rows[s].mean_vjp_calls == pytest.approx(sum(t.vjp_calls for t in traces) / 4)
+        assert rows[s].mean_backward_ops == pytest.approx(sum(t.backward_ops for t in traces) / 4)
+        wrong = sum(any(abs(t.grads[k] - r[k]) > 1e-9 * max(1.0, abs(r[k])) for k in r) for t, r in zip(traces, ref))
+        assert rows[s].wrong == wrong
+
+
+def test_harness_is_bounded_and_path_recursion_gives_up_as_an_error():
+    with pytest.raises(ValueError, match="at most"):
+        strategy_comparison(n_graphs=10_000)
+    rows = {r.strategy: r for r in strategy_comparison(programs=[doubling_chain_program(12)],
+                                                       strategies=("topological", "path_recursion"),
+                                                       max_vjp_calls=1000)}
+    assert rows["path_recursion"].errors == 1 and rows["topological"].errors == 0
+
+
 def test_random_dag_programs_are_seeded_and_reuse_values():
     a = random_dag_program(10, 7)
     assert a == random_dag_program(10, 7) and a != random_dag_program(10, 8)
@@ -145,8 +167,9 @@ class _Limited(PathRecursion):
 
 
 def test_recursive_dfs_hits_a_real_recursion_error_on_a_3000_chain_topological_does_not():
-    topo, rec = recursion_demo(3000)
-    assert topo.error is None and topo.grads["x1"] == pytest.approx(1.0)
+    topo, rec = recursion_demo(3000)  # the notes' chain h <- h * 1.0002
+    assert topo.error is None and round(topo.grads["x1"], 10) == 1.8220094911
+    assert topo.grads["x1"] == pytest.approx(1.0002 ** 3000, rel=1e-12)
     assert rec.error is not None and rec.error.startswith("RecursionError")
     assert rec.grads["x1"] is None  # nothing was accumulated: the sort failed before any VJP
     # on a shallow graph the same strategy is right

@@ -3,6 +3,7 @@ sweep, and the activation memory the backward pass keeps. Everything runs the re
 counts what it ran with ``trace_ops``."""
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -171,6 +172,58 @@ class HSweepRow:
     estimate: float
     abs_error: float
     rel_error: float
+    scheme: str = "central"   # 'central': (f(x+h) - f(x-h)) / 2h;  'forward': (f(x+h) - f(x)) / h
+
+
+# unit roundoff (half the machine epsilon) of each dtype: the relative error of one rounded value
+UNIT_ROUNDOFF = {"float64": float(np.finfo(np.float64).eps) / 2, "float32": float(np.finfo(np.float32).eps) / 2}
+
+
+@dataclass
+class ErrorModel:
+    """The textbook error model of a finite difference and the h that minimises it.
+
+    central: |error| ~ h^2 |f'''| / 6 + eps |f| / h, minimised at h* = (3 eps |f| / |f'''|)^(1/3);
+    forward: |error| ~ h |f''| / 2 + 2 eps |f| / h, minimised at h* = 2 (eps |f| / |f''|)^(1/2).
+    ``slope`` is the truncation term's power of h (2 or 1); the rounding term always has slope -1.
+    """
+    scheme: str
+    dtype: str
+    eps: float
+    truncation_coefficient: float  # |f'''| / 6 (central) or |f''| / 2 (forward)
+    rounding_coefficient: float    # eps |f| (central) or 2 eps |f| (forward)
+    slope: int
+    best_h: float | None           # None when the truncation term vanishes (f''' = 0 or f'' = 0)
+
+    def truncation(self, h: float) -> float:
+        return self.truncation_coefficient * h ** self.slope
+
+    def rounding(self, h: float) -> float:
+        return self.rounding_coefficient / h
+
+    def error(self, h: float) -> float:
+        return self.truncation(h) + self.rounding(h)
+
+
+def error_model(scheme: str, dtype: str, f: float, d2: float, d3: float) -> ErrorModel:
+    """:class:`ErrorModel` of ``scheme`` in ``dtype`` from f, f'' and f''' at the point.
+
+    Raises:
+        ValueError: unknown scheme.
+    """
+    name = as_dtype(dtype).name
+    eps = UNIT_ROUNDOFF[name]
+    if scheme == "central":
+        trunc, rnd, slope = abs(d3) / 6.0, eps * abs(f), 2
+        best = (rnd / (2 * trunc)) ** (1 / 3) if trunc > 0 and rnd > 0 else None
+    elif scheme == "forward":
+        trunc, rnd, slope = abs(d2) / 2.0, 2 * eps * abs(f), 1
+        best = (rnd / trunc) ** 0.5 if trunc > 0 and rnd > 0 else None
+    else:
+        raise ValueError(f"unknown finite-difference scheme {scheme!r} (central or forward)")
+    if best is not None and not math.isfinite(best):
+        best = None
+    return ErrorModel(scheme, name, eps, trunc, rnd, slope, best)
 
 
 @dataclass
@@ -178,62 +231,152 @@ class HSweep:
     wrt: str
     exact: float
     rows: list[HSweepRow]
-    best_h: dict[str, float] = field(default_factory=dict)
+    best_h: dict[str, float] = field(default_factory=dict)     # central scheme, per dtype (see h_sweep)
+    lowest_h: dict[str, float] = field(default_factory=dict)   # the sweep's lowest point (central, per dtype)
+    derivatives: list[float] = field(default_factory=list)     # f, f', f'', f''' along the swept element
+    models: list[ErrorModel] = field(default_factory=list)
+
+    def model(self, scheme: str, dtype: str) -> ErrorModel | None:
+        return next((m for m in self.models if m.scheme == scheme and m.dtype == dtype), None)
+
+    def series(self, scheme: str, dtype: str) -> tuple[list[float], list[float]]:
+        """(hs, |errors|) of one scheme and dtype, in sweep order."""
+        rows = [r for r in self.rows if r.scheme == scheme and r.dtype == dtype]
+        return [r.h for r in rows], [r.abs_error for r in rows]
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def h_sweep(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str | None = None, index: int = 0,
-            hs: Sequence[float] | None = None, dtypes: Sequence[str] = ("float32", "float64")) -> HSweep:
-    """Central-difference error against autodiff (float64) for each h and dtype.
+def default_hs(per_decade: int = 4, smallest_exponent: int = 12) -> list[float]:
+    """1e-1 ... 1e-12 with ``per_decade`` points per decade (every power of ten included)."""
+    return [10.0 ** (-k / per_decade) for k in range(per_decade, smallest_exponent * per_decade + 1)]
 
-    Large h: truncation error ~ h^2; small h: rounding error ~ eps / h. The best h is near
-    eps^(1/3): about 1e-2..1e-3 in float32 and 1e-5..1e-6 in float64.
+
+def directional_derivatives(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str,
+                            index: int = 0) -> list[float]:
+    """[f, f', f'', f'''] of (the sum of) the output along element ``index`` of input ``wrt``, in float64.
+
+    The higher derivatives are the engine's own: ``engine.grad`` nested three times, i.e. the
+    backward pass differentiating its own gradient graph.
+
+    Raises:
+        ExpressionError: bad program/inputs or ``wrt``.
+    """
+    program, inputs = _as_program(program, inputs)
+    if wrt not in program.input_names:
+        raise ExpressionError(f"`{wrt}` is not an input of the program (inputs: {', '.join(program.input_names)})",
+                              kind="undefined")
+    arrays = _input_arrays(program, inputs)
+    i = program.input_names.index(wrt)
+    f = program.function()
+    others = [tensor(a) for a in arrays]
+    one_hot = np.zeros(arrays[i].shape)
+    one_hot.reshape(-1)[index] = 1.0
+    t0 = float(arrays[i].reshape(-1)[index])
+    rest = tensor(arrays[i] - t0 * one_hot)
+    direction = tensor(one_hot)
+
+    def along(t):
+        args = list(others)
+        args[i] = rest + t * direction if arrays[i].ndim else t
+        out = f(*args)
+        return out.sum() if out.ndim else out
+
+    d1 = api.grad(along)
+    d2 = api.grad(d1)
+    d3 = api.grad(d2)
+    t = tensor(t0)
+    with np.errstate(all="ignore"):
+        return [float(g(t).numpy()) for g in (along, d1, d2, d3)]
+
+
+def h_sweep(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str | None = None, index: int = 0,
+            hs: Sequence[float] | None = None, dtypes: Sequence[str] = ("float32", "float64"),
+            schemes: Sequence[str] = ("central", "forward")) -> HSweep:
+    """Finite-difference error against autodiff (float64) for each h, dtype and scheme.
+
+    Central differences: truncation error ~ h^2, rounding ~ eps / h; forward differences:
+    truncation ~ h. The *best h* of each dtype (``HSweep.best_h``, central scheme) is the
+    minimiser of the error model h^2 |f'''| / 6 + eps |f| / h with f''' from the engine (nested
+    ``engine.grad``), not the sweep's lowest point (``HSweep.lowest_h``): rounding error is noisy,
+    and one lucky cancellation can put the lowest point a decade away from where the error is
+    small systematically. When f''' = 0 (no truncation error) it falls back to the lowest point.
 
     Args:
         wrt: input name (default: the first input); index: element of that input.
-        hs: step sizes (default 1e-1 ... 1e-12).
+        hs: step sizes (default :func:`default_hs`: 1e-1 ... 1e-12, four per decade).
+        schemes: 'central' and/or 'forward'.
+    Raises:
+        ExpressionError: bad program, inputs or ``wrt``.
     """
     program, inputs = _as_program(program, inputs)
     wrt = wrt or program.input_names[0]
     if wrt not in program.input_names:
         raise ExpressionError(f"`{wrt}` is not an input of the program (inputs: {', '.join(program.input_names)})",
                               kind="undefined")
-    hs = list(hs) if hs is not None else [10.0 ** -k for k in range(1, 13)]
+    hs = list(hs) if hs is not None else default_hs()
     tr = record_execution(program, inputs)
     exact = float(np.asarray(tr.grads[wrt], dtype=float).reshape(-1)[index])
+    derivs = directional_derivatives(program, inputs, wrt, index)
     i = program.input_names.index(wrt)
     rows: list[HSweepRow] = []
-    best: dict[str, float] = {}
+    lowest: dict[str, float] = {}
+    models: list[ErrorModel] = []
     for dt in dtypes:
         arrays = _input_arrays(program, inputs, dt)
         npdt = arrays[0].dtype.type
         value = _scalar_f(program, dt)
-        best_err = np.inf
-        for h in hs:
-            xp = [a.copy() for a in arrays]
-            xm = [a.copy() for a in arrays]
-            xp[i].reshape(-1)[index] += npdt(h)
-            xm[i].reshape(-1)[index] -= npdt(h)
-            with np.errstate(all="ignore"):
-                est = float((value(xp) - value(xm)) / npdt(2 * h))
-            err = abs(est - exact)
-            rows.append(HSweepRow(dt, float(h), est, err, err / max(abs(exact), 1e-300)))
-            if err < best_err:
-                best_err, best[dt] = err, float(h)
-    return HSweep(wrt, exact, rows, best)
+        f0 = value(arrays)
+        for scheme in schemes:
+            models.append(error_model(scheme, dt, derivs[0], derivs[2], derivs[3]))
+            best_err = np.inf
+            for h in hs:
+                xp = [a.copy() for a in arrays]
+                xp[i].reshape(-1)[index] += npdt(h)
+                with np.errstate(all="ignore"):
+                    if scheme == "central":
+                        xm = [a.copy() for a in arrays]
+                        xm[i].reshape(-1)[index] -= npdt(h)
+                        est = float((value(xp) - value(xm)) / npdt(2 * h))
+                    else:
+                        est = float((value(xp) - f0) / npdt(h))
+                err = abs(est - exact)
+                rows.append(HSweepRow(dt, float(h), est, err, err / max(abs(exact), 1e-300), scheme))
+                if scheme == "central" and err < best_err:
+                    best_err, lowest[dt] = err, float(h)
+    best = {}
+    for dt in lowest:
+        m = next((m for m in models if m.scheme == "central" and m.dtype == as_dtype(dt).name), None)
+        best[dt] = m.best_h if m is not None and m.best_h is not None else lowest[dt]
+    return HSweep(wrt, exact, rows, best, lowest, derivs, models)
 
 
 # ---------------------------------------------------------------------------
 # activation memory
+#
+# Three counts of what an MLP of L x (Linear + ReLU) keeps for its backward pass, all without the
+# network's input x (the caller's data, alive anyway; the notes subtract it too):
+#   this engine (measured): every input of every op stays referenced by the graph's History:
+#       the Linear's input h, the matmul output m = hW (kept by the bias add, whose VJP never
+#       reads it) and z = m + b (kept by ReLU, which recomputes its mask 1[z > 0] from it): 3L - 1.
+#   the notes' rule: two buffers per layer, the Linear's input (for dW = hᵀ ḡ) and ReLU's saved
+#       input z (for its mask): 2L - 1.
+#   strict minimum: ReLU's mask can come from its output instead (relu(z) > 0 exactly when
+#       z > 0), and that output is the next Linear's input, kept anyway: one shared buffer per
+#       layer, L.
+
+RELU_SAVED = ("ReLU's VJP needs its mask 1[z > 0]. This engine's ReLU keeps its input z (the "
+              "pre-activation) and recomputes the mask from it; since relu(z) > 0 exactly where z > 0, a "
+              "framework may keep ReLU's output instead, which the next Linear keeps anyway as its input.")
 
 
 @dataclass
 class LayerMemory:
     layer: int
     kept_bytes: int           # measured: buffers the engine's graph holds for this layer's backward
-    minimum_bytes: int        # analytic: what the VJPs strictly need (layer input + activation output)
+    minimum_bytes: int        # strict minimum: the layer's ReLU output (shared with the next Linear)
+    notes_bytes: int = 0      # the notes' rule: the Linear's input and ReLU's input z
 
 
 @dataclass
@@ -254,9 +397,13 @@ class MemoryReport:
     def minimum_total(self) -> int:
         return sum(layer.minimum_bytes for layer in self.layers)
 
+    @property
+    def notes_total(self) -> int:
+        return sum(layer.notes_bytes for layer in self.layers)
+
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["kept_total"], d["minimum_total"] = self.kept_total, self.minimum_total
+        d["kept_total"], d["minimum_total"], d["notes_total"] = self.kept_total, self.minimum_total, self.notes_total
         return d
 
 
@@ -266,24 +413,37 @@ def _root(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+def _itemsize(dtype: str) -> int:
+    return np.dtype(np.float32 if as_dtype(dtype).name == "float32" else np.float64).itemsize
+
+
+def _check_sizes(**sizes: int) -> None:
+    for name, v in sizes.items():
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+
 def activation_memory(depth: int, width: int, batch: int, dtype: str = "float32", in_features: int | None = None,
                       seed: int = 0) -> MemoryReport:
     """Bytes of intermediate values the backward pass keeps for an MLP (Linear + ReLU) x depth.
 
     Measured: the engine runs the forward pass (NumPy backend); every buffer referenced by the
-    graph's histories (op inputs and saved values) that is not a parameter is counted once (views
-    share their base buffer), assigned to the layer whose ops first reference it.
-    Analytic minimum: each layer's input (for dW) and its ReLU output (for the ReLU VJP), i.e.
-    batch x (in + width) elements per layer, counting every buffer once overall.
+    graph's histories (op inputs and saved values) that is neither a parameter nor the input x is
+    counted once (views share their base buffer), assigned to the layer whose ops first reference
+    it. Beside it, per layer, the notes' rule (Linear input + ReLU input, the first layer's input
+    being x) and the strict minimum (the ReLU output only); see the comment above.
+
+    Raises:
+        ValueError: a size that is not a positive integer, or a network too large to run
+            (depth x width x batch > 5e7; :func:`memory_at_scale` gives any size).
     """
     from .. import nn
-    for name, v in (("depth", depth), ("width", width), ("batch", batch)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    _check_sizes(depth=depth, width=width, batch=batch)
     if depth * width * batch > 50_000_000:
-        raise ValueError("this MLP is too large to run for a measurement (depth*width*batch > 5e7)")
+        raise ValueError("this MLP is too large to run for a measurement (depth*width*batch > 5e7); "
+                         "memory_at_scale computes any size from a small run")
     in_features = in_features or width
-    itemsize = np.dtype(np.float32 if as_dtype(dtype).name == "float32" else np.float64).itemsize
+    itemsize = _itemsize(dtype)
     rng = np.random.default_rng(seed)
     layers = [nn.Linear(in_features if k == 0 else width, width, dtype=dtype, seed=seed + k) for k in range(depth)]
     params = {id(_root(np.asarray(p.data))) for lay in layers for p in lay.parameters()}
@@ -300,7 +460,7 @@ def activation_memory(depth: int, width: int, batch: int, dtype: str = "float32"
         for k, lay in enumerate(layers):
             current[0] = k
             h = lay(h).relu()
-    seen: set[int] = set(params)
+    seen: set[int] = set(params) | {id(_root(np.asarray(x.data)))}
     result = []
     for k, hists in enumerate(per_layer):
         kept = 0
@@ -317,8 +477,158 @@ def activation_memory(depth: int, width: int, batch: int, dtype: str = "float32"
                     continue
                 seen.add(id(root))
                 kept += root.nbytes
-        fan_in = in_features if k == 0 else 0  # later layers' inputs are the previous ReLU outputs
-        minimum = batch * (fan_in + width) * itemsize
-        result.append(LayerMemory(k + 1, kept, minimum))
+        buffer = batch * width * itemsize
+        result.append(LayerMemory(k + 1, kept, buffer, buffer * (1 if k == 0 else 2)))
     pbytes = sum(p.numel() * itemsize for lay in layers for p in lay.parameters())
     return MemoryReport(depth, width, batch, as_dtype(dtype).name, in_features, result, pbytes)
+
+
+@dataclass
+class MemoryAtScale:
+    """What an MLP of ``depth`` x (Linear(width) + ReLU) keeps for backward, counted in batch x width buffers."""
+    depth: int
+    width: int
+    batch: int
+    dtype: str
+    buffer_bytes: int         # one batch x width buffer
+    engine_buffers: int       # measured on this engine (3L - 1)
+    notes_buffers: int        # the notes' rule (2L - 1)
+    minimum_buffers: int      # strict minimum, ReLU output shared with the next Linear (L)
+    parameter_bytes: int
+
+    @property
+    def engine_bytes(self) -> int:
+        return self.engine_buffers * self.buffer_bytes
+
+    @property
+    def notes_bytes(self) -> int:
+        return self.notes_buffers * self.buffer_bytes
+
+    @property
+    def minimum_bytes(self) -> int:
+        return self.minimum_buffers * self.buffer_bytes
+
+    def rows(self) -> list[dict]:
+        """One row per count: what is kept, buffers, bytes, MB and MiB."""
+        out = []
+        for label, rule, n in (("this engine (measured)", "every input of every op: h, hW, z per layer",
+                                self.engine_buffers),
+                               ("the notes' rule", "Linear input h + ReLU input z per layer", self.notes_buffers),
+                               ("strict minimum", "ReLU output only (it is the next Linear's input)",
+                                self.minimum_buffers)):
+            b = n * self.buffer_bytes
+            out.append({"count": label, "what is kept": rule, "buffers": n, "bytes": b,
+                        "MB": round(b / 1e6, 1), "MiB": round(b / 2 ** 20, 1)})
+        return out
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(engine_bytes=self.engine_bytes, notes_bytes=self.notes_bytes, minimum_bytes=self.minimum_bytes)
+        return d
+
+
+MAX_SCALE_DEPTH = 1000
+
+
+def memory_at_scale(depth: int, width: int, batch: int, dtype: str = "float32") -> MemoryAtScale:
+    """Memory kept for backward by an MLP of any size (e.g. the notes' exercise 9: 10 x 4096, batch 512).
+
+    The engine runs the same network at width 4, batch 2 and its kept buffers are counted
+    (:func:`activation_memory`); every one of them is one batch x width buffer (the graph's
+    structure does not depend on the sizes), so the count scales exactly to the sizes asked for.
+
+    Raises:
+        ValueError: a size that is not a positive integer, or depth > 1000.
+    """
+    _check_sizes(depth=depth, width=width, batch=batch)
+    if depth > MAX_SCALE_DEPTH:
+        raise ValueError(f"depth must be at most {MAX_SCALE_DEPTH}, got {depth}")
+    small_w, small_b = 4, 2
+    small = activation_memory(depth, small_w, small_b, dtype)
+    unit = small_w * small_b * _itemsize(dtype)
+    engine_buffers, rest = divmod(small.kept_total, unit)
+    if rest:  # would mean a kept buffer of another shape: then the scaling below would be wrong
+        raise AssertionError(f"kept {small.kept_total} bytes is not a whole number of {unit}-byte buffers")
+    itemsize = _itemsize(dtype)
+    return MemoryAtScale(int(depth), int(width), int(batch), as_dtype(dtype).name, int(batch) * int(width) * itemsize,
+                         int(engine_buffers), 2 * int(depth) - 1, int(depth),
+                         int(depth) * (int(width) * int(width) + int(width)) * itemsize)
+
+
+# ---------------------------------------------------------------------------
+# Jacobian sizes: why frameworks never build the Jacobian
+
+
+@dataclass
+class JacobianSizes:
+    """Bytes of Jacobians against the vectors a VJP works with, for a layer x (d_in) -> y (d_out), batch B.
+
+    ``per_example``: one example through the layer, J = dy/dx is d_out x d_in.
+    ``whole_batch``: the batch as one function R^(B d_in) -> R^(B d_out) (a layer, or a whole network
+    with those input and output widths): (B d_out) x (B d_in).
+    ``vjp``: what a VJP holds instead, the cotangent ȳ (B d_out numbers); its result x̄ has B d_in.
+    ``forward_passes`` / ``reverse_passes``: JVPs (one per input element) or VJPs (one per output
+    element) to build the whole-batch Jacobian column by column or row by row.
+    """
+    width_in: int
+    width_out: int
+    batch: int
+    dtype: str
+    itemsize: int
+
+    @property
+    def per_example_elements(self) -> int:
+        return self.width_out * self.width_in
+
+    @property
+    def whole_batch_elements(self) -> int:
+        return self.batch * self.width_out * self.batch * self.width_in
+
+    @property
+    def vjp_elements(self) -> int:
+        return self.batch * self.width_out
+
+    @property
+    def forward_passes(self) -> int:
+        return self.batch * self.width_in
+
+    @property
+    def reverse_passes(self) -> int:
+        return self.batch * self.width_out
+
+    def rows(self) -> list[dict]:
+        """Table rows: what, its shape, elements, bytes (exact) and a readable size."""
+        b, di, do = self.batch, self.width_in, self.width_out
+        out = []
+        for what, shape, n in (
+                ("Jacobian of one example (one layer)", f"{do:,} × {di:,}", self.per_example_elements),
+                ("Jacobian of the whole batch (layer or network)", f"{b * do:,} × {b * di:,}",
+                 self.whole_batch_elements),
+                ("VJP: the cotangent ȳ it carries instead", f"{b:,} × {do:,}", self.vjp_elements)):
+            out.append({"what": what, "shape": shape, "elements": f"{n:,}", "bytes": n * self.itemsize,
+                        "size": human_bytes(n * self.itemsize)})
+        return out
+
+
+def human_bytes(n: float) -> str:
+    """Decimal units as the notes use them: 67 MB, 0.134 GB, 5.6e5 GB."""
+    if n < 1e3:
+        return f"{n:.0f} B"
+    if n < 1e6:
+        return f"{n / 1e3:.3g} kB"
+    if n < 1e8:
+        return f"{n / 1e6:.3g} MB"
+    gb = n / 1e9
+    return f"{gb:.3g} GB" if gb < 1e4 else f"{gb:.2g} GB".replace("e+0", "e").replace("e+", "e")
+
+
+def jacobian_sizes(width_in: int = 4096, width_out: int = 4096, batch: int = 2048,
+                   dtype: str = "float64") -> JacobianSizes:
+    """Sizes of full Jacobians against a VJP's vector. The defaults give the notes' three numbers:
+    0.134 GB (one example), 5.6e5 GB (the whole batch), 67 MB (the VJP's cotangent).
+
+    Raises:
+        ValueError: a size that is not a positive integer.
+    """
+    _check_sizes(width_in=width_in, width_out=width_out, batch=batch)
+    return JacobianSizes(int(width_in), int(width_out), int(batch), as_dtype(dtype).name, _itemsize(dtype))
