@@ -9,10 +9,15 @@ trains on all 67,349 training sentences and validates on all 872, with the setti
 SST-2 ships with the project (sentiment/data_files/sst2/); ``--data-dir FOLDER`` or
 ``$AUTODIFF_DATA_DIR`` use another copy, ``--download`` fetches GLUE's when no copy is found.
 
+Your own data: ``--train FILE --valid FILE``, each a CSV (``sentence,label``) or TSV
+(``sentence<TAB>label``) of labelled sentences, header optional, labels 0/1 or negative/positive,
+at most 5 MB and 100,000 rows per file (see sentiment.data.parse_labelled).
+
     python examples/train_sentiment.py
     python examples/train_sentiment.py --full
     python examples/train_sentiment.py --full --epochs 3 --batch-size 64
     python examples/train_sentiment.py --dataset builtin --epochs 50
+    python examples/train_sentiment.py --train my_train.csv --valid my_valid.csv --epochs 50
 """
 from __future__ import annotations
 
@@ -20,7 +25,8 @@ import argparse
 import sys
 import time
 
-from sentiment.data import DataFormatError, DownloadError, SST2NotFound, builtin_split, load_sst2
+from sentiment.data import (DataFormatError, DownloadError, SST2NotFound, builtin_split, load_sst2,
+                            read_labelled_file)
 from sentiment.embeddings import GloveNotFound, load_glove
 from sentiment.trainer import (PRESETS, EpochEnd, SentimentTrainer, TrainingFinished, TrainingStarted,
                                hw2_log_lines)
@@ -47,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="; ".join(f"{k}: {v.label}" for k, v in PRESETS.items()))
     p.add_argument("--full", action="store_true", help="the same as --preset full")
     p.add_argument("--dataset", choices=["sst2", "builtin"], default="sst2")
+    p.add_argument("--train", metavar="FILE", default=None,
+                   help="your own training sentences: CSV 'sentence,label' or TSV 'sentence<TAB>label' "
+                        "(header optional, <= 5 MB, <= 100,000 rows); needs --valid")
+    p.add_argument("--valid", metavar="FILE", default=None, help="your own validation sentences (same format)")
     p.add_argument("--train-size", type=int, default=None, help="first N training sentences (default: the preset's)")
     p.add_argument("--val-size", type=int, default=None, help="first N validation sentences (default: the preset's)")
     for name, kw in CONFIG_FLAGS.items():
@@ -62,14 +72,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (args.train is None) != (args.valid is None):
+        parser.error("--train and --valid go together: give both files")
     preset = PRESETS["full" if args.full else args.preset]
     config = preset.train_config(**{k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None})
     n_train = args.train_size if args.train_size is not None else preset.n_train
     n_val = args.val_size if args.val_size is not None else preset.n_val
     try:
         config.validate()
-        if args.dataset == "builtin":
+        if args.train is not None:
+            try:
+                train = read_labelled_file(args.train, need_both_labels=True).head(args.train_size)
+                val = read_labelled_file(args.valid).head(args.val_size)
+            except OSError as e:
+                raise DataFormatError(e.filename or "?", None, e.strerror or str(e)) from None
+        elif args.dataset == "builtin":
             train, val = builtin_split()
         else:
             train, val = load_sst2(args.data_dir, download=args.download)
@@ -86,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{train.source}: {ev.n_train} training, {ev.n_val} validation sentences; GloVe: "
                   f"{ev.glove_source}; unknown words: {len(ev.unknown_words)} distinct "
                   f"({ev.unknown_train_tokens} train / {ev.unknown_val_tokens} validation tokens)")
-            print(f"preset {preset.label!r}; network: {ev.n_params} parameters; {config}")
+            print(f"settings of the preset {preset.label!r}; network: {ev.n_params} parameters; {config}")
         elif isinstance(ev, EpochEnd):
             last_epoch = ev
             if not args.quiet:

@@ -12,6 +12,8 @@ page that reloads SST-2 on every rerun pays for it once.
 """
 from __future__ import annotations
 
+import csv
+import functools
 import hashlib
 import importlib.resources
 import lzma
@@ -349,6 +351,174 @@ def download_sst2(cache_dir: "str | Path", url: str = SST2_URL, timeout: float =
             shutil.rmtree(target)
         shutil.move(str(staged), str(target))
     return target
+
+
+# ---------------------------------------------------------------------------
+# your own data: labelled sentences as CSV or TSV
+
+MAX_USER_BYTES = 5_000_000        # 5 MB per file or pasted text (SST-2's train.tsv, 3.8 MB, fits)
+MAX_USER_ROWS = 100_000           # examples per file
+MAX_SENTENCE_CHARS = 2_000        # per sentence (SST-2's longest has 267)
+LABELS = {"0": 0, "1": 1, "negative": 0, "positive": 1, "neg": 0, "pos": 1}
+SENTENCE_COLUMNS = ("sentence", "text", "review")
+LABEL_COLUMNS = ("label", "sentiment")
+
+
+class DataTooLarge(DataFormatError):
+    """Labelled data beyond :data:`MAX_USER_BYTES` bytes, :data:`MAX_USER_ROWS` rows or :data:`MAX_SENTENCE_CHARS`."""
+
+
+def normalize_sentence(text: str) -> str:
+    """Lower-case and split like SST-2, keeping text that is already split that way.
+
+    Each space-separated piece goes through :func:`sentiment.embeddings.tokenize`, except pieces
+    made of punctuation only (SST-2's ``...``, ``--``, `````, ``''`` stay whole):
+    ``"It isn't BAD, really..."`` -> ``"it is n't bad , really ..."``.
+    """
+    return " ".join(map(_normalize_piece, text.lower().split()))
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalize_piece(piece: str) -> str:
+    from .embeddings import tokenize  # embeddings imports this module
+
+    if any(ch.isalnum() or ch == "_" for ch in piece):
+        return " ".join(tokenize(piece))
+    return piece
+
+
+def _split_row(line: str, delimiter: str, path, lineno: int) -> list[str]:
+    if delimiter == "\t":
+        return line.split("\t")
+    try:
+        return next(csv.reader([line], strict=True))
+    except csv.Error as e:
+        raise DataFormatError(path, lineno, f"not a valid CSV row ({e}); a sentence with commas or quotes "
+                                            'goes in double quotes, with "" for a quote, on one line') from None
+
+
+def _label_of(text: str, path, lineno: int) -> int:
+    label = LABELS.get(text.strip().lower())
+    if label is None:
+        raise DataFormatError(path, lineno, f"label must be 0 or 1 (or negative / positive), found {text.strip()[:20]!r}")
+    return label
+
+
+def parse_labelled(data: "str | bytes", name: str = "pasted text", *, max_bytes: int = MAX_USER_BYTES,
+                   max_rows: int = MAX_USER_ROWS, need_both_labels: bool = False) -> Dataset:
+    """Labelled sentences from CSV or TSV text: ``sentence,label`` or ``sentence<TAB>label`` per line.
+
+    - The delimiter is a tab when the first non-blank line has one, else a comma. CSV follows the usual
+      quoting (``"a sentence, with commas",1``); an unquoted sentence may contain commas too (the label
+      is the last field). One example per line; blank lines are skipped.
+    - Header optional: a first line whose last field is not a label is a header, and must name a
+      sentence column (``sentence``, ``text`` or ``review``) and a label column (``label`` or
+      ``sentiment``); other columns are ignored, and every row must have as many fields.
+    - Labels: ``0`` / ``1`` or ``negative`` / ``positive`` (any case).
+    - Sentences are normalised with :func:`normalize_sentence` (lower-cased, split like SST-2).
+    - Limits: at most ``max_bytes`` bytes (5 MB), ``max_rows`` examples (100,000) and
+      :data:`MAX_SENTENCE_CHARS` characters per sentence.
+
+    Args:
+        data: the text, or its bytes (UTF-8; an uploaded file's content).
+        name: what error messages call it (a file name, "pasted text").
+        need_both_labels: refuse data whose examples all have one label (a training set).
+
+    Returns:
+        A :class:`Dataset` whose ``source`` is ``name``.
+
+    Raises:
+        DataFormatError naming ``name`` and the line; :class:`DataTooLarge` beyond the limits.
+    """
+    size = len(data) if isinstance(data, bytes) else len(data.encode("utf-8"))
+    if size > max_bytes:
+        raise DataTooLarge(name, None, f"{size:,} bytes, more than the limit of {max_bytes:,} bytes")
+    if isinstance(data, bytes):
+        if b"\x00" in data:
+            raise DataFormatError(name, data[:data.index(b"\x00")].count(b"\n") + 1,
+                                  "contains NUL bytes: a binary or UTF-16 file, not UTF-8 text")
+        lines: list[str] = []
+        for lineno, raw in enumerate(data.split(b"\n"), start=1):
+            try:
+                lines.append(raw.decode("utf-8-sig" if lineno == 1 else "utf-8"))
+            except UnicodeDecodeError as e:
+                raise DataFormatError(name, lineno, f"not valid UTF-8 ({e.reason}); save the file as UTF-8") from None
+    else:
+        lines = data.lstrip("\ufeff").split("\n")
+    sentences: list[str] = []
+    labels: list[int] = []
+    delimiter: str | None = None
+    columns: tuple[int, int, int] | None = None  # (number of fields, sentence column, label column)
+    for lineno, line in enumerate(lines, start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            continue
+        if delimiter is None:  # the first non-blank line: delimiter, and header or not
+            delimiter = "\t" if "\t" in line else ","
+            fields = _split_row(line, delimiter, name, lineno)
+            if fields[-1].strip().lower() not in LABELS:
+                names = [f.strip().lower() for f in fields]
+                s_col = next((names.index(c) for c in SENTENCE_COLUMNS if c in names), None)
+                l_col = next((names.index(c) for c in LABEL_COLUMNS if c in names), None)
+                if s_col is None or l_col is None or len(fields) < 2:
+                    sep = "<TAB>" if delimiter == "\t" else ","
+                    raise DataFormatError(name, lineno, f"neither a 'sentence{sep}label' row ending in a label (0, 1, "
+                                                        "negative, positive) nor a header naming a sentence and a "
+                                                        f"label column: {line[:60]!r}")
+                columns = (len(fields), s_col, l_col)
+                continue
+        if len(sentences) >= max_rows:
+            raise DataTooLarge(name, lineno, f"more than {max_rows:,} examples, the limit")
+        fields = _split_row(line, delimiter, name, lineno)
+        if columns is not None and columns[0] != 2:
+            n, s_col, l_col = columns
+            if len(fields) != n:
+                raise DataFormatError(name, lineno, f"expected {n} fields like the header, found {len(fields)}")
+            sentence, label_text = fields[s_col], fields[l_col]
+        else:
+            s_col, l_col = columns[1:] if columns is not None else (0, 1)
+            if len(fields) < 2:
+                sep = "a tab" if delimiter == "\t" else "a comma"
+                raise DataFormatError(name, lineno, f"expected a sentence, {sep} and a label; found {line[:60]!r}")
+            if len(fields) > 2:
+                if delimiter == "\t" or '"' in line or l_col != 1:
+                    raise DataFormatError(name, lineno, f"expected 2 fields, found {len(fields)}"
+                                          + ("" if delimiter == "\t" else
+                                             ' (put a sentence with commas in double quotes)'))
+                fields = [",".join(fields[:-1]), fields[-1]]  # an unquoted sentence with commas
+            sentence, label_text = fields[s_col], fields[l_col]
+        label = _label_of(label_text, name, lineno)
+        if len(sentence) > MAX_SENTENCE_CHARS:
+            raise DataTooLarge(name, lineno, f"sentence of {len(sentence):,} characters, more than the limit of "
+                                             f"{MAX_SENTENCE_CHARS:,}")
+        sentence = normalize_sentence(sentence)
+        if not sentence:
+            raise DataFormatError(name, lineno, "empty sentence")
+        sentences.append(sentence)
+        labels.append(label)
+    if not sentences:
+        raise DataFormatError(name, None, "no labelled sentences")
+    if need_both_labels and len(set(labels)) < 2:
+        raise DataFormatError(name, None, f"all {len(labels)} sentences are labelled {labels[0]}: "
+                                          "training needs examples of both labels")
+    return Dataset(sentences, np.array(labels, dtype=np.int64), name)
+
+
+def read_labelled_file(path: "str | Path", *, max_bytes: int = MAX_USER_BYTES, max_rows: int = MAX_USER_ROWS,
+                       need_both_labels: bool = False) -> Dataset:
+    """:func:`parse_labelled` of a file (checked against ``max_bytes`` before it is read).
+
+    Raises:
+        FileNotFoundError; DataFormatError / DataTooLarge naming the file and the line.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DataTooLarge(path, None, f"{size:,} bytes, more than the limit of {max_bytes:,} bytes")
+    with open(path, "rb") as fh:
+        data = fh.read(max_bytes + 1)  # the file may have grown since stat
+    return parse_labelled(data, str(path), max_bytes=max_bytes, max_rows=max_rows,
+                          need_both_labels=need_both_labels)
 
 
 # ---------------------------------------------------------------------------

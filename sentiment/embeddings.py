@@ -82,7 +82,7 @@ class GloVe:
 # tokenizer (SST-2 / Penn Treebank style, so typed text matches the training data)
 
 _CLITIC = re.compile(r"(?i)\b(\w+)(n't)\b|(\w)('s|'re|'ve|'ll|'d|'m)\b")
-_TOKEN = re.compile(r"n't|'s|'re|'ve|'ll|'d|'m|[\w]+(?:[-'][\w]+)*|[^\w\s]")
+_TOKEN = re.compile(r"n't|'s|'re|'ve|'ll|'d|'m|\.\.\.|--|[\w]+(?:[-'][\w]+)*|[^\w\s]")
 
 
 def tokenize(text: str) -> list[str]:

@@ -338,6 +338,7 @@ def test_tokenize_like_sst2():
                                                             "n't", "it", "?"]
     assert tokenize("I can't stand it; we'll see") == ["i", "ca", "n't", "stand", "it", ";", "we", "'ll", "see"]
     assert tokenize("   ") == []
+    assert tokenize("Really... good -- well-made.") == ["really", "...", "good", "--", "well-made", "."]
 
 
 def test_vocabulary_pads_and_counts_unknowns(tmp_path):
@@ -422,3 +423,90 @@ def test_glove_npy_folder_and_table_reject_non_finite_and_duplicates(tmp_path):
         read_glove_npy_folder(dup)
     with pytest.raises(ValueError, match="vector of 'bad' .*non-finite"):
         GloVe(["good", "bad"], np.array([[1.0, 2.0], [np.inf, 0.0]]), "test")
+
+
+# --- your own data: labelled sentences as CSV / TSV ------------------------------------
+
+from sentiment.data import (MAX_SENTENCE_CHARS, DataTooLarge, normalize_sentence, parse_labelled,  # noqa: E402
+                            read_labelled_file)
+
+
+@pytest.mark.parametrize("text", [
+    "A great film!,1\nDull, slow and boring.,0\n",                              # CSV, no header, unquoted comma
+    'sentence,label\n"A great film!",1\n"Dull, slow and boring.",0\n',          # CSV, header, quoted
+    "Sentence\tLabel\nA great film!\tpositive\nDull, slow and boring.\tNEGATIVE\n",  # TSV, header, label words
+    "A great film!\t1\r\n\r\nDull, slow and boring.\t0\r\n\r\n",                # TSV, CRLF, blank lines
+    'id,text,sentiment,source\n7,A great film!,1,web\n8,"Dull, slow and boring.",0,web\n',  # named columns
+    "\ufeffA great film!,1\nDull, slow and boring.,0",                            # BOM, no final newline
+])
+def test_labelled_text_in_the_usual_shapes(text):
+    for data in (text, text.encode("utf-8")):
+        ds = parse_labelled(data, "my.csv")
+        assert ds.sentences == ["a great film !", "dull , slow and boring ."]
+        assert ds.labels.tolist() == [1, 0] and ds.source == "my.csv"
+
+
+def test_normalize_sentence_splits_like_sst2_and_keeps_sst2_text():
+    assert normalize_sentence("It isn't BAD, really...") == "it is n't bad , really ..."
+    sst2 = "more than another `` best man '' clone -- it 's funny"
+    assert normalize_sentence(sst2) == sst2
+
+
+@pytest.mark.parametrize("text, line, words", [
+    ("good,1\nbad,2\n", 2, "label must be 0 or 1"),
+    ("good,1\nbad\n", 2, "a comma and a label"),
+    ("good\t1\nbad 0\n", 2, "a tab and a label"),
+    ("good\t1\na\tb\t0\n", 2, "expected 2 fields"),
+    ('good,1\n"bad, really,0\n', 2, "not a valid CSV row"),
+    ('good,1\n"bad",x,0\n', 2, "expected 2 fields"),
+    ("id,sentence,label\n1,good,1\n2,bad\n", 3, "expected 3 fields like the header"),
+    ("good,1\n  ,0\n", 2, "empty sentence"),
+    ("good,1\n...,0\n", None, None),  # punctuation is a sentence (no error)
+    ("hello there\n", 1, "neither a 'sentence,label' row"),
+    ("words,numbers\ngood,1\n", 1, "nor a header naming a sentence and a label column"),
+])
+def test_malformed_labelled_text_names_the_line(text, line, words):
+    if line is None:
+        assert parse_labelled(text).sentences == ["good", "..."]
+        return
+    with pytest.raises(DataFormatError) as info:
+        parse_labelled(text, "upload.csv")
+    assert info.value.line == line and f"upload.csv, line {line}: " in str(info.value) and words in str(info.value)
+
+
+def test_labelled_bytes_that_are_not_utf8_text(tmp_path):
+    with pytest.raises(DataFormatError, match=r"upload.csv, line 2: not valid UTF-8"):
+        parse_labelled("good,1\ncafé,0\n".encode("latin-1"), "upload.csv")
+    with pytest.raises(DataFormatError, match=r"line 1: contains NUL bytes"):
+        parse_labelled("good,1\n".encode("utf-16-le"), "upload.csv")
+    with pytest.raises(DataFormatError, match=r"upload.csv: no labelled sentences"):
+        parse_labelled("\n \n", "upload.csv")
+    with pytest.raises(DataFormatError, match=r"all 2 sentences are labelled 1: training needs"):
+        parse_labelled("good,1\ngreat,1\n", "upload.csv", need_both_labels=True)
+
+
+def test_labelled_data_limits(tmp_path):
+    with pytest.raises(DataTooLarge, match="100 bytes, more than the limit of 99 bytes"):
+        parse_labelled("x" * 98 + ",1", max_bytes=99)
+    with pytest.raises(DataTooLarge, match=r"line 4: more than 3 examples"):
+        parse_labelled("a,1\nb,0\nc,1\nd,0\n", max_rows=3)
+    assert len(parse_labelled("a,1\nb,0\nc,1\n", max_rows=3)) == 3
+    with pytest.raises(DataTooLarge, match=r"line 2: sentence of 2,001 characters"):
+        parse_labelled("a,1\n" + "b" * (MAX_SENTENCE_CHARS + 1) + ",0\n")
+    big = tmp_path / "big.csv"
+    big.write_bytes(b"good,1\n" * 200)
+    with pytest.raises(DataTooLarge, match=r"big.csv: 1,400 bytes, more than the limit of 1,000"):
+        read_labelled_file(big, max_bytes=1000)
+    with pytest.raises(DataFormatError, match=r"big.csv, line 4: more than 3"):
+        read_labelled_file(big, max_rows=3)
+    assert isinstance(DataTooLarge("x", None, "y"), DataFormatError)
+
+
+def test_labelled_file_reads_sst2s_own_train_file_within_the_limits(tmp_path):
+    """SST-2's train.tsv (3.8 MB, 67,349 rows) is a valid upload, and reads back as SST-2."""
+    raw = lzma.decompress(sdata.PACKAGED_SST2.joinpath("train.tsv.xz").read_bytes())
+    ds = parse_labelled(raw, "train.tsv")
+    sst2, _ = load_sst2()
+    assert len(ds) == 67349 and (ds.labels == sst2.labels).all()
+    same = sum(a == b for a, b in zip(ds.sentences, sst2.sentences))
+    assert same / len(ds) > 0.98  # abbreviations such as "mr." come back split ("mr .")

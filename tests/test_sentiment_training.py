@@ -392,3 +392,22 @@ def test_a_non_finite_loss_stops_the_run_and_says_where():
     trainer2 = SentimentTrainer(data, data, g, TrainConfig(epochs=3, batch_size=2, seed=0))
     with pytest.raises(RuntimeError, match="epoch 1, batch 2"):
         trainer2.run()
+
+
+def test_train_sentiment_example_on_your_own_files(glove, tmp_path, capsys):
+    example = load_script("examples/train_sentiment.py", "train_sentiment_example_own")
+    (tmp_path / "train.csv").write_text("sentence,label\nA great, moving film,1\nDull and boring.,0\n"
+                                        "I loved it!,positive\nterrible,negative\n")
+    (tmp_path / "valid.tsv").write_text("wonderful\t1\nawful\t0\n")
+    assert example.main(["--train", str(tmp_path / "train.csv"), "--valid", str(tmp_path / "valid.tsv"),
+                         "--epochs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"{tmp_path / 'train.csv'}: 4 training, 2 validation sentences" in out and "completed: 2 epochs" in out
+    (tmp_path / "bad.csv").write_text("good,1\nbad,2\n")
+    assert example.main(["--train", str(tmp_path / "bad.csv"), "--valid", str(tmp_path / "valid.tsv")]) == 2
+    assert f"{tmp_path / 'bad.csv'}, line 2: label must be 0 or 1" in capsys.readouterr().err
+    assert example.main(["--train", str(tmp_path / "train.csv"), "--valid", str(tmp_path / "missing.csv")]) == 2
+    assert "missing.csv: No such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        example.main(["--train", str(tmp_path / "train.csv")])
+    assert "--train and --valid go together" in capsys.readouterr().err
