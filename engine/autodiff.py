@@ -16,7 +16,7 @@ optional *observer* every step, so the app can animate exactly what ran.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 
 @runtime_checkable
@@ -75,28 +75,30 @@ class LeafAccumulated:
 Observer = Callable[[Any], None]
 
 
-def topological_sort(variable: Variable) -> list:
-    """Non-constant nodes reachable from ``variable``, output first.
+def topological_sort(variable: "Variable | Sequence[Variable]") -> list:
+    """Non-constant nodes reachable from ``variable`` (or from each of several roots), output first.
 
-    Iterative depth-first search with an explicit stack, so a 100,000-deep chain
+    Iterative depth-first search with an explicit stack, so a 1,000,000-deep chain
     needs no recursion. Each node appears after every node that consumes it.
     """
+    roots = list(variable) if isinstance(variable, (list, tuple)) else [variable]
     order: list = []
     visited: set[int] = set()
-    stack: list = [(variable, False)]
+    stack: list = [(root, False) for root in reversed(roots) if not root.is_constant()]
+    push, pop, visit, emit = stack.append, stack.pop, visited.add, order.append
     while stack:
-        node, finished = stack.pop()
+        node, finished = pop()
         if finished:
-            order.append(node)
+            emit(node)
             continue
         uid = node.unique_id
-        if uid in visited or node.is_constant():
+        if uid in visited:
             continue
-        visited.add(uid)
-        stack.append((node, True))
+        visit(uid)
+        push((node, True))
         for parent in node.parents:
             if parent.unique_id not in visited and not parent.is_constant():
-                stack.append((parent, False))
+                push((parent, False))
     order.reverse()
     return order
 
@@ -111,6 +113,65 @@ def count_consumers(order: Iterable) -> dict[int, int]:
             if not parent.is_constant():
                 counts[parent.unique_id] = counts.get(parent.unique_id, 0) + 1
     return counts
+
+
+def propagate(order: Sequence, adjoints: dict[int, Any], observer: Observer | None = None,
+              targets: Iterable[int] | None = None, accumulate: bool = True) -> dict[int, Any]:
+    """The reverse walk: send adjoints back along an output-first ``order``, summing fan-out.
+
+    Every correct backward pass runs this one loop: ``backward`` (whatever strategy found the
+    order, observed or not), ``engine.grad`` / ``vjp`` and a static graph's ``gradients()``.
+    A node is processed once, when every consumer before it in ``order`` has sent its
+    contribution; nodes that received nothing are skipped.
+
+    Args:
+        order: nodes, each after all of its consumers (``topological_sort``).
+        adjoints: unique id -> adjoint of the outputs (the seeds); consumed as the walk goes.
+        observer: called with NodeVisited, ContributionSent, FanOutAccumulated and
+            LeafAccumulated events in the order they happen.
+        targets: unique ids whose complete adjoint should be returned (leaves or not).
+        accumulate: call ``accumulate_derivative`` on leaves (``backward``); False leaves
+            every ``.grad`` alone (``engine.grad``, static gradients).
+
+    Returns:
+        unique id -> adjoint for each of ``targets`` that received one.
+    """
+    found: dict[int, Any] = {}
+    wanted = set(targets) if targets is not None else ()
+    emit = observer
+    expected = count_consumers(order) if emit is not None else None
+    received: dict[int, int] = {}
+    pop, get = adjoints.pop, adjoints.get
+    step = 0
+    for node in order:
+        uid = node.unique_id
+        d = pop(uid, None)
+        if d is None:
+            continue
+        if uid in wanted:
+            found[uid] = d
+        if emit is not None:
+            emit(NodeVisited(node, d, step))
+        if node.is_leaf():
+            if accumulate:
+                node.accumulate_derivative(d)
+                if emit is not None:
+                    emit(LeafAccumulated(node, d, step))
+            step += 1
+            continue
+        for parent, contribution in node.chain_rule(d):
+            if parent.is_constant():
+                continue
+            pid = parent.unique_id
+            prev = get(pid)
+            total = contribution if prev is None else prev + contribution
+            adjoints[pid] = total
+            if emit is not None:
+                emit(ContributionSent(node, parent, contribution, step))
+                received[pid] = received.get(pid, 0) + 1
+                emit(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
+        step += 1
+    return found
 
 
 class TraversalStrategy:
@@ -129,84 +190,17 @@ class Topological(TraversalStrategy):
     name = "topological"
 
     def run(self, variable, deriv, observer=None):
-        order = topological_sort(variable)
-        derivs: dict[int, Any] = {variable.unique_id: deriv}
-        if observer is None:
-            for node in order:
-                d = derivs.pop(node.unique_id, None)
-                if d is None:
-                    continue
-                if node.is_leaf():
-                    node.accumulate_derivative(d)
-                    continue
-                for parent, contribution in node.chain_rule(d):
-                    if parent.is_constant():
-                        continue
-                    pid = parent.unique_id
-                    prev = derivs.get(pid)
-                    derivs[pid] = contribution if prev is None else prev + contribution
-            return
-        process_in_order(order, variable, deriv, observer)
-
-
-def process_in_order(order: list, variable: Variable, deriv: Any, observer: Observer) -> None:
-    """The correct backward pass over a given output-first ``order``, reporting every step.
-
-    Shared by :class:`Topological` (when observed) and by strategies that only change how the
-    order is found (e.g. the explain layer's recursive DFS).
-    """
-    expected = count_consumers(order)
-    derivs: dict[int, Any] = {variable.unique_id: deriv}
-    received: dict[int, int] = {}
-    step = 0
-    for node in order:
-        d = derivs.pop(node.unique_id, None)
-        if d is None:
-            continue
-        observer(NodeVisited(node, d, step))
-        if node.is_leaf():
-            node.accumulate_derivative(d)
-            observer(LeafAccumulated(node, d, step))
-            step += 1
-            continue
-        for parent, contribution in node.chain_rule(d):
-            if parent.is_constant():
-                continue
-            pid = parent.unique_id
-            observer(ContributionSent(node, parent, contribution, step))
-            prev = derivs.get(pid)
-            total = contribution if prev is None else prev + contribution
-            derivs[pid] = total
-            received[pid] = received.get(pid, 0) + 1
-            observer(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
-        step += 1
+        propagate(topological_sort(variable), {variable.unique_id: deriv}, observer)
 
 
 def derivatives_at(variable: Variable, deriv: Any, targets: Iterable[Variable]) -> dict[int, Any]:
     """d variable / d target for each target (leaf or not), without touching any ``.grad``.
 
-    The same reverse-topological walk as :class:`Topological`, but it returns the
-    adjoints that reach ``targets`` instead of accumulating into leaves (what
-    ``engine.grad`` and ``engine.vjp`` need, also when nested).
+    What ``engine.grad`` and ``engine.vjp`` need, also when nested: the reverse walk of
+    :class:`Topological`, returning the adjoints that reach ``targets``.
     """
-    wanted = {t.unique_id for t in targets}
-    found: dict[int, Any] = {}
-    derivs: dict[int, Any] = {variable.unique_id: deriv}
-    for node in topological_sort(variable):
-        d = derivs.pop(node.unique_id, None)
-        if d is None:
-            continue
-        if node.unique_id in wanted:
-            found[node.unique_id] = d
-        if node.is_leaf():
-            continue
-        for parent, contribution in node.chain_rule(d):
-            if parent.is_constant():
-                continue
-            pid = parent.unique_id
-            prev = derivs.get(pid)
-            derivs[pid] = contribution if prev is None else prev + contribution
-    return found
+    return propagate(topological_sort(variable), {variable.unique_id: deriv},
+                     targets=[t.unique_id for t in targets], accumulate=False)
 
 
 STRATEGIES: dict[str, TraversalStrategy] = {"topological": Topological()}

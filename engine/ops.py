@@ -72,7 +72,8 @@ class Add(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        return sum_to_shape(g, a.shape), sum_to_shape(g, b.shape)
+        needs = ctx.needs_input_grad
+        return (sum_to_shape(g, a.shape) if needs[0] else None), (sum_to_shape(g, b.shape) if needs[1] else None)
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
@@ -91,8 +92,9 @@ class Mul(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        ga = sum_to_shape(g * b, a.shape) if a.requires_grad else None
-        gb = sum_to_shape(g * a, b.shape) if b.requires_grad else None
+        needs = ctx.needs_input_grad
+        ga = sum_to_shape(g * b, a.shape) if needs[0] else None
+        gb = sum_to_shape(g * a, b.shape) if needs[1] else None
         return ga, gb
 
     @classmethod
@@ -114,8 +116,9 @@ class Div(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        ga = sum_to_shape(g / b, a.shape) if a.requires_grad else None
-        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if b.requires_grad else None
+        needs = ctx.needs_input_grad
+        ga = sum_to_shape(g / b, a.shape) if needs[0] else None
+        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if needs[1] else None
         return ga, gb
 
     @classmethod
@@ -356,8 +359,9 @@ class BinaryCrossEntropy(Op):
     @classmethod
     def vjp(cls, ctx, g):
         p, y = ctx.inputs
-        gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if p.requires_grad else None
-        gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if y.requires_grad else None
+        needs = ctx.needs_input_grad
+        gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if needs[0] else None
+        gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if needs[1] else None
         return gp, gy
 
     @classmethod
@@ -388,10 +392,11 @@ class BCEGrad(Op):
     @classmethod
     def vjp(cls, ctx, g):
         p, y = ctx.inputs
+        needs = ctx.needs_input_grad
         # d/dp (p - y) / (p (1 - p)) = (p^2 - 2 p y + y) / (p (1 - p))^2 ;  d/dy = -1 / (p (1 - p))
         q = p * (1.0 - p)
-        gp = sum_to_shape(g * ((p * p - 2.0 * p * y + y) / (q * q)), p.shape) if p.requires_grad else None
-        gy = sum_to_shape(neg(g) / q, y.shape) if y.requires_grad else None
+        gp = sum_to_shape(g * ((p * p - 2.0 * p * y + y) / (q * q)), p.shape) if needs[0] else None
+        gy = sum_to_shape(neg(g) / q, y.shape) if needs[1] else None
         return gp, gy
 
     @classmethod
@@ -508,6 +513,7 @@ class MatMul(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
+        needs = ctx.needs_input_grad
         a_shape, b_shape = a.shape, b.shape
         a_vec, b_vec = len(a_shape) == 1, len(b_shape) == 1
         # 1-D operands are promoted to matrices (as in the forward), then the results squeezed back
@@ -519,10 +525,10 @@ class MatMul(Op):
         if b_vec:
             g2 = unsqueeze(g2, -1)
         ga = gb = None
-        if a.requires_grad:  # ā = ȳ bᵀ
+        if needs[0]:  # ā = ȳ bᵀ
             ga = sum_to_shape(apply(MatMul, (g2, _swap_last(b2))), a2.shape)
             ga = reshape(ga, a_shape) if a_vec else ga
-        if b.requires_grad:  # b̄ = aᵀ ȳ
+        if needs[1]:  # b̄ = aᵀ ȳ
             if len(b2.shape) == 2 and len(g2.shape) == 2 and not b2.is_contiguous():
                 # b is a transposed view (x @ W.T in Linear): compute (ȳᵀ a)ᵀ instead, so the
                 # gradient lands in W's own row-major layout with no copy (same dot products)
@@ -687,9 +693,10 @@ class Where(Op):
     @classmethod
     def vjp(cls, ctx, g):
         cond, a, b = ctx.inputs
+        needs = ctx.needs_input_grad
         zero = zeros_like(g)
-        ga = sum_to_shape(where(cond, g, zero), a.shape) if a.requires_grad else None
-        gb = sum_to_shape(where(cond, zero, g), b.shape) if b.requires_grad else None
+        ga = sum_to_shape(where(cond, g, zero), a.shape) if needs[1] else None
+        gb = sum_to_shape(where(cond, zero, g), b.shape) if needs[2] else None
         return None, ga, gb
 
     @classmethod

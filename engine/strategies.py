@@ -1,8 +1,9 @@
 """Traversal strategies for the backward pass, registered with ``engine.autodiff`` on ``import engine``.
 
-Each one is the same backward pass as :class:`engine.autodiff.Topological`: it calls the
-nodes' real ``chain_rule`` (the ops' VJPs) and ``accumulate_derivative``; only the order in
-which nodes are taken differs. Two are instructive failures:
+Each one calls the nodes' real ``chain_rule`` (the ops' VJPs) and ``accumulate_derivative``, as
+:class:`engine.autodiff.Topological` does; only the order in which nodes are taken differs. The
+correct ones find an order and run the one reverse walk, ``engine.autodiff.propagate``; the two
+instructive failures walk differently on purpose:
 
 * ``bfs_first_touch`` — breadth-first from the output; a node passes on whatever it holds the
   first time it is taken. Contributions arriving later are lost (wrong when a value is used on
@@ -18,9 +19,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from . import autodiff
 from .autodiff import (ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited, TraversalStrategy,
-                        count_consumers, register_strategy, topological_sort)
-from .autodiff import process_in_order as _process_in_order
+                       count_consumers, register_strategy, topological_sort)
 
 
 @dataclass
@@ -39,11 +40,6 @@ class WorkLimitExceeded(RuntimeError):
 
 def _noop(event) -> None:
     return None
-
-
-def process_in_order(order: list, variable, deriv, observer=None) -> None:
-    """The correct backward pass over a given output-first order (what Topological does)."""
-    _process_in_order(order, variable, deriv, observer or _noop)
 
 
 class BfsFirstTouch(TraversalStrategy):
@@ -145,7 +141,7 @@ class RecursiveDfs(TraversalStrategy):
 
         dfs(variable)  # raises RecursionError when the graph is deeper than Python's limit
         order.reverse()
-        process_in_order(order, variable, deriv, observer)
+        autodiff.propagate(order, {variable.unique_id: deriv}, observer)
 
 
 for _s in (BfsFirstTouch(), PathRecursion(), RecursiveDfs()):

@@ -124,6 +124,12 @@ class History:
         self._out = None
 
     @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        """Which inputs take a gradient (a VJP skips the others); static ``gradients()`` narrows it
+        to the paths from its xs with a view of this history."""
+        return tuple(t.requires_grad for t in self.inputs)
+
+    @property
     def output(self) -> "Tensor":
         out = self._out() if self._out is not None else None
         if out is None:
@@ -265,8 +271,7 @@ class Tensor:
 
     def chain_rule(self, d_output: "Tensor"):
         ctx = self._history
-        grads = ctx.op.vjp(ctx, d_output)
-        return [(inp, g) for inp, g in zip(ctx.inputs, grads) if g is not None and inp.requires_grad]
+        return [(inp, g) for inp, g in zip(ctx.inputs, ctx.op.vjp(ctx, d_output)) if g is not None]
 
     def accumulate_derivative(self, x: "Tensor") -> None:
         if x.dtype is not self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype

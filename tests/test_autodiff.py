@@ -263,3 +263,56 @@ def test_every_strategy_works_in_a_fresh_process():
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["topological", "12.0", "bfs_first_touch", "12.0", "path_recursion", "12.0",
                                   "recursive_dfs", "12.0"]
+
+
+def test_one_reverse_walk_serves_every_correct_backward(monkeypatch):
+    """backward (observed or not, any correct order), engine.grad / vjp and static gradients() all run
+    autodiff.propagate: the reverse walk is written once."""
+    from engine import static as tf
+    calls = []
+    real = autodiff.propagate
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("accumulate", True))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(autodiff, "propagate", counting)
+    x = tensor(1.5, requires_grad=True)
+    (x * x).backward()
+    (x * x).backward(observer=lambda e: None)
+    (x * x).backward(strategy="recursive_dfs")
+    assert engine.grad(lambda t: t * t)(x.detach()).item() == 3.0
+    g = tf.Graph()
+    with g.as_default():
+        p = tf.placeholder((), name="p")
+        (gp,) = tf.gradients(p * p, [p])
+    assert tf.Session(g).run(gp, {p: 1.5}) == 3.0
+    assert calls == [True, True, True, False, False]
+    assert x.grad.item() == 9.0
+
+
+def test_static_gradients_leave_requires_grad_alone():
+    """gradients() narrows 'takes a gradient' to the paths from its xs through ctx.needs_input_grad,
+    not by flipping the graph tensors' requires_grad (also not while it runs)."""
+    from engine import static as tf
+    from engine.ops import Mul
+    seen = []
+
+    class Spy(Mul):
+        name = "spy_mul"
+
+        @classmethod
+        def vjp(cls, ctx, g):
+            seen.append((tuple(t.requires_grad for t in ctx.inputs), tuple(ctx.needs_input_grad)))
+            return super().vjp(ctx, g)
+
+    from engine.tensor import apply
+    g = tf.Graph()
+    with g.as_default():
+        a, b = tf.placeholder((2,), name="a"), tf.placeholder((2,), name="b")
+        y = apply(Spy, (a, b)).sum()
+    before = [n.tensor.requires_grad for n in g.nodes]
+    (ga,) = tf.gradients(y, [a])
+    assert seen == [((False, False), (True, False))]
+    assert [n.tensor.requires_grad for n in g.nodes[:len(before)]] == before
+    np.testing.assert_array_equal(tf.Session(g).run(ga, {a: [1.0, 2.0], b: [3.0, 4.0]}), [3.0, 4.0])

@@ -1,7 +1,9 @@
 """Symbolic gradients: ``gradients(ys, xs)`` adds the backward pass to the graph as nodes.
 
-It runs the *same* reverse-mode traversal as eager mode (``engine.autodiff.topological_sort``
-and the ops' own VJP rules, which are written with engine ops). Because the graph's tensors live
+It runs the *same* reverse walk as eager mode (``engine.autodiff.topological_sort`` and
+``propagate``, and the ops' own VJP rules, which are written with engine ops); "takes a gradient"
+means "lies on a path from an x", told to the VJPs through ``ctx.needs_input_grad`` (the graph's
+tensors are left as they are). Because the graph's tensors live
 on a symbolic backend, every VJP op becomes a gradient node instead of a number: nothing is
 computed until a Session runs it. ``GradientDescentOptimizer(lr).minimize(loss)`` adds one
 update node per variable and returns the training op.
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .. import autodiff, ops
-from ..tensor import Tensor
+from ..tensor import History, Tensor
 from .graph import Graph, Node, tensor_to_node
 from .session import TrainOp
 
@@ -63,47 +65,78 @@ def gradients(ys, xs, grad_ys=None) -> list[Tensor | None]:
             h is not None and h.op.differentiable and t.dtype.is_floating
             and any(on_path.get(i.unique_id, False) for i in h.inputs))
 
-    # VJP rules and the traversal read requires_grad: make it mean "on a path from an x" for now
-    saved = {uid: t.requires_grad for uid, t in ancestors.items()}
-    results: dict[int, Tensor] = {}
-    try:
-        for uid, t in ancestors.items():
-            t.requires_grad = on_path[uid]
-        with graph._building("gradient"):
-            derivs: dict[int, Tensor] = {}
-            for i, y in enumerate(ys):
-                if not on_path[y.unique_id]:
-                    continue
-                seed = grad_ys[i] if grad_ys is not None else \
-                    Tensor._make(graph.symbolic.full(y.shape, 1.0, y.dtype), graph.symbolic)
-                graph.node_of(seed)
-                prev = derivs.get(y.unique_id)
-                derivs[y.unique_id] = seed if prev is None else prev + seed
-            if len(ys) == 1:
-                order = autodiff.topological_sort(ys[0])  # exactly eager mode's order
-            else:
-                order = sorted((t for t in ancestors.values() if on_path[t.unique_id]),
-                               key=lambda t: tensor_to_node(t).id, reverse=True)
-            for node in order:
-                d = derivs.pop(node.unique_id, None)
-                if d is None:
-                    continue
-                if node.unique_id in x_ids:
-                    results[node.unique_id] = d
-                if node.is_leaf():
-                    continue
-                for parent, contribution in node.chain_rule(d):
-                    pid = parent.unique_id
-                    prev = derivs.get(pid)
-                    derivs[pid] = contribution if prev is None else prev + contribution
-            for x in xs:  # a mixed-dtype op promotes the adjoint; each gradient keeps its x's dtype (as eager)
-                r = results.get(x.unique_id)
-                if r is not None and r.dtype is not x.dtype and x.dtype.is_floating:
-                    results[x.unique_id] = ops.cast(r, x.dtype)
-    finally:
-        for uid, t in ancestors.items():
-            t.requires_grad = saved[uid]
+    walk = _PathWalk(on_path)
+    seeds: dict[int, Tensor] = {}
+    roots = []
+    with graph._building("gradient"):
+        for i, y in enumerate(ys):
+            if not on_path[y.unique_id]:
+                continue
+            seed = grad_ys[i] if grad_ys is not None else \
+                Tensor._make(graph.symbolic.full(y.shape, 1.0, y.dtype), graph.symbolic)
+            graph.node_of(seed)
+            prev = seeds.get(y.unique_id)
+            seeds[y.unique_id] = seed if prev is None else prev + seed
+            roots.append(walk.node(y))
+        # eager mode's own order and reverse walk, over the graph seen through "on a path from an x"
+        results = autodiff.propagate(autodiff.topological_sort(roots), seeds, targets=x_ids, accumulate=False)
+        for x in xs:  # a mixed-dtype op promotes the adjoint; each gradient keeps its x's dtype (as eager)
+            r = results.get(x.unique_id)
+            if r is not None and r.dtype is not x.dtype and x.dtype.is_floating:
+                results[x.unique_id] = ops.cast(r, x.dtype)
     return [results.get(x.unique_id) for x in xs]
+
+
+class _OnPathHistory(History):
+    """A view of an op's history whose ``needs_input_grad`` says "lies on a path from an x"."""
+
+    __slots__ = ("needs_input_grad",)
+
+    def __init__(self, h: History, needs: tuple[bool, ...]):
+        super().__init__(h.op, h.inputs, h.params, h.backend)
+        self._out = h._out
+        self.needs_input_grad = needs
+
+
+class _PathWalk:
+    """The graph's tensors as autodiff-protocol nodes for ``gradients()``: a tensor takes a gradient
+    when it lies on a path from an x (placeholders and variables carry no ``requires_grad``)."""
+
+    def __init__(self, on_path: dict[int, bool]):
+        self.on_path = on_path
+        self._nodes: dict[int, _PathNode] = {}
+
+    def node(self, t: Tensor) -> "_PathNode":
+        n = self._nodes.get(t.unique_id)
+        if n is None:
+            n = self._nodes[t.unique_id] = _PathNode(t, self)
+        return n
+
+
+class _PathNode:
+    __slots__ = ("tensor", "unique_id", "walk")
+
+    def __init__(self, t: Tensor, walk: _PathWalk):
+        self.tensor, self.unique_id, self.walk = t, t.unique_id, walk
+
+    @property
+    def parents(self) -> list["_PathNode"]:
+        h = self.tensor._history
+        return [self.walk.node(t) for t in h.inputs] if h is not None else []
+
+    def is_leaf(self) -> bool:
+        return self.tensor._history is None
+
+    def is_constant(self) -> bool:
+        return not self.walk.on_path.get(self.unique_id, False)
+
+    def chain_rule(self, d: Tensor) -> list[tuple["_PathNode", Tensor]]:
+        h = self.tensor._history
+        ctx = _OnPathHistory(h, tuple(self.walk.on_path.get(t.unique_id, False) for t in h.inputs))
+        return [(self.walk.node(t), g) for t, g in zip(h.inputs, h.op.vjp(ctx, d)) if g is not None]
+
+    def accumulate_derivative(self, d: Tensor) -> None:
+        raise RuntimeError("gradients() returns the adjoints of its xs; it accumulates into no .grad")
 
 
 class GradientDescentOptimizer:
