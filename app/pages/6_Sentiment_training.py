@@ -11,7 +11,8 @@ from explorer.kit.widgets import presentation_toggle, publish_link, start_page
 from sentiment.data import DataFormatError, SST2NotFound
 from sentiment.embeddings import GloveNotFound, load_glove
 from sentiment.model import SentimentNet
-from explorer.sentiment_training.runner import TrainingRun, streamlit_session_watch
+from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, streamlit_session_id,
+                                               streamlit_session_watch)
 from sentiment.trainer import SentimentTrainer, TrainConfig
 from explorer.sentiment_training.views import (DATASETS, TARGET_ACCURACY, DataChoice, accuracy_figure, load_choice,
                              loss_figure, network_dot, progress_text, validation_table, word_order_demo)
@@ -49,8 +50,8 @@ top = st.columns([4, 1])
 top[0].markdown(
     "The network of HW2, built with our engine's `nn` modules and trained by our engine on the real data: "
     "each sentence is the **mean of its GloVe word vectors** (padding excluded), then "
-    "`Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → sigmoid`. Training runs in a background "
-    "thread of this browser session; the page only reads its progress.")
+    "`Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → sigmoid`. Training runs in a worker process "
+    "of the server (a few at a time; others wait their turn); the page only reads its progress.")
 with top[1]:
     presentation_toggle()
 
@@ -97,8 +98,14 @@ def _start() -> None:
         S[k("error")] = f"{type(e).__name__}: {e}"
         S[k("run")] = None
         return
+    try:
+        run = TrainingRun(trainer, keep_alive=streamlit_session_watch(), owner=streamlit_session_id()).start()
+    except TrainingRefused as e:
+        S[k("error")] = f"Training refused: {e}"
+        S[k("run")] = None
+        return
     S[k("error")] = None
-    S[k("run")] = TrainingRun(trainer, keep_alive=streamlit_session_watch()).start()
+    S[k("run")] = run
 
 
 def _pause_resume() -> None:
@@ -151,6 +158,8 @@ def live_view() -> None:
     st.progress(snap.progress, text=progress_text(snap))
     if snap.finished is not None and snap.finished.status == "error":
         st.error(snap.finished.error)
+    if snap.note:
+        st.warning(snap.note)
     m = st.columns(4)
     last = snap.epochs[-1] if snap.epochs else None
     m[0].metric("Epoch", f"{last.epoch if last else 0} / {snap.total_epochs}")

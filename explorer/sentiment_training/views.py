@@ -76,6 +76,8 @@ def progress_text(snap: RunSnapshot) -> str:
             if f.best_val_accuracy is not None else ""
         word = {"completed": "Finished", "stopped": "Stopped", "error": "Failed"}.get(f.status, f.status)
         return f"{word} after {f.epochs_done}/{snap.total_epochs} epochs in {format_seconds(f.elapsed)}{best}"
+    if snap.queue_position is not None:
+        return f"Waiting for a free training process: {snap.queue_position} in the queue…"
     if snap.last_batch is None:
         return "Starting…"
     b = snap.last_batch
