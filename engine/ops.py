@@ -64,10 +64,15 @@ def _pair(a, b, like: Tensor | None = None):
 
 class Add(Op):
     name = "add"
+    formula = "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)"
 
     @staticmethod
     def forward(ctx, a, b):
         return ctx.backend.binary("add", a, b)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "binary", "add")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -84,10 +89,15 @@ class Add(Op):
 
 class Mul(Op):
     name = "mul"
+    formula = "ā = sum_to_shape(ḡ ⊙ b),  b̄ = sum_to_shape(ḡ ⊙ a)"
 
     @staticmethod
     def forward(ctx, a, b):
         return ctx.backend.binary("mul", a, b)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "binary", "mul")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -107,11 +117,16 @@ class Mul(Op):
 
 class Div(Op):
     name = "div"
+    formula = "ā = ḡ / b,  b̄ = −ḡ ⊙ a / b²   (each summed back to its shape)"
     needs_output = True
 
     @staticmethod
     def forward(ctx, a, b):
         return ctx.backend.binary("div", a, b)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "binary", "div")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -135,6 +150,7 @@ class Pow(Op):
     """``a ** c`` for a constant exponent ``c`` (a Python number)."""
 
     name = "pow"
+    formula = "x̄ = ḡ ⊙ c·x^(c−1)"
 
     @staticmethod
     def forward(ctx, a):
@@ -162,10 +178,15 @@ class Pow(Op):
 
 class Neg(Op):
     name = "neg"
+    formula = "x̄ = −ḡ"
 
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.unary("neg", a)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "unary", "neg")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -178,6 +199,7 @@ class Neg(Op):
 
 class Reciprocal(Op):
     name = "reciprocal"
+    formula = "x̄ = −ḡ ⊙ y²   (y = 1/x)"
     needs_output = True
 
     @staticmethod
@@ -197,11 +219,16 @@ class Reciprocal(Op):
 
 class Exp(Op):
     name = "exp"
+    formula = "x̄ = ḡ ⊙ y   (y = exp x, kept from the forward pass)"
     needs_output = True
 
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.unary("exp", a)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "unary", "exp")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -214,10 +241,15 @@ class Exp(Op):
 
 class Log(Op):
     name = "log"
+    formula = "x̄ = ḡ / x"
 
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.unary("log", a)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "unary", "log")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -230,6 +262,7 @@ class Log(Op):
 
 class Relu(Op):
     name = "relu"
+    formula = "x̄ = ḡ ⊙ 1[x > 0]   (the mask is recomputed from the kept input x)"
 
     @staticmethod
     def forward(ctx, a):
@@ -253,6 +286,7 @@ class Sigmoid(Op):
     """
 
     name = "sigmoid"
+    formula = "x̄ = ḡ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)"
     needs_output = True
 
     @staticmethod
@@ -272,6 +306,7 @@ class Sigmoid(Op):
 
 class Cast(Op):
     name = "cast"
+    formula = "x̄ = cast(ḡ, x.dtype)"
 
     @staticmethod
     def forward(ctx, a):
@@ -314,6 +349,7 @@ class Uniform(Op):
     """Uniform [0, 1) samples from the backend's generator (dropout masks)."""
 
     name = "uniform"
+    random = True
     differentiable = False
 
     @staticmethod
@@ -344,6 +380,7 @@ class BinaryCrossEntropy(Op):
     """
 
     name = "binary_cross_entropy"
+    formula = "p̄ = ḡ ⊙ (p − y) / max(p(1 − p), 1e-12)   (fused BCE; bce_grad op)"
 
     @staticmethod
     def forward(ctx, p, y):
@@ -380,6 +417,7 @@ class BCEGrad(Op):
     """d BCE / d p = (p - y) / max(p (1 - p), 1e-12) (PyTorch's clamp of the denominator)."""
 
     name = "bce_grad"
+    formula = "p̄ = ḡ ⊙ (p² − 2py + y) / (p(1 − p))²,  ȳ = −ḡ / (p(1 − p))"
 
     @staticmethod
     def forward(ctx, p, y):
@@ -414,6 +452,7 @@ class DropoutMask(Op):
     """Inverted-dropout mask: 1/(1-p) with probability 1-p, else 0 (one op instead of four)."""
 
     name = "dropout_mask"
+    random = True
     differentiable = False
 
     @staticmethod
@@ -430,11 +469,17 @@ class DropoutMask(Op):
 
 class Sum(Op):
     name = "sum"
+    formula = "x̄ = expand(ḡ, x.shape)   (every summed element receives ḡ)"
 
     @staticmethod
     def forward(ctx, a):
         dims, keepdim = ctx.params
         return ctx.backend.reduce("sum", a, dims, keepdim)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        dims, keepdim = ctx.params
+        return cls._backend_kernel(ctx, dtypes, "reduce", "sum", dims, keepdim)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -454,6 +499,7 @@ class Max(Op):
     """Max over dims. The gradient is split evenly between tied maxima (as ``torch.amax``)."""
 
     name = "max"
+    formula = "x̄ = ḡ ⊙ (x == max) / (number of ties)"
     needs_output = True
 
     @staticmethod
@@ -505,10 +551,15 @@ class MatMul(Op):
     """Matrix product with NumPy's rules (1-D operands, batched and broadcast batch dims)."""
 
     name = "matmul"
+    formula = "Ā = Ḡ Bᵀ,  B̄ = Aᵀ Ḡ   (batch dims summed back)"
 
     @staticmethod
     def forward(ctx, a, b):
         return ctx.backend.matmul(a, b)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "matmul")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -556,10 +607,15 @@ class MatMul(Op):
 
 class Permute(Op):
     name = "permute"
+    formula = "x̄ = permute(ḡ, inverse order)"
 
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.permute(a, ctx.params)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "permute", ctx.params)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -578,6 +634,7 @@ class View(Op):
     """Reshape without copying; fails on non-contiguous data (as PyTorch's ``view``)."""
 
     name = "view"
+    formula = "x̄ = reshape(ḡ, x.shape)"
 
     @staticmethod
     def forward(ctx, a):
@@ -596,10 +653,15 @@ class Reshape(Op):
     """Reshape: a view when the layout allows it, else a copy."""
 
     name = "reshape"
+    formula = "x̄ = reshape(ḡ, x.shape)"
 
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.reshape(a, ctx.params)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "reshape", ctx.params)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -614,6 +676,7 @@ class Expand(Op):
     """Broadcast to a larger shape (stride-0 view). Its VJP is ``sum_to_shape``."""
 
     name = "expand"
+    formula = "x̄ = sum_to_shape(ḡ, x.shape)   (the broadcast copies add up)"
 
     @staticmethod
     def forward(ctx, a):
@@ -630,6 +693,7 @@ class Expand(Op):
 
 class Contiguous(Op):
     name = "contiguous"
+    formula = "x̄ = ḡ"
 
     @staticmethod
     def forward(ctx, a):
@@ -648,6 +712,7 @@ class GetItem(Op):
     """Basic indexing (ints and slices) as a view. VJP: add into zeros at the same place."""
 
     name = "getitem"
+    formula = "x̄ = zeros(x.shape) with ḡ added at the indexed place (index_add)"
 
     @staticmethod
     def forward(ctx, a):
@@ -664,6 +729,7 @@ class GetItem(Op):
 
 class IndexAdd(Op):
     name = "index_add"
+    formula = "s̄ = ḡ[key]"
 
     @staticmethod
     def forward(ctx, src):
@@ -685,6 +751,7 @@ class IndexAdd(Op):
 
 class Where(Op):
     name = "where"
+    formula = "ā = where(c, ḡ, 0),  b̄ = where(c, 0, ḡ)"
 
     @staticmethod
     def forward(ctx, cond, a, b):
@@ -711,6 +778,7 @@ class Gather(Op):
     """Embedding lookup: rows of ``table`` at integer ``indices``. VJP: scatter-add."""
 
     name = "gather"
+    formula = "T̄ = scatter_add(zeros(T.shape), idx, ḡ): row idx[i] += ḡ[i]  (a repeated index adds twice)"
 
     @staticmethod
     def forward(ctx, table, indices):
@@ -730,6 +798,7 @@ class ScatterAdd(Op):
     """Zeros of a shape with rows of ``src`` added at ``indices`` (repeated rows add up)."""
 
     name = "scatter_add"
+    formula = "s̄ = gather(ḡ, idx)"
 
     @staticmethod
     def forward(ctx, src, indices):
@@ -979,8 +1048,23 @@ def ones_like(a: Tensor) -> Tensor:
     return Tensor._make(a.backend.full(a.shape, 1.0, a.dtype), a.backend)
 
 
-PRIMITIVES: tuple[type[Op], ...] = (
-    Add, Mul, Div, Pow, Neg, Reciprocal, Exp, Log, Relu, Sigmoid, Cast, Compare, Step, Uniform, Argmax,
-    BinaryCrossEntropy, BCEGrad, DropoutMask,
-    Sum, Max, MatMul, Permute, View, Reshape, Expand, Contiguous, GetItem, IndexAdd, Where, Gather, ScatterAdd,
-)
+def primitive(name: str) -> type[Op]:
+    """The primitive registered under ``name`` (every ``Op`` subclass that sets its own name).
+
+    Raises:
+        KeyError: no op has that name.
+    """
+    from .tensor import _OPS_BY_NAME
+    try:
+        return _OPS_BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no primitive named {name!r}") from None
+
+
+def _collect_primitives() -> tuple[type[Op], ...]:
+    from .tensor import _OPS_BY_NAME
+    return tuple(op for op in _OPS_BY_NAME.values() if op.__module__ == __name__)
+
+
+#: the engine's primitives: every Op defined in this module, as ``Op.__init_subclass__`` registered them
+PRIMITIVES: tuple[type[Op], ...] = _collect_primitives()

@@ -85,21 +85,51 @@ def trace_ops(hook: Callable[[type["Op"], tuple, Any, "Tensor"], None]) -> Itera
         _state.hooks.remove(hook)
 
 
+_OPS_BY_NAME: dict[str, type["Op"]] = {}
+
+
 class Op:
     """A primitive. Subclasses define ``forward`` and, when differentiable, ``vjp`` / ``jvp``.
 
     forward(ctx, *arrays) -> array   runs on the backend (ctx.backend) with raw arrays
     vjp(ctx, g) -> tuple             one gradient (Tensor or None) per input, in engine ops
     jvp(ctx, *tangents) -> Tensor    tangent of the output from input tangents (None = zero)
+    kernel(ctx, dtypes) -> callable  what a captured step's replay calls (default: forward)
+
+    Everything else the engine knows about an op is said here too: ``formula`` (its VJP in the
+    lecture's notation, for display), ``random`` (draws from the backend's generator: never
+    folded, always replayed) and ``scalar`` (the scalar fast path's kernel). A subclass that sets
+    its own ``name`` is registered under it (``engine.ops.primitive(name)``).
     """
 
     name = "?"
     differentiable = True
     needs_output = False  # VJP/JVP uses the output tensor (kept through a weak reference)
+    random = False
+    formula = ""
+    scalar: Callable | None = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            _OPS_BY_NAME.setdefault(cls.name, cls)  # the first definition of a name keeps it
 
     @staticmethod
     def forward(ctx: "History", *arrays):
         raise NotImplementedError
+
+    @classmethod
+    def kernel(cls, ctx: "History", dtypes: tuple = ()) -> Callable:
+        """A callable computing ``forward`` from raw arrays for ``ctx``'s parameters, operands of
+        ``dtypes``: the same bits as ``forward``. Ops whose forward is one backend call return
+        the backend's own function where it has one (``Backend.kernel``: NumPy's ufunc)."""
+        fwd = cls.forward
+        return lambda *arrays: fwd(ctx, *arrays)
+
+    @classmethod
+    def _backend_kernel(cls, ctx: "History", dtypes: tuple, method: str, *args) -> Callable:
+        direct = ctx.backend.kernel(method, *args, dtypes=dtypes)
+        return direct if direct is not None else Op.kernel.__func__(cls, ctx, dtypes)
 
     @classmethod
     def vjp(cls, ctx: "History", g: "Tensor"):

@@ -185,3 +185,68 @@ def test_max_splits_ties_with_engine_ops_to_any_order(dim, backend):
         tensor(b, backend=backend))
     hit = b == (b.max() if dim is None else b.max(dim, keepdims=True))
     np.testing.assert_allclose(g2.numpy(), np.where(hit, 4 * b, 0.0))
+
+
+def test_every_primitive_carries_its_own_knowledge():
+    """PRIMITIVES is collected from the Op subclasses themselves; each says its VJP in the lecture's
+    notation (for display), whether it draws random numbers, and how a replay runs it."""
+    from engine.ops import PRIMITIVES, Op
+    defined = {v for v in vars(engine.ops).values() if isinstance(v, type) and issubclass(v, Op) and v is not Op}
+    assert set(PRIMITIVES) == defined and len(PRIMITIVES) == len(defined)
+    for op in PRIMITIVES:
+        assert engine.ops.primitive(op.name) is op
+        assert isinstance(op.random, bool)
+        if op.differentiable:
+            assert op.formula and ("=" in op.formula), op.name
+        else:
+            assert op.formula == "", op.name
+    assert {op.name for op in PRIMITIVES if op.random} == {"uniform", "dropout_mask"}
+    assert "ḡ" in engine.ops.Exp.formula
+    with pytest.raises(KeyError, match="no primitive named 'conv9d'"):
+        engine.ops.primitive("conv9d")
+
+
+def test_compile_replays_with_the_ops_own_kernel_and_random_flag():
+    """engine.compile asks each op for its replay kernel and keeps every random op (even a dead one)."""
+    from engine import static
+    from engine.tensor import apply
+    calls = []
+
+    class Twice(engine.ops.Op):
+        name = "test_twice"
+        formula = "x̄ = 2 ḡ"
+
+        @staticmethod
+        def forward(ctx, a):
+            return ctx.backend.binary("add", a, a)
+
+        @classmethod
+        def kernel(cls, ctx, dtypes=()):
+            def run(a):
+                calls.append(1)
+                return a + a
+            return run
+
+    class Noise(engine.ops.Op):
+        name = "test_noise"
+        random = True
+        differentiable = False
+
+        @staticmethod
+        def forward(ctx, a):
+            return ctx.backend.binary("add", a, ctx.backend.uniform(a.shape, ctx.backend.dtype(a)))
+
+    def step(x):
+        apply(Noise, (x,))  # dead, but it draws from the generator: a replay must draw too
+        _ = x * 3.0  # dead and not random: dropped
+        return apply(Twice, (x,)) * apply(Noise, (x,))
+
+    compiled = static.compile(step)
+    x = tensor([1.0, 2.0])
+    engine.manual_seed(4)
+    eager = [step(x).numpy() for _ in range(3)]
+    engine.manual_seed(4)
+    replay = [compiled(x).numpy() for _ in range(3)]
+    assert all(np.array_equal(a, b) for a, b in zip(eager, replay))
+    assert len(calls) == 2  # the two replays ran Twice's own kernel
+    assert (compiled.stats.traced_ops, compiled.stats.replayed_ops) == (5, 4)

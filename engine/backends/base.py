@@ -11,6 +11,7 @@ Kernel names:
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
@@ -105,6 +106,20 @@ class Backend(ABC):
     @abstractmethod
     def scatter_add(self, shape: Sequence[int], indices: Any, src: Any) -> Any:
         """Zeros of ``shape`` with each ``src`` row added into row ``indices[...]`` (repeats add up)."""
+
+    def kernel(self, method: str, *args, dtypes: Sequence[DType] = ()) -> Callable | None:
+        """The raw function behind one kernel call, for a replay to call directly.
+
+        ``method`` and ``args`` name the call as an op's forward makes it (``"binary", "add"``;
+        ``"reduce", "sum", axes, keepdim``; ``"permute", order``); the result takes only the
+        array operands (of ``dtypes``) and must give the same bits as the method. None (the
+        default) when this backend has no such shortcut: the replay then calls the op's forward.
+        """
+        return None
+
+    def quiet(self):
+        """A context in which a replay's raw kernels may run without per-call warning handling."""
+        return contextlib.nullcontext()
 
     # layout (views share storage where the strides allow)
     @abstractmethod

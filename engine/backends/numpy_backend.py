@@ -138,6 +138,30 @@ class NumpyBackend(Backend):
         np.add.at(out, indices.reshape(-1), src.reshape((-1,) + tuple(shape[1:])))
         return out
 
+    def kernel(self, method, *args, dtypes=()):
+        if len(set(dtypes)) > 1:  # mixed operands follow the engine's promotion rule, not the ufunc's
+            return None
+        if method == "binary":
+            return _BINARY[args[0]]
+        if method == "unary":
+            return _UNARY.get(args[0])  # relu / step / sigmoid are more than one ufunc
+        if method == "matmul":
+            return np.matmul
+        if method == "reduce" and args[0] == "sum":  # reduce("sum") is this same reduction
+            axes, keepdim = args[1], args[2]
+            return lambda a: np.asarray(a.sum(axis=axes, keepdims=keepdim))
+        if method == "permute":
+            order = tuple(args[0])
+            return lambda a: a.transpose(order)
+        if method == "reshape":
+            shape = tuple(args[0])
+            return lambda a: a.reshape(shape)
+        return None
+
+    def quiet(self):
+        # the raw ufuncs warn on overflow / division by zero where the backend's methods do not
+        return np.errstate(all="ignore")
+
     def permute(self, a, order):
         return np.transpose(a, order)
 

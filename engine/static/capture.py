@@ -22,9 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import ops
-from ..backends import Backend
-from ..tensor import History, Tensor, is_grad_enabled, tensor, trace_ops
+from ..tensor import History, Op, Tensor, is_grad_enabled, tensor, trace_ops
 
 
 class CaptureError(RuntimeError):
@@ -41,17 +39,11 @@ class TraceStats:
     capture_seconds: float
 
 
-def _random_op(op) -> bool:
-    # ops without inputs are the random sources (uniform, dropout masks): always kept, in order,
-    # so replay consumes the generator exactly as eager mode does
-    return op in (ops.Uniform, getattr(ops, "DropoutMask", ops.Uniform))
-
-
 class _Program:
     """A straight-line list of (kernel, input slots, output slot) over an environment of arrays."""
 
     __slots__ = ("n_slots", "leaf_loads", "input_slots", "instrs", "grad_slots", "out_slots", "rebuild",
-                 "backend", "signature", "stats", "errstate", "kept", "meta")
+                 "backend", "signature", "stats", "quiet", "kept", "meta")
 
     def run(self, arrays: Sequence[Any]) -> list:
         env: list = [None] * self.n_slots
@@ -59,8 +51,8 @@ class _Program:
             env[slot] = t._data
         for slot, a in zip(self.input_slots, arrays):
             env[slot] = a
-        if self.errstate:  # one context for the whole step instead of one per kernel
-            with np.errstate(all="ignore"):
+        if self.quiet is not None:  # one context for the whole step instead of one per kernel
+            with self.quiet():
                 _execute(self.instrs, env)
         else:
             _execute(self.instrs, env)
@@ -78,37 +70,6 @@ def _execute(instrs, env) -> None:
             env[out] = fn()
         else:
             env[out] = fn(*[env[i] for i in ins])
-
-
-def _kernel(op, params, be: Backend, in_dtypes: Sequence = ()) -> Callable:
-    """The callable that computes one traced op from raw arrays.
-
-    Always the op's own ``forward`` with a fixed context; on the NumPy backend, ops whose forward
-    is exactly one NumPy ufunc call (the backend's ``_BINARY`` / ``_UNARY`` tables) call that ufunc
-    directly (same function, same arguments: the same bits), because the replay already runs
-    inside one ``np.errstate`` block. Operands of different dtypes (``in_dtypes``) go through the
-    forward: the backend then applies the engine's promotion rule, which NumPy's ufuncs do not.
-    """
-    if be.name == "numpy" and len(set(in_dtypes)) <= 1:
-        from ..backends import numpy_backend as nb
-        direct = {ops.Add: nb._BINARY["add"], ops.Mul: nb._BINARY["mul"], ops.Div: nb._BINARY["div"],
-                  ops.Neg: nb._UNARY["neg"], ops.Exp: nb._UNARY["exp"], ops.Log: nb._UNARY["log"]}.get(op)
-        if direct is not None:
-            return direct
-        if op is ops.Permute:
-            order = params
-            return lambda a: a.transpose(order)
-        if op is ops.MatMul:
-            return np.matmul
-        if op is ops.Sum:  # the backend's np.sum(a, axis, keepdims) is this same reduction
-            axes, keepdim = params
-            return lambda a: np.asarray(a.sum(axis=axes, keepdims=keepdim))
-        if op is ops.Reshape:
-            shape = tuple(params)
-            return lambda a: a.reshape(shape)
-    ctx = History(op, (), params, be)
-    fwd = op.forward
-    return lambda *arrays: fwd(ctx, *arrays)
 
 
 class CompiledStep:
@@ -268,30 +229,31 @@ class CompiledStep:
         needed = set(out_slots) | {s for _, s in grad_slots}
         instrs = []
         for op, params, in_slots, out in reversed(raw):
-            if not self.optimize or out in needed or _random_op(op):
+            # random ops are always kept, in order: a replay draws from the generator as eager mode does
+            if not self.optimize or out in needed or op.random:
                 needed.update(in_slots)
                 instrs.append((op, params, in_slots, out))
         instrs.reverse()
-        prog.instrs = [(_kernel(op, params, backend, [meta[s][1] for s in in_slots]) if self.optimize else
-                        _kernel_generic(op, params, backend), in_slots, out)
-                       for op, params, in_slots, out in instrs]
+        # each op's own replay kernel (NumPy: the ufunc itself where its forward is one ufunc call);
+        # optimize=False replays every op through its forward
+        prog.instrs = [(_replay_kernel(op, params, backend, tuple(meta[s][1] for s in in_slots), self.optimize),
+                        in_slots, out) for op, params, in_slots, out in instrs]
         prog.leaf_loads = [(s, t) for s, t in leaf_loads if s in needed]
         prog.n_slots = n
         prog.grad_slots = grad_slots
         prog.out_slots = out_slots
         prog.rebuild = rebuild
         prog.backend = backend
-        prog.errstate = backend.name == "numpy" and self.optimize
+        prog.quiet = backend.quiet if self.optimize else None
         prog.kept = instrs
         prog.meta = meta
         prog.stats = TraceStats(len(raw), len(prog.instrs), len(prog.leaf_loads), elapsed)
         return prog, result
 
 
-def _kernel_generic(op, params, be):
-    ctx = History(op, (), params, be)
-    fwd = op.forward
-    return lambda *arrays: fwd(ctx, *arrays)
+def _replay_kernel(op: type[Op], params, backend, dtypes: tuple, direct: bool) -> Callable:
+    ctx = History(op, (), params, backend)
+    return op.kernel(ctx, dtypes) if direct else Op.kernel.__func__(op, ctx, dtypes)
 
 
 def _as_array(a):
@@ -330,7 +292,8 @@ def compile(step_fn: Callable, optimizer=None, optimize: bool = True) -> Compile
         optimizer: the optimizer the step calls; its update is applied after each replay with
             the replayed gradients (required when the step updates parameters).
         optimize: drop ops whose results nothing uses (random ops are always kept) and call
-            NumPy ufuncs directly where the op's forward is exactly one ufunc. ``False`` replays
+            each op's own replay kernel (``Op.kernel``: NumPy's ufunc where the op's forward is
+            exactly one ufunc call). ``False`` replays
             every traced op through its ``forward``.
 
     Returns:

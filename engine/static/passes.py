@@ -8,12 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ops import Uniform
 from .graph import Graph, Node, NodeCounts, tensor_to_node
 from .session import Session, TrainOp
-
-#: ops that must run every time (randomness): never folded into a constant
-STATEFUL_OPS = (Uniform,)
 
 
 @dataclass
@@ -66,7 +62,7 @@ def prune(graph: Graph, fetches) -> PassResult:
 
 
 def _foldable(n: Node, inputs: list[Node]) -> bool:
-    if n.kind != "op" or n.op in STATEFUL_OPS or not inputs:
+    if n.kind != "op" or n.op.random or not inputs:
         return False
     return all(i.kind == "constant" for i in inputs)
 
