@@ -97,7 +97,8 @@ class Op:
     kernel(ctx, dtypes) -> callable  what a captured step's replay calls (default: forward)
 
     Everything else the engine knows about an op is said here too: ``formula`` (its VJP in the
-    lecture's notation, for display), ``random`` (draws from the backend's generator: never
+    lecture's notation, for display: ḡ is the adjoint arriving at the output y, x̄ / ā / b̄ the
+    contributions sent back), ``random`` (draws from the backend's generator: never
     folded, always replayed) and ``scalar`` (the scalar fast path's kernel). A subclass that sets
     its own ``name`` is registered under it (``engine.ops.primitive(name)``).
     """
