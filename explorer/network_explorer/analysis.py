@@ -11,53 +11,25 @@ from engine.tensor import Tensor
 from .presets import Network
 from .recording import BackwardStep, Recording
 
-# The VJP each primitive's ``vjp`` method computes (engine/ops.py), in the lecture's notation:
-# ḡ is the adjoint arriving at the op's output y; x̄ / ā / b̄ are the contributions sent back.
-VJP_FORMULAS: dict[str, str] = {
-    "add": "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)",
-    "mul": "ā = sum_to_shape(ḡ ⊙ b),  b̄ = sum_to_shape(ḡ ⊙ a)",
-    "div": "ā = ḡ / b,  b̄ = −ḡ ⊙ a / b²   (each summed back to its shape)",
-    "pow": "x̄ = ḡ ⊙ c·x^(c−1)",
-    "neg": "x̄ = −ḡ",
-    "reciprocal": "x̄ = −ḡ ⊙ y²   (y = 1/x)",
-    "exp": "x̄ = ḡ ⊙ y   (y = exp x, kept from the forward pass)",
-    "log": "x̄ = ḡ / x",
-    "relu": "x̄ = ḡ ⊙ 1[x > 0]   (the mask is recomputed from the kept input x)",
-    "sigmoid": "x̄ = ḡ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)",
-    "cast": "x̄ = cast(ḡ, x.dtype)",
-    "sum": "x̄ = expand(ḡ, x.shape)   (every summed element receives ḡ)",
-    "max": "x̄ = ḡ ⊙ (x == max) / (number of ties)",
-    "matmul": "Ā = Ḡ Bᵀ,  B̄ = Aᵀ Ḡ   (batch dims summed back)",
-    "permute": "x̄ = permute(ḡ, inverse order)",
-    "view": "x̄ = reshape(ḡ, x.shape)",
-    "reshape": "x̄ = reshape(ḡ, x.shape)",
-    "expand": "x̄ = sum_to_shape(ḡ, x.shape)   (the broadcast copies add up)",
-    "contiguous": "x̄ = ḡ",
-    "getitem": "x̄ = zeros(x.shape) with ḡ added at the indexed place (index_add)",
-    "index_add": "s̄ = ḡ[key]",
-    "where": "ā = where(c, ḡ, 0),  b̄ = where(c, 0, ḡ)",
-    "gather": "T̄ = scatter_add(zeros(T.shape), idx, ḡ): row idx[i] += ḡ[i]  (a repeated index adds twice)",
-    "scatter_add": "s̄ = gather(ḡ, idx)",
-    "binary_cross_entropy": "p̄ = ḡ ⊙ (p − y) / max(p(1 − p), 1e-12)   (fused BCE; bce_grad op)",
-    "bce_grad": "p̄ = ḡ ⊙ (p² − 2py + y) / (p(1 − p))²,  ȳ = −ḡ / (p(1 − p))",
-}
-_OPS = {op.name: op for op in ops.PRIMITIVES}
-
-
 def vjp_formula(op: str) -> str:
-    """The VJP text of a primitive; leaves and no-gradient ops say what happens to them.
+    """The VJP text of a primitive (its ``formula``); leaves and no-gradient ops say what happens to them.
 
     Raises:
-        KeyError: a differentiable primitive with no formula here (a new op needs its row).
+        KeyError: no primitive of that name, or one that states no formula.
     """
     if op in ("param", "input"):
         return "leaf: .grad += adjoint (LeafAccumulated)"
-    if op == "constant" or (op in _OPS and not _OPS[op].differentiable):
+    if op == "constant":
         return "no gradient flows here"
     try:
-        return VJP_FORMULAS[op]
+        prim = ops.primitive(op)
     except KeyError:
         raise KeyError(f"no VJP formula text for op '{op}'") from None
+    if not prim.differentiable:
+        return "no gradient flows here"
+    if not prim.formula:
+        raise KeyError(f"no VJP formula text for op '{op}'")
+    return prim.formula
 
 
 # ---------------------------------------------------------------------------
@@ -320,6 +292,6 @@ def gradient_check(network: Network, coords: int = 3, eps: float = 1e-6, seed: i
     return GradcheckTable(rows, eps)
 
 
-__all__ = ["VJP_FORMULAS", "vjp_formula", "look", "TensorLook", "format_shape", "step_detail", "StepDetail",
+__all__ = ["vjp_formula", "look", "TensorLook", "format_shape", "step_detail", "StepDetail",
            "fan_out_sum", "FanOutSum", "memory_report", "MemoryReport", "kept_tensors", "kept_bytes",
            "memory_sweep", "gradient_check", "GradcheckTable", "GradcheckRow"]
