@@ -95,17 +95,35 @@ def path_recursion_costs(max_depth: int) -> dict[str, tuple[list[int], list[int]
     return series
 
 
+NOTES_BFS_WRONG = (189, 200)  # the lecture notes: breadth-first first touch wrong on 189 of 200 random graphs
+
+
 def random_graph_table(n_graphs: int, n_ops: int, seed: int) -> list[dict]:
-    """Random-DAG statistics per strategy: how often wrong, errors, mean VJP calls and backward ops."""
+    """Random-DAG statistics per strategy: how often wrong (count and rate), errors, mean VJP calls and
+    backward ops. Raises ValueError beyond the harness's bounds (500 graphs, 60 ops, 6000 ops in all)."""
     rows = harness.strategy_comparison(n_graphs=n_graphs, n_ops=n_ops, seed=seed)
     return [{"order": STRATEGY_LABELS.get(r.strategy, r.strategy), "graphs": r.graphs,
-             "wrong gradients": r.wrong, "errors": r.errors, "mean VJP calls": f"{r.mean_vjp_calls:.1f}",
+             "wrong gradients": r.wrong, "wrong rate": f"{100 * r.wrong / max(1, r.graphs):.0f}%",
+             "errors": r.errors, "mean VJP calls": f"{r.mean_vjp_calls:.1f}",
              "mean backward ops": f"{r.mean_backward_ops:.1f}"} for r in rows]
 
 
+def bfs_rate_text(table: list[dict]) -> str:
+    """The BFS error rate of a :func:`random_graph_table` beside the notes' (Markdown)."""
+    row = next((r for r in table if r["order"] == STRATEGY_LABELS["bfs_first_touch"]), None)
+    if row is None:
+        return ""
+    wrong, total = NOTES_BFS_WRONG
+    return (f"Breadth-first, first touch: **wrong on {row['wrong gradients']} of {row['graphs']} graphs "
+            f"({row['wrong rate']})**. The lecture notes report {wrong} of {total} "
+            f"({100 * wrong / total:.0f}%) on their own random graphs.")
+
+
 def deep_chain_results(depth: int) -> list[dict]:
-    """Backprop a ``depth``-deep chain with recursive DFS and with the topological order (never raises:
-    the RecursionError of the recursive sort is caught by the explain layer and reported as text)."""
+    """Backprop the notes' chain h <- h * 1.0002, ``depth`` deep, with recursive DFS and with the topological
+    order (never raises: the RecursionError of the recursive sort is caught by the explain layer and
+    reported as text). ``exact`` is 1.0002 ** depth (1.8220094911 at 3000)."""
     traces = harness.recursion_demo(depth, strategies=("recursive_dfs", "topological"))
     return [{"strategy": tr.strategy, "depth": depth, "error": tr.error,
-             "grads": {k: fmt_value(v) for k, v in tr.grads.items()}} for tr in traces]
+             "grads": {k: fmt_value(v, 11) for k, v in tr.grads.items()},
+             "exact": fmt_value(harness.CHAIN_FACTOR ** depth, 11)} for tr in traces]

@@ -123,3 +123,57 @@ def node_table(trace, central: dict) -> list[dict]:
             row["autodiff ∂f/∂node"] = row["central difference"] = row["|difference|"] = ""
         rows.append(row)
     return rows
+
+
+# ---------------------------------------------------------------------------
+# gradient accumulation: .grad += on every backward pass until zero_grad
+
+ACCUMULATION_ACTIONS = ("backward", "zero_grad")
+MAX_ACCUMULATION_ACTIONS = 20
+
+
+def accumulation_rows(program_text: str, inputs_text: str, actions: list[str]) -> list[dict]:
+    """Each input's and constant's ``.grad`` after a sequence of real engine calls on one forward graph.
+
+    The program runs forward once on fresh leaves; then, in order, ``"backward"`` calls
+    ``output.backward()`` (no zeroing: ``accumulate_derivative`` adds into ``.grad``) and
+    ``"zero_grad"`` calls ``zero_grad()`` on every input (``.grad`` becomes None). Constants
+    (``is_constant``) are never visited by the backward pass, so their ``.grad`` stays None.
+    Returns one row per state, the first one right after the forward pass.
+
+    Raises:
+        InputProblem: the program or inputs are rejected.
+        ValueError: an unknown action, or more than ``MAX_ACCUMULATION_ACTIONS`` of them.
+    """
+    bad = [a for a in actions if a not in ACCUMULATION_ACTIONS]
+    if bad:
+        raise ValueError(f"unknown action {bad[0]!r}; known: {', '.join(ACCUMULATION_ACTIONS)}")
+    if len(actions) > MAX_ACCUMULATION_ACTIONS:
+        raise ValueError(f"at most {MAX_ACCUMULATION_ACTIONS} actions, got {len(actions)}")
+    program, inputs = parse(program_text, inputs_text)
+    try:
+        fw = ex.run_forward(program, inputs)
+    except ExpressionError as e:
+        raise InputProblem("program", e) from None
+    constants = [(fw.graph.nodes[nid].name, t) for nid, t in fw.tensor_of.items()
+                 if fw.graph.nodes[nid].kind == "constant"]
+
+    def row(n: int, call: str) -> dict:
+        r = {"#": n, "call": call}
+        for name, leaf in fw.leaves.items():
+            r[f"{name}.grad"] = "None" if leaf.grad is None else fmt_value(leaf.grad.numpy())
+        for name, t in constants:
+            r[f"constant {name}: .grad"] = "None" if t.grad is None else fmt_value(t.grad.numpy())
+        return r
+
+    rows = [row(0, f"{fw.graph.nodes[fw.id_of[fw.output.unique_id]].name} = … (forward pass)")]
+    for k, action in enumerate(actions, start=1):
+        if action == "backward":
+            if fw.output.requires_grad:
+                fw.output.backward()
+            rows.append(row(k, "backward()"))
+        else:
+            for leaf in fw.leaves.values():
+                leaf.zero_grad()
+            rows.append(row(k, "zero_grad() on every input"))
+    return rows

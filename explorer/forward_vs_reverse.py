@@ -9,6 +9,7 @@ import numpy as np
 
 from engine import explain as ex
 from engine.explain import ExpressionError, costs
+from engine.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the page shows them
 from engine.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
 from engine.explain.graph import fmt
 
@@ -73,25 +74,43 @@ def jacobian_cost_series(max_n: int, fixed: int) -> dict[str, dict[str, tuple[li
 
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+MEMORY_LINES = ("kept by this engine (measured)", "the notes' rule: 2 buffers per layer",
+                "strict minimum: ReLU output shared", "parameters (for comparison)")
 
 
 def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tuple[list, list]]]:
-    """Bytes the engine's graph keeps for backward (measured) and the analytic minimum, versus batch
-    (at ``depth``) and versus depth (at ``batch``), for a ReLU MLP of ``width`` in float32."""
+    """Bytes kept for backward by a ReLU MLP of ``width`` in float32, versus batch (at ``depth``) and
+    versus depth (at ``batch``): measured on the engine, the notes' rule, the strict minimum, and
+    the parameters (the network's input is not counted; see ``engine.explain.costs``)."""
     out: dict[str, dict[str, tuple[list, list]]] = {}
     for which, xs_all in (("vs_batch", list(BATCHES)),
                           ("vs_depth", list(range(1, depth + 1)))):
-        lines: dict[str, tuple[list, list]] = {"kept by the engine (measured)": ([], []),
-                                               "what the VJPs strictly need": ([], []),
-                                               "parameters (for comparison)": ([], [])}
+        lines: dict[str, tuple[list, list]] = {label: ([], []) for label in MEMORY_LINES}
         for x in xs_all:
             rep = costs.activation_memory(depth if which == "vs_batch" else x, width,
                                           x if which == "vs_batch" else batch)
-            for label, v in zip(lines, (rep.kept_total, rep.minimum_total, rep.parameter_bytes)):
+            for label, v in zip(MEMORY_LINES, (rep.kept_total, rep.notes_total, rep.minimum_total,
+                                               rep.parameter_bytes)):
                 lines[label][0].append(x)
                 lines[label][1].append(v)
         out[which] = lines
     return out
+
+
+def memory_table(depth: int, width: int, batch: int, dtype: str = "float32") -> list[dict]:
+    """The three counts of memory kept for backward at any size (the notes' exercise 9: 10, 4096, 512),
+    from the engine measured on a small copy of the network and scaled (``costs.memory_at_scale``)."""
+    s = costs.memory_at_scale(depth, width, batch, dtype)
+    return [{"count": r["count"], "what is kept": r["what is kept"], "buffers of batch × width": r["buffers"],
+             "bytes": f"{r['bytes']:,}", "MB": f"{r['MB']:,.1f}", "MiB": f"{r['MiB']:,.1f}"} for r in s.rows()]
+
+
+def jacobian_size_table(width_in: int, width_out: int, batch: int, dtype: str) -> tuple[list[dict], dict]:
+    """Rows (what, shape, size) of full Jacobians against a VJP's vector, and the pass counts that
+    building the whole-batch Jacobian would take: ``{"forward": B·d_in JVPs, "reverse": B·d_out VJPs}``."""
+    j = costs.jacobian_sizes(width_in, width_out, batch, dtype)
+    rows = [{"what": r["what"], "shape": r["shape"], "elements": r["elements"], "size": r["size"]} for r in j.rows()]
+    return rows, {"forward": j.forward_passes, "reverse": j.reverse_passes}
 
 
 def dual_frames(run: DualRun):

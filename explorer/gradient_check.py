@@ -1,17 +1,23 @@
-"""Gradient check (page 3): central differences against autodiff, and the error versus h.
+"""Gradient check (page 3): finite differences against autodiff, and the error versus h.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import plotly.graph_objects as go
 
 from engine import explain as ex
 from engine.explain import ExpressionError, costs
 
-from .kit.formatting import fmt_value, max_abs_difference
+from .kit.formatting import fmt_number, fmt_value, max_abs_difference
+from .kit.presentation import Look
 from .kit.programs import InputProblem, parse
+
+SCHEME_LABELS = {"central": "central (f(x+h) − f(x−h)) / 2h", "forward": "forward (f(x+h) − f(x)) / h"}
+
 
 @dataclass
 class GradcheckModel:
@@ -23,7 +29,8 @@ class GradcheckModel:
 
 
 def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, index: int = 0) -> GradcheckModel:
-    """h sweep for element ``index`` of one input (float32 and float64) and the per-input table at ``h``."""
+    """h sweep for element ``index`` of one input (float32 and float64, central and forward differences)
+    and the per-input table at ``h``."""
     program, inputs = parse(program_text, inputs_text)
     if wrt not in program.input_names:
         wrt = program.input_names[0]
@@ -47,16 +54,101 @@ def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, ind
     return GradcheckModel(program, inputs, sweep, trace.grads, table)
 
 
-def sweep_series(sweep) -> tuple[dict, list]:
-    """h-sweep rows as plot series ``dtype -> (hs, errors)`` and star markers at each best h."""
+def sweep_series(sweep, dtype: str | None = None) -> tuple[dict, list]:
+    """h-sweep rows as plot series ``label -> (hs, errors)`` and star markers at each best h.
+
+    Labels are ``dtype`` for the central scheme and ``"dtype forward"`` for forward differences;
+    ``dtype`` limits both to one dtype. A best-h star sits on the error model's curve (the best h is
+    the model's minimiser, usually between two swept h).
+    """
     series: dict[str, tuple[list, list]] = {}
     for row in sweep.rows:
-        xs, ys = series.setdefault(str(row.dtype), ([], []))
+        if dtype is not None and row.dtype != dtype:
+            continue
+        label = str(row.dtype) if row.scheme == "central" else f"{row.dtype} {row.scheme}"
+        xs, ys = series.setdefault(label, ([], []))
         xs.append(float(row.h))
         ys.append(max(float(row.abs_error), 1e-300))  # log axis: an exact hit is drawn at the floor
     markers = []
-    for dtype, h in sweep.best_h.items():
-        xs, ys = series[str(dtype)]
-        y = ys[xs.index(float(h))] if float(h) in xs else min(ys)
-        markers.append((f"best h ({dtype})", float(h), y, f"best h={float(h):.0e}"))
+    for dt, h in sweep.best_h.items():
+        if dtype is not None and dt != dtype:
+            continue
+        m = sweep.model("central", dt)
+        if m is not None and m.best_h is not None:
+            y = m.error(h)
+        else:  # no truncation term: the best h is the sweep's lowest point
+            xs, ys = series[str(dt)]
+            y = ys[xs.index(float(h))] if float(h) in xs else min(ys)
+        markers.append((f"best h ({dt})", float(h), y, f"best h = {float(h):.1e}"))
     return series, markers
+
+
+def best_h_text(sweep, dtype: str) -> str:
+    """One sentence: the best h of ``dtype``, how it was found, and where the sweep's lowest point fell."""
+    m = sweep.model("central", dtype)
+    best, lowest = sweep.best_h.get(dtype), sweep.lowest_h.get(dtype)
+    if best is None:
+        return ""
+    if m is None or m.best_h is None:
+        return (f"**{dtype}**: best h = {best:.1e}, the lowest point of the sweep (f''' = 0 here, so central "
+                "differences have no truncation error: only rounding is left).")
+    f, _, _, d3 = sweep.derivatives
+    text = (f"**{dtype}**: best h = (3ε|f| / |f'''|)^(1/3) = **{best:.1e}**, with ε = {m.eps:.2g}, "
+            f"|f| = {fmt_number(abs(f))}, f''' = {fmt_number(d3)} (the engine's third derivative, nested grad).")
+    if lowest is not None and not (best / 3 <= lowest <= best * 3):
+        text += (f" The sweep's lowest point, h = {lowest:.1e}, is a lucky cancellation of rounding errors, "
+                 "not a better step.")
+    return text
+
+
+_COLOURS = {"central": "#2563eb", "forward": "#ea580c"}
+
+
+def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None) -> go.Figure:
+    """Log-log error vs h for one dtype: central and forward differences, the error model's slopes
+    (truncation h² |f'''|/6 and h |f''|/2, rounding ε|f|/h, dashed), and the best h.
+    """
+    fig = go.Figure()
+    ys_all: list[float] = []
+    for scheme in ("central", "forward"):
+        hs, errs = sweep.series(scheme, dtype)
+        if not hs:
+            continue
+        errs = [max(float(e), 1e-300) for e in errs]
+        ys_all += [e for e in errs if e > 1e-300]
+        fig.add_trace(go.Scatter(x=hs, y=errs, mode="lines+markers", name=SCHEME_LABELS[scheme],
+                                 line=dict(width=look.edge_width + 1, color=_COLOURS[scheme]),
+                                 marker=dict(size=max(5, look.node_size // 5))))
+    if not ys_all:
+        return fig
+    lo, hi = min(ys_all) / 3, max(ys_all) * 3
+    hs = sorted({h for scheme in ("central", "forward") for h in sweep.series(scheme, dtype)[0]})
+
+    def guide(fn, name, colour, dash):
+        pts = [(h, fn(h)) for h in hs]
+        pts = [(h, y) for h, y in pts if lo <= y <= hi and math.isfinite(y)]
+        if len(pts) >= 2:
+            fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", name=name,
+                                     line=dict(width=max(1.5, look.edge_width), color=colour, dash=dash),
+                                     hoverinfo="name"))
+
+    for scheme, power in (("central", "h²"), ("forward", "h")):
+        m = sweep.model(scheme, dtype)
+        if m is not None and m.truncation_coefficient > 0:
+            guide(m.truncation, f"truncation ∝ {power} ({scheme})", _COLOURS[scheme], "dash")
+    m = sweep.model("central", dtype)
+    if m is not None:
+        guide(m.rounding, "rounding ε|f|/h", "#6b7280", "dot")
+    _, markers = sweep_series(sweep, dtype)
+    for name, x, y, text in markers:
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", name=name, text=[text],
+                                 textposition="bottom center", textfont=dict(size=look.figure_font),
+                                 marker=dict(symbol="star", size=look.node_size * 0.7, color="#16a34a",
+                                             line=dict(width=1, color="#14532d"))))
+    fig.update_layout(title=title or f"|finite difference − autodiff|, {dtype}", xaxis_title="h (log scale)",
+                      yaxis_title="absolute error (log scale)", font=dict(size=look.figure_font),
+                      height=int(look.figure_height * 0.9), legend=dict(orientation="h", y=-0.25),
+                      margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(type="log", exponentformat="power")
+    fig.update_yaxes(type="log", exponentformat="power", range=[math.log10(lo), math.log10(hi)])
+    return fig

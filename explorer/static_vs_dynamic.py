@@ -180,6 +180,22 @@ class RunResult:
     needed_total: int               # nodes in the graph
     eager_value: np.ndarray | None = None
     fed: list[int] = field(default_factory=list)  # node ids given by the feed dict
+    fed_used: list[int] = field(default_factory=list)  # fed placeholders this fetch reads
+
+    @property
+    def counted(self) -> int:
+        """Nodes the run took part in as the lecture counts them: those evaluated plus the fed placeholders
+        the fetch reads (``sess.run(h, feed)`` on h = relu(x @ W + b) counts 6: x, W, b, matmul, add, relu)."""
+        return len(self.evaluated) + len(self.fed_used)
+
+    def count_text(self) -> str:
+        """"Evaluated k of N", k counting fed placeholders as the lecture does, with the split (Markdown)."""
+        k, n = self.counted, self.needed_total
+        if not self.fed_used:
+            return f"Evaluated **{k} of {n}** nodes (the rest are not needed for this fetch)."
+        fed = len(self.fed_used)
+        return (f"Evaluated **{k} of {n}** nodes, counting the fed placeholder{'s' if fed > 1 else ''} as the "
+                f"lecture does: {len(self.evaluated)} computed + {fed} fed. The rest are not needed for this fetch.")
 
     @property
     def matches_eager(self) -> bool | None:
@@ -199,7 +215,9 @@ def run_fetch(ex: Example, fetch: str, fed: list[str]) -> RunResult:
         return RunResult(fetch, [], None, str(e), len(ex.graph.nodes))
     eager = ex.eager({k: val for k, (_, val) in ex.feeds.items()}).get(fetch)
     fed_ids = [tf.tensor_to_node(ex.feeds[n][0]).id for n in fed]
-    return RunResult(fetch, list(sess.last_evaluated), value, None, len(ex.graph.nodes), eager, fed_ids)
+    reads = {n.id for n in sess.needed_nodes(target)}  # without a feed: every node the fetch depends on
+    fed_used = [i for i in fed_ids if i in reads]
+    return RunResult(fetch, list(sess.last_evaluated), value, None, len(ex.graph.nodes), eager, fed_ids, fed_used)
 
 
 def _fill(n: Node) -> str:

@@ -12,10 +12,10 @@ from explorer.kit.figures import MAX_BROWSER_FRAMES, PrebuiltFigure, at_frame, f
 from explorer.backprop_orders import orders_model
 from explorer.expression_explorer import explorer_model
 from explorer.forward_vs_reverse import dual_frames, dual_model, jacobian_cost_series, memory_series
-from explorer.gradient_check import gradcheck_model, sweep_series
+from explorer.gradient_check import best_h_text, gradcheck_model, sweep_figure, sweep_series
 from explorer.kit.programs import InputProblem, parse
 from explorer.kit.presentation import NORMAL, PRESENTING
-from engine.explain import ExpressionError
+from engine.explain import ExpressionError, record_execution
 from engine.explain.dual import dual_number_steps, network_jacobian_costs
 
 SLIDE, SLIDE_AT = "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"
@@ -135,20 +135,62 @@ def test_jacobian_and_memory_series_shapes():
     assert s["vary_n"]["forward mode: passes"] == ([1, 2, 3, 4], [1, 2, 3, 4])
     assert s["vary_n"]["reverse mode: passes"][1] == [2, 2, 2, 2]
     mem = memory_series(3, 8, 16)
-    kept = mem["vs_depth"]["kept by the engine (measured)"]
+    kept = mem["vs_depth"]["kept by this engine (measured)"]
     assert kept[0] == [1, 2, 3] and kept[1][0] < kept[1][1] < kept[1][2]
-    batch = mem["vs_batch"]["kept by the engine (measured)"][1]
+    batch = mem["vs_batch"]["kept by this engine (measured)"][1]
     assert batch == sorted(batch) and batch[-1] > batch[0]
+    buf = 8 * 16 * 4  # batch 8, width 16, float32
+    assert mem["vs_depth"]["the notes' rule: 2 buffers per layer"][1] == [buf, 3 * buf, 5 * buf]
+    assert mem["vs_depth"]["strict minimum: ReLU output shared"][1] == [buf, 2 * buf, 3 * buf]
+    assert kept[1] == [2 * buf, 5 * buf, 8 * buf]
 
 
 def test_gradcheck_model_best_h_by_dtype():
     m = gradcheck_model(SLIDE, SLIDE_AT, "x1", 1e-6)
     series, markers = sweep_series(m.sweep)
-    assert set(series) == {"float32", "float64"}
+    assert set(series) == {"float32", "float64", "float32 forward", "float64 forward"}
     best = {name: h for name, h, _, _ in markers}
     assert best["best h (float64)"] < best["best h (float32)"]  # float32 needs a larger step
+    # the star sits on the error model's curve, at its minimum
+    model64 = m.sweep.model("central", "float64")
+    star = next(mk for mk in markers if mk[0] == "best h (float64)")
+    assert star[2] == pytest.approx(model64.error(star[1]))
     assert float(m.table[0]["|diff| float64"]) < 1e-5
     assert m.table[1]["input"] == "x2"
+    fig = sweep_figure(m.sweep, "float32", NORMAL)
+    names = [d.name for d in fig.data]
+    assert names[:2] == ["central (f(x+h) − f(x−h)) / 2h", "forward (f(x+h) − f(x)) / h"]
+    # the guides stay inside the plotted error range (they would otherwise squash the data)
+    lo, hi = (10 ** v for v in fig.layout.yaxis.range)
+    for d in fig.data[2:]:
+        assert all(lo <= y <= hi for y in d.y)
+    assert "3.8e-03" in best_h_text(m.sweep, "float32")
+    flat = gradcheck_model("f = x * x", "x = 3", "x", 1e-6)  # no truncation error: no model minimiser
+    assert "lowest point of the sweep" in best_h_text(flat.sweep, "float64")
+
+
+def test_sigmoid_quiz_preset_gives_the_notes_derivative():
+    from explorer.kit.presets import PRESETS
+    quiz = next(p for p in PRESETS if p.label.startswith("Sigmoid quiz"))
+    tr = record_execution(quiz.program, quiz.inputs)
+    assert round(tr.grads["v1"], 8) == -0.26684166
+    s = 1 / (1 + math.exp(-0.8 * -1.5))
+    assert tr.grads["v1"] == pytest.approx(s * (1 - s) * -1.5, rel=1e-14)  # sigma (1 - sigma) v2
+    assert [n.name for n in tr.graph.without_constants().nodes] == ["v1", "v2", "v3", "v4", "v5", "v6", "v7"]
+
+
+def test_accumulation_rows_are_real_engine_calls():
+    from explorer.expression_explorer import MAX_ACCUMULATION_ACTIONS, accumulation_rows
+    rows = accumulation_rows(SLIDE, SLIDE_AT, ["backward", "backward", "zero_grad", "backward"])
+    g1 = 1 + 1.5 * math.exp(5.5)
+    assert [r["x1.grad"] for r in rows] == ["None", f"{g1:.6g}", f"{2 * g1:.6g}", "None", f"{g1:.6g}"]
+    assert {r["constant 1.5: .grad"] for r in rows} == {"None"} and {r["constant 2: .grad"] for r in rows} == {"None"}
+    with pytest.raises(ValueError, match="unknown action"):
+        accumulation_rows(SLIDE, SLIDE_AT, ["step"])
+    with pytest.raises(ValueError, match="at most"):
+        accumulation_rows(SLIDE, SLIDE_AT, ["backward"] * (MAX_ACCUMULATION_ACTIONS + 1))
+    with pytest.raises(InputProblem):
+        accumulation_rows("f = import", "", ["backward"])
 
 
 # --- figures ---------------------------------------------------------------------

@@ -154,6 +154,40 @@ def test_explorer_presets_and_tensor_example():
     assert {"W", "x", "b", "y", "f"} <= set(names)
 
 
+def test_explorer_gradient_accumulation_20_then_40_and_zero_grad():
+    at = page(EXPLORER).run()
+    label = next(o for o in at.selectbox(key="explorer_preset").options if o.startswith("Gradient accumulation"))
+    at.selectbox(key="explorer_preset").set_value(label).run()
+    no_exceptions(at)
+
+    def accumulation():
+        return next(t.value for t in at.table if "x.grad" in t.value.columns)
+
+    assert list(accumulation()["x.grad"]) == ["None", "20"]
+    button(at, "backward() again").click().run()
+    table = accumulation()
+    assert list(table["x.grad"]) == ["None", "20", "40"]  # the notes: 20 becomes 40 without zeroing
+    assert set(table["constant 5: .grad"]) == {"None"}   # constants receive nothing
+    button(at, "zero_grad()").click().run()
+    button(at, "backward() again").click().run()
+    assert list(accumulation()["x.grad"]) == ["None", "20", "40", "None", "20"]
+    assert list(accumulation()["call"])[-2] == "zero_grad() on every input"
+    button(at, "Start over").click().run()
+    assert list(accumulation()["x.grad"]) == ["None", "20"]
+    at.text_area(key="explorer_at").input("x = 3").run()  # a new program starts over
+    assert list(accumulation()["x.grad"]) == ["None", "30"]
+
+
+def test_sigmoid_quiz_preset_at_the_notes_values():
+    at = page(EXPLORER).run()
+    label = next(o for o in at.selectbox(key="explorer_preset").options if o.startswith("Sigmoid quiz"))
+    at.selectbox(key="explorer_preset").set_value(label).run()
+    no_exceptions(at)
+    assert at.text_area(key="explorer_at").value == "v1 = 0.8, v2 = -1.5"
+    table = next(t.value for t in at.table if "autodiff ∂f/∂node" in t.value.columns)
+    assert table[table["node"] == "v1"].iloc[0]["autodiff ∂f/∂node"] == "-0.266842"
+
+
 # --- Backprop orders ----------------------------------------------------------
 
 ORDERS = "2_Backprop_orders.py"
@@ -199,6 +233,23 @@ def test_orders_cost_plot_is_exponential_for_path_recursion():
     assert "2^depth − 1 VJP calls" in texts(at)  # the caption states what the plot shows
 
 
+def test_orders_lecture_numbers_deep_chain_and_bfs_rate_over_200_graphs():
+    at = page(ORDERS).run()
+    no_exceptions(at)
+    # the notes' chain h <- h * 1.0002, 3000 deep: the explicit stack gives 1.0002^3000
+    assert any("d h / d x1 = 1.8220094911" in s.value for s in at.success)
+    assert "1.0002^3000 = **1.8220094911**" in texts(at)
+    # 200 random graphs by default, the BFS rate beside the notes' 94%
+    stats = next(t.value for t in at.table if "wrong rate" in t.value.columns)
+    bfs = stats[stats["order"].str.startswith("BFS")].iloc[0]
+    assert bfs["graphs"] == 200 and bfs["wrong rate"].endswith("%") and int(bfs["wrong rate"][:-1]) >= 80
+    assert set(stats[~stats["order"].str.startswith("BFS")]["wrong gradients"]) == {0}
+    assert f"wrong on {bfs['wrong gradients']} of 200 graphs" in texts(at) and "189 of 200 (94%)" in texts(at)
+    at.number_input(key="orders_n_graphs").set_value(10).run()
+    stats = next(t.value for t in at.table if "wrong rate" in t.value.columns)
+    assert set(stats["graphs"]) == {10}
+
+
 def test_orders_bad_program():
     at = page(ORDERS).run()
     at.text_area(key="orders_expr").input("f = x1 +* 2").run()
@@ -214,10 +265,18 @@ GRADCHECK = "3_Gradient_check.py"
 def test_gradcheck_sweep_and_table():
     at = page(GRADCHECK).run()
     no_exceptions(at)
-    spec = plotly_specs(at)[0]
+    specs = plotly_specs(at)
+    assert [s["layout"]["title"]["text"].rsplit(", ", 1)[1] for s in specs[:2]] == ["float64", "float32"]
+    spec = specs[0]
     names = [d["name"] for d in spec["data"]]
-    assert "float32" in names and "float64" in names and any(n.startswith("best h") for n in names)
+    assert any(n.startswith("central") for n in names) and any(n.startswith("forward") for n in names)
+    assert "best h (float64)" in names and "rounding ε|f|/h" in names
+    assert any(n.startswith("truncation ∝ h²") for n in names) and any(n.startswith("truncation ∝ h (") for n in names)
     assert spec["layout"]["xaxis"]["type"] == "log" and spec["layout"]["yaxis"]["type"] == "log"
+    star = next(d for d in spec["data"] if d["name"] == "best h (float64)")
+    assert 1e-6 <= star["x"][0] <= 3e-5  # the notes: about 5e-6
+    assert "best h = (3ε|f| / |f'''|)^(1/3) = **4.6e-06**" in texts(at)
+    assert "lucky cancellation" in texts(at)
     table = at.table[0].value
     assert list(table["input"]) == ["x1", "x2"]
     assert float(table["|diff| float64"][0]) < 1e-5
@@ -278,6 +337,38 @@ def test_forward_mode_steps_dual_numbers():
     jac = {d["name"]: d["y"] for d in specs[1]["data"]}
     assert jac["forward mode: passes"] == list(range(1, len(jac["forward mode: passes"]) + 1))
     assert set(jac["reverse mode: passes"]) == {2}
+
+
+def test_forward_vs_reverse_jacobian_sizes_and_memory_of_exercise_9():
+    at = page(FWDREV).run()
+    no_exceptions(at)
+    tables = [t.value for t in at.table]
+    sizes = next(t for t in tables if "shape" in t.columns)
+    assert list(sizes["size"]) == ["0.134 GB", "5.6e5 GB", "67.1 MB"]  # the notes' three numbers
+    assert "8,388,608 forward (JVP) passes" in texts(at)
+    at.number_input(key="fwdrev_jac_batch").set_value(1).run()
+    at.selectbox(key="fwdrev_jac_dtype").set_value("float32").run()
+    sizes = next(t.value for t in at.table if "shape" in t.value.columns)
+    assert list(sizes["size"]) == ["67.1 MB", "67.1 MB", "16.4 kB"]  # one example: the two Jacobians agree
+    mem = next(t.value for t in at.table if "buffers of batch × width" in t.value.columns)
+    rows = dict(zip(mem["count"], mem["MB"]))
+    assert rows["the notes' rule"] == "159.4" and rows["strict minimum"] == "83.9"
+    assert "2L − 1 = 19" in texts(at) and "keeps its input z" in texts(at)
+    at.number_input(key="fwdrev_ex9_depth").set_value(3).run()
+    mem = next(t.value for t in at.table if "buffers of batch × width" in t.value.columns)
+    assert list(mem["buffers of batch × width"]) == [8, 5, 3]
+    specs = plotly_specs(at)
+    names = [d["name"] for d in specs[-1]["data"]]
+    assert names == ["kept by this engine (measured)", "the notes' rule: 2 buffers per layer",
+                     "strict minimum: ReLU output shared", "parameters (for comparison)"]
+
+
+def test_relu_saved_tensor_is_named_the_same_on_both_memory_pages():
+    from engine.explain.costs import RELU_SAVED
+    for name in (FWDREV, "5_Network_explorer.py"):
+        at = page(name).run()
+        no_exceptions(at)
+        assert RELU_SAVED in texts(at), name
 
 
 def test_program_survives_a_visit_to_another_page():

@@ -39,6 +39,18 @@ def test_every_fetch_runs_and_equals_eager(key):
     assert ex.gradient_nodes > 0 and ex.eager_ops_per_step > 0
 
 
+def test_evaluated_count_includes_the_fed_placeholders_the_fetch_reads():
+    ex = M.build_example("lecture", with_gradients=False)
+    runs = {f: M.run_fetch(ex, f, ["x"]) for f in ("h", "x @ W", "W (a variable)")}
+    assert {f: r.counted for f, r in runs.items()} == {"h": 6, "x @ W": 3, "W (a variable)": 1}  # the lecture's 6, 3
+    assert "5 computed + 1 fed" in runs["h"].count_text() and "fed" not in runs["W (a variable)"].count_text()
+    logreg = M.build_example("logreg", with_gradients=True)
+    r = M.run_fetch(logreg, "loss", ["x", "y"])
+    assert len(r.fed_used) == 2 and r.counted == len(r.evaluated) + 2 and "placeholders as the" in r.count_text()
+    p = M.run_fetch(logreg, "p = sigmoid(x @ w + b)", ["x", "y"])  # y is fed but p does not read it
+    assert len(p.fed_used) == 1
+
+
 def test_sub_expression_lights_up_only_its_dependencies():
     ex = M.build_example("lecture", with_gradients=True)
     r = M.run_fetch(ex, "x @ W", ["x"])
@@ -88,7 +100,8 @@ def test_compile_demo_is_bit_identical():
 
 def test_page_default_runs_the_lecture_graph():
     at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
-    assert "Evaluated **5 of" in texts(at)
+    # the lecture: sess.run(h, feed) evaluates 6 (x, W, b, matmul, add, relu): the fed placeholder counts
+    assert "Evaluated **6 of" in texts(at) and "5 computed + 1 fed" in texts(at)
     assert len(dots(at)) == 4  # run graph, unrolled loop, folding before / after
     assert M.LIT in dots(at)[0]
     assert "matmul → add → relu" in texts(at)
@@ -100,7 +113,7 @@ def test_page_fetch_feed_and_error():
     at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
     at.selectbox(key="static_fetch").set_value("x @ W")
     ok(at.run())
-    assert "Evaluated **2 of" in texts(at) and "W → matmul" in texts(at)
+    assert "Evaluated **3 of" in texts(at) and "W → matmul" in texts(at)  # the lecture: x @ W evaluates 3
     at.multiselect(key="static_fed").set_value([])
     ok(at.run())
     assert "placeholder 'x'" in texts(at)

@@ -11,7 +11,7 @@ import streamlit as st
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import at_frame, style_graph_figure
-from explorer.expression_explorer import explorer_model
+from explorer.expression_explorer import MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model
 from explorer.kit.programs import InputProblem
 from explorer.kit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,
                             start_page, step_controls)
@@ -29,6 +29,11 @@ for msg in ctx.link_problems:
 @st.cache_resource(max_entries=32, show_spinner="Running the engine…")
 def cached_model(program: str, inputs: str):
     return explorer_model(program, inputs)
+
+
+@st.cache_data(max_entries=64, show_spinner="Running backward on the engine…")
+def cached_accumulation(program: str, inputs: str, actions: tuple[str, ...]):
+    return accumulation_rows(program, inputs, list(actions))
 
 
 top = st.columns([3, 1])
@@ -100,5 +105,36 @@ with tab_table:
     st.table(pd.DataFrame(model.table))
     st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
                "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element.")
+
+st.subheader("Gradient accumulation: backward again without zero_grad")
+accum_key = ns.key("accum")
+if st.session_state.get(ns.key("accum_sig")) != sig:  # a new program starts with one backward pass
+    st.session_state[accum_key] = ["backward"]
+    st.session_state[ns.key("accum_sig")] = sig
+
+
+def _accumulate(action: str | None) -> None:
+    actions = st.session_state[accum_key]
+    if action is None:
+        st.session_state[accum_key] = ["backward"]
+    elif len(actions) < MAX_ACCUMULATION_ACTIONS:
+        st.session_state[accum_key] = actions + [action]
+
+
+full = len(st.session_state[accum_key]) >= MAX_ACCUMULATION_ACTIONS
+ac = st.columns([1.4, 1.4, 1, 3])
+ac[0].button("backward() again", key=ns.key("accum_backward"), on_click=_accumulate, args=("backward",), disabled=full,
+             help="output.backward() on the same graph, without zeroing: .grad += the new gradient")
+ac[1].button("zero_grad()", key=ns.key("accum_zero"), on_click=_accumulate, args=("zero_grad",), disabled=full,
+             help="x.zero_grad() on every input: .grad = None, as a training loop does before each backward")
+ac[2].button("Start over", key=ns.key("accum_reset"), on_click=_accumulate, args=(None,))
+if full:
+    ac[3].caption(f"{MAX_ACCUMULATION_ACTIONS} calls at most: Start over.")
+st.table(pd.DataFrame(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key]))))
+st.caption("Every call above is the real engine on one forward graph. backward() adds into .grad "
+           "(accumulate_derivative: +=), so a second backward without zeroing doubles it — the notes' 20 → 40 "
+           "(preset “Gradient accumulation”). zero_grad() sets .grad to None; training loops call it before "
+           "each backward. Constants take no gradient (is_constant): the backward pass never visits them and "
+           "their .grad stays None.")
 
 publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step})

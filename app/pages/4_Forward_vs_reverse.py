@@ -1,4 +1,4 @@
-"""Forward mode with dual numbers stepping through the same graph (each node carries its value and its derivative forward), the number of passes and ops each mode needs for a full Jacobian of R^n → R^m as n and m vary, and the memory reverse mode keeps for its backward pass as batch and depth grow.
+"""Forward mode with dual numbers stepping through the same graph (each node carries its value and its derivative forward), the number of passes and ops each mode needs for a full Jacobian of R^n → R^m as n and m vary, how large a full Jacobian is against the vector a VJP carries, and the memory reverse mode keeps for its backward pass as batch and depth grow (the notes' count, this engine's and the strict minimum, at any size).
 """
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import at_frame, line_plot, style_graph_figure
 from explorer.kit.formatting import fmt_value
-from explorer.forward_vs_reverse import dual_model, jacobian_cost_series, memory_series
+from explorer.forward_vs_reverse import (MAX_SCALE_DEPTH, RELU_SAVED, dual_model, jacobian_cost_series, jacobian_size_table,
+                                        memory_series, memory_table)
 from explorer.kit.programs import InputProblem, parse
 from explorer.kit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,
                             start_page, step_controls)
@@ -102,11 +103,27 @@ p[0].plotly_chart(line_plot(series["vary_n"], title=f"m = {fixed}, n varies", x_
 p[1].plotly_chart(line_plot(series["vary_m"], title=f"n = {fixed}, m varies", x_title="m (outputs)",
                             y_title="count (log scale)", look=look, log_y=True), key=ns.key("jac_m"))
 
+st.subheader("Why frameworks never build the Jacobian")
+st.caption("A layer x (batch × d_in) → y (batch × d_out). Its full Jacobian is huge; a VJP only ever holds a "
+           "vector the size of y. The defaults are the notes' sizes: width 4096, batch 2048, float64.")
+js = st.columns(4)
+j_in = js[0].number_input("d_in (input width)", 1, 1_000_000, 4096, key=ns.key("jac_in"))
+j_out = js[1].number_input("d_out (output width)", 1, 1_000_000, 4096, key=ns.key("jac_out"))
+j_batch = js[2].number_input("batch", 1, 1_000_000, 2048, key=ns.key("jac_batch"))
+j_dtype = js[3].selectbox("dtype", ["float64", "float32"], key=ns.key("jac_dtype"))
+size_rows, passes = jacobian_size_table(int(j_in), int(j_out), int(j_batch), j_dtype)
+st.table(pd.DataFrame(size_rows))
+st.markdown(f"Building the whole-batch Jacobian would take **{passes['forward']:,} forward (JVP) passes**, one "
+            f"per input number, or **{passes['reverse']:,} backward (VJP) passes**, one per output number. "
+            "Training needs the gradient of one scalar loss: **one** backward pass, whose VJPs carry vectors "
+            "like the last row.")
+
 st.subheader("Memory reverse mode keeps for the backward pass")
 st.caption("Reverse mode must keep the values its VJPs need until the backward pass reaches them, so the "
-           "memory grows with batch × depth. Measured: every buffer the engine's recorded graph of a ReLU MLP "
-           "(float32) holds, beside the analytic minimum (each layer's input and ReLU output) and the parameters. "
-           "Forward mode keeps no graph: each value and its tangent can be freed once the next layer has used them.")
+           "memory grows with batch × depth. A ReLU MLP (float32), without its input x: measured, every buffer "
+           "the engine's recorded graph holds; the notes' rule, two batch × width buffers per layer; the strict "
+           "minimum, one per layer; and the parameters. Forward mode keeps no graph: each value and its tangent "
+           "can be freed once the next layer has used them.")
 m = st.columns(3)
 depth = m[0].slider("depth (layers)", 1, 32, 8, key=ns.key("mem_depth"))
 batch = m[1].select_slider("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256], value=32, key=ns.key("mem_batch"))
@@ -117,3 +134,17 @@ q[0].plotly_chart(line_plot(mem["vs_batch"], title=f"depth {depth}, width {width
                             y_title="bytes kept", look=look), key=ns.key("mem_b"))
 q[1].plotly_chart(line_plot(mem["vs_depth"], title=f"batch {batch}, width {width}", x_title="depth",
                             y_title="bytes kept", look=look), key=ns.key("mem_d"))
+
+st.markdown("**Any size — the notes' exercise 9** (10 layers × 4096, batch 512, float32)")
+e = st.columns(4)
+e_depth = e[0].number_input("layers L", 1, MAX_SCALE_DEPTH, 10, key=ns.key("ex9_depth"))
+e_width = e[1].number_input("width", 1, 1_000_000, 4096, key=ns.key("ex9_width"))
+e_batch = e[2].number_input("batch", 1, 1_000_000, 512, key=ns.key("ex9_batch"))
+e_dtype = e[3].selectbox("dtype", ["float32", "float64"], key=ns.key("ex9_dtype"))
+st.table(pd.DataFrame(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype)))
+st.markdown(f"Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps z = hW + b (for its mask). "
+            f"That is the notes' count, 2 per layer minus the network's input: **2L − 1 = {2 * int(e_depth) - 1}**. "
+            f"This engine also keeps hW, because its History keeps every input of every op although the bias add's "
+            f"VJP never reads it: 3L − 1 = {3 * int(e_depth) - 1}. The strict minimum shares one buffer per layer: "
+            f"L = {int(e_depth)}. {RELU_SAVED} The engine's count is measured on a 4-wide copy of the network "
+            "(same depth) and scaled: every buffer it keeps is one batch × width buffer.")

@@ -206,8 +206,7 @@ with tab_mem:
                 f"Under `no_grad` nothing is kept: 0 bytes.")
     st.dataframe(pd.DataFrame(memory_rows(mem)), hide_index=True)
     st.caption("This engine's History keeps every input of every op alive; the last column shows which "
-               "ones the backward pass really read (traced while the VJPs ran). ReLU keeps its input, "
-               "from which the mask is recomputed.")
+               "ones the backward pass really read (traced while the VJPs ran). " + analysis.RELU_SAVED)
     sc = st.columns(max(len(ex.sweeps), 1))
     for c, (opt, rows) in zip(sc, ex.sweeps.items()):
         c.plotly_chart(sweep_figure(rows, opt, font=look.figure_font), key=ns.key(f"sweep_{opt}"))

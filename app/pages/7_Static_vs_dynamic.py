@@ -70,8 +70,7 @@ with run_cols[2]:
         upto = 0
     else:
         n_eval = len(result.evaluated)
-        st.success(f"Evaluated **{n_eval} of {result.needed_total}** nodes "
-                   f"(the rest are not needed for this fetch).")
+        st.success(result.count_text())
         upto = st.slider("Evaluation order: light up the first k nodes", 0, n_eval, n_eval, key=ns.key("upto"))
 st.html(f"<div style='font-size:0.85rem'>{legend}</div>")
 st.graphviz_chart(M.graph_dot(ex.graph, result.evaluated if not result.error else None, upto, fed=result.fed),

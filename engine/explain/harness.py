@@ -148,9 +148,10 @@ def _max_err(a, b) -> float:
     return worst
 
 
-STATS_MAX_VJP_CALLS = 20_000   # per graph and strategy: path recursion gives up beyond (counted in errors)
+STATS_MAX_VJP_CALLS = 5_000    # per graph and strategy: path recursion gives up beyond (counted in errors)
 STATS_MAX_GRAPHS = 500
 STATS_MAX_OPS = 60
+STATS_MAX_TOTAL_OPS = 6_000    # graphs x ops per graph: 200 graphs of 30 ops
 
 
 class _Count:
@@ -168,11 +169,12 @@ class _Count:
         self.ops += 1
 
 
-def _gradients(program, inputs: dict, strategy) -> tuple[dict, int, int, str | None]:
-    """Run ``program`` forward on fresh leaves and backward with ``strategy``: (grads, VJP calls,
-    backward ops, caught error). The same engine calls as :func:`record_execution`, counted only."""
-    leaves = {n: tensor(inputs[n], requires_grad=True, name=n) for n in program.input_names}
-    out = program.evaluate(leaves).output
+def _gradients(out: Tensor, leaves: dict[str, Tensor], strategy) -> tuple[dict, int, int, str | None]:
+    """Backward from ``out`` with ``strategy`` into fresh ``.grad``s: (grads, VJP calls, backward ops,
+    caught error). The same engine calls as :func:`record_execution`, counted only. The forward
+    graph is only read, so every strategy can run on the same one."""
+    for t in leaves.values():
+        t.grad = None
     count = _Count()
     error = None
     if out.requires_grad:
@@ -195,46 +197,46 @@ def strategy_comparison(n_graphs: int = 50, n_ops: int = 12, seed: int = 0, stra
 
     A strategy is *wrong* on a graph when any gradient differs from topological's by more than
     1e-9 (relative); *errors* counts caught failures (RecursionError, or path recursion giving up
-    after ``max_vjp_calls`` VJP calls on one graph). Each program is parsed once and run with the
-    real engine per strategy, with an observer that only counts (no event records), so 200 graphs
-    of 12 ops take about a second.
+    after ``max_vjp_calls`` VJP calls on one graph). Each program is parsed and run forward once;
+    every strategy then runs the real backward pass on that graph with an observer that only
+    counts (no event records), so 200 graphs of 12 ops take about a second.
 
     Raises:
-        ValueError: more than 500 graphs or 60 ops per graph (the request is bounded).
+        ValueError: more than 500 graphs, more than 60 ops per graph, or graphs x ops > 6000
+            (the request is bounded).
     """
     if programs is None:
-        if not 1 <= n_graphs <= STATS_MAX_GRAPHS or not 1 <= n_ops <= STATS_MAX_OPS:
-            raise ValueError(f"at most {STATS_MAX_GRAPHS} graphs of at most {STATS_MAX_OPS} ops "
-                             f"(asked for {n_graphs} of {n_ops})")
+        if not 1 <= n_graphs <= STATS_MAX_GRAPHS or not 1 <= n_ops <= STATS_MAX_OPS \
+                or n_graphs * n_ops > STATS_MAX_TOTAL_OPS:
+            raise ValueError(f"at most {STATS_MAX_GRAPHS} graphs of at most {STATS_MAX_OPS} ops and "
+                             f"{STATS_MAX_TOTAL_OPS:,} ops in all (asked for {n_graphs} of {n_ops})")
         gen = random_tree_program if tree else random_dag_program
         programs = [gen(n_ops, seed + i) for i in range(n_graphs)]
-    parsed = []
-    for text, inputs in programs:
-        inputs = parse_inputs(inputs) if isinstance(inputs, str) else dict(inputs)
-        parsed.append((parse_program(text, inputs) if isinstance(text, str) else text, inputs))
     runners = {s: (PathRecursion(max_vjp_calls) if s == "path_recursion" else autodiff.get_strategy(s))
                for s in strategies}
-    refs = [_gradients(p, inputs, "topological")[0] for p, inputs in parsed]
-    rows = []
-    for s in strategies:
-        wrong = errors = 0
-        calls = bops = 0
-        worst = 0.0
-        for (program, inputs), ref in zip(parsed, refs):
-            grads, n_calls, n_ops_run, error = _gradients(program, inputs, runners[s])
-            calls += n_calls
-            bops += n_ops_run
+    totals = {s: {"wrong": 0, "errors": 0, "calls": 0, "ops": 0, "worst": 0.0} for s in strategies}
+    for text, inputs in programs:
+        inputs = parse_inputs(inputs) if isinstance(inputs, str) else dict(inputs)
+        program = parse_program(text, inputs) if isinstance(text, str) else text
+        leaves = {n: tensor(inputs[n], requires_grad=True, name=n) for n in program.input_names}
+        out = program.evaluate(leaves).output
+        ref = _gradients(out, leaves, "topological")[0]
+        scale = max(1.0, max(float(np.max(np.abs(np.asarray(v, dtype=float)))) for v in ref.values()))
+        for s in strategies:
+            grads, n_calls, n_ops_run, error = _gradients(out, leaves, runners[s])
+            t = totals[s]
+            t["calls"] += n_calls
+            t["ops"] += n_ops_run
             if error:
-                errors += 1
+                t["errors"] += 1
                 continue
             err = _max_err(grads, ref)
-            scale = max(1.0, max(float(np.max(np.abs(np.asarray(v, dtype=float)))) for v in ref.values()))
-            worst = max(worst, err)
+            t["worst"] = max(t["worst"], err)
             if err > 1e-9 * scale:
-                wrong += 1
-        n = max(1, len(parsed))
-        rows.append(StrategyRow(s, len(parsed), wrong, errors, calls / n, bops / n, worst))
-    return rows
+                t["wrong"] += 1
+    n = max(1, len(programs))
+    return [StrategyRow(s, len(programs), t["wrong"], t["errors"], t["calls"] / n, t["ops"] / n, t["worst"])
+            for s, t in totals.items()]
 
 
 def doubling_chain_costs(depths=(2, 4, 6, 8, 10), strategies=("topological", "path_recursion")) -> list[dict]:

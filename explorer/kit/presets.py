@@ -16,7 +16,11 @@ PRESETS: tuple[Preset, ...] = (
     Preset("Slide example with named intermediates x3..x7",
            "x3 = 1.5 * x1\nx4 = 2 * x2\nx5 = x3 + x4\nx6 = exp(x5)\nx7 = x1 + x6", "x1 = 3, x2 = 0.5"),
     Preset("Sigmoid neuron: 1/(1+exp(-(w·x)))", "f = 1 / (1 + exp(-(w * x)))", "w = 0.5, x = 2"),
+    # the notes' quiz: d v7 / d v1 = sigma (1 - sigma) v2 = -0.26684166 at v1 = 0.8, v2 = -1.5
+    Preset("Sigmoid quiz (notes): v7 = 1/(1+exp(−v1·v2)), ∂v7/∂v1 = −0.26684166",
+           "v3 = v1 * v2\nv4 = -v3\nv5 = exp(v4)\nv6 = 1 + v5\nv7 = 1 / v6", "v1 = 0.8, v2 = -1.5"),
     Preset("x·x·x (fan-out of three)", "f = x * x * x", "x = 2"),
+    Preset("Gradient accumulation (notes: 20 → 40): f = 5·x·x", "f = 5 * x * x", "x = 2"),
     Preset("(x1 + x2)·exp(x1)", "f = (x1 + x2) * exp(x1)", "x1 = 1, x2 = 2"),
     Preset("Small tensor example: W @ x + b", "y = W @ x + b\nf = sum(tanh(y))",
            "W = [[1, 2, 0.5], [-1, 0, 3]], x = [0.5, -1, 2], b = [0.1, -0.2]"),

@@ -12,7 +12,7 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     page.goto(f"{app_url}/Static_vs_dynamic")
     wait_idle(page)
     main = page.locator('[data-testid="stMain"]')
-    assert "Evaluated 5 of" in main.inner_text()
+    assert "Evaluated 6 of" in main.inner_text()
     # graphviz charts are rendered to SVG in the browser: the graph, the loop, folding before / after
     page.locator('[data-testid="stGraphVizChart"] svg').nth(3).wait_for()
     svg = page.locator('[data-testid="stGraphVizChart"] svg').first
