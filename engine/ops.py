@@ -318,7 +318,8 @@ class Cast(Op):
 
     @classmethod
     def jvp(cls, ctx, ta):
-        return cast(ta, ctx.params)
+        # an integer result is piecewise constant: no tangent (as it takes no gradient)
+        return cast(ta, ctx.params) if ctx.params.is_floating else None
 
 
 # ---------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 Each row: a name, the engine function, the NumPy reference, input shapes and a
 domain for the random inputs (so log sees positives, max sees distinct values).
+Every primitive in ``engine.ops.PRIMITIVES`` runs in the forward pass of some row
+(tests/test_ops.py checks it), so each has its forward, VJP, JVP and second order checked.
 """
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from typing import Callable
 
 import numpy as np
 
+import engine
 from engine import functional as F
 from engine import ops
+from engine.tensor import apply
 
 
 def _np_softmax(x, axis=-1):
@@ -33,6 +37,7 @@ class OpCase:
     shapes: list[tuple[int, ...]]
     domain: str = "any"                # any | positive | nonzero | distinct | prob | unit
     consts: dict = field(default_factory=dict)   # extra non-differentiable numpy inputs (passed as kwargs)
+    gradcheck: dict = field(default_factory=dict)  # tolerance overrides (eps, atol, rtol), with the reason at the row
 
     def inputs(self, rng: np.random.Generator) -> list[np.ndarray]:
         out = []
@@ -55,6 +60,27 @@ class OpCase:
 
 
 IDX = np.array([[0, 2, 2], [3, 0, 1]])  # row 2 and row 0 used twice: scatter-add must sum
+INDEX_KEY = (slice(1, None), slice(None, None, 2))
+
+
+def _idx(like):
+    return engine.tensor(IDX, backend=like.backend)
+
+
+def _np_scatter_add(s):
+    out = np.zeros((4, 3))
+    np.add.at(out, IDX.reshape(-1), s.reshape(-1, 3))
+    return out
+
+
+def _np_index_add(s):
+    out = np.zeros((3, 5))
+    out[INDEX_KEY] += s
+    return out
+
+
+def _np_bce(p, y):
+    return -(y * np.maximum(np.log(p), -100) + (1 - y) * np.maximum(np.log(1 - p), -100))
 TARGET = np.array([0.0, 1.0, 1.0, 0.0])
 CLASSES = np.array([2, 0, 1])
 
@@ -122,6 +148,26 @@ OP_TABLE: list[OpCase] = [
     OpCase("composite_slide", lambda x1, x2: x1 + (1.5 * x1 + 2.0 * x2).exp(),
            lambda x1, x2: x1 + np.exp(1.5 * x1 + 2.0 * x2), [(), ()]),
     OpCase("fan_out", lambda x: x * x * x + x.exp() * x, lambda x: x ** 3 + np.exp(x) * x, [(3,)]),
+    # primitives that composites reach only inside a VJP, or that have no gradient: their own rows
+    OpCase("step", lambda a: ops.step(a) * a, lambda a: np.where(a > 0, a, 0.0), [(2, 3)], "relu"),
+    OpCase("argmax", lambda a: a.max(1) * ops.argmax(a, 1), lambda a: a.max(1) * a.argmax(1), [(3, 4)], "distinct"),
+    OpCase("cast_to_int", lambda a: ops.cast(a * 4.0, "int64") * a, lambda a: (a * 4.0).astype(np.int64) * a,
+           [(2, 3)], "nonzero"),
+    # float32 rounding is ~6e-8 |x|: a wide step keeps central differences above it
+    OpCase("cast_float32_roundtrip", lambda a: ops.cast(ops.cast(a, "float32") * 2.0, a.dtype),
+           lambda a: a.astype(np.float32).astype(np.float64) * 2.0, [(2, 3)],
+           gradcheck={"eps": 1e-2, "atol": 1e-4, "rtol": 1e-4}),
+    OpCase("contiguous", lambda a: a.T.contiguous() * 2.0, lambda a: a.T * 2.0, [(2, 3)]),
+    OpCase("index_add", lambda s: apply(ops.IndexAdd, (s,), ((3, 5), INDEX_KEY)), _np_index_add, [(2, 3)]),
+    OpCase("scatter_add", lambda s: apply(ops.ScatterAdd, (s, _idx(s)), (4, 3)), _np_scatter_add, [(2, 3, 3)]),
+    OpCase("bce_soft_targets", lambda p, y: ops.binary_cross_entropy(p, y), _np_bce, [(4,), (4,)], "prob"),
+    OpCase("bce_grad", lambda p, y: apply(ops.BCEGrad, (p, y)),
+           lambda p, y: (p - y) / np.maximum(p * (1 - p), 1e-12), [(4,), (4,)], "prob"),
+    # random primitives inside deterministic functions: a mask is 0 or 1/(1-p); uniform draws lie in (0, 1)
+    OpCase("dropout_mask", lambda a: a + (lambda m: m * (m - 2.0))(ops.dropout_mask(a, 0.5)), lambda a: a,
+           [(3, 4)]),
+    OpCase("uniform", lambda a: a * ops.step(ops.uniform(a.shape, a)) * ops.step(1.0 - ops.uniform(a.shape, a)),
+           lambda a: a, [(3, 4)]),
     # a 0-d tensor takes dim 0 / -1 as PyTorch does (softmax of a scalar is 1)
     OpCase("reduce_0d_dim", lambda x: x.sum(0) * x.max(-1) + x.mean(0) + x.softmax(-1) * x + x.logsumexp(0),
            lambda x: x * x + x + x + x, [()]),
