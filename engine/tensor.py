@@ -144,15 +144,24 @@ class Op:
 class History:
     """How a tensor was made: op, inputs, parameters, and what its VJP needs."""
 
-    __slots__ = ("op", "inputs", "params", "backend", "saved", "_out")
+    __slots__ = ("op", "inputs", "params", "backend", "_out")
 
     def __init__(self, op, inputs, params, backend):
         self.op = op
         self.inputs = inputs
         self.params = params
         self.backend = backend
-        self.saved = None
         self._out = None
+
+    @property
+    def saved(self) -> tuple["Tensor", ...]:
+        """What this op keeps for its backward pass: its inputs (held by the graph; the VJP may read
+        any of them) and, for an op whose VJP reads it, its output (held weakly, listed while alive)."""
+        if self._out is not None:
+            out = self._out()
+            if out is not None:
+                return self.inputs + (out,)
+        return self.inputs
 
     @property
     def needs_input_grad(self) -> tuple[bool, ...]:
@@ -471,6 +480,62 @@ def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backen
         name: an optional label (the explorer shows it).
     """
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, backend=backend, name=name)
+
+
+def kept_for_backward(output: Tensor) -> list[Tensor]:
+    """The tensors the graph of ``output`` keeps alive for the backward pass, each once: every op's
+    ``History.saved``, except leaves that require grad (parameters exist anyway). Empty for a tensor
+    computed under ``no_grad``."""
+    kept: dict[int, Tensor] = {}
+    seen: set[int] = set()
+    stack = [output]
+    while stack:
+        t = stack.pop()
+        if t.unique_id in seen:
+            continue
+        seen.add(t.unique_id)
+        h = t._history
+        if h is None:
+            continue
+        for s in h.saved:
+            if not (s._history is None and s.requires_grad):
+                kept.setdefault(s.unique_id, s)
+            stack.append(s)
+    return list(kept.values())
+
+
+def kept_bytes(output: Tensor, exclude=()) -> int:
+    """Bytes of the distinct buffers behind :func:`kept_for_backward` (views of one buffer count once),
+    leaving out buffers shared with the graph's parameters (leaves requiring grad) or with ``exclude``."""
+    tensors = kept_for_backward(output)
+    if not tensors:
+        return 0
+    skip = {t.backend.buffer(t._data)[0] for t in _graph_parameters(output)}
+    skip.update(t.backend.buffer(t._data)[0] for t in exclude)
+    total = 0
+    for t in tensors:
+        key, nbytes = t.backend.buffer(t._data)
+        if key not in skip:
+            skip.add(key)
+            total += nbytes
+    return total
+
+
+def _graph_parameters(output: Tensor) -> list[Tensor]:
+    params: dict[int, Tensor] = {}
+    seen: set[int] = set()
+    stack = [output]
+    while stack:
+        t = stack.pop()
+        if t.unique_id in seen:
+            continue
+        seen.add(t.unique_id)
+        if t._history is None:
+            if t.requires_grad:
+                params[t.unique_id] = t
+        else:
+            stack.extend(t._history.inputs)
+    return list(params.values())
 
 
 def as_tensor_like(x, like: Tensor) -> Tensor:

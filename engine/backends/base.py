@@ -16,13 +16,14 @@ import threading
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..dtypes import DType
 
 UNARY_OPS = ("neg", "exp", "log", "reciprocal", "relu", "step", "sqrt", "abs", "sign", "tanh", "sigmoid")
 BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne")
 COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 INT_UNARY_OPS = ("neg", "relu", "step", "abs", "sign")  # keep an integer input's dtype; the rest give float64
-REDUCE_OPS = ("sum", "max")
 
 
 class BackendUnavailable(RuntimeError):
@@ -116,6 +117,13 @@ class Backend(ABC):
         default) when this backend has no such shortcut: the replay then calls the op's forward.
         """
         return None
+
+    def buffer(self, a: Any) -> tuple[int, int]:
+        """(identity, bytes) of the storage behind ``a``: views of one buffer share the identity."""
+        n = 1
+        for s in self.shape(a):
+            n *= s
+        return id(a), n * np.dtype(self.dtype(a).numpy).itemsize
 
     def quiet(self):
         """A context in which a replay's raw kernels may run without per-call warning handling."""

@@ -520,6 +520,12 @@ class CudaBackend(Backend):
         return out
 
     # --- layout ----------------------------------------------------------------
+    def buffer(self, a):
+        root = a
+        while isinstance(root.base, self.xp.ndarray):
+            root = root.base
+        return id(root), root.nbytes
+
     def permute(self, a, order):
         return self.xp.transpose(a, tuple(order))
 

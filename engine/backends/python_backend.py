@@ -266,6 +266,9 @@ class PythonBackend(Backend):
         return out
 
     # --- layout ----------------------------------------------------------------
+    def buffer(self, a):
+        return id(a.storage), len(a.storage) * a.storage.itemsize
+
     def permute(self, a, order):
         return a.permute(order)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import api
 from ..dtypes import as_dtype
-from ..tensor import Tensor, no_grad, tensor, trace_ops
+from ..tensor import kept_bytes, no_grad, tensor, trace_ops
 from .parser import ExpressionError, Program
 from .trace import _as_program, record_execution, run_forward
 
@@ -407,12 +407,6 @@ class MemoryReport:
         return d
 
 
-def _root(arr: np.ndarray) -> np.ndarray:
-    while isinstance(arr.base, np.ndarray):
-        arr = arr.base
-    return arr
-
-
 def _itemsize(dtype: str) -> int:
     return np.dtype(np.float32 if as_dtype(dtype).name == "float32" else np.float64).itemsize
 
@@ -427,10 +421,9 @@ def activation_memory(depth: int, width: int, batch: int, dtype: str = "float32"
                       seed: int = 0) -> MemoryReport:
     """Bytes of intermediate values the backward pass keeps for an MLP (Linear + ReLU) x depth.
 
-    Measured: the engine runs the forward pass (NumPy backend); every buffer referenced by the
-    graph's histories (op inputs and saved values) that is neither a parameter nor the input x is
-    counted once (views share their base buffer), assigned to the layer whose ops first reference
-    it. Beside it, per layer, the notes' rule (Linear input + ReLU input, the first layer's input
+    Measured: the engine runs the forward pass (NumPy backend) and counts what its graph keeps for
+    backward (``engine.tensor.kept_bytes``: every op's saved tensors, each buffer once, neither a
+    parameter nor the input x); a layer is charged what its ops add to that. Beside it, per layer, the notes' rule (Linear input + ReLU input, the first layer's input
     being x) and the strict minimum (the ReLU output only); see the comment above.
 
     Raises:
@@ -446,37 +439,12 @@ def activation_memory(depth: int, width: int, batch: int, dtype: str = "float32"
     itemsize = _itemsize(dtype)
     rng = np.random.default_rng(seed)
     layers = [nn.Linear(in_features if k == 0 else width, width, dtype=dtype, seed=seed + k) for k in range(depth)]
-    params = {id(_root(np.asarray(p.data))) for lay in layers for p in lay.parameters()}
     x = tensor(rng.standard_normal((batch, in_features)), dtype=dtype)
-    per_layer: list[list] = [[] for _ in range(depth)]
-    current = [0]
-
-    def hook(op, inputs, p, out):
-        if out.requires_grad:
-            per_layer[current[0]].append(out.history)
-
-    h = x
-    with trace_ops(hook):
-        for k, lay in enumerate(layers):
-            current[0] = k
-            h = lay(h).relu()
-    seen: set[int] = set(params) | {id(_root(np.asarray(x.data)))}
-    result = []
-    for k, hists in enumerate(per_layer):
-        kept = 0
-        for hist in hists:
-            held = list(hist.inputs)
-            saved = hist.saved if isinstance(hist.saved, (tuple, list)) else (hist.saved,)
-            held += [s for s in saved if s is not None]
-            for t in held:
-                arr = t.data if isinstance(t, Tensor) else t
-                if not isinstance(arr, np.ndarray):
-                    continue
-                root = _root(arr)
-                if id(root) in seen:
-                    continue
-                seen.add(id(root))
-                kept += root.nbytes
+    h, before, result = x, 0, []
+    for k, lay in enumerate(layers):
+        h = lay(h).relu()
+        total = kept_bytes(h, exclude=[x])
+        kept, before = total - before, total
         buffer = batch * width * itemsize
         result.append(LayerMemory(k + 1, kept, buffer, buffer * (1 if k == 0 else 2)))
     pbytes = sum(p.numel() * itemsize for lay in layers for p in lay.parameters())
