@@ -7,7 +7,7 @@ import numpy as np
 
 from engine import no_grad, ops
 from engine.explain.costs import RELU_SAVED  # noqa: F401 - one wording for every page that shows memory
-from engine.tensor import Tensor
+from engine.tensor import Tensor, kept_for_backward
 
 from .presets import Network
 from .recording import BackwardStep, Recording
@@ -159,28 +159,10 @@ class MemoryReport:
 
 
 def kept_tensors(loss: Tensor) -> list[Tensor]:
-    """Tensors the autodiff graph of ``loss`` holds (History inputs and saved values), excluding
-    trainable leaves (they exist anyway). Empty when ``loss`` was computed under ``no_grad``."""
-    kept: dict[int, Tensor] = {}
-    seen: set[int] = set()
-    stack = [loss]
-    while stack:
-        t = stack.pop()
-        if t.unique_id in seen:
-            continue
-        seen.add(t.unique_id)
-        h = t.history
-        if h is None:
-            continue
-        for inp in h.inputs:
-            if not (inp.is_leaf() and inp.requires_grad):
-                kept.setdefault(inp.unique_id, inp)
-            stack.append(inp)
-        saved = h.saved if isinstance(h.saved, (tuple, list)) else (h.saved,)
-        for s in saved:
-            if isinstance(s, Tensor):
-                kept.setdefault(s.unique_id, s)
-    return list(kept.values())
+    """Tensors the autodiff graph of ``loss`` holds for backward, excluding trainable leaves (they exist
+    anyway); empty when ``loss`` was computed under ``no_grad``. The engine's own count
+    (``engine.tensor.kept_for_backward``)."""
+    return kept_for_backward(loss)
 
 
 def _nbytes(t: Tensor) -> int:
