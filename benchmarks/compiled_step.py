@@ -14,14 +14,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-
-import engine  # noqa: E402
-from benchmarks.hw2_step import init_params, make_data, numpy_step_fn, torch_step_fn  # noqa: E402
-from engine import static  # noqa: E402
+import engine
+from benchmarks.hw2_step import compiled_step_fn, engine_step_fn, init_params, make_data, numpy_step_fn, torch_step_fn
+from sentiment.model import hw2_step
 
 
 CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -42,30 +40,26 @@ def time_step(step, x, y, repeats: int, inner: int) -> float:
 
 
 def check_bit_identical(batch: int, hidden: int, steps: int = 5) -> bool:
+    """Compiled and eager HW2 steps (dropout on, same seed) give the same losses and parameters, bit for bit."""
     x_np, y_np = make_data(batch)
     params = init_params(hidden)
-    x, y = engine.tensor(x_np), engine.tensor(y_np)
+    x, y = engine.tensor(x_np), engine.tensor(y_np.reshape(-1))
     runs = []
-    for make in (static.hw2_eager_step, lambda p: _compiled_with_model(p)):
+    for compiled in (False, True):
         engine.manual_seed(123)
-        step, model, _ = make(params)
-        losses = [step(x, y).numpy().copy() for _ in range(steps)]
+        step, model, _ = hw2_step(params, compiled=compiled)
+        losses = [step(x, None, y)[0].numpy().copy() for _ in range(steps)]
         runs.append((losses, [p.numpy().copy() for p in model.parameters()]))
     (le, pe), (lc, pc) = runs
     return all(np.array_equal(a, b) for a, b in zip(le + pe, lc + pc))
 
 
-def _compiled_with_model(params):
-    step, model, opt = static.hw2_eager_step(params)
-    return static.compile(step, optimizer=opt), model, opt
-
-
 def bench(batch: int, hidden: int, repeats: int, inner: int) -> dict[str, float]:
     x_np, y_np = make_data(batch)
     params = init_params(hidden)
-    x, y = engine.tensor(x_np), engine.tensor(y_np)
-    res = {"engine compiled (replayed graph)": time_step(static.compiled_hw2_step_fn(params), x, y, repeats, inner),
-           "engine eager": time_step(static.eager_hw2_step_fn(params), x, y, repeats, inner),
+    x, y = engine.tensor(x_np), engine.tensor(y_np.reshape(-1))
+    res = {"engine compiled (replayed graph)": time_step(compiled_step_fn(params), x, y, repeats, inner),
+           "engine eager": time_step(engine_step_fn(params), x, y, repeats, inner),
            "hand-written NumPy": time_step(numpy_step_fn(params), x_np, y_np, repeats, inner)}
     try:
         tstep, torch = torch_step_fn(params)
@@ -94,9 +88,9 @@ def main(argv=None) -> None:
     print(f"clock: {args.clock}")
     ok = check_bit_identical(10, 32)
     print(f"compiled == eager, bit for bit (5 steps, losses and parameters): {ok}")
-    step = static.compiled_hw2_step_fn(init_params(32))
+    step = hw2_step(init_params(32), compiled=True)[0]
     x_np, y_np = make_data(10)
-    step(engine.tensor(x_np), engine.tensor(y_np))
+    step(engine.tensor(x_np), None, engine.tensor(y_np.reshape(-1)))
     s = step.stats
     print(f"trace: {s.traced_ops} ops recorded, {s.replayed_ops} replayed, {s.leaves} leaves read per replay")
     r, i = (3, 100) if args.quick else (7, 300)

@@ -391,29 +391,40 @@ def counts_over_steps(ex: Example, steps=(1, 10, 100)) -> list[dict]:
 # --- capture and replay ----------------------------------------------------------------------------------
 
 def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int = 32) -> dict:
-    """Trace the HW2 step once, replay it ``steps`` times next to eager mode; report equality and timing."""
+    """Trace HW2's training step once, replay it ``steps`` times next to eager mode; report equality and timing.
+
+    The step is the project's one HW2 step (``sentiment.model.training_step`` on ``SentimentNet``):
+    padded sentences of random lengths with the padding-excluded mean, dropout on (fresh masks from
+    the backend's generator every step, in both modes), BCE, backward, Adam.
+    """
     import time
+
+    from sentiment.model import hw2_step
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, tokens, 50)).astype(np.float32)
-    y = (rng.random((batch, 1)) < 0.5).astype(np.float32)
+    lengths = rng.integers(3, tokens + 1, batch)
+    mask = (np.arange(tokens)[None, :] < lengths[:, None]).astype(np.float32)
+    x *= mask[:, :, None]                                   # padding slots hold zero vectors
+    y = (rng.random(batch) < 0.5).astype(np.float32)
     b1, b2 = 1 / np.sqrt(50), 1 / np.sqrt(hidden)
     params = [rng.uniform(-b1, b1, (hidden, 50)).astype(np.float32), rng.uniform(-b1, b1, hidden).astype(np.float32),
               rng.uniform(-b2, b2, (1, hidden)).astype(np.float32), rng.uniform(-b2, b2, 1).astype(np.float32)]
-    xt, yt = engine.tensor(x), engine.tensor(y)
+    xt, mt, yt = engine.tensor(x), engine.tensor(mask), engine.tensor(y)
     out = {}
-    for name, make in (("eager", tf.eager_hw2_step_fn), ("compiled", tf.compiled_hw2_step_fn)):
+    for name in ("eager", "compiled"):
         engine.manual_seed(42)
-        step = make(params)
-        losses = [step(xt, yt).item()]
+        step = hw2_step(params, compiled=name == "compiled")[0]
+        losses = [step(xt, mt, yt)[0].item()]
         t0 = time.perf_counter()
         for _ in range(steps):
-            losses.append(step(xt, yt).item())
+            losses.append(step(xt, mt, yt)[0].item())
         out[name] = {"losses": losses, "us_per_step": (time.perf_counter() - t0) / steps * 1e6, "step": step}
     compiled = out["compiled"]["step"]
     stats = compiled.stats
     captured = compiled.to_graph()
-    return {"identical": out["eager"]["losses"] == out["compiled"]["losses"],
+    losses = out["compiled"]["losses"]
+    return {"identical": out["eager"]["losses"] == losses,
             "graph_dot": graph_dot(captured), "graph_counts": captured.counts().as_dict(),
-            "losses": out["compiled"]["losses"], "traced_ops": stats.traced_ops,
+            "losses": losses, "distinct_losses": len(set(losses)), "traced_ops": stats.traced_ops,
             "replayed_ops": stats.replayed_ops, "eager_us": out["eager"]["us_per_step"],
-            "compiled_us": out["compiled"]["us_per_step"]}
+            "compiled_us": out["compiled"]["us_per_step"], "lengths": lengths.tolist(), "tokens": tokens}

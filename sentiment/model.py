@@ -1,57 +1,46 @@
-"""HW2's sentiment network, written with ``engine.nn``.
+"""HW2's sentiment network, written with ``engine.nn``: the one definition every part of the project uses.
 
-    word vectors (B, L, D) --masked mean over real tokens--> (B, D)
-      -> Linear(D, 32) -> ReLU -> Dropout(0.5) -> Linear(32, 1) -> sigmoid -> P(positive)
+    word vectors (B, L, D) --mean over real tokens--> (B, D)
+      -> Linear(D, H) -> ReLU -> Dropout(p) -> Linear(H, 1) -> sigmoid -> P(positive)
+      loss: binary cross-entropy of P(positive) against the 0/1 label (mean over the batch)
+
+The trainer (:mod:`sentiment.trainer`), the Network explorer's HW2 preset, the compiled training
+step of the Static vs dynamic page and ``benchmarks/hw2_step.py`` / ``benchmarks/compiled_step.py``
+all build this module and run :func:`training_step` (or its forward pass), so they cannot drift apart.
 
 Padding: a batch is padded to its longest sentence with zero vectors and a 0/1 mask, and the
-mean divides by each sentence's real length. HW2 averaged over the padded length instead,
-which scales every sentence vector by len/max_len: short sentences shrink towards zero and
-the scale of the input then encodes length, not sentiment; with the mask, a sentence's
-prediction does not depend on the other sentences in its batch or on the padding length.
+mean divides by each sentence's real length (HW2's padding-excluded mean). Averaging over the
+padded length instead would scale every sentence vector by len/max_len: short sentences would
+shrink towards zero and a prediction would depend on the other sentences of its batch.
 
-Loss: binary cross-entropy computed from the logit (``max(z,0) - z*y + log(1+exp(-|z|))``),
-which never produces NaN or inf, even where sigmoid(z) rounds to exactly 0 or 1.
+Loss: HW2's ``sigmoid`` then ``binary_cross_entropy`` (the engine's fused BCE primitive, whose logs
+are clamped at -100 as in PyTorch: no NaN or inf even where sigmoid rounds to exactly 0 or 1).
+
+Dropout is the engine's own ``nn.Dropout`` (the ``dropout_mask`` primitive), so its masks come from
+the backend's per-thread generator: ``engine.manual_seed`` (or ``backend.seed``) makes a run
+reproducible, and ``engine.static.compile`` replays the mask op, drawing a fresh mask every step.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Callable, ContextManager, Sequence
 
 import numpy as np
 
 from engine import functional as F
-from engine import nn
+from engine import nn, optim
 from engine.backends import Backend, get_backend
 from engine.dtypes import as_dtype, float64
 from engine.tensor import Tensor
 
+#: ``scope(name)`` -> a context manager naming the layer that the ops run inside it belong to
+#: (the Network explorer passes its own, to draw one box per layer); the default does nothing.
+ScopeFn = Callable[[str], ContextManager]
 
-class SeededDropout(nn.Module):
-    """Inverted dropout whose masks come from the module's own NumPy generator.
 
-    The backend's generator is shared by every tensor (and every training thread); a private
-    generator keeps a seeded training run reproducible while other sessions train too.
-    The mask enters the graph as a constant, so the op is one elementwise ``mul``.
-    """
-
-    def __init__(self, p: float = 0.5, seed: int | None = 0):
-        super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"dropout probability must be in [0, 1), got {p}")
-        self.p = p
-        self.rng = np.random.default_rng(seed)
-
-    def reseed(self, seed: int | None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def forward(self, x: Tensor) -> Tensor:
-        if not self.training or self.p == 0.0:
-            return x
-        keep = (self.rng.random(x.shape) >= self.p) * (1.0 / (1.0 - self.p))
-        mask = Tensor._make(x.backend.array(keep, x.dtype), x.backend)
-        return x * mask
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}"
+def _no_scope(name: str) -> ContextManager:
+    return nullcontext()
 
 
 class SentimentNet(nn.Module):
@@ -61,11 +50,11 @@ class SentimentNet(nn.Module):
                  backend: "str | Backend" = "numpy", dtype=float64, seed: int | None = 0):
         super().__init__()
         rng = np.random.default_rng(seed)
-        seeds = rng.integers(0, 2**31, size=3)
+        seeds = rng.integers(0, 2**31, size=3)   # seeds[1] is unused (kept: the same initial weights)
         self.embedding_dim, self.hidden = embedding_dim, hidden
         self.fc1 = nn.Linear(embedding_dim, hidden, dtype=dtype, backend=backend, seed=int(seeds[0]))
         self.relu = nn.ReLU()
-        self.dropout = SeededDropout(dropout, seed=int(seeds[1]))
+        self.dropout = nn.Dropout(dropout)
         self.fc2 = nn.Linear(hidden, 1, dtype=dtype, backend=backend, seed=int(seeds[2]))
 
     @property
@@ -84,19 +73,37 @@ class SentimentNet(nn.Module):
         summed = (embeddings * mask.unsqueeze(-1)).sum(1)       # (B, D)
         return summed / lengths
 
-    def logits(self, embeddings: Tensor, mask: Tensor | None = None) -> Tensor:
+    def hidden_units(self, embeddings: Tensor, mask: Tensor | None = None, scope: ScopeFn = _no_scope) -> Tensor:
+        """The ReLU layer's output (B, H), before dropout (what "dead ReLU" statistics look at)."""
+        with scope("mean over words"):
+            s = self.pool(embeddings, mask)
+        with scope("Linear 1"):
+            h = self.fc1(s)
+        with scope("ReLU"):
+            return self.relu(h)
+
+    def logits(self, embeddings: Tensor, mask: Tensor | None = None, scope: ScopeFn = _no_scope) -> Tensor:
         """The pre-sigmoid score, shape (B,)."""
-        h = self.dropout(self.relu(self.fc1(self.pool(embeddings, mask))))
-        return self.fc2(h).reshape(-1)
+        h = self.hidden_units(embeddings, mask, scope)
+        with scope("Dropout"):
+            h = self.dropout(h)
+        with scope("Linear 2"):
+            return self.fc2(h).reshape(-1)
 
-    def forward(self, embeddings: Tensor, mask: Tensor | None = None) -> Tensor:
+    def forward(self, embeddings: Tensor, mask: Tensor | None = None, scope: ScopeFn = _no_scope) -> Tensor:
         """P(positive) for each sentence, shape (B,)."""
-        return F.sigmoid(self.logits(embeddings, mask))
+        z = self.logits(embeddings, mask, scope)
+        with scope("sigmoid"):
+            return F.sigmoid(z)
 
-    def loss(self, embeddings: Tensor, mask: Tensor | None, labels) -> tuple[Tensor, Tensor]:
-        """Mean binary cross-entropy (from logits, stable) and the logits."""
-        z = self.logits(embeddings, mask)
-        return F.binary_cross_entropy_with_logits(z, labels), z
+    def loss(self, embeddings: Tensor, mask: Tensor | None, labels, scope: ScopeFn = _no_scope
+             ) -> tuple[Tensor, Tensor]:
+        """HW2's loss: mean binary cross-entropy of sigmoid(logits) against ``labels`` (B,); also the logits."""
+        z = self.logits(embeddings, mask, scope)
+        with scope("sigmoid"):
+            p = F.sigmoid(z)
+        with scope("BCE loss"):
+            return F.binary_cross_entropy(p, labels), z
 
     def layers_summary(self) -> list["LayerInfo"]:
         """The network's stages, collapsed to one row each (for drawing)."""
@@ -118,6 +125,63 @@ class LayerInfo:
     description: str
     output_shape: str
     n_params: int
+
+
+# ---------------------------------------------------------------------------
+# the training step (eager, or captured once and replayed by engine.static.compile)
+
+
+def training_step(model: SentimentNet, optimizer: optim.Optimizer,
+                  check: Callable[[Tensor], None] | None = None) -> Callable:
+    """HW2's training step as a function of tensors: ``step(embeddings, mask, labels) -> (loss, logits)``.
+
+    zero_grad, forward, BCE, backward, ``optimizer.step()``. ``mask`` may be None (no padding: a
+    plain mean). ``check(loss)`` runs before the backward pass and may raise to skip the update (the
+    trainer stops on a non-finite loss there). Pass the function to
+    ``engine.static.compile(step, optimizer=optimizer)`` to capture it once and replay it (a replay
+    does not call ``check``).
+    """
+    def step(embeddings: Tensor, mask: Tensor | None, labels: Tensor):
+        optimizer.zero_grad()
+        loss, logits = model.loss(embeddings, mask, labels)
+        if check is not None:
+            check(loss)
+        loss.backward()
+        optimizer.step()
+        return loss, logits
+
+    return step
+
+
+def model_from_arrays(params: Sequence[np.ndarray], dropout: float = 0.5, backend: "str | Backend" = "numpy"
+                      ) -> SentimentNet:
+    """A :class:`SentimentNet` holding ``[W1 (H, D), b1 (H,), W2 (1, H), b2 (1,)]`` (their dtype is used)."""
+    hidden, dim = params[0].shape
+    net = SentimentNet(dim, hidden, dropout, backend=backend, dtype=str(np.asarray(params[0]).dtype))
+    net.load_state_dict({"fc1.weight": params[0], "fc1.bias": params[1], "fc2.weight": params[2],
+                         "fc2.bias": params[3]})
+    return net
+
+
+def hw2_step(params: Sequence[np.ndarray], backend: "str | Backend" = "numpy", lr: float = 1e-3,
+             compiled: bool = False) -> tuple[Callable, SentimentNet, optim.Adam]:
+    """``(step, model, optimizer)``: HW2's step with Adam on a network holding ``params``.
+
+    ``step(embeddings, mask, labels)`` returns ``(loss, logits)``; with ``compiled`` it is the
+    same step captured on its first call by ``engine.static.compile`` and replayed afterwards
+    (what the benchmarks time as "engine compiled" and the Static vs dynamic page shows).
+    """
+    model = model_from_arrays(params, backend=backend)
+    opt = optim.Adam(model.parameters(), lr=lr)
+    step = training_step(model, opt)
+    if compiled:
+        from engine.static import compile as compile_step
+        step = compile_step(step, optimizer=opt)
+    return step, model, opt
+
+
+# ---------------------------------------------------------------------------
+# inputs
 
 
 def batch_tensors(table: np.ndarray, ids: np.ndarray, backend: "str | Backend" = "numpy",

@@ -105,6 +105,21 @@ def test_rnn_shared_weight_gradient_is_sum_over_steps():
     # the first step multiplies h0 = 0, so its contribution is exactly zero; the others are not
     zero_parts = [c for c in parts if not np.any(c.value)]
     assert len(zero_parts) == 1
+    # ... and the page says why, in the fan-out table and in a note
+    from explorer.network_explorer.tables import fan_out_rows
+    notes = [r["note"] for r in fan_out_rows(rec, wh.id) if r["note"]]
+    assert len(notes) == 1 and notes[0].startswith("0: the other factor h0 is all zeros")
+    assert any("h0 = 0" in n for n in net.notes)
+
+
+def test_rnn_tanh_is_labelled_as_one_function():
+    rec = record(build("rnn", steps=2))
+    tanhs = [n for n in rec.nodes if n.label.startswith("tanh#")]
+    assert len(tanhs) == 2 and all("2·sigmoid(2a) − 1" in n.composite for n in tanhs)
+    assert [layer.name for layer in rec.layers][:2] == ["step 1", "step 1: tanh"]
+    for n in tanhs:   # its value is tanh of the step's pre-activation
+        pre = rec.node(next(layer.output for layer in rec.layers if layer.name == n.layer.split(":")[0])).value
+        np.testing.assert_allclose(n.value, np.tanh(pre), rtol=1e-12)
 
 
 def test_rnn_against_torch():
@@ -211,9 +226,13 @@ def test_look_heatmap_or_stats():
 def test_custom_layers_and_errors():
     assert parse_layers("linear 8, relu, Linear(2), dropout 0.1, tanh") == [
         ("linear", 8), ("relu", None), ("linear", 2), ("dropout", 0.1), ("tanh", None)]
-    for bad in ["conv 3", "linear", "linear 0", "linear 100000", "relu 3", "dropout 1.5", "", "relu, " * 61]:
+    for bad in ["conv 3", "linear", "linear 0", "linear 100000", "relu 3", "dropout 1.5", "", "relu, " * 61,
+                "linear 4,, relu", ", linear 4", "linear 4, , relu"]:
         with pytest.raises(PresetError):
             parse_layers(bad)
+    with pytest.raises(PresetError, match="layer 2 is empty"):
+        parse_layers("linear 4,, relu")
+    assert parse_layers("linear 4, relu,") == [("linear", 4), ("relu", None)]   # one trailing comma is fine
     with pytest.raises(PresetError, match="at least one linear"):
         build("custom", layers="relu, tanh")
     with pytest.raises(PresetError, match="at most 40 words"):
@@ -302,12 +321,59 @@ def test_hw2_masked_mean_over_real_words():
     wv = rec.node_by_label("word vectors").value
     mask = rec.node_by_label("padding mask").value
     pooled = rec.node(next(layer for layer in rec.layers if layer.name == "mean over words").output).value
-    np.testing.assert_allclose(pooled, (wv * mask).sum(1) / mask.sum(1), rtol=1e-13)
+    np.testing.assert_allclose(pooled, (wv * mask[..., None]).sum(1) / mask.sum(1, keepdims=True), rtol=1e-13)
     assert pooled.shape == (4, wv.shape[2])
     if "SST-2" in net.config["vectors_source"]:
         # the course's setting: the first training sentences, in file order
         assert net.config["sentences"][0] == "hide new secretions from the parental units"
-        assert mask[0].sum() == 7 and mask.sum(axis=(1, 2)).max() == mask.shape[1]
+        assert mask[0].sum() == 7 and mask.sum(axis=1).max() == mask.shape[1]
+
+
+def test_hw2_preset_is_the_trainers_network():
+    """One HW2 network: the preset records sentiment.model.SentimentNet's own loss (sigmoid, fused BCE)."""
+    from sentiment.model import SentimentNet
+
+    net = build("hw2", batch=3, hidden=4, dropout=0.5, seed=2)
+    assert isinstance(net.model, SentimentNet)
+    rec = record(net)
+    ops_run = [rec.node(i).op for i in rec.forward_order]
+    assert "dropout_mask" in ops_run and ops_run[-4:] == ["sigmoid", "binary_cross_entropy", "sum", "mul"]
+    names = [layer.name for layer in rec.layers if layer.name != "(outside layers)"]
+    assert names == ["mean over words", "Linear 1", "ReLU", "Dropout", "Linear 2", "sigmoid", "BCE loss"]
+    # the same numbers as the model run directly under the same dropout seed
+    import engine
+    engine.manual_seed(2)
+    loss, _ = net.model.loss(engine.tensor(rec.node_by_label("word vectors").value),
+                             engine.tensor(rec.node_by_label("padding mask").value),
+                             engine.tensor(rec.node_by_label("labels").value))
+    assert loss.item() == rec.loss
+    assert analysis.gradient_check(net, coords=2).worst.rel_error < 1e-6
+
+
+def test_lecture_sentiment_network_runs_the_layers_per_word_then_averages():
+    net = build("sentiment", sentence="it is a good movie", hidden=3)
+    rec = record(net)
+    assert [layer.name for layer in rec.layers if layer.name != "(outside layers)"] == [
+        "embedding lookup", "Linear 1 (each word)", "ReLU (each word)", "Linear 2 (each word)", "average pooling",
+        "softmax / cross-entropy"]
+    out = {layer.name: rec.node(layer.output).value for layer in rec.layers}
+    assert out["ReLU (each word)"].shape == (5, 3) and out["Linear 2 (each word)"].shape == (5, 2)
+    assert out["average pooling"].shape == (1, 2)
+    # recomputed with NumPy from the model's weights, in the lecture's order
+    m = net.model
+    e = m.embedding.weight.numpy()[net.config["index"]]
+    scores = np.maximum(e @ m.fc1.weight.numpy().T + m.fc1.bias.numpy(), 0) @ m.fc2.weight.numpy().T + m.fc2.bias.numpy()
+    logits = scores.mean(0)
+    np.testing.assert_allclose(out["average pooling"][0], logits, rtol=1e-12)
+    p = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    assert rec.loss == pytest.approx(-np.log(p[1]), rel=1e-12)
+    assert net.config["p_per_word"] == pytest.approx(p[1], rel=1e-12)
+    # HW2's order on the same weights is a different function (the ReLU is not linear)
+    pooled = np.maximum(e.mean(0) @ m.fc1.weight.numpy().T + m.fc1.bias.numpy(), 0) @ m.fc2.weight.numpy().T \
+        + m.fc2.bias.numpy()
+    q = np.exp(pooled - pooled.max()) / np.exp(pooled - pooled.max()).sum()
+    assert net.config["p_pool_first"] == pytest.approx(q[1], rel=1e-12) and abs(q[1] - p[1]) > 1e-6
+    assert "Because ReLU is not linear" in net.teaches
 
 
 def test_page_tables_are_plain_rows_with_the_fan_out_sum_last():

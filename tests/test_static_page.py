@@ -92,8 +92,10 @@ def test_counts_over_steps():
 def test_compile_demo_is_bit_identical():
     d = M.compile_demo(steps=3, tokens=5)
     assert d["identical"] and len(d["losses"]) == 4 and d["replayed_ops"] <= d["traced_ops"]
+    assert d["distinct_losses"] == 4          # dropout draws a fresh mask every replayed step
     c = d["graph_counts"]
-    assert c["placeholder"] == 2 and c["variable"] == 4 and c["op"] == d["replayed_ops"] and 0 < c["gradient"] < c["op"]
+    # word vectors, padding mask, labels; fc1 / fc2 weights and biases
+    assert c["placeholder"] == 3 and c["variable"] == 4 and c["op"] == d["replayed_ops"] and 0 < c["gradient"] < c["op"]
 
 
 # --- the page, headless --------------------------------------------------------------------------------

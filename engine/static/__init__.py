@@ -27,4 +27,3 @@ from .passes import PassResult, fold_constants, node_count_report, prune  # noqa
 from .session import Session, TrainOp, UnfedPlaceholderError, evaluated_names  # noqa: F401
 from .symbolic import Abstract, SymbolicBackend, SymbolicValueError  # noqa: F401
 from .capture import CaptureError, CompiledStep, TraceStats, compile  # noqa: F401,A004
-from .hw2 import HW2Net, compiled_hw2_step_fn, eager_hw2_step_fn, hw2_eager_step  # noqa: F401

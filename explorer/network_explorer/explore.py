@@ -109,8 +109,9 @@ def moment(ex: Explored, frame: int) -> Moment:
     if phase == "forward":
         node = rec.node(rec.forward_order[i])
         args = ", ".join(rec.node(p).label for p in node.parents)
+        whole = f" — the last primitive of {node.composite}" if node.composite else ""
         return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}{merged}: {node.label} = {node.op}({args}) "
-                             f"→ {analysis.format_shape(node.shape)}   [{node.layer}]",
+                             f"→ {analysis.format_shape(node.shape)}{whole}   [{node.layer}]",
                       node.id, analysis.vjp_formula(node.op), node.value)
     step = rec.backward[i]
     node = rec.node(step.node)

@@ -19,14 +19,21 @@ from engine import functional as F
 from engine import nn, ops
 from engine.backends import get_backend
 from engine.nn import Parameter
-from engine.tensor import Tensor, tensor
+from engine.tensor import Tensor, no_grad, tensor
 
 
 class Scope:
-    """Names the layer that ops belong to while a forward pass runs (one per forward)."""
+    """Names the layer that ops belong to while a forward pass runs (one per forward).
+
+    ``scope(name)`` names a layer; ``scope.composite(layer, op, formula)`` names a layer that is one
+    composite function (tanh = 2·sigmoid(2a) − 1): the recording labels the last primitive of each
+    such block ``op`` and says the formula, so a composite is not drawn as anonymous primitives.
+    """
 
     def __init__(self) -> None:
         self.current: str | None = None
+        self.composite_op: tuple[int, str, str] | None = None   # (block number, op name, formula)
+        self._blocks = 0
 
     @contextmanager
     def __call__(self, name: str) -> Iterator[None]:
@@ -35,6 +42,16 @@ class Scope:
             yield
         finally:
             self.current = prev
+
+    @contextmanager
+    def composite(self, name: str, op: str, formula: str) -> Iterator[None]:
+        prev, self._blocks = self.composite_op, self._blocks + 1
+        self.composite_op = (self._blocks, op, formula)
+        try:
+            with self(name):
+                yield
+        finally:
+            self.composite_op = prev
 
 
 class _Model(nn.Module):
@@ -174,7 +191,14 @@ def _sentence_vectors(sentence: str, seed: int) -> tuple[list[str], np.ndarray, 
     return tokens, vectors, "SEEDED RANDOM vectors (GloVe not available here): values are not real word vectors"
 
 
+LECTURE_VS_HW2 = ("The lecture runs Linear → ReLU → Linear on every word and then averages the words' scores; "
+                  "HW2 averages the word vectors first and runs Linear → ReLU → Linear once on the average. "
+                  "Because ReLU is not linear, the two orders are different networks.")
+
+
 def sentiment(sentence: str = DEFAULT_SENTENCE, hidden: int = 6, label: int = 1, seed: int = 0) -> Network:
+    """The lecture's sentiment network (slide 4), bottom-up: embedding lookup, then Linear -> ReLU ->
+    Linear on each word, average pooling over the words, softmax (cross-entropy against ``label``)."""
     _check_positive(hidden=hidden)
     if label not in (0, 1):
         raise PresetError(f"label must be 0 (negative) or 1 (positive), got {label!r}")
@@ -186,36 +210,44 @@ def sentiment(sentence: str = DEFAULT_SENTENCE, hidden: int = 6, label: int = 1,
 
     def forward(m, scope):
         with scope("embedding lookup"):
-            e = m.embedding(index)                   # (T, 50): one row per token
-        with scope("mean over words"):
-            s = F.mean(e, 0, keepdim=True)          # (1, 50)
-        with scope("Linear 1"):
-            h = m.fc1(s)
-        with scope("ReLU"):
+            e = m.embedding(index)                   # (T, 50): one row per word
+        with scope("Linear 1 (each word)"):
+            h = m.fc1(e)                             # (T, hidden)
+        with scope("ReLU (each word)"):
             h = h.relu()
-        with scope("Linear 2"):
-            logits = m.fc2(h)
+        with scope("Linear 2 (each word)"):
+            scores = m.fc2(h)                        # (T, 2): one pair of class scores per word
+        with scope("average pooling"):
+            logits = F.mean(scores, 0, keepdim=True)   # (1, 2)
         with scope("softmax / cross-entropy"):
             return F.cross_entropy(logits, [label])
 
+    # the same weights in HW2's order (pool first), to show in numbers that the order matters
+    with no_grad():
+        e = model.embedding(index)
+        per_word = F.softmax(F.mean(model.fc2(model.fc1(e).relu()), 0, keepdim=True), -1).numpy()[0, 1]
+        pool_first = F.softmax(model.fc2(model.fc1(F.mean(e, 0, keepdim=True)).relu()), -1).numpy()[0, 1]
     repeated = sorted({t for t in tokens if tokens.count(t) > 1})
-    notes = [f"Vectors: {source}.", f"Tokens: {tokens}; table rows (vocabulary): {vocab}."]
+    notes = [f"Vectors: {source}.", f"Tokens: {tokens}; table rows (vocabulary): {vocab}.",
+             f"Same weights, two orders: per word then average gives P(positive) = {per_word:.4f}; "
+             f"average first (HW2's order) gives {pool_first:.4f}."]
     if repeated:
         notes.append(f"Repeated word(s) {repeated}: the embedding's backward (scatter-add) adds two rows of "
                      f"the upstream gradient into one table row.")
-    return Network("sentiment", "Lecture sentiment network",
-                   "The embedding lookup is a gather; its VJP is a scatter-add into the table's rows, so a "
-                   "repeated word receives the sum of its positions' gradients.",
+    return Network("sentiment", "Lecture sentiment network (per word, then average)",
+                   LECTURE_VS_HW2 + " The embedding lookup is a gather; its VJP is a scatter-add into the "
+                   "table's rows, so a repeated word receives the sum of its positions' gradients.",
                    model, forward, notes=notes,
                    config=dict(sentence=sentence, hidden=hidden, label=label, seed=seed, tokens=tokens,
-                               vocab=vocab, index=index.tolist(), vectors_source=source),
+                               vocab=vocab, index=index.tolist(), vectors_source=source,
+                               p_per_word=float(per_word), p_pool_first=float(pool_first)),
                    watch=["embedding.weight"])
 
 
 def _sst2_batch(batch: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], str]:
     """The first ``batch`` SST-2 training sentences (the course's setting) as padded GloVe vectors.
 
-    Returns (vectors (B, L, 50), mask (B, L, 1), labels (B, 1), sentences, source). Falls back to the
+    Returns (vectors (B, L, 50), mask (B, L), labels (B,), sentences, source). Falls back to the
     data layer's built-in sentences, then to seeded random vectors (the source says which).
     """
     try:
@@ -225,7 +257,7 @@ def _sst2_batch(batch: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     except (ImportError, FileNotFoundError):
         rng = _rng(seed)
         vecs = rng.standard_normal((batch, 4, 50)) * 0.4
-        return (vecs, np.ones((batch, 4, 1)), (rng.random((batch, 1)) > 0.5).astype(np.float64), [],
+        return (vecs, np.ones((batch, 4)), (rng.random(batch) > 0.5).astype(np.float64), [],
                 "SEEDED RANDOM word vectors (GloVe / SST-2 not available here), 4 words per sentence")
     try:
         data = load_sst2()[0]
@@ -237,46 +269,40 @@ def _sst2_batch(batch: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     encoded = [glove.encode_tokens(tokenize(t))[0] for t in sentences]
     length = max(len(e) for e in encoded)
     vecs = np.zeros((batch, length, glove.dim))
-    mask = np.zeros((batch, length, 1))
+    mask = np.zeros((batch, length))
     for i, e in enumerate(encoded):
         vecs[i, :len(e)] = e
         mask[i, :len(e)] = 1.0
-    labels = np.asarray(data.labels[:batch], dtype=np.float64).reshape(batch, 1)
+    labels = np.asarray(data.labels[:batch], dtype=np.float64)
     return vecs, mask, labels, sentences, f"GloVe 50-d vectors ({glove.source}) of {data.source} sentences"
 
 
 def hw2(batch: int = 3, hidden: int = 5, dropout: float = 0.5, seed: int = 0) -> Network:
+    """HW2's network, the one :class:`sentiment.model.SentimentNet` the trainer trains, on a real batch."""
+    from sentiment.model import SentimentNet
     _check_positive(batch=batch, hidden=hidden)
     if not 0.0 <= dropout < 1.0:
         raise PresetError(f"dropout must be in [0, 1), got {dropout}")
     emb, mask, y, sentences, source = _sst2_batch(batch, seed)
-    lengths = mask.sum(axis=1)                                     # (B, 1): real words per sentence
-    model = _Model(fc1=nn.Linear(emb.shape[2], hidden, seed=seed), drop=nn.Dropout(dropout),
-                   fc2=nn.Linear(hidden, 1, seed=seed + 1))
+    model = SentimentNet(emb.shape[2], hidden, dropout, seed=seed)
 
     def forward(m, scope):
-        with scope("mean over words"):
-            words = tensor(emb, name="word vectors") * tensor(mask, name="padding mask")
-            s = ops.sum(words, 1) / tensor(lengths, name="lengths")     # (B, 50), padding excluded
-        with scope("Linear 1"):
-            h = m.fc1(s)
-        with scope("ReLU"):
-            h = h.relu()
-        with scope("Dropout"):
-            h = m.drop(h)
-        with scope("Linear 2"):
-            z = m.fc2(h)
-        with scope("sigmoid"):
-            p = F.sigmoid(z)
-        with scope("BCE loss"):
-            return F.binary_cross_entropy(p, tensor(y))
+        loss, _ = m.loss(tensor(emb, name="word vectors"), tensor(mask, name="padding mask"),
+                         tensor(y, name="labels"), scope=scope)
+        return loss
 
-    return Network("hw2", "HW2 network",
-                   "Dropout multiplies by a kept-mask / (1-p): its VJP multiplies the adjoint by the same "
-                   "mask, so dropped units get no gradient.",
+    lengths = mask.sum(axis=1).astype(int).tolist()
+    return Network("hw2", "HW2 network (average first, then Linear → ReLU → Dropout → Linear)",
+                   "HW2 averages the word vectors first (padding excluded), then runs one Linear → ReLU → "
+                   "Dropout → Linear → sigmoid → BCE on the average; the lecture's order runs the layers on every "
+                   "word and averages last. Dropout multiplies by a kept-mask / (1-p): its VJP multiplies the "
+                   "adjoint by the same mask, so dropped units get no gradient.",
                    model, forward, notes=[f"Inputs: {source}." + (f" Sentences: {sentences}; labels "
-                                                                   f"{y.ravel().astype(int).tolist()}." if sentences
-                                                                   else ""),
+                                                                   f"{y.astype(int).tolist()}; real lengths "
+                                                                   f"{lengths} (padding excluded from the mean)."
+                                                                   if sentences else ""),
+                                          "The network is sentiment.model.SentimentNet, the one the Sentiment "
+                                          "training page trains.",
                                           f"Dropout mask drawn from the backend generator seeded with {seed}."],
                    config=dict(batch=batch, hidden=hidden, dropout=dropout, seed=seed, sentences=sentences,
                                vectors_source=source),
@@ -359,15 +385,24 @@ def rnn(steps: int = 3, batch: int = 2, features: int = 3, hidden: int = 4, seed
         h = tensor(np.zeros((batch, hidden)), name="h0")
         for t in range(steps):
             with scope(f"step {t + 1}"):        # h = tanh(x_t Wx + h Wh + b)
-                h = F.tanh(x[t] @ m.Wx + h @ m.Wh + m.b)
+                a = x[t] @ m.Wx + h @ m.Wh + m.b
+            with scope.composite(f"step {t + 1}: tanh", "tanh", "tanh(a) = 2·sigmoid(2a) − 1"):
+                h = F.tanh(a)
         with scope("readout + MSE"):
             return F.mse_loss(h @ m.Wo, tensor(target))
 
     return Network("rnn", "RNN cell unrolled in time",
                    "Each step computes h = tanh(x_t Wx + h Wh + b) with the same Wh: parameter sharing is "
                    "fan-out through time, and Wh's gradient is the sum of the per-step contributions.",
-                   model, forward, config=dict(steps=steps, batch=batch, features=features, hidden=hidden,
-                                               seed=seed), watch=["Wh"])
+                   model, forward,
+                   notes=[f"Step 1 sends Wh a contribution of exactly 0: its VJP is W̄h = h0ᵀ ḡ and h0 = 0, so "
+                          f"only steps 2 to {steps} move Wh (the fan-out table shows the zero row)."
+                          if steps > 1 else "With T = 1, Wh only ever multiplies h0 = 0: its gradient is 0.",
+                          "tanh is not a primitive of this engine: it is computed as 2·sigmoid(2a) − 1 (four "
+                          "primitives: mul, sigmoid, mul, sub). The op view labels the last of them tanh; the "
+                          "layer view draws one tanh box per step."],
+                   config=dict(steps=steps, batch=batch, features=features, hidden=hidden, seed=seed),
+                   watch=["Wh"])
 
 
 LAYER_KINDS = ("linear", "relu", "sigmoid", "tanh", "dropout")
@@ -385,7 +420,13 @@ def parse_layers(text: str) -> list[tuple[str, float | None]]:
         PresetError: an unknown layer, a missing or bad size.
     """
     layers: list[tuple[str, float | None]] = []
-    for part in [p for p in text.split(",") if p.strip()]:
+    parts = text.split(",")
+    if parts and not parts[-1].strip():   # one trailing comma is harmless ("linear 4, relu,")
+        parts = parts[:-1]
+    for i, part in enumerate(parts):
+        if not part.strip():
+            raise PresetError(f"layer {i + 1} is empty (two commas in a row?): write one layer between "
+                              f"each pair of commas, e.g. 'linear 4, relu, linear 2'")
         mt = _LAYER_RE.match(part)
         if mt is None:
             raise PresetError(f"cannot read layer {part.strip()!r}: use one of {', '.join(LAYER_KINDS)} "
@@ -463,8 +504,10 @@ class Preset:
 PRESETS: dict[str, Preset] = {p.key: p for p in [
     Preset("logreg", "Logistic regression", logistic_regression),
     Preset("mlp", "Two-layer MLP", mlp),
-    Preset("sentiment", "Lecture sentiment network (\"it is a good movie\")", sentiment),
-    Preset("hw2", "HW2 network (mean → Linear → ReLU → Dropout → Linear → sigmoid → BCE)", hw2),
+    Preset("sentiment", "Lecture sentiment network: Linear → ReLU → Linear per word, then average → softmax",
+           sentiment),
+    Preset("hw2", "HW2 network: average the words first, then Linear → ReLU → Dropout → Linear → sigmoid",
+           hw2),
     Preset("residual", "Residual block y = x + f(x)", residual),
     Preset("attention", "Single attention head (Q, K, V from one x)", attention),
     Preset("rnn", "RNN cell unrolled T steps (shared Wh)", rnn),

@@ -35,6 +35,7 @@ class Node:
     value: np.ndarray
     params_text: str = ""
     adjoint: np.ndarray | None = None     # final adjoint (d loss / d node) after the backward pass
+    composite: str = ""                   # the formula, on the last primitive of a composite (tanh)
 
     @property
     def nbytes(self) -> int:
@@ -112,25 +113,11 @@ class Recording:
         """Every contribution a node received (one per consumer), in the order they arrived."""
         return [c for s in self.backward for c in s.contributions if c.target == node_id]
 
-    def fan_out_nodes(self) -> list[int]:
-        """Nodes that received more than one contribution (fan-out points)."""
-        counts: dict[int, int] = {}
-        for s in self.backward:
-            for c in s.contributions:
-                counts[c.target] = counts.get(c.target, 0) + 1
-        return [n for n, k in counts.items() if k > 1]
-
     def node_by_label(self, label: str) -> Node:
         for n in self.nodes:
             if n.label == label:
                 return n
         raise KeyError(f"no node labelled {label!r}")
-
-    def layer_of(self, node_id: int) -> int:
-        for i, layer in enumerate(self.layers):
-            if node_id in layer.nodes:
-                return i
-        raise KeyError(node_id)
 
 
 def _params_text(params) -> str:
@@ -183,9 +170,14 @@ def record(network: Network) -> Recording:
         ids[out.unique_id] = nid
         tensors.append(out)
         forward_order.append(nid)
+        if scope.composite_op is not None:
+            last_of_block[scope.composite_op[0]] = (nid, scope.composite_op[1], scope.composite_op[2])
 
+    last_of_block: dict[int, tuple[int, str, str]] = {}
     with trace_ops(on_forward):
         loss = network.loss(scope)
+    for nid, op_name, formula in last_of_block.values():   # its output is the composite's value
+        nodes[nid].label, nodes[nid].composite = f"{op_name}#{nid}", formula
     if loss.numel() != 1:
         raise ValueError(f"the network's loss must be a scalar, got shape {loss.shape}")
     loss_node = ids[loss.unique_id]

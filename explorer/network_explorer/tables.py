@@ -19,11 +19,28 @@ def _norm(v) -> float:
     return float((v ** 2).sum() ** 0.5)
 
 
+def zero_reason(rec, source: int, target: int, value) -> str:
+    """Why a contribution is exactly zero, when the recording shows it: the VJP of a product multiplies
+    the adjoint by the *other* factor, so an all-zero factor (an RNN's h0 = 0) sends zero."""
+    if value.size and (value != 0).any():
+        return ""
+    src = rec.node(source)
+    others = [rec.node(p) for p in src.parents if p != target]
+    zeros = [o.label for o in others if o.value.size and not (o.value != 0).any()]
+    if src.op in ("matmul", "mul") and zeros:
+        return f"0: the other factor {zeros[0]} is all zeros, and this VJP multiplies by it"
+    if src.adjoint is not None and not (src.adjoint != 0).any():
+        return f"0: the adjoint of {src.label} is all zeros"
+    return "0"
+
+
 def fan_out_rows(rec, node_id: int) -> list[dict]:
-    """One row per contribution a fan-out node received (with the backward step that sent it), then the sum."""
+    """One row per contribution a fan-out node received (with the backward step that sent it and, for a
+    zero contribution, why it is zero), then the sum."""
     fs = fan_out_sum(rec, node_id)
-    rows = [{"from": src, "backward step": str(stp + 1), "‖contribution‖": _norm(v)} for src, stp, v in fs.parts]
-    rows.append({"from": "= sum", "backward step": "", "‖contribution‖": _norm(fs.total)})
+    rows = [{"from": rec.node(c.source).label, "backward step": str(c.step + 1), "‖contribution‖": _norm(c.value),
+             "note": zero_reason(rec, c.source, node_id, c.value)} for c in rec.contributions_to(node_id)]
+    rows.append({"from": "= sum", "backward step": "", "‖contribution‖": _norm(fs.total), "note": ""})
     return rows
 
 
