@@ -1,0 +1,146 @@
+"""Tensors, storage and views: the engine's flat storage, shape, strides and offset drawn as boxes; permute shares storage, view of non-contiguous data raises the engine's ViewError and contiguous() copies; broadcasting's backward is a sum over the broadcast axes, embedding's a scatter-add; one op timed on every backend.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+import engine
+from explorer import tensors_and_storage as M
+from explorer.kit.deeplink import LinkField
+from explorer.lecture_kit import md_escape
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+
+OWN = "(your own chain)"
+ctx = start_page(
+    "Tensors and storage", "tensors",
+    fields={"chain": LinkField("str", M.DEFAULT_CHAIN), "base": LinkField("str", "3x4", choices=tuple(M.BASE_SHAPES)),
+            "bshape": LinkField("str", "(2,)", choices=tuple(M.B_SHAPES)), "ids": LinkField("str", "3, 1, 3"),
+            "op": LinkField("str", "matmul", choices=tuple(M.BENCH_OPS)), "n": LinkField("int", 32, minimum=1)},
+    defaults={"chain": M.DEFAULT_CHAIN, "base": "3x4", "bshape": "(2,)", "ids": "3, 1, 3", "op": "matmul", "n": 32})
+ns, look = ctx.ns, ctx.look
+for msg in ctx.link_problems:
+    st.warning(msg)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_chain(text: str, base: str):
+    return M.run_chain(text, M.BASE_SHAPES[base])
+
+
+@st.cache_data(max_entries=16, show_spinner="Timing the op on every backend…")
+def cached_timings(op: str, n: int, backends: tuple[str, ...]):
+    return M.time_backends(op, n, list(backends))
+
+
+def _pick_chain():
+    choice = st.session_state[ns.key("chain_preset")]
+    if choice != OWN:
+        st.session_state[ns.key("chain")] = choice
+        st.session_state[ns.key("base")] = "3x4"
+
+
+head = st.columns([3, 1])
+with head[1]:
+    presentation_toggle()
+head[0].markdown("A tensor is a **flat storage** buffer read through a **shape**, **strides** (how far to move in "
+                 "storage for +1 along each dimension) and an **offset**: element [i, j] lives at "
+                 "`offset + i·strides[0] + j·strides[1]`. Views change only shape, strides and offset.")
+
+# --- storage, shape, strides, offset ----------------------------------------------------------------------
+st.subheader("Storage, shape, strides and offset (the engine's TensorData)")
+chain_now = st.session_state[ns.key("chain")]
+st.session_state[ns.key("chain_preset")] = chain_now if chain_now in M.CHAIN_PRESETS and \
+    st.session_state[ns.key("base")] == "3x4" else OWN
+c = st.columns([2, 2, 1])
+c[0].selectbox("Example", [OWN, *M.CHAIN_PRESETS], key=ns.key("chain_preset"), on_change=_pick_chain,
+               format_func=lambda k: k if k == OWN else f"{k} — {M.CHAIN_PRESETS[k]}")
+c[1].text_input("Chain of calls on x", key=ns.key("chain"), max_chars=M.MAX_CHAIN_CHARS,
+                help="Start with x; allowed: " + ", ".join(sorted(M.METHODS)) + ", .T and indexing like x[1:, ::2]. "
+                     "Nothing is evaluated: the text is read with a whitelist and run as engine calls.")
+c[2].selectbox("x's shape", list(M.BASE_SHAPES), key=ns.key("base"),
+               format_func=lambda k: "(" + ", ".join(map(str, M.BASE_SHAPES[k])) + (",)" if len(M.BASE_SHAPES[k]) == 1 else ")"))
+chain_text, base = st.session_state[ns.key("chain")], st.session_state[ns.key("base")]
+try:
+    run = cached_chain(chain_text, base)
+except M.ChainError as e:
+    st.error(f"**Chain not accepted** — {md_escape(str(e))}", icon="🚫")
+    run = None
+if run is not None:
+    st.table(pd.DataFrame(M.chain_rows(run)))
+    if run.error:
+        st.error(f"The engine raised **{md_escape(run.error_type)}** at `{run.error_at}`:\n\n"
+                 f"{md_escape(run.error)}", icon="🛑")
+    last = run.last
+    pics = st.columns(2)
+    with pics[0]:
+        st.plotly_chart(M.layout_figure(run.base, look, title=f"x: shape {run.base.shape}, strides {run.base.strides}"),
+                        key=ns.key("fig_x"), config={"displaylogo": False, "staticPlot": True})
+    with pics[1]:
+        if run.steps:
+            same = "the same storage object as x" if last.shares_base else "a storage of its own (copied)"
+            st.plotly_chart(M.layout_figure(last, look, title=f"{last.expr}: shape {last.shape}, strides "
+                                            f"{last.strides}, offset {last.offset}"),
+                            key=ns.key("fig_last"), config={"displaylogo": False, "staticPlot": True})
+            st.markdown(f"`{last.expr}` reads **{same}**"
+                        + ("" if last.contiguous else " — **not contiguous**: its elements are not in storage order, "
+                           "so `view` refuses it; `contiguous()` copies them into order.") + "")
+    st.caption("Top row: the flat storage (position under each box; grey dotted boxes are not read by this "
+               "tensor). Below: the tensor's elements in row-major order, each coloured like the storage box it "
+               "reads, with @position.")
+
+# --- broadcasting's backward -------------------------------------------------------------------------------
+st.subheader("Broadcasting's backward is a sum over the broadcast axes (exercise 8)")
+st.radio("shape of b", list(M.B_SHAPES), key=ns.key("bshape"), horizontal=True)
+br = M.broadcast_backward(M.B_SHAPES[st.session_state[ns.key("bshape")]])
+st.markdown(f"y = x + b with x of shape (3, 2) and b of shape {br.b_shape or '()'}: b is stretched along "
+            f"axes {br.summed_axes} of y. Backward with upstream G: each copy of b sent its share back, so "
+            f"b̄ = G summed over axes {br.summed_axes} (`sum_to_shape`; the engine ran {', '.join(br.backward_ops)}).")
+bc = st.columns(3)
+bc[0].markdown("**G = ȳ** (upstream)")
+bc[0].table(pd.DataFrame(br.g))
+bc[1].markdown("**x̄ = G** (same shape, nothing to sum)")
+bc[1].table(pd.DataFrame(br.x_grad))
+bc[2].markdown(f"**b̄** from the engine: `{br.b_grad}`")
+bc[2].table(pd.DataFrame(br.b_grad if isinstance(br.b_grad, list) else [br.b_grad]))
+
+# --- embedding's backward ----------------------------------------------------------------------------------
+st.subheader("An embedding's backward is a scatter-add (exercise 12)")
+e = st.columns([1, 2])
+e[0].text_input(f"word ids (0 … {M.VOCAB - 1})", key=ns.key("ids"), max_chars=80)
+try:
+    ids = M.parse_ids(st.session_state[ns.key("ids")])
+except ValueError as err:
+    e[0].error(md_escape(str(err)), icon="🚫")
+    ids = None
+if ids is not None:
+    er = M.embedding_backward(ids)
+    e[1].markdown(f"`nn.Embedding({M.VOCAB}, {M.DIM})` looks up rows {ids} (forward op **{er.forward_op}**). "
+                  f"Upstream rows g0 … g{len(ids) - 1} = "
+                  + ", ".join(f"g{k} = {[int(v) for v in row]}" for k, row in enumerate(er.upstream))
+                  + f". Backward the engine ran **{', '.join(er.backward_ops)}**: every g_k is *added* into the row "
+                  "it was read from; a repeated word collects the sum, rows never read get 0.")
+    e[1].table(pd.DataFrame(M.embedding_rows(er)))
+
+# --- backends ----------------------------------------------------------------------------------------------
+st.subheader("The same op on every backend")
+available = engine.available_backends()
+b = st.columns([2, 1, 1])
+b[0].selectbox("Op", list(M.BENCH_OPS), key=ns.key("op"), format_func=lambda k: M.BENCH_OPS[k][0])
+sizes = M.BENCH_OPS[st.session_state[ns.key("op")]][1]
+if st.session_state[ns.key("n")] not in sizes:
+    st.session_state[ns.key("n")] = sizes[len(sizes) // 2]
+b[1].selectbox("n", sizes, key=ns.key("n"))
+go_run = b[2].button("Run on every backend", key=ns.key("run"), type="primary", width="stretch")
+op, n = st.session_state[ns.key("op")], int(st.session_state[ns.key("n")])
+st.caption(f"Backends on this machine: {', '.join(available)}"
+           + ("" if "cuda" in available else " (no `cuda`: it needs CuPy and an NVIDIA GPU)")
+           + ". `python` runs plain loops over the strided storage; `numpy` calls NumPy; `cuda` runs our own "
+             "kernels. Each time includes copying the result back to NumPy; sizes are small so `python` "
+             "finishes in about a second.")
+if go_run:
+    timings = cached_timings(op, n, tuple(available))
+    st.table(pd.DataFrame(M.timing_rows(timings)))
+
+publish_link(ctx, {"chain": chain_text, "base": base, "bshape": st.session_state[ns.key("bshape")],
+                   "ids": st.session_state[ns.key("ids")], "op": op, "n": n})

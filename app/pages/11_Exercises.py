@@ -1,0 +1,101 @@
+"""Exercises: the lecture notes' exercises posed one at a time with answer boxes; the engine computes every answer and checks yours with a tolerance, and "Reveal" shows the worked steps with a link to the page (and step) that shows them.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from explorer import exercises as E
+from explorer.kit.deeplink import LinkField
+from explorer.lecture_kit import md_escape
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+
+KEYS = list(E.BUILDERS)
+ctx = start_page(
+    "Exercises", "exercises",
+    fields={"ex": LinkField("str", KEYS[0], choices=tuple(KEYS)), "reveal": LinkField("bool", False)},
+    defaults={"ex": KEYS[0], "reveal": False, "verdicts": {}})
+ns, look = ctx.ns, ctx.look
+for msg in ctx.link_problems:
+    st.warning(msg)
+
+
+@st.cache_resource(max_entries=len(KEYS), show_spinner="The engine is working out the answer…")
+def cached_exercise(key: str) -> E.Exercise:
+    return E.build(key)
+
+
+def _move(delta: int):
+    i = KEYS.index(st.session_state[ns.key("ex")])
+    st.session_state[ns.key("ex")] = KEYS[(i + delta) % len(KEYS)]
+    st.session_state[ns.key("reveal")] = False
+
+
+def _picked():
+    st.session_state[ns.key("reveal")] = False
+
+
+head = st.columns([4, 1, 1, 2])
+head[0].selectbox("Exercise", KEYS, key=ns.key("ex"), format_func=lambda k: E.TITLES[k], on_change=_picked,
+                  label_visibility="collapsed")
+head[1].button("Previous", key=ns.key("prev"), on_click=_move, args=(-1,), icon=":material/chevron_left:",
+               width="stretch")
+head[2].button("Next", key=ns.key("next"), on_click=_move, args=(1,), icon=":material/chevron_right:",
+               icon_position="right", width="stretch")
+with head[3]:
+    presentation_toggle()
+
+key = st.session_state[ns.key("ex")]
+exercise = cached_exercise(key)
+st.markdown(f"### Exercise {exercise.number} · {md_escape(exercise.title)}")
+st.markdown(exercise.question)
+
+verdicts: dict = dict(st.session_state[ns.key("verdicts")])
+with st.form(ns.key(f"form_{key}"), border=True):
+    cols = st.columns(min(len(exercise.parts), 2))
+    for i, part in enumerate(exercise.parts):
+        box = cols[i % len(cols)]
+        label = part.prompt + (f" ({part.unit})" if part.unit else "")
+        if part.choices:
+            box.radio(label, part.choices, index=None, key=ns.key(f"ans_{key}_{part.key}"))
+        else:
+            box.text_input(label, key=ns.key(f"ans_{key}_{part.key}"), max_chars=200,
+                           placeholder="a number, or a list like [1, 2]")
+    checked = st.form_submit_button("Check my answers", type="primary")
+if checked:
+    verdicts[key] = {}
+    for part in exercise.parts:
+        given = st.session_state.get(ns.key(f"ans_{key}_{part.key}"))
+        if given is None or str(given).strip() == "":
+            verdicts[key][part.key] = (False, "No answer yet.")
+            continue
+        v = E.check(part, str(given))
+        verdicts[key][part.key] = (v.correct, v.message)
+    st.session_state[ns.key("verdicts")] = verdicts
+for part in exercise.parts:
+    got = verdicts.get(key, {}).get(part.key)
+    if got is None:
+        continue
+    ok, message = got
+    label = md_escape(part.prompt)
+    (st.success if ok else st.error)(f"{label} {md_escape(message)}", icon="✅" if ok else "❌")
+
+st.toggle("Reveal the worked steps", key=ns.key("reveal"))
+if st.session_state[ns.key("reveal")]:
+    with st.container(border=True):
+        answers = "; ".join(f"{p.prompt} **{md_escape(p.shown())}**" for p in exercise.parts)
+        st.markdown(f"**The engine's answer:** {answers}")
+        tolerances = sorted({p.tolerance.describe() for p in exercise.parts if not p.choices})
+        for k, text in enumerate(exercise.steps, 1):
+            st.markdown(f"{k}. {text}")
+        if tolerances:
+            st.caption("Answers are accepted " + " or ".join(tolerances) + ".")
+        if exercise.link:
+            st.link_button(f"Open {exercise.link_label}", exercise.link, icon=":material/open_in_new:")
+
+with st.expander("All exercises"):
+    for k in KEYS:
+        mine = verdicts.get(k)
+        mark = "✅" if mine and all(ok for ok, _ in mine.values()) else ("✏️" if mine else "·")
+        st.markdown(f"{mark} {md_escape(E.TITLES[k])}")
+
+publish_link(ctx, {"ex": key, "reveal": bool(st.session_state[ns.key("reveal")])})

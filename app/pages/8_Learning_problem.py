@@ -1,0 +1,160 @@
+"""The learning problem: a classifier's cross-entropy over two parameters drawn as contours, and gradient descent on it one step at a time (Δw = −η∇L from the engine's gradients) with a learning rate that is too small, about right or divergent; why the step works (Taylor), SGD's pseudo-code, and the lecture's exercise 1.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from explorer import learning_problem as L
+from explorer.kit.deeplink import LinkField
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
+
+S0 = L.SURFACES[L.DEFAULT_SURFACE]
+ctx = start_page(
+    "Learning problem", "learn",
+    fields={"surface": LinkField("str", L.DEFAULT_SURFACE, choices=tuple(L.SURFACES)),
+            "lr": LinkField("float", S0.lr_default, minimum=1e-6, maximum=1e3),
+            "batch": LinkField("int", 0, choices=L.BATCH_CHOICES),
+            "w1": LinkField("float", S0.start[0], minimum=-L.START_LIMIT, maximum=L.START_LIMIT),
+            "w2": LinkField("float", S0.start[1], minimum=-L.START_LIMIT, maximum=L.START_LIMIT),
+            "step": LinkField("int", 0, minimum=0),
+            "x0": LinkField("float", 0.0, minimum=-100.0, maximum=100.0),
+            "eta": LinkField("float", 0.1, minimum=0.001, maximum=2.0)},
+    defaults={"surface": L.DEFAULT_SURFACE, "lr": S0.lr_default, "batch": 0, "w1": S0.start[0], "w2": S0.start[1],
+              "step": 0, "x0": 0.0, "eta": 0.1})
+ns, look = ctx.ns, ctx.look
+for msg in ctx.link_problems:
+    st.warning(msg)
+STEPS = 40
+
+
+@st.cache_data(max_entries=4, show_spinner="Evaluating the loss on a grid with the engine…")
+def cached_grid(surface: str):
+    return L.loss_grid(surface)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def cached_minimum(surface: str):
+    w, value = L.minimum(surface)
+    lam, crit = L.stable_lr(surface)
+    return w, value, lam, crit
+
+
+@st.cache_data(max_entries=64, show_spinner="Taking the steps with engine.grad…")
+def cached_path(surface: str, w1: float, w2: float, lr: float, batch: int):
+    return L.descend(surface, (w1, w2), lr, STEPS, batch=batch, seed=0)
+
+
+def _new_surface():
+    s = L.SURFACES[st.session_state[ns.key("surface")]]
+    st.session_state[ns.key("lr")] = s.lr_default
+    st.session_state[ns.key("w1")], st.session_state[ns.key("w2")] = s.start
+    st.session_state[ns.key("step")] = 0
+    st.session_state[ns.key("batch")] = 0
+
+
+def _restart():
+    st.session_state[ns.key("step")] = 0
+
+
+def _set_lr(value: float):
+    st.session_state[ns.key("lr")] = value
+    st.session_state[ns.key("step")] = 0
+
+
+head = st.columns([3, 1])
+head[0].selectbox("Loss", list(L.SURFACES), key=ns.key("surface"), format_func=lambda k: L.SURFACES[k].label,
+                  on_change=_new_surface)
+with head[1]:
+    presentation_toggle()
+surface = st.session_state[ns.key("surface")]
+S = L.SURFACES[surface]
+st.markdown("Learning = choosing parameters w that make a loss small. For a classifier the loss is the "
+            "**cross-entropy**: the average of −log(probability the model gives the right label). "
+            f"Here: `{S.formula}`")
+
+# learning rate: snap a linked value to the choices
+lr_now = min(S.lr_choices, key=lambda v: abs(v - float(st.session_state[ns.key("lr")])))
+st.session_state[ns.key("lr")] = lr_now
+if surface != "logistic":
+    st.session_state[ns.key("batch")] = 0
+c = st.columns([3, 1, 1, 1])
+c[0].select_slider("Learning rate η", S.lr_choices, key=ns.key("lr"), on_change=_restart,
+                   format_func=lambda v: f"{v:g}")
+for col, (name, value) in zip(c[1:], S.lr_examples.items()):
+    col.button(f"{name} (η = {value:g})", key=ns.key(f"lr_{name}"), on_click=_set_lr, args=(value,),
+               width="stretch")
+c2 = st.columns([2, 1, 1])
+c2[0].selectbox("Gradient from", L.BATCH_CHOICES, key=ns.key("batch"), on_change=_restart,
+                disabled=surface != "logistic",
+                format_func=lambda b: "all 10 examples (gradient descent)" if b == 0 else
+                f"mini-batches of {b} (SGD)")
+c2[1].number_input("start w1", -L.START_LIMIT, L.START_LIMIT, key=ns.key("w1"), step=0.5, on_change=_restart)
+c2[2].number_input("start w2", -L.START_LIMIT, L.START_LIMIT, key=ns.key("w2"), step=0.5, on_change=_restart)
+
+lr = float(st.session_state[ns.key("lr")])
+batch = int(st.session_state[ns.key("batch")])
+w1, w2 = float(st.session_state[ns.key("w1")]), float(st.session_state[ns.key("w2")])
+path = cached_path(surface, w1, w2, lr, batch)
+w_min, loss_min, lam, crit = cached_minimum(surface)
+
+step = step_controls(ns, len(path), label="GD step")
+cur = path[step]
+kind, why = L.regime(path, loss_min)
+badge = {"too small": "🐢 too small", "about right": "✅ about right", "divergent": "💥 divergent",
+         "noisy": "🎲 noisy (SGD)"}[kind]
+st.markdown(
+    f"#### Step {cur.k}: w = {L._v(cur.w)}, L = {cur.loss:.4g} → Δw = −η∇L = −{lr:g}·{L._v(cur.grad)} = "
+    f"{L._v(cur.delta)} → L = {cur.loss_next:.4g}")
+left, right = st.columns([3, 2])
+with left:
+    st.plotly_chart(L.contour_figure(surface, cached_grid(surface), path, step, look, w_min),
+                    key=ns.key("contours"), config={"displaylogo": False})
+with right:
+    st.markdown(f"**η = {lr:g}: {badge}** — {why}.")
+    st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
+                f"eigenvalue λ = {lam:.3g}, so steps with **η > 2/λ = {crit:.3g}** overshoot there.")
+    st.plotly_chart(L.loss_curve_figure(path, step, loss_min, look), key=ns.key("curve"),
+                    config={"displaylogo": False})
+    st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{cur.predicted_change:.4g}**; "
+                f"the engine measured **{cur.loss_next - cur.loss:.4g}**.")
+rows = L.step_rows(path, step, lr)
+st.table(pd.DataFrame(rows[-6:]))
+st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at w_k"
+           + (" on the mini-batch listed (SGD: a new shuffle every epoch)." if batch else "."))
+
+st.subheader("Why step against the gradient: the Taylor expansion")
+st.latex(r"L(w + \Delta w) \approx L(w) + \nabla L(w)^\top \Delta w"
+         r"\quad\Longrightarrow\quad \Delta w = -\eta\,\nabla L(w):\ "
+         r"L(w + \Delta w) \approx L(w) - \eta\,\lVert \nabla L(w) \rVert^2 < L(w)")
+st.markdown("For a small enough η the first-order term wins and the loss falls. The second-order term "
+            "½·ΔwᵀHΔw grows with η²: when η·λ > 2 for the largest curvature λ, the step overshoots and the "
+            "loss grows — the divergent runs above.")
+st.subheader("Stochastic gradient descent (pseudo-code)")
+st.code("for epoch in range(num_epochs):\n"
+        "    for x_batch, y_batch in shuffle(train_data).batches(batch_size):\n"
+        "        loss = cross_entropy(model(x_batch), y_batch)   # forward: builds the graph\n"
+        "        loss.backward()                                 # backward: reverse topological order\n"
+        "        for p in model.parameters():\n"
+        "            p.data -= lr * p.grad                       # Δw = −η ∇L on this batch\n"
+        "            p.grad = None                               # zero_grad: else the next backward adds to it",
+        language="python")
+
+st.subheader("Lecture exercise 1: f(x) = (x − 3)², one step from x0 = 0 with η = 0.1")
+e = st.columns(2)
+e[0].number_input("x0", -100.0, 100.0, key=ns.key("x0"), step=0.5)
+e[1].number_input("η", 0.001, 2.0, key=ns.key("eta"), step=0.05, format="%.3f")
+x0, eta = float(st.session_state[ns.key("x0")]), float(st.session_state[ns.key("eta")])
+ex_rows = L.exercise1(x0, eta)
+r0 = ex_rows[0]
+st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0 − η·f′(x0) = {x0:g} − {eta:g}·({r0.slope:g}) "
+            f"= **{r0.x_next:.6g}**.")
+ec = st.columns([3, 2])
+with ec[0]:
+    st.plotly_chart(L.exercise1_figure(ex_rows, look), key=ns.key("ex1"), config={"displaylogo": False})
+with ec[1]:
+    st.table(pd.DataFrame([{"k": r.k, "x_k": f"{r.x:.6g}", "f(x_k)": f"{r.f:.6g}", "f′(x_k)": f"{r.slope:.6g}",
+                            "x_k+1": f"{r.x_next:.6g}"} for r in ex_rows]))
+
+publish_link(ctx, {"surface": surface, "lr": lr, "batch": batch, "w1": w1, "w2": w2, "step": step,
+                   "x0": x0, "eta": eta})

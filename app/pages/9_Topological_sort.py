@@ -1,0 +1,125 @@
+"""Topological sort as the slides teach it (the queue method: take a node with no unprocessed inputs) step by step, beside the depth-first post-order that engine.topological_sort really returns; then click the nodes in an order of your own and the app says whether it is a valid topological order.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from explorer import topological_sort as T
+from explorer.kit.deeplink import LinkField
+from explorer.lecture_kit import md_escape
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
+
+ctx = start_page(
+    "Topological sort", "topo",
+    fields={"preset": LinkField("str", T.DEFAULT_PRESET, choices=tuple(T.PRESETS)),
+            "step": LinkField("int", 0, minimum=0), "order": LinkField("list", [])},
+    defaults={"preset": T.DEFAULT_PRESET, "step": 0, "order": []})
+ns, look = ctx.ns, ctx.look
+for msg in ctx.link_problems:
+    st.warning(msg)
+font = 22 if look.presenting else 14
+
+
+@st.cache_resource(max_entries=8, show_spinner="Running the program on the engine…")
+def cached_model(key: str) -> T.SortModel:
+    return T.sort_model(key)
+
+
+def _new_preset():
+    st.session_state[ns.key("step")] = 0
+    st.session_state[ns.key("order")] = []
+
+
+head = st.columns([3, 1])
+head[0].selectbox("Graph", list(T.PRESETS), key=ns.key("preset"), format_func=lambda k: T.PRESETS[k].label,
+                  on_change=_new_preset)
+with head[1]:
+    presentation_toggle()
+key = st.session_state[ns.key("preset")]
+model = cached_model(key)
+n = len(model.graph.nodes)
+st.code(model.preset.program + "\n# at " + model.preset.inputs, language="python")
+
+# --- the queue method -----------------------------------------------------------------------------------
+st.subheader("The queue method (slides)")
+st.markdown("Keep the unprocessed nodes. Repeatedly **take a node none of whose inputs is unprocessed**, "
+            "compute it, and move it to the processed list. Yellow: the nodes that may be taken now (the queue); "
+            "orange: the one taken; green: processed.")
+step = step_controls(ns, n, label="Queue step")
+qs = model.queue_steps[step]
+ready = ", ".join(model.name(i) for i in qs.ready)
+taken = model.name(qs.taken)
+what = T.computes_text(model, qs.taken)
+st.markdown(f"#### Step {step + 1} of {n} · no unprocessed inputs: **{md_escape(ready)}** → take "
+            f"**{md_escape(taken)}** {md_escape(what)}")
+left, right = st.columns([3, 2])
+with left:
+    st.graphviz_chart(T.graph_dot(model, T.queue_states(model, step), font_size=font,
+                                  show_values=set(qs.processed) | {qs.taken}), width="stretch")
+with right:
+    st.table(pd.DataFrame(T.queue_table(model, step)).set_index("step"))
+
+# --- the engine's DFS ------------------------------------------------------------------------------------
+st.subheader("What the engine does: depth-first search (engine.topological_sort)")
+st.markdown(
+    "HW2 asks for a depth-first order instead. `engine.topological_sort(output)` starts at the output, "
+    "reads each node's inputs (with an explicit stack, so a 100,000-deep chain is fine) and lists a node "
+    "when all its inputs are finished: the **post-order** has every node after its inputs. Reversed, it is "
+    "the order the backward pass walks (output first).")
+reads = " → ".join(model.name(i) for i in model.dfs_reads)
+st.markdown(f"The engine's DFS read the inputs of: **{md_escape(reads)}** (recorded while the engine's own "
+            "function ran).")
+st.table(pd.DataFrame(T.order_rows(model)).set_index("position"))
+both = [T.check_order(model, model.queue_order()).valid, T.check_order(model, model.post_order()).valid]
+st.caption("Both orders checked by the same test as your order below: "
+           + ("both valid" if all(both) else "one is NOT valid (a bug)")
+           + ". Different valid orders exist whenever two nodes do not depend on each other.")
+
+# --- the student's order -----------------------------------------------------------------------------------
+st.subheader("Your turn: click the nodes in an order the forward pass could compute them")
+names = [model.name(i) for i in model.node_ids]
+order_names = [x for x in st.session_state[ns.key("order")] if isinstance(x, str)]
+order, dropped = T.names_to_ids(model, order_names)
+if dropped:
+    st.warning("Ignored from the link (not nodes of this graph, or repeated): " + md_escape(", ".join(dropped)))
+st.session_state[ns.key("order")] = [model.name(i) for i in order]
+
+
+def _click(name: str):
+    st.session_state[ns.key("order")] = [*st.session_state[ns.key("order")], name]
+
+
+def _undo():
+    st.session_state[ns.key("order")] = st.session_state[ns.key("order")][:-1]
+
+
+def _clear():
+    st.session_state[ns.key("order")] = []
+
+
+per_row = 5 if look.presenting else 8
+for start in range(0, n, per_row):
+    cols = st.columns(per_row)
+    for col, nid in zip(cols, model.node_ids[start:start + per_row]):
+        nm = model.name(nid)
+        col.button(nm, key=ns.key(f"pick_{nm}"), on_click=_click, args=(nm,), disabled=nid in order,
+                   width="stretch", help=f"Place {nm} next")
+ctrl = st.columns([1, 1, 4])
+ctrl[0].button("Undo", key=ns.key("undo"), on_click=_undo, disabled=not order, icon=":material/undo:",
+               width="stretch")
+ctrl[1].button("Clear", key=ns.key("clear"), on_click=_clear, disabled=not order, icon=":material/delete:",
+               width="stretch")
+check = T.check_order(model, order)
+shown = " → ".join(model.name(i) for i in order) or "(nothing yet: click a node)"
+ctrl[2].markdown(f"**Your order:** {md_escape(shown)}")
+if not check.valid:
+    st.error(check.message, icon="🚫")
+elif check.complete:
+    st.success(check.message, icon="✅")
+else:
+    st.info(check.message)
+states, badges = T.click_states(model, order, check)
+st.graphviz_chart(T.graph_dot(model, states, badges, check.violated, font_size=font), width="stretch")
+
+publish_link(ctx, {"preset": key, "step": step, "order": [model.name(i) for i in order]})

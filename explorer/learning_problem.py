@@ -1,0 +1,316 @@
+"""The learning problem (page 8): a loss over two parameters, and gradient descent on it, step by step.
+
+Every number comes from the engine: the loss surface is the engine's cross-entropy evaluated on a grid
+(one batched engine computation), each step's gradient is ``engine.grad`` of the loss, the curvature
+(the Hessian, for the stable step size 2/λ) is ``engine.grad`` of ``engine.grad``, and the lecture's
+exercise 1 is ``engine.grad`` of (x − 3)². No Streamlit here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.graph_objects as go
+
+import engine
+from engine import functional as F
+
+from .kit.presentation import Look
+
+MAX_STEPS = 60
+GRID = 81          # contour grid points per axis (81 x 81 losses in one engine call)
+START_LIMIT = 6.0  # |w_i| of a start point
+
+
+@dataclass(frozen=True)
+class Surface:
+    key: str
+    label: str
+    formula: str                         # shown above the picture (Markdown)
+    extent: tuple[float, float, float, float]   # w1 min, w1 max, w2 min, w2 max of the picture
+    start: tuple[float, float]
+    lr_choices: tuple[float, ...]
+    lr_default: float
+    lr_examples: dict = field(default_factory=dict)   # "too small" / "about right" / "divergent" -> η
+
+
+# A tiny 2-D dataset: two classes that a line through the origin separates, except two points, so the
+# cross-entropy has a finite minimum (a separable set would push w to infinity).
+POINTS = np.array([[1.0, 2.2], [2.0, 0.6], [1.6, 1.9], [0.4, 2.6], [-0.6, 0.9],
+                   [-1.0, -1.8], [-2.1, -0.5], [-1.4, -2.2], [0.8, -0.4], [2.4, 1.0]]) * 1.5
+LABELS = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0], dtype=float)
+
+BOWL_CENTRE = (1.0, -0.5)
+BOWL_CURVATURES = (1.0, 10.0)  # ∂²L/∂w1², ∂²L/∂w2²: a long, narrow valley
+
+SURFACES: dict[str, Surface] = {
+    "logistic": Surface(
+        "logistic", "Cross-entropy of a logistic-regression classifier (10 points in 2-D)",
+        "p(y = 1 | x) = σ(w1·x1 + w2·x2),   L(w) = −(1/N) Σ [ y log p + (1 − y) log(1 − p) ]",
+        (-4.0, 4.0, -3.0, 5.0), (3.0, -2.5), (0.1, 0.3, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0), 2.0,
+        {"too small": 0.1, "about right": 2.0, "divergent": 32.0}),
+    "bowl": Surface(
+        "bowl", "A quadratic bowl with a narrow valley",
+        "L(w) = ½·(w1 − 1)² + 5·(w2 + 0.5)²   (curvatures 1 and 10)",
+        (-3.0, 4.0, -3.0, 2.5), (-2.5, 1.8), (0.01, 0.02, 0.05, 0.1, 0.15, 0.19, 0.21, 0.25), 0.1,
+        {"too small": 0.01, "about right": 0.1, "divergent": 0.21}),
+}
+DEFAULT_SURFACE = "logistic"
+BATCH_CHOICES = (0, 5, 2, 1)  # 0: the whole dataset (gradient descent)
+
+
+def _data(idx=None):
+    x, y = (POINTS, LABELS) if idx is None else (POINTS[list(idx)], LABELS[list(idx)])
+    return engine.tensor(x), engine.tensor(y)
+
+
+def loss(surface: str, w: engine.Tensor, batch: list[int] | None = None) -> engine.Tensor:
+    """The surface's loss at parameters ``w`` (shape (2,)) as an engine graph; ``batch`` picks examples."""
+    if surface == "logistic":
+        x, y = _data(batch)
+        return F.binary_cross_entropy_with_logits(x @ w, y)  # mean cross-entropy from the logits x·w
+    if surface == "bowl":
+        d = w - engine.tensor(list(BOWL_CENTRE))
+        return 0.5 * (engine.tensor(list(BOWL_CURVATURES)) * d * d).sum()
+    raise KeyError(f"unknown surface {surface!r}; known: {sorted(SURFACES)}")
+
+
+def loss_grid(surface: str, n: int = GRID) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(w1s, w2s, L)`` with ``L[j, i]`` the loss at ``(w1s[i], w2s[j])``, from one batched engine call."""
+    s = SURFACES[surface]
+    w1s = np.linspace(s.extent[0], s.extent[1], n)
+    w2s = np.linspace(s.extent[2], s.extent[3], n)
+    W1, W2 = np.meshgrid(w1s, w2s)
+    ws = engine.tensor(np.stack([W1.ravel(), W2.ravel()], axis=1))       # (n², 2): every grid point
+    with engine.no_grad():
+        if surface == "logistic":
+            x, y = _data()
+            logits = ws @ x.T                                               # (n², N)
+            per = F.binary_cross_entropy_with_logits(logits, y, reduction="none")
+            values = per.mean(1)
+        else:
+            d = ws - engine.tensor(list(BOWL_CENTRE))
+            values = 0.5 * (d * d * engine.tensor(list(BOWL_CURVATURES))).sum(1)
+    return w1s, w2s, values.numpy().reshape(n, n)
+
+
+@dataclass
+class DescentStep:
+    """One update w_next = w + Δw with Δw = −η ∇L_batch(w)."""
+    k: int
+    w: np.ndarray
+    loss: float                 # full loss at w
+    grad: np.ndarray            # the gradient used (mini-batch when batch > 0)
+    delta: np.ndarray           # −η · grad
+    w_next: np.ndarray
+    loss_next: float
+    predicted_change: float     # first-order Taylor: ∇L(w)·Δw with the full gradient
+    batch: list[int]
+
+
+def descend(surface: str, start, lr: float, steps: int = 40, batch: int = 0, seed: int = 0) -> list[DescentStep]:
+    """Gradient descent (``batch`` = 0) or mini-batch SGD from ``start``, each gradient from ``engine.grad``.
+
+    Raises:
+        ValueError: a start outside ±6, a learning rate that is not positive, or too many steps.
+    """
+    if surface not in SURFACES:
+        raise KeyError(f"unknown surface {surface!r}")
+    w = np.array(start, dtype=float)
+    if w.shape != (2,) or not np.all(np.isfinite(w)) or np.max(np.abs(w)) > START_LIMIT:
+        raise ValueError(f"the start point must be two finite numbers within ±{START_LIMIT:g}")
+    if not (lr > 0 and np.isfinite(lr)):
+        raise ValueError("the learning rate must be a positive number")
+    if not 1 <= steps <= MAX_STEPS:
+        raise ValueError(f"between 1 and {MAX_STEPS} steps")
+    n = len(POINTS)
+    rng = np.random.default_rng(seed)
+    perm: list[int] = []
+    full_grad = engine.grad(lambda p: loss(surface, p))
+    out = []
+    cur = float(loss(surface, engine.tensor(w)).item())
+    for k in range(steps):
+        if batch and surface == "logistic" and batch < n:
+            if len(perm) < batch:  # a new epoch: a fresh shuffle
+                perm = perm + [int(i) for i in rng.permutation(n)]
+            idx, perm = perm[:batch], perm[batch:]
+        else:
+            idx = []
+        g_full = full_grad(engine.tensor(w)).numpy()
+        g = engine.grad(lambda p, b=idx: loss(surface, p, b))(engine.tensor(w)).numpy() if idx else g_full
+        delta = -lr * g
+        w_next = w + delta
+        with np.errstate(all="ignore"):
+            nxt = float(loss(surface, engine.tensor(w_next)).item()) if np.all(np.isfinite(w_next)) else float("inf")
+        out.append(DescentStep(k, w.copy(), cur, g, delta, w_next.copy(), nxt, float(g_full @ delta), list(idx)))
+        w, cur = w_next, nxt
+        if not np.isfinite(cur) or np.max(np.abs(w)) > 1e12:
+            break
+    return out
+
+
+def hessian(surface: str, w) -> np.ndarray:
+    """The 2×2 Hessian at ``w``: each row is ``engine.grad`` of one component of ``engine.grad``."""
+    g = engine.grad(lambda p: loss(surface, p))
+    rows = [engine.grad(lambda p, i=i: g(p)[i])(engine.tensor(np.asarray(w, dtype=float))).numpy() for i in range(2)]
+    return np.array(rows)
+
+
+def minimum(surface: str) -> tuple[np.ndarray, float]:
+    """The minimiser and the minimal loss, by Newton's method on the engine's gradient and Hessian."""
+    w = np.array([0.3, 0.7])  # not 0: there every logit is 0, where |z|'s derivative (sign) is 0
+    g = engine.grad(lambda p: loss(surface, p))
+    for _ in range(30):
+        step = np.linalg.solve(hessian(surface, w), g(engine.tensor(w)).numpy())
+        w = w - step
+        if np.max(np.abs(step)) < 1e-13:
+            break
+    return w, float(loss(surface, engine.tensor(w)).item())
+
+
+def stable_lr(surface: str) -> tuple[float, float]:
+    """(λ_max of the Hessian at the minimum, 2/λ_max): near the minimum, steps with η > 2/λ_max grow."""
+    w, _ = minimum(surface)
+    lam = float(np.max(np.linalg.eigvalsh(hessian(surface, w))))
+    return lam, 2.0 / lam
+
+
+def regime(path: list[DescentStep], loss_min: float) -> tuple[str, str]:
+    """What the run did: ``("divergent" | "too small" | "about right" | "noisy", one sentence why)``."""
+    start, end = path[0].loss, path[-1].loss_next
+    ups = sum(1 for s in path if s.loss_next > s.loss + 1e-12)
+    stochastic = bool(path[0].batch)
+    if not np.isfinite(end) or end > start or (ups > len(path) // 3 and not stochastic):
+        return "divergent", (f"the loss went up in {ups} of {len(path)} steps: each step overshoots the valley "
+                             "and lands higher on the other side")
+    gap = start - loss_min
+    closed = (start - end) / gap if gap > 0 else 1.0
+    if stochastic:
+        return "noisy", (f"the loss went up in {ups} of {len(path)} steps (a mini-batch gradient only estimates "
+                         f"the full one), yet {closed:.0%} of the way down overall")
+    if closed < 0.99:
+        return "too small", f"after {len(path)} steps only {closed:.0%} of the way down to the minimum"
+    return "about right", f"{closed:.1%} of the way down in {len(path)} steps"
+
+
+# --- the lecture's exercise 1 ------------------------------------------------------------------------------
+
+@dataclass
+class Exercise1Row:
+    k: int
+    x: float
+    f: float
+    slope: float       # f'(x) from engine.grad
+    x_next: float
+
+
+def exercise1(x0: float = 0.0, lr: float = 0.1, steps: int = 5) -> list[Exercise1Row]:
+    """Gradient descent on f(x) = (x − 3)² from ``x0`` with step ``lr``; f'(x) from ``engine.grad``."""
+    if not (np.isfinite(x0) and abs(x0) <= 1e6 and np.isfinite(lr) and 0 < lr <= 10 and 1 <= steps <= 50):
+        raise ValueError("x0 within ±1e6, 0 < η ≤ 10 and 1 to 50 steps")
+    f = lambda x: (x - 3.0) ** 2  # noqa: E731  (engine ops: sub, pow)
+    df = engine.grad(f)
+    rows = []
+    x = float(x0)
+    for k in range(steps):
+        t = engine.tensor(x)
+        slope = float(df(t).item())
+        rows.append(Exercise1Row(k, x, float(f(t).item()), slope, x - lr * slope))
+        x = x - lr * slope
+    return rows
+
+
+# --- tables and figures ------------------------------------------------------------------------------------
+
+def _v(a) -> str:
+    return "(" + ", ".join(f"{float(x):.4g}" for x in np.asarray(a).ravel()) + ")"
+
+
+def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
+    """Rows of the steps taken so far (the last one is the update about to be applied)."""
+    rows = []
+    for s in path[:upto + 1]:
+        rows.append({"k": s.k, "w_k": _v(s.w), "L(w_k)": f"{s.loss:.4g}", "∇L": _v(s.grad),
+                     f"Δw = −{lr:g}·∇L": _v(s.delta), "w_k+1": _v(s.w_next), "L(w_k+1)": f"{s.loss_next:.4g}",
+                     **({"batch": ",".join(map(str, s.batch))} if s.batch else {})})
+    return rows
+
+
+def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look: Look,
+                   w_min: np.ndarray | None = None) -> go.Figure:
+    """Contours of the loss with the path up to ``step`` and the next update as an arrow."""
+    s = SURFACES[surface]
+    w1s, w2s, Z = grid
+    fig = go.Figure()
+    levels = np.log10(Z - Z.min() + 1e-3)  # log contours: the valley floor and the walls both show
+    fig.add_trace(go.Contour(x=w1s, y=w2s, z=levels, colorscale="Blues", reversescale=True, showscale=False,
+                             contours=dict(coloring="heatmap", showlines=True), ncontours=22,
+                             line=dict(width=0.8, color="rgba(30,41,59,0.35)"), hoverinfo="skip",
+                             name="loss"))
+    pts = [p.w for p in path[:step + 1]] + [path[step].w_next]
+    xs, ys = [float(p[0]) for p in pts], [float(p[1]) for p in pts]
+    fig.add_trace(go.Scatter(x=xs[:-1], y=ys[:-1], mode="lines+markers", name="w_0 … w_k",
+                             line=dict(color="#ea580c", width=look.edge_width + 1),
+                             marker=dict(size=look.node_size * 0.35, color="#ea580c")))
+    cur = path[step]
+    fig.add_annotation(x=xs[-1], y=ys[-1], ax=xs[-2], ay=ys[-2], xref="x", yref="y", axref="x", ayref="y",
+                       showarrow=True, arrowhead=3, arrowsize=1.4, arrowwidth=look.edge_width + 1,
+                       arrowcolor="#b91c1c", text="")
+    fig.add_trace(go.Scatter(x=[xs[-2]], y=[ys[-2]], mode="markers+text", name=f"w_{cur.k}",
+                             text=[f"w_{cur.k}"], textposition="top left",
+                             textfont=dict(size=look.figure_font + 2, color="#7c2d12"),
+                             marker=dict(size=look.node_size * 0.55, color="#b91c1c", line=dict(width=2, color="white"))))
+    if w_min is not None:
+        fig.add_trace(go.Scatter(x=[float(w_min[0])], y=[float(w_min[1])], mode="markers+text", name="minimum",
+                                 text=["min"], textposition="bottom right",
+                                 textfont=dict(size=look.figure_font, color="#14532d"),
+                                 marker=dict(symbol="star", size=look.node_size * 0.6, color="#16a34a")))
+    fig.update_layout(height=int(look.figure_height * (0.95 if look.presenting else 0.9)),
+                      font=dict(size=look.figure_font), margin=dict(l=10, r=10, t=40, b=10),
+                      title=dict(text=f"{s.label.split(' (')[0]}: step {cur.k} of {len(path)}",
+                                 font=dict(size=look.figure_font + 1)),
+                      legend=dict(orientation="h", y=-0.12, font=dict(size=look.figure_font)),
+                      xaxis=dict(title="w1", range=[s.extent[0], s.extent[1]], constrain="domain"),
+                      yaxis=dict(title="w2", range=[s.extent[2], s.extent[3]], scaleanchor="x", scaleratio=1))
+    return fig
+
+
+def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look: Look) -> go.Figure:
+    """L(w_k) − L_min against k (log scale), the current step marked."""
+    ks = [s.k for s in path] + [path[-1].k + 1]
+    ls = [s.loss for s in path] + [path[-1].loss_next]
+    gaps = [max(v - loss_min, 1e-16) if np.isfinite(v) else None for v in ls]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=ks, y=gaps, mode="lines+markers", name="L(w_k) − L_min",
+                             line=dict(color="#2563eb", width=look.edge_width + 1)))
+    fig.add_trace(go.Scatter(x=[step], y=[gaps[step]], mode="markers", name="now",
+                             marker=dict(size=look.node_size * 0.55, color="#b91c1c")))
+    fig.update_layout(height=int(look.figure_height * 0.55), font=dict(size=look.figure_font),
+                      margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
+                      title=dict(text="distance to the minimum: L(w_k) − L_min", font=dict(size=look.figure_font + 1)),
+                      xaxis=dict(title="step k"), yaxis=dict(title="log scale", type="log", exponentformat="power"))
+    return fig
+
+
+def exercise1_figure(rows: list[Exercise1Row], look: Look) -> go.Figure:
+    """f(x) = (x − 3)² with the iterates and the tangent at x0 (slope from the engine)."""
+    xs_pts = [r.x for r in rows] + [rows[-1].x_next]
+    lo, hi = min(min(xs_pts), 3.0) - 1.0, max(max(xs_pts), 3.0) + 1.0
+    grid = np.linspace(lo, hi, 200)
+    with engine.no_grad():
+        fx = ((engine.tensor(grid) - 3.0) ** 2).numpy()
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=grid, y=fx, mode="lines", name="f(x) = (x − 3)²",
+                             line=dict(color="#2563eb", width=look.edge_width + 1)))
+    r0 = rows[0]
+    tx = np.array([r0.x - 0.8, r0.x + 0.8])
+    fig.add_trace(go.Scatter(x=tx, y=r0.f + r0.slope * (tx - r0.x), mode="lines", name=f"tangent, slope {r0.slope:g}",
+                             line=dict(color="#b91c1c", dash="dash", width=look.edge_width + 1)))
+    fig.add_trace(go.Scatter(x=xs_pts, y=[(x - 3.0) ** 2 for x in xs_pts], mode="markers+text", name="x_k",
+                             text=[f"x{k}" for k in range(len(xs_pts))], textposition="top right",
+                             textfont=dict(size=look.figure_font),
+                             marker=dict(size=look.node_size * 0.4, color="#ea580c")))
+    fig.update_layout(height=int(look.figure_height * 0.6), font=dict(size=look.figure_font),
+                      margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2),
+                      xaxis=dict(title="x"), yaxis=dict(title="f(x)"))
+    return fig

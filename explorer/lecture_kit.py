@@ -1,0 +1,95 @@
+"""Small helpers shared by the lecture pages (8-11): safe Markdown text and safe answer parsing.
+
+Nothing here evaluates text: answers are read with ``ast`` and a whitelist of nodes (numbers, lists,
++ - * / **, the constants e and pi), and any text shown in Markdown is backslash-escaped first.
+No Streamlit here.
+"""
+from __future__ import annotations
+
+import ast
+import math
+import re
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
+MAX_ANSWER_CHARS = 400
+MAX_ANSWER_ITEMS = 64
+
+
+def md_escape(text: str) -> str:
+    """``text`` with every Markdown / HTML / LaTeX special character backslash-escaped, so it shows as typed."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+class AnswerError(ValueError):
+    """An answer that is not a number or a list of numbers (the message says what was wrong)."""
+
+
+_CONSTANTS = {"e": math.e, "pi": math.pi, "π": math.pi}
+_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
+
+
+def parse_answer(text: str):
+    """A typed answer as a float or a (nested) list of floats.
+
+    Accepts numbers (``0.6``, ``-6``, ``1.2e-5``, ``1,5`` is read as a list), lists ``[−2, −2]`` (also
+    without brackets: ``9, 12``), the constants ``e`` and ``pi``, a number glued to one (``4e``,
+    ``2pi``), ``+ - * / **`` and the Unicode minus and times signs. Units are not part of a number.
+
+    Raises:
+        AnswerError: empty, too long, or anything else (names, calls, strings ...).
+    """
+    s = str(text).strip()
+    if not s:
+        raise AnswerError("type a number (or a list like [1, 2])")
+    if len(s) > MAX_ANSWER_CHARS:
+        raise AnswerError(f"an answer is at most {MAX_ANSWER_CHARS} characters")
+    s = s.replace("−", "-").replace("–", "-").replace("×", "*").replace("·", "*").replace("^", "**")
+    s = re.sub(r"(?<![\w.])(\d+(?:\.\d*)?)\s*(e|pi|π)(?![\w\d+-])", r"\1*\2", s)  # 4e -> 4*e (not 1e5)
+    if "," in s and not s.lstrip().startswith(("[", "(")):
+        s = f"[{s}]"
+    try:
+        tree = ast.parse(s, mode="eval")
+    except SyntaxError:
+        raise AnswerError(f"could not read {text!r} as a number or a list of numbers") from None
+    count = [0]
+    value = _value(tree.body, count, 0)
+    return value
+
+
+def _value(node: ast.AST, count: list[int], depth: int):
+    if depth > 20:
+        raise AnswerError("the answer is nested too deeply")
+    if isinstance(node, (ast.List, ast.Tuple)):
+        if not node.elts:
+            raise AnswerError("an empty list is not an answer")
+        items = [_value(e, count, depth + 1) for e in node.elts]
+        return items
+    count[0] += 1
+    if count[0] > MAX_ANSWER_ITEMS:
+        raise AnswerError(f"at most {MAX_ANSWER_ITEMS} numbers")
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        if not math.isfinite(float(node.value)):
+            raise AnswerError("that number is not finite")
+        return float(node.value)
+    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
+        return _CONSTANTS[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _value(node.operand, count, depth + 1)
+        if isinstance(v, list):
+            raise AnswerError("a sign goes in front of a number, not a list")
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        a, b = _value(node.left, count, depth + 1), _value(node.right, count, depth + 1)
+        if isinstance(a, list) or isinstance(b, list):
+            raise AnswerError("arithmetic works on numbers, not lists")
+        if isinstance(node.op, ast.Pow) and abs(b) > 1000:
+            raise AnswerError("that exponent is too large")
+        try:
+            v = _BINOPS[type(node.op)](a, b)
+        except (ZeroDivisionError, OverflowError):
+            raise AnswerError("that arithmetic has no finite value") from None
+        if not math.isfinite(v):
+            raise AnswerError("that arithmetic has no finite value")
+        return float(v)
+    raise AnswerError("only numbers, lists, + - * / ** and the constants e and pi are allowed")

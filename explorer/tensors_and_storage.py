@@ -1,0 +1,473 @@
+"""Tensors, storage and views (page 10): what a tensor really is, from the engine's own objects.
+
+* :func:`run_chain` runs a typed chain of layout calls (``x.permute(1, 0).contiguous().view(12)``) on
+  an engine tensor of the pure-Python backend and records, after every call, the ``TensorData`` the
+  engine holds: its flat storage (and whether it is the very same object as ``x``'s), shape, strides and
+  offset. An illegal call stops the chain with the engine's own exception (``ViewError`` ...).
+  The text is read with ``ast`` and a whitelist; nothing is evaluated.
+* :func:`broadcast_backward` runs y = x + b backward on the engine (the lecture's exercise 8).
+* :func:`embedding_backward` runs an ``nn.Embedding`` lookup backward (exercise 12): a scatter-add.
+* :func:`time_backends` runs one op on every backend on this machine and times it (bounded sizes).
+
+No Streamlit here.
+"""
+from __future__ import annotations
+
+import ast
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+import engine
+from engine.tensor_data import IndexingError, TensorData, ViewError
+
+from .kit.presentation import Look
+
+MAX_CHAIN_CHARS = 160
+MAX_CALLS = 8
+MAX_ELEMENTS = 48           # any view in a chain (expand can grow a tensor)
+BASE_SHAPES = {"3x4": (3, 4), "2x3x2": (2, 3, 2), "4x3": (4, 3), "2x6": (2, 6), "12": (12,)}
+METHODS = {"permute", "transpose", "view", "reshape", "expand", "contiguous", "unsqueeze", "squeeze", "flatten"}
+
+CHAIN_PRESETS: dict[str, str] = {
+    "x.permute(1, 0)": "permute: new strides, the same storage",
+    "x.permute(1, 0).view(12)": "view of a non-contiguous tensor: the engine refuses",
+    "x.permute(1, 0).contiguous().view(12)": "contiguous() copies, then view works",
+    "x[1:, ::2]": "slicing: an offset and larger strides",
+    "x[:, 1]": "one column: stride 4, offset 1",
+    "x[:, :1].expand(3, 4)": "expand (broadcasting): stride 0 repeats an element",
+    "x.view(2, 6)": "view of contiguous data: the same storage, new shape",
+    "x.T.reshape(12)": "reshape copies when a view is impossible",
+}
+DEFAULT_CHAIN = "x.permute(1, 0)"
+
+
+class ChainError(ValueError):
+    """The chain text is not one the page runs (the message says why and where)."""
+
+
+@dataclass
+class Layout:
+    """One tensor as the engine holds it (python backend: a ``TensorData``)."""
+    expr: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    storage: list[float]           # the whole flat buffer
+    storage_id: int                # id() of the storage object (to tell shared from copied)
+    positions: list[int]           # storage position of each element, in row-major (logical) order
+    values: list[float]            # the elements in logical order
+    contiguous: bool
+    shares_base: bool              # the storage is the very object x's data lives in
+    op: str                        # the engine op that made it ("leaf" for x)
+
+
+@dataclass
+class ChainRun:
+    base: Layout
+    steps: list[Layout]
+    error: str | None = None        # "ViewError: …" raised by the engine at call ``error_at``
+    error_type: str | None = None
+    error_at: str | None = None     # the call that raised
+
+    @property
+    def last(self) -> Layout:
+        return self.steps[-1] if self.steps else self.base
+
+
+def _layout(t: engine.Tensor, expr: str, base_storage) -> Layout:
+    d: TensorData = t.data
+    return Layout(expr, tuple(d.shape), tuple(d.strides), int(d.offset), list(d.storage), id(d.storage),
+                  list(d.positions()), d.values(), d.is_contiguous(), d.storage is base_storage, t.op_name)
+
+
+def _int(node: ast.AST, where: str) -> int:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_int(node.operand, where)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        if abs(node.value) > 64:
+            raise ChainError(f"{where}: {node.value} is larger than this page allows (64)")
+        return int(node.value)
+    raise ChainError(f"{where}: only whole numbers are allowed here")
+
+
+def _index_part(node: ast.AST, where: str):
+    if isinstance(node, ast.Slice):
+        parts = [None if p is None else _int(p, where) for p in (node.lower, node.upper, node.step)]
+        if parts[2] == 0:
+            raise ChainError(f"{where}: a slice step cannot be 0")
+        return slice(*parts)
+    return _int(node, where)
+
+
+def parse_chain(text: str) -> list[tuple[str, Any, str]]:
+    """``"x.permute(1, 0)[0]"`` -> ``[("permute", (1, 0), ".permute(1, 0)"), ("index", 0, "[0]")]``.
+
+    Raises:
+        ChainError: anything but ``x`` followed by whitelisted calls with whole-number arguments,
+            ``.T`` and integer / slice indexing; longer than the limits.
+    """
+    text = str(text).strip()
+    if not text:
+        raise ChainError("type a chain that starts with x, e.g. x.permute(1, 0)")
+    if len(text) > MAX_CHAIN_CHARS:
+        raise ChainError(f"at most {MAX_CHAIN_CHARS} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        raise ChainError(f"not Python syntax (column {e.offset}): {e.msg}") from None
+    calls: list[tuple[str, Any, str]] = []
+    node = tree.body
+    while True:
+        where = f"column {getattr(node, 'col_offset', 0) + 1}"
+        if isinstance(node, ast.Name):
+            if node.id != "x":
+                raise ChainError(f"{where}: the chain must start with x (got {node.id!r})")
+            break
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute) or node.func.attr not in METHODS:
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else "a call"
+                raise ChainError(f"{where}: {name!r} is not allowed; use {', '.join(sorted(METHODS))}")
+            if node.keywords:
+                raise ChainError(f"{where}: write the arguments without names")
+            args = node.args
+            if len(args) == 1 and isinstance(args[0], (ast.Tuple, ast.List)):
+                args = args[0].elts
+            values = tuple(_int(a, where) for a in args)
+            calls.append((node.func.attr, values, f".{node.func.attr}({', '.join(map(str, values))})"))
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            if node.attr != "T":
+                raise ChainError(f"{where}: {node.attr!r} is not allowed (only .T and the calls listed)")
+            calls.append(("T", (), ".T"))
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            sl = node.slice
+            parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+            key = tuple(_index_part(p, where) for p in parts)
+            calls.append(("index", key if len(key) > 1 else key[0], "[" + ast.unparse(sl) + "]"))
+            node = node.value
+        else:
+            raise ChainError(f"{where}: only x, method calls, .T and indexing are allowed")
+        if len(calls) > MAX_CALLS:
+            raise ChainError(f"at most {MAX_CALLS} calls")
+    return calls[::-1]
+
+
+def _apply(t: engine.Tensor, method: str, args) -> engine.Tensor:
+    if method == "T":
+        return t.T
+    if method == "index":
+        return t[args]
+    if method == "contiguous":
+        if args:
+            raise ChainError("contiguous() takes no arguments")
+        return t.contiguous()
+    if method == "flatten":
+        return t.flatten()
+    if method == "squeeze":
+        return t.squeeze(*args) if args else t.squeeze()
+    if method in ("transpose", "unsqueeze"):
+        return getattr(t, method)(*args)
+    return getattr(t, method)(*args)
+
+
+def run_chain(text: str, base_shape: tuple[int, ...] = (3, 4)) -> ChainRun:
+    """Run the chain on ``x = arange(n).view(base_shape)`` (python backend) and record every layout.
+
+    Raises:
+        ChainError: the text is not accepted (nothing is run then).
+    """
+    if tuple(base_shape) not in BASE_SHAPES.values():
+        raise ChainError(f"x has one of the shapes {', '.join(map(str, BASE_SHAPES.values()))}")
+    calls = parse_chain(text)
+    n = int(np.prod(base_shape))
+    # requires_grad: every call is then recorded as an engine op (its name is shown)
+    x = engine.tensor(np.arange(n, dtype=float), backend="python", requires_grad=True).view(*base_shape)
+    storage = x.data.storage
+    base = _layout(x, f"x = arange({n}).view{tuple(base_shape)}", storage)
+    run = ChainRun(base, [])
+    t, expr = x, "x"
+    for method, args, shown in calls:
+        expr += shown
+        try:
+            if method == "expand" and int(np.prod(args)) > MAX_ELEMENTS:
+                raise ChainError(f"expand to at most {MAX_ELEMENTS} elements on this page")
+            t = _apply(t, method, args)
+        except ChainError:
+            raise
+        except (ViewError, IndexingError, IndexError, ValueError, TypeError, RuntimeError) as e:
+            run.error, run.error_type, run.error_at = str(e), type(e).__name__, expr
+            break
+        if t.numel() > MAX_ELEMENTS:
+            raise ChainError(f"{expr} has {t.numel()} elements; this page draws at most {MAX_ELEMENTS}")
+        run.steps.append(_layout(t, expr, storage))
+    return run
+
+
+def storage_labels(run: ChainRun) -> dict[int, str]:
+    """A name for each distinct storage buffer of the chain: "x's storage", "copy 1", "copy 2" …"""
+    labels: dict[int, str] = {}
+    for lay in [run.base, *run.steps]:
+        if lay.storage_id not in labels:
+            labels[lay.storage_id] = "x's storage" if lay.shares_base else f"copy {len(labels)}"
+    return labels
+
+
+def chain_rows(run: ChainRun) -> list[dict]:
+    """One row per tensor of the chain: shape, strides, offset, contiguity, which storage buffer."""
+    labels = storage_labels(run)
+    rows = []
+    for lay in [run.base, *run.steps]:
+        rows.append({"tensor": lay.expr, "engine op": lay.op, "shape": str(lay.shape), "strides": str(lay.strides),
+                     "offset": str(lay.offset), "contiguous": "yes" if lay.contiguous else "no",
+                     "storage": f"{labels[lay.storage_id]} ({len(lay.storage)} numbers)"})
+    if run.error:
+        rows.append({"tensor": run.error_at, "engine op": "—", "shape": "—", "strides": "—", "offset": "—",
+                     "contiguous": "—", "storage": f"raised {run.error_type}"})
+    return rows
+
+
+# --- drawing ------------------------------------------------------------------------------------------------
+
+_PALETTE = ["#fca5a5", "#fdba74", "#fcd34d", "#bef264", "#86efac", "#5eead4", "#7dd3fc", "#a5b4fc", "#d8b4fe",
+            "#f9a8d4", "#fda4af", "#fde68a"]
+
+
+def _colour(pos: int) -> str:
+    return _PALETTE[pos % len(_PALETTE)]
+
+
+def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figure:
+    """Storage as a row of boxes (position under each) and the tensor's elements as a grid below.
+
+    Each element box has the colour of the storage box it reads and says which position that is, so
+    the strides can be read off the picture. Storage boxes no element reads are grey.
+    """
+    fig = go.Figure()
+    used = set(lay.positions)
+    n = len(lay.storage)
+    box = 1.0
+    font = look.figure_font
+    shapes, ann = [], []
+
+    def rect(x0, y0, fill, dash=False):
+        shapes.append(dict(type="rect", x0=x0, y0=y0, x1=x0 + box * 0.92, y1=y0 + box * 0.92,
+                           line=dict(color="#334155", width=2 if not dash else 1, dash="dot" if dash else "solid"),
+                           fillcolor=fill))
+
+    def text(x, y, s, size, color="#0f172a"):
+        ann.append(dict(x=x, y=y, text=s, showarrow=False, font=dict(size=size, color=color)))
+
+    # storage row at the top
+    top = 0.0
+    text(-0.3, top + 0.46, "storage", font, "#334155")
+    for p in range(n):
+        rect(p, top, _colour(p) if p in used else "#e5e7eb", dash=p not in used)
+        text(p + 0.46, top + 0.46, f"{lay.storage[p]:g}", font)
+        text(p + 0.46, top - 0.28, str(p), max(font - 4, 10), "#64748b")
+    # the tensor's elements: rows of the last dim; leading dims stacked (blocks for 3-D)
+    shape = lay.shape or (1,)
+    cols = shape[-1] if len(shape) >= 1 else 1
+    rows_total = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+    y0 = -2.2
+    text(-0.3, y0 + 0.46, "tensor", font, "#334155")
+    k = 0
+    for r in range(rows_total):
+        gap = 0.35 * (r // shape[-2]) if len(shape) >= 3 else 0.0  # a gap between 2-D blocks
+        y = y0 - r * box - gap
+        for cidx in range(cols):
+            p = lay.positions[k]
+            rect(cidx, y, _colour(p))
+            text(cidx + 0.46, y + 0.56, f"{lay.values[k]:g}", font)
+            text(cidx + 0.46, y + 0.2, f"@{p}", max(font - 5, 10), "#475569")
+            k += 1
+    fig.update_layout(shapes=shapes, annotations=ann, showlegend=False,
+                      xaxis=dict(visible=False, range=[-1.4, max(n, cols) + 0.2]),
+                      yaxis=dict(visible=False, range=[y0 - rows_total * box - 0.8, 1.2], scaleanchor="x"),
+                      height=int(min(look.figure_height, 140 + 70 * (rows_total + 2) * (1.4 if look.presenting else 1))),
+                      margin=dict(l=5, r=5, t=50 if title else 10, b=5),
+                      title=dict(text=title or "", font=dict(size=font + 1)), plot_bgcolor="white")
+    return fig
+
+
+# --- broadcasting's backward (exercise 8) ---------------------------------------------------------------
+
+B_SHAPES = {"(2,)": (2,), "(1, 2)": (1, 2), "(3, 1)": (3, 1), "() scalar": ()}
+EX8_X = [[0.5, -1.0], [2.0, 0.0], [1.5, 3.0]]
+EX8_G = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+
+
+@dataclass
+class BroadcastResult:
+    b_shape: tuple[int, ...]
+    b: Any
+    y: Any
+    g: Any
+    x_grad: Any
+    b_grad: Any
+    summed_axes: tuple[int, ...]     # axes of y that b's gradient was summed over
+    backward_ops: list[str] = field(default_factory=list)
+
+
+def broadcast_backward(b_shape=(2,), g=EX8_G) -> BroadcastResult:
+    """y = x + b with x of shape (3, 2) and b of ``b_shape``; ``y.backward(G)`` on the engine."""
+    b_shape = tuple(b_shape)
+    if b_shape not in B_SHAPES.values():
+        raise ValueError(f"b's shape is one of {', '.join(B_SHAPES)}")
+    b0 = np.arange(1, int(np.prod(b_shape)) + 1, dtype=float).reshape(b_shape) * 0.1
+    x = engine.tensor(EX8_X, requires_grad=True, name="x")
+    b = engine.tensor(b0, requires_grad=True, name="b")
+    y = x + b
+    ops: list[str] = []
+    with engine.trace_ops(lambda op, *_: ops.append(op.name)):
+        y.backward(engine.tensor(g))
+    # the axes where b was stretched: missing in front, or of size 1 where y's is not
+    pad = (1,) * (y.ndim - len(b_shape)) + b_shape
+    axes = tuple(i for i, (s, t) in enumerate(zip(pad, y.shape)) if s == 1 and t != 1)
+    return BroadcastResult(b_shape, b0.tolist(), y.numpy().tolist(), np.asarray(g).tolist(), x.grad.numpy().tolist(),
+                           b.grad.numpy().tolist(), axes, ops)
+
+
+# --- embedding's backward (exercise 12) -----------------------------------------------------------------
+
+VOCAB = 6
+DIM = 2
+MAX_IDS = 12
+
+
+@dataclass
+class EmbeddingResult:
+    ids: list[int]
+    upstream: list[list[float]]      # g_k, one row per looked-up position
+    grad: list[list[float]]          # the table's gradient, VOCAB rows
+    sources: dict[int, list[int]]    # row -> the positions k whose g_k landed there
+    forward_op: str
+    backward_ops: list[str]
+
+
+def parse_ids(text: str) -> list[int]:
+    """``"3, 1, 3"`` or ``"[[3, 1, 3]]"`` -> ``[3, 1, 3]``: word ids in range (no eval).
+
+    Raises:
+        ValueError: not whole numbers, out of range, or too many.
+    """
+    cleaned = str(text).replace("[", " ").replace("]", " ").replace(",", " ").split()
+    if not cleaned:
+        raise ValueError("type some word ids, e.g. 3, 1, 3")
+    if len(cleaned) > MAX_IDS:
+        raise ValueError(f"at most {MAX_IDS} ids")
+    ids = []
+    for tok in cleaned:
+        if not tok.lstrip("-").isdigit():
+            raise ValueError(f"{tok[:20]!r} is not a whole number")
+        v = int(tok)
+        if not 0 <= v < VOCAB:
+            raise ValueError(f"id {v} is outside the table's rows 0..{VOCAB - 1}")
+        ids.append(v)
+    return ids
+
+
+def embedding_backward(ids: list[int]) -> EmbeddingResult:
+    """``nn.Embedding(VOCAB, DIM)`` looks up ``[ids]``; backward with g_k = [2k + 1, 2k + 2]."""
+    emb = engine.nn.Embedding(VOCAB, DIM, seed=0)
+    out = emb(np.array([ids]))                          # shape (1, len(ids), DIM): one sentence
+    g = np.array([[[2 * k + 1, 2 * k + 2] for k in range(len(ids))]], dtype=float)
+    ops: list[str] = []
+    with engine.trace_ops(lambda op, *_: ops.append(op.name)):
+        out.backward(engine.tensor(g))
+    sources: dict[int, list[int]] = {}
+    for k, i in enumerate(ids):
+        sources.setdefault(i, []).append(k)
+    return EmbeddingResult(list(ids), g[0].tolist(), emb.weight.grad.numpy().tolist(), sources, out.op_name, ops)
+
+
+def embedding_rows(res: EmbeddingResult) -> list[dict]:
+    rows = []
+    for r in range(VOCAB):
+        src = res.sources.get(r, [])
+        rows.append({"row": r, "gradient (engine)": "[" + ", ".join(f"{v:g}" for v in res.grad[r]) + "]",
+                     "= sum of": " + ".join(f"g{k}" for k in src) if src else "0 (not looked up)"})
+    return rows
+
+
+# --- one op on every backend -----------------------------------------------------------------------------
+
+BENCH_OPS = {
+    "matmul": ("A @ B, both n×n (the matmul kernel)", (8, 16, 32, 48)),
+    "map_reduce": ("exp(x).sum() over n elements (map + reduce)", (1000, 10000, 50000)),
+    "broadcast_backward": ("(x + b).sum().backward(), x of n×16 and b of 16 (zip + sum over the broadcast axis)",
+                           (16, 64, 256)),
+}
+TIME_BUDGET_S = 3.0   # per backend: repeats stop once this is spent
+
+
+@dataclass
+class BackendTiming:
+    backend: str
+    seconds: float           # best of the repeats
+    repeats: int
+    max_diff: float          # max |result − numpy's result|
+    note: str = ""
+
+
+def _bench_fn(op: str, n: int, backend: str, rng: np.random.Generator):
+    if op == "matmul":
+        a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+        ta, tb = engine.tensor(a, backend=backend), engine.tensor(b, backend=backend)
+        return lambda: (ta @ tb).numpy()
+    if op == "map_reduce":
+        x = rng.standard_normal(n) * 0.1
+        tx = engine.tensor(x, backend=backend)
+        return lambda: tx.exp().sum().numpy()
+    if op == "broadcast_backward":
+        x, b = rng.standard_normal((n, 16)), rng.standard_normal(16)
+
+        def run():
+            tx = engine.tensor(x, backend=backend, requires_grad=True)
+            tb = engine.tensor(b, backend=backend, requires_grad=True)
+            (tx + tb).sum().backward()
+            return tb.grad.numpy()
+        return run
+    raise KeyError(f"unknown op {op!r}; known: {sorted(BENCH_OPS)}")
+
+
+def time_backends(op: str, n: int, backends: list[str] | None = None, repeats: int = 3) -> list[BackendTiming]:
+    """Time ``op`` at size ``n`` on each available backend (same data), best of ``repeats``.
+
+    The result is copied back to NumPy inside the timed call on every backend (on a GPU that waits for
+    the kernel to finish). Each backend's result is compared with NumPy's.
+
+    Raises:
+        ValueError: a size that is not offered for the op.
+    """
+    if op not in BENCH_OPS:
+        raise KeyError(f"unknown op {op!r}")
+    if n not in BENCH_OPS[op][1]:
+        raise ValueError(f"size {n} is not offered for {op}; choose from {BENCH_OPS[op][1]}")
+    names = backends if backends is not None else engine.available_backends()
+    results: list[BackendTiming] = []
+    reference = None
+    for name in ["numpy", *[b for b in names if b != "numpy"]]:
+        fn = _bench_fn(op, n, name, np.random.default_rng(0))
+        value = fn()  # warm-up (CUDA compiles its kernels on first use)
+        best, done, spent = float("inf"), 0, 0.0
+        while done < repeats and spent < TIME_BUDGET_S:
+            t0 = time.perf_counter()
+            value = fn()
+            dt = time.perf_counter() - t0
+            best, done, spent = min(best, dt), done + 1, spent + dt
+        value = np.asarray(value, dtype=float)
+        if reference is None:
+            reference = value
+        results.append(BackendTiming(name, best, done, float(np.max(np.abs(value - reference)))))
+    return results
+
+
+def timing_rows(timings: list[BackendTiming]) -> list[dict]:
+    ref = next(t.seconds for t in timings if t.backend == "numpy")
+    return [{"backend": t.backend, "time": f"{t.seconds * 1e3:.3g} ms", "× numpy's time": f"{t.seconds / ref:.3g}",
+             "max |difference| from numpy": f"{t.max_diff:.1e}", "runs": t.repeats} for t in timings]

@@ -1,0 +1,320 @@
+"""Topological sort (page 9): the slides' queue method step by step beside the engine's own DFS order,
+and a check of an order the student clicks together.
+
+Everything starts from a program run on the engine (``engine.explain.run_forward``): the graph is the
+one the engine recorded, the values are the ones it computed, and the DFS order is what
+``engine.topological_sort`` returns on the engine's own output tensor. To show *how* the engine's DFS
+walked, the sort is also run on thin stand-ins for the tensors (the HW2 protocol: ``unique_id``,
+``parents``, ``is_constant``, ``is_leaf``) that note each time the sort reads a node's inputs; the
+order they produce is checked to be the engine's. No Streamlit here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydot
+
+from engine import autodiff
+from engine import explain as ex
+from engine.explain.graph import Graph, fmt
+
+from .kit.programs import InputProblem, parse
+
+
+@dataclass(frozen=True)
+class SortPreset:
+    label: str
+    program: str
+    inputs: str
+
+
+PRESETS: dict[str, SortPreset] = {
+    "slide": SortPreset("Slide example: x3 = 1.5·x1 … x7 = x1 + x6",
+                        "x3 = 1.5 * x1\nx4 = 2 * x2\nx5 = x3 + x4\nx6 = exp(x5)\nx7 = x1 + x6", "x1 = 3, x2 = 0.5"),
+    "sigmoid": SortPreset("Sigmoid quiz: v7 = 1 / (1 + exp(−v1·v2))",
+                          "v3 = v1 * v2\nv4 = -v3\nv5 = exp(v4)\nv6 = 1 + v5\nv7 = 1 / v6", "v1 = 0.8, v2 = -1.5"),
+    "cube": SortPreset("x·x·x as v2 = v1·v1, v3 = v2·v1", "v2 = v1 * v1\nv3 = v2 * v1", "v1 = 2"),
+    "fanout": SortPreset("(x1 + x2)·exp(x1): x1 has two users", "s = x1 + x2\ne = exp(x1)\nf = s * e",
+                         "x1 = 1, x2 = 2"),
+    "neuron": SortPreset("A neuron and its loss: p = σ(w·x + b), L = −log p",
+                         "z = w * x\na = z + b\np = sigmoid(a)\nlp = log(p)\nL = -lp", "w = 0.5, x = 2, b = 0.3"),
+}
+DEFAULT_PRESET = "slide"
+
+# node fill colours by state (the legend uses the same words)
+COLOURS = {"processed": "#bbf7d0", "ready": "#fef08a", "taken": "#fb923c", "waiting": "#ffffff",
+           "clicked": "#bfdbfe", "violated": "#fca5a5"}
+
+
+@dataclass
+class QueueStep:
+    """One step of the queue method: the nodes with no unprocessed input, and the one taken."""
+    index: int
+    ready: list[int]          # node ids with every input processed (the queue), in arrival order
+    taken: int                # the node taken now (front of the queue)
+    processed: list[int]      # processed before this step, in order
+    value: Any                # the value the engine computed for the taken node
+
+
+@dataclass
+class SortModel:
+    key: str
+    preset: SortPreset
+    graph: Graph              # the engine's graph without constant nodes (numbers fold into op labels)
+    queue_steps: list[QueueStep]
+    engine_order: list[int]   # engine.topological_sort(output): output first (the backward pass's order)
+    dfs_reads: list[int]      # the order in which the engine's DFS read each node's inputs
+    names: dict[int, str] = field(default_factory=dict)
+    computes: dict[int, str] = field(default_factory=dict)   # "1.5 * x1" (what the node computes)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return [n.id for n in self.graph.nodes]
+
+    def name(self, node_id: int) -> str:
+        return self.names[node_id]
+
+    def queue_order(self) -> list[int]:
+        return [s.taken for s in self.queue_steps]
+
+    def post_order(self) -> list[int]:
+        """The DFS finishing order (inputs first): the engine's order reversed."""
+        return self.engine_order[::-1]
+
+    def id_of(self, name: str) -> int | None:
+        return next((i for i, n in self.names.items() if n == name), None)
+
+
+class _Watched:
+    """A stand-in for one graph node that notes when the sort reads its inputs (HW2's protocol)."""
+
+    __slots__ = ("unique_id", "_parents", "_leaf", "_log")
+
+    def __init__(self, node_id: int, leaf: bool, log: list[int]):
+        self.unique_id = node_id
+        self._parents: list["_Watched"] = []
+        self._leaf = leaf
+        self._log = log
+
+    @property
+    def parents(self):
+        self._log.append(self.unique_id)
+        return list(self._parents)
+
+    def is_leaf(self) -> bool:
+        return self._leaf
+
+    def is_constant(self) -> bool:
+        return False
+
+
+def engine_dfs(graph: Graph, parent_order: dict[int, list[int]]) -> tuple[list[int], list[int]]:
+    """Run ``engine.topological_sort`` on stand-ins of ``graph``: (its order, output first; reads).
+
+    ``parent_order`` gives each node's inputs in the order the engine's tensors list them (with
+    repeats, e.g. ``v1 * v1``), so the walk is the one the engine makes on the real tensors.
+    """
+    log: list[int] = []
+    stand_in = {n.id: _Watched(n.id, n.op == "leaf", log) for n in graph.nodes}
+    for nid, parents in parent_order.items():
+        stand_in[nid]._parents = [stand_in[p] for p in parents if p in stand_in]
+    order = autodiff.topological_sort(stand_in[graph.output])
+    return [v.unique_id for v in order], log
+
+
+def queue_method(graph: Graph, values: dict[int, Any]) -> list[QueueStep]:
+    """The slides' method: repeatedly take a node none of whose inputs is unprocessed.
+
+    The nodes that become ready wait in a first-in-first-out queue (inputs in program order first);
+    each step takes the front one.
+    """
+    remaining = {n.id: len(set(graph.parents(n.id))) for n in graph.nodes}
+    queue = [n.id for n in graph.nodes if remaining[n.id] == 0]
+    processed: list[int] = []
+    steps = []
+    while queue:
+        taken = queue[0]
+        steps.append(QueueStep(len(steps), list(queue), taken, list(processed), values.get(taken)))
+        queue.pop(0)
+        processed.append(taken)
+        for child in dict.fromkeys(graph.children(taken)):
+            remaining[child] -= 1
+            if remaining[child] == 0:
+                queue.append(child)
+    if len(processed) != len(graph.nodes):  # cannot happen for a recorded computation (no cycles)
+        raise ValueError("the graph has a cycle: no node is left without unprocessed inputs")
+    return steps
+
+
+def sort_model(key: str) -> SortModel:
+    """Run preset ``key`` on the engine and prepare both orders.
+
+    Raises:
+        KeyError: unknown preset.
+    """
+    preset = PRESETS[key]
+    program, inputs = parse(preset.program, preset.inputs)
+    try:
+        run = ex.run_forward(program, inputs)
+    except ex.ExpressionError as e:  # the presets run; kept so a bad edit shows up as a message
+        raise InputProblem("program", e) from None
+    graph = run.graph.without_constants()
+    shown = {n.id for n in graph.nodes}
+    values = {n.id: n.value for n in graph.nodes}
+    # the engine's own order, on the real tensors
+    real = autodiff.topological_sort(run.output)
+    engine_order = [run.id_of[t.unique_id] for t in real]
+    parent_order = {nid: [run.id_of[p.unique_id] for p in run.tensor_of[nid].parents
+                          if run.id_of.get(p.unique_id) in shown]
+                    for nid in shown}
+    watched_order, reads = engine_dfs(graph, parent_order)
+    if watched_order != engine_order:  # the stand-ins must walk exactly as the engine did
+        raise AssertionError(f"DFS on stand-ins gave {watched_order}, the engine {engine_order}")
+    computes = {}
+    for n in graph.nodes:
+        if n.op == "leaf":
+            computes[n.id] = "input"
+        elif n.expr.startswith(n.name + " ="):  # its own line of the program
+            computes[n.id] = n.expr.split("=", 1)[1].strip()
+        else:  # a temporary inside a longer line: op(arguments), numbers included
+            computes[n.id] = f"{n.op}({', '.join(run.graph.node(p).name for p in run.graph.parents(n.id))})"
+    return SortModel(key, preset, graph, queue_method(graph, values), engine_order, reads,
+                     {n.id: n.name for n in graph.nodes}, computes)
+
+
+# --- the student's order -----------------------------------------------------------------------------
+
+@dataclass
+class OrderCheck:
+    valid: bool                    # no edge violated so far
+    complete: bool                 # every node placed
+    violated: tuple[int, int] | None = None   # (input, node): node was placed before its input
+    position: int | None = None    # where the violation happened (0-based)
+    message: str = ""
+
+
+def check_order(model: SortModel, order: list[int]) -> OrderCheck:
+    """Is ``order`` (node ids, first computed first) a valid topological order so far?
+
+    A node may come only after every one of its inputs; the first node placed before one of its
+    inputs names the violated edge.
+    """
+    placed: set[int] = set()
+    for pos, nid in enumerate(order):
+        missing = [p for p in dict.fromkeys(model.graph.parents(nid)) if p not in placed]
+        if missing:
+            p = missing[0]
+            return OrderCheck(False, len(order) == len(model.graph.nodes), (p, nid), pos,
+                              f"Not a topological order: {model.name(nid)} is computed from {model.name(p)} "
+                              f"(edge {model.name(p)} → {model.name(nid)}), but {model.name(p)} "
+                              f"{'comes later' if p in order else 'has not been computed yet'}.")
+        placed.add(nid)
+    complete = len(order) == len(model.graph.nodes)
+    if complete:
+        return OrderCheck(True, True, message="A valid topological order: every node comes after all of its inputs.")
+    return OrderCheck(True, False, message=f"So far so good: {len(order)} of {len(model.graph.nodes)} placed, "
+                                           "each after all of its inputs.")
+
+
+def names_to_ids(model: SortModel, names: list[str]) -> tuple[list[int], list[str]]:
+    """Node ids for names from a link (unknown or repeated names dropped and reported)."""
+    ids, dropped = [], []
+    for nm in names:
+        nid = model.id_of(nm)
+        if nid is None or nid in ids:
+            dropped.append(nm)
+        else:
+            ids.append(nid)
+    return ids, dropped
+
+
+# --- tables and pictures ------------------------------------------------------------------------------
+
+def queue_table(model: SortModel, upto: int) -> list[dict]:
+    """Rows of the queue method up to step ``upto`` (inclusive)."""
+    rows = []
+    for s in model.queue_steps[:upto + 1]:
+        rows.append({"step": s.index + 1,
+                     "no unprocessed inputs (queue)": ", ".join(model.name(i) for i in s.ready),
+                     "taken": model.name(s.taken),
+                     "computes": _computes(model, s.taken),
+                     "value": fmt(s.value, 6)})
+    return rows
+
+
+def _computes(model: SortModel, nid: int) -> str:
+    return model.computes.get(nid, "")
+
+
+def computes_text(model: SortModel, nid: int) -> str:
+    """ "(an input) = 3" or "= 1.5 * x1 = 4.5": what taking the node computes, with the engine's value."""
+    value = fmt(model.graph.node(nid).value, 6)
+    if model.graph.node(nid).op == "leaf":
+        return f"(an input) = {value}"
+    return f"= {_computes(model, nid)} = {value}"
+
+
+def order_rows(model: SortModel) -> list[dict]:
+    """The two orders side by side (forward order: first computed first)."""
+    queue = model.queue_order()
+    post = model.post_order()
+    return [{"position": k + 1, "queue method (slides)": model.name(queue[k]),
+             "DFS post-order (engine)": model.name(post[k]),
+             "engine.topological_sort (backward walks this)": model.name(model.engine_order[k])}
+            for k in range(len(queue))]
+
+
+def _q(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def graph_dot(model: SortModel, states: dict[int, str], badges: dict[int, str] | None = None,
+              bad_edge: tuple[int, int] | None = None, font_size: int = 14, show_values: set[int] | None = None) -> str:
+    """DOT of the graph, each node filled by its state (see ``COLOURS``), with an optional badge
+    (e.g. "#2") and a violated edge drawn red."""
+    badges = badges or {}
+    g = pydot.Dot("topo", graph_type="digraph", rankdir="LR", bgcolor="white", nodesep="0.35", ranksep="0.55")
+    g.set_node_defaults(shape="box", style="rounded,filled", fontname="Helvetica", fontsize=str(font_size),
+                        penwidth="1.4")
+    g.set_edge_defaults(penwidth="1.6", color=_q("#64748b"), arrowsize="0.9")
+    for n in model.graph.nodes:
+        head = n.name if n.op == "leaf" else f"{n.name} = {_computes(model, n.id)}"
+        label = head
+        if show_values is not None and n.id in show_values:
+            label += f"\n= {fmt(n.value, 5)}"
+        if n.id in badges:
+            label = f"{badges[n.id]}  {label}"
+        state = states.get(n.id, "waiting")
+        attrs = {"label": _q(label), "fillcolor": _q(COLOURS.get(state, "#ffffff"))}
+        if state == "taken":
+            attrs["penwidth"] = "3.5"
+        g.add_node(pydot.Node(f"n{n.id}", **attrs))
+    seen = set()
+    for e in model.graph.edges:
+        pair = (e.src, e.dst)
+        if pair in seen:  # v1 * v1: one arrow is enough to show the dependency
+            continue
+        seen.add(pair)
+        attrs = {}
+        if bad_edge == pair:
+            attrs = {"color": _q("#dc2626"), "penwidth": "4", "label": _q("violated"), "fontcolor": _q("#dc2626"),
+                     "fontsize": str(font_size)}
+        g.add_edge(pydot.Edge(f"n{e.src}", f"n{e.dst}", **attrs))
+    return g.to_string()
+
+
+def queue_states(model: SortModel, step: int) -> dict[int, str]:
+    s = model.queue_steps[step]
+    states = {nid: "processed" for nid in s.processed}
+    states.update({nid: "ready" for nid in s.ready})
+    states[s.taken] = "taken"
+    return states
+
+
+def click_states(model: SortModel, order: list[int], check: OrderCheck) -> tuple[dict[int, str], dict[int, str]]:
+    """States and "#k" badges for the student's order."""
+    states = {nid: "clicked" for nid in order}
+    if check.violated is not None:
+        states[check.violated[1]] = "violated"
+    return states, {nid: f"#{k + 1}" for k, nid in enumerate(order)}

@@ -1,0 +1,197 @@
+"""The "Exercises" page: answers computed by the engine (explorer.exercises), answer parsing
+(explorer.lecture_kit), deep links into the other pages, and the page headless (AppTest)."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from explorer import exercises as E
+from explorer.lecture_kit import AnswerError, md_escape, parse_answer
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "app" / "pages"
+PAGE = str(PAGES / "11_Exercises.py")
+E_ = math.e
+
+# The lecture notes' answers (LECTURE.md, "The notes' exercises, with their answers"), with the
+# tolerance the notes' own rounding allows. The engine's numbers must land on them.
+LECTURE = {
+    "gradient_step": {"slope": -6.0, "x1": 0.6},                          # 1.
+    "fan_out": {"dx1": 4 * E_, "dx2": E_},                                # 2. 4e ≈ 10.873, e ≈ 2.718
+    "cube": {"dx": 12.0},                                                 # 3.
+    "vjp": {"xbar": [-2.0, -2.0]},                                        # 4.
+    "passes": {"f_fwd": 1000, "f_rev": 1, "g_fwd": 1, "g_rev": 1000},     # 5.
+    "bfs": {"dx1": 1.0, "rate": 94.0},                                    # 6. and 189 of 200 graphs (94%)
+    "best_h": {"h64": 5e-6, "h32": 4e-3},                                 # 7. "about 5e-6", "about 4e-3"
+    "broadcast": {"bbar": [9.0, 12.0], "xbar": [[1, 2], [3, 4], [5, 6]]},  # 8.
+    "memory": {"mb": 159.0},                                              # 9. ≈ 159 MB (152 MiB)
+    "static_or_dynamic": {"a": "dynamic", "b": "static (or compiled / exported)"},  # 10.
+    "static_counts": {"built": 6, "run_h": 6, "run_xw": 3},               # 11. (the notes' h = relu(x·W + b))
+    "embedding": {"row3": [6.0, 8.0], "row1": [3.0, 4.0], "others": 0},   # 12. g0 + g2, g1, 0
+    "paths": {"paths": 2 ** 10 - 1, "topo": 10},                          # path recursion: 2^d − 1 VJP calls
+}
+SLACK = {("bfs", "rate"): 1.5, ("best_h", "h64"): 0.05, ("best_h", "h32"): 0.05, ("memory", "mb"): 0.5}
+
+
+@pytest.fixture(scope="module")
+def built():
+    return {key: E.build(key) for key in E.BUILDERS}
+
+
+def test_every_exercise_of_the_notes_is_posed(built):
+    assert list(LECTURE) == list(E.BUILDERS)
+    assert [built[k].number for k in E.BUILDERS] == list(range(1, 14))
+
+
+@pytest.mark.parametrize("key", list(LECTURE))
+def test_the_engines_answers_are_the_lectures(built, key):
+    ex = built[key]
+    assert [p.key for p in ex.parts] == list(LECTURE[key])
+    for part in ex.parts:
+        want = LECTURE[key][part.key]
+        if part.choices:
+            assert part.answer == want
+            continue
+        slack = SLACK.get((key, part.key))
+        if slack is None:
+            np.testing.assert_allclose(part.answer, want, rtol=1e-3, atol=1e-12, err_msg=f"{key}.{part.key}")
+        elif part.tolerance.factor is None:
+            assert abs(part.answer - want) <= slack, (key, part.answer)
+        else:
+            assert abs(math.log10(part.answer / want)) < 0.1 + slack, (key, part.answer)
+        # the lecture's number is accepted by the check, and so is the engine's own, as printed
+        assert E.check(part, E.format_value(want)).correct, (key, part.key)
+        printed = part.shown()[:-len(part.unit)].strip() if part.unit else part.shown()
+        assert E.check(part, printed).correct, (key, part.key)
+        assert ex.steps and all(isinstance(s, str) and s for s in ex.steps)
+
+
+def test_answers_are_checked_with_a_tolerance_and_near_misses_explained(built):
+    dx1 = built["fan_out"].parts[0]
+    for ok in ("4e", "4*e", "10.873", "10.8731", " 4 e "):
+        assert E.check(dx1, ok).correct, ok
+    for wrong in ("10.8", "3e", "e"):
+        assert not E.check(dx1, wrong).correct
+    assert "second user" in E.check(dx1, "3e").message
+    xbar = built["vjp"].parts[0]
+    assert E.check(xbar, "[−2, −2]").correct and E.check(xbar, "-2, -2").correct
+    assert "transpose" in E.check(xbar, "[-1, -1]").message
+    assert "2 numbers" in E.check(xbar, "-2").message
+    mb = built["memory"].parts[0]
+    assert E.check(mb, "159").correct and E.check(mb, "160").correct and not E.check(mb, "170").correct
+    assert "MiB" in E.check(mb, "152").message
+    h = built["best_h"].parts[0]
+    assert E.check(h, "1e-5").correct and E.check(h, "1e-6").correct and not E.check(h, "1e-8").correct
+    assert not E.check(h, "-5e-6").correct
+    assert "Could not read" in E.check(h, "os.system('x')").message
+    choice = built["static_or_dynamic"].parts[0]
+    assert E.check(choice, "dynamic").correct and not E.check(choice, "static (or compiled / exported)").correct
+
+
+@pytest.mark.parametrize("text,value", [("0.6", 0.6), ("-6", -6.0), ("−6", -6.0), ("4e", 4 * E_), ("2pi", 2 * math.pi),
+                                        ("1e-5", 1e-5), ("1.2E5", 1.2e5), ("9, 12", [9.0, 12.0]),
+                                        ("[[1, 2], [3, 4]]", [[1.0, 2.0], [3.0, 4.0]]), ("2^3", 8.0), ("3·e", 3 * E_),
+                                        ("(1, 2)", [1.0, 2.0])])
+def test_parse_answer_reads_numbers_and_lists(text, value):
+    np.testing.assert_allclose(parse_answer(text), value, rtol=1e-15)
+
+
+@pytest.mark.parametrize("text", ["", "x", "__import__('os')", "os.system('ls')", "'6'", "[]", "1/0", "10**1000",
+                                  "2**99999", "1e999", "True", "[1, 'a']", "a" * 500, "lambda: 1", "f(2)", "{1: 2}"])
+def test_parse_answer_refuses_everything_else(text):
+    with pytest.raises(AnswerError):
+        parse_answer(text)
+
+
+def test_md_escape_shows_text_as_typed():
+    assert md_escape("[x](javascript:alert(1)) **b** <i>$x$") == \
+        r"\[x\]\(javascript\:alert\(1\)\) \*\*b\*\* \<i\>\$x\$"
+
+
+def test_unit_roundoff_is_measured_by_the_engine():
+    assert E.unit_roundoff("float64") == 2.0 ** -53 and E.unit_roundoff("float32") == 2.0 ** -24
+
+
+def test_mlp_buffer_count_follows_the_notes_rule():
+    for depth in (1, 3, 10):
+        per_notes, distinct = E.mlp_buffers_per_notes(depth)
+        assert per_notes == 2 * depth - 1 and distinct > per_notes
+
+
+def test_links_point_at_pages_that_exist(built):
+    pages = {p.name.split("_", 1)[1][:-3] for p in PAGES.glob("[0-9]*_*.py")}
+    for ex in built.values():
+        assert ex.link and ex.link_label
+        assert urlsplit(ex.link).path in pages, ex.link
+
+
+def _run_link(link: str) -> AppTest:
+    parts = urlsplit(link)
+    target = next(PAGES.glob(f"[0-9]*_{parts.path}.py"))
+    at = AppTest.from_file(str(target), default_timeout=120)
+    at.query_params.update(dict(parse_qsl(parts.query)))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    problems = [w.value for w in at.warning if "link parameter" in w.value]
+    assert not problems, problems  # every link parameter was understood
+    return at
+
+
+def test_the_fan_out_link_opens_the_explorer_where_x1_is_complete(built):
+    at = _run_link(built["fan_out"].link)
+    text = "\n".join(m.value for m in at.markdown)
+    assert at.session_state["explorer_step"] == int(dict(parse_qsl(urlsplit(built["fan_out"].link).query))["step"])
+    assert "x1" in text and "10.87" in text
+
+
+def test_the_bfs_link_opens_backprop_orders_at_the_lost_contribution(built):
+    at = _run_link(built["bfs"].link)
+    assert at.session_state["orders_orders"] == ["topological", "bfs_first_touch"]
+    assert at.session_state["orders_step"] > 0
+    assert any("wrong" in w.value for w in at.warning)  # the page marks the lost contribution at that step
+
+
+def test_the_embedding_and_learning_links_carry_their_state(built):
+    at = _run_link(built["embedding"].link)
+    assert at.session_state["tensors_ids"] == "3, 1, 3"
+    at = _run_link(built["vjp"].link)
+    assert "ybar" in at.session_state["explorer_at"]
+
+
+# --- the page ----------------------------------------------------------------------------------------------
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_page_checks_answers_and_reveals_steps():
+    at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
+    assert "Exercise 1" in at.markdown[0].value
+    at.text_input(key="exercises_ans_gradient_step_slope").set_value("-6")
+    at.text_input(key="exercises_ans_gradient_step_x1").set_value("<b>0.5</b>")
+    next(b for b in at.button if b.label == "Check my answers").click().run()
+    _ok(at)
+    assert "Correct" in at.success[0].value and "Could not read" in at.error[0].value
+    assert "<b>" not in at.error[0].value  # the typed text is never echoed raw
+    at.toggle(key="exercises_reveal").set_value(True).run()
+    _ok(at)
+    md = "\n".join(m.value for m in at.markdown)
+    assert "engine.grad" in md and at.query_params["reveal"] == "1"
+    assert at.get("link_button")[0].proto.url.startswith("Learning_problem")
+    next(b for b in at.button if b.label == "Next").click().run()
+    _ok(at)
+    assert at.query_params["ex"] == "fan_out" and at.session_state["exercises_reveal"] is False
+
+
+def test_page_deep_link_opens_an_exercise_revealed():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"ex": "memory", "reveal": "1", "present": "1"})
+    _ok(at.run())
+    md = "\n".join(m.value for m in at.markdown)
+    assert "Exercise 9" in md and "159.4 MB" in md and "2·10 − 1" in md

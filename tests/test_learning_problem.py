@@ -1,0 +1,169 @@
+"""The "Learning problem" page: its logic (explorer.learning_problem) and the page headless (AppTest)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import engine
+from explorer import learning_problem as L
+from explorer.kit.presentation import NORMAL, PRESENTING
+
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "8_Learning_problem.py")
+
+
+def _numpy_loss(surface: str, w: np.ndarray) -> float:
+    """Reference losses written with NumPy only."""
+    if surface == "logistic":
+        z = L.POINTS @ w
+        p = 1 / (1 + np.exp(-z))
+        return float(-np.mean(L.LABELS * np.log(p) + (1 - L.LABELS) * np.log(1 - p)))
+    d = w - np.array(L.BOWL_CENTRE)
+    return float(0.5 * np.sum(np.array(L.BOWL_CURVATURES) * d * d))
+
+
+@pytest.mark.parametrize("surface", list(L.SURFACES))
+def test_loss_grid_matches_the_engine_loss_and_numpy(surface):
+    w1s, w2s, Z = L.loss_grid(surface, n=9)
+    for i, j in ((0, 0), (3, 5), (8, 2)):
+        w = np.array([w1s[i], w2s[j]])
+        direct = L.loss(surface, engine.tensor(w)).item()
+        assert Z[j, i] == pytest.approx(direct, rel=1e-12)
+        assert Z[j, i] == pytest.approx(_numpy_loss(surface, w), rel=1e-10)
+
+
+@pytest.mark.parametrize("surface", list(L.SURFACES))
+def test_each_step_uses_the_engine_gradient(surface):
+    s = L.SURFACES[surface]
+    path = L.descend(surface, s.start, s.lr_default, steps=5)
+    rng = np.random.default_rng(1)
+    for st in path:
+        # central differences along a random direction, float64
+        d = rng.standard_normal(2)
+        h = 1e-6
+        fd = (_numpy_loss(surface, st.w + h * d) - _numpy_loss(surface, st.w - h * d)) / (2 * h)
+        assert st.grad @ d == pytest.approx(fd, rel=1e-6, abs=1e-9)
+        np.testing.assert_allclose(st.delta, -s.lr_default * st.grad)
+        np.testing.assert_allclose(st.w_next, st.w + st.delta)
+        assert st.loss_next == pytest.approx(_numpy_loss(surface, st.w_next), rel=1e-10)
+    assert [st.k for st in path] == list(range(5))
+    np.testing.assert_allclose(path[1].w, path[0].w_next)
+
+
+@pytest.mark.parametrize("surface", list(L.SURFACES))
+def test_the_three_example_rates_behave_as_labelled(surface):
+    s = L.SURFACES[surface]
+    _, loss_min = L.minimum(surface)
+    for label, lr in s.lr_examples.items():
+        kind, why = L.regime(L.descend(surface, s.start, lr, 40), loss_min)
+        assert kind == label, (surface, lr, why)
+    lam, crit = L.stable_lr(surface)
+    assert s.lr_examples["about right"] < crit < s.lr_examples["divergent"]
+
+
+def test_bowl_curvature_and_minimum_from_the_engine():
+    H = L.hessian("bowl", [0.3, -2.0])
+    np.testing.assert_allclose(H, np.diag(L.BOWL_CURVATURES), atol=1e-12)
+    w, value = L.minimum("bowl")
+    np.testing.assert_allclose(w, L.BOWL_CENTRE, atol=1e-12)
+    assert value == pytest.approx(0.0, abs=1e-20)
+
+
+def test_logistic_minimum_has_zero_gradient_and_hessian_matches_finite_differences():
+    w, _ = L.minimum("logistic")
+    g = engine.grad(lambda p: L.loss("logistic", p))
+    assert np.max(np.abs(g(engine.tensor(w)).numpy())) < 1e-10
+    H = L.hessian("logistic", w)
+    h = 1e-5
+    for i in range(2):
+        e = np.eye(2)[i] * h
+        col = (g(engine.tensor(w + e)).numpy() - g(engine.tensor(w - e)).numpy()) / (2 * h)
+        np.testing.assert_allclose(H[:, i], col, rtol=1e-6, atol=1e-9)
+
+
+def test_sgd_uses_minibatches_that_cover_each_epoch():
+    path = L.descend("logistic", (3.0, -2.5), 1.0, steps=10, batch=5, seed=0)
+    first_epoch = path[0].batch + path[1].batch
+    assert sorted(first_epoch) == list(range(10))
+    idx = path[0].batch
+    expected = engine.grad(lambda p: L.loss("logistic", p, idx))(engine.tensor(path[0].w)).numpy()
+    np.testing.assert_allclose(path[0].grad, expected)
+    assert not np.allclose(path[0].grad, engine.grad(lambda p: L.loss("logistic", p))(engine.tensor(path[0].w)).numpy())
+
+
+def test_bad_requests_are_refused():
+    with pytest.raises(ValueError):
+        L.descend("logistic", (100.0, 0.0), 1.0)
+    with pytest.raises(ValueError):
+        L.descend("logistic", (0.0, 0.0), -1.0)
+    with pytest.raises(ValueError):
+        L.descend("logistic", (0.0, 0.0), 1.0, steps=L.MAX_STEPS + 1)
+    with pytest.raises(KeyError):
+        L.descend("nope", (0.0, 0.0), 1.0)
+
+
+def test_lecture_exercise_1():
+    # LECTURE.md, exercise 1: f'(0) = −6, one step gives x1 = 0.6
+    rows = L.exercise1(0.0, 0.1, 3)
+    assert rows[0].slope == pytest.approx(-6.0)
+    assert rows[0].x_next == pytest.approx(0.6)
+    assert rows[1].x == pytest.approx(0.6) and rows[1].slope == pytest.approx(2 * (0.6 - 3))
+
+
+def test_figures_use_presentation_sizes():
+    path = L.descend("logistic", (3.0, -2.5), 2.0, 5)
+    grid = L.loss_grid("logistic", n=11)
+    for look in (NORMAL, PRESENTING):
+        fig = L.contour_figure("logistic", grid, path, 2, look)
+        assert fig.layout.font.size == look.figure_font
+        xs = [tr for tr in fig.data if tr.name == "w_0 … w_k"][0].x
+        assert len(xs) == 3  # w_0, w_1, w_2
+        arrow = fig.layout.annotations[0]
+        assert (arrow.x, arrow.y) == pytest.approx(tuple(path[2].w_next))
+    assert PRESENTING.figure_font >= 18
+
+
+# --- the page ----------------------------------------------------------------------------------------------
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _md(at) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def test_page_steps_and_switches_learning_rate():
+    at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
+    assert "#### Step 0: w = (3, -2.5)" in _md(at)
+    assert "f′(x0) = -6" in _md(at) and "**0.6**" in _md(at)
+    next(b for b in at.button if b.label == "Step").click().run()
+    _ok(at)
+    assert at.session_state["learn_step"] == 1 and at.query_params["step"] == "1"
+    assert "#### Step 1:" in _md(at)
+    next(b for b in at.button if b.label.startswith("divergent")).click().run()
+    _ok(at)
+    assert at.session_state["learn_step"] == 0 and at.query_params["lr"] == "32"
+    assert "divergent" in _md(at)
+    next(b for b in at.button if b.label.startswith("too small")).click().run()
+    _ok(at)
+    assert "too small" in _md(at) and at.query_params["lr"] == "0.1"
+
+
+def test_page_deep_link_and_bowl():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"surface": "bowl", "lr": "0.21", "step": "3", "present": "1"})
+    _ok(at.run())
+    assert at.session_state["learn_surface"] == "bowl" and at.session_state["learn_lr"] == 0.21
+    assert at.session_state["learn_step"] == 3 and at.session_state["presenting"] is True
+    assert "divergent" in _md(at) and "2/λ = 0.2" in _md(at)
+
+
+def test_page_bad_link_values_are_ignored():
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"lr": "abc", "w1": "1e9"})
+    _ok(at.run())
+    assert any("lr" in w.value for w in at.warning) and any("w1" in w.value for w in at.warning)

@@ -1,0 +1,194 @@
+"""The "Tensors and storage" page: its logic (explorer.tensors_and_storage) and the page headless (AppTest)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import engine
+from engine.tensor_data import TensorData
+from explorer import tensors_and_storage as M
+from explorer.kit.presentation import NORMAL, PRESENTING
+
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "10_Tensors_and_storage.py")
+
+
+def _numpy_chain(calls, base_shape):
+    """The same chain with NumPy (a reference for values; NumPy views share memory the same way)."""
+    a = np.arange(int(np.prod(base_shape)), dtype=float).reshape(base_shape)
+    for method, args, _ in calls:
+        if method in ("permute",):
+            a = a.transpose(args)
+        elif method == "T":
+            a = a.T
+        elif method == "transpose":
+            a = np.swapaxes(a, *args)
+        elif method in ("view", "reshape"):
+            a = a.reshape(args)
+        elif method == "flatten":
+            a = a.reshape(-1)
+        elif method == "expand":
+            a = np.broadcast_to(a, args)
+        elif method == "contiguous":
+            a = np.ascontiguousarray(a)
+        elif method == "index":
+            a = a[args]
+        elif method == "unsqueeze":
+            a = np.expand_dims(a, args[0])
+        elif method == "squeeze":
+            a = np.squeeze(a, *args) if args else np.squeeze(a)
+    return a
+
+
+@pytest.mark.parametrize("chain", [c for c in M.CHAIN_PRESETS if "view(12)" not in c or "contiguous" in c])
+def test_every_preset_layout_follows_the_index_maths(chain):
+    run = M.run_chain(chain)
+    assert run.error is None
+    last = run.last
+    ref = _numpy_chain(M.parse_chain(chain), (3, 4))
+    assert last.shape == ref.shape
+    np.testing.assert_array_equal(np.array(last.values).reshape(ref.shape), ref)
+    # position of element [i, j, ...] = offset + sum(i_d * stride_d), read back from the storage
+    for k, index in enumerate(np.ndindex(*last.shape)):
+        pos = last.offset + sum(i * s for i, s in zip(index, last.strides))
+        assert last.positions[k] == pos and last.storage[pos] == last.values[k]
+
+
+def test_permute_shares_storage_view_raises_the_engines_view_error_contiguous_copies():
+    run = M.run_chain("x.permute(1, 0).view(12)")
+    (perm,) = run.steps
+    assert perm.shares_base and perm.strides == (1, 4) and not perm.contiguous and perm.op == "permute"
+    assert run.error_type == "ViewError" and run.error_at == "x.permute(1, 0).view(12)"
+    # the message is the engine's own (TensorData.view)
+    td = TensorData.from_flat(list(range(12)), (3, 4), "d").permute((1, 0))
+    with pytest.raises(Exception) as info:
+        td.view((12,))
+    assert str(info.value) == run.error
+    run = M.run_chain("x.permute(1, 0).contiguous().view(12)")
+    perm, copy, flat = run.steps
+    assert not copy.shares_base and copy.contiguous and copy.strides == (3, 1)
+    assert flat.storage_id == copy.storage_id and flat.values == list(np.arange(12.0).reshape(3, 4).T.ravel())
+    rows = M.chain_rows(run)
+    assert [r["storage"].split(" (")[0] for r in rows] == ["x's storage", "x's storage", "copy 1", "copy 1"]
+
+
+def test_slices_and_expand_strides():
+    run = M.run_chain("x[1:, ::2]")
+    assert (run.last.offset, run.last.strides, run.last.values) == (4, (4, 2), [4.0, 6.0, 8.0, 10.0])
+    run = M.run_chain("x[:, :1].expand(3, 4)")
+    assert run.last.strides == (4, 0) and run.last.values == [0.0] * 4 + [4.0] * 4 + [8.0] * 4
+    run = M.run_chain("x.permute(2, 0, 1)", (2, 3, 2))
+    assert run.last.strides == (1, 6, 2) and run.last.shares_base
+
+
+@pytest.mark.parametrize("text", ["y.permute(1, 0)", "x.numpy()", "__import__('os')", "x.view(1000)",
+                                  "x[0:2, None]", "x.expand(64, 64)", "x.permute(dims=(1, 0))", "x.data",
+                                  "(lambda: 1)()", "x" + ".T" * 20, "x.view(1.5)", "", "x[::0]"])
+def test_chains_outside_the_whitelist_are_refused_before_running(text):
+    with pytest.raises(M.ChainError):
+        M.run_chain(text)
+
+
+def test_engine_errors_are_reported_not_raised():
+    run = M.run_chain("x.permute(0, 1, 2)")
+    assert run.error_type and not run.steps
+    run = M.run_chain("x.view(5, 3)")
+    assert run.error_type == "ValueError" and "(5, 3)" in run.error and not run.steps
+
+
+def test_layout_figure_draws_every_box_with_readable_text():
+    run = M.run_chain("x[1:, ::2]")
+    for look in (NORMAL, PRESENTING):
+        fig = M.layout_figure(run.last, look, "t")
+        assert len(fig.layout.shapes) == 12 + 4  # storage boxes + element boxes
+        unread = [s for s in fig.layout.shapes[:12] if s.fillcolor == "#e5e7eb"]
+        assert len(unread) == 12 - 4
+        values = [a for a in fig.layout.annotations if a.font.size == look.figure_font]
+        assert len(values) >= 16
+    assert min(a.font.size for a in M.layout_figure(run.last, PRESENTING).layout.annotations) >= 15
+
+
+@pytest.mark.parametrize("label", list(M.B_SHAPES))
+def test_broadcast_backward_sums_over_the_broadcast_axes(label):
+    shape = M.B_SHAPES[label]
+    r = M.broadcast_backward(shape)
+    G = np.array(M.EX8_G)
+    np.testing.assert_array_equal(r.x_grad, G)
+    expected = G.sum(axis=r.summed_axes).reshape(shape) if shape else G.sum()
+    np.testing.assert_array_equal(np.asarray(r.b_grad), expected)
+    assert "sum" in r.backward_ops
+
+
+def test_lecture_exercise_8():
+    # LECTURE.md, exercise 8: b̄ = [9, 12], x̄ = G
+    r = M.broadcast_backward((2,))
+    assert r.b_grad == [9.0, 12.0] and r.summed_axes == (0,)
+
+
+def test_embedding_backward_is_a_scatter_add():
+    # LECTURE.md, exercise 12: row 3 gets g0 + g2, row 1 gets g1, every other row 0
+    r = M.embedding_backward([3, 1, 3])
+    assert r.forward_op == "gather" and r.backward_ops == ["scatter_add"]
+    g = np.array(r.upstream)
+    np.testing.assert_array_equal(r.grad[3], g[0] + g[2])
+    np.testing.assert_array_equal(r.grad[1], g[1])
+    expected = np.zeros((M.VOCAB, M.DIM))
+    np.add.at(expected, [3, 1, 3], g)
+    np.testing.assert_array_equal(r.grad, expected)
+    rows = M.embedding_rows(r)
+    assert rows[3]["= sum of"] == "g0 + g2" and rows[0]["= sum of"].startswith("0")
+
+
+@pytest.mark.parametrize("text", ["9", "1, x", "-1", ",".join(["1"] * 13), ""])
+def test_bad_ids_are_refused(text):
+    with pytest.raises(ValueError):
+        M.parse_ids(text)
+
+
+def test_backends_agree_and_are_timed():
+    timings = M.time_backends("broadcast_backward", 16, repeats=1)
+    assert [t.backend for t in timings][0] == "numpy"
+    assert {t.backend for t in timings} == set(engine.available_backends())
+    for t in timings:
+        assert t.seconds > 0 and t.max_diff < 1e-9
+    rows = M.timing_rows(timings)
+    assert rows[0]["× numpy's time"] == "1"
+    with pytest.raises(ValueError):
+        M.time_backends("matmul", 4096)
+
+
+# --- the page ----------------------------------------------------------------------------------------------
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_page_shows_shared_storage_and_the_view_error():
+    at = _ok(AppTest.from_file(PAGE, default_timeout=90).run())
+    table = at.table[0].value
+    assert list(table["strides"]) == ["(4, 1)", "(1, 4)"]
+    assert "the same storage object as x" in "\n".join(m.value for m in at.markdown)
+    at.selectbox(key="tensors_chain_preset").set_value("x.permute(1, 0).view(12)").run()
+    _ok(at)
+    assert "ViewError" in at.error[0].value and at.query_params["chain"] == "x.permute(1, 0).view(12)"
+    at.text_input(key="tensors_chain").set_value("__import__('os').system('ls')").run()
+    _ok(at)
+    assert "not accepted" in at.error[0].value
+
+
+def test_page_exercises_8_and_12_and_backends():
+    at = AppTest.from_file(PAGE, default_timeout=90)
+    at.query_params.update({"bshape": "(3, 1)", "ids": "2, 2", "op": "map_reduce", "n": "1000"})
+    _ok(at.run())
+    md = "\n".join(m.value for m in at.markdown)
+    assert "axes (1,)" in md and "scatter_add" in md
+    at.radio(key="tensors_bshape").set_value("(2,)").run()
+    assert "`[9.0, 12.0]`" in "\n".join(m.value for m in _ok(at).markdown)
+    next(b for b in at.button if b.label == "Run on every backend").click().run()
+    _ok(at)
+    timing = at.table[-1].value
+    assert list(timing["backend"]) == engine.available_backends()[:1] + [b for b in engine.available_backends()
+                                                                          if b != "numpy"]

@@ -1,0 +1,138 @@
+"""The "Topological sort" page: its logic (explorer.topological_sort) and the page headless (AppTest)."""
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import engine
+from engine import explain as ex
+from explorer import topological_sort as T
+
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "9_Topological_sort.py")
+
+
+def _respects_edges(model, order) -> bool:
+    pos = {nid: k for k, nid in enumerate(order)}
+    return all(pos[e.src] < pos[e.dst] for e in model.graph.edges)
+
+
+@pytest.mark.parametrize("key", list(T.PRESETS))
+def test_both_orders_are_topological_and_the_dfs_is_the_engines(key):
+    model = T.sort_model(key)
+    queue, post = model.queue_order(), model.post_order()
+    assert sorted(queue) == sorted(model.node_ids) == sorted(post)
+    assert _respects_edges(model, queue) and _respects_edges(model, post)
+    assert T.check_order(model, queue).valid and T.check_order(model, post).valid
+    # the engine's order, recomputed here on the engine's own tensors
+    preset = T.PRESETS[key]
+    run = ex.run_forward(preset.program, preset.inputs)
+    assert model.engine_order == [run.id_of[t.unique_id] for t in engine.topological_sort(run.output)]
+    assert model.engine_order[0] == model.graph.output
+    # the DFS read every node's inputs exactly once, starting at the output
+    assert sorted(model.dfs_reads) == sorted(model.node_ids) and model.dfs_reads[0] == model.graph.output
+
+
+@pytest.mark.parametrize("key", list(T.PRESETS))
+def test_queue_steps_take_only_ready_nodes(key):
+    model = T.sort_model(key)
+    for step in model.queue_steps:
+        assert step.taken == step.ready[0]
+        for nid in step.ready:  # every input of a ready node is processed, and it is not processed itself
+            assert nid not in step.processed
+            assert all(p in step.processed for p in model.graph.parents(nid))
+        # and no unprocessed node outside the queue is ready
+        rest = set(model.node_ids) - set(step.processed) - set(step.ready)
+        assert all(any(p not in step.processed for p in model.graph.parents(n)) for n in rest)
+
+
+def test_slide_example_queue_values_are_the_lectures():
+    model = T.sort_model("slide")
+    taken = {model.name(s.taken): s.value for s in model.queue_steps}
+    assert taken["x3"] == pytest.approx(4.5) and taken["x4"] == pytest.approx(1.0)
+    assert taken["x5"] == pytest.approx(5.5) and taken["x6"] == pytest.approx(244.69193226)
+    assert taken["x7"] == pytest.approx(247.69193226)
+    rows = T.queue_table(model, 1)
+    assert rows[0]["no unprocessed inputs (queue)"] == "x1, x2" and rows[0]["taken"] == "x1"
+    assert rows[1]["no unprocessed inputs (queue)"] == "x2, x3"
+    assert model.computes[model.id_of("x3")] == "1.5 * x1"
+
+
+def test_check_order_agrees_with_brute_force_on_every_permutation():
+    model = T.sort_model("slide")
+    for perm in itertools.permutations(model.node_ids):
+        check = T.check_order(model, list(perm))
+        assert check.valid == _respects_edges(model, perm)
+        if not check.valid:
+            src, dst = check.violated
+            assert dst == perm[check.position] and src in model.graph.parents(dst)
+            assert src not in perm[:check.position]
+
+
+def test_check_order_messages_and_partial_orders():
+    model = T.sort_model("slide")
+    ids = lambda *names: [model.id_of(n) for n in names]  # noqa: E731
+    c = T.check_order(model, ids("x1", "x3", "x5"))
+    assert not c.valid and c.violated == (model.id_of("x4"), model.id_of("x5"))
+    assert "x4 → x5" in c.message
+    c = T.check_order(model, ids("x2", "x1", "x4"))
+    assert c.valid and not c.complete and "3 of 7" in c.message
+    assert T.check_order(model, []).valid
+    got, dropped = T.names_to_ids(model, ["x1", "zz", "x1", "<b>"])
+    assert got == ids("x1") and dropped == ["zz", "x1", "<b>"]
+
+
+def test_graph_dot_marks_states_and_the_violated_edge():
+    model = T.sort_model("cube")  # v1 * v1: a repeated input is drawn as one arrow
+    dot = T.graph_dot(model, T.queue_states(model, 1), font_size=22)
+    assert len(model.graph.edges) == 4 and dot.count("->") == 3 and "fontsize=22" in dot
+    assert T.COLOURS["taken"] in dot and T.COLOURS["processed"] in dot
+    check = T.check_order(model, [model.id_of("v2")])
+    states, badges = T.click_states(model, [model.id_of("v2")], check)
+    dot = T.graph_dot(model, states, badges, check.violated)
+    assert "violated" in dot and "#1" in dot and T.COLOURS["violated"] in dot
+
+
+# --- the page ----------------------------------------------------------------------------------------------
+
+def _ok(at):
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _click(at, label):
+    next(b for b in at.button if b.label == label).click().run()
+    return _ok(at)
+
+
+def test_page_queue_steps_and_student_order():
+    at = _ok(AppTest.from_file(PAGE, default_timeout=90).run())
+    md = "\n".join(m.value for m in at.markdown)
+    assert "Step 1 of 7" in md and "x7 → x6 → x5" in md
+    _click(at, "Step")
+    assert at.session_state["topo_step"] == 1 and at.query_params["step"] == "1"
+    for name in ("x1", "x3", "x5"):
+        _click(at, name)
+    assert at.query_params["order"] == "x1,x3,x5"
+    assert "x4 → x5" in at.error[0].value
+    _click(at, "Undo")
+    assert at.query_params["order"] == "x1,x3" and not at.error
+    _click(at, "Clear")
+    for name in ("x2", "x4", "x1", "x3", "x5", "x6", "x7"):
+        _click(at, name)
+    assert "valid topological order" in at.success[0].value
+    assert all(b.disabled for b in at.button if b.label.startswith("x"))
+
+
+def test_page_deep_link_restores_preset_step_and_order():
+    at = AppTest.from_file(PAGE, default_timeout=90)
+    at.query_params.update({"preset": "sigmoid", "step": "4", "order": "v2,v1,v3,v9", "present": "1"})
+    _ok(at.run())
+    assert at.session_state["topo_preset"] == "sigmoid" and at.session_state["topo_step"] == 4
+    assert at.session_state["topo_order"] == ["v2", "v1", "v3"]
+    assert any("v9" in w.value for w in at.warning)
+    at.selectbox(key="topo_preset").set_value("cube").run()
+    _ok(at)
+    assert at.session_state["topo_step"] == 0 and at.session_state["topo_order"] == []
