@@ -35,7 +35,12 @@ class ContributionLost:
 
 
 class WorkLimitExceeded(RuntimeError):
-    """A strategy gave up after more VJP calls than its budget (path recursion on a big graph)."""
+    """A strategy gave up after more work than its budget (path recursion on a big graph)."""
+
+
+def _numel(x) -> int:
+    n = getattr(x, "numel", None)
+    return int(n()) if callable(n) else 1
 
 
 def _noop(event) -> None:
@@ -93,13 +98,19 @@ class PathRecursion(TraversalStrategy):
     name = "path_recursion"
     correct = True
 
-    def __init__(self, max_vjp_calls: int = 200_000):
+    def __init__(self, max_vjp_calls: int = 200_000, max_work: int = 2_000_000):
+        """Args:
+            max_vjp_calls: VJP calls before giving up (one per path through each node).
+            max_work: numbers sent along edges before giving up, checked as it goes: on tensors each
+                call moves many numbers, and 200,000 calls on 1000-element values would run for seconds.
+        """
         self.max_vjp_calls = max_vjp_calls
+        self.max_work = max_work
 
     def run(self, variable, deriv, observer=None):
         emit = observer or _noop
-        state = {"calls": 0, "step": 0}
-        limit = self.max_vjp_calls
+        state = {"calls": 0, "step": 0, "work": 0}
+        limit, max_work = self.max_vjp_calls, self.max_work
 
         def visit(node, d):
             step = state["step"]
@@ -116,6 +127,11 @@ class PathRecursion(TraversalStrategy):
             for parent, contribution in node.chain_rule(d):
                 if parent.is_constant():
                     continue
+                state["work"] += _numel(contribution)
+                if state["work"] > max_work:
+                    raise WorkLimitExceeded(f"path recursion gave up after sending {state['work']:,} numbers "
+                                            f"in {state['calls']:,} VJP calls (its budget is {max_work:,}; "
+                                            "the number of paths grows exponentially)")
                 emit(ContributionSent(node, parent, contribution, step))
                 visit(parent, contribution)
 

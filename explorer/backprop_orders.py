@@ -9,7 +9,9 @@ import numpy as np
 
 from engine import explain as ex
 from engine.explain import ExpressionError, harness
+from engine.strategies import PathRecursion
 
+from .kit.budget import check_program
 from .kit.formatting import fmt_value, max_abs_difference
 from .kit.frames import build_frames
 from .kit.layout import layout
@@ -22,6 +24,11 @@ STRATEGY_LABELS = {
     "path_recursion": "Path recursion (correct, exponential)",
     "recursive_dfs": "Recursive DFS (correct, recursion limit)",
 }
+
+
+# Path recursion on the page: enough VJP calls for a doubling chain of depth 12 (4,095), beyond which every
+# step would be a frame of the animation (a depth-16 chain: 65,535 calls and more than a minute to draw)
+PAGE_PATH_RECURSION = PathRecursion(max_vjp_calls=4_096, max_work=2_000_000)
 
 
 @dataclass
@@ -57,6 +64,8 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
     """The same program backpropagated with each strategy (the real engine each time)."""
     program, inputs = parse(program_text, inputs_text)
     try:
+        check_program(program, inputs, 3 * (len(strategies) + 1),
+                      f"backprop orders (forward and backward for {len(strategies)} orders)")
         reference = ex.record_execution(program, inputs, strategy="topological")
     except ExpressionError as e:
         raise InputProblem("program", e) from None
@@ -64,7 +73,14 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
     positions = layout(shown)
     views: dict[str, OrderView] = {}
     for s in strategies:
-        trace = reference if s == "topological" else ex.record_execution(program, inputs, strategy=s)
+        strategy = PAGE_PATH_RECURSION if s == "path_recursion" else s
+        try:
+            trace = reference if s == "topological" else ex.record_execution(program, inputs, strategy=strategy)
+        except ExpressionError as e:
+            raise InputProblem("program", e) from None
+        if trace.error is not None:  # a failed run keeps nothing but its message (no events, no frames)
+            views[s] = OrderView(s, None, None, {}, [], [], trace.error)
+            continue
         frameset = build_frames(trace, shown)
         figure = build_figure(frameset, shown, positions)
         wrong = []

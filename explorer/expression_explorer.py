@@ -7,11 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from engine import explain as ex
 from engine.explain import ExpressionError, costs
 
+from .kit.budget import check_program, finite_difference_checks
 from .kit.dot import to_dot
-from .kit.formatting import fmt_value, max_abs_difference
+from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.frames import build_frames
 from .kit.layout import layout
 from .kit.plotly_figure import figure_dict as build_figure
@@ -90,6 +93,10 @@ def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64") 
     """Run the program on the engine (forward + backward with events, gradient graph, central differences)."""
     program, inputs = parse(program_text, inputs_text)
     try:
+        # forward, backward with its gradient graph (about 4 runs), two runs per central difference
+        checks = finite_difference_checks({n: np.shape(v) for n, v in inputs.items()})
+        check_program(program, inputs, 4 + 2 * checks, "the expression explorer (forward, backward, gradient "
+                                                       f"graph and {checks} central differences)")
         trace = ex.record_execution(program, inputs, strategy="topological", create_graph=True, dtype=dtype)
         central = costs.central_differences(program, inputs, dtype=dtype)
     except ExpressionError as e:
@@ -116,8 +123,8 @@ def node_table(trace, central: dict) -> list[dict]:
             auto = trace.grads[node.name]
             fd = central.get(node.name)
             row["autodiff ∂f/∂node"] = fmt_value(auto)
-            row["central difference"] = fmt_value(fd)
-            diff = max_abs_difference(auto, fd)
+            row["central difference"] = fmt_check(fd)
+            diff = check_difference(auto, fd)
             row["|difference|"] = "" if diff is None else f"{diff:.2e}"
         else:
             row["autodiff ∂f/∂node"] = row["central difference"] = row["|difference|"] = ""

@@ -13,6 +13,7 @@ from engine.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the
 from engine.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
 from engine.explain.graph import fmt
 
+from .kit.budget import check_program
 from .kit.formatting import fmt_value
 from .kit.frames import Frame, FrameSet
 from .kit.layout import layout
@@ -40,6 +41,7 @@ def dual_model(program_text: str, inputs_text: str, seed: str) -> DualModel:
     if seed not in program.input_names:
         seed = program.input_names[0]
     try:
+        check_program(program, inputs, 6, "forward vs reverse (a forward-mode pass and a reverse-mode pass)")
         run = dual_number_steps(program, inputs, seed)
         reverse = ex.record_execution(program, inputs)
     except ExpressionError as e:

@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 from engine import explain as ex
 from engine.explain import ExpressionError, costs
 
-from .kit.formatting import fmt_number, fmt_value, max_abs_difference
+from .kit.budget import check_program, finite_difference_checks
+from .kit.formatting import check_difference, fmt_check, fmt_number, fmt_value
 from .kit.presentation import Look
 from .kit.programs import InputProblem, parse
 
@@ -36,6 +37,11 @@ def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, ind
         wrt = program.input_names[0]
     index = min(max(int(index), 0), int(np.size(inputs[wrt])) - 1)
     try:
+        # the sweep: 45 step sizes x 2 dtypes x 3 runs, the third derivative by nested grad (~15 runs),
+        # then the table's central differences in two dtypes
+        checks = finite_difference_checks({n: np.shape(v) for n, v in inputs.items()})
+        check_program(program, inputs, 300 + 4 * checks, "the gradient check (an h sweep of about 290 runs "
+                                                         f"and {checks} central differences in two dtypes)")
         trace = ex.record_execution(program, inputs)
         sweep = costs.h_sweep(program, inputs, wrt, index=index)
         fd64 = costs.central_differences(program, inputs, h=h, dtype="float64")
@@ -45,11 +51,11 @@ def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, ind
     table = []
     for name in program.input_names:
         auto = trace.grads.get(name)
-        d64, d32 = max_abs_difference(auto, fd64.get(name)), max_abs_difference(auto, fd32.get(name))
+        d64, d32 = check_difference(auto, fd64.get(name)), check_difference(auto, fd32.get(name))
         table.append({"input": name, "value": fmt_value(inputs[name]), "autodiff": fmt_value(auto, 10),
-                      f"central diff. float64 (h={h:g})": fmt_value(fd64.get(name), 10),
+                      f"central diff. float64 (h={h:g})": fmt_check(fd64.get(name), 10),
                       "|diff| float64": "" if d64 is None else f"{d64:.2e}",
-                      f"central diff. float32 (h={h:g})": fmt_value(fd32.get(name), 10),
+                      f"central diff. float32 (h={h:g})": fmt_check(fd32.get(name), 10),
                       "|diff| float32": "" if d32 is None else f"{d32:.2e}"})
     return GradcheckModel(program, inputs, sweep, trace.grads, table)
 

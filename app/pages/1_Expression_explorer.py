@@ -12,7 +12,8 @@ from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import at_frame, style_graph_figure
 from explorer.expression_explorer import MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model
-from explorer.kit.programs import InputProblem
+from explorer.kit.budget import bounded_cache
+from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,
                             start_page, step_controls)
 
@@ -26,12 +27,12 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_resource(max_entries=32, show_spinner="Running the engine…")
+@bounded_cache(64 << 20, spinner="Running the engine…", refuse=program_refused)
 def cached_model(program: str, inputs: str):
     return explorer_model(program, inputs)
 
 
-@st.cache_data(max_entries=64, show_spinner="Running backward on the engine…")
+@bounded_cache(8 << 20, spinner="Running backward on the engine…", refuse=program_refused)
 def cached_accumulation(program: str, inputs: str, actions: tuple[str, ...]):
     return accumulation_rows(program, inputs, list(actions))
 
@@ -104,7 +105,8 @@ with tab_graphs:
 with tab_table:
     st.table(pd.DataFrame(model.table))
     st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
-               "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element.")
+               "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an input of "
+               "more than 8 elements is checked along 3 random directions v instead (autodiff predicts ⟨∂f/∂x, v⟩).")
 
 st.subheader("Gradient accumulation: backward again without zero_grad")
 accum_key = ns.key("accum")

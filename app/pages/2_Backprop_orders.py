@@ -11,7 +11,8 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, static_frame, style_graph_figure
 from explorer.backprop_orders import (STRATEGY_LABELS, bfs_rate_text, deep_chain_results, orders_model,
                                       path_recursion_costs, random_graph_table)
-from explorer.kit.programs import InputProblem
+from explorer.kit.budget import bounded_cache
+from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.widgets import (presentation_toggle, program_boxes, publish_link, show_input_problem, start_page,
                             step_controls)
 
@@ -28,22 +29,22 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Running every order on the engine…")
+@bounded_cache(64 << 20, spinner="Running every order on the engine…", refuse=program_refused)
 def cached_orders(program: str, inputs: str, orders: tuple[str, ...]):
     return orders_model(program, inputs, orders)
 
 
-@st.cache_data(max_entries=8, show_spinner="Counting VJP calls…")
+@bounded_cache(4 << 20, spinner="Counting VJP calls…")
 def cached_costs(max_depth: int):
     return path_recursion_costs(max_depth)
 
 
-@st.cache_data(max_entries=8, show_spinner="Backpropagating random graphs with every order…")
+@bounded_cache(4 << 20, spinner="Backpropagating random graphs with every order…")
 def cached_random(n_graphs: int, n_ops: int, seed: int):
     return random_graph_table(n_graphs, n_ops, seed)
 
 
-@st.cache_data(max_entries=8, show_spinner="Backpropagating a deep chain…")
+@bounded_cache(4 << 20, spinner="Backpropagating a deep chain…")
 def cached_deep(depth: int):
     return deep_chain_results(depth)
 

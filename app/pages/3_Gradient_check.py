@@ -10,7 +10,8 @@ import streamlit as st
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.gradient_check import best_h_text, gradcheck_model, sweep_figure
-from explorer.kit.programs import InputProblem, parse
+from explorer.kit.budget import bounded_cache
+from explorer.kit.programs import InputProblem, parse, program_refused
 from explorer.kit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,
                             start_page)
 
@@ -26,7 +27,7 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_resource(max_entries=32, show_spinner="Sweeping h on the engine…")
+@bounded_cache(32 << 20, spinner="Sweeping h on the engine…", refuse=program_refused)
 def cached_check(program: str, inputs: str, wrt: str, h: float, index: int):
     return gradcheck_model(program, inputs, wrt, h, index)
 

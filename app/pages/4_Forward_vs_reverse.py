@@ -12,7 +12,8 @@ from explorer.kit.figures import at_frame, line_plot, style_graph_figure
 from explorer.kit.formatting import fmt_value
 from explorer.forward_vs_reverse import (MAX_SCALE_DEPTH, RELU_SAVED, dual_model, jacobian_cost_series, jacobian_size_table,
                                         memory_series, memory_table)
-from explorer.kit.programs import InputProblem, parse
+from explorer.kit.budget import bounded_cache
+from explorer.kit.programs import InputProblem, parse, program_refused
 from explorer.kit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,
                             start_page, step_controls)
 
@@ -26,17 +27,17 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_resource(max_entries=32, show_spinner="Running forward mode on the engine…")
+@bounded_cache(32 << 20, spinner="Running forward mode on the engine…", refuse=program_refused)
 def cached_dual(program: str, inputs: str, seed: str):
     return dual_model(program, inputs, seed)
 
 
-@st.cache_data(max_entries=8, show_spinner="Computing full Jacobians both ways…")
+@bounded_cache(8 << 20, spinner="Computing full Jacobians both ways…")
 def cached_jacobian(max_n: int, fixed: int):
     return jacobian_cost_series(max_n, fixed)
 
 
-@st.cache_data(max_entries=8, show_spinner="Measuring what the backward pass keeps…")
+@bounded_cache(8 << 20, spinner="Measuring what the backward pass keeps…")
 def cached_memory(depth: int, batch: int, width: int):
     return memory_series(depth, batch, width)
 

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import at_frame, style_graph_figure
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
@@ -34,12 +35,12 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Running the network on the engine…")
+@bounded_cache(64 << 20, spinner="Running the network on the engine…", refuse=PresetError)
 def cached_explore(key: str, options_json: str):
     return explore(key, json.loads(options_json))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@bounded_cache(8 << 20, spinner=None, refuse=PresetError)
 def cached_dot(key: str, options_json: str, level: str) -> str:
     return graph_dot(cached_explore(key, options_json), level)
 

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
 from explorer import static_vs_dynamic as M
@@ -21,7 +22,7 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_data(max_entries=4, show_spinner="Unrolling the loop both ways on the engine…")
+@bounded_cache(8 << 20, spinner="Unrolling the loop both ways on the engine…")
 def cached_rnn_rows(lengths: tuple[int, ...]):
     return M.unrolled_rnn_rows(lengths)
 

@@ -9,7 +9,8 @@ memory), dual (forward mode step by step), text (tables for the command-line exa
 Pictures (layout, frames, figures, DOT) are drawn from these by the explorer's page kit.
 """
 from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_output, plain_value  # noqa: F401
-from .parser import ALLOWED_FUNCTIONS, ExpressionError, Program, parse_inputs, parse_program  # noqa: F401
+from .parser import (ALLOWED_FUNCTIONS, CostEstimate, ExpressionError, Program, check_deadline, deadline,  # noqa: F401
+                     estimate_cost, parse_inputs, parse_program)
 from ..strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # noqa: F401
 from .trace import (BackwardEvent, ForwardRun, ForwardStep, Trace, bar, gradient_graph,  # noqa: F401
                     record_backward, record_execution, run_forward)

@@ -9,10 +9,13 @@ carrying the line, the column and one sentence a student understands.
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import math
 import re
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -28,6 +31,10 @@ MAX_STATEMENTS = 100
 MAX_INPUT_ELEMENTS = 10_000
 MAX_INPUT_CHARS = 100_000  # input text (a 100 x 100 matrix is ~60,000 characters)
 MAX_ELEMENTS = 1_000_000   # elements of any intermediate value (checked before the op allocates it)
+# What one request may cost, estimated from the shapes before anything runs (see Program.estimate):
+MAX_KEPT_ELEMENTS = 2_000_000  # numbers held by all values of one run (a run keeps them for backward): 16 MB
+MAX_WORK = 200_000_000         # work units of all the runs a request makes (about 2 s on one core here)
+OP_WORK = 5_000                # work units of one engine op beyond its numbers (Python overhead, ~10-50 µs)
 
 
 class ExpressionError(ValueError):
@@ -45,6 +52,35 @@ class ExpressionError(ValueError):
 
     def to_dict(self) -> dict:
         return {"message": self.message, "line": self.line, "col": self.col, "kind": self.kind}
+
+
+# ---------------------------------------------------------------------------
+# deadlines: whatever still runs long stops (checked at every op of a program and in the loops of costs)
+
+_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("explain_deadline",
+                                                                                      default=None)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Within the block, :func:`check_deadline` raises once ``seconds`` have passed (the earlier of two
+    nested deadlines wins). Per thread (a context variable): one session's deadline never stops another."""
+    now = time.monotonic()
+    outer = _DEADLINE.get()
+    end = now + seconds
+    token = _DEADLINE.set((end, seconds) if outer is None or end < outer[0] else outer)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def check_deadline() -> None:
+    """Raise :class:`ExpressionError` (kind ``limit``) when the current :func:`deadline` has passed."""
+    d = _DEADLINE.get()
+    if d is not None and time.monotonic() > d[0]:
+        raise ExpressionError(f"stopped: this took longer than the {d[1]:g} s a request may take; "
+                              "use smaller inputs or a shorter program", kind="limit")
 
 
 def _dim_fn(fn: Callable, default=None) -> Callable:
@@ -346,12 +382,17 @@ class Program:
         env: dict[str, Any] = {n: tensors[n] for n in self.input_names}
         like = next((t for t in env.values() if isinstance(t, Tensor)), None)
         records: list[OpRecord] = []
-        where = {"statement": 0, "line": 1}
+        where = {"statement": 0, "line": 1, "kept": 0}
 
         def hook(op, inputs, params, out):
             if len(records) >= MAX_NODES:
                 raise ExpressionError(f"the program needs more than {MAX_NODES} operations", where["line"],
                                       kind="limit")
+            # a guard at run time too (the estimate is the first line of defence, see estimate())
+            where["kept"] += out.numel()
+            if where["kept"] > MAX_KEPT_ELEMENTS:
+                raise ExpressionError(_kept_message(where["kept"]), where["line"], kind="limit")
+            check_deadline()
             records.append(OpRecord(op.name, inputs, params, out, where["statement"], where["line"]))
 
         names: dict[int, str] = {}
@@ -379,6 +420,59 @@ class Program:
         self._name_temporaries(records, names)
         return Evaluation(value, records, names, groups, exprs)
 
+    def estimate(self, shapes: Mapping[str, tuple]) -> "CostEstimate":
+        """What one run costs, from the inputs' shapes alone: the program is evaluated on abstract tensors
+        of a static graph (shapes only, nothing computed, about a millisecond), so every op, composite
+        and broadcast is counted as the engine would run it.
+
+        Args:
+            shapes: input name -> shape (``()`` for a number).
+        Returns:
+            a :class:`CostEstimate` of one forward run (``complete`` False when the abstract evaluation
+            could not follow the program; the run-time guards of :meth:`evaluate` still hold).
+        Raises:
+            ExpressionError: (kind ``limit``) at the first line whose values would hold more than
+                ``MAX_KEPT_ELEMENTS`` numbers, or an op larger than ``MAX_ELEMENTS``.
+        """
+        from ..static.graph import Graph, placeholder  # the static engine: abstract evaluation
+
+        g = Graph(name="estimate")
+        est = CostEstimate()
+        seen = 0
+        try:
+            with g.as_default():
+                env: dict[str, Any] = {n: placeholder(tuple(shapes[n]), name=n) for n in self.input_names}
+                like = next(iter(env.values()), None)
+                for st in self.statements:
+                    env[st.target if st.target is not None else self.output_name] = self._eval(st.expr, env, like)
+                    for node in g.nodes[seen:]:
+                        if node.kind != "op":
+                            continue
+                        size = int(math.prod(node.shape))
+                        est.ops += 1
+                        est.elements += size
+                        est.work += size + OP_WORK
+                        if node.op.name == "matmul":  # m*k*n multiply-adds, not only the m*n results
+                            a = node.inputs[0].shape
+                            est.work += size * (int(a[-1]) if a else 1)
+                        if size > est.largest:
+                            est.largest, est.largest_line = size, st.line
+                        if est.ops > MAX_NODES:
+                            raise ExpressionError(f"the program needs more than {MAX_NODES} operations", st.line,
+                                                  kind="limit")
+                        if est.elements > MAX_KEPT_ELEMENTS:
+                            raise ExpressionError(_kept_message(est.elements), st.line, kind="limit")
+                    seen = len(g.nodes)
+        except ExpressionError as e:
+            if e.kind == "limit":
+                raise
+            est.complete = False   # e.g. a shape error: the eager run reports it in its own words
+        except (RecursionError, MemoryError):
+            raise ExpressionError("the program is too large to analyse", kind="limit") from None
+        except Exception:  # noqa: BLE001 - a gap of the abstract evaluation must not block a valid program
+            est.complete = False
+        return est
+
     def _name_temporaries(self, records: list[OpRecord], names: dict[int, str]) -> None:
         taken = set(names.values()) | set(self.input_names) | set(self.assigned_names)
         lecture = all(re.fullmatch(r"x\d+", n) for n in self.input_names)
@@ -404,6 +498,11 @@ class Program:
             return self._eval_inner(node, env, like)
         except ExpressionError:
             raise
+        except MemoryError:
+            raise _err(node, "cannot compute this: not enough memory for the values of this line", "limit") \
+                from None
+        except RecursionError:
+            raise _err(node, "cannot compute this: the expression is nested too deeply", "limit") from None
         except (ValueError, TypeError, RuntimeError, IndexError, ArithmeticError, NotImplementedError) as e:
             msg = str(e).split("\n")[0][:200] or type(e).__name__
             kind = "math" if isinstance(e, ArithmeticError) else "shape"
@@ -446,6 +545,58 @@ class Program:
                 return fn(args[0], args[1])
             return fn(args[0], *dims)
         raise _err(node, f"{_describe(node)} is not allowed")  # unreachable after validation
+
+
+def _kept_message(n: int) -> str:
+    return (f"the program is too big to run here: by this line its values hold {n:,} numbers "
+            f"(at most {MAX_KEPT_ELEMENTS:,} per run); use smaller inputs or fewer lines")
+
+
+@dataclass
+class CostEstimate:
+    """The cost of one forward run of a program, from shapes (see :meth:`Program.estimate`).
+
+    ``work`` counts numbers computed (a matmul counts its multiply-adds) plus ``OP_WORK`` per op for
+    the per-op overhead; one work unit is roughly 10 ns of one core here.
+    """
+    ops: int = 0
+    elements: int = 0          # numbers held by all the values (the graph keeps them for backward)
+    work: int = 0
+    largest: int = 0           # elements of the largest value
+    largest_line: int | None = None
+    complete: bool = True
+
+    def check(self, runs: int, what: str = "this page") -> None:
+        """Refuse a request that runs the program ``runs`` times (forward, backward, finite differences...)
+        when ``runs * work`` exceeds ``MAX_WORK``.
+
+        Raises:
+            ExpressionError: kind ``limit``, naming the budget and what exceeded it.
+        """
+        total = runs * self.work
+        if total > MAX_WORK:
+            line = self.largest_line if self.largest > 1 else None
+            raise ExpressionError(
+                f"too much work for one request: {what} runs the program about {runs} times, each run "
+                f"{self.ops} operations on {self.elements:,} numbers in all (largest value: {self.largest:,} "
+                f"numbers), {total:,.0f} work units in all; the budget is {MAX_WORK:,}. Use smaller inputs "
+                "or a shorter program", line, kind="limit")
+
+
+def estimate_cost(program: "Program | str", inputs: Mapping[str, Any] | str) -> CostEstimate:
+    """:meth:`Program.estimate` from the input values (or texts) themselves.
+
+    Raises:
+        ExpressionError: a bad program or inputs, or beyond the limits (kind ``limit``).
+    """
+    if isinstance(inputs, str):
+        inputs = parse_inputs(inputs)
+    if isinstance(program, str):
+        program = parse_program(program, inputs)
+    missing = [n for n in program.input_names if n not in inputs]
+    if missing:
+        raise ExpressionError(f"no value given for input(s) {', '.join(missing)}", kind="undefined")
+    return program.estimate({n: np.shape(inputs[n]) for n in program.input_names})
 
 
 def _check_size(node: ast.BinOp, a, b) -> None:

@@ -38,6 +38,22 @@ def fmt_value(v: Any, digits: int = 6, max_items: int = 6) -> str:
     return f"[{', '.join(flat)}{more}] ({shape})"
 
 
+def fmt_check(fd: Any, digits: int = 6) -> str:
+    """A central-difference result as text: per element (a number or list), or, for a larger input,
+    the estimates along random directions (:class:`engine.explain.costs.DirectionalDifferences`)."""
+    estimates = getattr(fd, "estimates", None)
+    if estimates is None:
+        return fmt_value(fd, digits)
+    return f"along {len(estimates)} random directions v: " + ", ".join(fmt_number(e, digits) for e in estimates)
+
+
+def check_difference(auto: Any, fd: Any) -> float | None:
+    """|autodiff - central difference|: per element, or ``|<grad, v> - estimate|`` along each direction v."""
+    if hasattr(fd, "max_difference"):
+        return fd.max_difference(auto)
+    return max_abs_difference(auto, fd)
+
+
 def max_abs_difference(a: Any, b: Any) -> float | None:
     """max |a - b| over all elements (None if either is missing or shapes differ)."""
     if a is None or b is None:

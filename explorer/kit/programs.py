@@ -35,6 +35,11 @@ class InputProblem(Exception):
         return f"{line}\n{' ' * min(col, len(line))}^"
 
 
+def program_refused(message: str) -> InputProblem:
+    """The program box's error for a request refused by its budget (e.g. a MemoryError while running)."""
+    return InputProblem("program", ExpressionError(message, kind="limit"))
+
+
 def parse(program_text: str, inputs_text: str):
     """(Program, inputs dict) or InputProblem naming the box at fault."""
     try:

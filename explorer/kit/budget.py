@@ -1,0 +1,251 @@
+"""Every request bounded: a typed program's cost is estimated before it runs, its work runs under a
+deadline, and the pages' caches are bounded by bytes.
+
+* :func:`check_program` estimates one run of a program from its inputs' shapes (the engine's parser
+  evaluates it on abstract tensors; nothing is computed) and refuses it, with the parser's usual
+  :class:`~engine.explain.ExpressionError`, when the page's runs would exceed the budget.
+* :func:`bounded_cache` replaces ``st.cache_resource`` / ``st.cache_data`` in the pages: entries are
+  bounded by their estimated bytes (a least-recently-used store per function, shared by the sessions),
+  a failed call keeps nothing, the call runs under :data:`REQUEST_SECONDS`, and a ``MemoryError`` or
+  ``RecursionError`` becomes a typed, user-facing error instead of a traceback.
+
+The store (:class:`ByteLRU`) and the size estimate (:func:`estimate_bytes`) need no Streamlit.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import math
+import pickle
+import sys
+import threading
+import types
+from collections import OrderedDict
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from engine.explain import ExpressionError
+from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Program, deadline
+
+REQUEST_SECONDS = 10.0   # the most one cached computation may run (its engine work checks the deadline)
+
+
+class RequestRefused(RuntimeError):
+    """A request that would exceed its memory or work budget; the message is for the user."""
+
+
+def finite_difference_checks(shapes: Mapping[str, tuple]) -> int:
+    """How many central differences :func:`engine.explain.costs.central_differences` takes for these inputs
+    (one per element of a small input, a few random directions for a larger one)."""
+    from engine.explain.costs import N_DIRECTIONS, PER_ELEMENT_MAX
+    return sum(int(math.prod(s)) if math.prod(s) <= PER_ELEMENT_MAX else N_DIRECTIONS for s in shapes.values())
+
+
+def check_program(program: Program, inputs: Mapping[str, Any], runs: int, what: str) -> CostEstimate:
+    """Estimate one run of ``program`` and refuse it when ``runs`` of them exceed the budget.
+
+    Args:
+        runs: how many forward-run equivalents the page makes (backward passes and finite differences
+            included).
+        what: the page's work, for the message (e.g. "the gradient check").
+    Returns:
+        the estimate.
+    Raises:
+        ExpressionError: kind ``limit``, naming the budget and what exceeded it.
+    """
+    est = program.estimate({n: np.shape(inputs[n]) for n in program.input_names if n in inputs})
+    est.check(runs, what)
+    return est
+
+
+def budget_text() -> str:
+    """One line for a page's help: what a request may cost."""
+    return (f"A request may hold {MAX_KEPT_ELEMENTS:,} numbers per run, {MAX_WORK:,} work units in all "
+            f"and {REQUEST_SECONDS:g} s.")
+
+
+# ---------------------------------------------------------------------------
+# sizes
+
+
+_SKIP = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+         types.CodeType, type(threading.Lock()), threading.Thread)
+
+
+def estimate_bytes(obj: Any, limit: int | None = None) -> int:
+    """Bytes held by ``obj`` and everything it references (each object once; NumPy buffers by their base).
+
+    Walks containers, instances' ``__dict__`` / ``__slots__``; classes, modules and functions are
+    shared, not counted. Stops early once past ``limit`` (the result is then only known to exceed it).
+    """
+    seen: set[int] = set()
+    buffers: set[int] = set()
+    stack = [obj]
+    total = 0
+    while stack:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, _SKIP):
+            continue
+        seen.add(id(o))
+        if isinstance(o, np.ndarray):
+            root = o
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            total += 112  # the array object itself; its buffer once, through the array that owns it
+            if id(root) not in buffers:
+                buffers.add(id(root))
+                total += root.nbytes
+            continue
+        try:
+            total += sys.getsizeof(o)
+        except TypeError:
+            total += 64
+        if limit is not None and total > limit:
+            return total
+        if isinstance(o, (str, bytes, bytearray, int, float, complex, bool, type(None))):
+            continue
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (list, tuple, set, frozenset)):
+            stack.extend(o)
+        else:
+            d = getattr(o, "__dict__", None)
+            if isinstance(d, dict):
+                stack.append(d)
+            for klass in type(o).__mro__:
+                for name in getattr(klass, "__slots__", ()):
+                    v = getattr(o, name, None)
+                    if v is not None:
+                        stack.append(v)
+    return total
+
+
+class ByteLRU:
+    """Least-recently-used entries whose estimated bytes stay within ``max_bytes``; thread-safe.
+
+    An entry larger than ``max_entry_bytes`` (a quarter of the store by default) is never kept.
+    """
+
+    def __init__(self, max_bytes: int, max_entry_bytes: int | None = None):
+        self.max_bytes = int(max_bytes)
+        self.max_entry_bytes = int(max_entry_bytes if max_entry_bytes is not None else max_bytes // 4)
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, key) -> tuple[bool, Any]:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return False, None
+            self._entries.move_to_end(key)
+            return True, hit[0]
+
+    def put(self, key, value, size: int | None = None) -> bool:
+        """Keep ``value`` (evicting the least recently used); False when it is too big to keep."""
+        size = estimate_bytes(value, self.max_entry_bytes) if size is None else size
+        if size > self.max_entry_bytes:
+            return False
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._entries[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._entries:
+                _, (_, s) = self._entries.popitem(last=False)
+                self._bytes -= s
+        return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def _key(args: tuple, kwargs: dict) -> str:
+    try:
+        raw = pickle.dumps((args, sorted(kwargs.items())), protocol=4)
+    except Exception:  # noqa: BLE001 - an unpicklable argument: its repr
+        raw = repr((args, sorted(kwargs.items()))).encode()
+    return hashlib.sha256(raw).hexdigest()  # a 2,000-character program costs the store 64 bytes of key
+
+
+def refuse_message(error: BaseException) -> str:
+    if isinstance(error, MemoryError):
+        return "not enough memory for this request: use smaller inputs or a shorter program"
+    return "this request is nested too deeply to compute (Python's recursion limit)"
+
+
+# ---------------------------------------------------------------------------
+# the pages' cache
+
+
+def _streamlit_stores() -> dict[str, ByteLRU]:
+    import streamlit as st
+
+    @st.cache_resource(show_spinner=False)
+    def stores() -> dict[str, ByteLRU]:  # one dict per server process, cleared with Streamlit's caches
+        return {}
+
+    return stores()
+
+
+def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float | None = REQUEST_SECONDS,
+                  refuse: Callable[[str], BaseException] = RequestRefused,
+                  stores: Callable[[], dict] | None = None) -> Callable:
+    """Decorator for a page's computation: results are shared by sessions in a :class:`ByteLRU` of
+    ``max_bytes`` (keyed by the arguments), computed under a ``seconds`` deadline, and a ``MemoryError``
+    or ``RecursionError`` raises ``refuse(message)`` (a typed error the page shows) instead.
+
+    Args:
+        spinner: text shown while computing (None: nothing).
+        refuse: the exception type (or factory) the page already shows, e.g. an ``InputProblem`` maker.
+        stores: where the stores live (default: a ``st.cache_resource`` dict of the server process).
+    """
+    def decorate(fn: Callable) -> Callable:
+        name = f"{fn.__code__.co_filename}:{fn.__qualname__}"
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            registry = (stores or _streamlit_stores)()
+            store = registry.get(name)
+            if store is None or store.max_bytes != max_bytes:
+                store = registry[name] = ByteLRU(max_bytes)
+            key = _key(args, kwargs)
+            hit, value = store.get(key)
+            if hit:
+                return value
+            with _spinner(spinner), (deadline(seconds) if seconds else contextlib.nullcontext()):
+                try:
+                    value = fn(*args, **kwargs)
+                except (MemoryError, RecursionError) as e:
+                    raise refuse(refuse_message(e)) from None
+            store.put(key, value)
+            return value
+
+        wrapper.clear = lambda: (stores or _streamlit_stores)().pop(name, None)
+        return wrapper
+
+    return decorate
+
+
+def _spinner(text: str | None):
+    if not text:
+        return contextlib.nullcontext()
+    import streamlit as st
+    return st.spinner(text)
+
+
+__all__ = ["REQUEST_SECONDS", "RequestRefused", "ByteLRU", "bounded_cache", "budget_text", "check_program",
+           "estimate_bytes", "finite_difference_checks"]
