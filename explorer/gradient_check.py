@@ -111,50 +111,52 @@ _COLOURS = {"central": "#2563eb", "forward": "#ea580c"}
 
 
 def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None) -> go.Figure:
-    """Log-log error vs h for one dtype: central and forward differences, the error model's slopes
-    (truncation h² |f'''|/6 and h |f''|/2, rounding ε|f|/h, dashed), and the best h.
+    """Log-log error vs h for one dtype: central and forward differences over the error model's terms
+    (truncation h² |f'''|/6 and h |f''|/2, rounding ε|f|/h, drawn as wide pale bands underneath), and
+    the best h as a star (its value in the legend).
     """
     fig = go.Figure()
-    ys_all: list[float] = []
+    data = []
     for scheme in ("central", "forward"):
         hs, errs = sweep.series(scheme, dtype)
-        if not hs:
-            continue
-        errs = [max(float(e), 1e-300) for e in errs]
-        ys_all += [e for e in errs if e > 1e-300]
-        fig.add_trace(go.Scatter(x=hs, y=errs, mode="lines+markers", name=SCHEME_LABELS[scheme],
-                                 line=dict(width=look.edge_width + 1, color=_COLOURS[scheme]),
-                                 marker=dict(size=max(5, look.node_size // 5))))
+        if hs:
+            data.append((scheme, hs, [max(float(e), 1e-300) for e in errs]))
+    ys_all = [e for _, _, errs in data for e in errs if e > 1e-300]
     if not ys_all:
         return fig
     lo, hi = min(ys_all) / 3, max(ys_all) * 3
-    hs = sorted({h for scheme in ("central", "forward") for h in sweep.series(scheme, dtype)[0]})
+    hs_all = sorted({h for _, hs, _ in data for h in hs})
 
-    def guide(fn, name, colour, dash):
-        pts = [(h, fn(h)) for h in hs]
+    def guide(fn, name, colour):
+        pts = [(h, fn(h)) for h in hs_all]
         pts = [(h, y) for h, y in pts if lo <= y <= hi and math.isfinite(y)]
-        if len(pts) >= 2:
+        if len(pts) >= 2:  # under the data: a pale band the measured error runs along
             fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", name=name,
-                                     line=dict(width=max(1.5, look.edge_width), color=colour, dash=dash),
+                                     line=dict(width=look.edge_width * 5, color=colour), opacity=0.3,
                                      hoverinfo="name"))
 
-    for scheme, power in (("central", "h²"), ("forward", "h")):
+    for scheme, term in (("central", "h²|f'''|/6"), ("forward", "h|f''|/2")):
         m = sweep.model(scheme, dtype)
         if m is not None and m.truncation_coefficient > 0:
-            guide(m.truncation, f"truncation ∝ {power} ({scheme})", _COLOURS[scheme], "dash")
+            guide(m.truncation, f"model: truncation {term}", _COLOURS[scheme])
     m = sweep.model("central", dtype)
     if m is not None:
-        guide(m.rounding, "rounding ε|f|/h", "#6b7280", "dot")
+        guide(m.rounding, "model: rounding ε|f|/h", "#6b7280")
+    for scheme, hs, errs in data:
+        fig.add_trace(go.Scatter(x=hs, y=errs, mode="lines+markers", name=SCHEME_LABELS[scheme],
+                                 line=dict(width=look.edge_width + 1, color=_COLOURS[scheme]),
+                                 marker=dict(size=max(5, look.node_size // 5))))
     _, markers = sweep_series(sweep, dtype)
-    for name, x, y, text in markers:
-        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers+text", name=name, text=[text],
-                                 textposition="bottom center", textfont=dict(size=look.figure_font),
-                                 marker=dict(symbol="star", size=look.node_size * 0.7, color="#16a34a",
+    for name, x, y, _text in markers:
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=f"{name} = {x:.1e}",
+                                 marker=dict(symbol="star", size=look.node_size * 0.8, color="#16a34a",
                                              line=dict(width=1, color="#14532d"))))
     fig.update_layout(title=title or f"|finite difference − autodiff|, {dtype}", xaxis_title="h (log scale)",
                       yaxis_title="absolute error (log scale)", font=dict(size=look.figure_font),
                       height=int(look.figure_height * 0.9), legend=dict(orientation="h", y=-0.25),
-                      margin=dict(l=10, r=10, t=50, b=10))
-    fig.update_xaxes(type="log", exponentformat="power")
-    fig.update_yaxes(type="log", exponentformat="power", range=[math.log10(lo), math.log10(hi)])
+                      margin=dict(l=10, r=10, t=60, b=10))
+    # decades only: Plotly's 2 / 5 minor labels on a log axis crowd a projector
+    fig.update_xaxes(type="log", exponentformat="power", dtick=2 if len(hs_all) > 1 else None, automargin=True)
+    fig.update_yaxes(type="log", exponentformat="power", range=[math.log10(lo), math.log10(hi)], dtick=2,
+                     automargin=True)
     return fig

@@ -159,11 +159,14 @@ def test_gradcheck_model_best_h_by_dtype():
     assert m.table[1]["input"] == "x2"
     fig = sweep_figure(m.sweep, "float32", NORMAL)
     names = [d.name for d in fig.data]
-    assert names[:2] == ["central (f(x+h) − f(x−h)) / 2h", "forward (f(x+h) − f(x)) / h"]
-    # the guides stay inside the plotted error range (they would otherwise squash the data)
+    assert [n for n in names if not n.startswith("model")][:2] == ["central (f(x+h) − f(x−h)) / 2h",
+                                                                     "forward (f(x+h) − f(x)) / h"]
+    assert names[-1] == "best h (float32) = 3.8e-03"
+    # the model's terms stay inside the plotted error range (they would otherwise squash the data)
     lo, hi = (10 ** v for v in fig.layout.yaxis.range)
-    for d in fig.data[2:]:
-        assert all(lo <= y <= hi for y in d.y)
+    for d in fig.data:
+        if d.name.startswith("model"):
+            assert all(lo <= y <= hi for y in d.y)
     assert "3.8e-03" in best_h_text(m.sweep, "float32")
     flat = gradcheck_model("f = x * x", "x = 3", "x", 1e-6)  # no truncation error: no model minimiser
     assert "lowest point of the sweep" in best_h_text(flat.sweep, "float64")

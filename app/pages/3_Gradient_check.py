@@ -75,11 +75,11 @@ for col, dtype in zip(figs, ("float64", "float32")):
     with col:
         st.plotly_chart(sweep_figure(model.sweep, dtype, look,
                                      title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}"),
-                        key=ns.key(f"sweep_fig_{dtype}"))
+                        key=ns.key(f"sweep_fig_{dtype}"), theme=None)
         st.markdown(best_h_text(model.sweep, dtype))
-st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h for forward differences "
-           "(dashed: h²|f'''|/6 and h|f''|/2 with the engine's own higher derivatives). Small h: f(x+h) and "
-           "f(x−h) agree in most digits and rounding dominates, ε|f|/h (dotted) — much sooner in float32 "
+st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h for forward differences (pale "
+           "bands: h²|f'''|/6 and h|f''|/2, with the engine's own higher derivatives). Small h: f(x+h) and "
+           "f(x−h) agree in most digits and rounding dominates, ε|f|/h (grey band) — much sooner in float32 "
            "(ε ≈ 6e-8) than in float64 (ε ≈ 1.1e-16). The best h minimises the sum. For a tensor input the "
            "sweep perturbs the chosen element.")
 st.subheader(f"Every input at h = {h:.0e}")
