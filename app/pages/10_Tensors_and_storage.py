@@ -7,6 +7,7 @@ import streamlit as st
 
 import engine
 from explorer import tensors_and_storage as M
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.lecture_kit import md_escape
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
@@ -23,12 +24,12 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@bounded_cache(8 << 20, spinner=None, refuse=M.ChainError)
 def cached_chain(text: str, base: str):
     return M.run_chain(text, M.BASE_SHAPES[base])
 
 
-@st.cache_data(max_entries=16, show_spinner="Timing the op on every backend…")
+@bounded_cache(1 << 20, spinner="Timing the op on every backend…")
 def cached_timings(op: str, n: int, backends: tuple[str, ...]):
     return M.time_backends(op, n, list(backends))
 

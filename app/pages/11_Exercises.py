@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer import exercises as E
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.lecture_kit import md_escape
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
@@ -19,7 +20,7 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@st.cache_resource(max_entries=len(KEYS), show_spinner="The engine is working out the answer…")
+@bounded_cache(16 << 20, spinner="The engine is working out the answer…")
 def cached_exercise(key: str) -> E.Exercise:
     return E.build(key)
 

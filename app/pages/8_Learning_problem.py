@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import learning_problem as L
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
 
@@ -28,19 +29,19 @@ for msg in ctx.link_problems:
 STEPS = 40
 
 
-@st.cache_data(max_entries=4, show_spinner="Evaluating the loss on a grid with the engine…")
+@bounded_cache(8 << 20, spinner="Evaluating the loss on a grid with the engine…")
 def cached_grid(surface: str):
     return L.loss_grid(surface)
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+@bounded_cache(1 << 20, spinner=None)
 def cached_minimum(surface: str):
     w, value = L.minimum(surface)
     lam, crit = L.stable_lr(surface)
     return w, value, lam, crit
 
 
-@st.cache_data(max_entries=64, show_spinner="Taking the steps with engine.grad…")
+@bounded_cache(8 << 20, spinner="Taking the steps with engine.grad…")
 def cached_path(surface: str, w1: float, w2: float, lr: float, batch: int):
     return L.descend(surface, (w1, w2), lr, STEPS, batch=batch, seed=0)
 

@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer import topological_sort as T
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.lecture_kit import md_escape
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
@@ -21,7 +22,7 @@ for msg in ctx.link_problems:
 font = 22 if look.presenting else 14
 
 
-@st.cache_resource(max_entries=8, show_spinner="Running the program on the engine…")
+@bounded_cache(16 << 20, spinner="Running the program on the engine…")
 def cached_model(key: str) -> T.SortModel:
     return T.sort_model(key)
 
