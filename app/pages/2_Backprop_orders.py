@@ -12,6 +12,7 @@ from explorer.kit.figures import line_plot, static_frame, style_graph_figure
 from explorer.backprop_orders import (STRATEGY_LABELS, bfs_rate_text, deep_chain_results, orders_model,
                                       path_recursion_costs, random_graph_table)
 from explorer.kit.budget import bounded_cache
+from explorer.kit.formatting import md_escape
 from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.widgets import (presentation_toggle, program_boxes, publish_link, show_input_problem, start_page,
                             step_controls)
@@ -84,12 +85,12 @@ if model is not None:
             if view.error:
                 st.error(f"This order failed: {view.error}")
             elif view.wrong:
-                st.error("**Wrong gradient** for " + ", ".join(w["input"] for w in view.wrong))
+                st.error("**Wrong gradient** for " + md_escape(", ".join(w["input"] for w in view.wrong)))
                 st.table(pd.DataFrame(view.wrong))
                 if view.dropped:
                     st.markdown("**Why:** contributions arrived after the node had already passed its adjoint on:")
                     for text in view.dropped:
-                        st.markdown(f"- {text}")
+                        st.markdown(f"- {md_escape(text)}")
             else:
                 st.success("Gradients match the topological order: " +
                            ", ".join(f"∂f/∂{k}" for k in model.correct))

@@ -12,8 +12,8 @@ from explorer.kit.deeplink import LinkField
 from explorer.gradient_check import best_h_text, gradcheck_model, sweep_figure
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
-from explorer.kit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,
-                            start_page)
+from explorer.kit.widgets import (clamp_linked, preset_picker, presentation_toggle, program_boxes, publish_link,
+                                  show_input_problem, start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
@@ -56,7 +56,7 @@ wrt = st.session_state[ns.key("wrt")]
 size = int(np.size(inputs[wrt]))
 index_key = ns.key(f"index_{wrt}")
 if index_key not in st.session_state:  # first time this input is shown: a deep link's element, once
-    st.session_state[index_key] = min(int(st.session_state[ns.key("index")]), size - 1)
+    st.session_state[index_key] = clamp_linked(ns, "index", int(st.session_state[ns.key("index")]), 0, size - 1)
     st.session_state[ns.key("index")] = 0
 index = p[1].number_input("element (flat index)", 0, size - 1, key=index_key,
                           disabled=size == 1, help="For a tensor input: which element is perturbed by ±h")

@@ -9,9 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from explorer.kit.budget import bounded_cache
+from explorer.kit.formatting import md_escape
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import at_frame, style_graph_figure
-from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
+from explorer.kit.widgets import clamp_linked, presentation_toggle, publish_link, start_page, step_controls
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import explore, graph_dot, heatmap, moment, sweep_figure
 from explorer.network_explorer.presets import OPTIONS, PRESETS, PresetError
@@ -68,22 +69,22 @@ for col, o in zip(cols, OPTIONS[key]):
         col.text_input(o.label, key=k, help="e.g. 'a good good movie' (a repeated word shows the scatter-add)"
                        if o.name == "sentence" else "comma-separated: linear N, relu, sigmoid, tanh, dropout P")
     elif isinstance(o.default, float):
-        st.session_state[k] = float(min(max(float(st.session_state[k]), o.minimum), o.maximum))
+        st.session_state[k] = float(clamp_linked(ns, o.name, float(st.session_state[k]), o.minimum, o.maximum))
         col.number_input(o.label, min_value=float(o.minimum), max_value=float(o.maximum), step=0.1, key=k)
     else:
-        st.session_state[k] = int(min(max(int(st.session_state[k]), o.minimum), o.maximum))
+        st.session_state[k] = int(clamp_linked(ns, o.name, int(st.session_state[k]), o.minimum, o.maximum))
         col.number_input(o.label, min_value=int(o.minimum), max_value=int(o.maximum), step=1, key=k)
 options = {o.name: st.session_state[ns.key(o.name)] for o in OPTIONS[key]}
 
 try:
     ex = cached_explore(key, json.dumps(options, sort_keys=True))
 except PresetError as e:
-    st.error(f"**This network cannot be built** — {e}", icon="🚫")
+    st.error(f"**This network cannot be built** — {md_escape(e)}", icon="🚫")
     publish_link(ctx, {"net": key, "step": 0, **options})
     st.stop()
 
 for p in ex.problems:
-    st.warning(p)
+    st.warning(md_escape(p))
 net = ex.network
 st.info(f"**{net.title}** — {net.teaches}")
 for level, note in note_levels(net.notes):

@@ -7,6 +7,7 @@ import streamlit as st
 
 import engine
 from explorer.kit.deeplink import LinkField
+from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
 from sentiment.data import DataFormatError, SST2NotFound
 from sentiment.embeddings import GloveNotFound, load_glove
@@ -205,14 +206,14 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
     try:
         pred = trainer.predict_text(S[k("text")])
     except ValueError as e:
-        st.warning(str(e))
+        st.warning(md_escape(e))
     else:
         label = "positive" if pred.label else "negative"
         st.markdown(f"Prediction: **{label}** (P(positive) = {pred.probability:.3f})")
-        st.markdown("Tokens: " + " ".join(f"`{t}`" for t in pred.tokens))
+        st.markdown("Tokens: " + " ".join(code_span(t) for t in pred.tokens))
         if pred.unknown:
             st.warning("Unknown to GloVe (they all get the same fixed random vector): "
-                       + ", ".join(f"`{w}`" for w in pred.unknown))
+                       + ", ".join(code_span(w) for w in pred.unknown))
         else:
             st.caption("Every word has a GloVe vector.")
 

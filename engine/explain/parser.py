@@ -270,13 +270,27 @@ def parse_inputs(text: str) -> dict[str, Any]:
     Raises:
         ExpressionError: anything but ``name = number-or-list`` assignments.
     """
-    if isinstance(text, str):
-        if len(text) > MAX_INPUT_CHARS:
-            raise ExpressionError(f"the input text is too long ({len(text)} characters; at most {MAX_INPUT_CHARS})",
-                                  kind="limit")
-        text = text.strip().replace(";", "\n")
-        # "x1 = 3, x2 = 0.5" is a tuple-assignment in Python's grammar: split on commas outside brackets
-        text = "\n".join(_split_top_level(text))
+    if not isinstance(text, str):
+        return _parse_input_lines(text)
+    if len(text) > MAX_INPUT_CHARS:
+        raise ExpressionError(f"the input text is too long ({len(text)} characters; at most {MAX_INPUT_CHARS})",
+                              kind="limit")
+    # "x1 = 3, x2 = 0.5" is a tuple-assignment in Python's grammar: split on commas (and ;) outside brackets,
+    # one assignment per line; a rejection's position is then mapped back to what the user typed
+    parts = _split_top_level(text)
+    try:
+        return _parse_input_lines("\n".join(p for p, _ in parts))
+    except ExpressionError as e:
+        if e.line is None or not 1 <= e.line <= len(parts):
+            raise
+        part, start = parts[e.line - 1]
+        offset = start + min(max((e.col or 1) - 1, 0), len(part))
+        line = text.count("\n", 0, offset) + 1
+        col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+        raise ExpressionError(e.message, line, col, e.kind) from None
+
+
+def _parse_input_lines(text: str) -> dict[str, Any]:
     tree = _parse_tree(text, "input text", MAX_INPUT_CHARS)
     values: dict[str, Any] = {}
     for stmt in tree.body:
@@ -294,20 +308,30 @@ def parse_inputs(text: str) -> dict[str, Any]:
     return values
 
 
-def _split_top_level(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
+def _split_top_level(text: str) -> list[tuple[str, int]]:
+    """Non-empty pieces between top-level commas, semicolons and newlines, each with the offset in ``text``
+    of its first character (newlines inside brackets become spaces, one character for one)."""
+    parts: list[tuple[str, int]] = []
+    depth, cur, start = 0, [], 0
+
+    def close(end: int) -> None:
+        piece = "".join(cur)
+        lead = len(piece) - len(piece.lstrip())
+        if piece.strip():
+            parts.append((piece.strip(), start + lead))
+
+    for i, ch in enumerate(text):
         if ch in "([{":
             depth += 1
         elif ch in ")]}":
             depth -= 1
-        if (ch == "," and depth == 0) or (ch == "\n" and depth == 0):
-            parts.append("".join(cur).strip())
-            cur = []
+        if ch in ",;\n" and depth == 0:
+            close(i)
+            cur, start = [], i + 1
         else:
-            cur.append(" " if ch == "\n" else ch)
-    parts.append("".join(cur).strip())
-    return [p for p in parts if p]
+            cur.append(" " if ch in "\n\r\t" else ch)
+    close(len(text))
+    return parts
 
 
 def _literal(node: ast.AST, depth: int):
@@ -327,7 +351,8 @@ def _literal(node: ast.AST, depth: int):
         if len(shapes) != 1:
             raise _err(node, "an input list must be rectangular (all rows the same length)", "shape")
         return items
-    raise _err(node, f"an input value must be a number or a list of numbers, not {_describe(node)}")
+    what = {ast.Call: "a function call", ast.Name: "a name"}.get(type(node)) or _describe(node)
+    raise _err(node, f"an input value must be a number or a list of numbers, not {what}")
 
 
 # ---------------------------------------------------------------------------

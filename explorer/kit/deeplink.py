@@ -19,6 +19,12 @@ from typing import Any, Mapping
 KINDS = ("str", "int", "float", "bool", "values", "list")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_PARAM_CHARS = 4000  # a URL longer than this is not a link anyone shares
+MAX_NESTING = 6         # brackets inside one input value (the inputs box allows as many)
+# ASCII only: int() and float() also read full-width or Arabic-Indic digits ("１２" is 12), which no one
+# types into a link on purpose
+_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity|nan)",
+                    re.ASCII | re.IGNORECASE)
 
 
 class DeepLinkError(ValueError):
@@ -93,10 +99,17 @@ def decode_values(text: str) -> dict[str, Any]:
             raise DeepLinkError(f"{pair!r}: expected name=value")
         if not _NAME.match(name):
             raise DeepLinkError(f"{name!r} is not an input name")
+        depth = deepest = 0
+        for ch in raw:  # before json.loads, which recurses once per bracket (RecursionError at ~1000)
+            depth += ch == "["
+            depth -= ch == "]"
+            deepest = max(deepest, depth)
+        if deepest > MAX_NESTING:
+            raise DeepLinkError(f"{name}: lists nested more than {MAX_NESTING} deep")
         try:
             tree = json.loads(raw)
-        except ValueError:
-            raise DeepLinkError(f"{name}: {raw!r} is not a number or list of numbers") from None
+        except (ValueError, RecursionError):
+            raise DeepLinkError(f"{name}: {raw[:40]!r} is not a number or list of numbers") from None
         out[name] = _check_number_tree(tree, name)
     return out
 
@@ -166,15 +179,13 @@ class LinkSchema:
                 raise DeepLinkError(f"{raw!r} is not a yes/no value")
             value = low in ("1", "true", "yes", "on")
         elif f.kind == "int":
-            try:
-                value = int(raw.strip())
-            except ValueError:
-                raise DeepLinkError(f"{raw!r} is not a whole number") from None
+            if not _INT.fullmatch(raw.strip()):
+                raise DeepLinkError(f"{raw[:40]!r} is not a whole number (digits 0-9)")
+            value = int(raw.strip())
         elif f.kind == "float":
-            try:
-                value = float(raw.strip())
-            except ValueError:
-                raise DeepLinkError(f"{raw!r} is not a number") from None
+            if not _FLOAT.fullmatch(raw.strip()):
+                raise DeepLinkError(f"{raw[:40]!r} is not a number (digits 0-9)")
+            value = float(raw.strip())
             if not math.isfinite(value):
                 raise DeepLinkError(f"{raw!r} is not a finite number")
         elif f.kind == "values":

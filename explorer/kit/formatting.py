@@ -1,10 +1,35 @@
-"""Numbers and values as text for tables and captions (plain functions, no UI)."""
+"""Numbers and values as text for tables and captions, and user text made safe to show (plain functions,
+no UI)."""
 from __future__ import annotations
 
+import html
 import math
+import re
 from typing import Any
 
 import numpy as np
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
+
+
+def md_escape(text: object) -> str:
+    """User text for Markdown (``st.markdown``, ``st.error``...): every character that Markdown, Streamlit's
+    directives (``:red[...]``, ``:material/...:``), LaTeX (``$``) or HTML would read is backslash-escaped, so
+    ``[a](http://x)`` shows as typed instead of a link."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code_span(text: object) -> str:
+    """User text as inline code in Markdown; text holding a backtick (which would end the span) is escaped
+    instead."""
+    text = str(text)
+    return md_escape(text) if "`" in text or "\n" in text else f"`{text}`"
+
+
+def hover_escape(text: object) -> str:
+    """User text for Plotly hover labels and titles, which read a subset of HTML (``<b>``, ``<a href>``)."""
+    return html.escape(str(text), quote=False)
 
 
 def fmt_number(x: float, digits: int = 6) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from .formatting import hover_escape
 from .frames import Frame, FrameSet
 from engine.explain.graph import Graph
 
@@ -33,7 +34,8 @@ def figure_dict(frameset: FrameSet, graph: Graph, positions: dict[int, tuple[flo
     xs = [positions[i][0] for i in ids]
     ys = [positions[i][1] for i in ids]
     ex, ey = _edge_xy([(e.src, e.dst) for e in graph.edges], positions)
-    hover = [graph.node(i).expr or graph.node(i).name for i in ids]
+    # the statement's source, comments included: Plotly reads HTML in hover text, so escape it
+    hover = [hover_escape(graph.node(i).expr or graph.node(i).name) for i in ids]
 
     def hot(f: Frame) -> dict:
         hx, hy = _edge_xy(f.active_edges, positions)

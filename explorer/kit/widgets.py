@@ -11,11 +11,13 @@ from typing import Any
 import streamlit as st
 
 from .deeplink import LinkField, LinkSchema
+from .formatting import md_escape
 from .presentation import Look, css, look
 from .state import Namespace
 
 PRESENT_KEY = "presenting"  # plain (non-widget) key shared by all pages
 PRESENT_FIELD = LinkField("bool", False)
+LINKED = "_linked"  # per page: the link fields given in the URL, until a range check has used them
 
 
 @dataclass
@@ -23,7 +25,7 @@ class PageContext:
     ns: Namespace
     schema: LinkSchema
     look: Look
-    link_problems: list[str]
+    link_problems: list[str]        # Markdown-safe (the link's text escaped): pages show them with st.warning
     persist: tuple[str, ...] = ()
 
 
@@ -61,6 +63,8 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
             if name != "present":
                 initial[mapping.get(name, name)] = value
         ns.setdefaults(st.session_state, initial)
+        st.session_state[ns.key(LINKED)] = [name for name in given if name != "present"]
+        problems = [md_escape(p) for p in problems]  # they quote the link's own text
         if "present" in given:
             st.session_state[PRESENT_KEY] = given["present"]
     else:
@@ -70,6 +74,19 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     st.html(css(lk))
     st.title(title)
     return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems, persist=tuple(defaults))
+
+
+def clamp_linked(ns: Namespace, name: str, value, lo, hi, where=None):
+    """``value`` clamped to ``[lo, hi]``; when it came from the page's link and was out of range, a warning
+    says so (once: a later rerun clamps silently, e.g. after the user changed something)."""
+    clamped = min(max(value, lo), hi)
+    linked = st.session_state.get(ns.key(LINKED)) or []
+    if name in linked:
+        st.session_state[ns.key(LINKED)] = [n for n in linked if n != name]
+        if clamped != value:
+            (where or st).warning(md_escape(f"link parameter '{name}' ignored: {value} is outside {lo} to {hi} "
+                                            f"here; showing {clamped}"))
+    return clamped
 
 
 def presentation_toggle(where=None) -> bool:
@@ -135,7 +152,7 @@ def show_input_problem(problem, program_box, inputs_box, program_text: str, inpu
     """
     in_program = problem.where == "program"
     box = program_box if in_program else inputs_box
-    box.error(f"**{problem.where.capitalize()} not accepted** — {problem.error}", icon="🚫")
+    box.error(f"**{problem.where.capitalize()} not accepted** — {md_escape(problem.error)}", icon="🚫")
     caret = problem.caret(program_text if in_program else inputs_text)
     if caret:
         box.code(caret, language=None)
@@ -170,7 +187,7 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
         cur = int(cur)
     except (TypeError, ValueError):
         cur = 0
-    st.session_state[key] = min(max(cur, 0), last)
+    st.session_state[key] = clamp_linked(ns, name, cur, 0, last)
 
     def _move(delta: int | None = None, to: int | None = None):
         s = int(st.session_state.get(key, 0))

@@ -438,7 +438,10 @@ def parse_layers(text: str) -> list[tuple[str, float | None]]:
                 raise PresetError(f"linear needs a whole width from 1 to {MAX_WIDTH}, got {part.strip()!r}")
             layers.append((kind, int(arg)))
         elif kind == "dropout":
-            p = 0.5 if arg is None else float(arg)
+            try:
+                p = 0.5 if arg is None else float(arg)
+            except ValueError:  # "1.2.3", "0..": the pattern lets them through
+                raise PresetError(f"dropout needs a probability like 0.5, got {part.strip()!r}") from None
             if not 0.0 <= p < 1.0:
                 raise PresetError(f"dropout p must be in [0, 1), got {p}")
             layers.append((kind, p))
