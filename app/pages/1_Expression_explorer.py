@@ -105,8 +105,9 @@ with tab_graphs:
 with tab_table:
     st.table(pd.DataFrame(model.table))
     st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
-               "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an input of "
-               "more than 8 elements is checked along 3 random directions v instead (autodiff predicts ⟨∂f/∂x, v⟩).")
+               "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an "
+               "input of more than 8 elements is checked along 3 random directions v instead (autodiff "
+               "predicts ⟨∂f/∂x, v⟩).")
 
 st.subheader("Gradient accumulation: backward again without zero_grad")
 accum_key = ns.key("accum")
