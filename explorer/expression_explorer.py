@@ -4,6 +4,8 @@ No Streamlit here: the page calls :func:`explorer_model` through its cache.
 """
 from __future__ import annotations
 
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +82,23 @@ class ExplorerModel:
             frame = None if step is None else self.frameset.frames[min(max(step, 0), self.n_frames - 1)]
             self.dot_cache[key] = to_dot(self.trace.graph, self.trace, frame, self.frameset)
         return self.dot_cache[key]
+
+    def forward_svg(self) -> bytes | None:
+        """The forward graph as SVG for download, drawn once per model by Graphviz's ``dot`` (None without it).
+
+        Once, not per rerun: parsing the DOT back with pydot and starting ``dot`` took about a second,
+        and every click of Step reran it.
+        """
+        if "svg" not in self.dot_cache:
+            svg = None
+            if shutil.which("dot"):
+                try:
+                    svg = subprocess.run(["dot", "-Tsvg"], input=self.forward_dot().encode(), capture_output=True,
+                                         timeout=20, check=True).stdout
+                except (OSError, subprocess.SubprocessError):
+                    svg = None
+            self.dot_cache["svg"] = svg
+        return self.dot_cache["svg"]
 
     def gradient_dot(self) -> str | None:
         if self.gradient_graph is None:

@@ -2,7 +2,6 @@
 """
 from __future__ import annotations
 
-import shutil
 
 
 import pandas as pd
@@ -96,9 +95,8 @@ with tab_graphs:
     if gdot:
         dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
                               mime="text/vnd.graphviz")
-    if shutil.which("dot"):
-        import pydot
-        svg = pydot.graph_from_dot_data(model.forward_dot())[0].create_svg()
+    svg = model.forward_svg()
+    if svg is not None:
         dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
     else:
         dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
