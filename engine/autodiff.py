@@ -15,7 +15,8 @@ optional *observer* every step, so the app can animate exactly what ran.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 
@@ -33,8 +34,29 @@ class Variable(Protocol):
 
 # --- events the backward pass reports (plain data; the explain layer serialises them) ---
 
+@dataclass(frozen=True)
+class CodeLocation:
+    """Where an event came from: the emitting function (qualified name), its file and line."""
+    function: str
+    file: str
+    line: int
+
+
 @dataclass
-class NodeVisited:
+class Event:
+    """Base of the events. ``where`` is the line that created the event, read from the caller's frame
+    when it is made (one frame lookup, paid only by a pass someone observes): the app shows the
+    engine's own source beside the animation with that line highlighted."""
+    where: CodeLocation | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        frame = sys._getframe(2)  # 0: here, 1: the dataclass __init__, 2: the line that made the event
+        code = frame.f_code
+        self.where = CodeLocation(getattr(code, "co_qualname", code.co_name), code.co_filename, frame.f_lineno)
+
+
+@dataclass
+class NodeVisited(Event):
     """A node was taken from the traversal; ``adjoint`` is what it holds now."""
     node: Any
     adjoint: Any
@@ -42,7 +64,7 @@ class NodeVisited:
 
 
 @dataclass
-class ContributionSent:
+class ContributionSent(Event):
     """``node`` sent ``contribution`` (its VJP output) to ``parent``."""
     node: Any
     parent: Any
@@ -51,7 +73,7 @@ class ContributionSent:
 
 
 @dataclass
-class FanOutAccumulated:
+class FanOutAccumulated(Event):
     """``parent`` added a contribution: ``received`` of ``expected`` so far, running sum ``total``."""
     parent: Any
     total: Any
@@ -65,7 +87,7 @@ class FanOutAccumulated:
 
 
 @dataclass
-class LeafAccumulated:
+class LeafAccumulated(Event):
     """A leaf's ``.grad`` was increased by ``derivative`` (``accumulate_derivative``)."""
     node: Any
     derivative: Any

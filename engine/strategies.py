@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import autodiff
-from .autodiff import (ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited, TraversalStrategy,
+from .autodiff import (ContributionSent, Event, FanOutAccumulated, LeafAccumulated, NodeVisited, TraversalStrategy,
                        count_consumers, register_strategy, topological_sort)
 
 
 @dataclass
-class ContributionLost:
+class ContributionLost(Event):
     """``parent`` received ``contribution`` after it had already passed its adjoint on (bfs_first_touch)."""
     parent: Any
     contribution: Any

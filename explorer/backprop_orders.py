@@ -12,6 +12,7 @@ from engine.explain import ExpressionError, harness
 from engine.strategies import PathRecursion
 
 from .kit.budget import check_program
+from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value, max_abs_difference
 from .kit.frames import build_frames
 from .kit.layout import layout
@@ -45,6 +46,12 @@ class OrderView:
     @property
     def n_frames(self) -> int:
         return len(self.frameset.frames) if self.frameset is not None else 0
+
+    def code(self, step: int):
+        """This strategy's own code at frame ``step``, the lines that ran marked (``explorer.kit.code_panel``)."""
+        if self.trace is None or self.frameset is None:
+            return failed_code(self.strategy, self.error or "no trace")
+        return frame_code(self.trace, self.frameset, min(max(step, 0), self.n_frames - 1), self.strategy)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from engine import explain as ex
 from engine.explain import ExpressionError, costs
 
 from .kit.budget import check_program, finite_difference_checks
+from .kit.code_panel import frame_code
 from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.frames import build_frames
@@ -74,6 +75,10 @@ class ExplorerModel:
                          f"adjoint of {name.get(e.node, e.node)}": fmt_value(adjoint),
                          "local derivative": local, "contribution sent (VJP)": fmt_value(e.value)})
         return rows
+
+    def code(self, step: int):
+        """The engine code frame ``step`` executed (:func:`explorer.kit.code_panel.frame_code`)."""
+        return frame_code(self.trace, self.frameset, min(max(step, 0), self.n_frames - 1), "topological")
 
     def forward_dot(self, step: int | None = None) -> str:
         """DOT of the forward graph (with values and adjoints; the frame's highlight when ``step``)."""

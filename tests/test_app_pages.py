@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 
@@ -186,6 +187,42 @@ def test_sigmoid_quiz_preset_at_the_notes_values():
     assert at.text_area(key="explorer_at").value == "v1 = 0.8, v2 = -1.5"
     table = next(t.value for t in at.table if "autodiff ∂f/∂node" in t.value.columns)
     assert table[table["node"] == "v1"].iloc[0]["autodiff ∂f/∂node"] == "-0.266842"
+
+
+def _code_panels(at) -> list[str]:
+    return [e.proto.body for e in at.get("html") if "adx-code" in e.proto.body and "code-reference" not in e.proto.body]
+
+
+def _highlighted(panel: str) -> list[str]:
+    return re.findall(r'<div class="l hl[^"]*" data-line="(\d+)">', panel)
+
+
+def test_explorer_code_panel_follows_the_step():
+    at = page(EXPLORER).run()
+    no_exceptions(at)
+    (panel,) = _code_panels(at)
+    assert "engine.autodiff.propagate" in panel and _highlighted(panel) == []  # the inputs: nothing ran yet
+    button(at, "End").click().run()
+    for _ in range(6):  # back to the step that takes x6 = exp(x5) (frame 8 of 14)
+        button(at, "Back").click().run()
+    (panel,) = _code_panels(at)
+    assert "Exp.vjp" in panel and "Tensor.chain_rule" in panel and len(_highlighted(panel)) >= 5
+    before = _highlighted(panel)
+    button(at, "Step").click().run()
+    (after,) = _code_panels(at)
+    assert _highlighted(after) != before and "Add.vjp" in after  # x5 = x3 + x4 is next
+    assert any("topological_sort" in e.proto.body for e in at.get("html"))  # the reference blocks
+
+
+def test_orders_code_panels_show_each_strategys_own_code():
+    at = page(ORDERS)
+    at.query_params["step"] = "8"
+    at.run()
+    no_exceptions(at)
+    panels = _code_panels(at)
+    assert len(panels) == 2
+    assert "engine.autodiff.propagate" in panels[0] and "BfsFirstTouch.run" in panels[1]
+    assert _highlighted(panels[0]) and _highlighted(panels[1])
 
 
 # --- Backprop orders ----------------------------------------------------------

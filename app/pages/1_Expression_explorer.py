@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
+from explorer.kit.code_panel import font_px as code_font_px, protocol_blocks, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import at_frame, style_graph_figure
 from explorer.expression_explorer import MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model
@@ -74,10 +75,20 @@ if sent:
 
 tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient graph", "Table of nodes"])
 with tab_anim:
-    fig = style_graph_figure(at_frame(model.figure, step), look)
-    st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
-    st.caption("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above "
-               "move the page's step (and the deep link).")
+    graph_col, code_col = st.columns(2)
+    with graph_col:
+        fig = style_graph_figure(at_frame(model.figure, step), look)
+        st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
+        st.caption("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above "
+                   "move the page's step (and the deep link).")
+    with code_col:  # the engine's own source, read with inspect; the lines this step ran are highlighted
+        view = model.code(step)
+        st.markdown("**The engine's code** — the lines this step ran are highlighted (×n: n times)")
+        st.html(to_html(view, code_font_px(look.presenting), test_id="code-panel"))
+        st.caption(view.caption)
+        with st.expander("backpropagate, topological_sort and the HW2 protocol (is_leaf, is_constant, "
+                         "chain_rule, accumulate_derivative)"):
+            st.html(to_html(protocol_blocks("topological"), code_font_px(look.presenting), test_id="code-reference"))
 with tab_graphs:
     g1, g2 = st.columns(2)
     with g1:

@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
+from explorer.kit.code_panel import font_px as code_font_px, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, static_frame, style_graph_figure
 from explorer.backprop_orders import (STRATEGY_LABELS, bfs_rate_text, deep_chain_results, orders_model,
@@ -94,6 +95,12 @@ if model is not None:
             else:
                 st.success("Gradients match the topological order: " +
                            ", ".join(f"∂f/∂{k}" for k in model.correct))
+    # each order's own code, read from the running engine; the lines this step ran are highlighted
+    st.markdown("#### Each order's own code at this step")
+    for col, s in zip(st.columns(len(orders)), orders):
+        code = model.views[s].code(step)
+        col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
+        col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}"))
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step})
 else:
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders)})

@@ -48,6 +48,7 @@ class BackwardEvent:
     received: int | None
     expected: int | None
     text: str
+    where: list | None = None   # [function, file, line] of the engine line that emitted it
 
 
 @dataclass
@@ -143,6 +144,7 @@ class _Recorder:
         self.vjp_calls = 0
         self.last_adjoint: dict[int, Any] = {}
         self._visit_sum: dict[int, Any] = {}
+        self._where: list | None = None  # of the event being recorded
 
     def _id(self, t) -> int:
         nid = self.id_of.get(t.unique_id)
@@ -155,6 +157,8 @@ class _Recorder:
 
     def __call__(self, ev) -> None:
         self.n_events += 1
+        loc = getattr(ev, "where", None)
+        self._where = [loc.function, loc.file, loc.line] if loc is not None else None
         if isinstance(ev, NodeVisited):
             nid = self._id(ev.node)
             if not ev.node.is_leaf():
@@ -199,7 +203,7 @@ class _Recorder:
     def _add(self, kind, step, node, parent, value, received, expected, text) -> None:
         if len(self.events) < MAX_EVENTS:
             self.events.append(BackwardEvent(len(self.events), kind, step, node, parent, value, received,
-                                             expected, text))
+                                             expected, text, self._where))
 
 
 def bar(name: str) -> str:

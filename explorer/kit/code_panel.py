@@ -1,0 +1,354 @@
+"""The engine's own code beside an animation, Python-Tutor style.
+
+For a frame of an animation this module finds the engine functions that ran in it and the
+lines they ran: the backward pass's events carry the line that emitted them
+(:class:`engine.autodiff.CodeLocation`), and the source is read from the running engine
+with :mod:`inspect` (never a copy in a string), so what is shown is what executed.
+
+* :func:`frame_code` — the code blocks for one frame: the walk (``propagate`` for the
+  topological order, each broken strategy's own ``run``) with the lines this step ran
+  marked and counted, and the current node's VJP (``Tensor.chain_rule`` and the op's
+  ``vjp``) or, for a leaf, ``accumulate_derivative``.
+* :func:`protocol_blocks` — ``backpropagate``, the strategy's way of finding its order
+  (``topological_sort``, the recursive DFS) and the HW2 protocol methods, for reference.
+* :func:`to_html` — the blocks as HTML (code is text: every line is escaped).
+"""
+from __future__ import annotations
+
+import ast
+import html
+import inspect
+import os
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from engine import autodiff, ops, strategies
+from engine.tensor import Tensor
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@dataclass
+class CodeBlock:
+    """Source lines of one engine function; ``marks``: absolute line -> times it ran in this frame."""
+    title: str
+    path: str                  # file, relative to the repository
+    lines: list[tuple[int, str]]  # (absolute line number, text), docstring left out
+    marks: dict[int, int] = field(default_factory=dict)
+    role: str = "walk"         # 'walk' | 'vjp' | 'forward' | 'reference'
+
+    @property
+    def highlighted(self) -> list[int]:
+        return sorted(self.marks)
+
+
+@dataclass
+class CodeView:
+    """What the code panel shows for one frame."""
+    blocks: list[CodeBlock]
+    caption: str
+
+    @property
+    def highlighted(self) -> list[tuple[str, int]]:
+        """(function title, line) of every highlighted line, in display order."""
+        return [(b.title, n) for b in self.blocks for n in b.highlighted]
+
+
+def _function(obj: Any) -> Callable:
+    return inspect.unwrap(getattr(obj, "__func__", obj))
+
+
+def source_lines(obj: Any, docstring: bool = False) -> tuple[str, list[tuple[int, str]]]:
+    """(file, [(line number, text)]) of a function or method as the running engine has it.
+
+    The docstring is left out unless ``docstring``; line numbers stay the file's own.
+    """
+    fn = _function(obj)
+    lines, start = inspect.getsourcelines(fn)
+    numbered = [(start + i, text.rstrip("\n")) for i, text in enumerate(lines)]
+    if not docstring:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        node = tree.body[0] if tree.body else None
+        body = getattr(node, "body", None)
+        if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            first, last = start + body[0].lineno - 1, start + body[0].end_lineno - 1
+            numbered = [(n, t) for n, t in numbered if not first <= n <= last]
+    return inspect.getsourcefile(fn) or "", numbered
+
+
+def _relative(path: str) -> str:
+    try:
+        rel = os.path.relpath(path, _REPO)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def block(obj: Any, title: str | None = None, marks: dict[int, int] | None = None, role: str = "walk") -> CodeBlock:
+    """A :class:`CodeBlock` of an engine function (read with :mod:`inspect`)."""
+    fn = _function(obj)
+    path, lines = source_lines(fn)
+    return CodeBlock(title or f"{fn.__module__}.{fn.__qualname__}", _relative(path), lines, dict(marks or {}), role)
+
+
+# the functions whose lines events may come from, and what each strategy shows as its walk
+def _walks() -> dict[str, list]:
+    return {
+        "topological": [autodiff.propagate],
+        "recursive_dfs": [strategies.RecursiveDfs.run, autodiff.propagate],
+        "bfs_first_touch": [strategies.BfsFirstTouch.run],
+        "path_recursion": [strategies.PathRecursion.run],
+    }
+
+
+def _order_functions(strategy: str) -> list:
+    """How each strategy finds the order it walks (shown for reference)."""
+    return {"topological": [autodiff.Topological.run, autodiff.topological_sort],
+            "recursive_dfs": [],  # its run holds the recursive sort and is shown as part of the walk
+            "bfs_first_touch": [],
+            "path_recursion": []}.get(strategy, [])
+
+
+def protocol_blocks(strategy: str = "topological") -> list[CodeBlock]:
+    """``backpropagate``, how ``strategy`` finds its order, and the HW2 protocol methods of ``Tensor``."""
+    out = [block(autodiff.backpropagate, role="reference")]
+    out += [block(f, role="reference") for f in _order_functions(strategy)]
+    out += [block(m, role="reference") for m in (Tensor.is_leaf, Tensor.is_constant, Tensor.chain_rule,
+                                                 Tensor.accumulate_derivative)]
+    return out
+
+
+def _contains(b: CodeBlock, path: str, line: int) -> bool:
+    if not b.lines:
+        return False
+    return _same_file(b.path, path) and b.lines[0][0] <= line <= b.lines[-1][0]
+
+
+def _same_file(rel: str, path: str) -> bool:
+    a = rel if os.path.isabs(rel) else os.path.join(_REPO, rel)
+    try:
+        return os.path.samefile(a, path)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(path)
+
+
+def _op_class(op_name: str):
+    try:
+        return ops.primitive(op_name)
+    except (KeyError, ValueError, LookupError):
+        return None
+
+
+def _return_lines(b: CodeBlock) -> dict[int, int]:
+    """The ``return`` lines of a block (what a VJP or forward hands back), each marked once."""
+    return {n: 1 for n, text in b.lines if text.strip().startswith("return")}
+
+
+def _line_containing(b: CodeBlock, needle: str) -> dict[int, int]:
+    return {n: 1 for n, text in b.lines if needle in text}
+
+
+def vjp_blocks(op_name: str) -> list[CodeBlock]:
+    """``Tensor.chain_rule`` (its VJP call marked) and the op's own ``vjp`` (its return marked)."""
+    chain = block(Tensor.chain_rule, role="vjp")
+    chain.marks = _line_containing(chain, ".vjp(")
+    cls = _op_class(op_name)
+    if cls is None or not hasattr(cls, "vjp"):
+        return [chain]
+    vjp = block(cls.vjp, title=f"{cls.__module__}.{cls.__qualname__}.vjp  (op '{op_name}')", role="vjp")
+    vjp.marks = _return_lines(vjp)
+    return [chain, vjp]
+
+
+def leaf_blocks() -> list[CodeBlock]:
+    """``Tensor.accumulate_derivative`` with its ``.grad`` update marked."""
+    acc = block(Tensor.accumulate_derivative, role="vjp")
+    acc.marks = _line_containing(acc, "self.grad =")
+    return [acc]
+
+
+def forward_blocks(op_name: str) -> list[CodeBlock]:
+    """The op's ``forward`` (its return marked), or nothing for an unknown op."""
+    cls = _op_class(op_name)
+    if cls is None:
+        return []
+    fwd = block(cls.forward, title=f"{cls.__module__}.{cls.__qualname__}.forward  (op '{op_name}')", role="forward")
+    fwd.marks = _return_lines(fwd)
+    return [fwd]
+
+
+def walk_blocks(strategy: str) -> list[CodeBlock]:
+    """The functions that walk the graph for ``strategy`` (the lines its events come from)."""
+    return [block(f) for f in _walks().get(strategy, [autodiff.propagate])]
+
+
+def mark_events(blocks: list[CodeBlock], events: list) -> dict[int, list]:
+    """Count each event's emitting line into the block that contains it.
+
+    Returns block index -> the events placed there (events without a location, or from code no
+    block shows, are left out).
+    """
+    placed: dict[int, list] = {}
+    for e in events:
+        where = getattr(e, "where", None)
+        if not where:
+            continue
+        _, path, line = where
+        for i, b in enumerate(blocks):
+            if _contains(b, path, line):
+                b.marks[line] = b.marks.get(line, 0) + 1
+                placed.setdefault(i, []).append(e)
+                break
+    return placed
+
+
+# the HW2 protocol calls a walk makes: marked beside the event lines, as often as the step made them
+_PROTOCOL_CALLS = (("send", ".chain_rule("), ("leaf", ".accumulate_derivative("))
+
+
+def mark_protocol_calls(blocks: list[CodeBlock], placed: dict[int, list]) -> None:
+    """Mark where each walk calls ``chain_rule`` (once per node that sent contributions) and
+    ``accumulate_derivative`` (once per leaf event), in the blocks the step's events came from."""
+    for i, evs in placed.items():
+        b = blocks[i]
+        for kind, needle in _PROTOCOL_CALLS:
+            if kind == "send":
+                times = len({(e.node, e.step) for e in evs if e.kind == "send"})
+            else:
+                times = sum(1 for e in evs if e.kind == kind)
+            if not times:
+                continue
+            for n, text in b.lines:
+                if needle in text and not text.lstrip().startswith("#"):
+                    b.marks[n] = b.marks.get(n, 0) + times
+
+
+def _frame_parts(trace, frameset, index: int):
+    """(phase, forward steps, backward events) shown by frame ``index`` (the frames' own grouping)."""
+    frames = frameset.frames
+    index = min(max(int(index), 0), len(frames) - 1)
+    fr = frames[index]
+    if fr.phase == "forward":
+        if index == 0:
+            return "inputs", [], []
+        shown = set(frameset.node_ids)
+        fsteps = [s for s in trace.forward if s.node in shown]
+        per = max(1, getattr(frameset, "forward_per_frame", 1))
+        k = index - 1
+        return "forward", fsteps[k * per:(k + 1) * per], []
+    if fr.phase == "backward":
+        first = next(f.index for f in frames if f.phase == "backward")
+        per = max(1, getattr(frameset, "backward_per_frame", 1))
+        groups = trace.steps()
+        k = index - first
+        return "backward", [], [e for g in groups[k * per:(k + 1) * per] for e in g]
+    return fr.phase, [], []
+
+
+def frame_code(trace, frameset, index: int, strategy: str | None = None) -> CodeView:
+    """The engine code that frame ``index`` of ``frameset`` (built from ``trace``) executed.
+
+    Backward frames: the strategy's walk with the lines this step ran marked (from the events'
+    own locations), then the node's VJP (``chain_rule`` and the op's ``vjp``) or, for a leaf,
+    ``accumulate_derivative``. Forward frames: the op's ``forward``. Other frames: the walk, unmarked.
+    """
+    strategy = strategy or getattr(trace, "strategy", "topological")
+    nodes = {n.id: n for n in trace.graph.nodes}
+    phase, fsteps, events = _frame_parts(trace, frameset, index)
+    if phase == "inputs":
+        return CodeView(walk_blocks(strategy), "The inputs are leaves: tensors made by the user, no op, no history.")
+    if phase == "forward":
+        blocks: list[CodeBlock] = []
+        seen: set[str] = set()
+        for s in fsteps:
+            if s.op not in seen:
+                seen.add(s.op)
+                blocks += forward_blocks(s.op)
+        ops_run = ", ".join(s.text for s in fsteps)
+        return CodeView(blocks, f"Forward: the program calls the op, whose forward computes the value ({ops_run}). "
+                                "The backward pass has not started.")
+    walk = walk_blocks(strategy)
+    if phase != "backward":
+        if getattr(trace, "error", None):
+            return CodeView(walk, f"The backward pass failed: {trace.error}")
+        return CodeView(walk, "The backward pass is done: every leaf's .grad holds its gradient.")
+    mark_protocol_calls(walk, mark_events(walk, events))
+    visited = [e for e in events if e.kind == "visit"]
+    extra: list[CodeBlock] = []
+    done_ops: set[str] = set()
+    leaf = False
+    for e in visited:
+        node = nodes.get(e.node)
+        if node is None:
+            continue
+        if node.op == "leaf":
+            leaf = True
+        elif node.op not in done_ops:
+            done_ops.add(node.op)
+            extra += vjp_blocks(node.op)
+    if leaf:
+        extra += leaf_blocks()
+    names = ", ".join(nodes[e.node].name for e in visited if e.node in nodes)
+    caption = (f"Backward: taking {names}. Highlighted: the lines of the walk that ran in this step, "
+               "then the VJP it called." if names else "Backward: a step without a node taken.")
+    return CodeView(walk + extra, caption)
+
+
+# ---------------------------------------------------------------------------
+# HTML
+
+_CSS = """
+.adx-code {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: {font}px;
+             line-height: 1.35; margin: 0 0 0.6em 0; border: 1px solid #d1d5db; border-radius: 6px;
+             overflow-x: auto; background: #fafafa; }}
+.adx-code .t {{ font-family: inherit; font-weight: 600; padding: 0.25em 0.6em; background: #eef2f7;
+               border-bottom: 1px solid #d1d5db; white-space: nowrap; }}
+.adx-code .t .p {{ font-weight: 400; color: #4b5563; }}
+.adx-code .l {{ display: flex; }}
+.adx-code .c {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2ch; text-indent: -2ch; }}
+.adx-code .n {{ color: #6b7280; text-align: right; width: 3.2em; padding-right: 0.6em; flex: none; user-select: none; }}
+.adx-code .m {{ color: #92400e; width: 2.6em; flex: none; font-weight: 700; }}
+.adx-code .l.hl {{ background: #fde68a; }}
+.adx-code .l.hl .n {{ color: #111827; font-weight: 700; }}
+.adx-code .l.vjp.hl {{ background: #bfdbfe; }}
+"""
+
+
+def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = "code-panel") -> str:
+    """The blocks as an HTML fragment (one ``<style>`` and a ``div`` per block).
+
+    Code is text: every line and title is escaped. Highlighted lines carry class ``hl`` and every
+    line ``data-line`` (its number in the file), so a browser test can read where the highlight is.
+    """
+    blocks = view.blocks if isinstance(view, CodeView) else view
+
+    def indent(text: str) -> int:
+        return len(text) - len(text.lstrip(" "))
+    out = [f"<style>{_CSS.format(font=int(font_px))}</style>", f'<div data-testid="{html.escape(test_id)}">']
+    for b in blocks:
+        out.append(f'<div class="adx-code" data-role="{html.escape(b.role)}">'
+                   f'<div class="t">{html.escape(b.title)} <span class="p">· {html.escape(b.path)}</span></div>')
+        # drop the indentation every shown line shares (a method's class level): narrow columns
+        common = min((indent(t) for _, t in b.lines if t.strip()), default=0)
+        for n, text in b.lines:
+            text = text[common:]
+            count = b.marks.get(n)
+            cls = "l" + (" hl" if count else "") + (" vjp" if b.role in ("vjp", "forward") else "")
+            mark = f"×{count}" if count and count > 1 else ("▶" if count else "")
+            out.append(f'<div class="{cls}" data-line="{n}"><span class="n">{n}</span>'
+                       f'<span class="m">{mark}</span><span class="c">{html.escape(text)}</span></div>')
+        out.append("</div>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def failed_code(strategy: str, error: str) -> CodeView:
+    """The walk of a strategy whose backward pass raised (no events: nothing is marked)."""
+    return CodeView(walk_blocks(strategy), f"This order raised before any step ran: {error}")
+
+
+def font_px(presenting: bool) -> int:
+    """Code size: readable from the back row in presentation mode, compact otherwise."""
+    return 17 if presenting else 13

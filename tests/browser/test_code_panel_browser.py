@@ -1,0 +1,43 @@
+"""Real browser: the engine's code beside the Expression explorer's graph, its highlighted line moving with Step."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+
+def _state(page) -> tuple[list[str], list[str]]:
+    """(highlighted line numbers, block titles) of the code panel as the browser shows it."""
+    panel = page.locator('[data-testid="code-panel"]').first
+    panel.wait_for()
+    lines = panel.locator(".l.hl").evaluate_all("els => els.map(e => e.getAttribute('data-line'))")
+    titles = panel.locator(".adx-code .t").all_inner_texts()
+    return lines, titles
+
+
+def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle, shot):
+    page.goto(f"{app_url}/Expression_explorer?step=6")  # the backward pass takes f = x1 + x6
+    wait_idle(page)
+    lines0, titles0 = _state(page)
+    assert titles0[0].startswith("engine.autodiff.propagate") and any("Add.vjp" in t for t in titles0)
+    assert len(lines0) >= 5
+    # the highlighted lines are the engine's source as the file has it: the walk's emit of NodeVisited is one
+    texts = page.locator('[data-testid="code-panel"] .l.hl').all_inner_texts()
+    assert any("emit(NodeVisited(node, d, step))" in t for t in texts)
+    shot(page, "code_panel_step7")
+
+    page.get_by_role("button", name="Step").click()
+    wait_idle(page)
+    lines1, titles1 = _state(page)
+    assert any("Exp.vjp" in t for t in titles1) and lines1 != lines0  # x6 = exp(x5): its VJP, other lines
+    assert re.search(r"step=7", page.url)
+
+    for _ in range(3):  # on to x1, a leaf: accumulate_derivative instead of a VJP
+        page.get_by_role("button", name="Step").click()
+        wait_idle(page)
+    lines2, titles2 = _state(page)
+    assert any("accumulate_derivative" in t for t in titles2) and lines2 != lines1
+    highlighted = page.locator('[data-testid="code-panel"] .l.hl').all_inner_texts()
+    assert any("self.grad =" in t for t in highlighted)

@@ -1,0 +1,172 @@
+"""The engine's own code beside the animation: events carry their source line, the panel reads the source
+with inspect, marks what each frame ran, and renders it as escaped HTML."""
+from __future__ import annotations
+
+import inspect
+import json
+import re
+
+import pytest
+
+from engine import autodiff, ops, strategies
+from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
+from engine.explain import record_execution
+from engine.explain.trace import run_forward
+from engine.tensor import Tensor
+from explorer.kit.code_panel import (CodeBlock, block, failed_code, frame_code, protocol_blocks, source_lines,
+                                     to_html)
+from explorer.kit.frames import build_frames
+
+SLIDE, AT = "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"
+
+
+def _line(where) -> str:
+    """The source text of an event's location, read from the file as Python has it."""
+    lines = open(where.file if hasattr(where, "file") else where[1]).read().splitlines()
+    return lines[(where.line if hasattr(where, "line") else where[2]) - 1]
+
+
+@pytest.mark.parametrize("strategy", ["topological", "bfs_first_touch", "path_recursion", "recursive_dfs"])
+def test_every_event_carries_the_line_that_emitted_it(strategy):
+    fw = run_forward(SLIDE, AT)
+    events = []
+    fw.output.backward(strategy=strategy, observer=events.append)
+    assert events
+    for e in events:
+        assert e.where is not None
+        assert f"{type(e).__name__}(" in _line(e.where)  # the line that built this very event
+    functions = {e.where.function for e in events}
+    expected = {"topological": {"propagate"}, "recursive_dfs": {"propagate"},
+                "bfs_first_touch": {"BfsFirstTouch.run"},
+                "path_recursion": {"PathRecursion.run.<locals>.visit"}}[strategy]
+    assert functions == expected
+
+
+def test_recorded_events_keep_the_location_as_plain_data():
+    tr = record_execution(SLIDE, AT)
+    json.dumps(tr.to_dict())
+    kinds = {e.kind: e.where for e in tr.backward}
+    assert kinds["visit"][0] == "propagate" and "NodeVisited(" in _line(kinds["visit"])
+    assert "ContributionSent(" in _line(kinds["send"]) and "FanOutAccumulated(" in _line(kinds["accumulate"])
+    assert "LeafAccumulated(" in _line(kinds["leaf"])
+    lost = next(e for e in record_execution(SLIDE, AT, strategy="bfs_first_touch").backward if e.kind == "lost")
+    assert lost.where[0] == "BfsFirstTouch.run" and "ContributionLost(" in _line(lost.where)
+
+
+def test_events_compare_and_print_without_their_location():
+    a = NodeVisited("n", 1.0, 0)
+    b = NodeVisited("n", 1.0, 0)
+    assert a == b and a.where.line != b.where.line and "where" not in repr(a)
+    assert {ContributionSent, FanOutAccumulated, LeafAccumulated} <= set(autodiff.Event.__subclasses__())
+
+
+def test_source_is_read_from_the_running_engine_without_the_docstring():
+    path, lines = source_lines(autodiff.propagate)
+    real, start = inspect.getsourcelines(autodiff.propagate)
+    assert path == inspect.getsourcefile(autodiff.propagate)
+    assert lines[0] == (start, real[0].rstrip("\n")) and lines[-1][1] == real[-1].rstrip("\n")
+    text = "\n".join(t for _, t in lines)
+    assert autodiff.propagate.__doc__.strip().splitlines()[0] not in text
+    assert "for parent, contribution in node.chain_rule(d):" in text
+    b = block(ops.primitive("exp").vjp)
+    assert b.path == "engine/ops.py" and b.title.endswith("Exp.vjp")
+
+
+def _slide():
+    tr = record_execution(SLIDE, AT)
+    return tr, build_frames(tr, tr.graph.without_constants())
+
+
+def _frame_of(fs, tr, phase, name):
+    nid = tr.graph.by_name(name).id
+    return next(f.index for f in fs.frames if f.phase == phase and nid in f.active_nodes)
+
+
+def test_forward_frames_show_the_ops_forward():
+    tr, fs = _slide()
+    view = frame_code(tr, fs, _frame_of(fs, tr, "forward", "x6"))
+    (fwd,) = view.blocks
+    assert fwd.title.endswith("Exp.forward  (op 'exp')")
+    marked = [t for n, t in fwd.lines if n in fwd.marks]
+    assert marked == ['        return ctx.backend.unary("exp", a)']
+    assert frame_code(tr, fs, 0).highlighted == []  # the inputs: nothing ran yet
+
+
+def test_backward_frames_mark_what_the_step_ran_and_the_ops_vjp():
+    tr, fs = _slide()
+    view = frame_code(tr, fs, _frame_of(fs, tr, "backward", "f"))  # f = x1 + x6 sends to both parents
+    walk, chain, vjp = view.blocks
+    assert walk.title == "engine.autodiff.propagate" and chain.title == "engine.tensor.Tensor.chain_rule"
+    assert vjp.title.startswith("engine.ops.Add.vjp")
+    text = dict(walk.lines)
+    by_text = {text[n].strip(): k for n, k in walk.marks.items()}
+    assert by_text["emit(NodeVisited(node, d, step))"] == 1
+    assert by_text["for parent, contribution in node.chain_rule(d):"] == 1
+    assert by_text["emit(ContributionSent(node, parent, contribution, step))"] == 2  # two parents: ×2
+    assert by_text["emit(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))"] == 2
+    assert any("vjp(" in t for n, t in chain.lines if n in chain.marks)
+    assert all(t.strip().startswith("return") for n, t in vjp.lines if n in vjp.marks) and vjp.marks
+    leaf = frame_code(tr, fs, _frame_of(fs, tr, "backward", "x2"))
+    walk, acc = leaf.blocks
+    assert acc.title == "engine.tensor.Tensor.accumulate_derivative"
+    assert [dict(acc.lines)[n].strip().startswith("self.grad =") for n in acc.marks] == [True]
+    assert any("node.accumulate_derivative(d)" in dict(walk.lines)[n] for n in walk.marks)
+    assert "x2" in leaf.caption
+
+
+def test_the_highlight_moves_from_frame_to_frame():
+    tr, fs = _slide()
+    back = [f.index for f in fs.frames if f.phase == "backward"]
+    seen = [frame_code(tr, fs, i).highlighted for i in back]
+    assert all(seen) and all(a != b for a, b in zip(seen, seen[1:]))  # every Step moves the highlight
+    exp_step = frame_code(tr, fs, _frame_of(fs, tr, "backward", "x6")).blocks[-1]
+    assert exp_step.title.startswith("engine.ops.Exp.vjp")
+    done = frame_code(tr, fs, len(fs.frames) - 1)
+    assert done.highlighted == [] and "done" in done.caption
+
+
+@pytest.mark.parametrize("strategy, walk", [("bfs_first_touch", "engine.strategies.BfsFirstTouch.run"),
+                                            ("path_recursion", "engine.strategies.PathRecursion.run"),
+                                            ("recursive_dfs", "engine.autodiff.propagate")])
+def test_broken_orders_show_their_own_code(strategy, walk):
+    tr = record_execution(SLIDE, AT, strategy=strategy)
+    fs = build_frames(tr, tr.graph.without_constants())
+    marked_blocks = set()
+    for i in range(len(fs.frames)):
+        for b in frame_code(tr, fs, i).blocks:
+            if b.role == "walk" and b.marks:
+                marked_blocks.add(b.title)
+    assert marked_blocks == {walk}
+    if strategy == "recursive_dfs":  # its own recursive sort is shown above the walk it hands the order to
+        assert frame_code(tr, fs, 8).blocks[0].title == "engine.strategies.RecursiveDfs.run"
+    if strategy == "bfs_first_touch":  # the step where a contribution is lost marks the ContributionLost line
+        lost_frame = next(f.index for f in fs.frames if "lost" in f.node_state)
+        b = frame_code(tr, fs, lost_frame).blocks[0]
+        assert any("ContributionLost(" in dict(b.lines)[n] for n in b.marks)
+
+
+def test_a_failed_order_shows_its_code_unmarked():
+    view = failed_code("recursive_dfs", "RecursionError: maximum recursion depth exceeded")
+    assert [b.title for b in view.blocks] == ["engine.strategies.RecursiveDfs.run", "engine.autodiff.propagate"]
+    assert view.highlighted == [] and "RecursionError" in view.caption
+
+
+def test_protocol_blocks_are_the_hw2_contract():
+    titles = [b.title for b in protocol_blocks("topological")]
+    assert titles[0] == "engine.autodiff.backpropagate" and "engine.autodiff.topological_sort" in titles
+    for name in ("is_leaf", "is_constant", "chain_rule", "accumulate_derivative"):
+        assert f"engine.tensor.Tensor.{name}" in titles
+    assert getattr(Tensor, "chain_rule") and strategies.STRATEGY_NAMES[0] == "topological"
+
+
+def test_html_escapes_code_and_marks_highlighted_lines():
+    b = CodeBlock("t <b>", "x.py", [(10, "    if a < b and c > d:"), (11, "        s = '<script>alert(1)</script>'")],
+                  {11: 3})
+    out = to_html([b], 15)
+    assert "<script>" not in out and "&lt;script&gt;" in out and "t &lt;b&gt;" in out
+    assert "a &lt; b and c &gt; d" in out  # the shared indentation is dropped, the rest kept
+    hl = re.findall(r'<div class="l hl[^"]*" data-line="(\d+)">', out)
+    assert hl == ["11"] and "×3" in out and "font-size: 15px" in out
+    tr, fs = _slide()
+    page = to_html(frame_code(tr, fs, _frame_of(fs, tr, "backward", "x6")))
+    assert 'data-testid="code-panel"' in page and page.count(' hl') >= 4
