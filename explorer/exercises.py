@@ -132,9 +132,9 @@ def page_link(page: str, params: dict[str, Any]) -> str:
 # --- helpers that read the engine's traces -------------------------------------------------------------
 
 def contributions_to(trace, name: str) -> list[tuple[str, Any]]:
-    """(sender, value) of every contribution the backward pass sent to node ``name``."""
+    """(sender, value) of every contribution the backward pass sent to node ``name`` (sender as "x3 = add(…)")."""
     nid = trace.graph.by_name(name).id
-    names = {n.id: n.name for n in trace.graph.nodes}
+    names = {n.id: n.name if n.op == "leaf" else f"{n.name} = {n.op}(…)" for n in trace.graph.nodes}
     return [(names[e.node], e.value) for e in trace.backward if e.kind == "send" and e.parent == nid]
 
 
@@ -193,9 +193,9 @@ def _ex3() -> Exercise:
     g = tr.grads["x"]
     return Exercise(
         3, "cube", "x·x·x: one variable, three uses",
-        "f = x·x·x computed as v2 = v1·v1, v3 = v2·v1, at x = 2. What is ∂f/∂x?",
+        "f = x·x·x at x = 2, computed as v1 = x·x, then f = v1·x (x is used three times). What is ∂f/∂x?",
         [Part("dx", "∂f/∂x =", g, hints=[(4.0, "that is one of the contributions; x is used three times")])],
-        [f"v1 = x is used three times, so three contributions reach it: "
+        [f"x is used three times, so three contributions reach it: "
          + " + ".join(format_value(v) for _, v in sent) + f" (from {', '.join(w for w, _ in sent)}).",
          f"∂f/∂x = **{format_value(g)}** = 3x²."],
         page_link("Expression_explorer", {"expr": prog, "at": inp, "step": explorer_step_of_leaf(prog, inp, "x")}),
@@ -346,12 +346,14 @@ def _ex9() -> Exercise:
         f"A {depth}-layer MLP (each layer Linear({width}, {width}) + ReLU), batch {batch}, float32. Using the "
         "notes' rule (two batch × width buffers per layer are kept for backward, minus the input itself), how many "
         "MB (10⁶ bytes) of activations are kept?",
-        [Part("mb", "memory (MB) ≈", total / 1e6, Tolerance(rel=0.02), unit="MB",
+        [Part("mb", "memory ≈", total / 1e6, Tolerance(rel=0.02), unit="MB",
               hints=[(total / 2 ** 20, "that is in MiB (2²⁰ bytes); the question asks for MB (10⁶ bytes)"),
                      (2 * depth * nbytes / 1e6, "the network's input is the data itself: not counted")])],
         [f"The engine's graph of the network (built small) keeps for backward, per layer, the matmul's input (for "
-         f"W̄ = xᵀȳ) and the ReLU's input (for its mask): {count + 1} buffers, minus the input x → **{count}** = 2·{depth} − 1.",
-         f"One {batch} × {width} float32 buffer is {nbytes:,} bytes (`engine.zeros({batch}, {width}, dtype='float32')`).",
+         f"W̄ = xᵀȳ) and the ReLU's input (for its mask): {count + 1} buffers, minus the input x → "
+         f"**{count}** = 2·{depth} − 1.",
+         f"One {batch} × {width} float32 buffer is {nbytes:,} bytes "
+         f"(`engine.zeros({batch}, {width}, dtype='float32')`).",
          f"{count} × {nbytes:,} = {total:,} bytes ≈ **{total / 1e6:.1f} MB** ({total / 2 ** 20:.0f} MiB).",
          f"The engine's graph itself holds {distinct} distinct buffers of that size here (it also keeps each "
          "matmul's output as the bias add's input)."],

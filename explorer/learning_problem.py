@@ -16,6 +16,7 @@ import engine
 from engine import functional as F
 
 from .kit.presentation import Look
+from .lecture_kit import readable
 
 MAX_STEPS = 60
 GRID = 81          # contour grid points per axis (81 x 81 losses in one engine call)
@@ -257,12 +258,12 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                        showarrow=True, arrowhead=3, arrowsize=1.4, arrowwidth=look.edge_width + 1,
                        arrowcolor="#b91c1c", text="")
     fig.add_trace(go.Scatter(x=[xs[-2]], y=[ys[-2]], mode="markers+text", name=f"w_{cur.k}",
-                             text=[f"w_{cur.k}"], textposition="top left",
+                             text=[f"w_{cur.k}"], textposition="bottom left",
                              textfont=dict(size=look.figure_font + 2, color="#7c2d12"),
                              marker=dict(size=look.node_size * 0.55, color="#b91c1c", line=dict(width=2, color="white"))))
     if w_min is not None:
         fig.add_trace(go.Scatter(x=[float(w_min[0])], y=[float(w_min[1])], mode="markers+text", name="minimum",
-                                 text=["min"], textposition="bottom right",
+                                 text=["min"], textposition="top right",
                                  textfont=dict(size=look.figure_font, color="#14532d"),
                                  marker=dict(symbol="star", size=look.node_size * 0.6, color="#16a34a")))
     fig.update_layout(height=int(look.figure_height * (0.95 if look.presenting else 0.9)),
@@ -272,7 +273,7 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                       legend=dict(orientation="h", y=-0.12, font=dict(size=look.figure_font)),
                       xaxis=dict(title="w1", range=[s.extent[0], s.extent[1]], constrain="domain"),
                       yaxis=dict(title="w2", range=[s.extent[2], s.extent[3]], scaleanchor="x", scaleratio=1))
-    return fig
+    return readable(fig, look)
 
 
 def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look: Look) -> go.Figure:
@@ -289,7 +290,7 @@ def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look:
                       margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
                       title=dict(text="distance to the minimum: L(w_k) − L_min", font=dict(size=look.figure_font + 1)),
                       xaxis=dict(title="step k"), yaxis=dict(title="log scale", type="log", exponentformat="power"))
-    return fig
+    return readable(fig, look)
 
 
 def exercise1_figure(rows: list[Exercise1Row], look: Look) -> go.Figure:
@@ -313,4 +314,4 @@ def exercise1_figure(rows: list[Exercise1Row], look: Look) -> go.Figure:
     fig.update_layout(height=int(look.figure_height * 0.6), font=dict(size=look.figure_font),
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2),
                       xaxis=dict(title="x"), yaxis=dict(title="f(x)"))
-    return fig
+    return readable(fig, look)

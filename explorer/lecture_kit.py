@@ -93,3 +93,42 @@ def _value(node: ast.AST, count: list[int], depth: int):
             raise AnswerError("that arithmetic has no finite value")
         return float(v)
     raise AnswerError("only numbers, lists, + - * / ** and the constants e and pi are allowed")
+
+
+# --- presentation mode: what the page kit's CSS leaves small ---------------------------------------------
+
+def present_css(presenting: bool) -> str:
+    """Extra CSS for the lecture pages in presentation mode (empty otherwise): code blocks, captions,
+    widget labels, slider values and formulas at projector size (the kit enlarges paragraphs and tables)."""
+    if not presenting:
+        return ""
+    rules = [
+        '[data-testid="stMain"] [data-testid="stCode"] code, [data-testid="stMain"] pre code '
+        '{ font-size: 20px !important; line-height: 1.45 !important; }',
+        '[data-testid="stMain"] [data-testid="stCaptionContainer"], '
+        '[data-testid="stMain"] [data-testid="stCaptionContainer"] p { font-size: 19px !important; }',
+        '[data-testid="stMain"] [data-testid="stWidgetLabel"] p, [data-testid="stMain"] [data-testid="stCheckbox"] p '
+        '{ font-size: 20px !important; }',
+        '[data-testid="stMain"] [data-testid="stFormSubmitButton"] button p, '
+        '[data-testid="stMain"] [data-testid="stLinkButton"] p { font-size: 24px !important; }',
+        '[data-testid="stMain"] [data-testid="stSliderThumbValue"], '
+        '[data-testid="stMain"] [data-testid="stSliderTickBarMin"], '
+        '[data-testid="stMain"] [data-testid="stSliderTickBarMax"] { font-size: 19px !important; }',
+        '[data-testid="stMain"] .katex { font-size: 1.3em !important; }',
+        '[data-testid="stMain"] [data-baseweb="select"] div, [data-testid="stMain"] [role="radiogroup"] p '
+        '{ font-size: 20px !important; }',
+        '[data-testid="stMain"] [data-testid="stTable"] td, [data-testid="stMain"] [data-testid="stTable"] th '
+        '{ font-size: 20px !important; }',
+    ]
+    return "<style>\n" + "\n".join(rules) + "\n</style>"
+
+
+def readable(fig, look):
+    """``fig`` with every axis' tick labels and titles, the legend and the title at ``look``'s figure font
+    (set explicitly: Streamlit's Plotly theme would otherwise draw ticks at 12 px). Returns ``fig``."""
+    size = look.figure_font
+    fig.update_xaxes(tickfont=dict(size=size), title_font=dict(size=size))
+    fig.update_yaxes(tickfont=dict(size=size), title_font=dict(size=size))
+    fig.update_layout(legend=dict(font=dict(size=size)), title_font=dict(size=size + 1),
+                      hoverlabel=dict(font=dict(size=size)))
+    return fig

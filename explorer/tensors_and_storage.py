@@ -25,6 +25,7 @@ import engine
 from engine.tensor_data import IndexingError, TensorData, ViewError
 
 from .kit.presentation import Look
+from .lecture_kit import readable
 
 MAX_CHAIN_CHARS = 160
 MAX_CALLS = 8
@@ -148,7 +149,8 @@ def parse_chain(text: str) -> list[tuple[str, Any, str]]:
             sl = node.slice
             parts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
             key = tuple(_index_part(p, where) for p in parts)
-            calls.append(("index", key if len(key) > 1 else key[0], "[" + ast.unparse(sl) + "]"))
+            shown = ", ".join(ast.unparse(p) for p in parts)  # (unparse of a tuple of slices adds brackets)
+            calls.append(("index", key if len(key) > 1 else key[0], f"[{shown}]"))
             node = node.value
         else:
             raise ChainError(f"{where}: only x, method calls, .T and indexing are allowed")
@@ -285,13 +287,32 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
             text(cidx + 0.46, y + 0.56, f"{lay.values[k]:g}", font)
             text(cidx + 0.46, y + 0.2, f"@{p}", max(font - 5, 10), "#475569")
             k += 1
+    # the picture keeps boxes square: its height follows the width it will get (half a page) and the rows
+    x_span = max(n, cols) + 1.6
+    y_lo, y_hi = y0 - rows_total * box - 0.5 - (0.35 * (rows_total // shape[-2]) if len(shape) >= 3 else 0), 1.0
+    unit_px = (1920 * 0.47 if look.presenting else 1100 * 0.45) / x_span  # (no sidebar when presenting)
+    height = int(min(max((y_hi - y_lo) * unit_px + (60 if title else 20), 220), look.figure_height))
     fig.update_layout(shapes=shapes, annotations=ann, showlegend=False,
-                      xaxis=dict(visible=False, range=[-1.4, max(n, cols) + 0.2]),
-                      yaxis=dict(visible=False, range=[y0 - rows_total * box - 0.8, 1.2], scaleanchor="x"),
-                      height=int(min(look.figure_height, 140 + 70 * (rows_total + 2) * (1.4 if look.presenting else 1))),
-                      margin=dict(l=5, r=5, t=50 if title else 10, b=5),
+                      xaxis=dict(visible=False, range=[-1.4, x_span - 1.4], fixedrange=True),
+                      yaxis=dict(visible=False, range=[y_lo, y_hi], scaleanchor="x", fixedrange=True),
+                      height=height, margin=dict(l=5, r=5, t=50 if title else 10, b=5),
                       title=dict(text=title or "", font=dict(size=font + 1)), plot_bgcolor="white")
     return fig
+
+
+def fmt_tree(v) -> str:
+    """``[9.0, 12.0]`` -> ``"[9, 12]"``: a nested list of numbers as short text."""
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(fmt_tree(x) for x in v) + "]"
+    return f"{float(v):g}"
+
+
+def matrix_frame(v):
+    """A number, vector or matrix as a DataFrame of short strings (one row per matrix row)."""
+    import pandas as pd
+    arr = np.asarray(v, dtype=float)
+    arr = arr.reshape(1, -1) if arr.ndim < 2 else arr
+    return pd.DataFrame([[f"{x:g}" for x in row] for row in arr])
 
 
 # --- broadcasting's backward (exercise 8) ---------------------------------------------------------------

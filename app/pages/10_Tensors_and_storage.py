@@ -9,7 +9,7 @@ import engine
 from explorer import tensors_and_storage as M
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.lecture_kit import md_escape
+from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
 
 OWN = "(your own chain)"
@@ -20,6 +20,8 @@ ctx = start_page(
             "op": LinkField("str", "matmul", choices=tuple(M.BENCH_OPS)), "n": LinkField("int", 32, minimum=1)},
     defaults={"chain": M.DEFAULT_CHAIN, "base": "3x4", "bshape": "(2,)", "ids": "3, 1, 3", "op": "matmul", "n": 32})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(present_css(True))
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -60,18 +62,18 @@ c[1].text_input("Chain of calls on x", key=ns.key("chain"), max_chars=M.MAX_CHAI
                 help="Start with x; allowed: " + ", ".join(sorted(M.METHODS)) + ", .T and indexing like x[1:, ::2]. "
                      "Nothing is evaluated: the text is read with a whitelist and run as engine calls.")
 c[2].selectbox("x's shape", list(M.BASE_SHAPES), key=ns.key("base"),
-               format_func=lambda k: "(" + ", ".join(map(str, M.BASE_SHAPES[k])) + (",)" if len(M.BASE_SHAPES[k]) == 1 else ")"))
+               format_func=lambda k: str(M.BASE_SHAPES[k]))
 chain_text, base = st.session_state[ns.key("chain")], st.session_state[ns.key("base")]
 try:
     run = cached_chain(chain_text, base)
 except M.ChainError as e:
-    st.error(f"**Chain not accepted** — {md_escape(str(e))}", icon="🚫")
+    st.error(f"**Chain not accepted** — {md_escape(str(e))}", icon=":material/block:")
     run = None
 if run is not None:
-    st.table(pd.DataFrame(M.chain_rows(run)))
+    st.table(pd.DataFrame(M.chain_rows(run)), hide_index=True)
     if run.error:
         st.error(f"The engine raised **{md_escape(run.error_type)}** at `{run.error_at}`:\n\n"
-                 f"{md_escape(run.error)}", icon="🛑")
+                 f"{md_escape(run.error)}", icon=":material/error:")
     last = run.last
     pics = st.columns(2)
     with pics[0]:
@@ -99,11 +101,11 @@ st.markdown(f"y = x + b with x of shape (3, 2) and b of shape {br.b_shape or '()
             f"b̄ = G summed over axes {br.summed_axes} (`sum_to_shape`; the engine ran {', '.join(br.backward_ops)}).")
 bc = st.columns(3)
 bc[0].markdown("**G = ȳ** (upstream)")
-bc[0].table(pd.DataFrame(br.g))
+bc[0].table(M.matrix_frame(br.g), hide_index=True, hide_header=True)
 bc[1].markdown("**x̄ = G** (same shape, nothing to sum)")
-bc[1].table(pd.DataFrame(br.x_grad))
-bc[2].markdown(f"**b̄** from the engine: `{br.b_grad}`")
-bc[2].table(pd.DataFrame(br.b_grad if isinstance(br.b_grad, list) else [br.b_grad]))
+bc[1].table(M.matrix_frame(br.x_grad), hide_index=True, hide_header=True)
+bc[2].markdown(f"**b̄** from the engine: `{M.fmt_tree(br.b_grad)}`")
+bc[2].table(M.matrix_frame(br.b_grad), hide_index=True, hide_header=True)
 
 # --- embedding's backward ----------------------------------------------------------------------------------
 st.subheader("An embedding's backward is a scatter-add (exercise 12)")
@@ -112,16 +114,16 @@ e[0].text_input(f"word ids (0 … {M.VOCAB - 1})", key=ns.key("ids"), max_chars=
 try:
     ids = M.parse_ids(st.session_state[ns.key("ids")])
 except ValueError as err:
-    e[0].error(md_escape(str(err)), icon="🚫")
+    e[0].error(md_escape(str(err)), icon=":material/block:")
     ids = None
 if ids is not None:
     er = M.embedding_backward(ids)
     e[1].markdown(f"`nn.Embedding({M.VOCAB}, {M.DIM})` looks up rows {ids} (forward op **{er.forward_op}**). "
-                  f"Upstream rows g0 … g{len(ids) - 1} = "
-                  + ", ".join(f"g{k} = {[int(v) for v in row]}" for k, row in enumerate(er.upstream))
+                  "Upstream rows: "
+                  + ", ".join(f"g{k} = {M.fmt_tree(row)}" for k, row in enumerate(er.upstream))
                   + f". Backward the engine ran **{', '.join(er.backward_ops)}**: every g_k is *added* into the row "
                   "it was read from; a repeated word collects the sum, rows never read get 0.")
-    e[1].table(pd.DataFrame(M.embedding_rows(er)))
+    e[1].table(pd.DataFrame(M.embedding_rows(er)), hide_index=True)
 
 # --- backends ----------------------------------------------------------------------------------------------
 st.subheader("The same op on every backend")
@@ -141,7 +143,7 @@ st.caption(f"Backends on this machine: {', '.join(available)}"
              "finishes in about a second.")
 if go_run:
     timings = cached_timings(op, n, tuple(available))
-    st.table(pd.DataFrame(M.timing_rows(timings)))
+    st.table(pd.DataFrame(M.timing_rows(timings)), hide_index=True)
 
 publish_link(ctx, {"chain": chain_text, "base": base, "bshape": st.session_state[ns.key("bshape")],
                    "ids": st.session_state[ns.key("ids")], "op": op, "n": n})

@@ -7,7 +7,7 @@ import streamlit as st
 from explorer import exercises as E
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.lecture_kit import md_escape
+from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
 
 KEYS = list(E.BUILDERS)
@@ -16,6 +16,8 @@ ctx = start_page(
     fields={"ex": LinkField("str", KEYS[0], choices=tuple(KEYS)), "reveal": LinkField("bool", False)},
     defaults={"ex": KEYS[0], "reveal": False, "verdicts": {}})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(present_css(True))
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -35,7 +37,7 @@ def _picked():
     st.session_state[ns.key("reveal")] = False
 
 
-head = st.columns([4, 1, 1, 2])
+head = st.columns([3.2, 1.4, 1.2, 2])
 head[0].selectbox("Exercise", KEYS, key=ns.key("ex"), format_func=lambda k: E.TITLES[k], on_change=_picked,
                   label_visibility="collapsed")
 head[1].button("Previous", key=ns.key("prev"), on_click=_move, args=(-1,), icon=":material/chevron_left:",
@@ -78,7 +80,8 @@ for part in exercise.parts:
         continue
     ok, message = got
     label = md_escape(part.prompt)
-    (st.success if ok else st.error)(f"{label} {md_escape(message)}", icon="✅" if ok else "❌")
+    show = st.success if ok else st.error
+    show(f"{label} {md_escape(message)}", icon=":material/check_circle:" if ok else ":material/cancel:")
 
 st.toggle("Reveal the worked steps", key=ns.key("reveal"))
 if st.session_state[ns.key("reveal")]:
@@ -96,7 +99,10 @@ if st.session_state[ns.key("reveal")]:
 with st.expander("All exercises"):
     for k in KEYS:
         mine = verdicts.get(k)
-        mark = "✅" if mine and all(ok for ok, _ in mine.values()) else ("✏️" if mine else "·")
+        if mine and all(ok for ok, _ in mine.values()):
+            mark = ":green[:material/check_circle:]"
+        else:
+            mark = ":orange[:material/edit:]" if mine else ":gray[:material/radio_button_unchecked:]"
         st.markdown(f"{mark} {md_escape(E.TITLES[k])}")
 
 publish_link(ctx, {"ex": key, "reveal": bool(st.session_state[ns.key("reveal")])})

@@ -8,6 +8,7 @@ import streamlit as st
 from explorer import learning_problem as L
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.lecture_kit import present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
 
 S0 = L.SURFACES[L.DEFAULT_SURFACE]
@@ -24,6 +25,8 @@ ctx = start_page(
     defaults={"surface": L.DEFAULT_SURFACE, "lr": S0.lr_default, "batch": 0, "w1": S0.start[0], "w2": S0.start[1],
               "step": 0, "x0": 0.0, "eta": 0.1})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(present_css(True))
 for msg in ctx.link_problems:
     st.warning(msg)
 STEPS = 40
@@ -102,8 +105,9 @@ w_min, loss_min, lam, crit = cached_minimum(surface)
 step = step_controls(ns, len(path), label="GD step")
 cur = path[step]
 kind, why = L.regime(path, loss_min)
-badge = {"too small": "🐢 too small", "about right": "✅ about right", "divergent": "💥 divergent",
-         "noisy": "🎲 noisy (SGD)"}[kind]
+badge = {"too small": ":orange[:material/hourglass_bottom: too small]",
+         "about right": ":green[:material/check_circle: about right]",
+         "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]"}[kind]
 st.markdown(
     f"#### Step {cur.k}: w = {L._v(cur.w)}, L = {cur.loss:.4g} → Δw = −η∇L = −{lr:g}·{L._v(cur.grad)} = "
     f"{L._v(cur.delta)} → L = {cur.loss_next:.4g}")
@@ -148,7 +152,8 @@ e[1].number_input("η", 0.001, 2.0, key=ns.key("eta"), step=0.05, format="%.3f")
 x0, eta = float(st.session_state[ns.key("x0")]), float(st.session_state[ns.key("eta")])
 ex_rows = L.exercise1(x0, eta)
 r0 = ex_rows[0]
-st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0 − η·f′(x0) = {x0:g} − {eta:g}·({r0.slope:g}) "
+st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0 − η·f′(x0) = "
+            f"{x0:g} − {eta:g}·({r0.slope:g}) "
             f"= **{r0.x_next:.6g}**.")
 ec = st.columns([3, 2])
 with ec[0]:

@@ -8,7 +8,7 @@ import streamlit as st
 from explorer import topological_sort as T
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.lecture_kit import md_escape
+from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
 
 ctx = start_page(
@@ -17,6 +17,8 @@ ctx = start_page(
             "step": LinkField("int", 0, minimum=0), "order": LinkField("list", [])},
     defaults={"preset": T.DEFAULT_PRESET, "step": 0, "order": []})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(present_css(True))
 for msg in ctx.link_problems:
     st.warning(msg)
 font = 22 if look.presenting else 14
@@ -54,12 +56,9 @@ taken = model.name(qs.taken)
 what = T.computes_text(model, qs.taken)
 st.markdown(f"#### Step {step + 1} of {n} · no unprocessed inputs: **{md_escape(ready)}** → take "
             f"**{md_escape(taken)}** {md_escape(what)}")
-left, right = st.columns([3, 2])
-with left:
-    st.graphviz_chart(T.graph_dot(model, T.queue_states(model, step), font_size=font,
-                                  show_values=set(qs.processed) | {qs.taken}), width="stretch")
-with right:
-    st.table(pd.DataFrame(T.queue_table(model, step)).set_index("step"))
+st.graphviz_chart(T.graph_dot(model, T.queue_states(model, step), font_size=font,
+                              show_values=set(qs.processed) | {qs.taken}), width="stretch")
+st.table(pd.DataFrame(T.queue_table(model, step)), hide_index=True)
 
 # --- the engine's DFS ------------------------------------------------------------------------------------
 st.subheader("What the engine does: depth-first search (engine.topological_sort)")
@@ -71,7 +70,7 @@ st.markdown(
 reads = " → ".join(model.name(i) for i in model.dfs_reads)
 st.markdown(f"The engine's DFS read the inputs of: **{md_escape(reads)}** (recorded while the engine's own "
             "function ran).")
-st.table(pd.DataFrame(T.order_rows(model)).set_index("position"))
+st.table(pd.DataFrame(T.order_rows(model)), hide_index=True)
 both = [T.check_order(model, model.queue_order()).valid, T.check_order(model, model.post_order()).valid]
 st.caption("Both orders checked by the same test as your order below: "
            + ("both valid" if all(both) else "one is NOT valid (a bug)")
@@ -115,9 +114,9 @@ check = T.check_order(model, order)
 shown = " → ".join(model.name(i) for i in order) or "(nothing yet: click a node)"
 ctrl[2].markdown(f"**Your order:** {md_escape(shown)}")
 if not check.valid:
-    st.error(check.message, icon="🚫")
+    st.error(check.message, icon=":material/block:")
 elif check.complete:
-    st.success(check.message, icon="✅")
+    st.success(check.message, icon=":material/check_circle:")
 else:
     st.info(check.message)
 states, badges = T.click_states(model, order, check)

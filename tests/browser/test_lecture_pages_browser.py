@@ -1,0 +1,110 @@
+"""Real-browser tests of the lecture pages 8-11 (Learning problem, Topological sort, Tensors and storage,
+Exercises), each also shot at 1400x900 and in presentation mode at 1920x1080."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+NORMAL = {"width": 1400, "height": 900}
+PROJECTOR = {"width": 1920, "height": 1080}
+
+
+def _open(page, url, wait_idle, size, first: str = "Presentation mode"):
+    page.set_default_timeout(120_000)  # a shared, busy machine renders slowly
+    page.set_viewport_size(size)
+    page.goto(url)
+    page.get_by_text(first).first.wait_for()
+    wait_idle(page, timeout=120)
+    return page.locator('[data-testid="stMain"]')
+
+
+def _min_text_px(page) -> float:
+    """The smallest font size of visible paragraph / table / label text in the main area."""
+    return page.evaluate("""() => {
+        const els = document.querySelectorAll('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p, '
+            + '[data-testid="stMain"] td, [data-testid="stMain"] th, [data-testid="stMain"] label p');
+        let m = 1e9;
+        for (const e of els) { if (e.offsetParent === null || !e.innerText.trim()) continue;
+            m = Math.min(m, parseFloat(getComputedStyle(e).fontSize)); }
+        return m; }""")
+
+
+def _click(page, wait_idle, name):
+    # a button's accessible name carries its icon and shortcut after the label ("Step chevron_right →")
+    page.get_by_role("button", name=re.compile(rf"^{re.escape(name)}\b")).first.click()
+    wait_idle(page, timeout=120)
+
+
+def test_learning_problem_steps_and_diverges(page, app_url, wait_idle, shot):
+    main = _open(page, f"{app_url}/Learning_problem", wait_idle, NORMAL)
+    page.locator(".js-plotly-plot").first.wait_for()
+    assert "Step 0: w = (3, -2.5)" in main.inner_text()
+    _click(page, wait_idle, "Step")
+    assert "Step 1: w =" in main.inner_text() and "step=1" in page.url
+    assert page.locator(".js-plotly-plot .contour").count() >= 1
+    shot(page, "lecture_learning_1400")
+    page.get_by_role("button", name=re.compile(r"^divergent")).click()
+    wait_idle(page, timeout=120)
+    assert "divergent" in main.inner_text() and "lr=32" in page.url
+    _open(page, f"{app_url}/Learning_problem?present=1&step=5", wait_idle, PROJECTOR)
+    page.locator(".js-plotly-plot").first.wait_for()
+    assert _min_text_px(page) >= 18
+    shot(page, "lecture_learning_present_1920")
+
+
+def test_topological_sort_queue_and_clicked_order(page, app_url, wait_idle, shot):
+    main = _open(page, f"{app_url}/Topological_sort", wait_idle, NORMAL)
+    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for()
+    assert "Step 1 of 7" in main.inner_text()
+    _click(page, wait_idle, "Step")
+    assert "Step 2 of 7" in main.inner_text()
+    for name in ("x1", "x3", "x5"):
+        _click(page, wait_idle, name)
+    assert "x4 → x5" in main.inner_text() and "order=x1%2Cx3%2Cx5" in page.url
+    # the violated edge is drawn red in the student's graph
+    assert page.locator('[data-testid="stGraphVizChart"] svg').nth(1).locator('text:has-text("violated")').count() == 1
+    shot(page, "lecture_topo_1400")
+    _open(page, f"{app_url}/Topological_sort?present=1&step=3&order=x2,x4,x1", wait_idle, PROJECTOR)
+    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for()
+    assert "3 of 7 placed" in main.inner_text()
+    assert _min_text_px(page) >= 18
+    shot(page, "lecture_topo_present_1920")
+
+
+def test_tensors_and_storage_view_error_and_backends(page, app_url, wait_idle, shot):
+    main = _open(page, f"{app_url}/Tensors_and_storage?chain=x.permute(1,%200).view(12)", wait_idle, NORMAL)
+    page.locator(".js-plotly-plot").first.wait_for()
+    text = main.inner_text()
+    assert "ViewError" in text and "contiguous" in text and "[9, 12]" in text and "scatter_add" in text
+    page.get_by_role("button", name="Run on every backend").click()
+    page.get_by_text(re.compile(r"× numpy's time")).first.wait_for(timeout=60_000)
+    wait_idle(page, timeout=120)
+    shot(page, "lecture_tensors_1400")
+    _open(page, f"{app_url}/Tensors_and_storage?present=1&chain=x%5B1%3A%2C%20%3A%3A2%5D", wait_idle, PROJECTOR)
+    page.locator(".js-plotly-plot").nth(1).wait_for()
+    assert "(4, 2)" in main.inner_text()
+    assert _min_text_px(page) >= 18
+    shot(page, "lecture_tensors_present_1920")
+
+
+def test_exercises_check_and_reveal(page, app_url, wait_idle, shot):
+    main = _open(page, f"{app_url}/Exercises?ex=fan_out", wait_idle, NORMAL, first="Exercise 2")
+    assert "Exercise 2" in main.inner_text()
+    page.get_by_label("∂f/∂x1 =").fill("4e")
+    page.get_by_label("∂f/∂x2 =").fill("3")
+    page.get_by_role("button", name="Check my answers").click()
+    wait_idle(page, timeout=120)
+    text = main.inner_text()
+    assert "Correct: the engine gets 10.8731" in text and "Not quite" in text
+    page.get_by_text("Reveal the worked steps", exact=True).click()
+    wait_idle(page, timeout=120)
+    link = page.get_by_role("link", name=re.compile("Open Expression explorer"))
+    assert "Expression_explorer?expr=" in link.get_attribute("href") and "reveal=1" in page.url
+    shot(page, "lecture_exercises_1400")
+    _open(page, f"{app_url}/Exercises?present=1&ex=memory&reveal=1", wait_idle, PROJECTOR, first="159.4 MB")
+    assert "159.4 MB" in main.inner_text()
+    assert _min_text_px(page) >= 18
+    shot(page, "lecture_exercises_present_1920")
