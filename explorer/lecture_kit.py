@@ -10,14 +10,10 @@ import ast
 import math
 import re
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
+from .kit.formatting import md_escape  # noqa: F401  (the pages' one escaper, re-exported for pages 8-11)
+
 MAX_ANSWER_CHARS = 400
 MAX_ANSWER_ITEMS = 64
-
-
-def md_escape(text: str) -> str:
-    """``text`` with every Markdown / HTML / LaTeX special character backslash-escaped, so it shows as typed."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
 class AnswerError(ValueError):
