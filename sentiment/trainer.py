@@ -31,10 +31,11 @@ from engine.dtypes import as_dtype
 from engine.tensor import Tensor, no_grad
 
 from .data import Dataset
-from .embeddings import EncodedDataset, GloVe, Vocabulary, tokenize
+from .embeddings import PAD, UNK, EncodedDataset, GloVe, Vocabulary, tokenize
 from .model import SentimentNet, batch_tensors, training_step
 
 OPTIMIZERS = ("adam", "sgd")
+LR_SCHEDULES = ("constant", "cosine")
 
 
 @dataclass
@@ -47,6 +48,8 @@ class TrainConfig:
     450/100). lr 0.01 (MiniTorch's default for this task), 250 epochs on 450/100, best validation
     accuracy: in file order (HW2's) 71-76% over seeds 0-6 (mean 74%); shuffled every epoch 77-82%
     over seeds 0-3. 100 validation sentences make one sentence one point: seeds matter.
+
+    The last four fields go beyond HW2 (all off by default); :data:`PRESETS` ``"full"`` uses them.
     """
 
     epochs: int = 250
@@ -60,6 +63,11 @@ class TrainConfig:
     dtype: str = "float64"
     shuffle: bool = False           # HW2 visits the batches in file order every epoch
     eval_batch_size: int = 2048     # validation is evaluated in chunks of this many sentences
+    # beyond HW2 (defaults: off, i.e. HW2's training)
+    weight_decay: float = 0.0       # L2 penalty on the network's weights and biases (not on word vectors)
+    lr_schedule: str = "constant"   # "cosine": lr decays from lr to 0 over all the run's steps
+    word_dropout: float = 0.0       # drop each word of a training sentence with this probability (keeps >= 1)
+    train_embeddings: bool = False  # also train the word vectors of the vocabulary (GloVe is the start)
 
     def validate(self) -> None:
         """Raises ValueError naming the first bad field."""
@@ -75,6 +83,12 @@ class TrainConfig:
             raise ValueError(f"hidden must be >= 1, got {self.hidden}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not (self.weight_decay >= 0 and math.isfinite(self.weight_decay)):
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
+        if not 0.0 <= self.word_dropout < 1.0:
+            raise ValueError(f"word_dropout must be in [0, 1), got {self.word_dropout}")
         as_dtype(self.dtype)
         get_backend(self.backend)  # raises BackendUnavailable / ValueError
 
@@ -97,8 +111,14 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "hw2": Preset("HW2: 450/100, 250 epochs", 450, 100, TrainConfig(),
                   "HW2's setting (first 450 training / 100 validation sentences, batch 10, Adam), lr 0.01"),
-    "full": Preset("Full SST-2", None, None, TrainConfig(epochs=10, batch_size=64, shuffle=True),
-                   "all 67,349 training / 872 validation sentences"),
+    # What reaches >= 80% on all of SST-2 (see benchmarks/README.md, "Full SST-2 accuracy"): training the
+    # word vectors is what matters (frozen GloVe-50 means stay near 75% whatever the MLP); the rest adds ~1 point.
+    "full": Preset("Full SST-2", None, None,
+                   TrainConfig(epochs=3, batch_size=64, lr=0.003, lr_schedule="cosine", hidden=256, dropout=0.5,
+                               word_dropout=0.3, train_embeddings=True, shuffle=True),
+                   "all 67,349 training / 872 validation sentences; the word vectors are trained too (GloVe is "
+                   "the start), hidden 256, word dropout 0.3, Adam lr 0.003 with cosine decay, 3 epochs of "
+                   "batch 64 (81.5-82.3% over seeds 0-2)"),
 }
 
 
@@ -282,12 +302,16 @@ class SentimentTrainer:
         self.dtype = as_dtype(cfg.dtype)
         self.model = SentimentNet(glove.dim, cfg.hidden, cfg.dropout, backend=self.backend, dtype=self.dtype,
                                   seed=cfg.seed)
-        if cfg.optimizer == "adam":
-            self.optimizer = optim.Adam(self.model.parameters(), lr=cfg.lr)
-        else:
-            self.optimizer = optim.SGD(self.model.parameters(), lr=cfg.lr)
-        self._table = Tensor._make(self.backend.array(self.vocabulary.table, self.dtype), self.backend)
+        opt = optim.Adam if cfg.optimizer == "adam" else optim.SGD
+        self.optimizer = opt(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self._table = Tensor._make(self.backend.array(self.vocabulary.table, self.dtype), self.backend,
+                                   requires_grad=cfg.train_embeddings)
+        # trained word vectors get their own optimiser: same rule and lr, no weight decay
+        self._table_optimizer = opt([self._table], lr=cfg.lr) if cfg.train_embeddings else None
         self._shuffle_rng = np.random.default_rng(cfg.seed + 1)
+        self._word_dropout_rng = np.random.default_rng(cfg.seed + 2)
+        self._steps_done = 0
+        self.best_table: np.ndarray | None = None  # the word vectors at the best epoch (train_embeddings only)
         self._step = training_step(self.model, self.optimizer, check=_check_finite)
         self.history: list[EpochEnd] = []
         self.best_state: dict | None = None        # weights after the epoch with the best validation accuracy
@@ -307,11 +331,21 @@ class SentimentTrainer:
             NonFiniteLoss: the loss is NaN or infinite; the parameters are left unchanged.
         """
         enc = self.encoded_train
-        emb, mask = batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table)
+        ids = enc.batch_ids(idx)
+        if self.config.word_dropout > 0:
+            ids = self._drop_words(ids)
+        emb, mask = batch_tensors(None, ids, table_tensor=self._table)
         labels = enc.labels[idx]
         layers = {"fc1": self.model.fc1.weight, "fc2": self.model.fc2.weight}
         before = {n: w.numpy().copy() for n, w in layers.items()} if look else None
-        loss, logits = self._step(emb, mask, self._labels_tensor(labels))
+        self.optimizer.lr = self.lr_at(self._steps_done)
+        if self._table_optimizer is not None:
+            self._table_optimizer.zero_grad()
+        loss, logits = self._step(emb, mask, self._labels_tensor(labels))  # raises NonFiniteLoss before updates
+        if self._table_optimizer is not None:
+            self._table_optimizer.lr = self.optimizer.lr
+            self._table_optimizer.step()
+        self._steps_done += 1
         correct = int(((logits.numpy() > 0).astype(np.int64) == labels).sum())
         looks = None
         if look:
@@ -323,6 +357,28 @@ class SentimentTrainer:
                 looks.append(LayerLook(n, norm, grad, float(np.linalg.norm(now - before[n])) / norm if norm else 0.0))
             looks = tuple(looks)
         return float(loss.item()), correct, looks
+
+    def _drop_words(self, ids: np.ndarray) -> np.ndarray:
+        """Padded ids with each real word replaced by padding with probability ``word_dropout``;
+        a sentence that would lose every word keeps them all."""
+        real = ids != PAD
+        keep = real & (self._word_dropout_rng.random(ids.shape) >= self.config.word_dropout)
+        empty = ~keep.any(axis=1)
+        keep[empty] = real[empty]
+        return np.where(keep, ids, PAD)
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of optimisation step ``step`` (0-based) under ``config.lr_schedule``."""
+        cfg = self.config
+        if cfg.lr_schedule == "cosine":
+            total = cfg.epochs * math.ceil(len(self.encoded_train) / cfg.batch_size)
+            return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / total))
+        return cfg.lr
+
+    @property
+    def embedding_table(self) -> np.ndarray:
+        """The (V, D) word vectors the model reads (row 0 padding, row 1 unknown): GloVe's, or trained."""
+        return self._table.numpy()
 
     def relu_activity(self) -> np.ndarray:
         """Per hidden unit: the fraction of the probe sentences (the first PROBE_SENTENCES training
@@ -369,6 +425,13 @@ class SentimentTrainer:
         if not tokens:
             raise ValueError("type at least one word")
         vectors, unknown = self.glove.encode_tokens(tokens)
+        if self.config.train_embeddings:  # the trained vectors for the vocabulary's words
+            table = self._table.numpy()
+            vectors = vectors.astype(table.dtype)  # trained rows have the model's precision, not GloVe's
+            for i, tok in enumerate(tokens):
+                j = self.vocabulary.word_to_id.get(tok, UNK if tok not in self.glove else None)
+                if j is not None:
+                    vectors[i] = table[j]
         self.model.eval()
         try:
             with no_grad():
@@ -438,6 +501,8 @@ class SentimentTrainer:
                 if val_acc is not None and (best is None or val_acc > best):
                     best, best_epoch = val_acc, epoch
                     self.best_state, self.best_epoch = self.model.state_dict(), epoch
+                    if cfg.train_embeddings:
+                        self.best_table = self._table.numpy().copy()
                 seconds = time.perf_counter() - t_epoch - paused_s
                 elapsed += seconds
                 epochs_done = epoch
@@ -459,6 +524,8 @@ class SentimentTrainer:
         and ``checkpoint_epoch`` says the last finished epoch (or None)."""
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
+            if self.best_table is not None:  # trained word vectors belong to the checkpoint
+                self._table._data = self.backend.array(self.best_table, self.dtype)
             self.checkpoint_epoch = self.best_epoch
         else:
             self.checkpoint_epoch = self.history[-1].epoch if self.history else None

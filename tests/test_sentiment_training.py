@@ -1,6 +1,7 @@
 """HW2's network (gradients by gradcheck), the trainer (learning, seeds, backends), pause/stop, threads."""
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -447,3 +448,92 @@ def test_train_sentiment_example_on_your_own_files(glove, tmp_path, capsys):
     with pytest.raises(SystemExit):
         example.main(["--train", str(tmp_path / "train.csv")])
     assert "--train and --valid go together" in capsys.readouterr().err
+
+
+# --- training choices beyond HW2 (the "Full SST-2" preset) ---------------------------------
+
+
+def small_data():
+    return builtin_split(60)
+
+
+def test_word_dropout_only_pads_and_keeps_a_word(glove):
+    tr, va = small_data()
+    trainer = SentimentTrainer(tr, va, glove, TrainConfig(epochs=1, word_dropout=0.5, seed=3))
+    ids = trainer.encoded_train.batch_ids(np.arange(len(tr)))
+    dropped = trainer._drop_words(ids)
+    real = ids != 0
+    assert ((dropped == ids) | (dropped == 0)).all()           # words are only replaced by padding
+    assert ((dropped != 0) <= real).all() and (dropped != 0).any(axis=1).all()  # every sentence keeps a word
+    assert 0.4 < 1 - (dropped != 0).sum() / real.sum() < 0.6    # about half the words go
+    one_word = np.array([[5, 0, 0]] * 50)
+    assert (trainer._drop_words(one_word) == one_word).all()
+
+
+def test_cosine_schedule_weight_decay_and_validation(glove):
+    tr, va = small_data()
+    cfg = TrainConfig(epochs=2, batch_size=23, lr=0.02, lr_schedule="cosine", weight_decay=1e-3)
+    trainer = SentimentTrainer(tr, va, glove, cfg)
+    total = 2 * math.ceil(len(tr) / 23)
+    assert trainer.lr_at(0) == 0.02 and trainer.lr_at(total // 2) == pytest.approx(0.01, rel=0.02)
+    assert trainer.lr_at(total) == 0.0
+    assert trainer.optimizer.weight_decay == 1e-3
+    trainer.run()
+    assert trainer._steps_done == total and trainer.optimizer.lr == pytest.approx(trainer.lr_at(total - 1))
+    assert SentimentTrainer(tr, va, glove, TrainConfig(epochs=1)).lr_at(5) == 0.01
+    for bad in (dict(weight_decay=-1.0), dict(lr_schedule="step"), dict(word_dropout=1.0)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            TrainConfig(**bad).validate()
+
+
+def test_trained_word_vectors_move_only_where_training_words_are(glove):
+    tr, va = small_data()
+    frozen = SentimentTrainer(tr, va, glove, TrainConfig(epochs=2, seed=0))
+    start = frozen.embedding_table.copy()
+    frozen.run()
+    np.testing.assert_array_equal(frozen.embedding_table, start)  # HW2: the vectors are inputs, not weights
+    trainer = SentimentTrainer(tr, va, glove, TrainConfig(epochs=3, seed=0, train_embeddings=True))
+    assert trainer._table_optimizer.weight_decay == 0.0
+    trainer.run()
+    moved = np.abs(trainer.embedding_table - start).max(axis=1) > 0
+    train_ids = np.unique(trainer.encoded_train.ids)
+    val_only = np.setdiff1d(np.unique(trainer.encoded_val.ids), train_ids)
+    assert moved[train_ids[train_ids > 0]].all() and not moved[0]  # training words yes, padding never
+    assert not moved[val_only].any() and len(val_only) > 0          # a word only seen in validation: never
+    # the typed-sentence path reads the trained vectors, as the validation path does
+    sentence = va.sentences[0]
+    p_text = trainer.predict_text(sentence).probability
+    p_enc = trainer.predict_encoded(trainer.vocabulary.encode_dataset([sentence], [0]))[0]
+    assert p_text == pytest.approx(p_enc, abs=1e-12)
+    # the best epoch's weights and vectors come back together
+    best = trainer.best_table.copy()
+    assert trainer.restore_best() == trainer.best_epoch
+    np.testing.assert_array_equal(trainer.embedding_table, best)
+
+
+def test_gradient_reaches_the_word_vectors_by_gradcheck():
+    net = SentimentNet(embedding_dim=3, hidden=4, seed=1).eval()
+    ids = np.array([[2, 3, 4, 0], [5, 2, 0, 0]])
+    table0 = np.random.default_rng(0).standard_normal((8, 3))
+
+    def loss_of(table):
+        emb, mask = batch_tensors(None, ids, table_tensor=table)
+        return net.loss(emb, mask, np.array([1.0, 0.0]))[0]
+
+    assert engine.gradcheck(loss_of, [engine.tensor(table0, requires_grad=True)], n_directions=3).ok
+
+
+def test_presets_and_the_command_line(glove):
+    from sentiment.trainer import PRESETS
+    hw2, full = PRESETS["hw2"], PRESETS["full"]
+    assert (hw2.n_train, hw2.n_val, hw2.config) == (450, 100, TrainConfig())
+    assert (full.n_train, full.n_val) == (None, None) and full.label == "Full SST-2"
+    assert full.config.train_embeddings and full.config.lr_schedule == "cosine"
+    full.config.validate()
+    example = load_script("examples/train_sentiment.py", "train_sentiment_settings")
+    parse = example.build_parser().parse_args
+    preset, cfg, n_tr, n_va = example.settings(parse(["--full", "--epochs", "1", "--no-train-embeddings"]))
+    assert preset is full and (n_tr, n_va) == (None, None)
+    assert cfg == full.train_config(epochs=1, train_embeddings=False) and full.config.epochs == 3
+    preset, cfg, n_tr, n_va = example.settings(parse(["--preset", "hw2", "--lr", "0.02", "--train-size", "90"]))
+    assert preset is hw2 and cfg == TrainConfig(lr=0.02) and (n_tr, n_va) == (90, 100)
