@@ -269,6 +269,10 @@ class Relu(Op):
         return ctx.backend.unary("relu", a)
 
     @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "unary", "relu")
+
+    @classmethod
     def vjp(cls, ctx, g):
         return (g * step(ctx.inputs[0]),)
 
@@ -294,6 +298,10 @@ class Sigmoid(Op):
         return ctx.backend.unary("sigmoid", a)
 
     @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "unary", "sigmoid")
+
+    @classmethod
     def vjp(cls, ctx, g):
         out = ctx.output
         return (g * (out * (1.0 - out)),)
@@ -311,6 +319,10 @@ class Cast(Op):
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.astype(a, ctx.params)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "astype", ctx.params)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -344,6 +356,10 @@ class Step(Op):
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.unary("step", a)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "unary", "step")
 
 
 class Uniform(Op):
@@ -682,6 +698,10 @@ class Expand(Op):
     @staticmethod
     def forward(ctx, a):
         return ctx.backend.expand(a, ctx.params)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "expand", ctx.params)
 
     @classmethod
     def vjp(cls, ctx, g):

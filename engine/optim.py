@@ -11,6 +11,37 @@ from typing import Iterable
 from .tensor import Tensor
 
 
+class _Kernels:
+    """The raw kernels and constants one (backend, dtype) pair of parameters is updated with: the
+    backend's own functions where it has them (NumPy's ufuncs: no dispatch per call), the same bits."""
+
+    __slots__ = ("backend", "dtype", "add", "sub", "mul", "div", "sqrt", "_consts")
+
+    def __init__(self, backend, dtype):
+        self.backend, self.dtype = backend, dtype
+        dts = (dtype, dtype)
+        for name, method, op, n in (("add", "binary", "add", 2), ("sub", "binary", "sub", 2),
+                                    ("mul", "binary", "mul", 2), ("div", "binary", "div", 2),
+                                    ("sqrt", "unary", "sqrt", 1)):
+            fn = backend.kernel(method, op, dtypes=dts[:n])
+            if fn is None:
+                fn = getattr(backend, method)
+                fn = (lambda a, b, f=fn, o=op: f(o, a, b)) if n == 2 else (lambda a, f=fn, o=op: f(o, a))
+            setattr(self, name, fn)
+        self._consts: dict[float, object] = {}
+
+    def const(self, value: float):
+        """A scalar array of this dtype (kept: the hyperparameters)."""
+        arr = self._consts.get(value)
+        if arr is None:
+            arr = self._consts[value] = self.backend.array(value, self.dtype)
+        return arr
+
+    def scalar(self, value: float):
+        """A scalar array of this dtype made for one step (bias corrections change every step)."""
+        return self.backend.array(value, self.dtype)
+
+
 class Optimizer:
     def __init__(self, params: Iterable[Tensor], lr: float):
         self.params = list(params)
@@ -19,19 +50,18 @@ class Optimizer:
         if lr <= 0:
             raise ValueError(f"learning rate must be positive, got {lr}")
         self.lr = lr
-        self._consts: dict = {}
+        self._kernel_sets: dict[tuple, _Kernels] = {}
 
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
 
-    def _c(self, p: Tensor, value: float):
-        """A scalar array on p's backend and dtype (cached)."""
-        key = (p.backend.name, p.dtype.name, value)
-        arr = self._consts.get(key)
-        if arr is None:
-            arr = self._consts[key] = p.backend.array(value, p.dtype)
-        return arr
+    def _kernels(self, p: Tensor) -> _Kernels:
+        key = (p.backend, p.dtype)  # a parameter may move (Module.to): looked up per step
+        k = self._kernel_sets.get(key)
+        if k is None:
+            k = self._kernel_sets[key] = _Kernels(*key)
+        return k
 
     def step(self) -> None:
         raise NotImplementedError
@@ -49,16 +79,16 @@ class SGD(Optimizer):
         for p in self.params:
             if p.grad is None:
                 continue
-            be = p.backend
+            k = self._kernels(p)
             g = p.grad._data
             if self.weight_decay:
-                g = be.binary("add", g, be.binary("mul", p._data, self._c(p, self.weight_decay)))
+                g = k.add(g, k.mul(p._data, k.const(self.weight_decay)))
             if self.momentum:
                 v = self.velocity.get(id(p))
-                v = g if v is None else be.binary("add", be.binary("mul", v, self._c(p, self.momentum)), g)
+                v = g if v is None else k.add(k.mul(v, k.const(self.momentum)), g)
                 self.velocity[id(p)] = v
                 g = v
-            p._data = be.binary("sub", p._data, be.binary("mul", g, self._c(p, self.lr)))
+            p._data = k.sub(p._data, k.mul(g, k.const(self.lr)))
 
 
 class Adam(Optimizer):
@@ -79,23 +109,26 @@ class Adam(Optimizer):
 
     def step(self) -> None:
         self.t += 1
-        bc1 = 1.0 - self.b1 ** self.t
         bc2_sqrt = math.sqrt(1.0 - self.b2 ** self.t)
-        step_size = self.lr / bc1
+        step_size = self.lr / (1.0 - self.b1 ** self.t)
+        per_step: dict[int, tuple] = {}
         for p in self.params:
             if p.grad is None:
                 continue
-            be, c = p.backend, self._c
+            k = self._kernels(p)
+            mul, add, c = k.mul, k.add, k.const
+            corr = per_step.get(id(k))
+            if corr is None:
+                corr = per_step[id(k)] = (k.scalar(bc2_sqrt), k.scalar(step_size))
             g = p.grad._data
             if self.weight_decay:
-                g = be.binary("add", g, be.binary("mul", p._data, c(p, self.weight_decay)))
+                g = add(g, mul(p._data, c(self.weight_decay)))
             key = id(p)
             m, v = self.m.get(key), self.v.get(key)
-            gm = be.binary("mul", g, c(p, 1.0 - self.b1))
-            gg = be.binary("mul", be.binary("mul", g, g), c(p, 1.0 - self.b2))
-            m = gm if m is None else be.binary("add", be.binary("mul", m, c(p, self.b1)), gm)
-            v = gg if v is None else be.binary("add", be.binary("mul", v, c(p, self.b2)), gg)
+            gm = mul(g, c(1.0 - self.b1))
+            gg = mul(mul(g, g), c(1.0 - self.b2))
+            m = gm if m is None else add(mul(m, c(self.b1)), gm)
+            v = gg if v is None else add(mul(v, c(self.b2)), gg)
             self.m[key], self.v[key] = m, v
-            denom = be.binary("add", be.binary("div", be.unary("sqrt", v), c(p, bc2_sqrt)), c(p, self.eps))
-            update = be.binary("mul", be.binary("div", m, denom), c(p, step_size))
-            p._data = be.binary("sub", p._data, update)
+            denom = add(k.div(k.sqrt(v), corr[0]), c(self.eps))
+            p._data = k.sub(p._data, mul(k.div(m, denom), corr[1]))

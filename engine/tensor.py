@@ -23,6 +23,11 @@ from .dtypes import DType, as_dtype, float32, float64, int64
 _ids = itertools.count(1)
 
 
+def next_unique_id() -> int:
+    """A unique id no tensor has yet: every tensor made later gets a larger one (ids only grow)."""
+    return next(_ids)
+
+
 class _State(threading.local):
     """Per-thread engine mode: several trainings in several threads stay independent."""
 

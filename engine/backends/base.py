@@ -11,7 +11,6 @@ Kernel names:
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
@@ -113,8 +112,9 @@ class Backend(ABC):
 
         ``method`` and ``args`` name the call as an op's forward makes it (``"binary", "add"``;
         ``"reduce", "sum", axes, keepdim``; ``"permute", order``); the result takes only the
-        array operands (of ``dtypes``) and must give the same bits as the method. None (the
-        default) when this backend has no such shortcut: the replay then calls the op's forward.
+        array operands (of ``dtypes``) and must give the same bits as the method (NumPy's may
+        return a NumPy scalar where the method gives a 0-d array). None (the default) when this
+        backend has no such shortcut: the caller then goes through the method (an op's forward).
         """
         return None
 
@@ -124,10 +124,6 @@ class Backend(ABC):
         for s in self.shape(a):
             n *= s
         return id(a), n * np.dtype(self.dtype(a).numpy).itemsize
-
-    def quiet(self):
-        """A context in which a replay's raw kernels may run without per-call warning handling."""
-        return contextlib.nullcontext()
 
     # layout (views share storage where the strides allow)
     @abstractmethod

@@ -9,7 +9,23 @@ from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
 from ..tensor_data import IndexingError, ViewError, broadcast_error
 from .base import Backend, ThreadRandom
 
+def _relu(a):
+    return np.maximum(a, 0).astype(a.dtype, copy=False)
+
+
+def _step(a):
+    return (a > 0).astype(a.dtype)
+
+
+def _sigmoid(a):
+    # 1 / (1 + exp(-a)) overflows harmlessly to 0 for a << 0
+    return (1.0 / (1.0 + np.exp(-a))).astype(a.dtype, copy=False)
+
+
 _UNARY = {
+    "relu": _relu,
+    "step": _step,
+    "sigmoid": _sigmoid,
     "neg": np.negative,
     "exp": np.exp,
     "log": np.log,
@@ -90,13 +106,6 @@ class NumpyBackend(Backend):
         return a.item()
 
     def unary(self, op, a):
-        if op == "relu":
-            return np.maximum(a, 0).astype(a.dtype, copy=False)
-        if op == "step":
-            return (a > 0).astype(a.dtype)
-        if op == "sigmoid":
-            # 1 / (1 + exp(-a)) overflows harmlessly to 0 for a << 0
-            return (1.0 / (1.0 + np.exp(-a))).astype(a.dtype, copy=False)
         return np.asarray(_UNARY[op](a))
 
     def binary(self, op, a, b):
@@ -144,7 +153,7 @@ class NumpyBackend(Backend):
         if method == "binary":
             return _BINARY[args[0]]
         if method == "unary":
-            return _UNARY.get(args[0])  # relu / step / sigmoid are more than one ufunc
+            return _UNARY[args[0]]
         if method == "matmul":
             return np.matmul
         if method == "reduce" and args[0] == "sum":  # reduce("sum") is this same reduction
@@ -156,6 +165,12 @@ class NumpyBackend(Backend):
         if method == "reshape":
             shape = tuple(args[0])
             return lambda a: a.reshape(shape)
+        if method == "expand":
+            shape = tuple(args[0])
+            return lambda a: np.broadcast_to(a, shape)
+        if method == "astype":
+            dt = args[0].numpy
+            return lambda a: a.astype(dt, copy=False)
         return None
 
     def buffer(self, a):
@@ -163,10 +178,6 @@ class NumpyBackend(Backend):
         while isinstance(root.base, np.ndarray):
             root = root.base
         return id(root), root.nbytes
-
-    def quiet(self):
-        # the raw ufuncs warn on overflow / division by zero where the backend's methods do not
-        return np.errstate(all="ignore")
 
     def permute(self, a, order):
         return np.transpose(a, order)

@@ -17,12 +17,19 @@ the step are constants, and a call with other input shapes or dtypes is traced a
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..tensor import History, Op, Tensor, is_grad_enabled, tensor, trace_ops
+from .. import ops
+from ..tensor import History, Op, Tensor, is_grad_enabled, next_unique_id, tensor, trace_ops
+
+# A replay calls raw kernels (NumPy's ufuncs) whose overflow / division-by-zero warnings the
+# backend's own methods never show: silenced for this module only (a filter costs nothing until a
+# warning fires, unlike an np.errstate block per step).
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
 
 class CaptureError(RuntimeError):
@@ -43,7 +50,7 @@ class _Program:
     """A straight-line list of (kernel, input slots, output slot) over an environment of arrays."""
 
     __slots__ = ("n_slots", "leaf_loads", "input_slots", "instrs", "grad_slots", "out_slots", "rebuild",
-                 "backend", "signature", "stats", "quiet", "kept", "meta")
+                 "backend", "signature", "stats", "kept", "meta")
 
     def run(self, arrays: Sequence[Any]) -> list:
         env: list = [None] * self.n_slots
@@ -51,11 +58,7 @@ class _Program:
             env[slot] = t._data
         for slot, a in zip(self.input_slots, arrays):
             env[slot] = a
-        if self.quiet is not None:  # one context for the whole step instead of one per kernel
-            with self.quiet():
-                _execute(self.instrs, env)
-        else:
-            _execute(self.instrs, env)
+        _execute(self.instrs, env)
         return env
 
 
@@ -149,6 +152,7 @@ class CompiledStep:
             records.append((op, inputs, tuple(t._data for t in inputs), params, out, is_grad_enabled()))
 
         t0 = time.perf_counter()
+        first_new_id = next_unique_id()  # leaves made by the step itself (constants) get larger ids
         with trace_ops(hook):
             result = self.step_fn(*args)
         elapsed = time.perf_counter() - t0
@@ -170,6 +174,7 @@ class CompiledStep:
         leaf_loads: list[tuple[int, Tensor]] = []
         backend = None
         raw: list[tuple] = []
+        outputs: list[Tensor] = []
         changed: list[Tensor] = []
         meta: dict[int, tuple] = {a: (args_t.shape, args_t.dtype, f"input{i}")
                                   for i, (a, args_t) in enumerate(zip(prog.input_slots,
@@ -193,6 +198,7 @@ class CompiledStep:
             slot_of_array.setdefault(id(out._data), n)
             meta[n] = (out.shape, out.dtype, "forward" if grad_mode else "gradient")
             raw.append((op, params, tuple(in_slots), n))
+            outputs.append(out)
             backend = out.backend
             n += 1
         if backend is None:
@@ -226,9 +232,16 @@ class CompiledStep:
             raise CaptureError("the step did not call optimizer.step(); compile() re-applies the "
                                "optimizer after each replay, so the step function must call it once")
 
+        program = raw
+        if self.optimize:
+            step_constants = {s for s, t in leaf_loads if t.unique_id >= first_new_id}
+            program, alias, folded = _simplify(raw, outputs, meta, step_constants)
+            leaf_loads += folded
+            out_slots = [alias.get(s, s) for s in out_slots]
+            grad_slots = [(p, alias.get(s, s)) for p, s in grad_slots]
         needed = set(out_slots) | {s for _, s in grad_slots}
         instrs = []
-        for op, params, in_slots, out in reversed(raw):
+        for op, params, in_slots, out in reversed(program):
             # random ops are always kept, in order: a replay draws from the generator as eager mode does
             if not self.optimize or out in needed or op.random:
                 needed.update(in_slots)
@@ -244,11 +257,47 @@ class CompiledStep:
         prog.out_slots = out_slots
         prog.rebuild = rebuild
         prog.backend = backend
-        prog.quiet = backend.quiet if self.optimize else None
         prog.kept = instrs
         prog.meta = meta
         prog.stats = TraceStats(len(raw), len(prog.instrs), len(prog.leaf_loads), elapsed)
         return prog, result
+
+
+def _simplify(raw: list, outputs: list, meta: dict, constants: set) -> tuple[list, dict, list]:
+    """Rewrites that change no bit of any result, applied to the traced program in order:
+
+    * an op whose inputs are all constants made by the step itself (the backward seed times the
+      mean's 1/n, ...) becomes a constant: its traced output, loaded like a leaf;
+    * a permute undoing the permute that produced its input (a transposed weight's gradient turned
+      back) becomes an alias of that permute's input;
+    * a reshape dropping the kept dims of a keepdim sum becomes that sum without keepdim.
+
+    Returns the new program, the slot aliases and the folded constants as leaf loads.
+    """
+    alias: dict[int, int] = {}
+    producer: dict[int, tuple] = {}
+    folded: list[tuple[int, Tensor]] = []
+    out_program = []
+    constants = set(constants)
+    for (op, params, in_slots, out), out_tensor in zip(raw, outputs):
+        in_slots = tuple(alias.get(s, s) for s in in_slots)
+        if in_slots and not op.random and all(s in constants for s in in_slots):
+            constants.add(out)
+            folded.append((out, out_tensor))
+            continue
+        src = producer.get(in_slots[0]) if in_slots else None
+        if op is ops.Permute and src is not None and src[0] is ops.Permute:
+            if tuple(src[1][j] for j in params) == tuple(range(len(params))):
+                alias[out] = src[2][0]
+                continue
+        if op is ops.Reshape and src is not None and src[0] is ops.Sum and src[1][1]:
+            dims = src[1][0]
+            shape = meta[src[2][0]][0]
+            if tuple(params) == tuple(s for i, s in enumerate(shape) if i not in dims):
+                op, params, in_slots = ops.Sum, (dims, False), src[2]
+        producer[out] = (op, params, in_slots)
+        out_program.append((op, params, in_slots, out))
+    return out_program, alias, folded
 
 
 def _replay_kernel(op: type[Op], params, backend, dtypes: tuple, direct: bool) -> Callable:
