@@ -18,6 +18,9 @@ class DType:
     def __repr__(self) -> str:
         return f"engine.{self.name}"
 
+    def __hash__(self) -> int:  # the name says it all (the generated hash of four fields is ~5x slower)
+        return hash(self.name)
+
 
 float64 = DType("float64", np.float64, "d", True)
 float32 = DType("float32", np.float32, "f", True)

@@ -388,6 +388,36 @@ class Argmax(Op):
         return be.array(res, as_dtype("int64"))
 
 
+# the fused ops' forwards, written once over a backend's KernelSet: methods in eager mode, raw
+# kernels (NumPy's ufuncs, constants made once) in a replay; the same kernel calls either way
+
+
+def _bce(k, p, y):
+    floor, one = k.const(-100.0), k.const(1.0)
+    log_p = k.maximum(k.log(p), floor)
+    log_1mp = k.maximum(k.log(k.sub(one, p)), floor)
+    return k.neg(k.add(k.mul(y, log_p), k.mul(k.sub(one, y), log_1mp)))
+
+
+def _bce_grad(k, p, y):
+    denom = k.maximum(k.mul(p, k.sub(k.const(1.0), p)), k.const(1e-12))
+    return k.div(k.sub(p, y), denom)
+
+
+def _dropout_mask(k, shape, p):
+    be, dtype = k.backend, k.dtype
+    keep = be.astype(k.ge(be.uniform(shape, dtype), k.const(p)), dtype)
+    return k.mul(keep, k.const(1.0 / (1.0 - p)))
+
+
+def _fused_kernel(body, ctx, dtypes):
+    """A replay kernel running ``body`` on raw kernels when all operands share a dtype (else None)."""
+    if len(set(dtypes)) != 1:
+        return None  # mixed operands follow the engine's promotion rule: the backend's methods
+    k = ctx.backend.kernels(dtypes[0], raw=True)
+    return lambda p, y: body(k, p, y)
+
+
 class BinaryCrossEntropy(Op):
     """Elementwise -(y log p + (1 - y) log(1 - p)), logs clamped at -100 as in PyTorch.
 
@@ -401,14 +431,11 @@ class BinaryCrossEntropy(Op):
 
     @staticmethod
     def forward(ctx, p, y):
-        be = ctx.backend
-        dt = be.dtype(p)
-        floor = be.array(-100.0, dt)
-        one = be.array(1.0, dt)
-        log_p = be.binary("maximum", be.unary("log", p), floor)
-        log_1mp = be.binary("maximum", be.unary("log", be.binary("sub", one, p)), floor)
-        inner = be.binary("add", be.binary("mul", y, log_p), be.binary("mul", be.binary("sub", one, y), log_1mp))
-        return be.unary("neg", inner)
+        return _bce(ctx.backend.kernels(ctx.backend.dtype(p)), p, y)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return _fused_kernel(_bce, ctx, dtypes) or super().kernel(ctx, dtypes)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -438,11 +465,11 @@ class BCEGrad(Op):
 
     @staticmethod
     def forward(ctx, p, y):
-        be = ctx.backend
-        dt = be.dtype(p)
-        denom = be.binary("maximum", be.binary("mul", p, be.binary("sub", be.array(1.0, dt), p)),
-                          be.array(1e-12, dt))
-        return be.binary("div", be.binary("sub", p, y), denom)
+        return _bce_grad(ctx.backend.kernels(ctx.backend.dtype(p)), p, y)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return _fused_kernel(_bce_grad, ctx, dtypes) or super().kernel(ctx, dtypes)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -475,9 +502,13 @@ class DropoutMask(Op):
     @staticmethod
     def forward(ctx):
         shape, dtype, p = ctx.params
-        be = ctx.backend
-        keep = be.astype(be.binary("ge", be.uniform(shape, dtype), be.array(p, dtype)), dtype)
-        return be.binary("mul", keep, be.array(1.0 / (1.0 - p), dtype))
+        return _dropout_mask(ctx.backend.kernels(dtype), shape, p)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        shape, dtype, p = ctx.params
+        k = ctx.backend.kernels(dtype, raw=True)
+        return lambda: _dropout_mask(k, shape, p)
 
 
 # ---------------------------------------------------------------------------

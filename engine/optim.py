@@ -1,7 +1,8 @@
 """Optimisers: SGD (with momentum) and Adam with PyTorch's update rules.
 
-Updates work on the parameters' raw backend arrays through the backend's own
-kernels (no autodiff history, no Tensor objects per step).
+Updates work on the parameters' raw backend arrays through the backend's own raw
+kernels (``Backend.kernels(dtype, raw=True)``: no autodiff history, no Tensor objects,
+no dispatch per call).
 """
 from __future__ import annotations
 
@@ -9,37 +10,6 @@ import math
 from typing import Iterable
 
 from .tensor import Tensor
-
-
-class _Kernels:
-    """The raw kernels and constants one (backend, dtype) pair of parameters is updated with: the
-    backend's own functions where it has them (NumPy's ufuncs: no dispatch per call), the same bits."""
-
-    __slots__ = ("backend", "dtype", "add", "sub", "mul", "div", "sqrt", "_consts")
-
-    def __init__(self, backend, dtype):
-        self.backend, self.dtype = backend, dtype
-        dts = (dtype, dtype)
-        for name, method, op, n in (("add", "binary", "add", 2), ("sub", "binary", "sub", 2),
-                                    ("mul", "binary", "mul", 2), ("div", "binary", "div", 2),
-                                    ("sqrt", "unary", "sqrt", 1)):
-            fn = backend.kernel(method, op, dtypes=dts[:n])
-            if fn is None:
-                fn = getattr(backend, method)
-                fn = (lambda a, b, f=fn, o=op: f(o, a, b)) if n == 2 else (lambda a, f=fn, o=op: f(o, a))
-            setattr(self, name, fn)
-        self._consts: dict[float, object] = {}
-
-    def const(self, value: float):
-        """A scalar array of this dtype (kept: the hyperparameters)."""
-        arr = self._consts.get(value)
-        if arr is None:
-            arr = self._consts[value] = self.backend.array(value, self.dtype)
-        return arr
-
-    def scalar(self, value: float):
-        """A scalar array of this dtype made for one step (bias corrections change every step)."""
-        return self.backend.array(value, self.dtype)
 
 
 class Optimizer:
@@ -50,18 +20,16 @@ class Optimizer:
         if lr <= 0:
             raise ValueError(f"learning rate must be positive, got {lr}")
         self.lr = lr
-        self._kernel_sets: dict[tuple, _Kernels] = {}
 
     def zero_grad(self) -> None:
         for p in self.params:
             p.grad = None
 
-    def _kernels(self, p: Tensor) -> _Kernels:
-        key = (p.backend, p.dtype)  # a parameter may move (Module.to): looked up per step
-        k = self._kernel_sets.get(key)
-        if k is None:
-            k = self._kernel_sets[key] = _Kernels(*key)
-        return k
+    @staticmethod
+    def _kernels(p: Tensor):
+        # the backend's raw kernels for p's dtype (NumPy: the ufuncs, no dispatch per call; the
+        # gradient has p's dtype); looked up per step, as a parameter may move (Module.to)
+        return p.backend.kernels(p.dtype, raw=True)
 
     def step(self) -> None:
         raise NotImplementedError
@@ -111,24 +79,27 @@ class Adam(Optimizer):
         self.t += 1
         bc2_sqrt = math.sqrt(1.0 - self.b2 ** self.t)
         step_size = self.lr / (1.0 - self.b1 ** self.t)
-        per_step: dict[int, tuple] = {}
+        per_step: dict[int, tuple] = {}  # per kernel set: this step's constants in its dtype
         for p in self.params:
             if p.grad is None:
                 continue
             k = self._kernels(p)
-            mul, add, c = k.mul, k.add, k.const
-            corr = per_step.get(id(k))
-            if corr is None:
-                corr = per_step[id(k)] = (k.scalar(bc2_sqrt), k.scalar(step_size))
+            mul, add = k.mul, k.add
+            consts = per_step.get(id(k))
+            if consts is None:
+                c, be, dt = k.const, k.backend, k.dtype  # the bias corrections change every step: not kept
+                consts = per_step[id(k)] = (c(1.0 - self.b1), c(1.0 - self.b2), c(self.b1), c(self.b2),
+                                            c(self.eps), be.array(bc2_sqrt, dt), be.array(step_size, dt))
+            one_b1, one_b2, b1, b2, eps, bc2, lr_t = consts
             g = p.grad._data
             if self.weight_decay:
-                g = add(g, mul(p._data, c(self.weight_decay)))
+                g = add(g, mul(p._data, k.const(self.weight_decay)))
             key = id(p)
             m, v = self.m.get(key), self.v.get(key)
-            gm = mul(g, c(1.0 - self.b1))
-            gg = mul(mul(g, g), c(1.0 - self.b2))
-            m = gm if m is None else add(mul(m, c(self.b1)), gm)
-            v = gg if v is None else add(mul(v, c(self.b2)), gg)
+            gm = mul(g, one_b1)
+            gg = mul(mul(g, g), one_b2)
+            m = gm if m is None else add(mul(m, b1), gm)
+            v = gg if v is None else add(mul(v, b2), gg)
             self.m[key], self.v[key] = m, v
-            denom = add(k.div(k.sqrt(v), corr[0]), c(self.eps))
-            p._data = k.sub(p._data, mul(k.div(m, denom), corr[1]))
+            denom = add(k.div(k.sqrt(v), bc2), eps)
+            p._data = k.sub(p._data, mul(k.div(m, denom), lr_t))

@@ -11,6 +11,7 @@ Kernel names:
 """
 from __future__ import annotations
 
+import functools
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
@@ -23,6 +24,40 @@ UNARY_OPS = ("neg", "exp", "log", "reciprocal", "relu", "step", "sqrt", "abs", "
 BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne")
 COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 INT_UNARY_OPS = ("neg", "relu", "step", "abs", "sign")  # keep an integer input's dtype; the rest give float64
+
+
+class KernelSet:
+    """One backend's kernels for operands of one dtype, by name (``k.add(a, b)``, ``k.log(a)``), and
+    scalar constants of that dtype (``k.const(1.0)``, kept).
+
+    ``raw=False``: the backend's methods (arrays always; the engine's dtype promotion). ``raw=True``:
+    its own functions where it has them (``Backend.kernel``: NumPy's ufuncs, no dispatch per call,
+    the same bits; a 0-d result may be a NumPy scalar), for code that runs many kernels on operands
+    known to share the dtype: a captured step's replay, the optimisers.
+    """
+
+    def __init__(self, backend: "Backend", dtype: DType, raw: bool):
+        self.backend, self.dtype, self.raw = backend, dtype, raw
+        self._consts: dict[float, Any] = {}
+
+    def __getattr__(self, name: str) -> Callable:  # the first use of a kernel name binds it
+        if name in UNARY_OPS:
+            method, dtypes = "unary", (self.dtype,)
+        elif name in BINARY_OPS:
+            method, dtypes = "binary", (self.dtype, self.dtype)
+        else:
+            raise AttributeError(f"no kernel named {name!r}")
+        fn = self.backend.kernel(method, name, dtypes=dtypes) if self.raw else None
+        if fn is None:
+            fn = functools.partial(getattr(self.backend, method), name)
+        setattr(self, name, fn)
+        return fn
+
+    def const(self, value: float):
+        arr = self._consts.get(value)
+        if arr is None:
+            arr = self._consts[value] = self.backend.array(value, self.dtype)
+        return arr
 
 
 class BackendUnavailable(RuntimeError):
@@ -117,6 +152,17 @@ class Backend(ABC):
         backend has no such shortcut: the caller then goes through the method (an op's forward).
         """
         return None
+
+    def kernels(self, dtype: DType, raw: bool = False) -> KernelSet:
+        """This backend's :class:`KernelSet` for ``dtype`` (made once)."""
+        try:
+            return self._kernel_sets[dtype, raw]
+        except AttributeError:
+            self._kernel_sets: dict = {}
+        except KeyError:
+            pass
+        k = self._kernel_sets[dtype, raw] = KernelSet(self, dtype, raw)
+        return k
 
     def buffer(self, a: Any) -> tuple[int, int]:
         """(identity, bytes) of the storage behind ``a``: views of one buffer share the identity."""

@@ -1,6 +1,8 @@
 """NumPy backend (the default): NumPy arrays are storage + strides already."""
 from __future__ import annotations
 
+import functools
+import operator
 import warnings
 
 import numpy as np
@@ -42,10 +44,11 @@ _BINARY = {
     "eq": np.equal, "ne": np.not_equal,
 }
 # Overflow / division by zero give inf / nan, which *are* the answers (the explorer flags
-# them). NumPy's warnings for them are silenced for this module only: a warnings filter
+# them). NumPy's warnings for them are silenced in the engine's own modules only (the backend,
+# and the raw kernels a replay or an optimiser calls from its own module): a warnings filter
 # costs nothing until a warning fires, unlike np.errstate (~3 µs per call), and global
 # np.seterr would change the user's NumPy.
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"engine(\.|$)")
 _DTYPES = {np.dtype(d.numpy): d for d in (float64, float32, int64, bool_)}
 
 
@@ -156,15 +159,13 @@ class NumpyBackend(Backend):
             return _UNARY[args[0]]
         if method == "matmul":
             return np.matmul
-        if method == "reduce" and args[0] == "sum":  # reduce("sum") is this same reduction
-            axes, keepdim = args[1], args[2]
-            return lambda a: np.asarray(a.sum(axis=axes, keepdims=keepdim))
+        # partial / methodcaller: C-level calls, no Python frame per kernel
+        if method == "reduce" and args[0] == "sum":  # np.sum's own reduction, without its Python wrappers
+            return functools.partial(np.add.reduce, axis=args[1], keepdims=args[2])
         if method == "permute":
-            order = tuple(args[0])
-            return lambda a: a.transpose(order)
+            return operator.methodcaller("transpose", tuple(args[0]))
         if method == "reshape":
-            shape = tuple(args[0])
-            return lambda a: a.reshape(shape)
+            return operator.methodcaller("reshape", tuple(args[0]))
         if method == "expand":
             shape = tuple(args[0])
             return lambda a: np.broadcast_to(a, shape)

@@ -17,7 +17,6 @@ the step are constants, and a call with other input shapes or dtypes is traced a
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -26,10 +25,6 @@ import numpy as np
 from .. import ops
 from ..tensor import History, Op, Tensor, is_grad_enabled, next_unique_id, tensor, trace_ops
 
-# A replay calls raw kernels (NumPy's ufuncs) whose overflow / division-by-zero warnings the
-# backend's own methods never show: silenced for this module only (a filter costs nothing until a
-# warning fires, unlike an np.errstate block per step).
-warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
 
 
 class CaptureError(RuntimeError):
@@ -47,7 +42,8 @@ class TraceStats:
 
 
 class _Program:
-    """A straight-line list of (kernel, input slots, output slot) over an environment of arrays."""
+    """A straight-line list of (kernel, input slot a, input slot b, output slot) over an environment
+    of arrays (b < 0: one input; a < 0 too: none; a == -2: the kernel reads its inputs from env)."""
 
     __slots__ = ("n_slots", "leaf_loads", "input_slots", "instrs", "grad_slots", "out_slots", "rebuild",
                  "backend", "signature", "stats", "kept", "meta")
@@ -63,16 +59,25 @@ class _Program:
 
 
 def _execute(instrs, env) -> None:
-    for fn, ins, out in instrs:
-        n = len(ins)
-        if n == 1:
-            env[out] = fn(env[ins[0]])
-        elif n == 2:
-            env[out] = fn(env[ins[0]], env[ins[1]])
-        elif n == 0:
+    for fn, a, b, out in instrs:
+        if b >= 0:
+            env[out] = fn(env[a], env[b])
+        elif a >= 0:
+            env[out] = fn(env[a])
+        elif a == -1:
             env[out] = fn()
         else:
-            env[out] = fn(*[env[i] for i in ins])
+            env[out] = fn(env)
+
+
+def _instruction(fn: Callable, ins: tuple, out: int) -> tuple:
+    if len(ins) == 2:
+        return fn, ins[0], ins[1], out
+    if len(ins) == 1:
+        return fn, ins[0], -1, out
+    if not ins:
+        return fn, -1, -1, out
+    return (lambda env: fn(*[env[i] for i in ins])), -2, -1, out
 
 
 class CompiledStep:
@@ -87,7 +92,10 @@ class CompiledStep:
 
     # --- public ---------------------------------------------------------------------------------
     def __call__(self, *args):
-        args = tuple(a if isinstance(a, Tensor) else tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+        for a in args:
+            if isinstance(a, np.ndarray):
+                args = tuple(tensor(a) if isinstance(a, np.ndarray) else a for a in args)
+                break
         sig = _signature(args)
         prog = self._programs.get(sig)
         if prog is None:
@@ -98,11 +106,14 @@ class CompiledStep:
         self.last_program = prog
         env = prog.run([a._data for a in args if isinstance(a, Tensor)])
         be = prog.backend
+        outs = [Tensor._make(_as_array(env[s]), be) for s in prog.out_slots]
         if self.optimizer is not None:
             for p, slot in prog.grad_slots:
-                p.grad = Tensor._make(_as_array(env[slot]), be)
+                g = env[slot]
+                p.grad = Tensor._make(g if type(g) is np.ndarray else _as_array(g), be)
+            del env  # the step's intermediates go before the update allocates (NumPy reuses their memory)
             self.optimizer.step()
-        return prog.rebuild([Tensor._make(_as_array(env[s]), be) for s in prog.out_slots])
+        return prog.rebuild(outs)
 
     @property
     def stats(self) -> TraceStats | None:
@@ -249,8 +260,9 @@ class CompiledStep:
         instrs.reverse()
         # each op's own replay kernel (NumPy: the ufunc itself where its forward is one ufunc call);
         # optimize=False replays every op through its forward
-        prog.instrs = [(_replay_kernel(op, params, backend, tuple(meta[s][1] for s in in_slots), self.optimize),
-                        in_slots, out) for op, params, in_slots, out in instrs]
+        kernels = [_replay_kernel(op, params, backend, tuple(meta[s][1] for s in in_slots), self.optimize)
+                   for op, params, in_slots, out in instrs]
+        prog.instrs = [_instruction(fn, in_slots, out) for fn, (_, _, in_slots, out) in zip(kernels, instrs)]
         prog.leaf_loads = [(s, t) for s, t in leaf_loads if s in needed]
         prog.n_slots = n
         prog.grad_slots = grad_slots
