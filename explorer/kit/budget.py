@@ -191,14 +191,19 @@ def refuse_message(error: BaseException) -> str:
 # the pages' cache
 
 
+_STORES_RESOURCE: list = []  # the st.cache_resource function, made once (making it hashes its source: ~10 ms)
+
+
 def _streamlit_stores() -> dict[str, ByteLRU]:
-    import streamlit as st
+    if not _STORES_RESOURCE:
+        import streamlit as st
 
-    @st.cache_resource(show_spinner=False)
-    def stores() -> dict[str, ByteLRU]:  # one dict per server process, cleared with Streamlit's caches
-        return {}
+        @st.cache_resource(show_spinner=False)
+        def stores() -> dict[str, ByteLRU]:  # one dict per server process, cleared with Streamlit's caches
+            return {}
 
-    return stores()
+        _STORES_RESOURCE.append(stores)
+    return _STORES_RESOURCE[0]()
 
 
 def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float | None = REQUEST_SECONDS,
