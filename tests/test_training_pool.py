@@ -124,7 +124,7 @@ def test_the_time_limit_stops_a_run_and_says_why(glove):
     assert run.join(30)
     snap = run.snapshot()
     assert snap.finished.status == "stopped" and "time limit" in snap.note
-    assert 0 < snap.progress < 1
+    assert snap.progress < 1  # (on a loaded machine the first batch may not even come within the second)
 
 
 def test_a_killed_worker_is_an_error_not_a_hang(glove):
