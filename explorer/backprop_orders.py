@@ -14,9 +14,9 @@ from engine.strategies import PathRecursion
 from .kit.budget import check_program
 from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value, max_abs_difference
-from .kit.frames import build_frames
-from .kit.layout import layout
-from .kit.plotly_figure import figure_dict as build_figure
+from .kit.frames import FrameSet, build_frames
+from .kit.layout import collapse_big, collapse_composites
+from .kit.plotly_figure import figure_dict, plan
 from .kit.programs import InputProblem, parse
 
 STRATEGY_LABELS = {
@@ -37,7 +37,7 @@ class OrderView:
     strategy: str
     trace: Any
     frameset: Any
-    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
+    figure: dict                # explorer.kit.plotly_figure.figure_dict (plain dict, with frames)
     wrong: list[dict]          # inputs whose gradient differs from the topological one
     dropped: list[str]         # why: the contributions that were lost (event texts)
     error: str | None
@@ -58,7 +58,7 @@ class OrderView:
 class OrdersModel:
     program: Any
     inputs: dict
-    positions: dict
+    drawing: Any               # one placement shared by every order (explorer.kit.plotly_figure.Drawing)
     correct: dict
     views: dict[str, OrderView]
 
@@ -67,8 +67,16 @@ class OrdersModel:
         return max((v.n_frames for v in self.views.values()), default=1)
 
 
-def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...]) -> OrdersModel:
-    """The same program backpropagated with each strategy (the real engine each time)."""
+ORDER_WIDTH = 620   # px per graph: two orders side by side in a 1400 px window
+
+
+def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...],
+                 width: int = ORDER_WIDTH) -> OrdersModel:
+    """The same program backpropagated with each strategy (the real engine each time).
+
+    Every order is drawn on one placement (nodes stay put when comparing), planned for ``width`` px
+    from the texts of all orders' frames.
+    """
     program, inputs = parse(program_text, inputs_text)
     try:
         check_program(program, inputs, 3 * (len(strategies) + 1),
@@ -76,20 +84,33 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
         reference = ex.record_execution(program, inputs, strategy="topological")
     except ExpressionError as e:
         raise InputProblem("program", e) from None
-    shown = reference.graph.without_constants()
-    positions = layout(shown)
-    views: dict[str, OrderView] = {}
+    traces = {}
     for s in strategies:
         strategy = PAGE_PATH_RECURSION if s == "path_recursion" else s
         try:
-            trace = reference if s == "topological" else ex.record_execution(program, inputs, strategy=strategy)
+            traces[s] = reference if s == "topological" else ex.record_execution(program, inputs, strategy=strategy)
         except ExpressionError as e:
             raise InputProblem("program", e) from None
-        if trace.error is not None:  # a failed run keeps nothing but its message (no events, no frames)
-            views[s] = OrderView(s, None, None, {}, [], [], trace.error)
+    full = collapse_composites(reference).graph.without_constants()
+
+    def drawn(tr):
+        return collapse_big(collapse_composites(tr), full)
+
+    shown = drawn(reference)[1]
+    shown_traces = {s: drawn(tr)[0] for s, tr in traces.items() if tr.error is None}
+    framesets = {s: build_frames(tr, shown) for s, tr in shown_traces.items()}
+    every = framesets.get("topological") or next(iter(framesets.values()), None) or build_frames(drawn(reference)[0], shown)
+    union = FrameSet(every.node_ids, [f for fs in framesets.values() for f in fs.frames] or every.frames,
+                     heads=every.heads, edges=every.edges)
+    drawing = plan(union, shown, width)
+    views: dict[str, OrderView] = {}
+    for s in strategies:
+        if traces[s].error is not None:  # a failed run keeps nothing but its message (no events, no frames)
+            views[s] = OrderView(s, None, None, {}, [], [], traces[s].error)
             continue
-        frameset = build_frames(trace, shown)
-        figure = build_figure(frameset, shown, positions)
+        trace = shown_traces[s]     # the engine's events as drawn (composites as one node)
+        frameset = framesets[s]
+        figure = figure_dict(frameset, shown, drawing)
         wrong = []
         for name, correct in reference.grads.items():
             got = trace.grads.get(name)
@@ -100,7 +121,7 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
         dropped = [e.text for e in trace.backward if e.kind == "lost"]
         lost_step = next((f.index for f in frameset.frames if "lost" in f.node_state), None)
         views[s] = OrderView(s, trace, frameset, figure, wrong, dropped, getattr(trace, "error", None), lost_step)
-    return OrdersModel(program, inputs, positions, reference.grads, views)
+    return OrdersModel(program, inputs, drawing, reference.grads, views)
 
 
 def _as_array(v):

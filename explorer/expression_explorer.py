@@ -18,19 +18,19 @@ from .kit.budget import check_program, finite_difference_checks
 from .kit.code_panel import frame_code
 from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
-from .kit.frames import build_frames
-from .kit.layout import layout
-from .kit.plotly_figure import figure_dict as build_figure
+from .kit.graph_view import trace_picture
+from .kit.graphviz_layout import find_dot
+from .kit.plotly_figure import DESIGN_WIDTH
 from .kit.programs import InputProblem, parse
 
 @dataclass
 class ExplorerModel:
     program: Any
     inputs: dict
-    trace: Any
-    positions: dict
+    trace: Any                  # the engine's trace, every primitive
+    shown_trace: Any            # what is drawn: composites as one node unless expanded
     frameset: Any
-    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
+    figure: dict                # explorer.kit.plotly_figure.figure_dict (plain dict, with frames)
     table: list[dict]
     central: dict
     gradient_graph: Any = None
@@ -58,11 +58,11 @@ class ExplorerModel:
         first = next((f.index for f in frames if f.phase == "backward"), None)
         if first is None or frames[step].phase != "backward":
             return []
-        groups = self.trace.steps()
+        groups = self.shown_trace.steps()
         k = step - first
         if not 0 <= k < len(groups):
             return []
-        name = {n.id: n.name for n in self.trace.graph.nodes}
+        name = {n.id: n.name for n in self.shown_trace.graph.nodes}
         adjoint = next((e.value for e in groups[k] if e.kind == "visit"), None)
         rows = []
         for e in groups[k]:
@@ -78,14 +78,15 @@ class ExplorerModel:
 
     def code(self, step: int):
         """The engine code frame ``step`` executed (:func:`explorer.kit.code_panel.frame_code`)."""
-        return frame_code(self.trace, self.frameset, min(max(step, 0), self.n_frames - 1), "topological")
+        return frame_code(self.shown_trace, self.frameset, min(max(step, 0), self.n_frames - 1), "topological")
 
     def forward_dot(self, step: int | None = None) -> str:
         """DOT of the forward graph (with values and adjoints; the frame's highlight when ``step``)."""
         key = ("fwd", step)
         if key not in self.dot_cache:
             frame = None if step is None else self.frameset.frames[min(max(step, 0), self.n_frames - 1)]
-            self.dot_cache[key] = to_dot(self.trace.graph, self.trace, frame, self.frameset)
+            self.dot_cache[key] = to_dot(self.shown_trace.graph.without_constants(), self.shown_trace, frame,
+                                         self.frameset)
         return self.dot_cache[key]
 
     def forward_svg(self) -> bytes | None:
@@ -96,9 +97,10 @@ class ExplorerModel:
         """
         if "svg" not in self.dot_cache:
             svg = None
-            if shutil.which("dot"):
+            prog = find_dot()
+            if prog:
                 try:
-                    svg = subprocess.run(["dot", "-Tsvg"], input=self.forward_dot().encode(), capture_output=True,
+                    svg = subprocess.run([prog, "-Tsvg"], input=self.forward_dot().encode(), capture_output=True,
                                          timeout=20, check=True).stdout
                 except (OSError, subprocess.SubprocessError):
                     svg = None
@@ -113,8 +115,14 @@ class ExplorerModel:
         return self.dot_cache["grad"]
 
 
-def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64") -> ExplorerModel:
-    """Run the program on the engine (forward + backward with events, gradient graph, central differences)."""
+def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", expand_composites: bool = False,
+                   width: int = DESIGN_WIDTH) -> ExplorerModel:
+    """Run the program on the engine (forward + backward with events, gradient graph, central differences).
+
+    Args:
+        expand_composites: draw tanh, softmax, ... as the primitives the engine ran (default: one node each).
+        width: px the graph figure may use.
+    """
     program, inputs = parse(program_text, inputs_text)
     try:
         # forward, backward with its gradient graph (about 4 runs), two runs per central difference
@@ -125,12 +133,9 @@ def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64") 
         central = costs.central_differences(program, inputs, dtype=dtype)
     except ExpressionError as e:
         raise InputProblem("program", e) from None
-    shown = trace.graph.without_constants()  # constants are folded into the ops' labels
-    positions = layout(shown)
-    frameset = build_frames(trace, shown)
-    figure = build_figure(frameset, shown, positions)
-    return ExplorerModel(program=program, inputs=inputs, trace=trace, positions=positions, frameset=frameset,
-                         figure=figure, table=node_table(trace, central), central=central,
+    pic = trace_picture(trace, expand_composites=expand_composites, width=width)
+    return ExplorerModel(program=program, inputs=inputs, trace=trace, shown_trace=pic.trace, frameset=pic.frameset,
+                         figure=pic.figure, table=node_table(trace, central), central=central,
                          gradient_graph=getattr(trace, "gradient_graph", None))
 
 

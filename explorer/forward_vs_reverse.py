@@ -11,13 +11,13 @@ from engine import explain as ex
 from engine.explain import ExpressionError, costs
 from engine.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the page shows them
 from engine.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
-from engine.explain.graph import fmt
 
 from .kit.budget import check_program
 from .kit.formatting import fmt_value
-from .kit.frames import Frame, FrameSet
-from .kit.layout import layout
-from .kit.plotly_figure import figure_dict as build_figure
+from .kit.frames import Frame, FrameSet, node_heads, value_line
+from .kit.labels import dot_name, num, short_value
+from .kit.layout import composite_graph
+from .kit.plotly_figure import figure_dict
 from .kit.programs import InputProblem, parse
 
 @dataclass
@@ -26,7 +26,7 @@ class DualModel:
     inputs: dict
     run: Any
     frameset: Any
-    figure: dict                # engine.explain.plotly_figure.figure_dict (plain dict, with frames)
+    figure: dict                # explorer.kit.plotly_figure.figure_dict (plain dict, with frames)
     reverse_grads: dict
     table: list[dict]
 
@@ -35,7 +35,10 @@ class DualModel:
         return len(self.frameset.frames)
 
 
-def dual_model(program_text: str, inputs_text: str, seed: str) -> DualModel:
+DUAL_WIDTH = 740   # px: the graph takes 3/5 of a 1400 px window on the page
+
+
+def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL_WIDTH) -> DualModel:
     """Forward mode seeded on input ``seed`` (dual numbers through the graph) beside reverse mode."""
     program, inputs = parse(program_text, inputs_text)
     if seed not in program.input_names:
@@ -47,9 +50,8 @@ def dual_model(program_text: str, inputs_text: str, seed: str) -> DualModel:
     except ExpressionError as e:
         raise InputProblem("program", e) from None
     frameset = dual_frames(run)
-    shown = run.graph.without_constants()
-    positions = layout(shown)
-    figure = build_figure(frameset, shown, positions)
+    shown = composite_graph(run.graph)[0].without_constants()
+    figure = figure_dict(frameset, shown, width=width)
     table = [{"node": run.graph.nodes[s.node].name, "computes": s.text.split(" = ")[1] if " = " in s.text else s.op,
               "value": fmt_value(s.value), f"tangent d·/d{seed}": fmt_value(s.tangent)} for s in run.steps]
     return DualModel(program, inputs, run, frameset, figure, reverse.grads, table)
@@ -115,40 +117,54 @@ def jacobian_size_table(width_in: int, width_out: int, batch: int, dtype: str) -
     return rows, {"forward": j.forward_passes, "reverse": j.reverse_passes}
 
 
+def _tangent(value) -> str:
+    return num(value) if not isinstance(value, list) else short_value(value, 22)
+
+
 def dual_frames(run: DualRun):
     """Animation frames for a forward-mode run: the inputs with their seed, then one frame per op.
 
-    Same :class:`~explorer.kit.frames.FrameSet` as the reverse-mode frames, so the same figure
-    builder draws it; node text is ``value`` and ``ε·tangent`` (the dual number ``v + v̇ε``).
+    Same :class:`~explorer.kit.frames.FrameSet` as the reverse-mode frames, so the same renderer
+    draws it; a node shows its value and, in the second colour, its tangent ``ẋ3 = 1.5`` (the dual
+    number ``v + v̇ε``). Composite ops (tanh, ...) are one node, as in the other views.
     """
-    g = run.graph.without_constants()
+    full, box_of, inside = composite_graph(run.graph)
+    g = full.without_constants()
     node_ids = [n.id for n in g.nodes]
     index = {nid: i for i, nid in enumerate(node_ids)}
+    heads = node_heads(g, full)
     text = ["" for _ in node_ids]
+    tangent = ["" for _ in node_ids]
     state = ["idle" for _ in node_ids]
     frames = []
     leaf_texts = []
     for nid, (val, tan) in run.leaves.items():
         if nid in index:
-            name = g.node(nid).name
-            text[index[nid]] = f"{name} = {fmt(val)}\nd{name} = {fmt(tan)}"
+            n = g.node(nid)
+            text[index[nid]] = value_line(val, n.shape)
+            tangent[index[nid]] = f"{dot_name(n.name)} = {_tangent(tan)}"
             state[index[nid]] = "leaf" if np.any(np.asarray(tan, dtype=float) != 0) else "computed"
-            leaf_texts.append(f"{name} = {fmt(val)} + {fmt(tan)}ε")
-    frames.append(Frame(0, "forward", "seed: " + ", ".join(leaf_texts), list(run.leaves), [], list(text), list(state)))
+            leaf_texts.append(f"{n.name} = {short_value(val)} + {short_value(tan)}ε")
+    frames.append(Frame(0, "forward", "Seed: " + ", ".join(leaf_texts), list(run.leaves), [], list(text),
+                        list(state), list(tangent)))
     prev = None
     for s in run.steps:
-        if s.node not in index:
+        if s.node in inside or s.node not in index:
             continue
         if prev is not None and state[index[prev]] == "active":
             state[index[prev]] = "complete"
-        name = g.node(s.node).name
-        text[index[s.node]] = f"{name} = {fmt(s.value)}\nd{name} = {fmt(s.tangent)}"
+        n = g.node(s.node)
+        text[index[s.node]] = value_line(s.value, n.shape)
+        tangent[index[s.node]] = f"{dot_name(n.name)} = {_tangent(s.tangent)}"
         state[index[s.node]] = "active"
         prev = s.node
-        frames.append(Frame(len(frames), "forward", s.text, [s.node],
-                            [(p, s.node) for p in s.inputs if p in index], list(text), list(state)))
+        parents = [e.src for e in full.edges if e.dst == s.node and e.src in index]
+        caption = f"{heads[s.node]} = {short_value(s.value)}, {dot_name(n.name)} = {_tangent(s.tangent)}"
+        frames.append(Frame(len(frames), "forward", caption, [s.node], [(p, s.node) for p in parents],
+                            list(text), list(state), list(tangent)))
     if prev is not None:
         state[index[prev]] = "complete"
-    frames.append(Frame(len(frames), "done", f"one forward pass: output {fmt(run.output_value)}, "
-                        f"directional derivative {fmt(run.output_tangent)}", [], [], list(text), list(state)))
-    return FrameSet(node_ids, frames)
+    frames.append(Frame(len(frames), "done", f"One forward pass: output {short_value(run.output_value)}, "
+                        f"directional derivative {short_value(run.output_tangent)}", [], [], list(text),
+                        list(state), list(tangent)))
+    return FrameSet(node_ids, frames, heads=[heads[i] for i in node_ids], edges=[(e.src, e.dst) for e in g.edges])

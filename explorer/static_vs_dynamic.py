@@ -34,6 +34,10 @@ COLOURS = {
     "update": "#e9d5ff",       # purple: the training op's assignments
 }
 LIT = "#facc15"                # evaluated in the shown run
+FADED = {k: "#f9fafb" for k in COLOURS}   # not needed by the shown run
+STATIC_WIDTH = 1250            # px: the graph spans the page
+RNN_WIDTH = 930                # px: the unrolled loop is drawn in 3/4 of the page
+HALF_WIDTH = 610               # px: two graphs side by side
 LEGEND = [("placeholder", "placeholder (fed)"), ("variable", "Variable (state)"), ("constant", "constant"),
           ("op", "operation"), ("gradient", "gradient node (from gradients())"), ("update", "training update")]
 
@@ -279,6 +283,103 @@ def graph_dot(graph: Graph, evaluated: list[int] | None = None, upto: int | None
     return d.to_string()
 
 
+def _role(n: Node) -> str:
+    return "gradient" if n.role == "gradient" and n.kind in ("op", "constant", "kernel") else n.kind
+
+
+def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int | None = None,
+                   fed: list[int] | None = None, width: int = STATIC_WIDTH,
+                   groups: dict[int, str] | None = None):
+    """A static graph as the graph renderer draws it (one still frame): ``(FrameSet, explain Graph)``.
+
+    Fills by kind (placeholder, Variable, constant, op, gradient node, update: :data:`COLOURS`); with
+    ``evaluated``, the first ``upto`` nodes of the run are lit and numbered in evaluation order, fed
+    placeholders say so, and nodes the run did not need are pale. ``groups`` boxes nodes together
+    (node id -> box label), e.g. the repeated steps of an unrolled loop.
+    """
+    from .kit.frames import Frame, FrameSet
+    from .kit.labels import formula, heading, shape_text
+    from engine.explain.graph import Graph as Drawn, GraphEdge, GraphNode
+
+    order = {nid: i for i, nid in enumerate(evaluated or [])}
+    lit = set((evaluated or [])[: (len(evaluated or []) if upto is None else upto)])
+    fed_ids = set(fed or [])
+    groups = groups or {}
+    box_id: dict[str, int] = {}
+    nodes: list[GraphNode] = []
+    heads, texts, notes, states = {}, {}, {}, {}
+    members: dict[str, list[Node]] = {}
+    for n in graph.nodes:
+        if n.id in groups:
+            members.setdefault(groups[n.id], []).append(n)
+    first_member = {ms[0].id: label for label, ms in members.items()}
+    next_id = len(graph.nodes)
+    for n in graph.nodes:
+        if n.id in groups:
+            if n.id not in first_member:
+                continue
+            label = groups[n.id]
+            box_id[label] = nid = next_id
+            next_id += 1
+            ms = members[label]
+            out = ms[-1]
+            nodes.append(GraphNode(nid, label, "group", "group", list(out.shape), None, label,
+                                   f"{label}: {len(ms)} ops", count=len(ms)))
+            heads[nid] = label
+            texts[nid] = f"{len(ms)} ops → {shape_text(out.shape)}"
+            states[nid] = "op"
+            continue
+        kind = {"placeholder": "input", "variable": "input", "constant": "constant"}.get(n.kind, "op")
+        nodes.append(GraphNode(n.id, n.name, n.label if n.kind in ("op", "kernel", "update") else "leaf", kind,
+                               list(n.shape)))
+        if n.kind in ("op", "kernel"):
+            heads[n.id] = heading(n.name, formula(n.op.name if n.op else n.label, [i.name for i in n.inputs]))
+        elif n.kind == "update":
+            heads[n.id] = f"{n.name}: {n.inputs[0].name} −= lr·{n.inputs[1].name}"
+        else:
+            heads[n.id] = n.name
+        value = ""
+        if n.kind == "constant" and n.value is not None and n.shape == ():
+            value = "= " + f"{float(np.asarray(graph.backend.to_numpy(n.value))):.5g}"
+        texts[n.id] = value or shape_text(n.shape)
+        state = _role(n)
+        if evaluated is not None:
+            if n.id in lit:
+                state, notes[n.id] = "lit", f"evaluated #{order[n.id] + 1}"
+            elif n.id in order:
+                notes[n.id] = f"#{order[n.id] + 1}, later"
+            elif n.id in fed_ids:
+                notes[n.id] = "fed"
+            else:
+                state = "faded"
+        states[n.id] = state
+    to = {n.id: (box_id[groups[n.id]] if n.id in groups else n.id) for n in graph.nodes}
+    edges, seen = [], set()
+    for n in graph.nodes:
+        for k, i in enumerate(n.inputs):
+            a, b = to[i.id], to[n.id]
+            if a == b or (n.id in groups and (a, b) in seen):
+                continue
+            seen.add((a, b))
+            edges.append(GraphEdge(a, b, k))
+    drawn = Drawn(nodes, edges, nodes[-1].id if nodes else 0)
+    ids = [n.id for n in nodes]
+    frame = Frame(0, "static", "", [], [], [texts[i] for i in ids], [states[i] for i in ids],
+                  [notes.get(i, "") for i in ids])
+    return FrameSet(ids, [frame], heads=[heads[i] for i in ids], edges=[(e.src, e.dst) for e in edges],
+                    hover=[heads[i] for i in ids]), drawn
+
+
+def graph_figure(graph: Graph, evaluated: list[int] | None = None, upto: int | None = None,
+                 fed: list[int] | None = None, width: int = STATIC_WIDTH,
+                 groups: dict[int, str] | None = None) -> dict:
+    """The static graph as a Plotly figure of the graph renderer (see :func:`static_picture`)."""
+    from .kit.plotly_figure import figure_dict
+    frames, drawn = static_picture(graph, evaluated, upto, fed, width, groups)
+    palette = {**COLOURS, "gradient": COLOURS["gradient"], "lit": LIT, "faded": "#f9fafb"}
+    return figure_dict(frames, drawn, width=width, title=False, edge_labels=False, palette=palette)
+
+
 # --- control flow: an unrolled recurrent step ----------------------------------------------------------
 
 def rnn_static(length: int, w0: float = 0.8) -> tuple[Graph, Any, Any, Any]:
@@ -291,6 +392,30 @@ def rnn_static(length: int, w0: float = 0.8) -> tuple[Graph, Any, Any, Any]:
         for t in range(length):  # Python unrolls the loop while *building*: one graph per length
             h = tf.sigmoid(h * w + xs[t])
     return g, xs, w, h
+
+
+def rnn_steps(length: int, merge_middle: bool = True) -> tuple[Graph, dict[int, str]]:
+    """The unrolled loop and, per node it adds, the box it is drawn in: ``step t`` (its 4 ops); with
+    ``merge_middle`` the repeated steps between the second and the last share one box
+    (``steps 3–11 (9 × 4 ops)``), so a long loop reads h0 → step 1 → step 2 → … → step T."""
+    g, xs, w, h = rnn_static(length)
+    groups: dict[int, str] = {}
+    base = 3  # x, w, h0
+    per = (len(g.nodes) - base) // max(length, 1)
+    middle = merge_middle and length > 4
+    for n in g.nodes[base:]:
+        t = (n.id - base) // per + 1
+        if middle and 3 <= t < length:
+            groups[n.id] = f"steps 3–{length - 1} ({length - 3} × {per} ops)"
+        else:
+            groups[n.id] = f"step {t}: h{t} = σ(h{t - 1}·w + x[{t - 1}])"
+    return g, groups
+
+
+def rnn_figure(length: int, expand: bool = False, width: int = RNN_WIDTH) -> dict:
+    """The static graph of the unrolled loop, each step one box ``step t`` (4 ops) unless ``expand``."""
+    g, groups = rnn_steps(length)
+    return graph_figure(g, width=width, groups=None if expand else groups)
 
 
 def rnn_eager(xs: np.ndarray, w0: float = 0.8) -> tuple[float, float, int, int]:
@@ -424,7 +549,8 @@ def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int
     captured = compiled.to_graph()
     losses = out["compiled"]["losses"]
     return {"identical": out["eager"]["losses"] == losses,
-            "graph_dot": graph_dot(captured), "graph_counts": captured.counts().as_dict(),
+            "graph_dot": graph_dot(captured), "graph_figure": graph_figure(captured),
+            "graph_counts": captured.counts().as_dict(),
             "losses": losses, "distinct_losses": len(set(losses)), "traced_ops": stats.traced_ops,
             "replayed_ops": stats.replayed_ops, "eager_us": out["eager"]["us_per_step"],
             "compiled_us": out["compiled"]["us_per_step"], "lengths": lengths.tolist(), "tokens": tokens}

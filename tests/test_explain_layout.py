@@ -1,14 +1,16 @@
-"""Layered layout, group collapsing, frames, DOT export and the Plotly figure."""
+"""Layered layout (fallback), composites and group collapsing, frames and their texts, DOT export and the
+Plotly figure of the graph renderer."""
 import json
 import time
 
+import numpy as np
 import pydot
 import pytest
 
 from engine.explain import random_dag_tensors, record_execution, record_tensor
 from explorer.kit.dot import to_dot
 from explorer.kit.frames import build_frames
-from explorer.kit.layout import collapse_groups, layout
+from explorer.kit.layout import collapse_composites, collapse_groups, layout
 from engine.explain.graph import Graph, GraphEdge, GraphNode
 from explorer.kit.plotly_figure import build_figure, figure_dict
 
@@ -73,11 +75,66 @@ def test_frames_follow_the_trace():
     x1 = idx[g.by_name("x1").id]
     # after f is processed, x1 holds 1 of 2 contributions
     first_back = fs.frames[phases.index("backward")]
-    assert "1 of 2 received" in first_back.node_text[x1] and first_back.node_state[x1] == "waiting"
+    assert first_back.node_adjoint[x1] == "x̄1 = 1 (1 of 2)" and first_back.node_state[x1] == "waiting"
+    assert "x̄1 = 1 (1 of 2 received)" in first_back.caption
     assert first_back.active_nodes == [g.by_name("f").id]
     assert (g.by_name("x1").id, g.by_name("f").id) in first_back.active_edges
-    assert fs.frames[-1].node_state[x1] == "leaf" and "368" in fs.frames[-1].caption
+    assert fs.frames[-1].node_state[x1] == "leaf" and "∂f/∂x1 = 368.04" in fs.frames[-1].caption
     json.dumps(fs.to_dict())
+
+
+def test_nodes_say_what_they_compute_in_five_digits():
+    tr = record_execution(SLIDE, X)
+    fs = build_frames(tr)
+    head = dict(zip(fs.node_ids, fs.heads))
+    g = tr.graph
+    assert head[g.by_name("x3").id] == "x3 = 1.5·x1" and head[g.by_name("x6").id] == "x6 = exp(x5)"
+    assert head[g.by_name("f").id] == "f = x1 + x6" and head[g.by_name("x1").id] == "x1"
+    k = fs.node_ids.index(g.by_name("x6").id)
+    assert fs.frames[-1].node_text[k] == "= 244.69" and fs.frames[-1].node_adjoint[k] == "x̄6 = 1"
+    assert "368.0378983963" in fs.hover[fs.node_ids.index(g.by_name("x1").id)]  # full precision on hover
+
+
+def test_fan_out_sum_is_written_out_term_by_term():
+    fs = build_frames(record_execution(SLIDE, X))
+    assert any("x̄1 = 1 + 367.04 = 368.04 (2 of 2 received)" in f.caption for f in fs.frames)
+    xxx = build_frames(record_execution("f = x * x * x", {"x": 2.0}))
+    assert any("x̄ = 4 + 4 + 4 = 12 (3 of 3 received)" in f.caption for f in xxx.frames)
+    # the two x -> v1 edges each carry their own contribution
+    last = xxx.frames[-1]
+    assert sorted(t for (s, d), t in zip(xxx.edges, last.edge_text)) == ["2", "4", "4", "4"][:len(xxx.edges)] \
+        or sorted(last.edge_text) == ["1", "4", "4", "4"]
+
+
+def test_constants_are_literals_and_no_typed_name_is_reused():
+    tr = record_execution("f = x1 - 5", {"x1": 3.0, "x2": 0.5})
+    fs = build_frames(tr)
+    assert fs.heads == ["x1", "f = x1 − 5"]
+    assert all("x2" not in f.caption for f in fs.frames)
+    assert not any(n.name == "x2" for n in tr.graph.nodes)
+    assert "f = x1 − 5 = -2" in fs.frames[1].caption
+
+
+def test_composites_are_one_node_until_expanded():
+    prog = "y = W @ x + b\nf = sum(tanh(y))"
+    at = {"W": [[1, 2, 0.5], [-1, 0, 3]], "x": [0.5, -1, 2], "b": [0.1, -0.2]}
+    tr = record_execution(prog, at)
+    assert [c.name for c in tr.graph.composites] == ["tanh"]
+    small = collapse_composites(tr)
+    shown = small.graph.without_constants()
+    assert [n.name for n in shown.nodes] == ["W", "x", "b", "v1", "y", "v2", "f"]
+    fs = build_frames(small, shown)
+    head = dict(zip(fs.node_ids, fs.heads))
+    assert head[shown.by_name("v2").id] == "v2 = tanh(y)" and head[shown.by_name("f").id] == "f = sum(v2)"
+    assert not any("v5" in f.caption or "v2.1" in f.caption for f in fs.frames)
+    # the gradient arriving at y is the one the engine computed through the primitives
+    y = fs.node_ids.index(shown.by_name("y").id)
+    want = 1 - np.tanh(np.array([-0.4, 5.3])) ** 2
+    assert fs.frames[-1].node_adjoint[y] == "y\u0304" + f" = [{want[0]:.5g}, {want[1]:.4e}]".replace("e-05", "e-5")
+    expanded = build_frames(tr)
+    assert len(expanded.node_ids) > len(fs.node_ids)
+    assert any(h.startswith("v2.2 = sigmoid(") for h in expanded.heads)
+    assert fs.frames[-1].caption == expanded.frames[-1].caption
 
 
 def test_bfs_frames_mark_the_lost_contribution():
@@ -86,15 +143,18 @@ def test_bfs_frames_mark_the_lost_contribution():
     x1 = fs.node_ids.index(tr.graph.by_name("x1").id)
     assert any(f.node_state[x1] == "lost" for f in fs.frames)
     assert any("LOST" in f.caption for f in fs.frames)
+    # the step where x1 passes on an incomplete adjoint is marked
+    marked = [f for f in fs.frames if f.warning]
+    assert marked and "x1 passes on its adjoint with only 1 of 2" in marked[0].warning
 
 
 def test_path_recursion_frames_sum_leaf_gradients_over_paths():
     tr = record_execution(SLIDE, X, strategy="path_recursion")
     fs = build_frames(tr)
     x1 = fs.node_ids.index(tr.graph.by_name("x1").id)
-    assert "grad = 368 (path 2: +367)" in fs.frames[-1].node_text[x1]
-    x3 = fs.node_ids.index(tr.graph.by_name("x5").id)
-    assert "x̄5 = 244.7" in fs.frames[-1].node_text[x3]
+    assert fs.frames[-1].node_adjoint[x1] == "x̄1 = 368.04 (+367.04, path 2)"
+    x5 = fs.node_ids.index(tr.graph.by_name("x5").id)
+    assert fs.frames[-1].node_adjoint[x5] == "x̄5 = 244.69"
 
 
 def test_frames_report_a_caught_recursion_error():
@@ -112,6 +172,7 @@ def test_max_frames_merges_steps_without_dropping_any():
     assert len(fs.frames) <= 30 and fs.forward_per_frame > 1 and fs.backward_per_frame > 1
     assert fs.frames[-1].node_state == full.frames[-1].node_state
     assert fs.frames[-1].node_text == full.frames[-1].node_text
+    assert fs.frames[-1].node_adjoint == full.frames[-1].node_adjoint
     shown = {n for f in fs.frames if f.phase == "backward" for n in f.active_nodes}
     assert shown == {n for f in full.frames if f.phase == "backward" for n in f.active_nodes}
 
@@ -135,8 +196,8 @@ def test_dot_export_parses_and_carries_values_adjoints_and_contributions():
     dot = to_dot(g, tr)
     parsed = pydot.graph_from_dot_data(dot)[0]
     assert len(parsed.get_nodes()) >= len(g.nodes) and len(parsed.get_edges()) == len(g.edges)
-    assert "x3 = mul" in dot and "x̄1 = 368" in dot and "244.7" in dot
-    assert 'label="367"' in dot  # the contribution x3 sends back to x1
+    assert "x3 = 1.5·x1" in dot and "x̄1 = 368.04" in dot and "244.69" in dot
+    assert 'label="367.04"' in dot  # the contribution x3 sends back to x1
     fs = build_frames(tr)
     mid = fs.frames[7]
     dot2 = to_dot(g, tr, frame=mid, frameset=fs, title="step 7")
@@ -151,14 +212,14 @@ def test_dot_escapes_quotes_in_names():
 def test_plotly_figure_has_one_frame_per_step_and_does_not_move_nodes():
     tr = record_execution(SLIDE, X)
     g = tr.graph.without_constants()
-    pos = layout(g)
     fs = build_frames(tr, g)
-    d = figure_dict(fs, g, pos)
+    d = figure_dict(fs, g)
     assert len(d["frames"]) == len(fs.frames)
-    assert all("x" not in fr["data"][1] for fr in d["frames"])  # positions only in the base trace
-    fig = build_figure(fs, g, pos)
+    assert all("x" not in tr_ for fr in d["frames"] for tr_ in fr["data"] if tr_.get("mode") == "text")
+    fig = build_figure(fs, g)
     assert len(fig.frames) == len(fs.frames)
-    assert fig.layout.updatemenus[0].buttons[0].label == "Play"
+    assert fig.layout.updatemenus[0].buttons[0].label == "▶ Play"
+    assert [s_["label"] for s_ in d["layout"]["sliders"][0]["steps"]][:2] == ["1", "2"]  # 1-based steps
     json.loads(fig.to_json())
 
 
@@ -172,6 +233,6 @@ def test_forward_and_gradient_graph_in_one_dot():
     # exp's VJP reads the forward value x6: a dashed edge from that forward node into the gradient graph
     assert any(e.get_source() == f"n{x6}" and e.get_destination().startswith("g") and e.get("style") == "dashed"
                for e in parsed.get_edges())
-    assert "∂f/∂x1 = add\\n368" in dot
+    assert "∂f/∂x1 = add\\n368.04" in dot
     with pytest.raises(ValueError, match="create_graph=True"):
         to_dot_with_gradients(record_execution(SLIDE, X))

@@ -267,14 +267,16 @@ def test_views_share_frame_indices_and_layer_boxes_show_outputs():
     step1 = rec.layers[0]
     assert step1.name == "step 1"
     slot = layer.frames.node_ids.index(next(b.id for b in boxes if b.group == step1.name))
-    texts = [f.node_text[slot] for f in layer.frames.frames]
-    assert texts[0] == "" and texts[-1] == "(2, 4)\nadjoint ✓"
+    texts = [(f.node_text[slot], f.node_adjoint[slot]) for f in layer.frames.frames]
+    assert texts[0] == ("", "") and texts[-1] == ("2×4", "adjoint ✓")
     visit = next(s.index for s in rec.backward if s.node == step1.output)
     first_backward = len(rec.forward_order) + 1
-    assert texts[first_backward + visit - 1] == "(2, 4)" and texts[first_backward + visit] == "(2, 4)\nadjoint ✓"
+    assert texts[first_backward + visit - 1] == ("2×4", "") and texts[first_backward + visit] == ("2×4", "adjoint ✓")
     # in the op view, node labels carry shapes
     wh = next(i for i, n in enumerate(op.graph.nodes) if n.name == "Wh")
-    assert op.frames.frames[-1].node_text[op.frames.node_ids.index(op.graph.nodes[wh].id)] == "(4, 4)\ngrad ✓"
+    last = op.frames.frames[-1]
+    slot = op.frames.node_ids.index(op.graph.nodes[wh].id)
+    assert (last.node_text[slot], last.node_adjoint[slot]) == ("4×4", "gradient ✓")
 
 
 def test_layout_and_frames_for_500_nodes_under_a_second():
@@ -312,7 +314,7 @@ def test_merged_frames_for_big_networks_stay_aligned():
     assert fwd == list(range(len(rec.forward_order))) and bwd == list(range(len(rec.backward)))
     assert spans[-1][0] == "done" and [f.phase for f in op.frames.frames][-1] == "done"
     wh = op.frames.node_ids.index(rec.node_by_label("Wh").id)
-    assert op.frames.frames[-1].node_text[wh] == "(4, 4)\ngrad ✓"
+    assert (op.frames.frames[-1].node_text[wh], op.frames.frames[-1].node_adjoint[wh]) == ("4×4", "gradient ✓")
 
 
 def test_hw2_masked_mean_over_real_words():

@@ -54,7 +54,7 @@ def test_default_page_mlp_forward_and_backward():
     body = texts(at)
     assert "Two-layer MLP" in body and "Step 1 of" in body
     drawn = node_texts(at)
-    assert "fc1.weight" in drawn and "(5, 3)" in drawn
+    assert "fc1.weight" in drawn and "5×3" in drawn
     ok(button(at, "end").click().run())
     assert "Done: loss" in texts(at)
     # the memory tab and gradient-check tab are filled from the real run
@@ -77,7 +77,7 @@ def test_residual_fan_out_sum_is_shown():
     assert f"Step {frame + 1} of {n_frames(ex.rec)}" in body
     assert "Fan-out sum at x: 2 contributions" in body
     drawn = node_texts(at)
-    assert "(3, 4)" in drawn and "adjoint 2 of 2" in drawn       # shapes and x's fan-out drawn in the op view
+    assert "3×4" in drawn and "adjoint 2 of 2" in drawn       # shapes and x's fan-out drawn in the op view
 
 
 def test_switch_preset_and_level_keeps_step():

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from sentiment.embeddings import load_glove
 from explorer.sentiment_training.views import (DataChoice, accuracy_figure, format_seconds, load_choice, loss_figure, network_dot,
+                                               network_figure,
                              progress_text)
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "6_Sentiment_training.py")
@@ -93,7 +94,8 @@ def test_train_the_builtin_corpus_and_inspect_results():
     demo = at.dataframe[-1].value
     assert (demo["P(positive | A)"] == demo["P(positive | B)"]).all()
     assert (demo["max |mean(A) − mean(B)|"] < 1e-12).all()
-    assert at.get("graphviz_chart"), "the network graph is drawn"
+    assert any('"renderer": "graph"' in c.proto.spec or '"renderer":"graph"' in c.proto.spec
+               for c in at.get("plotly_chart")), "the network graph is drawn"
 
 
 def test_pause_resume_and_stop_buttons():
@@ -174,6 +176,10 @@ def test_view_helpers_on_a_real_run():
     assert list(accuracy_figure(snap).data[1].y) == [e.val_accuracy for e in snap.epochs]
     dot = network_dot(run.trainer)
     assert "Linear(50, 32)" in dot and "1,632 parameters" in dot and "1,665 trainable parameters" in dot
+    fig = network_figure(run.trainer)
+    drawn = " ".join(t for tr in fig["data"] for t in tr.get("text") or [] if isinstance(t, str))
+    assert "Linear(50, 32)" in drawn and "1,632 parameters" in drawn
+    assert "1,665 trainable parameters" in fig["layout"]["title"]["text"]
     assert format_seconds(5) == "5 s" and format_seconds(125) == "2 min 05 s" and format_seconds(None) == "–"
     with pytest.raises(ValueError):
         DataChoice("imdb")

@@ -23,8 +23,10 @@ def texts(at: AppTest) -> str:
     return "\n".join(map(str, parts))
 
 
-def dots(at: AppTest) -> list[str]:
-    return [el.proto.spec for el in at.get("graphviz_chart")]
+def graphs(at: AppTest) -> list[str]:
+    """The graph figures of the page (the graph renderer's Plotly figures), as JSON text."""
+    return [el.proto.spec for el in at.get("plotly_chart") if '"renderer": "graph"' in el.proto.spec
+            or '"renderer":"graph"' in el.proto.spec]
 
 
 # --- logic -------------------------------------------------------------------------------------------------
@@ -104,8 +106,8 @@ def test_page_default_runs_the_lecture_graph():
     at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
     # the lecture: sess.run(h, feed) evaluates 6 (x, W, b, matmul, add, relu): the fed placeholder counts
     assert "Evaluated **6 of" in texts(at) and "5 computed + 1 fed" in texts(at)
-    assert len(dots(at)) == 4  # run graph, unrolled loop, folding before / after
-    assert M.LIT in dots(at)[0]
+    assert len(graphs(at)) == 4  # run graph, unrolled loop, folding before / after
+    assert M.LIT in graphs(at)[0]
     assert "matmul → add → relu" in texts(at)
     table = at.dataframe[1].value  # the unrolled-loop table
     assert list(table["length T"]) == [3, 6, 12]
@@ -130,7 +132,7 @@ def test_page_training_op_and_other_program():
     at.selectbox(key="static_fetch").set_value("train step (SGD)")
     ok(at.run())
     assert "training op ran" in texts(at)
-    assert "update_w" in dots(at)[0] and "update_b" in dots(at)[0]
+    assert "update_w" in graphs(at)[0] and "update_b" in graphs(at)[0]
 
 
 def test_page_compile_button():

@@ -28,8 +28,8 @@ for msg in ctx.link_problems:
 
 
 @bounded_cache(64 << 20, spinner="Running the engine…", refuse=program_refused)
-def cached_model(program: str, inputs: str):
-    return explorer_model(program, inputs)
+def cached_model(program: str, inputs: str, expand: bool = False):
+    return explorer_model(program, inputs, expand_composites=expand)
 
 
 @bounded_cache(8 << 20, spinner="Running backward on the engine…", refuse=program_refused)
@@ -53,7 +53,7 @@ right.text_area("Inputs", key=ns.key("at"), height=140 if not look.presenting el
 program_text = st.session_state[ns.key("expr")]
 inputs_text = st.session_state[ns.key("at")]
 try:
-    model = cached_model(program_text, inputs_text)
+    model = cached_model(program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)))
 except InputProblem as problem:
     show_input_problem(problem, left, right, program_text, inputs_text)
     st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
@@ -77,6 +77,9 @@ tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient
 with tab_anim:
     graph_col, code_col = st.columns(2)
     with graph_col:
+        st.checkbox("Show tanh, softmax, … as the primitives the engine ran", key=ns.key("expand"),
+                    help="Composite functions are built from primitives (tanh(y) = 2·sigmoid(2y) − 1); the graph "
+                         "draws each as one node unless this is ticked.")
         fig = style_graph_figure(at_frame(model.figure, step), look)
         st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
         st.caption("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above "

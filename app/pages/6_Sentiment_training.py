@@ -16,7 +16,8 @@ from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, st
                                                streamlit_session_watch)
 from sentiment.trainer import SentimentTrainer, TrainConfig
 from explorer.sentiment_training.views import (DATASETS, TARGET_ACCURACY, DataChoice, accuracy_figure, load_choice,
-                             loss_figure, network_dot, progress_text, validation_table, word_order_demo)
+                             loss_figure, network_figure, progress_text, validation_table, word_order_demo)
+from explorer.kit.figures import style_graph_figure
 
 DEFAULTS = {"dataset": "builtin", "n_train": 450, "n_val": 100, "epochs": 30, "batch_size": 10, "lr": 0.01,
             "optimizer": "adam", "hidden": 32, "dropout": 0.5, "seed": 0, "backend": "numpy", "shuffle": True}
@@ -183,9 +184,12 @@ live_view()
 # --- the network ---------------------------------------------------------------------------------
 with st.expander("The network (layers collapsed)", expanded=run is None):
     if run is not None:
-        st.graphviz_chart(network_dot(run.trainer))
+        st.plotly_chart(style_graph_figure(network_figure(run.trainer), look), key=k("network_graph"),
+                        config={"displaylogo": False})
     else:
-        st.graphviz_chart(network_dot(SentimentNet(hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]))))
+        st.plotly_chart(style_graph_figure(network_figure(SentimentNet(hidden=int(S[k("hidden")]),
+                                                                       dropout=float(S[k("dropout")]))), look),
+                        key=k("network_graph"), config={"displaylogo": False})
     st.caption("Grey stages have no parameters. Padding: a batch is padded with zero vectors to its longest "
                "sentence and the mean divides by each sentence's real length, so a prediction never depends "
                "on the other sentences in the batch.")

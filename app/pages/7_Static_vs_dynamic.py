@@ -9,6 +9,7 @@ import streamlit as st
 
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import style_graph_figure
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
 from explorer import static_vs_dynamic as M
 
@@ -17,7 +18,7 @@ ctx = start_page(
     fields={"example": LinkField("str", "lecture", choices=tuple(M.EXAMPLES)),
             "grads": LinkField("bool", True), "length": LinkField("int", 6, choices=(3, 6, 12))},
     defaults={"example": "lecture", "grads": True, "train": False, "length": 6})
-ns = ctx.ns
+ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -74,8 +75,9 @@ with run_cols[2]:
         st.success(result.count_text())
         upto = st.slider("Evaluation order: light up the first k nodes", 0, n_eval, n_eval, key=ns.key("upto"))
 st.html(f"<div style='font-size:0.85rem'>{legend}</div>")
-st.graphviz_chart(M.graph_dot(ex.graph, result.evaluated if not result.error else None, upto, fed=result.fed),
-                  width="stretch")
+st.plotly_chart(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
+                                                  fed=result.fed), look),
+                key=ns.key("graph"), config={"displaylogo": False})
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
     st.caption("Evaluation order (topological, only what the fetch depends on): " + " → ".join(names))
@@ -108,10 +110,12 @@ rc = st.columns([1, 3])
 rc[0].select_slider("Draw the static graph for T =", options=[3, 6, 12], key=ns.key("length"))
 rc[0].code("for t in range(T):\n    h = sigmoid(h * w + x[t])", language="python")
 rc[0].caption("Python `if` on a graph tensor fails: " + M.python_if_on_graph_tensor())
+rc[0].checkbox("draw every op (not one box per step)", key=ns.key("rnn_ops"))
 T = int(st.session_state[ns.key("length")])
 g_rnn, _, _, _ = M.rnn_static(T)
 with rc[1]:
-    st.graphviz_chart(M.graph_dot(g_rnn), width="stretch")
+    st.plotly_chart(style_graph_figure(M.rnn_figure(T, expand=bool(st.session_state.get(ns.key("rnn_ops")))), look),
+                    key=ns.key("rnn_graph"), config={"displaylogo": False})
     st.caption(f"Static graph for T = {T}: {len(g_rnn.nodes)} nodes (x is one placeholder of length {T}; each "
                "step adds getitem, mul, add, sigmoid).")
 
@@ -127,10 +131,12 @@ st.markdown(f"Folded at compile time: {', '.join(f'`{n}`' for n in fd.folded)}. 
 fc = st.columns(2)
 with fc[0]:
     st.markdown("**Before**")
-    st.graphviz_chart(M.graph_dot(fd.before), width="stretch")
+    st.plotly_chart(style_graph_figure(M.graph_figure(fd.before, width=M.HALF_WIDTH), look), key=ns.key("fold_before"),
+                    config={"displaylogo": False})
 with fc[1]:
     st.markdown("**After**")
-    st.graphviz_chart(M.graph_dot(fd.after), width="stretch")
+    st.plotly_chart(style_graph_figure(M.graph_figure(fd.after, width=M.HALF_WIDTH), look), key=ns.key("fold_after"),
+                    config={"displaylogo": False})
 
 # --- 4. capture and replay ------------------------------------------------------------------------------
 st.divider()
@@ -155,7 +161,8 @@ if demo:
     with st.expander(f"The captured step as a static graph: {gc['total']} nodes ({gc['placeholder']} inputs, "
                      f"{gc['variable']} parameters, {gc['op'] - gc['gradient']} forward ops, "
                      f"{gc['gradient']} backward ops)"):
-        st.graphviz_chart(demo["graph_dot"], width="stretch")
+        st.plotly_chart(style_graph_figure(demo["graph_figure"], look), key=ns.key("captured_graph"),
+                        config={"displaylogo": False})
         st.caption("Orange: ops the backward pass ran (VJP rules and the accumulation into .grad). Adam's "
                    "update is applied after each replay by the optimizer object itself.")
 

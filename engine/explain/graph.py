@@ -70,6 +70,7 @@ class GraphNode:
     ref: int | None = None       # gradient graph: the forward node this node is
     count: int = 1               # collapsed group: how many nodes it stands for
     uid: int = 0                 # the engine Tensor.unique_id (0 for synthetic nodes)
+    composite: int | None = None  # index into Graph.composites when a composite op (tanh, ...) made it
 
     @property
     def label(self) -> str:
@@ -84,12 +85,26 @@ class GraphEdge:
 
 
 @dataclass
+class Composite:
+    """A typed operation that ran as several primitives: ``name`` (tanh, softmax, sub, ...), its
+    member nodes (the last is its result) and its operands (node ids, or numbers)."""
+    name: str
+    members: list[int]
+    args: list[Any]
+
+    @property
+    def output(self) -> int:
+        return self.members[-1]
+
+
+@dataclass
 class Graph:
     nodes: list[GraphNode]
     edges: list[GraphEdge]
     output: int
     _parents: dict = field(default=None, repr=False, compare=False)
     _children: dict = field(default=None, repr=False, compare=False)
+    composites: list[Composite] = field(default_factory=list)
 
     def node(self, node_id: int) -> GraphNode:
         return self.nodes[self._index()[node_id]]
@@ -127,11 +142,12 @@ class Graph:
         """The graph without constant nodes (the slides fold numbers into the op label)."""
         keep = {n.id for n in self.nodes if n.kind != "constant" or n.id == self.output}
         return Graph([n for n in self.nodes if n.id in keep],
-                     [e for e in self.edges if e.src in keep and e.dst in keep], self.output)
+                     [e for e in self.edges if e.src in keep and e.dst in keep], self.output,
+                     composites=self.composites)
 
     def to_dict(self) -> dict:
         return {"nodes": [asdict(n) for n in self.nodes], "edges": [asdict(e) for e in self.edges],
-                "output": self.output}
+                "output": self.output, "composites": [asdict(c) for c in self.composites]}
 
 
 def _shape(t: Tensor) -> list[int]:
@@ -140,8 +156,11 @@ def _shape(t: Tensor) -> list[int]:
 
 def graph_from_records(records: Iterable, names: dict[int, str], groups: dict[int, str] | None = None,
                        exprs: dict[int, str] | None = None, leaves: Iterable[Tensor] = (),
-                       output: Tensor | None = None) -> tuple[Graph, dict[int, int], dict[int, Tensor]]:
+                       output: Tensor | None = None, composites: Iterable = ()
+                       ) -> tuple[Graph, dict[int, int], dict[int, Tensor]]:
     """Graph from traced op records (``op, inputs, out`` attributes), in execution order.
+
+    ``composites``: the parser's ``CompositeCall`` list (typed ops that ran as several primitives).
 
     Returns the graph, a map Tensor.unique_id -> node id, and node id -> Tensor.
     """
@@ -180,7 +199,16 @@ def graph_from_records(records: Iterable, names: dict[int, str], groups: dict[in
         for k, t in enumerate(r.inputs):
             edges.append(GraphEdge(id_of[t.unique_id], nid, k))
     out_id = id_of[output.unique_id] if output is not None and output.unique_id in id_of else len(nodes) - 1
-    return Graph(nodes, edges, out_id), id_of, tensor_of
+    comps: list[Composite] = []
+    for call in composites:
+        members = [id_of[u] for u in call.outputs if u in id_of]
+        if len(members) < 2:
+            continue
+        args = [id_of.get(a.unique_id, plain_value(a)) if isinstance(a, Tensor) else float(a) for a in call.args]
+        for m in members:
+            nodes[m].composite = len(comps)
+        comps.append(Composite(call.name, members, args))
+    return Graph(nodes, edges, out_id, composites=comps), id_of, tensor_of
 
 
 class _Rec:

@@ -117,6 +117,8 @@ _BINOPS: dict[type, tuple[str, Callable]] = {
     ast.Pow: ("**", None),  # handled separately (exponent limits)
     ast.MatMult: ("@", lambda a, b: a @ b),
 }
+_BINOP_NAMES = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.Pow: "pow",
+                ast.MatMult: "matmul"}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,30}$")
 
 
@@ -377,6 +379,19 @@ class Evaluation:
     names: dict[int, str]          # Tensor.unique_id -> lecture name
     groups: dict[int, str]         # Tensor.unique_id -> statement target
     exprs: dict[int, str]          # Tensor.unique_id -> source of the statement
+    composites: list["CompositeCall"] = field(default_factory=list)
+
+
+@dataclass
+class CompositeCall:
+    """One typed operation that ran as several engine primitives (``tanh(y)``, ``a - b`` on tensors).
+
+    ``outputs``: Tensor.unique_id of every primitive output it made that takes a gradient (the last is
+    the composite's result); ``args``: its operands, each a Tensor or a number.
+    """
+    name: str
+    outputs: list[int]
+    args: list[Any]
 
 
 @dataclass
@@ -388,6 +403,7 @@ class Program:
     output_name: str
     assigned_names: list[str]
     statements: list[_Statement] = field(repr=False)
+    given_names: list[str] = field(default_factory=list)   # every input name the user typed
 
     def function(self) -> Callable[..., Tensor]:
         """``f(*tensors)`` with arguments in ``input_names`` order (for ``engine.grad`` / ``jvp``)."""
@@ -423,6 +439,8 @@ class Program:
         names: dict[int, str] = {}
         groups: dict[int, str] = {}
         exprs: dict[int, str] = {}
+        composites: list[CompositeCall] = []
+        env[_RECORDS], env[_COMPOSITES] = records, composites  # user names never start with "_"
         for n, t in env.items():
             if isinstance(t, Tensor):
                 names[t.unique_id] = n
@@ -442,8 +460,8 @@ class Program:
         if not isinstance(value, Tensor):
             raise ExpressionError("the output does not depend on any input (it is a plain number)",
                                   self.statements[-1].line, kind="undefined")
-        self._name_temporaries(records, names)
-        return Evaluation(value, records, names, groups, exprs)
+        self._name_temporaries(records, names, composites)
+        return Evaluation(value, records, names, groups, exprs, composites)
 
     def estimate(self, shapes: Mapping[str, tuple]) -> "CostEstimate":
         """What one run costs, from the inputs' shapes alone: the program is evaluated on abstract tensors
@@ -498,15 +516,19 @@ class Program:
             est.complete = False
         return est
 
-    def _name_temporaries(self, records: list[OpRecord], names: dict[int, str]) -> None:
-        taken = set(names.values()) | set(self.input_names) | set(self.assigned_names)
+    def _name_temporaries(self, records: list[OpRecord], names: dict[int, str],
+                          composites: list[CompositeCall] = ()) -> None:
+        # the primitives inside a composite (tanh = 2·sigmoid(2y) − 1) are named after its result
+        # (v2.1, v2.2, ...), so the names a class sees count the typed operations
+        inner_of = {u: c for c in composites for u in c.outputs[:-1]}
+        taken = set(names.values()) | set(self.input_names) | set(self.assigned_names) | set(self.given_names)
         lecture = all(re.fullmatch(r"x\d+", n) for n in self.input_names)
         k = 1 + max([int(n[1:]) for n in taken if re.fullmatch(r"x\d+", n)] or [0])
         j = 1
         for r in records:
             uid = r.out.unique_id
-            if uid in names:
-                continue
+            if uid in names or not r.out.requires_grad or uid in inner_of:
+                continue  # an op on numbers only is a number: the graph shows it as its value
             if lecture:
                 while f"x{k}" in taken:
                     k += 1
@@ -517,6 +539,10 @@ class Program:
                 name, j = f"v{j}", j + 1
             taken.add(name)
             names[uid] = name
+        for c in composites:
+            inner = [u for u in c.outputs[:-1] if u not in names]
+            for m, u in enumerate(inner, 1):
+                names[u] = f"{names.get(c.outputs[-1], 'v')}.{m}"
 
     def _eval(self, node: ast.AST, env: dict, like: Tensor | None):
         try:
@@ -557,7 +583,7 @@ class Program:
             if isinstance(node.op, ast.MatMult) and (not isinstance(a, Tensor) or not isinstance(b, Tensor)):
                 raise _err(node, "@ needs a tensor on both sides", "shape")
             _check_size(node, a, b)
-            return _BINOPS[type(node.op)][1](a, b)
+            return _composite(env, _BINOP_NAMES[type(node.op)], [a, b], lambda: _BINOPS[type(node.op)][1](a, b))
         if isinstance(node, ast.Call):
             fn, n_tensor, _ = ALLOWED_FUNCTIONS[node.func.id]
             args = [self._eval(a, env, like) for a in node.args[:n_tensor]]
@@ -565,10 +591,11 @@ class Program:
             ref = next((a for a in args if isinstance(a, Tensor)), like)
             if ref is None:
                 raise _err(node, "a function needs at least one input variable", "undefined")
+            typed = list(args)
             args = [a if isinstance(a, Tensor) else as_tensor_like(a, ref) for a in args]
             if n_tensor == 2:
-                return fn(args[0], args[1])
-            return fn(args[0], *dims)
+                return _composite(env, node.func.id, typed, lambda: fn(args[0], args[1]))
+            return _composite(env, node.func.id, typed, lambda: fn(args[0], *dims))
         raise _err(node, f"{_describe(node)} is not allowed")  # unreachable after validation
 
 
@@ -622,6 +649,22 @@ def estimate_cost(program: "Program | str", inputs: Mapping[str, Any] | str) -> 
     if missing:
         raise ExpressionError(f"no value given for input(s) {', '.join(missing)}", kind="undefined")
     return program.estimate({n: np.shape(inputs[n]) for n in program.input_names})
+
+
+_RECORDS, _COMPOSITES = "_records", "_composites"
+
+
+def _composite(env: dict, name: str, args: list, run: Callable[[], Any]):
+    """Run one typed operation; when it took several primitives that carry a gradient, note them as
+    one :class:`CompositeCall` (the pictures draw it as one node that can be expanded)."""
+    records = env.get(_RECORDS)
+    start = len(records) if records is not None else 0
+    out = run()
+    if records is not None:
+        made = [r.out.unique_id for r in records[start:] if r.out.requires_grad]
+        if len(made) > 1:
+            env[_COMPOSITES].append(CompositeCall(name, made, args))
+    return out
 
 
 def _check_size(node: ast.BinOp, a, b) -> None:
@@ -726,7 +769,7 @@ def parse_program(text: str, inputs: Mapping[str, Any] | str | None = None) -> P
                 have = ", ".join(sorted(input_set)) or "none"
                 raise _err(node, f"`{name}` is not defined: give it a value (inputs: {have}) or assign it "
                                  f"on an earlier line", "undefined")
-    return Program(text, used, output, assigned, statements)
+    return Program(text, used, output, assigned, statements, sorted(input_set or ()))
 
 
 def _first_use(tree: ast.AST, name: str) -> ast.AST:

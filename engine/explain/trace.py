@@ -122,7 +122,7 @@ def run_forward(program: Program | str, inputs: Mapping[str, Any] | str, dtype: 
                               name=name)
     ev = program.evaluate(leaves)
     graph, id_of, tensor_of = graph_from_records(ev.records, ev.names, ev.groups, ev.exprs,
-                                                 leaves.values(), ev.output)
+                                                 leaves.values(), ev.output, ev.composites)
     steps = []
     for i, r in enumerate(ev.records):
         nid = id_of[r.out.unique_id]

@@ -5,9 +5,11 @@ from collections import defaultdict
 
 import pydot
 
-from .frames import Frame, FrameSet
-from engine.explain.graph import Graph, fmt
-from engine.explain.trace import Trace, bar
+from .frames import Frame, FrameSet, node_heads
+from .labels import bar, short_value
+from engine.explain.graph import Graph
+from engine.explain.trace import Trace
+
 
 _FILL = {"input": "#dbeafe", "constant": "#f3f4f6", "op": "#ffffff", "group": "#fef3c7",
          "forward": "#e5e7eb", "gradient": "#fed7aa", "seed": "#fdba74"}
@@ -35,18 +37,20 @@ def to_dot(graph: Graph, trace: Trace | None = None, frame: Frame | None = None,
     g.set_edge_defaults(fontname="Helvetica", fontsize="9")
     shown = {}
     if frame is not None and frameset is not None:
-        for nid, txt, st in zip(frameset.node_ids, frame.node_text, frame.node_state):
-            shown[nid] = (txt, st)
+        adj = frame.node_adjoint or ["" for _ in frame.node_text]
+        for nid, txt, a, st in zip(frameset.node_ids, frame.node_text, adj, frame.node_state):
+            shown[nid] = (txt, a, st)
+    heads = node_heads(graph, trace.graph if trace is not None else None)
     for n in graph.nodes:
-        head = n.name if n.op in ("leaf", "group") else f"{n.name} = {n.op}"
-        label = f"{head}\n{fmt(n.value)}"
+        head = heads.get(n.id, n.name) if n.op != "group" else n.name
+        label = f"{head}\n= {short_value(n.value)}"
         fill = _FILL.get(n.kind, "#ffffff")
         if n.id in shown:
-            txt, st = shown[n.id]
-            label = f"{head}\n{txt.split(chr(10), 1)[1]}" if "\n" in txt else (label if st != "idle" else head)
+            txt, a, st = shown[n.id]
+            label = "\n".join(t for t in (head, txt, a) if t)
             fill = _STATE_FILL.get(st, fill)
         elif trace is not None and n.id in trace.adjoints:
-            label += f"\n{bar(n.name)} = {fmt(trace.adjoints[n.id])}"
+            label += f"\n{bar(n.name)} = {short_value(trace.adjoints[n.id])}"
         g.add_node(pydot.Node(f"n{n.id}", label=_q(label), fillcolor=_q(fill)))
     contributions: dict[tuple[int, int], list] = defaultdict(list)
     if trace is not None:
@@ -58,7 +62,7 @@ def to_dot(graph: Graph, trace: Trace | None = None, frame: Frame | None = None,
         attrs = {}
         vals = contributions.get((e.src, e.dst))
         if vals:
-            attrs["label"] = _q(fmt(vals.pop(0)))
+            attrs["label"] = _q(short_value(vals.pop(0)))
             attrs["fontcolor"] = _q("#c2410c")
         if (e.src, e.dst) in active:
             attrs["color"] = _q("#ea580c")
@@ -82,9 +86,10 @@ def to_dot_with_gradients(trace: Trace, rankdir: str = "LR") -> str:
     g.set_node_defaults(shape="box", style="rounded,filled", fontname="Helvetica", fontsize="11")
     g.set_edge_defaults(fontname="Helvetica", fontsize="9")
     shown = {n.id for n in fwd.nodes}
+    heads = node_heads(fwd, trace.graph)
     for n in fwd.nodes:
-        head = n.name if n.op == "leaf" else f"{n.name} = {n.op}"
-        g.add_node(pydot.Node(f"n{n.id}", label=_q(f"{head}\n{fmt(n.value)}"), fillcolor=_q(_FILL.get(n.kind, "#fff"))))
+        head = heads.get(n.id, n.name)
+        g.add_node(pydot.Node(f"n{n.id}", label=_q(f"{head}\n{short_value(n.value)}"), fillcolor=_q(_FILL.get(n.kind, "#fff"))))
     for e in fwd.edges:
         g.add_edge(pydot.Edge(f"n{e.src}", f"n{e.dst}"))
 
@@ -95,11 +100,11 @@ def to_dot_with_gradients(trace: Trace, rankdir: str = "LR") -> str:
         if n.kind == "forward" and n.ref in shown:
             continue
         if n.kind in ("constant", "seed") or n.op == "leaf":
-            label = n.name if n.kind != "forward" else f"{n.name}\n{fmt(n.value)}"
+            label = n.name if n.kind != "forward" else f"{n.name}\n{short_value(n.value)}"
             g.add_node(pydot.Node(f"g{n.id}", label=_q(label), fillcolor=_q(_FILL.get(n.kind, "#fff")),
                                   shape="ellipse", fontsize="9"))
         else:
-            g.add_node(pydot.Node(f"g{n.id}", label=_q(f"{n.name} = {n.op}\n{fmt(n.value)}"),
+            g.add_node(pydot.Node(f"g{n.id}", label=_q(f"{n.name} = {n.op}\n{short_value(n.value)}"),
                                   fillcolor=_q(_FILL["gradient"]), color=_q("#c2410c")))
     for e in gg.edges:
         src = gg.node(e.src)

@@ -1,6 +1,6 @@
 """Plotly helpers shared by the pages: show a given frame, apply presentation sizes, simple plots.
 
-The animated graph itself is built by ``engine.explain.plotly_figure.build_figure``; here we only
+The animated graph itself is built by :func:`explorer.kit.plotly_figure.figure_dict`; here we only
 choose which frame is shown first and how large things are drawn.
 """
 from __future__ import annotations
@@ -23,13 +23,14 @@ def frame_window(n_frames: int, step: int, max_frames: int = MAX_BROWSER_FRAMES)
     return range(start, start + max_frames)
 
 
-def at_frame(fig: dict, step: int, max_frames: int = MAX_BROWSER_FRAMES) -> dict:
+def at_frame(fig: dict, step: int, max_frames: int = MAX_BROWSER_FRAMES, duration_ms: int | None = None) -> dict:
     """Figure dict whose visible data (and slider position) is frame ``step``; frames kept for Play.
 
     Works on the plain dict from ``engine.explain.plotly_figure.figure_dict`` and copies only what it
     changes, so the cached figure is never modified. A long animation is cut to a window of
     ``max_frames`` frames from ``step`` on (Play and the slider cover that window; the page's step
-    buttons move the window), so a rerun never ships megabytes of frames.
+    buttons move the window), so a rerun never ships megabytes of frames. ``duration_ms`` sets Play's
+    time per frame (a speed control).
     """
     all_frames = fig.get("frames") or []
     out = dict(fig)
@@ -63,7 +64,10 @@ def at_frame(fig: dict, step: int, max_frames: int = MAX_BROWSER_FRAMES) -> dict
         for b in menu.get("buttons", []):
             args = b.get("args") or []
             if b.get("method") == "animate" and args and args[0] is None:
-                b = {**b, "args": [rest, *args[1:]]}
+                opts = dict(args[1]) if len(args) > 1 else {}
+                if duration_ms is not None:
+                    opts["frame"] = {**opts.get("frame", {}), "duration": int(duration_ms)}
+                b = {**b, "args": [rest, opts, *args[2:]]}
             buttons.append(b)
         menus.append({**menu, "buttons": buttons})
     lay["updatemenus"] = menus
@@ -103,8 +107,70 @@ class PrebuiltFigure(go.Figure):
         return self._prebuilt_spec
 
 
+def graph_scale(look: Look) -> float:
+    """How much larger than normal a graph is drawn in ``look`` (fonts, boxes, lines, height)."""
+    from .presentation import NORMAL
+    return look.figure_font / NORMAL.figure_font if look.presenting else 1.0
+
+
+def _grow_renderer_figure(fig: dict, k: float) -> dict:
+    """Scale a figure of :mod:`explorer.kit.plotly_figure` by ``k``: every font, line width, marker and
+    the height, so boxes and texts keep agreeing (the axis ranges stay, so one unit = ``scale * k`` px)."""
+    def grow(tr: dict) -> dict:
+        tr = dict(tr)
+        if "textfont" in tr:
+            tr["textfont"] = {**tr["textfont"], "size": round(tr["textfont"]["size"] * k, 2)}
+        if "line" in tr and "width" in tr["line"]:
+            tr["line"] = {**tr["line"], "width": round(tr["line"]["width"] * k, 2)}
+        if "marker" in tr and "size" in tr["marker"]:
+            size = tr["marker"]["size"]
+            tr["marker"] = {**tr["marker"], "size": [round(v * k, 1) for v in size] if isinstance(size, list)
+                            else size * k}
+        return tr
+
+    def font(obj: dict | None) -> dict:
+        obj = dict(obj or {})
+        if "font" in obj:
+            obj["font"] = {**obj["font"], "size": round(obj["font"].get("size", 14) * k, 1)}
+        return obj
+
+    out = dict(fig)
+    out["data"] = [grow(tr) for tr in fig["data"]]
+    out["frames"] = [{**f, "data": [grow(tr) for tr in f["data"]],
+                      "layout": {**(f.get("layout") or {}), "title": font((f.get("layout") or {}).get("title"))}}
+                     for f in fig.get("frames") or []]
+    lay = dict(fig["layout"])
+    meta = dict(lay.get("meta") or {})
+    meta["scale"] = meta.get("scale", 1.0) * k
+    meta["design_width"] = int(meta.get("design_width", 1200) * k)
+    for key in ("font", "edge_font", "title_font"):
+        if key in meta:
+            meta[f"{key}_px"] = meta[key] * meta["scale"] if key != "title_font" else meta[key] * k
+    lay["meta"] = meta
+    lay["title"] = font(lay.get("title"))
+    lay["font"] = {**lay.get("font", {}), "size": round(lay.get("font", {}).get("size", 14) * k, 1)}
+    m = lay.get("margin", {})
+    lay["margin"] = {**m, **{side: int(m.get(side, 0) * k) for side in ("t", "b")}}
+    lay["height"] = int(lay["height"] * k)
+    lay["sliders"] = [font({**sl, "currentvalue": font(sl.get("currentvalue")),
+                            "pad": {"t": int(sl.get("pad", {}).get("t", 0) * k)}})
+                      for sl in lay.get("sliders") or []]
+    lay["updatemenus"] = [font({**um, "pad": {kk: int(v * k) for kk, v in (um.get("pad") or {}).items()}})
+                          for um in lay.get("updatemenus") or []]
+    lay["annotations"] = [font(a) for a in lay.get("annotations") or []]
+    out["layout"] = lay
+    return out
+
+
 def style_graph_figure(fig: dict, look: Look, height: int | None = None) -> PrebuiltFigure:
-    """Presentation sizes for a node-link figure dict (marker size, fonts, height), ready for st.plotly_chart."""
+    """The graph figure at ``look``'s sizes, ready for ``st.plotly_chart``.
+
+    Figures of the graph renderer (``layout.meta.renderer == "graph"``) are scaled as a whole
+    (:func:`graph_scale`); their height follows from the drawing, so ``height`` is ignored for them.
+    """
+    if (fig.get("layout", {}).get("meta") or {}).get("renderer") == "graph":
+        k = graph_scale(look)
+        return PrebuiltFigure(_grow_renderer_figure(fig, k) if k != 1.0 else fig)
     def grow(tr: dict) -> dict:
         mode = tr.get("mode", "")
         tr = dict(tr)
@@ -117,14 +183,6 @@ def style_graph_figure(fig: dict, look: Look, height: int | None = None) -> Preb
 
     out = dict(fig)
     out["data"] = [grow(tr) for tr in fig["data"]]
-    if look.presenting:  # frames carry their own marker sizes: only rewrite them when sizes change
-        def frame(f: dict) -> dict:
-            f = {**f, "data": [grow(tr) for tr in f["data"]]}
-            if "title" in (f.get("layout") or {}):
-                f["layout"] = {**f["layout"], "title": {**f["layout"]["title"],
-                                                        "font": {"size": look.figure_font + 1}}}
-            return f
-        out["frames"] = [frame(f) for f in fig.get("frames") or []]
     lay = fig.get("layout", {})
     title = lay.get("title") or {}
     out["layout"] = {**lay, "font": {"size": look.figure_font},

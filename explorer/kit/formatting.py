@@ -32,8 +32,8 @@ def hover_escape(text: object) -> str:
     return html.escape(str(text), quote=False)
 
 
-def fmt_number(x: float, digits: int = 6) -> str:
-    """Compact, readable: 20.0855, 1.2e-08, -3."""
+def fmt_number(x: float, digits: int = 5) -> str:
+    """Compact, readable, in the one precision of the app (5 significant digits): 20.086, 1.2e-08, -3."""
     if x is None:
         return ""
     x = float(x)
@@ -43,12 +43,12 @@ def fmt_number(x: float, digits: int = 6) -> str:
         return "inf" if x > 0 else "-inf"
     if x == 0:
         return "0"
-    if 1e-4 <= abs(x) < 1e6:
+    if 1e-4 <= abs(x) < 10 ** digits:
         return f"{x:.{digits}g}"
-    return f"{x:.{max(digits - 3, 2)}e}"
+    return f"{x:.{max(digits - 1, 1)}e}"
 
 
-def fmt_value(v: Any, digits: int = 6, max_items: int = 6) -> str:
+def fmt_value(v: Any, digits: int = 5, max_items: int = 6) -> str:
     """A float or nested list (as the explain layer stores tensor values) as short text."""
     if v is None:
         return ""

@@ -1,30 +1,38 @@
 """Frames for an animation: what each node shows and what is highlighted, step by step.
 
-Built only from a :class:`~engine.explain.trace.Trace` (the recorded engine execution) —
-one frame for the inputs, one per forward op, one per backward step (a node taken with all
-the contributions it sends), and a final frame with the gradients.
+Built only from a :class:`~engine.explain.trace.Trace` (the recorded engine execution) — one frame
+for the inputs, one per forward op, one per backward step (a node taken with all the contributions
+it sends), and a final frame with the gradients. Every number is written in five significant
+digits (:mod:`explorer.kit.labels`), and a completed fan-out sum is written out term by term:
+``x̄1 = 1 + 367.04 = 368.04 (2 of 2 received)``.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from engine.explain.graph import Graph, fmt
-from engine.explain.trace import Trace, bar
+from engine.explain.graph import Graph
+from engine.explain.trace import Trace
+
+from .labels import bar, heading, is_scalar, node_formulas, num, shape_text, short_value
 
 MAX_FRAMES = 2000
 
 
 @dataclass
 class Frame:
-    """One animation frame. ``node_text`` / ``node_state`` are aligned with ``FrameSet.node_ids``.
+    """One animation frame. Node lists are aligned with ``FrameSet.node_ids``, ``edge_text`` with
+    ``FrameSet.edges``.
 
+    node_text: the value line(s) a node shows ("= 4.5"); node_adjoint: its adjoint line, drawn in the
+    second colour ("x̄3 = 244.69", "x̄1 = 1 (1 of 2)").
     node_state: 'idle' (not computed yet), 'computed' (forward value known), 'waiting' (holds part
     of its adjoint: k of n received), 'complete' (adjoint complete), 'active' (being processed),
     'leaf' (gradient accumulated), 'lost' (a contribution arrived too late: bfs_first_touch).
-    ``active_edges`` are forward edges (src, dst); in the backward phase the contribution flows
-    from dst to src.
+    active_edges: forward edges (src, dst); in the backward phase the contribution flows dst -> src.
+    edge_text: the contribution last sent back along each edge ("" before).
+    warning: set at the step where something goes wrong (a node passed on an incomplete adjoint).
     """
     index: int
     phase: str
@@ -33,6 +41,9 @@ class Frame:
     active_edges: list[tuple[int, int]]
     node_text: list[str]
     node_state: list[str]
+    node_adjoint: list[str] = field(default_factory=list)
+    edge_text: list[str] = field(default_factory=list)
+    warning: str = ""
 
 
 @dataclass
@@ -42,52 +53,105 @@ class FrameSet:
     truncated: int = 0             # kept for callers; frames are merged, never dropped (always 0)
     forward_per_frame: int = 1     # forward ops shown per frame (>1 when max_frames forced merging)
     backward_per_frame: int = 1    # backward steps shown per frame
+    heads: list[str] = field(default_factory=list)        # first line of each node: "x3 = 1.5·x1"
+    edges: list[tuple[int, int]] = field(default_factory=list)   # the graph's edges, in order
+    hover: list[str] = field(default_factory=list)        # full-precision hover text per node
 
     def to_dict(self) -> dict:
         return {"node_ids": self.node_ids, "frames": [asdict(f) for f in self.frames], "truncated": self.truncated,
-                "forward_per_frame": self.forward_per_frame, "backward_per_frame": self.backward_per_frame}
+                "forward_per_frame": self.forward_per_frame, "backward_per_frame": self.backward_per_frame,
+                "heads": self.heads, "edges": self.edges, "hover": self.hover}
 
 
 def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
     if isinstance(a, str) or isinstance(b, str):  # "inf"/"nan" stored as text
-        return float(a) + float(b) if not isinstance(a, list) else a
+        try:
+            return float(a) + float(b)
+        except (TypeError, ValueError):
+            return a
     out = np.add(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
     return float(out) if out.ndim == 0 else out.tolist()
 
 
 def _caption(texts: list[str], limit: int = 6) -> str:
+    texts = [t for t in texts if t]
     if len(texts) <= limit:
         return "; ".join(texts)
     return "; ".join(texts[:limit]) + f"; … ({len(texts) - limit} more)"
 
 
-def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX_FRAMES) -> FrameSet:
+def _v(value, width: int = 26) -> str:
+    return short_value(value, width) if not is_scalar(value) else num(value)
+
+
+def value_line(value, shape=None) -> str:
+    """The value line of a node: ``= 4.5``, or for a tensor its shape and first values ``2×3: [1, 2, …]``."""
+    if shape:
+        return f"{shape_text(shape)}: {_v(value, 22)}" if value is not None else shape_text(shape)
+    return "= " + _v(value)
+
+
+def node_heads(graph: Graph, full: Graph | None = None) -> dict[int, str]:
+    """``x3 = 1.5·x1`` for op nodes, the name for leaves; composites read ``v2 = tanh(y)``.
+
+    ``full`` is the graph with its constant nodes (so numbers appear as literals); default ``graph``.
+    """
+    full = full if full is not None else graph
+    formulas = node_formulas(full)
+    return {n.id: heading(n.name, formulas.get(n.id, "")) for n in graph.nodes}
+
+
+def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX_FRAMES,
+                 heads: dict[int, str] | None = None) -> FrameSet:
     """Frames for ``trace`` over ``graph`` (default: the trace's graph without constant nodes).
 
     Nodes of the trace that are not in ``graph`` (constants) are skipped. When there would be
     more than ``max_frames`` frames, consecutive forward ops / backward steps share a frame
     (``FrameSet.forward_per_frame`` / ``backward_per_frame``). Cost is O(frames x nodes) list
     copies, well under a second for 500 nodes.
+
+    Args:
+        heads: node id -> first label line (default: ``name = formula`` from the trace's graph).
     """
     g = graph if graph is not None else trace.graph.without_constants()
     node_ids = [n.id for n in g.nodes]
     index = {nid: i for i, nid in enumerate(node_ids)}
-    name = {n.id: n.name for n in g.nodes}
+    name = {n.id: n.name for n in trace.graph.nodes}
+    name.update({n.id: n.name for n in g.nodes})
+    if heads is None:
+        heads = node_heads(g, trace.graph)
+    head_list = [heads.get(nid, name[nid]) for nid in node_ids]
+    edges = [(e.src, e.dst) for e in g.edges]
+    edge_slots: dict[tuple[int, int], list[int]] = {}
+    for k, key in enumerate(edges):
+        edge_slots.setdefault(key, []).append(k)
     text = ["" for _ in node_ids]
+    adjoint = ["" for _ in node_ids]
     state = ["idle" for _ in node_ids]
+    edge_text = ["" for _ in edges]
     frames: list[Frame] = []
+    count = {n.id: n.count for n in g.nodes if n.kind == "group"}   # boxes of several operations
+    done_fwd: dict[int, int] = {}
 
-    def snap(phase: str, caption: str, nodes: list[int], edges: list[tuple[int, int]]) -> None:
-        frames.append(Frame(len(frames), phase, caption, nodes, edges, list(text), list(state)))
+    def snap(phase: str, caption: str, nodes: list[int], active_edges: list[tuple[int, int]],
+             warning: str = "") -> None:
+        frames.append(Frame(len(frames), phase, caption, nodes, active_edges, list(text), list(state),
+                            list(adjoint), list(edge_text), warning))
 
     inputs = []
     for n in g.nodes:
         if n.kind in ("input", "constant") and n.op == "leaf":
             i = index[n.id]
-            text[i] = f"{n.name} = {fmt(n.value)}"
+            text[i] = value_line(n.value, n.shape) if n.value is not None or n.shape else ""
             state[i] = "computed"
             inputs.append(n.id)
-    snap("forward", "inputs: " + ", ".join(text[index[i]] for i in inputs), inputs, [])
+    described = [f"{name[i]} = {_v(g.node(i).value)}" for i in inputs if g.node(i).value is not None]
+    snap("forward", ("Inputs: " + ", ".join(described)) if described else "Inputs and parameters (leaves)",
+         inputs, [])
     fsteps = [st for st in trace.forward if st.node in index]
     steps = trace.steps()
     room = max(2, max_frames - 2)
@@ -99,20 +163,26 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
         per_b = max(1, -(-len(steps) // max(1, room - share)))
     for c in range(0, len(fsteps), per_f):
         chunk = fsteps[c:c + per_f]
+        texts = []
         for st in chunk:
             i = index[st.node]
-            text[i] = f"{name[st.node]} = {fmt(st.value)}"
+            if st.node in count:
+                done_fwd[st.node] = done_fwd.get(st.node, 0) + 1
+                text[i] = f"{done_fwd[st.node]} of {count[st.node]} ops computed"
+                texts.append(f"{name[st.node]}: {st.text}")
+            elif st.value is not None:
+                text[i] = value_line(st.value, st.shape)
+                texts.append(f"{heads.get(st.node, name[st.node])} = {_v(st.value)}")
+            else:
+                texts.append(st.text)
             state[i] = "computed"
-        snap("forward", _caption([st.text for st in chunk]), [st.node for st in chunk],
+        snap("forward", _caption(texts), [st.node for st in chunk],
              [(p, st.node) for st in chunk for p in st.inputs if p in index])
 
-    forward_text = list(text)
-    adjoint_line: dict[int, str] = {}
-
-    def set_text(nid: int) -> None:
-        i = index[nid]
-        text[i] = forward_text[i] + ("\n" + adjoint_line[nid] if nid in adjoint_line else "")
-
+    sends: dict[tuple[int, int], int] = {}
+    received: dict[int, list] = {}     # node -> contribution values received so far (in order)
+    expected: dict[int, int] = {}
+    passed_on: set[int] = set()
     active_prev: list[int] = []
     visits: dict[int, int] = {}
     leaf_total: dict[int, object] = {}
@@ -122,48 +192,121 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
             if nid in index and state[index[nid]] == "active":
                 state[index[nid]] = "complete"
         active: list[int] = []
-        edges: list[tuple[int, int]] = []
+        hot: list[tuple[int, int]] = []
         texts: list[str] = []
+        warning = ""
         for e in events:
-            texts.append(e.text)
             nid = e.node
-            if nid not in index:
-                continue
+            shown = nid in index
+            nm = name.get(nid, f"#{nid}")
             if e.kind == "visit":
                 visits[nid] = visits.get(nid, 0) + 1
                 k = visits[nid]
-                # path recursion takes a node once per path: say which path this adjoint came along
-                adjoint_line[nid] = f"{bar(name[nid])} = {fmt(e.value)}" if k == 1 else \
-                    f"{bar(name[nid])} (path {k}) = {fmt(e.value)}"
-                state[index[nid]] = "active"
-                active.append(nid)
+                passed_on.add(nid)
+                if nid in count:
+                    texts.append(f"backward through {nm}: {k} of {count[nid]} ops")
+                elif e.value is None:
+                    texts.append(e.text)
+                else:
+                    texts.append(f"take {nm}: {bar(nm)} = {_v(e.value)}" + (f" (path {k})" if k > 1 else ""))
+                got, want = len(received.get(nid, [])), expected.get(nid, 0)
+                if want and got < want and nid not in count:
+                    warning = (f"{nm} passes on its adjoint with only {got} of {want} contributions received: "
+                               "the rest will arrive too late")
+                    texts.append(warning)
+                if shown:
+                    if nid in count:
+                        adjoint[index[nid]] = f"{min(k, count[nid])} of {count[nid]} ops backpropagated"
+                    elif e.value is not None:
+                        adjoint[index[nid]] = f"{bar(nm)} = {_v(e.value)}" + (f" (path {k})" if k > 1 else "")
+                    state[index[nid]] = "active"
+                    active.append(nid)
             elif e.kind == "send":
-                if e.parent in index:
-                    edges.append((e.parent, nid))
+                p = e.parent
+                received.setdefault(p, []).append(e.value)
+                if e.value is None:
+                    texts.append(e.text)
+                else:
+                    texts.append(f"{nm} → {name.get(p, p)}: contribution {_v(e.value)}")
+                if shown and p in index:
+                    hot.append((p, nid))
+                    slots = edge_slots.get((p, nid), [])
+                    if slots:  # parallel edges take their contributions in turn (across steps too)
+                        j = sends.get((p, nid), 0)
+                        sends[(p, nid)] = j + 1
+                        if e.value is not None:
+                            edge_text[slots[j % len(slots)]] = _v(e.value, 16)
             elif e.kind == "accumulate":
-                adjoint_line[nid] = f"{bar(name[nid])} = {fmt(e.value)} ({e.received} of {e.expected} received)"
-                if state[index[nid]] != "active":
-                    state[index[nid]] = "complete" if e.received >= e.expected else "waiting"
+                expected[nid] = e.expected or 0
+                parts = received.get(nid, [])
+                if e.value is None:
+                    texts.append(e.text)
+                else:
+                    r, m = e.received, e.expected
+                    if m and m > 1 and r == m and len(parts) == m and all(v is not None for v in parts):
+                        terms = " + ".join(_v(v, 18) for v in parts)
+                        texts.append(f"{bar(nm)} = {terms} = {_v(e.value)} ({r} of {m} received)")
+                    elif m and m > 1:
+                        texts.append(f"{bar(nm)} = {_v(e.value)} ({r} of {m} received)")
+                    else:
+                        texts.append(f"{bar(nm)} = {_v(e.value)}")
+                if shown:
+                    if e.value is not None:
+                        m = e.expected or 1
+                        suffix = f" ({e.received} of {m})" if m > 1 else ""
+                        adjoint[index[nid]] = f"{bar(nm)} = {_v(e.value)}{suffix}"
+                    elif e.expected and e.expected > 1:
+                        adjoint[index[nid]] = f"adjoint {e.received} of {e.expected}"
+                    if state[index[nid]] != "active":
+                        state[index[nid]] = "complete" if (e.received or 0) >= (e.expected or 0) else "waiting"
             elif e.kind == "leaf":
                 prev = leaf_total.get(nid)
                 total = e.value if prev is None or e.value is None else _add(prev, e.value)
                 leaf_total[nid] = total
                 k = visits.get(nid, 1)
-                adjoint_line[nid] = f"grad = {fmt(total)}" if k <= 1 else \
-                    f"grad = {fmt(total)} (path {k}: +{fmt(e.value)})"
-                state[index[nid]] = "leaf"
+                if e.value is None:
+                    texts.append(e.text)
+                else:
+                    texts.append(f"{nm} is an input: ∂f/∂{nm} = {_v(total)}" +
+                                 (f" (+{_v(e.value)} along path {k})" if k > 1 else ""))
+                if shown:
+                    if e.value is not None:
+                        adjoint[index[nid]] = f"{bar(nm)} = {_v(total)}" + (
+                            f" (+{_v(e.value, 14)}, path {k})" if k > 1 else "")
+                    state[index[nid]] = "leaf"
             elif e.kind == "lost":
-                adjoint_line[nid] = adjoint_line.get(nid, "") + f" (lost {fmt(e.value)})"
-                state[index[nid]] = "lost"
-            set_text(nid)
+                texts.append(f"LOST: {_v(e.value)} reached {nm} after it had passed its adjoint on "
+                             f"({e.received} of {e.expected})")
+                if shown:
+                    i = index[nid]
+                    base = adjoint[i].split(", lost", 1)[0] or f"{bar(nm)} = ?"
+                    adjoint[i] = f"{base}, lost {_v(e.value, 14)}"
+                    state[i] = "lost"
         active_prev = active
-        snap("backward", _caption(texts), active, edges)
+        snap("backward", _caption(texts), active, hot, warning)
     for nid in active_prev:
         if nid in index and state[index[nid]] == "active":
             state[index[nid]] = "complete"
     if trace.error:
         caption = f"backward pass failed: {trace.error}"
     else:
-        caption = "gradients: " + ", ".join(f"∂f/∂{k} = {fmt(v)}" for k, v in trace.grads.items())
+        caption = "Gradients: " + ", ".join(f"∂f/∂{k} = {_v(v)}" for k, v in trace.grads.items() if v is not None)
+        if all(v is None for v in trace.grads.values()):
+            caption = "Done: every input holds its gradient"
     snap("done", caption, [], [])
-    return FrameSet(node_ids, frames, 0, per_f, per_b)
+    hover = [_hover(g, nid, heads.get(nid, name[nid]), trace) for nid in node_ids]
+    return FrameSet(node_ids, frames, 0, per_f, per_b, head_list, edges, hover)
+
+
+def _hover(g: Graph, nid: int, head: str, trace: Trace) -> str:
+    from .labels import full_value, shape_text
+    n = g.node(nid)
+    lines = [head, f"value: {full_value(n.value)}", f"shape: {shape_text(n.shape)}"]
+    adj = trace.adjoints.get(nid)
+    if adj is not None:
+        lines.append(f"adjoint after the backward pass: {full_value(adj)}")
+    return "<br>".join(_esc(t) for t in lines)
+
+
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,11 +1,16 @@
 """Layered layout of a DAG (layers by longest path from the inputs, barycenter order within a
-layer) and collapsing of node groups into boxes for big graphs."""
+layer; the fallback when Graphviz is missing), and what is drawn as one node: composite ops, node
+groups of big graphs."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Callable
 
 from engine.explain.graph import Graph, GraphEdge, GraphNode
+from engine.explain.trace import Trace
+
+from .labels import literal_name
 
 
 def _layers(graph: Graph) -> dict[int, int]:
@@ -138,3 +143,136 @@ def collapse_groups(graph: Graph, group_of: Callable[[GraphNode], str | None] | 
             seen.add((s, d))
             edges.append(GraphEdge(s, d, e.arg))
     return Graph(nodes, edges, mapping[graph.output])
+
+
+def composite_graph(g: Graph) -> tuple[Graph, dict[int, int], set[int]]:
+    """``g`` with each composite as one node (see :func:`collapse_composites`).
+
+    Returns (graph, box_of: member id -> composite node id, inside: the hidden member ids).
+    """
+    box_of: dict[int, int] = {}
+    for c in g.composites:
+        for m in c.members:
+            box_of[m] = c.output
+    inside = {m for c in g.composites for m in c.members if m != c.output}
+    nodes = []
+    for n in g.nodes:
+        if n.id in inside:
+            continue
+        if n.composite is not None and n.id == g.composites[n.composite].output:
+            c = g.composites[n.composite]
+            n = replace(n, op=c.name, composite=None)
+        nodes.append(n)
+    edges: list[GraphEdge] = [e for e in g.edges if e.dst not in box_of]  # operands' edges replace these
+    for c in g.composites:
+        for k, a in enumerate(c.args):
+            if isinstance(a, int) and not isinstance(a, bool) and a not in inside:
+                edges.append(GraphEdge(a, c.output, k))
+            elif not isinstance(a, int):  # a number: shown as a literal operand
+                lit = GraphNode(-(len(nodes) + 1), literal_name(a), "leaf", "constant", [], a)
+                nodes.append(lit)
+                edges.append(GraphEdge(lit.id, c.output, k))
+    order = {n.id: i for i, n in enumerate(g.nodes)}
+    edges.sort(key=lambda e: (order.get(e.dst, -1), e.arg))
+    return Graph(nodes, edges, g.output), box_of, inside
+
+
+def collapse_composites(trace: Trace) -> Trace:
+    """The trace with each composite op (``tanh(y)``, ``softmax(x)``, ``a - b`` on tensors) drawn as one node.
+
+    The engine records primitives; the parser notes which primitives one typed operation made
+    (``Graph.composites``). Here they become one node that keeps the id, name and value of the
+    composite's result and reads ``v2 = tanh(y)``; its operands are its parents. The events are the
+    engine's own, renamed: forward steps inside a composite are dropped except its result's; in the
+    backward pass the result's visit stays, a contribution sent from inside to an operand is sent by
+    the composite node, and sends, sums and visits between the composite's own primitives are
+    hidden (expand the composite to see them). Backward steps left empty disappear.
+    """
+    g = trace.graph
+    if not g.composites:
+        return trace
+    graph, box_of, inside = composite_graph(g)
+    outputs = {c.output for c in g.composites}
+    forward = []
+    for st in trace.forward:
+        if st.node in inside:
+            continue
+        if st.node in outputs:
+            c = g.composites[g.node(st.node).composite]
+            ins = [a for a in c.args if isinstance(a, int) and not isinstance(a, bool)]
+            st = replace(st, op=c.name, inputs=ins)
+        forward.append(st)
+    backward = []
+    for e in trace.backward:
+        if e.kind == "visit" and e.node in inside:
+            continue
+        if e.kind == "send":
+            if e.parent in inside:
+                continue
+            e = replace(e, node=box_of.get(e.node, e.node))
+        elif e.kind in ("accumulate",) and e.node in inside:
+            continue
+        elif e.kind == "lost" and e.node in inside:
+            e = replace(e, node=box_of[e.node])
+        backward.append(e)
+    adjoints = {k: v for k, v in trace.adjoints.items() if k not in inside}
+    return replace(trace, graph=graph, forward=forward, backward=backward, adjoints=adjoints)
+
+
+MAX_DRAWN = 100  # nodes a graph figure shows before consecutive statements are boxed together
+
+
+def collapse_big(trace: Trace, graph: Graph, max_nodes: int = MAX_DRAWN) -> tuple[Trace, Graph]:
+    """Box consecutive operations of a big graph so that at most about ``max_nodes`` nodes are drawn.
+
+    Operations are taken in execution order; those of one statement stay together (a statement is
+    never split), and consecutive statements are boxed into blocks named after their first and last
+    result (``v12 … v20 (23 ops)``). Inputs stay separate. The trace's events are renamed onto the
+    boxes (a box is active whenever one of its operations is); edges inside a box disappear.
+
+    Returns (trace, graph) unchanged when the graph is small enough.
+    """
+    if len(graph.nodes) <= max_nodes:
+        return trace, graph
+    drawn = {n.id for n in graph.nodes}
+    ops = [st.node for st in trace.forward if st.node in drawn]
+    units: list[list[int]] = []
+    for nid in ops:
+        grp = graph.node(nid).group
+        if units and grp is not None and graph.node(units[-1][-1]).group == grp:
+            units[-1].append(nid)
+        else:
+            units.append([nid])
+    leaves = sum(1 for n in graph.nodes if n.op == "leaf")
+    room = max(4, max_nodes - leaves)
+    per_block = max(1, -(-len(units) // room))
+    block_of: dict[int, str] = {}
+    for b in range(0, len(units), per_block):
+        members = [m for u in units[b:b + per_block] for m in u]
+        if len(members) == 1:
+            continue
+        first, last = graph.node(members[0]), graph.node(members[-1])
+        label = f"{first.name} … {last.name}"
+        for m in members:
+            block_of[m] = label
+    boxed = collapse_groups(graph, lambda n: block_of.get(n.id), max_nodes=0)
+    box_by_label = {n.group: n.id for n in boxed.nodes if n.kind == "group"}
+    for n in boxed.nodes:
+        if n.kind == "group":
+            n.name = f"{n.group} ({n.count} ops)"
+    box_of = {nid: box_by_label[label] for nid, label in block_of.items()}
+
+    def to(nid):
+        return box_of.get(nid, nid)
+
+    forward = [replace(st, node=to(st.node), inputs=[to(p) for p in st.inputs if to(p) != to(st.node)])
+               for st in trace.forward]
+    backward = []
+    for e in trace.backward:
+        node, parent = to(e.node), (None if e.parent is None else to(e.parent))
+        if e.kind == "send" and parent == node:
+            continue  # a contribution inside a box
+        if e.kind == "accumulate" and e.node in box_of:
+            continue  # a sum inside a box
+        backward.append(replace(e, node=node, parent=parent))
+    return replace(trace, forward=forward, backward=backward, adjoints={}), boxed

@@ -1,91 +1,576 @@
-"""A Plotly figure with frames (play / pause / slider in the browser) from a FrameSet.
+"""The graph renderer: a Plotly figure with frames (play / pause / slider in the browser) from a FrameSet.
 
-Plotly only, no Streamlit. ``figure_dict`` builds the plain figure dict (fast: no validation);
-``build_figure`` wraps it in a ``plotly.graph_objects.Figure`` without re-validating every frame.
-Frames carry only what changes (node colours/text and the highlighted edges); node positions
-are set once, so nodes never move during the animation.
+Plotly only, no Streamlit. Every page that draws a graph goes through :func:`figure_dict`:
+
+1. each node becomes a box just big enough for its lines (``x3 = 1.5·x1``, the value, the adjoint in a
+   second colour), measured conservatively from font size x characters (:func:`text_size`);
+2. Graphviz ``dot`` places the boxes and routes the edges (:mod:`explorer.kit.graphviz_layout`), with
+   room reserved for edge labels (the contribution sent back along each edge);
+3. the figure draws boxes, Bézier edges with arrowheads and the texts in figure coordinates equal to
+   pixels at ``scale`` (``layout.meta``), so that fonts and boxes always agree; frames carry only what
+   changes (fills, texts, highlighted edges, the caption).
+
+The figure fits a width budget (``width``, px): if the layered drawing is wider than that, it is
+tried bottom-up, and only then shrunk, never below :data:`MIN_SCALE`. A drawing that still does not
+fit is shown through a window of the budget's size at a readable scale that follows the step (each
+frame centres the window on the nodes it highlights); pan and zoom show the rest.
 """
 from __future__ import annotations
 
+import math
+import unicodedata
+from dataclasses import dataclass
+from typing import Sequence
+
 import plotly.graph_objects as go
 
-from .formatting import hover_escape
-from .frames import Frame, FrameSet
 from engine.explain.graph import Graph
 
-STATE_COLOR = {"idle": "#e5e7eb", "computed": "#bfdbfe", "waiting": "#fecaca", "complete": "#86efac",
-               "active": "#facc15", "leaf": "#22c55e", "lost": "#ef4444"}
+from .frames import Frame, FrameSet
+from .graphviz_layout import Box, Link, Placement, place
+
+FONT = 14                 # node text (px at scale 1)
+EDGE_FONT = 13            # edge labels
+TITLE_FONT = 15
+CHAR_W = 0.6              # a character is at most this many font sizes wide (conservative for Arial)
+LINE_H = 1.3              # Plotly's line spacing (em)
+PAD_X, PAD_Y = 10, 6      # inside a node box, around its text
+MIN_SCALE = 0.85          # below this the drawing is shown through a window instead of shrinking
+VIEW_SCALE = 1.0          # the scale of that window
+DESIGN_WIDTH = 1200       # px the figure is laid out for unless told otherwise
+MAX_LABELLED_EDGES = 60   # graphs with more edges get no edge labels (the caption carries the numbers)
+MAX_HEIGHT = 620          # px of the drawing (without title and slider) before it is shrunk
+FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
+
+TEXT = "#111827"          # names and values
+ADJOINT = "#9a3412"       # adjoints / tangents / contributions: the second colour
+EDGE = "#6b7280"
+HOT = "#ea580c"
+STATE_FILL = {"idle": "#f3f4f6", "computed": "#dbeafe", "waiting": "#fef3c7", "complete": "#dcfce7",
+              "active": "#fde047", "leaf": "#86efac", "lost": "#fee2e2"}
+STATE_ORDER = ("idle", "computed", "waiting", "complete", "active", "leaf", "lost")
+KIND_BORDER = {"input": "#1e40af", "op": "#374151", "group": "#6d28d9", "constant": "#6b7280"}
+STATE_LABEL = {"idle": "not computed", "computed": "value known", "waiting": "adjoint partly received",
+               "complete": "adjoint complete", "active": "being processed", "leaf": "gradient done",
+               "lost": "contribution lost"}
+
+Point = tuple[float, float]
 
 
-def _edge_xy(edges, positions):
-    xs, ys = [], []
-    for s, d in edges:
-        if s in positions and d in positions:
-            (x0, y0), (x1, y1) = positions[s], positions[d]
-            xs += [x0, x1, None]
-            ys += [y0, y1, None]
+def text_width(text: str, font: float) -> float:
+    """A conservative width (px) of one line: characters x ``CHAR_W`` x font (combining marks are free)."""
+    n = sum(1 for ch in text if not unicodedata.combining(ch))
+    return n * CHAR_W * font
+
+
+def text_size(lines: Sequence[str], font: float) -> tuple[float, float]:
+    """(width, height) in px of a block of lines."""
+    if not lines:
+        return 0.0, 0.0
+    return max(text_width(t, font) for t in lines), LINE_H * font * len(lines)
+
+
+@dataclass
+class NodeLines:
+    """Which lines a node has (head always; value and adjoint when any frame fills them)."""
+    head: str
+    value_chars: int
+    adjoint_chars: int
+
+    @property
+    def count(self) -> int:
+        return 1 + (self.value_chars > 0) + (self.adjoint_chars > 0)
+
+
+@dataclass
+class Drawing:
+    """A graph ready to draw: what each node shows, where everything goes, and the scale."""
+    node_ids: list[int]
+    lines: list[NodeLines]
+    kinds: list[str]
+    placement: Placement
+    scale: float
+    width: int
+    edge_labels: list[bool]        # per edge: a label box was reserved
+    viewport: tuple[float, float] | None = None   # window (figure units) when the drawing does not fit
+    label_at: list[Point | None] | None = None     # per edge: where its label goes (checked free)
+
+    def slots(self, i: int) -> list[tuple[str, float]]:
+        """(line kind, y) of node i's text lines, top to bottom."""
+        nl = self.lines[i]
+        kinds = ["head"] + (["value"] if nl.value_chars else []) + (["adjoint"] if nl.adjoint_chars else [])
+        cx, cy = self.placement.centers[self.node_ids[i]]
+        step = LINE_H * FONT
+        top = cy + step * (len(kinds) - 1) / 2
+        return [(k, top - j * step) for j, k in enumerate(kinds)]
+
+
+def _longest(texts) -> int:
+    return max((sum(1 for ch in line if not unicodedata.combining(ch)) for t in texts for line in t.split("\n")),
+               default=0)
+
+
+def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: str = "auto",
+         edge_labels: bool = True, max_height: int = MAX_HEIGHT, use_dot: bool = True) -> Drawing:
+    """Measure every node's text over all frames, place the graph, and choose the scale.
+
+    Args:
+        width: px available for the figure (the page column it is drawn in).
+        rankdir: "LR", "BT" or "auto" (left to right when it fits, else bottom-up, whichever is larger).
+        edge_labels: reserve room for the contribution sent back along each edge.
+        max_height: px the drawing may take before it is shrunk.
+    """
+    ids = frameset.node_ids
+    heads = frameset.heads or [graph.node(i).name for i in ids]
+    n = len(ids)
+    frames = frameset.frames
+    # the longest line each node shows over the whole animation (distinct texts only: fast)
+    value_chars = [_longest(set(col)) for col in zip(*(f.node_text for f in frames))] if frames else [0] * n
+    adjoint_chars = ([_longest(set(col)) for col in zip(*(f.node_adjoint for f in frames))]
+                     if frames and all(f.node_adjoint for f in frames) else [0] * n)
+    lines = [NodeLines(heads[i], value_chars[i], adjoint_chars[i]) for i in range(n)]
+    boxes = []
+    for i, nid in enumerate(ids):
+        chars = max(_longest([heads[i]]), value_chars[i], adjoint_chars[i])
+        w = chars * CHAR_W * FONT + 2 * PAD_X
+        h = lines[i].count * LINE_H * FONT + 2 * PAD_Y
+        boxes.append(Box(nid, math.ceil(w), math.ceil(h)))
+    edges = frameset.edges or [(e.src, e.dst) for e in graph.edges]
+    label_chars = [0] * len(edges)
+    if len(edges) > MAX_LABELLED_EDGES or any(k == "group" for k in (graph.node(i).kind for i in ids)):
+        edge_labels = False
+    if edge_labels and frames and all(f.edge_text for f in frames):
+        label_chars = [max(map(len, set(col))) for col in zip(*(f.edge_text for f in frames))]
+    links = []
+    for k, (s, d) in enumerate(edges):
+        if label_chars[k]:
+            links.append(Link(s, d, (label_chars[k] * CHAR_W * EDGE_FONT + 16, LINE_H * EDGE_FONT + 8)))
+        else:
+            links.append(Link(s, d))
+    kinds = [graph.node(i).kind for i in ids]
+
+    def fit(p: Placement) -> float:
+        return min(1.0, (width - 20) / max(p.width + 20, 1), max_height / max(p.height + 20, 1))
+
+    order = ["LR", "BT"] if rankdir == "auto" else [rankdir]
+    best: tuple[float, Placement] | None = None
+    for rd in order:
+        p = place(boxes, links, rd, use_dot=use_dot)
+        s = fit(p)
+        if best is None or s > best[0] + 1e-9:
+            best = (s, p)
+        if s >= 1.0:
+            break
+    scale, placement = best
+    viewport = None
+    if scale < MIN_SCALE:  # too big to shrink legibly: a window that follows the step
+        scale = VIEW_SCALE
+        viewport = ((width - 20) / scale - 20, max_height / scale - 20)
+    label_at = _free_label_spots(placement, label_chars)
+    return Drawing(ids, lines, kinds, placement, scale, width, [at is not None for at in label_at], viewport,
+                   label_at)
+
+
+def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None]:
+    """Where each edge label goes: dot's spot, or the nearest spot around it that no edge, node or
+    earlier label touches (dot keeps other edges only roughly clear of a label). A label with no
+    free spot nearby is left out (the caption and the table still carry the number)."""
+    polys = [edge_polyline(e.points, e.tip) + [e.tip] for e in p.edges]
+    extents = [(min(x for x, _ in q), min(y for _, y in q), max(x for x, _ in q), max(y for _, y in q)) for q in polys]
+    boxes = [(c[0] - p.sizes[i][0] / 2, c[1] - p.sizes[i][1] / 2, c[0] + p.sizes[i][0] / 2, c[1] + p.sizes[i][1] / 2)
+             for i, c in p.centers.items()]
+    taken: list[tuple[float, float, float, float]] = []
+    out: list[Point | None] = []
+    offsets = [(0.0, 0.0)] + [(dx * r, dy * r) for r in (6, 12, 18, 26, 34) for dx, dy in
+                              ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1))]
+    for k, e in enumerate(p.edges):
+        if not label_chars[k] or e.label_at is None:
+            out.append(None)
+            continue
+        w = label_chars[k] * CHAR_W * EDGE_FONT / 2 + 2
+        h = LINE_H * EDGE_FONT / 2 + 1
+        spot = None
+        for dx, dy in offsets:
+            x, y = e.label_at[0] + dx, e.label_at[1] + dy
+            r = (x - w, y - h, x + w, y + h)
+            if any(_overlap(r, b) for b in boxes) or any(_overlap(r, t) for t in taken):
+                continue
+            if any(_overlap(r, ext) and _hits(poly, r) for poly, ext in zip(polys, extents)):
+                continue
+            spot = (x, y)
+            break
+        if spot is not None:
+            taken.append((spot[0] - w, spot[1] - h, spot[0] + w, spot[1] + h))
+        out.append(spot)
+    return out
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _hits(poly: list[Point], r) -> bool:
+    # a segment touches the rectangle when it is not entirely on one side of it
+    for (x0, y0), (x1, y1) in zip(poly, poly[1:]):
+        if max(x0, x1) < r[0] or min(x0, x1) > r[2] or max(y0, y1) < r[1] or min(y0, y1) > r[3]:
+            continue
+        if _segment_rect(x0, y0, x1, y1, r):
+            return True
+    return False
+
+
+def _segment_rect(x0, y0, x1, y1, r) -> bool:
+    dx, dy = x1 - x0, y1 - y0
+    t0, t1 = 0.0, 1.0
+    for pk, qk in ((-dx, x0 - r[0]), (dx, r[2] - x0), (-dy, y0 - r[1]), (dy, r[3] - y0)):
+        if pk == 0:
+            if qk < 0:
+                return False
+        else:
+            t = qk / pk
+            if pk < 0:
+                t0 = max(t0, t)
+            else:
+                t1 = min(t1, t)
+            if t0 > t1:
+                return False
+    return True
+
+
+# --- geometry ---------------------------------------------------------------------------------------
+
+
+def _bezier(points: list[Point], per_segment: int = 8) -> list[Point]:
+    out = [points[0]]
+    for k in range(0, len(points) - 3, 3):
+        p0, p1, p2, p3 = points[k:k + 4]
+        for j in range(1, per_segment + 1):
+            t = j / per_segment
+            a, b, c, d = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t ** 2, t ** 3
+            out.append((a * p0[0] + b * p1[0] + c * p2[0] + d * p3[0], a * p0[1] + b * p1[1] + c * p2[1] + d * p3[1]))
+    return out
+
+
+def edge_polyline(points: list[Point], tip: Point) -> list[Point]:
+    """The drawn edge: the sampled spline, then straight on to the arrow's base."""
+    return _bezier(points) if len(points) >= 4 else list(points)
+
+
+def arrowhead(points: list[Point], tip: Point, length: float = 10.0, half: float = 4.0) -> list[Point]:
+    """A triangle from the end of the spline to the tip on the head node's border."""
+    bx, by = points[-1]
+    dx, dy = tip[0] - bx, tip[1] - by
+    d = math.hypot(dx, dy)
+    if d < 1e-6:  # no room was left for the arrow: point along the last control segment
+        (ax, ay) = points[-2] if len(points) > 1 else (bx - 1, by)
+        dx, dy = bx - ax, by - ay
+        d = math.hypot(dx, dy) or 1.0
+        bx, by = tip[0] - dx / d * length, tip[1] - dy / d * length
+    ux, uy = dx / d, dy / d
+    base = (tip[0] - ux * length, tip[1] - uy * length)
+    nx, ny = -uy * half, ux * half
+    return [tip, (base[0] + nx, base[1] + ny), (base[0] - nx, base[1] - ny), tip]
+
+
+def _r(v: float) -> float:
+    return round(v, 1)
+
+
+def _path(polys: list[list[Point]]) -> tuple[list, list]:
+    xs: list = []
+    ys: list = []
+    for poly in polys:
+        xs += [_r(p[0]) for p in poly] + [None]
+        ys += [_r(p[1]) for p in poly] + [None]
     return xs, ys
 
 
-def figure_dict(frameset: FrameSet, graph: Graph, positions: dict[int, tuple[float, float]],
-                height: int = 480, duration_ms: int = 700) -> dict:
-    """The figure as a plain dict: traces 0 edges, 1 highlighted edges, 2 nodes, 3 node names."""
-    ids = frameset.node_ids
-    xs = [positions[i][0] for i in ids]
-    ys = [positions[i][1] for i in ids]
-    ex, ey = _edge_xy([(e.src, e.dst) for e in graph.edges], positions)
-    # the statement's source, comments included: Plotly reads HTML in hover text, so escape it
-    hover = [hover_escape(graph.node(i).expr or graph.node(i).name) for i in ids]
+def _rect(center: Point, size: tuple[float, float], inset: float = 0.0) -> list[Point]:
+    (cx, cy), (w, h) = center, size
+    w2, h2 = w / 2 - inset, h / 2 - inset
+    c = min(6.0, w2 / 3, h2 / 3)  # cut corners: a softer box, still inside the placed rectangle
+    return [(cx - w2 + c, cy + h2), (cx + w2 - c, cy + h2), (cx + w2, cy + h2 - c), (cx + w2, cy - h2 + c),
+            (cx + w2 - c, cy - h2), (cx - w2 + c, cy - h2), (cx - w2, cy - h2 + c), (cx - w2, cy + h2 - c),
+            (cx - w2 + c, cy + h2)]
 
-    def hot(f: Frame) -> dict:
-        hx, hy = _edge_xy(f.active_edges, positions)
-        return {"type": "scatter", "x": hx, "y": hy, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
-                "line": {"color": "#ea580c", "width": 4}}
 
-    def nodes(f: Frame) -> dict:
-        active = set(f.active_nodes)
-        return {"type": "scatter", "text": [t.replace("\n", "<br>") for t in f.node_text],
-                "marker": {"size": 26, "color": [STATE_COLOR.get(s, "#ffffff") for s in f.node_state],
-                           "line": {"width": [3 if i in active else 1 for i in ids], "color": "#111827"}}}
+# --- the figure -------------------------------------------------------------------------------------
+
+
+def _wrap(text: str, chars: int, max_lines: int = 2) -> str:
+    words = text.split(" ")
+    lines: list[str] = []
+    cur = ""
+    for w in words:
+        if len(cur) + len(w) + 1 > chars and cur:
+            lines.append(cur)
+            cur = w
+        else:
+            cur = f"{cur} {w}" if cur else w
+    lines.append(cur)
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: max(chars - 1, 1)].rstrip() + "…"
+    return "<br>".join(_esc(t) for t in lines)
+
+
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None, *, width: int = DESIGN_WIDTH,
+                rankdir: str = "auto", edge_labels: bool = True, max_height: int = MAX_HEIGHT,
+                duration_ms: int = 700, title: bool = True, use_dot: bool = True,
+                palette: dict[str, str] | None = None) -> dict:
+    """The figure as a plain dict (no validation, fast), with one Plotly frame per Frame.
+
+    Pass ``drawing`` (from :func:`plan`) to reuse a placement (e.g. the same graph under several
+    traversal orders); otherwise it is planned here with ``width``, ``rankdir``, ``edge_labels``.
+    ``layout.meta`` records the scale and fonts, so tests and :func:`~explorer.kit.figures.style_graph_figure`
+    can read sizes back. ``palette`` maps each node state used by the frames to its fill (default: the
+    backpropagation states of :data:`STATE_FILL`); every fill must keep :data:`TEXT` and :data:`ADJOINT`
+    readable (WCAG AA).
+    """
+    fill_of = palette or STATE_FILL
+    d = drawing or plan(frameset, graph, width, rankdir, edge_labels, max_height, use_dot)
+    p, s = d.placement, d.scale
+    ids = d.node_ids
+    n = len(ids)
+    edges = frameset.edges or [(e.src, e.dst) for e in graph.edges]
+    lines_e = [edge_polyline(e.points, e.tip) for e in p.edges]
+    arrows = [arrowhead(e.points, e.tip) for e in p.edges]
+    rects = [_rect(p.centers[i], p.sizes[i]) for i in ids]
+    slot_xy: dict[str, tuple[list[int], list, list]] = {"head": ([], [], []), "value": ([], [], []),
+                                                         "adjoint": ([], [], [])}
+    for i in range(n):
+        cx = p.centers[ids[i]][0]
+        for kind, y in d.slots(i):
+            idx, xs, ys = slot_xy[kind]
+            idx.append(i)
+            xs.append(_r(cx))
+            ys.append(_r(y))
+    spots = d.label_at or [e.label_at for e in p.edges]
+    label_edges = [k for k, on in enumerate(d.edge_labels) if on and spots[k] is not None]
+    font, efont = FONT * s, EDGE_FONT * s
+
+    line_xy = [_path([q]) for q in lines_e]
+    arrow_xy = [_path([q]) for q in arrows]
+    edge_slots: dict[tuple[int, int], list[int]] = {}
+    for k, e in enumerate(edges):
+        edge_slots.setdefault(e, []).append(k)
+
+    def hot(f: Frame) -> tuple[dict, dict]:
+        ks = sorted({k for e in set(f.active_edges) for k in edge_slots.get(e, ())})
+        hx: list = []
+        hy: list = []
+        ax: list = []
+        ay: list = []
+        for k in ks:
+            hx += line_xy[k][0]
+            hy += line_xy[k][1]
+            ax += arrow_xy[k][0]
+            ay += arrow_xy[k][1]
+        return ({"type": "scatter", "x": hx, "y": hy, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
+                 "line": {"color": HOT, "width": 4 * s}},
+                {"type": "scatter", "x": ax, "y": ay, "mode": "lines", "fill": "toself", "fillcolor": HOT,
+                 "hoverinfo": "skip", "showlegend": False, "line": {"color": HOT, "width": 1}})
+
+    rect_xy = [_path([r]) for r in rects]
+    fill_cache: dict[tuple, list[dict]] = {}
+
+    def fills(f: Frame) -> list[dict]:
+        key = tuple(f.node_state)
+        if key in fill_cache:
+            return fill_cache[key]
+        out = []
+        for st in (fill_of if palette else STATE_ORDER):
+            xs: list = []
+            ys: list = []
+            for i in range(n):
+                if f.node_state[i] == st:
+                    xs += rect_xy[i][0]
+                    ys += rect_xy[i][1]
+            out.append({"type": "scatter", "x": xs or [None], "y": ys or [None], "mode": "lines", "fill": "toself",
+                        "fillcolor": fill_of[st], "line": {"width": 0}, "hoverinfo": "skip",
+                        "name": f"fill:{st}", "showlegend": False})
+        fill_cache[key] = out
+        return out
+
+    inner_xy = [_path([_rect(p.centers[i], p.sizes[i], 1.0)]) for i in ids]
+
+    def outline(f: Frame, states: set[str], color: str, width_px: float, only_active: bool) -> dict:
+        act = set(f.active_nodes)
+        xs: list = []
+        ys: list = []
+        for i in range(n):
+            if ids[i] in act if only_active else f.node_state[i] in states:
+                xs += inner_xy[i][0]
+                ys += inner_xy[i][1]
+        return {"type": "scatter", "x": xs or [None], "y": ys or [None], "mode": "lines", "hoverinfo": "skip",
+                "showlegend": False, "line": {"color": color, "width": width_px}}
+
+    def texts(f: Frame) -> tuple[dict, dict, dict]:
+        vi = slot_xy["value"][0]
+        ai = slot_xy["adjoint"][0]
+        val = {"type": "scatter", "text": [_esc(f.node_text[i].split("\n")[0]) for i in vi]}
+        adj = {"type": "scatter", "text": [_esc(f.node_adjoint[i]) if f.node_adjoint else "" for i in ai]}
+        lab = {"type": "scatter", "text": [_esc(f.edge_text[k]) if f.edge_text else "" for k in label_edges]}
+        return val, adj, lab
+
+    def frame_data(f: Frame) -> list[dict]:
+        h1, h2 = hot(f)
+        val, adj, lab = texts(f)
+        return [h1, h2, *fills(f), outline(f, {"lost"}, "#b91c1c", 3 * s, False),
+                outline(f, set(), "#111827", 3.5 * s, True), val, adj, lab]
 
     first = frameset.frames[0]
-    base_nodes = nodes(first)
-    base_nodes.update({"x": xs, "y": ys, "mode": "markers+text", "textposition": "bottom center",
-                       "hovertext": hover, "hoverinfo": "text", "showlegend": False, "cliponaxis": False})
-    data = [
+    ex, ey = _path(lines_e)
+    ax, ay = _path(arrows)
+    static_edges = [
         {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
-         "line": {"color": "#9ca3af", "width": 1.5}},
-        hot(first), base_nodes,
-        {"type": "scatter", "x": xs, "y": ys, "mode": "text", "text": [graph.node(i).name for i in ids],
-         "hoverinfo": "skip", "showlegend": False, "textfont": {"size": 10}},
+         "line": {"color": EDGE, "width": 1.6 * s}, "name": "edges"},
+        {"type": "scatter", "x": ax, "y": ay, "mode": "lines", "fill": "toself", "fillcolor": EDGE,
+         "hoverinfo": "skip", "showlegend": False, "line": {"color": EDGE, "width": 1}, "name": "arrowheads"},
     ]
-    frames = [{"name": str(f.index), "traces": [1, 2], "data": [hot(f), nodes(f)],
-               "layout": {"title": {"text": f.caption[:160], "x": 0.01, "xanchor": "left", "font": {"size": 13}}}}
-              for f in frameset.frames]
-    steps = [{"method": "animate", "label": str(f.index),
-              "args": [[str(f.index)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True},
-                                        "transition": {"duration": 0}}]} for f in frameset.frames]
-    # room below the lowest node for its two-line label, and beside the outer nodes
-    x_range = [min(xs, default=0) - 0.5, max(xs, default=0) + 0.5]
-    y_range = [min(ys, default=0) - 0.8, max(ys, default=0) + 0.4]
+    dynamic = frame_data(first)
+    dyn_start = len(static_edges)
+    borders = []
+    for kind, color in KIND_BORDER.items():
+        members = [rects[i] for i in range(n) if d.kinds[i] == kind or (kind == "op" and d.kinds[i] not in KIND_BORDER)]
+        xs, ys = _path(members)
+        borders.append({"type": "scatter", "x": xs or [None], "y": ys or [None], "mode": "lines",
+                        "hoverinfo": "skip", "showlegend": False, "name": f"box:{kind}",
+                        "line": {"color": color, "width": (2.2 if kind == "input" else 1.4) * s,
+                                 "dash": "dot" if kind == "constant" else "solid"}})
+    hi, hx, hy = slot_xy["head"]
+    vi, vx, vy = slot_xy["value"]
+    ai, axs, ays = slot_xy["adjoint"]
+    lx = [_r(spots[k][0]) for k in label_edges]
+    ly = [_r(spots[k][1]) for k in label_edges]
+    text_common = {"mode": "text", "hoverinfo": "skip", "showlegend": False, "cliponaxis": False,
+                   "textposition": "middle center"}
+    heads_trace = {"type": "scatter", "x": hx, "y": hy, "text": [_esc(d.lines[i].head) for i in hi],
+                   "textfont": {"size": font, "color": TEXT, "family": FONT_FAMILY}, "name": "node", **text_common}
+    val, adj, lab = dynamic[-3:]
+    val.update({"x": vx, "y": vy, "textfont": {"size": font, "color": TEXT, "family": FONT_FAMILY},
+                "name": "value", **text_common})
+    adj.update({"x": axs, "y": ays, "textfont": {"size": font, "color": ADJOINT, "family": FONT_FAMILY},
+                "name": "adjoint", **text_common})
+    lab.update({"x": lx, "y": ly, "textfont": {"size": efont, "color": ADJOINT, "family": FONT_FAMILY},
+                "name": "edge label", **text_common})
+    hover_text = frameset.hover or [d.lines[i].head for i in range(n)]
+    hover = {"type": "scatter", "x": [_r(p.centers[i][0]) for i in ids], "y": [_r(p.centers[i][1]) for i in ids],
+             "mode": "markers", "marker": {"size": [max(8, min(p.sizes[i]) * s * 0.9) for i in ids],
+                                           "symbol": "square", "opacity": 0},
+             "hovertext": hover_text, "hoverinfo": "text", "showlegend": False, "name": "hover"}
+    # trace order: static edges, dynamic (hot edges, fills, outlines), kind borders, texts, hover
+    data = static_edges + dynamic[:-3] + borders + [heads_trace, val, adj, lab, hover]
+    n_dyn_shapes = len(dynamic) - 3
+    text_start = dyn_start + n_dyn_shapes + len(borders) + 1
+    frame_traces = list(range(dyn_start, dyn_start + n_dyn_shapes)) + [text_start, text_start + 1, text_start + 2]
+    chars = max(20, int((d.width - 30) / (CHAR_W * TITLE_FONT)))
+
+    def caption(f: Frame) -> dict:
+        return {"text": _wrap(f.caption, chars) if title else "", "x": 0.01, "xanchor": "left", "y": 1,
+                "yanchor": "top", "yref": "container", "pad": {"t": 12}, "font": {"size": TITLE_FONT, "color": TEXT}}
+
+    margin = 10
+    x_range = [-margin, _r(p.width + margin)]
+    y_range = [-margin, _r(p.height + margin)]
+    plot_h = (p.height + 2 * margin) * s
+    windows = _windows(frameset, d) if d.viewport else None
+    if d.viewport:
+        plot_h = (d.viewport[1] + 2 * margin) * s
+        x_range, y_range = windows[0]
+
+    def axes(k: int) -> dict:
+        if not windows:
+            return {}
+        xr, yr = windows[k]
+        return {"xaxis": {"visible": False, "range": xr, "constrain": "range"},
+                "yaxis": {"visible": False, "range": yr, "scaleanchor": "x", "scaleratio": 1}}
+
+    frames = []
+    for k, f in enumerate(frameset.frames):
+        fd = frame_data(f)
+        frames.append({"name": str(f.index), "traces": frame_traces, "data": fd,
+                       "layout": {"title": caption(f), **axes(k)}})
+    top = int(2 * LINE_H * TITLE_FONT + 26) if title else 8
+    animated = len(frameset.frames) > 1
+    bottom = 92 if animated else 8
     layout = {
-        "height": height, "title": {"text": first.caption[:160], "x": 0.01, "xanchor": "left", "font": {"size": 13}},
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
-        "xaxis": {"visible": False, "range": x_range}, "yaxis": {"visible": False, "range": y_range},
-        "plot_bgcolor": "white",
-        "updatemenus": [{"type": "buttons", "showactive": False, "x": 0, "y": -0.02, "xanchor": "left",
-                         "yanchor": "top", "buttons": [
-                             {"label": "Play", "method": "animate",
-                              "args": [None, {"frame": {"duration": duration_ms, "redraw": True},
-                                              "fromcurrent": True, "transition": {"duration": 0}}]},
-                             {"label": "Pause", "method": "animate",
-                              "args": [[None], {"mode": "immediate", "frame": {"duration": 0, "redraw": False}}]}]}],
-        "sliders": [{"active": 0, "steps": steps, "x": 0.12, "len": 0.88, "currentvalue": {"prefix": "step "}}],
+        "height": int(math.ceil(plot_h + top + bottom)), "title": caption(first),
+        "margin": {"l": 8, "r": 8, "t": top, "b": bottom, "pad": 0},
+        "xaxis": {"visible": False, "range": x_range, "constrain": "range"},
+        "yaxis": {"visible": False, "range": y_range, "scaleanchor": "x", "scaleratio": 1},
+        "plot_bgcolor": "#ffffff", "paper_bgcolor": "#ffffff", "dragmode": "pan", "hovermode": "closest",
+        "font": {"family": FONT_FAMILY, "size": TITLE_FONT, "color": TEXT},
+        "meta": {"renderer": "graph", "scale": s, "window": bool(d.viewport), "font": FONT, "edge_font": EDGE_FONT, "title_font": TITLE_FONT,
+                 "design_width": d.width, "engine": p.engine, "rankdir": p.rankdir, "char_w": CHAR_W,
+                 "line_h": LINE_H},
     }
-    return {"data": data, "layout": layout, "frames": frames}
+    if animated:
+        steps = [{"method": "animate", "label": str(f.index + 1),
+                  "args": [[str(f.index)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True},
+                                            "transition": {"duration": 0}}]} for f in frameset.frames]
+        layout["updatemenus"] = [{"type": "buttons", "showactive": False, "x": 0, "y": 0, "xanchor": "left",
+                                  "yanchor": "top", "pad": {"t": 44, "r": 8}, "font": {"size": TITLE_FONT},
+                                  "direction": "left", "buttons": [
+                                      {"label": "▶ Play", "method": "animate",
+                                       "args": [None, {"frame": {"duration": duration_ms, "redraw": True},
+                                                       "fromcurrent": True, "transition": {"duration": 0}}]},
+                                      {"label": "❚❚ Pause", "method": "animate",
+                                       "args": [[None], {"mode": "immediate",
+                                                         "frame": {"duration": 0, "redraw": False}}]}]}]
+        layout["sliders"] = [{"active": 0, "steps": steps, "x": 0.2, "len": 0.8, "y": 0, "yanchor": "top",
+                              "pad": {"t": 30}, "font": {"size": TITLE_FONT},
+                              "currentvalue": {"prefix": "step ", "font": {"size": TITLE_FONT}}}]
+    if p.note:
+        layout["annotations"] = [{"text": _esc(p.note), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
+                                  "xanchor": "left", "yanchor": "bottom", "showarrow": False,
+                                  "font": {"size": TITLE_FONT - 2, "color": "#92400e"}}]
+    return {"data": data, "layout": layout, "frames": frames if animated else []}
 
 
-def build_figure(frameset: FrameSet, graph: Graph, positions: dict[int, tuple[float, float]],
-                 height: int = 480, duration_ms: int = 700) -> go.Figure:
+def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[float]]]:
+    """Per frame, the (x, y) ranges of a window of ``d.viewport`` centred on the highlighted nodes
+    (kept where the previous frame had it when nothing is highlighted), inside the drawing."""
+    p = d.placement
+    vw, vh = d.viewport
+    margin = 10
+
+    def clamp(c: float, size: float, total: float) -> float:
+        lo, hi = size / 2 - margin, total + margin - size / 2
+        return min(max(c, lo), hi) if lo < hi else total / 2
+
+    center = (p.centers[p_out][0], p.centers[p_out][1]) if (p_out := d.node_ids[-1]) in p.centers else (0, 0)
+    out = []
+    for f in frameset.frames:
+        pts = [p.centers[i] for i in f.active_nodes if i in p.centers]
+        if pts:
+            center = (sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts))
+        cx, cy = clamp(center[0], vw + 2 * margin, p.width), clamp(center[1], vh + 2 * margin, p.height)
+        out.append(([_r(cx - vw / 2 - margin), _r(cx + vw / 2 + margin)],
+                    [_r(cy - vh / 2 - margin), _r(cy + vh / 2 + margin)]))
+    return out
+
+
+def build_figure(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None, **kw) -> go.Figure:
     """``figure_dict`` as a ``go.Figure`` (built without per-frame validation, which is slow)."""
-    return go.Figure(figure_dict(frameset, graph, positions, height, duration_ms), _validate=False)
+    return go.Figure(figure_dict(frameset, graph, drawing, **kw), _validate=False)
+
+
+def still_figure(graph: Graph, heads: dict[int, str], values: dict[int, str] | None = None,
+                 notes: dict[int, str] | None = None, states: dict[int, str] | None = None,
+                 palette: dict[str, str] | None = None, caption: str = "", **options) -> dict:
+    """A graph drawn once (no animation): each node's head line, a value line and a note line (the
+    note in the second colour), filled by ``states`` (keys of ``palette``; default "computed")."""
+    ids = [n.id for n in graph.nodes]
+    values, notes, states = values or {}, notes or {}, states or {}
+    frame = Frame(0, "still", caption, [], [], [values.get(i, "") for i in ids],
+                  [states.get(i, "computed") for i in ids], [notes.get(i, "") for i in ids])
+    fs = FrameSet(ids, [frame], heads=[heads.get(i, graph.node(i).name) for i in ids],
+                  edges=[(e.src, e.dst) for e in graph.edges], hover=[heads.get(i, graph.node(i).name) for i in ids])
+    options.setdefault("edge_labels", False)
+    options.setdefault("title", bool(caption))
+    return figure_dict(fs, graph, palette=palette, **options)

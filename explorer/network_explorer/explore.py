@@ -59,10 +59,12 @@ class Explored:
         v = self.views[level]
         if self.animated(level) if animate is None else animate:
             if level not in self.figures:
-                self.figures[level] = figure_dict(v.frames, v.graph, v.positions)
+                self.figures[level] = figure_dict(v.frames, v.graph, v.drawing)
             return self.figures[level]
         frame = min(max(frame, 0), len(v.frames.frames) - 1)
-        return figure_dict(FrameSet(v.frames.node_ids, [v.frames.frames[frame]]), v.graph, v.positions)
+        one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
+                       hover=v.frames.hover)
+        return figure_dict(one, v.graph, v.drawing)
 
 
 def explore(key: str, options: dict | None = None, coords: int = 3) -> Explored:

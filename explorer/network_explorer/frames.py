@@ -15,13 +15,16 @@ from dataclasses import dataclass
 
 from explorer.kit.frames import MAX_FRAMES, FrameSet, build_frames
 from engine.explain.graph import Graph, GraphEdge, GraphNode, plain_value
-from explorer.kit.layout import collapse_groups, layout
+from explorer.kit.labels import formula, heading, shape_text
+from explorer.kit.layout import collapse_groups
+from explorer.kit.plotly_figure import Drawing, plan
 from engine.explain.trace import BackwardEvent, ForwardStep, Trace, bar
 
 from .analysis import format_shape
 from .recording import Recording
 
 LAYER_VIEW_THRESHOLD = 300   # op nodes above which the page opens in layer view
+VIEW_WIDTH = 1250            # px: the graph spans the page
 
 
 def _name(rec: Recording, nid: int) -> str:
@@ -85,11 +88,12 @@ def to_trace(rec: Recording, graph: Graph) -> Trace:
 
 @dataclass
 class NetworkView:
-    """A drawn view: graph, node positions and frames (aligned with every other view's frames)."""
+    """A drawn view: graph, its drawing (boxes, curves, scale) and frames (aligned with every other
+    view's frames)."""
 
     level: str                       # "op" | "layer"
     graph: Graph
-    positions: dict[int, tuple[float, float]]
+    drawing: Drawing
     frames: FrameSet
     box_of: dict[int, int]           # recording node id -> node id in this view's graph
 
@@ -123,7 +127,23 @@ def n_frames(rec: Recording, per_f: int = 1, per_b: int = 1) -> int:
     return -(-len(rec.forward_order) // per_f) + -(-len(rec.backward) // per_b) + 2
 
 
-def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES) -> NetworkView:
+def _heads(rec: Recording, graph: Graph) -> dict[int, str]:
+    """``mul#5 = sum#3·0.2`` for an op (its parents by label, numbers as literals); a layer box reads
+    its layer's name."""
+    out = {}
+    for n in graph.nodes:
+        if n.kind == "group":
+            out[n.id] = n.name
+        elif n.op == "leaf":
+            out[n.id] = n.name
+        else:
+            node = rec.node(n.id)
+            out[n.id] = heading(n.name, formula(node.op, [rec.node(p).label for p in node.parents]))
+    return out
+
+
+def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES,
+               width: int = VIEW_WIDTH) -> NetworkView:
     """Layout and frames for the op view or the collapsed layer view.
 
     Raises:
@@ -147,27 +167,27 @@ def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES) 
         trace = _remap(to_trace(rec, graph), box_of, view_graph)
     else:
         raise ValueError(f"level must be 'op' or 'layer', got {level!r}")
-    positions = layout(view_graph)
-    frames = build_frames(trace, view_graph, max_frames=max_frames)
+    frames = build_frames(trace, view_graph, max_frames=max_frames, heads=_heads(rec, view_graph))
     if level == "layer":
         _layer_texts(rec, view_graph, frames)
     group_ids = {n.id for n in view_graph.nodes if n.kind == "group"}
     _op_texts(rec, frames, [(slot, nid) for slot, nid in enumerate(frames.node_ids) if nid not in group_ids])
-    return NetworkView(level, view_graph, positions, frames, box_of)
+    drawing = plan(frames, view_graph, width, rankdir="BT" if level == "layer" else "auto", edge_labels=False)
+    return NetworkView(level, view_graph, drawing, frames, box_of)
 
 
 def _op_texts(rec: Recording, frames: FrameSet, slots: list[tuple[int, int]]) -> None:
-    """Short node text under each marker: the output shape, then where its adjoint stands
+    """Node lines: the output shape once computed, then (second colour) where its adjoint stands
     (k of n contributions received, ✓ when processed). Values are in the page's panels.
 
     Built incrementally frame by frame (O(frames x nodes) list copies)."""
     slot_of = {nid: slot for slot, nid in slots}
-    shape = {nid: format_shape(rec.node(nid).shape) for _, nid in slots}
-    current = {nid: ("" if rec.node(nid).kind == "op" else shape[nid]) for _, nid in slots}
-    received: dict[int, int] = {}
+    shape = {nid: shape_text(rec.node(nid).shape) for _, nid in slots}
     texts = list(frames.frames[0].node_text) if frames.frames else []
-    for nid, text in current.items():
-        texts[slot_of[nid]] = text
+    adjoints = ["" for _ in texts]
+    for nid in slot_of:
+        texts[slot_of[nid]] = "" if rec.node(nid).kind == "op" else shape[nid]
+    received: dict[int, int] = {}
     others = [i for i in range(len(texts)) if frames.node_ids[i] not in slot_of]   # layer boxes
     per = (frames.forward_per_frame, frames.backward_per_frame)
     for k, frame in enumerate(frames.frames):
@@ -179,13 +199,15 @@ def _op_texts(rec: Recording, frames: FrameSet, slots: list[tuple[int, int]]) ->
             for c in s.contributions:
                 received[c.target] = received.get(c.target, 0) + 1
                 if c.target in slot_of:
-                    texts[slot_of[c.target]] = f"{shape[c.target]}\nadjoint {received[c.target]} of {c.expected}"
+                    adjoints[slot_of[c.target]] = f"adjoint {received[c.target]} of {c.expected}"
             if s.node in slot_of:
-                texts[slot_of[s.node]] = shape[s.node] + ("\ngrad ✓" if s.leaf_grad is not None else "\nadjoint ✓")
-        row = list(texts)
+                adjoints[slot_of[s.node]] = "gradient ✓" if s.leaf_grad is not None else "adjoint ✓"
+        row, arow = list(texts), list(adjoints)
         for j in others:
             row[j] = frame.node_text[j]
+            arow[j] = frame.node_adjoint[j] if frame.node_adjoint else ""
         frame.node_text = row
+        frame.node_adjoint = arow
 
 
 def _layer_texts(rec: Recording, graph: Graph, frames: FrameSet) -> None:
@@ -201,14 +223,17 @@ def _layer_texts(rec: Recording, graph: Graph, frames: FrameSet) -> None:
             continue
         node = rec.node(out_of[n.group])
         boxes.append((slot_of[n.id], fw_pos.get(node.id, len(fw_pos)), bw_pos.get(node.id),
-                      format_shape(node.shape)))
+                      shape_text(node.shape)))
     per = (frames.forward_per_frame, frames.backward_per_frame)
     for k, frame in enumerate(frames.frames):
         phase, i = frame_moment(rec, k, *per)
+        if not frame.node_adjoint:
+            frame.node_adjoint = ["" for _ in frame.node_text]
         for slot, fw, bw, shape in boxes:
             computed = phase in ("backward", "done") or (phase == "forward" and fw <= i)
             visited = bw is not None and (phase == "done" or (phase == "backward" and bw <= i))
-            frame.node_text[slot] = (shape if computed else "") + ("\nadjoint ✓" if visited else "")
+            frame.node_text[slot] = shape if computed else ""
+            frame.node_adjoint[slot] = "adjoint ✓" if visited else ""
 
 
 def _remap(trace: Trace, box_of: dict[int, int], graph: Graph) -> Trace:

@@ -153,6 +153,28 @@ def network_dot(trainer_or_model) -> str:
     return g.to_string()
 
 
+NETWORK_WIDTH = 1250   # px: the expander spans the page
+
+
+def network_figure(trainer_or_model, width: int = NETWORK_WIDTH) -> dict:
+    """The network drawn by the graph renderer, one node per layer, bottom-up as on the slides: what
+    the layer is, its output shape and (second colour) its parameter count."""
+    from engine.explain.graph import Graph, GraphEdge, GraphNode
+    from explorer.kit.plotly_figure import still_figure
+    model = getattr(trainer_or_model, "model", trainer_or_model)
+    layers = model.layers_summary()
+    nodes = [GraphNode(k, layer.name, "layer", "input" if k == 0 else "op", []) for k, layer in enumerate(layers)]
+    edges = [GraphEdge(k, k + 1) for k in range(len(layers) - 1)]
+    graph = Graph(nodes, edges, len(layers) - 1)
+    total = sum(layer.n_params for layer in layers)
+    return still_figure(graph, {k: layer.description for k, layer in enumerate(layers)},
+                        {k: f"→ {layer.output_shape}" for k, layer in enumerate(layers)},
+                        {k: f"{layer.n_params:,} parameters" for k, layer in enumerate(layers) if layer.n_params},
+                        {k: "computed" if layer.n_params else "idle" for k, layer in enumerate(layers)},
+                        caption=f"{total:,} trainable parameters (word vectors are fixed)", width=width,
+                        rankdir="BT")
+
+
 # --- after training ---------------------------------------------------------------------------
 
 

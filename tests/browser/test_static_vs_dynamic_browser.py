@@ -13,11 +13,12 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     wait_idle(page)
     main = page.locator('[data-testid="stMain"]')
     assert "Evaluated 6 of" in main.inner_text()
-    # graphviz charts are rendered to SVG in the browser: the graph, the loop, folding before / after
-    page.locator('[data-testid="stGraphVizChart"] svg').nth(3).wait_for()
-    svg = page.locator('[data-testid="stGraphVizChart"] svg').first
-    assert svg.locator("g.node").count() >= 10
-    assert svg.locator('[fill="#facc15"]').count() == 5  # the lit nodes of h = relu(x @ W + b)
+    # the graph renderer's figures: the graph, the loop, folding before / after
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    charts.nth(3).locator(".main-svg").first.wait_for()
+    first = charts.first
+    assert first.locator("g.textpoint").count() >= 10     # node texts drawn
+    assert "matmul = x @ W" in first.inner_text()
     shot(page, "static_default")
 
     # leave x out of the feed dict: the run fails and names the placeholder
@@ -29,7 +30,7 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     # the unrolled-loop table and the constant-folding section are there
     text = main.inner_text()
     assert "Control flow: a recurrent step unrolled" in text and "Constant folding" in text
-    charts = page.locator('[data-testid="stGraphVizChart"]')
+    charts = page.locator('[data-testid="stPlotlyChart"]')
     for i, name in ((1, "static_loop"), (2, "static_folding_before"), (3, "static_folding_after")):
         charts.nth(i).screenshot(path=str(shot(page, name)))  # element shots scroll the chart into view
     page.get_by_role("button", name="Trace the HW2 step and replay it 20 times").click()
@@ -39,6 +40,6 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     shot(page, "static_compiled")
     page.get_by_text(re.compile(r"^The captured step as a static graph")).click()
     wait_idle(page)
-    page.locator('[data-testid="stExpander"] [data-testid="stGraphVizChart"] svg').first.wait_for()
-    assert page.locator('[data-testid="stExpander"] [data-testid="stGraphVizChart"] svg g.node').count() >= 40
+    page.locator('[data-testid="stExpander"] [data-testid="stPlotlyChart"] .main-svg').first.wait_for()
+    assert page.locator('[data-testid="stExpander"] [data-testid="stPlotlyChart"] g.textpoint').count() >= 40
     page.locator('[data-testid="stExpander"]').first.screenshot(path=str(shot(page, "static_compiled")))

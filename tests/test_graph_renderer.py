@@ -1,0 +1,238 @@
+"""Every page's graph picture, read from the figure data (not pixels): no label on a label, a node or an
+edge, no edge through a node it does not touch, an arrowhead on every edge, parallel edges apart,
+WCAG AA contrast. Texts are measured conservatively (font size x characters, see picture_checks)."""
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+
+from engine.explain import random_dag_tensors, record_execution, record_tensor
+from explorer.kit import graphviz_layout as gl
+from explorer.kit.figures import at_frame, style_graph_figure
+from explorer.kit.frames import build_frames
+from explorer.kit.graph_view import trace_picture
+from explorer.kit.picture_checks import check_all_frames, check_figure, contrast
+from explorer.kit.plotly_figure import ADJOINT, STATE_FILL, TEXT, figure_dict, plan
+from explorer.kit.presentation import NORMAL, PRESENTING
+from explorer.kit.presets import PRESETS
+
+needs_dot = pytest.mark.skipif(gl.find_dot() is None, reason="Graphviz (graphviz-pure or dot) is not installed")
+
+
+def assert_clean(fig: dict, every: int = 1) -> None:
+    rep = check_all_frames(fig, every=every)
+    assert rep.ok, {k: v[:4] for k, v in rep.problems.items() if v}
+    assert rep.n_nodes > 0
+
+
+def _both_looks(fig: dict, every: int = 1) -> None:
+    assert_clean(fig, every)
+    big = style_graph_figure(fig, PRESENTING).to_dict()
+    assert_clean(big, max(every, len(big["frames"]) // 6 or 1))
+    assert check_figure(at_frame(big, 0)).min_font_px >= 18  # what a back row reads on a projector
+
+
+# --- the done-when list: every page's graph ------------------------------------------------------------
+
+@needs_dot
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.label[:24] for p in PRESETS])
+def test_expression_explorer_presets(preset):
+    from explorer.expression_explorer import explorer_model
+    _both_looks(explorer_model(preset.program, preset.inputs).figure)
+    _both_looks(explorer_model(preset.program, preset.inputs, expand_composites=True).figure, every=3)
+
+
+@needs_dot
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.label[:24] for p in PRESETS])
+def test_backprop_orders_presets(preset):
+    from explorer.backprop_orders import STRATEGY_LABELS, orders_model
+    m = orders_model(preset.program, preset.inputs, tuple(STRATEGY_LABELS))
+    for view in m.views.values():
+        assert_clean(view.figure, every=2)
+
+
+@needs_dot
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.label[:24] for p in PRESETS])
+def test_forward_vs_reverse_presets(preset):
+    from explorer.forward_vs_reverse import dual_model
+    m = dual_model(preset.program, preset.inputs, "")
+    _both_looks(m.figure)
+
+
+@needs_dot
+@pytest.mark.parametrize("key", ["logreg", "mlp", "sentiment", "hw2", "residual", "attention", "rnn", "custom"])
+def test_network_explorer_presets_in_both_views(key):
+    from explorer.network_explorer.explore import explore
+    ex = explore(key)
+    for level in ("op", "layer"):
+        fig = ex.figure(level, 0, animate=True)
+        assert_clean(fig, every=max(1, len(fig["frames"]) // 12))
+
+
+@needs_dot
+def test_static_page_graphs():
+    from explorer import static_vs_dynamic as M
+    for key in M.EXAMPLES:
+        ex = M.build_example(key, True, key != "lecture")
+        for fetch in ex.fetches:
+            run = M.run_fetch(ex, fetch, list(ex.feeds))
+            assert_clean(M.graph_figure(ex.graph, run.evaluated or None, None, fed=run.fed))
+    fd = M.folding_demo()
+    assert_clean(M.graph_figure(fd.before, width=M.HALF_WIDTH))
+    assert_clean(M.graph_figure(fd.after, width=M.HALF_WIDTH))
+    for T in (3, 6, 12):
+        assert_clean(M.rnn_figure(T))
+        assert_clean(M.rnn_figure(T, expand=True))
+
+
+@needs_dot
+def test_unrolled_loop_at_t12_is_a_few_boxes_of_repeated_steps():
+    from explorer import static_vs_dynamic as M
+    fig = M.rnn_figure(12)
+    heads = next(t for t in fig["data"] if t.get("name") == "node")["text"]
+    assert "steps 3–11 (9 × 4 ops)" in heads and any(h.startswith("step 12: h12 = σ(h11·w") for h in heads)
+    assert len(heads) == 7 and not fig["layout"]["meta"]["window"]   # fits without a window
+    _both_looks(fig)
+
+
+@needs_dot
+def test_sentiment_page_network():
+    from explorer.sentiment_training.views import network_figure
+    from sentiment.model import SentimentNet
+    _both_looks(network_figure(SentimentNet()))
+
+
+@needs_dot
+def test_50_node_expression():
+    from benchmarks.app_rerun import program_with_nodes
+    from explorer.expression_explorer import explorer_model
+    text, inputs, nodes = program_with_nodes(50)
+    assert nodes >= 45
+    m = explorer_model(text, inputs)
+    assert_clean(m.figure, every=4)
+
+
+@needs_dot
+def test_500_node_expression_is_boxed_into_blocks():
+    out, leaves = random_dag_tensors(500, seed=1)
+    tr = record_tensor(out, leaves)
+    assert len(tr.graph.without_constants().nodes) >= 500
+    pic = trace_picture(tr)
+    assert len(pic.graph.nodes) <= 40 and any(n.kind == "group" for n in pic.graph.nodes)
+    assert pic.figure["layout"]["meta"]["engine"] != "fallback"
+    assert_clean(pic.figure, every=max(1, len(pic.figure["frames"]) // 10))
+    # nothing is lost: every backward step of the engine is shown in some frame
+    assert pic.frameset.frames[-1].phase == "done" and "∂f/∂x1" in pic.frameset.frames[-1].caption
+
+
+# --- what the checks mean --------------------------------------------------------------------------------
+
+@needs_dot
+def test_parallel_edges_are_distinct_curves_and_x_to_f_goes_around_v1():
+    tr = record_execution("f = x * x * x", {"x": 2.0})
+    g = tr.graph.without_constants()
+    fs = build_frames(tr, g)
+    d = plan(fs, g)
+    x, v1, f = (g.by_name(n).id for n in ("x", "v1", "f"))
+    both = [e for e in d.placement.edges if (e.src, e.dst) == (x, v1)]
+    assert len(both) == 2
+    mid = [e.points[len(e.points) // 2] for e in both]
+    assert math.dist(*mid) >= 6 * d.scale
+    rep = check_figure(at_frame(figure_dict(fs, g, d), len(fs.frames) - 1))
+    assert rep.ok and rep.n_edges == 3 + 1 and not rep.edge_node  # x -> f does not cross v1
+
+
+def test_checks_catch_what_they_claim():
+    """The checks can fail: break a clean figure four ways and see each counted."""
+    tr = record_execution("f = x1 + exp(1.5*x1 + 2*x2)", {"x1": 3.0, "x2": 0.5})
+    g = tr.graph.without_constants()
+    fs = build_frames(tr, g)
+    fig = at_frame(figure_dict(fs, g, use_dot=gl.find_dot() is not None), len(fs.frames) - 1)
+    assert check_figure(fig).ok
+    idx = {t.get("name"): i for i, t in enumerate(fig["data"])}
+
+    moved = copy.deepcopy(fig)  # a node's name onto another node's name
+    heads = moved["data"][idx["node"]]
+    heads["x"][1], heads["y"][1] = heads["x"][0], heads["y"][0]
+    assert check_figure(moved).label_label
+    out = copy.deepcopy(fig)  # a name pushed out of its box
+    out["data"][idx["node"]]["x"][0] += 400
+    assert check_figure(out).label_node
+
+    no_arrow = copy.deepcopy(fig)
+    arr = no_arrow["data"][idx["arrowheads"]]
+    cut = arr["x"].index(None) + 1
+    arr["x"], arr["y"] = arr["x"][cut:], arr["y"][cut:]
+    assert check_figure(no_arrow).arrowheads_missing
+
+    through = copy.deepcopy(fig)  # an edge straight across every node
+    e = through["data"][idx["edges"]]
+    xs = [x for x in e["x"] if x is not None]
+    ys = [y for y in e["y"] if y is not None]
+    e["x"] += [min(xs), max(xs), None]
+    e["y"] += [sum(ys) / len(ys)] * 2 + [None]
+    through["data"][idx["arrowheads"]]["x"] += through["data"][idx["arrowheads"]]["x"][:5]
+    through["data"][idx["arrowheads"]]["y"] += through["data"][idx["arrowheads"]]["y"][:5]
+    assert check_figure(through).edge_node
+
+    pale = copy.deepcopy(fig)
+    pale["data"][idx["adjoint"]]["textfont"]["color"] = "#fbbf24"
+    assert check_figure(pale).low_contrast
+
+
+def test_every_fill_keeps_both_text_colours_readable():
+    from explorer import static_vs_dynamic as M
+    fills = list(STATE_FILL.values()) + list(M.COLOURS.values()) + [M.LIT, "#ffffff"]
+    for fill in fills:
+        assert contrast(TEXT, fill) >= 4.5, fill
+        assert contrast(ADJOINT, fill) >= 4.5, fill
+    assert contrast(ADJOINT, TEXT) > 1.5 and ADJOINT != TEXT   # a second, distinct colour
+
+
+def test_presentation_grows_fonts_and_boxes_together():
+    tr = record_execution("f = x1 + exp(1.5*x1 + 2*x2)", {"x1": 3.0, "x2": 0.5})
+    g = tr.graph.without_constants()
+    fig = figure_dict(build_frames(tr, g), g, use_dot=gl.find_dot() is not None)
+    small = check_figure(at_frame(fig, 5))
+    big = check_figure(at_frame(style_graph_figure(fig, PRESENTING).to_dict(), 5))
+    assert big.min_font_px == pytest.approx(small.min_font_px * PRESENTING.figure_font / NORMAL.figure_font,
+                                            rel=1e-3)
+    assert big.ok and small.ok
+
+
+# --- without Graphviz, and big graphs ----------------------------------------------------------------------
+
+def test_without_graphviz_the_page_still_draws_and_says_so(monkeypatch):
+    monkeypatch.setenv("AUTODIFF_DOT", "none")
+    assert gl.find_dot() is None
+    tr = record_execution("f = x * x * x", {"x": 2.0})
+    pic = trace_picture(tr)
+    lay = pic.figure["layout"]
+    assert lay["meta"]["engine"] == "fallback"
+    assert any("Graphviz was not found" in a["text"] for a in lay.get("annotations", []))
+    rep = check_figure(at_frame(pic.figure, 0))
+    # plainer: x -> f may cross v1 here, but texts still fit and parallel edges are still apart
+    assert not rep.label_label and not rep.label_node and not rep.arrowheads_missing and not rep.parallel_coincide
+
+
+def test_layout_cache_is_bounded_by_bytes():
+    class Blob:
+        def __init__(self, n):
+            self.n = n
+    c = gl.ByteCache(1000)
+    for k in range(10):
+        c.put(str(k), Blob(k), 300)
+    assert c.total_bytes <= 1000 and len(c) == 3
+    assert c.get("9") is not None and c.get("0") is None
+
+
+def test_dot_work_sends_huge_layouts_to_the_plain_layout():
+    boxes = [gl.Box(i, 40, 20) for i in range(60)]
+    chain = [gl.Link(i, i + 1) for i in range(59)]
+    fan = [gl.Link(0, i) for i in range(2, 60)]   # one node feeding every later one: long edges
+    assert gl.dot_work(boxes, chain) == 60
+    assert gl.dot_work(boxes, chain + fan) > gl.DOT_WORK_LIMIT
+    p = gl.place(boxes, chain + fan)
+    assert p.engine == "fallback" and "too many" in p.note
