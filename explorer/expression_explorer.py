@@ -20,7 +20,7 @@ from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.graph_view import trace_picture
 from .kit.graphviz_layout import find_dot
-from .kit.plotly_figure import DESIGN_WIDTH
+from .kit.plotly_figure import HALF_WIDTH
 from .kit.programs import InputProblem, parse
 
 @dataclass
@@ -116,12 +116,12 @@ class ExplorerModel:
 
 
 def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", expand_composites: bool = False,
-                   width: int = DESIGN_WIDTH) -> ExplorerModel:
+                   width: int = HALF_WIDTH) -> ExplorerModel:
     """Run the program on the engine (forward + backward with events, gradient graph, central differences).
 
     Args:
         expand_composites: draw tanh, softmax, ... as the primitives the engine ran (default: one node each).
-        width: px the graph figure may use.
+        width: px the graph figure may use (default: half of a 1400 px window, beside the code panel).
     """
     program, inputs = parse(program_text, inputs_text)
     try:

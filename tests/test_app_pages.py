@@ -186,7 +186,7 @@ def test_sigmoid_quiz_preset_at_the_notes_values():
     no_exceptions(at)
     assert at.text_area(key="explorer_at").value == "v1 = 0.8, v2 = -1.5"
     table = next(t.value for t in at.table if "autodiff ∂f/∂node" in t.value.columns)
-    assert table[table["node"] == "v1"].iloc[0]["autodiff ∂f/∂node"] == "-0.266842"
+    assert table[table["node"] == "v1"].iloc[0]["autodiff ∂f/∂node"] == "-0.26684"
 
 
 def _code_panels(at) -> list[str]:

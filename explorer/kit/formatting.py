@@ -63,7 +63,7 @@ def fmt_value(v: Any, digits: int = 5, max_items: int = 6) -> str:
     return f"[{', '.join(flat)}{more}] ({shape})"
 
 
-def fmt_check(fd: Any, digits: int = 6) -> str:
+def fmt_check(fd: Any, digits: int = 5) -> str:
     """A central-difference result as text: per element (a number or list), or, for a larger input,
     the estimates along random directions (:class:`engine.explain.costs.DirectionalDifferences`)."""
     estimates = getattr(fd, "estimates", None)

@@ -38,6 +38,7 @@ PAD_X, PAD_Y = 10, 6      # inside a node box, around its text
 MIN_SCALE = 0.85          # below this the drawing is shown through a window instead of shrinking
 VIEW_SCALE = 1.0          # the scale of that window
 DESIGN_WIDTH = 1200       # px the figure is laid out for unless told otherwise
+HALF_WIDTH = 620          # px of a graph in half of a 1400 px window (pages 1 and 2)
 MAX_LABELLED_EDGES = 60   # graphs with more edges get no edge labels (the caption carries the numbers)
 MAX_HEIGHT = 620          # px of the drawing (without title and slider) before it is shrunk
 FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"

@@ -107,7 +107,7 @@ def moment(ex: Explored, frame: int) -> Moment:
     if phase == "inputs":
         return Moment(phase, "Inputs and parameters (leaves): nothing computed yet")
     if phase == "done":
-        return Moment(phase, f"Done: loss = {rec.loss:.6g}; every leaf holds its gradient")
+        return Moment(phase, f"Done: loss = {rec.loss:.5g}; every leaf holds its gradient")
     if phase == "forward":
         node = rec.node(rec.forward_order[i])
         args = ", ".join(rec.node(p).label for p in node.parents)
@@ -130,7 +130,7 @@ def graph_dot(ex: Explored, level: str) -> str:
     from explorer.kit.dot import to_dot
     v = ex.views[level]
     return to_dot(v.graph, frame=v.frames.frames[-1], frameset=v.frames,
-                  title=f"{ex.network.title}: {level} view, loss = {ex.rec.loss:.6g}")
+                  title=f"{ex.network.title}: {level} view, loss = {ex.rec.loss:.5g}")
 
 
 def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12) -> go.Figure:
