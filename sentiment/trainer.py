@@ -109,8 +109,10 @@ class Preset:
 
 
 PRESETS: dict[str, Preset] = {
-    "hw2": Preset("HW2: 450/100, 250 epochs", 450, 100, TrainConfig(),
-                  "HW2's setting (first 450 training / 100 validation sentences, batch 10, Adam), lr 0.01"),
+    # shuffled: in HW2's file order seed 0 peaks at 74% (71-76% over seeds 0-6); shuffled 77-82% over seeds 0-3
+    "hw2": Preset("HW2: 450/100, 250 epochs", 450, 100, TrainConfig(shuffle=True),
+                  "HW2's setting (first 450 training / 100 validation sentences, batch 10, Adam, 250 epochs), "
+                  "lr 0.01, batches shuffled every epoch"),
     # What reaches >= 80% on all of SST-2 (see benchmarks/README.md, "Full SST-2 accuracy"): training the
     # word vectors is what matters (frozen GloVe-50 means stay near 75% whatever the MLP); the rest adds ~1 point.
     "full": Preset("Full SST-2", None, None,

@@ -526,7 +526,7 @@ def test_gradient_reaches_the_word_vectors_by_gradcheck():
 def test_presets_and_the_command_line(glove):
     from sentiment.trainer import PRESETS
     hw2, full = PRESETS["hw2"], PRESETS["full"]
-    assert (hw2.n_train, hw2.n_val, hw2.config) == (450, 100, TrainConfig())
+    assert (hw2.n_train, hw2.n_val, hw2.config) == (450, 100, TrainConfig(shuffle=True))
     assert (full.n_train, full.n_val) == (None, None) and full.label == "Full SST-2"
     assert full.config.train_embeddings and full.config.lr_schedule == "cosine"
     full.config.validate()
@@ -536,4 +536,5 @@ def test_presets_and_the_command_line(glove):
     assert preset is full and (n_tr, n_va) == (None, None)
     assert cfg == full.train_config(epochs=1, train_embeddings=False) and full.config.epochs == 3
     preset, cfg, n_tr, n_va = example.settings(parse(["--preset", "hw2", "--lr", "0.02", "--train-size", "90"]))
-    assert preset is hw2 and cfg == TrainConfig(lr=0.02) and (n_tr, n_va) == (90, 100)
+    assert preset is hw2 and cfg == TrainConfig(lr=0.02, shuffle=True) and (n_tr, n_va) == (90, 100)
+    assert example.settings(parse(["--no-shuffle"]))[1] == TrainConfig()  # HW2's file order
