@@ -289,3 +289,29 @@ def test_the_attack_link_is_an_error_under_the_box_not_a_crash():
     at.run()
     assert not at.exception
     assert any("Program not accepted" in e.value and "at most 2,000,000" in e.value for e in at.error)
+
+
+def test_pages_that_animate_the_graph_refuse_graphs_too_big_to_draw():
+    names = [a + b for a in "ABCDEFGHIJ" for b in "ABCDEFGHIJ"]
+    program = "\n".join(["AA=exp(x)*x+x-x/x"] + [f"{c}=exp({p})*x+x-{p}/x" for p, c in zip(names, names[1:30])])
+    inputs = "x = [0.01, 0.02]"  # 30 lines of 6 ops: 180 operations, under the parser's 500
+    for page in ("explorer", "orders", "dual"):
+        t0 = time.perf_counter()
+        with pytest.raises(InputProblem, match="at most 150 operations; this program has 180"):
+            MODELS[page](program, inputs)
+        assert time.perf_counter() - t0 < 2.0
+
+
+def test_a_long_backward_pass_stops_at_the_deadline():
+    text, values = doubling_chain_program(14)  # 16,383 paths for path recursion
+    args = _forward(text, values)  # the forward pass outside the deadline
+    with deadline(0.0):
+        time.sleep(0.001)
+        with pytest.raises(ExpressionError, match="longer than"):
+            ex.record_backward(*args, strategy=PathRecursion(max_vjp_calls=10**6))
+
+
+def _forward(text, values):
+    fw = ex.run_forward(text, values)
+    names = {n.id: n.name for n in fw.graph.nodes}
+    return fw.output, dict(fw.id_of), names, fw.leaves

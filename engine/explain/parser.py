@@ -485,6 +485,7 @@ class Program:
         try:
             with g.as_default():
                 env: dict[str, Any] = {n: placeholder(tuple(shapes[n]), name=n) for n in self.input_names}
+                est.work += OP_WORK * len(env)  # each run makes a leaf tensor per input
                 like = next(iter(env.values()), None)
                 for st in self.statements:
                     env[st.target if st.target is not None else self.output_name] = self._eval(st.expr, env, like)
@@ -608,8 +609,8 @@ def _kept_message(n: int) -> str:
 class CostEstimate:
     """The cost of one forward run of a program, from shapes (see :meth:`Program.estimate`).
 
-    ``work`` counts numbers computed (a matmul counts its multiply-adds) plus ``OP_WORK`` per op for
-    the per-op overhead; one work unit is roughly 10 ns of one core here.
+    ``work`` counts numbers computed (a matmul counts its multiply-adds) plus ``OP_WORK`` per op and per
+    input for the Python overhead of each; one work unit is roughly 5-10 ns of one core here.
     """
     ops: int = 0
     elements: int = 0          # numbers held by all the values (the graph keeps them for backward)

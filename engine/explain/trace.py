@@ -13,7 +13,7 @@ from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, Nod
 from ..strategies import ContributionLost, WorkLimitExceeded
 from ..tensor import Tensor, tensor, trace_ops
 from .graph import Graph, fmt, graph_from_records, is_finite, plain_value
-from .parser import ExpressionError, Program, parse_inputs, parse_program
+from .parser import ExpressionError, Program, check_deadline, parse_inputs, parse_program
 
 MAX_EVENTS = 50_000  # events kept per trace (path recursion can do far more work; it is still counted)
 
@@ -157,6 +157,8 @@ class _Recorder:
 
     def __call__(self, ev) -> None:
         self.n_events += 1
+        if not self.n_events % 256:  # a long backward pass (path recursion) stops at the request's deadline
+            check_deadline()
         loc = getattr(ev, "where", None)
         self._where = [loc.function, loc.file, loc.line] if loc is not None else None
         if isinstance(ev, NodeVisited):

@@ -30,6 +30,10 @@ from engine.explain import ExpressionError
 from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Program, deadline
 
 REQUEST_SECONDS = 10.0   # the most one cached computation may run (its engine work checks the deadline)
+# Pages that animate the graph build a frame per step holding every node: memory and time grow with the
+# square of the graph (480 ops: 50 MB and 3 s for one graph, 150 MB and 16 s for four orders side by side).
+# 150 ops stay under 5 MB and 0.3 s per graph; the lecture's examples have at most 20.
+MAX_DRAWN_OPS = 150
 
 
 class RequestRefused(RuntimeError):
@@ -43,19 +47,25 @@ def finite_difference_checks(shapes: Mapping[str, tuple]) -> int:
     return sum(int(math.prod(s)) if math.prod(s) <= PER_ELEMENT_MAX else N_DIRECTIONS for s in shapes.values())
 
 
-def check_program(program: Program, inputs: Mapping[str, Any], runs: int, what: str) -> CostEstimate:
+def check_program(program: Program, inputs: Mapping[str, Any], runs: int, what: str,
+                  drawn: bool = True) -> CostEstimate:
     """Estimate one run of ``program`` and refuse it when ``runs`` of them exceed the budget.
 
     Args:
         runs: how many forward-run equivalents the page makes (backward passes and finite differences
             included).
         what: the page's work, for the message (e.g. "the gradient check").
+        drawn: the page animates the graph (at most ``MAX_DRAWN_OPS`` operations).
     Returns:
         the estimate.
     Raises:
         ExpressionError: kind ``limit``, naming the budget and what exceeded it.
     """
     est = program.estimate({n: np.shape(inputs[n]) for n in program.input_names if n in inputs})
+    if drawn and est.ops > MAX_DRAWN_OPS:
+        raise ExpressionError(f"this page animates the graph step by step, for at most {MAX_DRAWN_OPS} operations; "
+                              f"this program has {est.ops}. Shorten it (the lecture's examples have under 20)",
+                              kind="limit")
     est.check(runs, what)
     return est
 
