@@ -6,7 +6,7 @@ The core knows no ops. It works on any object that offers::
     parents: sequence              # the inputs this value was computed from
     is_leaf() -> bool              # created by the user, not by an op
     is_constant() -> bool          # takes no gradient (requires_grad=False)
-    chain_rule(d_output) -> iterable of (parent, contribution)   # per-op VJP
+    chain_rule(d_output) -> iterable of (parent, contribution)   # per-op VJP (None: no gradient)
     accumulate_derivative(d) -> None                             # leaves only: +=
 
 ``backpropagate`` walks the graph with a *traversal strategy* (``topological``
@@ -106,21 +106,26 @@ def topological_sort(variable: "Variable | Sequence[Variable]") -> list:
     roots = list(variable) if isinstance(variable, (list, tuple)) else [variable]
     order: list = []
     visited: set[int] = set()
-    stack: list = [(root, False) for root in reversed(roots) if not root.is_constant()]
-    push, pop, visit, emit = stack.append, stack.pop, visited.add, order.append
-    while stack:
-        node, finished = pop()
-        if finished:
+    # two parallel stacks (node, finished?) rather than one of tuples: no allocation per entry
+    nodes: list = [root for root in reversed(roots) if not root.is_constant()]
+    finished: list = [False] * len(nodes)
+    push_node, push_flag, pop_node, pop_flag = nodes.append, finished.append, nodes.pop, finished.pop
+    visit, emit = visited.add, order.append
+    while nodes:
+        node = pop_node()
+        if pop_flag():
             emit(node)
             continue
         uid = node.unique_id
         if uid in visited:
             continue
         visit(uid)
-        push((node, True))
+        push_node(node)
+        push_flag(True)
         for parent in node.parents:
             if parent.unique_id not in visited and not parent.is_constant():
-                push((parent, False))
+                push_node(parent)
+                push_flag(False)
     order.reverse()
     return order
 
@@ -182,7 +187,7 @@ def propagate(order: Sequence, adjoints: dict[int, Any], observer: Observer | No
             step += 1
             continue
         for parent, contribution in node.chain_rule(d):
-            if parent.is_constant():
+            if contribution is None or parent.is_constant():  # None: an input that takes no gradient
                 continue
             pid = parent.unique_id
             prev = get(pid)

@@ -6,14 +6,19 @@ higher-order derivatives, and the explorer can draw it). Broadcasting is undone
 in exactly one helper, :func:`sum_to_shape`.
 
 Composites (mean, tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and
-need no rules of their own. Sigmoid, binary cross-entropy and the dropout mask are fused
+need no rules of their own. ``scalar`` is an op's kernel for the scalar fast path (0-d float64
+values, see ``engine.tensor.apply``): NumPy's own scalar arithmetic (exactly rounded, the same bits
+as the array kernels) or the same ufunc. Sigmoid, binary cross-entropy and the dropout mask are fused
 primitives here because ``benchmarks/hw2_step.py`` showed they pay (see their classes).
 """
 from __future__ import annotations
 
 import builtins
 import numbers
+import operator
 from typing import Sequence
+
+import numpy as np
 
 from .dtypes import as_dtype, bool_, float64
 from .tensor import Op, Tensor, apply, as_tensor_like
@@ -65,6 +70,7 @@ def _pair(a, b, like: Tensor | None = None):
 class Add(Op):
     name = "add"
     formula = "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)"
+    scalar = operator.add
 
     @staticmethod
     def forward(ctx, a, b):
@@ -77,8 +83,9 @@ class Add(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        needs = ctx.needs_input_grad
-        return (sum_to_shape(g, a.shape) if needs[0] else None), (sum_to_shape(g, b.shape) if needs[1] else None)
+        ga = sum_to_shape(g, a.shape) if a.requires_grad else None
+        gb = sum_to_shape(g, b.shape) if b.requires_grad else None
+        return ga, gb
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
@@ -90,6 +97,7 @@ class Add(Op):
 class Mul(Op):
     name = "mul"
     formula = "ā = sum_to_shape(ḡ ⊙ b),  b̄ = sum_to_shape(ḡ ⊙ a)"
+    scalar = operator.mul
 
     @staticmethod
     def forward(ctx, a, b):
@@ -102,9 +110,8 @@ class Mul(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        needs = ctx.needs_input_grad
-        ga = sum_to_shape(g * b, a.shape) if needs[0] else None
-        gb = sum_to_shape(g * a, b.shape) if needs[1] else None
+        ga = sum_to_shape(g * b, a.shape) if a.requires_grad else None
+        gb = sum_to_shape(g * a, b.shape) if b.requires_grad else None
         return ga, gb
 
     @classmethod
@@ -118,6 +125,7 @@ class Mul(Op):
 class Div(Op):
     name = "div"
     formula = "ā = ḡ / b,  b̄ = −ḡ ⊙ a / b²   (each summed back to its shape)"
+    scalar = operator.truediv
     needs_output = True
 
     @staticmethod
@@ -131,9 +139,8 @@ class Div(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        needs = ctx.needs_input_grad
-        ga = sum_to_shape(g / b, a.shape) if needs[0] else None
-        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if needs[1] else None
+        ga = sum_to_shape(g / b, a.shape) if a.requires_grad else None
+        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if b.requires_grad else None
         return ga, gb
 
     @classmethod
@@ -179,6 +186,7 @@ class Pow(Op):
 class Neg(Op):
     name = "neg"
     formula = "x̄ = −ḡ"
+    scalar = operator.neg
 
     @staticmethod
     def forward(ctx, a):
@@ -220,6 +228,7 @@ class Reciprocal(Op):
 class Exp(Op):
     name = "exp"
     formula = "x̄ = ḡ ⊙ y   (y = exp x, kept from the forward pass)"
+    scalar = np.exp
     needs_output = True
 
     @staticmethod
@@ -242,6 +251,7 @@ class Exp(Op):
 class Log(Op):
     name = "log"
     formula = "x̄ = ḡ / x"
+    scalar = np.log
 
     @staticmethod
     def forward(ctx, a):
@@ -291,6 +301,7 @@ class Sigmoid(Op):
 
     name = "sigmoid"
     formula = "x̄ = ḡ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)"
+    scalar = staticmethod(lambda a: 1.0 / (1.0 + np.exp(-a)))  # the backend's sigmoid, same bits
     needs_output = True
 
     @staticmethod
@@ -381,7 +392,6 @@ class Argmax(Op):
 
     @staticmethod
     def forward(ctx, a):
-        import numpy as np  # index results are small; computed via NumPy on every backend
         be = ctx.backend
         arr = np.asarray(be.to_numpy(a))
         res = np.argmax(arr) if ctx.params is None else np.argmax(arr, axis=ctx.params)
@@ -440,9 +450,8 @@ class BinaryCrossEntropy(Op):
     @classmethod
     def vjp(cls, ctx, g):
         p, y = ctx.inputs
-        needs = ctx.needs_input_grad
-        gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if needs[0] else None
-        gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if needs[1] else None
+        gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if p.requires_grad else None
+        gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if y.requires_grad else None
         return gp, gy
 
     @classmethod
@@ -474,11 +483,10 @@ class BCEGrad(Op):
     @classmethod
     def vjp(cls, ctx, g):
         p, y = ctx.inputs
-        needs = ctx.needs_input_grad
         # d/dp (p - y) / (p (1 - p)) = (p^2 - 2 p y + y) / (p (1 - p))^2 ;  d/dy = -1 / (p (1 - p))
         q = p * (1.0 - p)
-        gp = sum_to_shape(g * ((p * p - 2.0 * p * y + y) / (q * q)), p.shape) if needs[0] else None
-        gy = sum_to_shape(neg(g) / q, y.shape) if needs[1] else None
+        gp = sum_to_shape(g * ((p * p - 2.0 * p * y + y) / (q * q)), p.shape) if p.requires_grad else None
+        gy = sum_to_shape(neg(g) / q, y.shape) if y.requires_grad else None
         return gp, gy
 
     @classmethod
@@ -612,7 +620,6 @@ class MatMul(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        needs = ctx.needs_input_grad
         a_shape, b_shape = a.shape, b.shape
         a_vec, b_vec = len(a_shape) == 1, len(b_shape) == 1
         # 1-D operands are promoted to matrices (as in the forward), then the results squeezed back
@@ -624,10 +631,10 @@ class MatMul(Op):
         if b_vec:
             g2 = unsqueeze(g2, -1)
         ga = gb = None
-        if needs[0]:  # ā = ȳ bᵀ
+        if a.requires_grad:  # ā = ȳ bᵀ
             ga = sum_to_shape(apply(MatMul, (g2, _swap_last(b2))), a2.shape)
             ga = reshape(ga, a_shape) if a_vec else ga
-        if needs[1]:  # b̄ = aᵀ ȳ
+        if b.requires_grad:  # b̄ = aᵀ ȳ
             if len(b2.shape) == 2 and len(g2.shape) == 2 and not b2.is_contiguous():
                 # b is a transposed view (x @ W.T in Linear): compute (ȳᵀ a)ᵀ instead, so the
                 # gradient lands in W's own row-major layout with no copy (same dot products)
@@ -812,10 +819,9 @@ class Where(Op):
     @classmethod
     def vjp(cls, ctx, g):
         cond, a, b = ctx.inputs
-        needs = ctx.needs_input_grad
         zero = zeros_like(g)
-        ga = sum_to_shape(where(cond, g, zero), a.shape) if needs[1] else None
-        gb = sum_to_shape(where(cond, zero, g), b.shape) if needs[2] else None
+        ga = sum_to_shape(where(cond, g, zero), a.shape) if a.requires_grad else None
+        gb = sum_to_shape(where(cond, zero, g), b.shape) if b.requires_grad else None
         return None, ga, gb
 
     @classmethod

@@ -76,7 +76,7 @@ class BfsFirstTouch(TraversalStrategy):
                 step += 1
                 continue
             for parent, contribution in node.chain_rule(d):
-                if parent.is_constant():
+                if contribution is None or parent.is_constant():
                     continue
                 pid = parent.unique_id
                 emit(ContributionSent(node, parent, contribution, step))
@@ -125,7 +125,7 @@ class PathRecursion(TraversalStrategy):
                 raise WorkLimitExceeded(f"path recursion gave up after {limit} VJP calls "
                                         f"(one per path; the number of paths grows exponentially)")
             for parent, contribution in node.chain_rule(d):
-                if parent.is_constant():
+                if contribution is None or parent.is_constant():
                     continue
                 state["work"] += _numel(contribution)
                 if state["work"] > max_work:

@@ -21,6 +21,8 @@ from .backends import Backend, get_backend
 from .dtypes import DType, as_dtype, float32, float64, int64
 
 _ids = itertools.count(1)
+_F64 = np.float64   # the data of a 0-d float64 tensor on the NumPy backend: the scalar fast path's values
+_new = object.__new__
 
 
 def next_unique_id() -> int:
@@ -147,16 +149,36 @@ class Op:
 
 
 class History:
-    """How a tensor was made: op, inputs, parameters, and what its VJP needs."""
+    """How a tensor was made: op, inputs, parameters, and what its VJP needs.
 
-    __slots__ = ("op", "inputs", "params", "backend", "_out")
+    One or two inputs are kept in slots of their own, not in a tuple: a graph holds one History
+    per node, and an extra long-lived tuple per node costs the cyclic garbage collector ~0.6 µs
+    of work per node of a scalar program (benchmarks/scalar_chain.py); ``inputs`` builds the tuple.
+    """
+
+    __slots__ = ("op", "_a", "_b", "_n", "params", "backend", "_out")
 
     def __init__(self, op, inputs, params, backend):
         self.op = op
-        self.inputs = inputs
+        n = self._n = len(inputs)
+        if n == 2:
+            self._a, self._b = inputs
+        elif n == 1:
+            self._a, self._b = inputs[0], None
+        else:
+            self._a, self._b = tuple(inputs), None
         self.params = params
         self.backend = backend
         self._out = None
+
+    @property
+    def inputs(self) -> tuple["Tensor", ...]:
+        n = self._n
+        if n == 2:
+            return self._a, self._b
+        if n == 1:
+            return (self._a,)
+        return self._a
 
     @property
     def saved(self) -> tuple["Tensor", ...]:
@@ -167,12 +189,6 @@ class History:
             if out is not None:
                 return self.inputs + (out,)
         return self.inputs
-
-    @property
-    def needs_input_grad(self) -> tuple[bool, ...]:
-        """Which inputs take a gradient (a VJP skips the others); static ``gradients()`` narrows it
-        to the paths from its xs with a view of this history."""
-        return tuple(t.requires_grad for t in self.inputs)
 
     @property
     def output(self) -> "Tensor":
@@ -225,7 +241,7 @@ class Tensor:
     # --- basic properties ---------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.backend.shape(self._data)
+        return self._data.shape  # every backend's array carries its shape tuple (Backend.shape is this)
 
     @property
     def dtype(self) -> DType:
@@ -306,7 +322,8 @@ class Tensor:
     # --- autodiff protocol (see engine.autodiff) ------------------------------
     @property
     def parents(self) -> tuple["Tensor", ...]:
-        return self._history.inputs if self._history is not None else ()
+        h = self._history
+        return h.inputs if h is not None else ()
 
     def is_leaf(self) -> bool:
         return self._history is None
@@ -315,8 +332,9 @@ class Tensor:
         return not self.requires_grad
 
     def chain_rule(self, d_output: "Tensor"):
+        # (input, its VJP contribution) pairs; None for an input that takes no gradient (constants)
         ctx = self._history
-        return [(inp, g) for inp, g in zip(ctx.inputs, ctx.op.vjp(ctx, d_output)) if g is not None]
+        return zip(ctx.inputs, ctx.op.vjp(ctx, d_output))
 
     def accumulate_derivative(self, x: "Tensor") -> None:
         if x.dtype is not self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype
@@ -391,15 +409,24 @@ class Tensor:
         return self.to(dtype="float64")
 
     # --- operators (defined in engine.ops / engine.functional) ----------------
-    def __add__(self, other): return _ops.add(self, other)
-    def __radd__(self, other): return _ops.add(other, self, like=self)
+    # the arithmetic operators go straight to apply (each is ops.add / mul / div / neg, minus two
+    # calls: a scalar program spends most of its time here)
+    def __add__(self, other):
+        return apply(_ops.Add, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
+    def __radd__(self, other):
+        return apply(_ops.Add, (as_tensor_like(other, self), self))
     def __sub__(self, other): return _ops.sub(self, other)
     def __rsub__(self, other): return _ops.sub(other, self, like=self)
-    def __mul__(self, other): return _ops.mul(self, other)
-    def __rmul__(self, other): return _ops.mul(other, self, like=self)
-    def __truediv__(self, other): return _ops.div(self, other)
-    def __rtruediv__(self, other): return _ops.div(other, self, like=self)
-    def __neg__(self): return _ops.neg(self)
+    def __mul__(self, other):
+        return apply(_ops.Mul, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
+    def __rmul__(self, other):
+        return apply(_ops.Mul, (as_tensor_like(other, self), self))
+    def __truediv__(self, other):
+        return apply(_ops.Div, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
+    def __rtruediv__(self, other):
+        return apply(_ops.Div, (as_tensor_like(other, self), self))
+    def __neg__(self):
+        return apply(_ops.Neg, (self,))
     def __pos__(self): return self
     def __pow__(self, exponent): return _ops.pow(self, exponent)
     def __rpow__(self, base): return _ops.rpow(base, self)
@@ -548,6 +575,11 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
     if isinstance(x, Tensor):
         return x
     be = like.backend
+    if type(x) is float and type(like._data) is _F64:  # the scalar fast path: a float64 constant
+        t = _new(Tensor)
+        t._data, t.backend, t.requires_grad, t.grad, t._history = _F64(x), be, False, None, None
+        t.unique_id, t.tangent, t.name = next(_ids), None, None
+        return t
     if isinstance(x, (int, float, bool)):
         # a Python number joins the tensor's dtype (float data stays float; an int with an int is int)
         dt = like.dtype if like.dtype.is_floating or type(x) is int else float64
@@ -560,7 +592,46 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
 
 
 def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | None = None) -> Tensor:
-    """Run one primitive: forward on the backend, history when needed, tangents, hooks."""
+    """Run one primitive: forward on the backend, history when needed, tangents, hooks.
+
+    The scalar fast path: an op with a ``scalar`` kernel whose one or two inputs are 0-d float64
+    tensors on the NumPy backend (their data is a NumPy float64 scalar) runs that kernel on the
+    values directly: no backend dispatch, no array boxing, the same bits (NumPy's own scalar
+    arithmetic). Everything else about the op is unchanged: the same History, the same VJP and
+    JVP, so such a program is an ordinary graph. Tracing hooks and forward mode take the full path.
+    """
+    kernel = op.scalar
+    if kernel is not None:
+        st = _state
+        a = inputs[0]
+        if type(a._data) is _F64 and not st.hooks and not st.forward_mode:
+            if len(inputs) == 1:
+                data = kernel(a._data)
+                rg = a.requires_grad
+            else:
+                b = inputs[1]
+                if type(b._data) is _F64:
+                    data = kernel(a._data, b._data)
+                    rg = a.requires_grad or b.requires_grad
+                else:
+                    data = None
+            if data is not None:
+                be = a.backend
+                t = _new(Tensor)
+                t._data, t.backend, t.grad, t.unique_id, t.tangent, t.name = data, be, None, next(_ids), None, None
+                if rg and st.grad_enabled:
+                    h = _new(History)
+                    h.op, h.params, h.backend, h._out = op, params, be, None
+                    if len(inputs) == 2:
+                        h._a, h._b, h._n = a, inputs[1], 2
+                    else:
+                        h._a, h._b, h._n = a, None, 1
+                    if op.needs_output:
+                        h._out = weakref.ref(t)
+                    t.requires_grad, t._history = True, h
+                else:
+                    t.requires_grad, t._history = False, None
+                return t
     be = backend if backend is not None else inputs[0].backend
     requires_grad = False
     for t in inputs:
@@ -602,3 +673,4 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
 
 from . import functional as _F  # noqa: E402  (methods above resolve these at call time)
 from . import ops as _ops  # noqa: E402
+

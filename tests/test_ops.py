@@ -288,3 +288,63 @@ def test_compile_replays_with_the_ops_own_kernel_and_random_flag():
     assert all(np.array_equal(a, b) for a, b in zip(eager, replay))
     assert len(calls) == 2  # the two replays ran Twice's own kernel
     assert (compiled.stats.traced_ops, compiled.stats.replayed_ops) == (5, 4)
+
+
+SCALAR_PROGRAMS = {
+    "slide": lambda a, b: a + (1.5 * a + 2.0 * b).exp(),
+    "arith": lambda a, b: (a * b - 3.0 / a) / (b + 0.25) - (-a),
+    "transcendental": lambda a, b: (a * a + 1.0).log() * (b * 0.5).sigmoid() + a.tanh() / b.exp(),
+    "fan_out": lambda a, b: a * a * b + a * (a - b) + 1.0 / (a * b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_PROGRAMS))
+def test_scalar_fast_path_gives_the_array_paths_bits(name):
+    """0-d float64 tensors run each op's scalar kernel (no backend dispatch): values, gradients and
+    second derivatives are bit-identical to the same program on 0-d arrays (the backend's path)."""
+    fn = SCALAR_PROGRAMS[name]
+    from engine.backends import get_backend
+    be = get_backend("numpy")
+
+    def run(make):
+        a, b = make(0.7), make(-1.3)
+        out = fn(a, b)
+        (ga, gb) = engine.grad(lambda u, v: fn(u, v), argnums=(0, 1))(a, b)
+        h = engine.grad(lambda u: engine.grad(lambda w: fn(w, b))(u))(a)
+        return [out.item(), ga.item(), gb.item(), h.item()], type(out.data)
+
+    fast, fast_type = run(lambda v: tensor(v))
+    slow, slow_type = run(lambda v: engine.Tensor._make(np.array(v), be))  # a 0-d array: the backend's path
+    assert fast_type is np.float64 and slow_type is np.ndarray
+    assert fast == slow  # exact
+
+
+def test_scalar_fast_path_skips_the_backend_and_keeps_the_graph(monkeypatch):
+    from engine.backends.numpy_backend import NumpyBackend
+    calls = []
+    for method in ("binary", "unary", "array"):
+        def counting(self, *args, _real=getattr(NumpyBackend, method), _name=method):
+            calls.append(_name)
+            return _real(self, *args)
+        monkeypatch.setattr(NumpyBackend, method, counting)
+    x = tensor(1.5, requires_grad=True)
+    calls.clear()
+    y = x
+    for _ in range(50):
+        y = (y * 1.01 + 0.5).exp().log() / 1.02 - 0.1
+    y.backward()
+    assert calls == []  # not one backend call, forward or backward
+    assert len(engine.topological_sort(y)) > 250 and y.op_name == "add"
+    ref = 1.5
+    deriv = 1.0
+    for _ in range(50):
+        ref = float(np.log(np.exp(ref * 1.01 + 0.5))) / 1.02 - 0.1
+        deriv *= 1.01 / 1.02
+    assert y.item() == pytest.approx(ref, rel=1e-12) and x.grad.item() == pytest.approx(deriv, rel=1e-12)
+    # tracing (the explorer) and forward mode take the full path, with the same numbers
+    seen = []
+    with engine.trace_ops(lambda op, *a: seen.append(op.name)):
+        z = x * 2.0 + 1.0
+    assert seen == ["mul", "add"] and z.item() == 4.0
+    _, t = engine.jvp(lambda u: (u * u).exp(), [tensor(0.5)], [tensor(1.0)])
+    assert t.item() == pytest.approx(np.exp(0.25))

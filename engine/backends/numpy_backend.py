@@ -50,6 +50,7 @@ _BINARY = {
 # np.seterr would change the user's NumPy.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"engine(\.|$)")
 _DTYPES = {np.dtype(d.numpy): d for d in (float64, float32, int64, bool_)}
+_SCALARS = (float, int, np.float64)  # Python numbers (not bool) that become a float64 NumPy scalar
 
 
 def _engine_promotion(out, a, b):
@@ -81,6 +82,8 @@ class NumpyBackend(Backend):
         return self._random.generator
 
     def array(self, data, dtype: DType):
+        if dtype is float64 and type(data) in _SCALARS:
+            return np.float64(data)  # a 0-d float64 value is a NumPy scalar: the scalar fast path's data
         return np.array(data, dtype=dtype.numpy)
 
     def to_numpy(self, a):
@@ -94,6 +97,8 @@ class NumpyBackend(Backend):
         return d if d is not None else as_dtype(a.dtype)
 
     def full(self, shape, value, dtype: DType):
+        if dtype is float64 and not shape:
+            return np.float64(value)
         return np.full(tuple(shape), value, dtype=dtype.numpy)
 
     def uniform(self, shape, dtype: DType):

@@ -2,8 +2,8 @@
 
 It runs the *same* reverse walk as eager mode (``engine.autodiff.topological_sort`` and
 ``propagate``, and the ops' own VJP rules, which are written with engine ops); "takes a gradient"
-means "lies on a path from an x", told to the VJPs through ``ctx.needs_input_grad`` (the graph's
-tensors are left as they are). Because the graph's tensors live
+means "lies on a path from an x": the VJPs see handles on the graph's nodes that say so (the
+graph's own tensors are left as they are). Because the graph's tensors live
 on a symbolic backend, every VJP op becomes a gradient node instead of a number: nothing is
 computed until a Session runs it. ``GradientDescentOptimizer(lr).minimize(loss)`` adds one
 update node per variable and returns the training op.
@@ -87,15 +87,13 @@ def gradients(ys, xs, grad_ys=None) -> list[Tensor | None]:
     return [results.get(x.unique_id) for x in xs]
 
 
-class _OnPathHistory(History):
-    """A view of an op's history whose ``needs_input_grad`` says "lies on a path from an x"."""
-
-    __slots__ = ("needs_input_grad",)
-
-    def __init__(self, h: History, needs: tuple[bool, ...]):
-        super().__init__(h.op, h.inputs, h.params, h.backend)
-        self._out = h._out
-        self.needs_input_grad = needs
+def _handle(t: Tensor, on_path: bool) -> Tensor:
+    """``t`` itself, or another handle on its node that takes a gradient exactly when on the path."""
+    if t.requires_grad == on_path:
+        return t
+    h = Tensor._make(t._data, t.backend, on_path, t._history)
+    h.unique_id, h.name = t.unique_id, t.name
+    return h
 
 
 class _PathWalk:
@@ -130,10 +128,15 @@ class _PathNode:
     def is_constant(self) -> bool:
         return not self.walk.on_path.get(self.unique_id, False)
 
-    def chain_rule(self, d: Tensor) -> list[tuple["_PathNode", Tensor]]:
+    def chain_rule(self, d: Tensor) -> list[tuple["_PathNode", Tensor | None]]:
         h = self.tensor._history
-        ctx = _OnPathHistory(h, tuple(self.walk.on_path.get(t.unique_id, False) for t in h.inputs))
-        return [(self.walk.node(t), g) for t, g in zip(h.inputs, h.op.vjp(ctx, d)) if g is not None]
+        on_path = self.walk.on_path
+        # the VJP sees handles on the same nodes (same data, history and unique id) whose
+        # requires_grad says "on a path from an x": it skips the rest, the graph stays as it is
+        ctx = History(h.op, tuple(_handle(t, on_path.get(t.unique_id, False)) for t in h.inputs), h.params,
+                      h.backend)
+        ctx._out = h._out
+        return [(self.walk.node(t), g) for t, g in zip(h.inputs, h.op.vjp(ctx, d))]
 
     def accumulate_derivative(self, d: Tensor) -> None:
         raise RuntimeError("gradients() returns the adjoints of its xs; it accumulates into no .grad")
