@@ -188,7 +188,8 @@ def test_the_page_shows_the_queue_and_a_refusal(glove, monkeypatch):
         assert not at.exception
         run = at.session_state["sentiment_run"]
         assert run.snapshot().status == "queued"
-        assert progress_text(run.snapshot()) == "Waiting for a free training process: 1 in the queue…"
+        assert progress_text(run.snapshot()) == "Waiting for a free training process: number 1 in the queue…"
+        assert any("number 1 in the queue and starts by itself" in i.value for i in at.info)
         # Start again replaces the session's run: the waiting one is withdrawn, the new one waits instead
         next(b for b in at.button if b.label == "Start training").click().run()
         assert not at.exception and run.snapshot().finished.status == "stopped"

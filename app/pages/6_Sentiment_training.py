@@ -162,6 +162,9 @@ def live_view() -> None:
         st.error(snap.finished.error)
     if snap.note:
         st.warning(snap.note)
+    if snap.queue_position is not None:
+        st.info(f"Every training process of the server is busy: this run is number {snap.queue_position} in the "
+                "queue and starts by itself when one is free.", icon=":material/hourglass_top:")
     m = st.columns(4)
     last = snap.epochs[-1] if snap.epochs else None
     m[0].metric("Epoch", f"{last.epoch if last else 0} / {snap.total_epochs}")

@@ -77,7 +77,7 @@ def progress_text(snap: RunSnapshot) -> str:
         word = {"completed": "Finished", "stopped": "Stopped", "error": "Failed"}.get(f.status, f.status)
         return f"{word} after {f.epochs_done}/{snap.total_epochs} epochs in {format_seconds(f.elapsed)}{best}"
     if snap.queue_position is not None:
-        return f"Waiting for a free training process: {snap.queue_position} in the queue…"
+        return f"Waiting for a free training process: number {snap.queue_position} in the queue…"
     if snap.last_batch is None:
         return "Starting…"
     b = snap.last_batch
