@@ -1,42 +1,29 @@
 """The captured-and-replayed HW2 training step against eager mode, hand-written NumPy and PyTorch.
 
-Reuses the workload of ``benchmarks/hw2_step.py`` (same data, same initial parameters, float32):
-x (batch, 52, 50) -> mean over tokens -> Linear(50, H) -> ReLU -> Dropout(0.5) -> Linear(H, 1)
--> sigmoid -> BCE -> backward -> Adam. First checks that the compiled step gives bit-identical
-losses and parameters to eager mode, then prints µs per step (best of several repetitions).
+Reuses the workload and the timing of ``benchmarks/hw2_step.py`` (same batches, same initial
+parameters, float32, one thread, implementations taking turns): x (batch, 52, 50) -> mean over
+tokens -> Linear(50, H) -> ReLU -> Dropout(0.5) -> Linear(H, 1) -> sigmoid -> BCE -> backward ->
+Adam. First checks that the compiled step gives bit-identical losses and parameters to eager mode,
+then prints µs per step (best of several rounds).
 
-    python benchmarks/compiled_step.py            # batch 10 / hidden 32, then batch 512 / hidden 1024
+    python benchmarks/compiled_step.py               # batch 10 / hidden 32, then batch 512 / hidden 1024
     python benchmarks/compiled_step.py --quick
-    python benchmarks/compiled_step.py --clock cpu   # process CPU time: steadier on a shared machine
+    python benchmarks/compiled_step.py --clock wall  # elapsed time instead of this process's CPU time
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 
-import numpy as np
+from benchmarks import hw2_step as bench_hw2  # first: it pins BLAS to one thread before NumPy loads
 
-import engine
-from benchmarks.hw2_step import compiled_step_fn, engine_step_fn, init_params, make_data, numpy_step_fn, torch_step_fn
-from sentiment.model import hw2_step
+import numpy as np  # noqa: E402
 
-
-CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
-_clock = time.perf_counter
-
-
-def time_step(step, x, y, repeats: int, inner: int) -> float:
-    """Best-of-``repeats`` mean time per call over ``inner`` calls, in µs (wall or process CPU clock)."""
-    for _ in range(max(3, inner // 10)):
-        step(x, y)
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = _clock()
-        for _ in range(inner):
-            step(x, y)
-        best = min(best, (_clock() - t0) / inner)
-    return best * 1e6
+import engine  # noqa: E402
+from benchmarks.hw2_step import (CLOCKS, COMPILED, EAGER, NUMPY, TORCH, compiled_step_fn, engine_step_fn,  # noqa: E402
+                                 init_params, make_batches, make_data, numpy_step_fn, time_interleaved,
+                                 torch_step_fn)
+from sentiment.model import hw2_step  # noqa: E402
 
 
 def check_bit_identical(batch: int, hidden: int, steps: int = 5) -> bool:
@@ -55,23 +42,22 @@ def check_bit_identical(batch: int, hidden: int, steps: int = 5) -> bool:
 
 
 def bench(batch: int, hidden: int, repeats: int, inner: int) -> dict[str, float]:
-    x_np, y_np = make_data(batch)
+    data = make_batches(batch)
     params = init_params(hidden)
-    x, y = engine.tensor(x_np), engine.tensor(y_np.reshape(-1))
-    res = {"engine compiled (replayed graph)": time_step(compiled_step_fn(params), x, y, repeats, inner),
-           "engine eager": time_step(engine_step_fn(params), x, y, repeats, inner),
-           "hand-written NumPy": time_step(numpy_step_fn(params), x_np, y_np, repeats, inner)}
+    ours = [(engine.tensor(x), engine.tensor(y.reshape(-1))) for x, y in data]
+    cases = {COMPILED: (compiled_step_fn(params), ours), EAGER: (engine_step_fn(params), ours),
+             NUMPY: (numpy_step_fn(params), data)}
     try:
         tstep, torch = torch_step_fn(params)
-        res["PyTorch eager CPU"] = time_step(tstep, torch.from_numpy(x_np), torch.from_numpy(y_np), repeats, inner)
+        cases[TORCH] = (tstep, [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in data])
     except ImportError:
         pass
-    return res
+    return time_interleaved(cases, repeats, inner)
 
 
 def report(title: str, res: dict[str, float]) -> None:
     print(f"\n## {title}")
-    refs = [r for r in ("PyTorch eager CPU", "hand-written NumPy") if r in res]
+    refs = [r for r in (TORCH, NUMPY) if r in res]
     print(f"{'implementation':34s} {'µs/step':>10s} " + " ".join(f"{'vs ' + r:>24s}" for r in refs))
     for name, us in res.items():
         print(f"{name:34s} {us:10.1f} " + " ".join(f"{us / res[r]:>23.2f}x" for r in refs))
@@ -80,11 +66,10 @@ def report(title: str, res: dict[str, float]) -> None:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--clock", choices=sorted(CLOCK), default="wall")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
     ap.add_argument("--small-only", action="store_true", help="skip batch 512 / hidden 1024")
     args = ap.parse_args(argv)
-    global _clock
-    _clock = CLOCK[args.clock]
+    bench_hw2._clock = CLOCKS[args.clock]
     print(f"clock: {args.clock}")
     ok = check_bit_identical(10, 32)
     print(f"compiled == eager, bit for bit (5 steps, losses and parameters): {ok}")
@@ -93,10 +78,13 @@ def main(argv=None) -> None:
     step(engine.tensor(x_np), None, engine.tensor(y_np.reshape(-1)))
     s = step.stats
     print(f"trace: {s.traced_ops} ops recorded, {s.replayed_ops} replayed, {s.leaves} leaves read per replay")
-    r, i = (3, 100) if args.quick else (7, 300)
-    report("HW2 step, batch 10, hidden 32", bench(10, 32, r, i))
+    r, i = (3, 100) if args.quick else (7, 320)
+    small = bench(10, 32, r, i)
+    report("HW2 step, batch 10, hidden 32", small)
+    if TORCH not in small:
+        print("PyTorch is not installed: no PyTorch column (pip install torch, CPU build).")
     if not args.small_only:
-        r, i = (3, 5) if args.quick else (5, 20)
+        r, i = (3, 16) if args.quick else (5, 32)
         report("HW2 step, batch 512, hidden 1024", bench(512, 1024, r, i))
     if not ok:
         sys.exit(1)

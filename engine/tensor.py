@@ -577,8 +577,14 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
     be = like.backend
     if type(x) is float and type(like._data) is _F64:  # the scalar fast path: a float64 constant
         t = _new(Tensor)
-        t._data, t.backend, t.requires_grad, t.grad, t._history = _F64(x), be, False, None, None
-        t.unique_id, t.tangent, t.name = next(_ids), None, None
+        t._data = _F64(x)
+        t.backend = be
+        t.requires_grad = False
+        t.grad = None
+        t._history = None
+        t.unique_id = next(_ids)
+        t.tangent = None
+        t.name = None
         return t
     if isinstance(x, (int, float, bool)):
         # a Python number joins the tensor's dtype (float data stays float; an int with an int is int)
@@ -618,10 +624,18 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
             if data is not None:
                 be = a.backend
                 t = _new(Tensor)
-                t._data, t.backend, t.grad, t.unique_id, t.tangent, t.name = data, be, None, next(_ids), None, None
+                t._data = data
+                t.backend = be
+                t.grad = None
+                t.unique_id = next(_ids)
+                t.tangent = None
+                t.name = None
                 if rg and st.grad_enabled:
                     h = _new(History)
-                    h.op, h.params, h.backend, h._out = op, params, be, None
+                    h.op = op
+                    h.params = params
+                    h.backend = be
+                    h._out = None
                     if len(inputs) == 2:
                         h._a, h._b, h._n = a, inputs[1], 2
                     else:
