@@ -18,8 +18,12 @@ class DType:
     def __repr__(self) -> str:
         return f"engine.{self.name}"
 
-    def __hash__(self) -> int:  # the name says it all (the generated hash of four fields is ~5x slower)
-        return hash(self.name)
+    # the four DTypes are singletons (as_dtype hands out these objects): hashing by identity is
+    # C-level, where the generated hash of four fields costs a Python call per dict lookup
+    __hash__ = object.__hash__
+
+    def __reduce__(self):  # unpickled (a training worker's results) as the same singleton
+        return as_dtype, (self.name,)
 
 
 float64 = DType("float64", np.float64, "d", True)

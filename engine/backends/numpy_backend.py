@@ -12,7 +12,8 @@ from ..tensor_data import IndexingError, ViewError, broadcast_error
 from .base import Backend, ThreadRandom
 
 def _relu(a):
-    return np.maximum(a, 0).astype(a.dtype, copy=False)
+    out = np.maximum(a, 0)
+    return out if out.dtype == a.dtype else out.astype(a.dtype)  # a bool input comes back as int64
 
 
 def _step(a):
@@ -21,7 +22,8 @@ def _step(a):
 
 def _sigmoid(a):
     # 1 / (1 + exp(-a)) overflows harmlessly to 0 for a << 0
-    return (1.0 / (1.0 + np.exp(-a))).astype(a.dtype, copy=False)
+    out = 1.0 / (1.0 + np.exp(-a))
+    return out if out.dtype == a.dtype else out.astype(a.dtype)
 
 
 _UNARY = {
