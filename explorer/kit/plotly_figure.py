@@ -277,22 +277,20 @@ def _r(v: float) -> float:
     return round(v, 1)
 
 
-def _path(polys: list[list[Point]]) -> tuple[list, list]:
+def _path(polys: list[list[Point]], digits: int = 1) -> tuple[list, list]:
     xs: list = []
     ys: list = []
     for poly in polys:
-        xs += [_r(p[0]) for p in poly] + [None]
-        ys += [_r(p[1]) for p in poly] + [None]
+        xs += [round(p[0], digits) for p in poly] + [None]
+        ys += [round(p[1], digits) for p in poly] + [None]
     return xs, ys
 
 
 def _rect(center: Point, size: tuple[float, float], inset: float = 0.0) -> list[Point]:
+    # four corners (frames repeat every box's outline: a plain rectangle keeps them small)
     (cx, cy), (w, h) = center, size
     w2, h2 = w / 2 - inset, h / 2 - inset
-    c = min(6.0, w2 / 3, h2 / 3)  # cut corners: a softer box, still inside the placed rectangle
-    return [(cx - w2 + c, cy + h2), (cx + w2 - c, cy + h2), (cx + w2, cy + h2 - c), (cx + w2, cy - h2 + c),
-            (cx + w2 - c, cy - h2), (cx - w2 + c, cy - h2), (cx - w2, cy - h2 + c), (cx - w2, cy + h2 - c),
-            (cx - w2 + c, cy + h2)]
+    return [(cx - w2, cy + h2), (cx + w2, cy + h2), (cx + w2, cy - h2), (cx - w2, cy - h2), (cx - w2, cy + h2)]
 
 
 # --- the figure -------------------------------------------------------------------------------------
@@ -376,7 +374,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                 {"type": "scatter", "x": ax, "y": ay, "mode": "lines", "fill": "toself", "fillcolor": HOT,
                  "hoverinfo": "skip", "showlegend": False, "line": {"color": HOT, "width": 1}})
 
-    rect_xy = [_path([r]) for r in rects]
+    rect_xy = [_path([r], 0) for r in rects]
     fill_cache: dict[tuple, list[dict]] = {}
 
     def fills(f: Frame) -> list[dict]:
@@ -397,7 +395,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
         fill_cache[key] = out
         return out
 
-    inner_xy = [_path([_rect(p.centers[i], p.sizes[i], 1.0)]) for i in ids]
+    inner_xy = [_path([_rect(p.centers[i], p.sizes[i], 1.0)], 0) for i in ids]
 
     def outline(f: Frame, states: set[str], color: str, width_px: float, only_active: bool) -> dict:
         act = set(f.active_nodes)
