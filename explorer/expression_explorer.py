@@ -20,7 +20,7 @@ from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.graph_view import trace_picture
 from .kit.graphviz_layout import find_dot
-from .kit.plotly_figure import HALF_WIDTH
+from .kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from .kit.programs import InputProblem, parse
 
 @dataclass
@@ -116,12 +116,14 @@ class ExplorerModel:
 
 
 def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", expand_composites: bool = False,
-                   width: int = HALF_WIDTH) -> ExplorerModel:
+                   width: int = HALF_WIDTH, max_height: int = MAX_HEIGHT) -> ExplorerModel:
     """Run the program on the engine (forward + backward with events, gradient graph, central differences).
 
     Args:
         expand_composites: draw tanh, softmax, ... as the primitives the engine ran (default: one node each).
-        width: px the graph figure may use (default: half of a 1400 px window, beside the code panel).
+        width: px the graph figure may use (default: half of a 1400 px window, beside the code panel);
+            px at normal size: for presentation mode pass the px available / ``figures.graph_scale(look)``.
+        max_height: px the drawing may take (same scale) before it is shrunk or shown through a window.
     """
     program, inputs = parse(program_text, inputs_text)
     try:
@@ -133,7 +135,7 @@ def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", 
         central = costs.central_differences(program, inputs, dtype=dtype)
     except ExpressionError as e:
         raise InputProblem("program", e) from None
-    pic = trace_picture(trace, expand_composites=expand_composites, width=width)
+    pic = trace_picture(trace, expand_composites=expand_composites, width=width, max_height=max_height)
     return ExplorerModel(program=program, inputs=inputs, trace=trace, shown_trace=pic.trace, frameset=pic.frameset,
                          figure=pic.figure, table=node_table(trace, central), central=central,
                          gradient_graph=getattr(trace, "gradient_graph", None))

@@ -179,7 +179,7 @@ def test_view_helpers_on_a_real_run():
     fig = network_figure(run.trainer)
     drawn = " ".join(t for tr in fig["data"] for t in tr.get("text") or [] if isinstance(t, str))
     assert "Linear(50, 32)" in drawn and "1,632 parameters" in drawn
-    assert "1,665 trainable parameters" in fig["layout"]["title"]["text"]
+    assert "1,665 trainable parameters" in fig["layout"]["annotations"][0]["text"]
     assert format_seconds(5) == "5 s" and format_seconds(125) == "2 min 05 s" and format_seconds(None) == "–"
     with pytest.raises(ValueError):
         DataChoice("imdb")

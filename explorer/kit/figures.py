@@ -132,12 +132,23 @@ def _grow_renderer_figure(fig: dict, k: float) -> dict:
         obj = dict(obj or {})
         if "font" in obj:
             obj["font"] = {**obj["font"], "size": round(obj["font"].get("size", 14) * k, 1)}
+        if "pad" in obj and isinstance(obj["pad"], dict):
+            obj["pad"] = {side: int(v * k) for side, v in obj["pad"].items()}
+        if "yshift" in obj:
+            obj["yshift"] = obj["yshift"] * k
         return obj
 
     out = dict(fig)
     out["data"] = [grow(tr) for tr in fig["data"]]
-    out["frames"] = [{**f, "data": [grow(tr) for tr in f["data"]],
-                      "layout": {**(f.get("layout") or {}), "title": font((f.get("layout") or {}).get("title"))}}
+    def frame_layout(fl: dict | None) -> dict:
+        fl = dict(fl or {})
+        if "title" in fl:
+            fl["title"] = font(fl["title"])
+        if "annotations" in fl:
+            fl["annotations"] = [font(a) for a in fl["annotations"]]
+        return fl
+
+    out["frames"] = [{**f, "data": [grow(tr) for tr in f["data"]], "layout": frame_layout(f.get("layout"))}
                      for f in fig.get("frames") or []]
     lay = dict(fig["layout"])
     meta = dict(lay.get("meta") or {})
@@ -147,16 +158,14 @@ def _grow_renderer_figure(fig: dict, k: float) -> dict:
         if key in meta:
             meta[f"{key}_px"] = meta[key] * meta["scale"] if key != "title_font" else meta[key] * k
     lay["meta"] = meta
-    lay["title"] = font(lay.get("title"))
+    if "title" in lay:
+        lay["title"] = font(lay["title"])
     lay["font"] = {**lay.get("font", {}), "size": round(lay.get("font", {}).get("size", 14) * k, 1)}
     m = lay.get("margin", {})
     lay["margin"] = {**m, **{side: int(m.get(side, 0) * k) for side in ("t", "b")}}
     lay["height"] = int(lay["height"] * k)
-    lay["sliders"] = [font({**sl, "currentvalue": font(sl.get("currentvalue")),
-                            "pad": {"t": int(sl.get("pad", {}).get("t", 0) * k)}})
-                      for sl in lay.get("sliders") or []]
-    lay["updatemenus"] = [font({**um, "pad": {kk: int(v * k) for kk, v in (um.get("pad") or {}).items()}})
-                          for um in lay.get("updatemenus") or []]
+    lay["sliders"] = [font({**sl, "currentvalue": font(sl.get("currentvalue"))}) for sl in lay.get("sliders") or []]
+    lay["updatemenus"] = [font(um) for um in lay.get("updatemenus") or []]
     lay["annotations"] = [font(a) for a in lay.get("annotations") or []]
     out["layout"] = lay
     return out

@@ -89,9 +89,9 @@ def _v(value, width: int = 26) -> str:
 
 
 def value_line(value, shape=None) -> str:
-    """The value line of a node: ``= 4.5``, or for a tensor its shape and first values ``2×3: [1, 2, …]``."""
+    """The value line of a node: ``= 4.5``, or for a tensor its shape and first values ``(2×3) [1, 2, …]``."""
     if shape:
-        return f"{shape_text(shape)}: {_v(value, 22)}" if value is not None else shape_text(shape)
+        return f"({shape_text(shape)}) {_v(value, 22)}" if value is not None else shape_text(shape)
     return "= " + _v(value)
 
 

@@ -446,7 +446,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     ai, axs, ays = slot_xy["adjoint"]
     lx = [_r(spots[k][0]) for k in label_edges]
     ly = [_r(spots[k][1]) for k in label_edges]
-    text_common = {"mode": "text", "hoverinfo": "skip", "showlegend": False, "cliponaxis": False,
+    text_common = {"mode": "text", "hoverinfo": "skip", "showlegend": False, "cliponaxis": True,
                    "textposition": "middle center"}
     heads_trace = {"type": "scatter", "x": hx, "y": hy, "text": [_esc(d.lines[i].head) for i in hi],
                    "textfont": {"size": font, "color": TEXT, "family": FONT_FAMILY}, "name": "node", **text_common}
@@ -469,9 +469,20 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     frame_traces = list(range(dyn_start, dyn_start + n_dyn_shapes)) + [text_start, text_start + 1, text_start + 2]
     chars = max(20, int((d.width - 30) / (CHAR_W * TITLE_FONT)))
 
-    def caption(f: Frame) -> dict:
-        return {"text": _wrap(f.caption, chars) if title else "", "x": 0.01, "xanchor": "left", "y": 1,
-                "yanchor": "top", "yref": "container", "pad": {"t": 12}, "font": {"size": TITLE_FONT, "color": TEXT}}
+    note = (f"<span style='color:#92400e'>{_esc(p.note)}</span>" if p.note else "")
+    note_lines = (_wrap(p.note, chars, 3).count("<br>") + 1) if p.note else 0
+    if p.note:
+        note = "<br>".join(f"<span style='color:#92400e'>{ln}</span>" for ln in _wrap(p.note, chars, 3).split("<br>"))
+
+    def caption(f: Frame) -> list[dict]:
+        # an annotation above the drawing, growing upwards into the top margin (sized for its lines):
+        # a multi-line Plotly *title* is placed too high or too low depending on its anchor
+        text = "<br>".join(t for t in (note, _wrap(f.caption, chars) if title else "") if t)
+        if not text:
+            return []
+        return [{"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1, "xanchor": "left",
+                 "yanchor": "bottom", "yshift": 6, "align": "left", "showarrow": False, "name": "caption",
+                 "font": {"size": TITLE_FONT, "color": TEXT}}]
 
     margin = 10
     x_range = [-margin, _r(p.width + margin)]
@@ -493,12 +504,12 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     for k, f in enumerate(frameset.frames):
         fd = frame_data(f)
         frames.append({"name": str(f.index), "traces": frame_traces, "data": fd,
-                       "layout": {"title": caption(f), **axes(k)}})
-    top = int(2 * LINE_H * TITLE_FONT + 26) if title else 8
+                       "layout": {"annotations": caption(f), **axes(k)}})
+    top = int(((2 if title else 0) + note_lines) * LINE_H * TITLE_FONT + 16)
     animated = len(frameset.frames) > 1
-    bottom = 92 if animated else 8
+    bottom = 130 if animated else 8
     layout = {
-        "height": int(math.ceil(plot_h + top + bottom)), "title": caption(first),
+        "height": int(math.ceil(plot_h + top + bottom)), "annotations": caption(first),
         "margin": {"l": 8, "r": 8, "t": top, "b": bottom, "pad": 0},
         "xaxis": {"visible": False, "range": x_range, "constrain": "range"},
         "yaxis": {"visible": False, "range": y_range, "scaleanchor": "x", "scaleratio": 1},
@@ -512,8 +523,10 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
         steps = [{"method": "animate", "label": str(f.index + 1),
                   "args": [[str(f.index)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True},
                                             "transition": {"duration": 0}}]} for f in frameset.frames]
+        # the buttons on one row under the drawing, the slider under them (side by side they collide in
+        # a half-width column)
         layout["updatemenus"] = [{"type": "buttons", "showactive": False, "x": 0, "y": 0, "xanchor": "left",
-                                  "yanchor": "top", "pad": {"t": 44, "r": 8}, "font": {"size": TITLE_FONT},
+                                  "yanchor": "top", "pad": {"t": 8, "r": 8}, "font": {"size": TITLE_FONT},
                                   "direction": "left", "buttons": [
                                       {"label": "▶ Play", "method": "animate",
                                        "args": [None, {"frame": {"duration": duration_ms, "redraw": True},
@@ -521,13 +534,9 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                                       {"label": "❚❚ Pause", "method": "animate",
                                        "args": [[None], {"mode": "immediate",
                                                          "frame": {"duration": 0, "redraw": False}}]}]}]
-        layout["sliders"] = [{"active": 0, "steps": steps, "x": 0.2, "len": 0.8, "y": 0, "yanchor": "top",
-                              "pad": {"t": 30}, "font": {"size": TITLE_FONT},
+        layout["sliders"] = [{"active": 0, "steps": steps, "x": 0, "len": 1.0, "y": 0, "yanchor": "top",
+                              "pad": {"t": 56}, "font": {"size": TITLE_FONT},
                               "currentvalue": {"prefix": "step ", "font": {"size": TITLE_FONT}}}]
-    if p.note:
-        layout["annotations"] = [{"text": _esc(p.note), "xref": "paper", "yref": "paper", "x": 0, "y": 1,
-                                  "xanchor": "left", "yanchor": "bottom", "showarrow": False,
-                                  "font": {"size": TITLE_FONT - 2, "color": "#92400e"}}]
     return {"data": data, "layout": layout, "frames": frames if animated else []}
 
 

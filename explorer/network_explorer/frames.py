@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from explorer.kit.frames import MAX_FRAMES, FrameSet, build_frames
 from engine.explain.graph import Graph, GraphEdge, GraphNode, plain_value
-from explorer.kit.labels import formula, heading, shape_text
+from explorer.kit.labels import formula, heading, num, shape_text
 from explorer.kit.layout import collapse_groups
 from explorer.kit.plotly_figure import Drawing, plan
 from engine.explain.trace import BackwardEvent, ForwardStep, Trace, bar
@@ -138,8 +138,16 @@ def _heads(rec: Recording, graph: Graph) -> dict[int, str]:
             out[n.id] = n.name
         else:
             node = rec.node(n.id)
-            out[n.id] = heading(n.name, formula(node.op, [rec.node(p).label for p in node.parents]))
+            out[n.id] = heading(n.name, formula(node.op, [_literal(rec.node(p).label) for p in node.parents]))
     return out
+
+
+def _literal(label: str) -> str:
+    """A number's label in the app's one precision (0.254439 -> 0.25444); other labels as they are."""
+    try:
+        return num(float(label))
+    except ValueError:
+        return label
 
 
 def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES,
