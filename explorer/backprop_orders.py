@@ -67,7 +67,7 @@ class OrdersModel:
         return max((v.n_frames for v in self.views.values()), default=1)
 
 
-ORDER_WIDTH = 620   # px per graph: two orders side by side in a 1400 px window
+ORDER_WIDTH = 460   # px per graph: two orders side by side in a 1400 px window (measured in Chromium)
 
 
 def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...],

@@ -35,7 +35,7 @@ class DualModel:
         return len(self.frameset.frames)
 
 
-DUAL_WIDTH = 740   # px: the graph takes 3/5 of a 1400 px window on the page
+DUAL_WIDTH = 550   # px: the graph takes 3/5 of the main column of a 1400 px window
 
 
 def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL_WIDTH) -> DualModel:

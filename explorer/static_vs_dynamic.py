@@ -35,9 +35,9 @@ COLOURS = {
 }
 LIT = "#facc15"                # evaluated in the shown run
 FADED = {k: "#f9fafb" for k in COLOURS}   # not needed by the shown run
-STATIC_WIDTH = 1250            # px: the graph spans the page
-RNN_WIDTH = 930                # px: the unrolled loop is drawn in 3/4 of the page
-HALF_WIDTH = 610               # px: two graphs side by side
+STATIC_WIDTH = 940             # px: the graph spans the main column of a 1400 px window
+RNN_WIDTH = 700                # px: the unrolled loop is drawn in 3/4 of the column
+HALF_WIDTH = 460               # px: two graphs side by side
 LEGEND = [("placeholder", "placeholder (fed)"), ("variable", "Variable (state)"), ("constant", "constant"),
           ("op", "operation"), ("gradient", "gradient node (from gradients())"), ("update", "training update")]
 

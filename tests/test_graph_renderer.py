@@ -167,14 +167,16 @@ def test_checks_catch_what_they_claim():
     arr["x"], arr["y"] = arr["x"][cut:], arr["y"][cut:]
     assert check_figure(no_arrow).arrowheads_missing
 
-    through = copy.deepcopy(fig)  # an edge straight across every node
+    through = copy.deepcopy(fig)  # a new edge straight across the middle of a node it does not touch
+    box = next(t for t in through["data"] if t.get("name") == "box:op")
+    bx, by = [v for v in box["x"][:5]], [v for v in box["y"][:5]]
+    mid_y = (min(by) + max(by)) / 2
     e = through["data"][idx["edges"]]
-    xs = [x for x in e["x"] if x is not None]
-    ys = [y for y in e["y"] if y is not None]
-    e["x"] += [min(xs), max(xs), None]
-    e["y"] += [sum(ys) / len(ys)] * 2 + [None]
-    through["data"][idx["arrowheads"]]["x"] += through["data"][idx["arrowheads"]]["x"][:5]
-    through["data"][idx["arrowheads"]]["y"] += through["data"][idx["arrowheads"]]["y"][:5]
+    e["x"] += [min(bx) - 300, max(bx) + 300, None]
+    e["y"] += [mid_y, mid_y, None]
+    arrows = through["data"][idx["arrowheads"]]
+    arrows["x"] += arrows["x"][:5]
+    arrows["y"] += arrows["y"][:5]
     assert check_figure(through).edge_node
 
     pale = copy.deepcopy(fig)

@@ -24,7 +24,7 @@ from .analysis import format_shape
 from .recording import Recording
 
 LAYER_VIEW_THRESHOLD = 300   # op nodes above which the page opens in layer view
-VIEW_WIDTH = 1250            # px: the graph spans the page
+VIEW_WIDTH = 940             # px: the graph spans the main column of a 1400 px window
 
 
 def _name(rec: Recording, nid: int) -> str:

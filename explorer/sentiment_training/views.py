@@ -153,7 +153,7 @@ def network_dot(trainer_or_model) -> str:
     return g.to_string()
 
 
-NETWORK_WIDTH = 1250   # px: the expander spans the page
+NETWORK_WIDTH = 900   # px: the expander spans the main column
 
 
 def network_figure(trainer_or_model, width: int = NETWORK_WIDTH) -> dict:
