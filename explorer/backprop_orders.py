@@ -146,10 +146,64 @@ def random_graph_table(n_graphs: int, n_ops: int, seed: int) -> list[dict]:
     """Random-DAG statistics per strategy: how often wrong (count and rate), errors, mean VJP calls and
     backward ops. Raises ValueError beyond the harness's bounds (500 graphs, 60 ops, 6000 ops in all)."""
     rows = harness.strategy_comparison(n_graphs=n_graphs, n_ops=n_ops, seed=seed)
+    return _table(rows)
+
+
+def _table(rows) -> list[dict]:
     return [{"order": STRATEGY_LABELS.get(r.strategy, r.strategy), "graphs": r.graphs,
              "wrong gradients": r.wrong, "wrong rate": f"{100 * r.wrong / max(1, r.graphs):.0f}%",
              "errors": r.errors, "mean VJP calls": f"{r.mean_vjp_calls:.1f}",
              "mean backward ops": f"{r.mean_backward_ops:.1f}"} for r in rows]
+
+
+class RandomGraphRun:
+    """The statistics of :func:`random_graph_table`, computed a slice of graphs at a time so that no rerun
+    of the page waits for all of them (200 graphs of 30 ops take 3-10 s on a busy machine): the page calls
+    :meth:`advance` with a time slice on each rerun (a fragment polls it) and shows a progress bar until
+    :attr:`finished`. The same graphs (``random_dag_program(n_ops, seed + i)``) and the same engine runs as
+    :func:`harness.strategy_comparison`, so the finished table equals :func:`random_graph_table`'s.
+
+    Raises:
+        ValueError: beyond the harness's bounds (as :func:`random_graph_table`).
+    """
+
+    def __init__(self, n_graphs: int, n_ops: int, seed: int) -> None:
+        if not 1 <= n_graphs <= harness.STATS_MAX_GRAPHS or not 1 <= n_ops <= harness.STATS_MAX_OPS \
+                or n_graphs * n_ops > harness.STATS_MAX_TOTAL_OPS:
+            raise ValueError(f"at most {harness.STATS_MAX_GRAPHS} graphs of at most {harness.STATS_MAX_OPS} ops "
+                             f"and {harness.STATS_MAX_TOTAL_OPS:,} ops in all (asked for {n_graphs} of {n_ops})")
+        self.key = (n_graphs, n_ops, seed)
+        self.n_graphs, self.n_ops, self.seed = n_graphs, n_ops, seed
+        self.done = 0
+        self.cancelled = False
+        self._sums: dict[str, dict] = {}
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.n_graphs
+
+    def advance(self, seconds: float) -> bool:
+        """Run graphs until ``seconds`` have passed (at least one graph); True when all are done."""
+        import time
+        t0, start = time.perf_counter(), self.done
+        while not self.finished and (time.perf_counter() - t0 < seconds or self.done == start):
+            prog = harness.random_dag_program(self.n_ops, self.seed + self.done)
+            for r in harness.strategy_comparison(programs=[prog]):
+                t = self._sums.setdefault(r.strategy, {"wrong": 0, "errors": 0, "calls": 0.0, "ops": 0.0,
+                                                       "worst": 0.0})
+                t["wrong"] += r.wrong
+                t["errors"] += r.errors
+                t["calls"] += r.mean_vjp_calls
+                t["ops"] += r.mean_backward_ops
+                t["worst"] = max(t["worst"], r.max_abs_error)
+            self.done += 1
+        return self.finished
+
+    def table(self) -> list[dict]:
+        """The table over the graphs done so far (all of them once :attr:`finished`)."""
+        n = max(1, self.done)
+        return _table([harness.StrategyRow(s, self.done, t["wrong"], t["errors"], t["calls"] / n, t["ops"] / n,
+                                           t["worst"]) for s, t in self._sums.items()])
 
 
 def bfs_rate_text(table: list[dict]) -> str:
@@ -167,7 +221,18 @@ def deep_chain_results(depth: int) -> list[dict]:
     """Backprop the notes' chain h <- h * 1.0002, ``depth`` deep, with recursive DFS and with the topological
     order (never raises: the RecursionError of the recursive sort is caught by the explain layer and
     reported as text). ``exact`` is 1.0002 ** depth (1.8220094911 at 3000)."""
-    traces = harness.recursion_demo(depth, strategies=("recursive_dfs", "topological"))
-    return [{"strategy": tr.strategy, "depth": depth, "error": tr.error,
-             "grads": {k: fmt_value(v, 11) for k, v in tr.grads.items()},
-             "exact": fmt_value(harness.CHAIN_FACTOR ** depth, 11)} for tr in traces]
+    import sys
+    out = []
+    for s in ("recursive_dfs", "topological"):
+        # the real backward pass with an observer that only counts: recording every event of a 20,000-node
+        # chain took 2-16 s on a busy machine (and hit the request's deadline)
+        y, x = harness.deep_chain(depth)
+        grads, _, _, error = harness._gradients(y, {"x1": x}, s)
+        if error == "RecursionError":
+            error = (f"RecursionError: maximum recursion depth exceeded (Python's limit is "
+                     f"{sys.getrecursionlimit()} frames; the graph is deeper than that)")
+        out.append({"strategy": s, "depth": depth, "error": error,
+                    "grads": {} if error else {k: fmt_value(float(np.asarray(v).reshape(-1)[0]), 11)
+                                               for k, v in grads.items()},
+                    "exact": fmt_value(harness.CHAIN_FACTOR ** depth, 11)})
+    return out

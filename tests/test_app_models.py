@@ -254,3 +254,15 @@ def test_gradcheck_model_sweeps_the_chosen_tensor_element():
     assert min(r.abs_error for r in m.sweep.rows if r.dtype == "float64") < 1e-7
     clamped = gradcheck_model(prog, inputs, "b", 1e-6, index=99)  # out of range: last element
     assert clamped.sweep.exact == pytest.approx(float(np.asarray(clamped.autodiff["b"]).reshape(-1)[-1]))
+
+
+def test_random_graph_run_in_slices_equals_the_whole_table():
+    from explorer.backprop_orders import RandomGraphRun, random_graph_table
+    run = RandomGraphRun(12, 10, 3)
+    steps = 0
+    while not run.advance(0.0):  # the smallest slice: one graph per call
+        steps += 1
+        assert run.done == steps and run.table()[0]["graphs"] == steps
+    assert steps == 11 and run.table() == random_graph_table(12, 10, 3)
+    with pytest.raises(ValueError, match="at most"):
+        RandomGraphRun(500, 60, 0)

@@ -10,8 +10,8 @@ from explorer.kit import presets
 from explorer.kit.code_panel import font_px as code_font_px, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, static_frame, style_graph_figure
-from explorer.backprop_orders import (STRATEGY_LABELS, bfs_rate_text, deep_chain_results, orders_model,
-                                      path_recursion_costs, random_graph_table)
+from explorer.backprop_orders import (STRATEGY_LABELS, RandomGraphRun, bfs_rate_text, deep_chain_results,
+                                      orders_model, path_recursion_costs)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import md_escape
 from explorer.kit.programs import InputProblem, program_refused
@@ -39,11 +39,6 @@ def cached_orders(program: str, inputs: str, orders: tuple[str, ...]):
 @bounded_cache(4 << 20, spinner="Counting VJP calls…")
 def cached_costs(max_depth: int):
     return path_recursion_costs(max_depth)
-
-
-@bounded_cache(4 << 20, spinner="Backpropagating random graphs with every order…")
-def cached_random(n_graphs: int, n_ops: int, seed: int):
-    return random_graph_table(n_graphs, n_ops, seed)
 
 
 @bounded_cache(4 << 20, spinner="Backpropagating a deep chain…")
@@ -124,13 +119,53 @@ with right:
     n_graphs = r[0].number_input("graphs", 5, 200, 200, step=5, key=ns.key("n_graphs"))
     n_ops = r[1].number_input("ops per graph", 3, 30, 12, key=ns.key("n_ops"))
     seed = r[2].number_input("seed", 0, 10_000, 0, key=ns.key("seed"))
-    try:
-        stats = cached_random(int(n_graphs), int(n_ops), int(seed))
-    except ValueError as e:
-        st.error(f"Not run: {e}")
-    else:
-        st.markdown(bfs_rate_text(stats))
-        st.table(pd.DataFrame(stats))
+    # the graphs run a slice at a time (at most ~0.6 s per rerun): a fragment polls the run with a progress
+    # bar and a Cancel button, so no setting makes the page wait seconds (200 graphs of 30 ops: 3-10 s)
+    args = (int(n_graphs), int(n_ops), int(seed))
+    job = st.session_state.get(ns.key("stats_run"))
+    if job is None or job.key != args:
+        try:
+            job = RandomGraphRun(*args)
+        except ValueError as e:
+            st.error(f"Not run: {e}")
+            job = None
+        st.session_state[ns.key("stats_run")] = job
+    if job is not None:
+        if not job.finished and not job.cancelled:
+            job.advance(0.6)
+        running = not job.finished and not job.cancelled
+
+        @st.fragment(run_every=0.5 if running else None)
+        def stats_view(job=job):
+            if job is not st.session_state.get(ns.key("stats_run")):
+                return  # the settings changed: the next full rerun shows the new run
+            if not st.session_state.get(ns.key("stats_full_run")) and not job.finished and not job.cancelled:
+                job.advance(0.4)  # a poll of the fragment (the full rerun has advanced the run already)
+                if job.finished:
+                    st.rerun()  # stop polling; the full rerun shows the table
+            if job.finished:
+                stats = job.table()
+                st.markdown(bfs_rate_text(stats))
+                st.table(pd.DataFrame(stats))
+                return
+            st.progress(job.done / job.n_graphs,
+                        text=f"Backpropagating random graphs with every order: {job.done} of {job.n_graphs}")
+            if job.cancelled:
+                st.caption(f"Cancelled after {job.done} of {job.n_graphs} graphs.")
+                if job.done:
+                    st.dataframe(pd.DataFrame(job.table()), hide_index=True)
+                if st.button("Resume", key=ns.key("stats_resume")):
+                    job.cancelled = False
+                    st.rerun()
+            elif st.button("Cancel", key=ns.key("stats_cancel")):
+                job.cancelled = True
+                st.rerun()
+
+        st.session_state[ns.key("stats_full_run")] = True
+        try:
+            stats_view()
+        finally:
+            st.session_state[ns.key("stats_full_run")] = False
 
 st.subheader("Recursive DFS on a deep chain")
 st.caption("The notes' chain h ← h · 1.0002, repeated depth times: d h / d x = 1.0002^depth. The textbook "
