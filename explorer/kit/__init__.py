@@ -5,8 +5,11 @@
 - :mod:`explorer.kit.state`         per-page session-state namespacing
 - :mod:`explorer.kit.pages`         discovery of ``app/pages/*.py`` for the Home page
 - :mod:`explorer.kit.programs`      typed program + inputs -> the engine's Program, or the box at fault
-- :mod:`explorer.kit.layout`, :mod:`explorer.kit.frames`, :mod:`explorer.kit.plotly_figure`,
-  :mod:`explorer.kit.dot`           the graph renderer: layout, animation frames, the Plotly figure, DOT
+- :mod:`explorer.kit.graph_view`   the graph renderer in one call (trace -> drawn graph, frames, figure), built from
+  :mod:`explorer.kit.labels` (what a node says, 5 digits), :mod:`explorer.kit.layout` (composites, boxing big
+  graphs), :mod:`explorer.kit.frames`, :mod:`explorer.kit.graphviz_layout` (Graphviz dot, cached),
+  :mod:`explorer.kit.plotly_figure` (the figure); :mod:`explorer.kit.picture_checks` tests a figure's data;
+  :mod:`explorer.kit.dot` exports DOT
 - :mod:`explorer.kit.figures`       Plotly figures (animated graph with frames, plots)
 - :mod:`explorer.kit.formatting`    numbers and tensor values as short text for tables and captions
 - :mod:`explorer.kit.presets`       the example programs the expression pages offer

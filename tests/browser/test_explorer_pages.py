@@ -57,11 +57,11 @@ def test_explorer_step_play_type_and_table(page, app_url, wait_idle, shot):
     wait_idle(page)
     assert step_header(page).startswith("Step 4 of 14")
 
-    # Play animates in the browser (Plotly frames): the figure's title moves on without a rerun
-    title_before = plot.locator(".gtitle").text_content()
+    # Play animates in the browser (Plotly frames): the figure's caption (an annotation) moves on without a rerun
+    title_before = plot.locator(".annotation-text").first.text_content()
     plot.locator(".updatemenu-button").first.click()  # Play
     page.wait_for_timeout(1000)
-    title_after = plot.locator(".gtitle").text_content()
+    title_after = plot.locator(".annotation-text").first.text_content()
     assert title_after != title_before
     assert not title_after.startswith(("inputs", "x3 =", "x4 =")), title_after  # plays on from the page's step
     plot.locator(".updatemenu-button").nth(1).click()  # Pause

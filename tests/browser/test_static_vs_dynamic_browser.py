@@ -10,6 +10,8 @@ pytestmark = pytest.mark.browser
 
 def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     page.goto(f"{app_url}/Static_vs_dynamic")
+    # the first run imports and lays out four graphs: wait for its result, not only for a quiet moment
+    page.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for(timeout=90_000)
     wait_idle(page)
     main = page.locator('[data-testid="stMain"]')
     assert "Evaluated 6 of" in main.inner_text()
