@@ -87,12 +87,33 @@ def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tup
     versus depth (at ``batch``): measured on the engine, the notes' rule, the strict minimum, and
     the parameters (the network's input is not counted; see ``engine.explain.costs``)."""
     out: dict[str, dict[str, tuple[list, list]]] = {}
+    # versus depth: the network of x layers is the first x layers of the deepest one (same layers, same
+    # seeds, each layer charged what it adds), so one run gives every depth (it was one run per depth)
+    full = costs.activation_memory(depth, width, batch)
+
+    def prefix(x: int) -> costs.MemoryReport:
+        return costs.MemoryReport(x, full.width, full.batch, full.dtype, full.in_features, full.layers[:x],
+                                  full.parameter_bytes // depth * x)  # every layer is width x width + width
+
+    # versus batch: every buffer the graph keeps is one batch x width buffer (as costs.memory_at_scale
+    # relies on), so each layer's measured count scales exactly with the batch (one run at width 256 per
+    # batch took 2-11 s on a busy machine)
+    unit = batch * width * np.dtype(full.dtype).itemsize
+    for lay in full.layers:
+        if lay.kept_bytes % unit:  # a kept buffer of another shape: the scaling would be wrong
+            raise AssertionError(f"layer {lay.layer} kept {lay.kept_bytes} bytes, not whole {unit}-byte buffers")
+
+    def at_batch(b: int) -> costs.MemoryReport:
+        return costs.MemoryReport(depth, full.width, b, full.dtype, full.in_features,
+                                  [costs.LayerMemory(lay.layer, lay.kept_bytes // batch * b,
+                                                     lay.minimum_bytes // batch * b, lay.notes_bytes // batch * b)
+                                   for lay in full.layers], full.parameter_bytes)
+
     for which, xs_all in (("vs_batch", list(BATCHES)),
                           ("vs_depth", list(range(1, depth + 1)))):
         lines: dict[str, tuple[list, list]] = {label: ([], []) for label in MEMORY_LINES}
         for x in xs_all:
-            rep = costs.activation_memory(depth if which == "vs_batch" else x, width,
-                                          x if which == "vs_batch" else batch)
+            rep = at_batch(x) if which == "vs_batch" else prefix(x)
             for label, v in zip(MEMORY_LINES, (rep.kept_total, rep.notes_total, rep.minimum_total,
                                                rep.parameter_bytes)):
                 lines[label][0].append(x)

@@ -266,3 +266,18 @@ def test_random_graph_run_in_slices_equals_the_whole_table():
     assert steps == 11 and run.table() == random_graph_table(12, 10, 3)
     with pytest.raises(ValueError, match="at most"):
         RandomGraphRun(500, 60, 0)
+
+
+def test_memory_series_from_one_run_equals_a_run_per_point():
+    # the series is derived from one measured run (prefixes for depth, exact scaling for batch): each point
+    # must equal the engine measured at that size
+    from engine.explain import costs
+    from explorer.forward_vs_reverse import BATCHES, MEMORY_LINES, memory_series
+    depth, batch, width = 5, 8, 6
+    series = memory_series(depth, batch, width)
+    for which, points in (("vs_batch", [(depth, b) for b in BATCHES[:5]]),
+                          ("vs_depth", [(d, batch) for d in range(1, depth + 1)])):
+        for i, (d, b) in enumerate(points):
+            rep = costs.activation_memory(d, width, b)
+            want = (rep.kept_total, rep.notes_total, rep.minimum_total, rep.parameter_bytes)
+            assert tuple(series[which][label][1][i] for label in MEMORY_LINES) == want, (which, d, b)
