@@ -229,12 +229,16 @@ class TrainingFinished:
 Event = Union[TrainingStarted, BatchEnd, InsideLook, EpochEnd, LossNotFinite, TrainingFinished]
 
 PROBE_SENTENCES = 200       # training sentences the dead-ReLU statistic is measured on
-PROBES_PER_RUN = 400        # about how many InsideLook events a run emits (at least 4 per epoch)
+PROBES_PER_RUN = 400        # about how many InsideLook events a run emits, spread evenly...
+EARLY_PROBES = 8            # ... plus this many per epoch in the first two epochs (where lr 0.25 kills ReLUs)
 
 
-def probe_every(n_batches: int, epochs: int) -> int:
-    """Batches between two :class:`InsideLook` events: at least 4 per epoch, about PROBES_PER_RUN in all."""
-    return max(1, min(max(1, n_batches // 4), n_batches * epochs // PROBES_PER_RUN))
+def looks_at(step: int, n_batches: int, epochs: int) -> bool:
+    """Whether the trainer emits an :class:`InsideLook` after global step ``step`` (0-based): the first
+    step, about PROBES_PER_RUN evenly spread steps, and EARLY_PROBES per epoch during the first two."""
+    every = max(1, n_batches * epochs // PROBES_PER_RUN)
+    early = max(1, n_batches // EARLY_PROBES)
+    return step % every == 0 or (step < 2 * n_batches and step % early == 0)
 
 
 def _check_finite(loss: Tensor) -> None:
@@ -458,7 +462,6 @@ class SentimentTrainer:
                               unknown_words, self.glove.source, asdict(cfg))
         # dropout draws from this thread's generator of the backend: seeded here, in the thread that trains
         self.backend.seed(cfg.seed)
-        every = probe_every(n_batches, cfg.epochs)
         best, best_epoch = None, None
         bad: LossNotFinite | None = None
         elapsed, seen, epochs_done = 0.0, 0, 0
@@ -478,7 +481,7 @@ class SentimentTrainer:
                     idx = order[b * cfg.batch_size:(b + 1) * cfg.batch_size]
                     step_no = (epoch - 1) * n_batches + b
                     try:
-                        loss, c, layers = self.train_step(idx, step_no % every == 0 or b == n_batches - 1)
+                        loss, c, layers = self.train_step(idx, looks_at(step_no, n_batches, cfg.epochs))
                     except NonFiniteLoss as e:
                         bad = LossNotFinite(epoch, b + 1, n_batches, e.loss)
                         status, error = "error", bad.message
@@ -571,4 +574,4 @@ def hw2_log_lines(event: Event) -> list[str]:
 
 __all__ = ["TrainConfig", "Preset", "PRESETS", "SentimentTrainer", "TrainingControl", "TrainingStarted", "BatchEnd",
            "InsideLook", "LayerLook", "EpochEnd", "LossNotFinite", "NonFiniteLoss", "TrainingFinished", "Event",
-           "Prediction", "hw2_log_lines", "probe_every"]
+           "Prediction", "hw2_log_lines", "looks_at"]

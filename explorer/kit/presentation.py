@@ -44,6 +44,11 @@ def css(lk: Look) -> str:
             f'[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li '
             f'{{ font-size: {lk.font_px}px; line-height: 1.35; }}',
             f'textarea, input {{ font-size: {lk.font_px}px !important; }}',
+            # captions and metrics stayed at their desktop size (14 px captions on a projector)
+            f'[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p '
+            f'{{ font-size: {round(lk.font_px * 0.8)}px; }}',
+            f'[data-testid="stMetricValue"] {{ font-size: {lk.font_px * 2}px; }}',
+            f'[data-testid="stMetricLabel"] p {{ font-size: {lk.font_px}px; }}',
             f'[data-testid="stTable"] td, [data-testid="stTable"] th {{ font-size: {lk.table_font_px}px; }}',
             '[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"], '
             '[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], footer '

@@ -1,11 +1,13 @@
-"""What the Sentiment training page draws, built without Streamlit: dataset choices, figures, tables, DOT.
+"""What the Sentiment training page draws, built without Streamlit: dataset choices, your own data,
+figures (curves, the look inside, runs compared), tables, DOT.
 
-Every number here comes from a real run (a :class:`~sentiment.runner.RunSnapshot`) or the trained
-model; nothing is re-enacted.
+Every number here comes from a real run (a :class:`~explorer.sentiment_training.runner.RunSnapshot`
+and the events it carries) or the trained model; nothing is re-enacted.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import html
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -13,17 +15,20 @@ import plotly.graph_objects as go
 import pydot
 
 from engine.tensor import Tensor, no_grad
+from sentiment.data import (MAX_USER_BYTES, DataFormatError, Dataset, builtin_split, load_sst2,
+                            parse_labelled)
+from sentiment.trainer import InsideLook, SentimentTrainer
 
-from sentiment.data import Dataset, builtin_split, load_sst2
 from .runner import RunSnapshot
-from sentiment.trainer import SentimentTrainer
 
 TARGET_ACCURACY = 0.75
+HW2_SIZES = (450, 100)     # HW2's subset: its 75% target belongs to this setting only
 
 DATASETS = {
     "builtin": "Built-in corpus (hand-written, no download)",
     "subset": "SST-2, HW2 subset (first N train / first M validation)",
     "full": "SST-2, full (67,349 train / 872 validation)",
+    "own": "Your own data (upload a CSV / TSV file or paste sentences)",
 }
 
 
@@ -39,19 +44,75 @@ class DataChoice:
         if self.n_train < 1 or self.n_val < 1:
             raise ValueError("training and validation sizes must be at least 1")
 
+    @property
+    def is_hw2_subset(self) -> bool:
+        """HW2's own setting (first 450 / 100 of SST-2): the only one its 75% target is about."""
+        return self.kind == "subset" and (self.n_train, self.n_val) == HW2_SIZES
 
-def load_choice(choice: DataChoice, data_dir=None) -> tuple[Dataset, Dataset]:
-    """The (train, validation) datasets of a choice.
+
+def load_choice(choice: DataChoice, data_dir=None, own: "OwnData | None" = None) -> tuple[Dataset, Dataset | None]:
+    """The (train, validation) datasets of a choice (``own``: the session's uploaded data, for "own").
 
     Raises:
-        SST2NotFound / DataFormatError for the SST-2 choices when the data is missing or broken.
+        SST2NotFound / DataFormatError for the SST-2 choices when the data is missing or broken;
+        ValueError for "own" without data.
     """
     if choice.kind == "builtin":
         return builtin_split(60)
+    if choice.kind == "own":
+        if own is None:
+            raise ValueError("no data of your own yet: upload a file or paste sentences, then press Check")
+        return own.train, own.val
     train, dev = load_sst2(data_dir)
     if choice.kind == "full":
         return train, dev
     return train.head(choice.n_train), dev.head(choice.n_val)
+
+
+# --- your own data ----------------------------------------------------------------------
+
+MIN_TRAIN = 4              # fewer sentences than this cannot be trained on meaningfully
+HOLD_OUT = 0.2             # without a validation file, this fraction of the training data is held out
+
+
+@dataclass(frozen=True)
+class OwnData:
+    """Labelled sentences a user uploaded or pasted: validated, kept in the session only."""
+
+    train: Dataset
+    val: Dataset | None
+    note: str
+
+
+def own_data(train: "bytes | str | None", train_name: str, val: "bytes | str | None" = None,
+             val_name: str = "validation file", max_bytes: int = MAX_USER_BYTES) -> OwnData:
+    """Parse and validate a user's training (and optional validation) data.
+
+    Each is CSV (``sentence,label``) or TSV, one sentence per line, labels 0/1 or negative/positive
+    (see :func:`sentiment.data.parse_labelled`). Without validation data, the last 20% of the
+    training sentences are held out (when there are at least 10).
+
+    Raises:
+        DataFormatError naming the file (or "pasted text") and the line; DataTooLarge beyond ``max_bytes``.
+    """
+    if train is None or (isinstance(train, (str, bytes)) and not train.strip()):
+        raise DataFormatError(train_name, None, "is empty: give at least a few 'sentence,label' lines")
+    tr = parse_labelled(train, train_name, max_bytes=max_bytes, need_both_labels=True)
+    if len(tr) < MIN_TRAIN:
+        raise DataFormatError(train_name, None, f"has {len(tr)} sentences; train on at least {MIN_TRAIN}")
+    va = None
+    if val is not None and (not isinstance(val, (str, bytes)) or val.strip()):
+        va = parse_labelled(val, val_name, max_bytes=max_bytes)
+        note = f"{len(tr):,} training sentences from {train_name}, {len(va):,} validation sentences from {val_name}"
+    elif len(tr) >= 10:
+        n_val = max(1, int(round(len(tr) * HOLD_OUT)))
+        va = tr[len(tr) - n_val:]
+        tr = tr[:len(tr) - n_val]
+        note = (f"{len(tr):,} training sentences from {train_name}; its last {n_val:,} are held out for "
+                "validation (no validation file given)")
+    else:
+        note = f"{len(tr):,} training sentences from {train_name}; too few to hold some out: no validation"
+    return OwnData(tr, va, note)
 
 
 # --- progress ------------------------------------------------------------------------
@@ -66,6 +127,20 @@ def format_seconds(s: float | None) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def seconds_left(snap: RunSnapshot) -> float | None:
+    """Time left at the run's average speed so far (pauses excluded, validation included).
+
+    The average over the whole run, not a recent rate: on a busy machine a few slow seconds would
+    otherwise swing the estimate from minutes to hours and back.
+    """
+    b = snap.last_batch
+    if snap.finished is not None or b is None or b.elapsed <= 0 or not b.examples_seen or not snap.n_batches_per_epoch:
+        return None
+    per_epoch = b.examples_seen / ((b.epoch - 1) + b.batch / b.n_batches)
+    total = per_epoch * snap.total_epochs
+    return max(0.0, (total - b.examples_seen) * b.elapsed / b.examples_seen)
 
 
 def progress_text(snap: RunSnapshot) -> str:
@@ -84,72 +159,250 @@ def progress_text(snap: RunSnapshot) -> str:
     rate = f"{snap.examples_per_s:,.0f} examples/s" if snap.examples_per_s else "measuring speed…"
     state = " · paused" if snap.status == "paused" else " · stopping…" if snap.status == "stopping" else ""
     return (f"Epoch {b.epoch}/{snap.total_epochs} · batch {b.batch}/{b.n_batches} · {rate} · "
-            f"{format_seconds(snap.seconds_left)} left{state}")
+            f"about {format_seconds(seconds_left(snap))} left{state}")
 
 
 # --- figures ---------------------------------------------------------------------------
 
 
-def loss_figure(snap: RunSnapshot, font_size: int = 13, height: int = 380) -> go.Figure:
-    """Training loss per batch (thin) and per epoch (markers), against the epoch."""
-    # NumPy arrays, not lists: Plotly validates a list element by element (~25x slower at 4000 points),
-    # and this figure is rebuilt every time the page polls a running training
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=_arr(snap.batch_x), y=_arr(snap.batch_loss), mode="lines", name="batch loss",
-                             line=dict(width=1, color="rgba(99,110,250,0.45)")))
-    fig.add_trace(go.Scatter(x=_arr([e.epoch for e in snap.epochs]), y=_arr([e.train_loss for e in snap.epochs]),
-                             mode="lines+markers", name="epoch mean loss", line=dict(width=2.5, color="#1f3fbf")))
-    fig.update_layout(title="Training loss (binary cross-entropy)", xaxis_title="epoch", yaxis_title="loss",
-                      height=height, font=dict(size=font_size), legend=dict(orientation="h", y=-0.25),
-                      margin=dict(l=10, r=10, t=50, b=10), uirevision="loss")
-    return fig
+# The live charts are Vega-Lite specs with their data: Streamlit updates a Vega-Lite chart's data in place
+# when only the data changes, where ``st.plotly_chart`` hashes the whole figure into the element's
+# identity and remounts the chart at every poll (it flashed empty a few times a second while training).
 
 
-def accuracy_figure(snap: RunSnapshot, target: float = TARGET_ACCURACY, font_size: int = 13,
-                    height: int = 380) -> go.Figure:
-    """Train and validation accuracy per epoch, the best-so-far validation line and the target."""
+# the width follows the column; the height is the plot's own (Streamlit's default "fit" squeezed the plot
+# area to a few pixels once a legend or a title took their share of the height)
+FIT_X = {"type": "fit-x", "contains": "padding"}
+
+
+def _config(font_size: int) -> dict:
+    return {"axis": {"labelFontSize": font_size, "titleFontSize": font_size},
+            "legend": {"labelFontSize": font_size, "titleFontSize": font_size, "orient": "top",
+                       "direction": "horizontal", "labelLimit": 400},
+            "title": {"fontSize": font_size + 2, "anchor": "start"}}
+
+
+def _epoch_x(total_epochs: int, field: str = "epoch") -> dict:
+    return {"field": field, "type": "quantitative", "title": "epoch",
+            "scale": {"domain": [0, max(total_epochs, 1)], "nice": False}}
+
+
+def _colours(domain: list[str], colours: list[str], legend: bool = True) -> dict:
+    out = {"field": "series", "type": "nominal", "title": None, "scale": {"domain": domain, "range": colours}}
+    if not legend:
+        out["legend"] = None
+    return out
+
+
+def loss_chart(snap: RunSnapshot, font_size: int = 13, height: int = 300) -> tuple[pd.DataFrame, dict]:
+    """Training loss per batch (thin) and per epoch (line with points), against the epoch: ``(data, spec)``.
+
+    The x axis spans the whole run from the start, so an update only adds points (the axes never jump).
+    """
+    data = pd.concat([
+        pd.DataFrame({"epoch": _arr(snap.batch_x), "loss": _arr(snap.batch_loss), "series": "batch loss"}),
+        pd.DataFrame({"epoch": _arr([e.epoch for e in snap.epochs]), "loss": _arr([e.train_loss for e in snap.epochs]),
+                      "series": "epoch mean loss"})], ignore_index=True)
+    enc = {"x": _epoch_x(snap.total_epochs), "y": {"field": "loss", "type": "quantitative"},
+           "color": _colours(["batch loss", "epoch mean loss"], ["#9aa3f5", "#1f3fbf"])}
+    spec = {"title": "Training loss (binary cross-entropy)", "height": height, "config": _config(font_size), "autosize": FIT_X,
+            "layer": [{"transform": [{"filter": "datum.series === 'batch loss'"}],
+                       "mark": {"type": "line", "strokeWidth": 1, "opacity": 0.7}, "encoding": enc},
+                      {"transform": [{"filter": "datum.series === 'epoch mean loss'"}],
+                       "mark": {"type": "line", "strokeWidth": 3, "point": True}, "encoding": enc}]}
+    return data, spec
+
+
+ACCURACY_SERIES = ["train accuracy", "validation accuracy", "best validation so far"]
+
+
+def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, font_size: int = 13,
+                   height: int = 300) -> tuple[pd.DataFrame, dict]:
+    """Train and validation accuracy per epoch, the best-so-far validation line, a star at the best epoch
+    (the checkpoint the model keeps) and, for HW2's subset only, HW2's target (``target=None``: no line)."""
     ep = _arr([e.epoch for e in snap.epochs])
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ep, y=_arr([e.train_accuracy for e in snap.epochs]), mode="lines+markers",
-                             name="train accuracy", line=dict(color="#2ca02c")))
+    parts = [pd.DataFrame({"epoch": ep, "accuracy": _arr([e.train_accuracy for e in snap.epochs]),
+                           "series": "train accuracy"})]
     if any(e.val_accuracy is not None for e in snap.epochs):
-        fig.add_trace(go.Scatter(x=ep, y=_arr([e.val_accuracy for e in snap.epochs]), mode="lines+markers",
-                                 name="validation accuracy", line=dict(color="#d62728")))
-        fig.add_trace(go.Scatter(x=ep, y=_arr([e.best_val_accuracy for e in snap.epochs]), mode="lines",
-                                 name="best validation so far", line=dict(color="#d62728", dash="dot", shape="hv")))
-    last = int(ep.max()) if len(ep) else snap.total_epochs
-    fig.add_trace(go.Scatter(x=[0, max(last, 1)], y=[target, target], mode="lines", name=f"target {target:.0%}",
-                             line=dict(color="gray", dash="dash")))
-    fig.update_layout(title="Accuracy per epoch", xaxis_title="epoch", yaxis_title="accuracy", height=height,
-                      font=dict(size=font_size), yaxis=dict(range=[0, 1.02], tickformat=".0%"),
-                      legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=50, b=10),
-                      uirevision="acc")
-    return fig
+        parts.append(pd.DataFrame({"epoch": ep, "accuracy": _arr([e.val_accuracy for e in snap.epochs]),
+                                   "series": "validation accuracy"}))
+        parts.append(pd.DataFrame({"epoch": ep, "accuracy": _arr([e.best_val_accuracy for e in snap.epochs]),
+                                   "series": "best validation so far"}))
+    data = pd.concat(parts, ignore_index=True)
+    last = snap.epochs[-1] if snap.epochs else None
+    best = pd.DataFrame({"epoch": [last.best_epoch], "accuracy": [last.best_val_accuracy],
+                         "label": [f"best checkpoint: epoch {last.best_epoch}"]}) \
+        if last is not None and last.best_epoch is not None else pd.DataFrame({"epoch": [], "accuracy": [], "label": []})
+    y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"domain": [0, 1]},
+         "axis": {"format": ".0%"}}
+    lines = {"x": _epoch_x(snap.total_epochs), "y": y,
+             "color": _colours(ACCURACY_SERIES, ["#2ca02c", "#d62728", "#d62728"])}
+    layers: list[dict] = [
+        {"transform": [{"filter": "datum.series !== 'best validation so far'"}],
+         "mark": {"type": "line", "point": True, "strokeWidth": 2.5}, "encoding": lines},
+        {"transform": [{"filter": "datum.series === 'best validation so far'"}],
+         "mark": {"type": "line", "interpolate": "step-after", "strokeDash": [4, 3], "strokeWidth": 2},
+         "encoding": lines},
+        {"data": {"values": best.to_dict("records")}, "mark": {"type": "point", "shape": "diamond", "size": 260,
+                                                               "filled": True, "color": "#7f1d1d"},
+         "encoding": {"x": _epoch_x(snap.total_epochs), "y": y, "tooltip": [{"field": "label"}]}},
+        {"data": {"values": best.to_dict("records")}, "mark": {"type": "text", "dy": -16, "dx": 6,
+                                                               "fontSize": font_size, "color": "#7f1d1d",
+                                                               "align": "left"},
+         "encoding": {"x": _epoch_x(snap.total_epochs), "y": y, "text": {"field": "label"}}},
+    ]
+    if target is not None:
+        layers.append({"data": {"values": [{"target": target, "label": f"HW2 target {target:.0%}"}]},
+                       "mark": {"type": "rule", "strokeDash": [8, 5], "color": "gray", "strokeWidth": 2},
+                       "encoding": {"y": {"field": "target", "type": "quantitative", "scale": {"domain": [0, 1]}}}})
+        layers.append({"data": {"values": [{"target": target, "label": f"HW2 target {target:.0%}"}]},
+                       "mark": {"type": "text", "align": "left", "dx": 4, "dy": -8, "x": 0, "color": "gray",
+                                "fontSize": font_size},
+                       "encoding": {"y": {"field": "target", "type": "quantitative", "scale": {"domain": [0, 1]}},
+                                    "text": {"field": "label"}}})
+    spec = {"title": "Accuracy per epoch", "height": height, "config": _config(font_size), "autosize": FIT_X, "layer": layers}
+    return data, spec
 
 
 def _arr(values) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
+# --- a look inside while training ---------------------------------------------------------
+
+LAYER_COLOURS = {"fc1": "#1f77b4", "fc2": "#ff7f0e"}
+HEALTHY_UPDATE = 1e-3       # the usual rule of thumb for ‖ΔW‖ / ‖W‖ per step
+LOG_FLOOR = 1e-12           # log plots show smaller values (a dead layer's gradient: 1e-55) at this floor
+INSIDE_PANELS = {"weight_norm": "weight norm ‖W‖", "grad_norm": "gradient norm ‖∂L/∂W‖",
+                 "update_ratio": "update / weight ‖ΔW‖/‖W‖", "dead_relu": "dead ReLU units"}
+
+
+def inside_looks(snap: RunSnapshot) -> list[InsideLook]:
+    """The run's :class:`InsideLook` events so far (the runner forwards them among its other events)."""
+    return [e for e in snap.other_events if isinstance(e, InsideLook)]
+
+
+def inside_charts(looks: list[InsideLook], total_epochs: int, font_size: int = 13, height: int = 220
+                  ) -> list[tuple[pd.DataFrame, dict]]:
+    """Four small charts against the epoch, ``(data, spec)`` each: ‖W‖ per layer, ‖∂loss/∂W‖ per layer,
+    ‖ΔW‖/‖W‖ per step (log scales; the dotted line is the 1e-3 rule of thumb; values below 1e-12, a
+    dead layer's vanishing gradient, sit at 1e-12) and the fraction of dead ReLU units."""
+    x = _arr([lk.position for lk in looks])
+    charts = []
+    for metric in ("weight_norm", "grad_norm", "update_ratio"):
+        parts = []
+        for name in ("fc1", "fc2"):
+            v = _arr([next((getattr(ly, metric) for ly in lk.layers if ly.name == name), None) for lk in looks])
+            if metric != "weight_norm":
+                v = np.where(np.isnan(v), np.nan, np.maximum(v, LOG_FLOOR))
+            parts.append(pd.DataFrame({"epoch": x, "value": v, "series": name}))
+        y = {"field": "value", "type": "quantitative", "title": None}
+        if metric != "weight_norm":
+            y.update(scale={"type": "log"}, axis={"format": ".0e"})
+        # legends are off: in a narrow column a Vega-Lite legend squeezed the plot to a few pixels; the page
+        # says which colour is which layer once, above the four panels
+        layers: list[dict] = [{"mark": {"type": "line", "strokeWidth": 2.5},
+                               "encoding": {"x": _epoch_x(total_epochs), "y": y,
+                                            "color": _colours(["fc1", "fc2"], [LAYER_COLOURS["fc1"],
+                                                                               LAYER_COLOURS["fc2"]], legend=False),
+                                            "tooltip": [{"field": "series", "title": "layer"},
+                                                        {"field": "epoch", "format": ".2f"},
+                                                        {"field": "value", "format": ".3g"}]}}]
+        if metric == "update_ratio":
+            layers.append({"data": {"values": [{"value": HEALTHY_UPDATE}]},
+                           "mark": {"type": "rule", "strokeDash": [4, 3], "color": "gray", "strokeWidth": 1.5},
+                           "encoding": {"y": {"field": "value", "type": "quantitative"}}})
+        spec = {"title": INSIDE_PANELS[metric], "height": height, "config": _config(font_size), "autosize": FIT_X, "layer": layers}
+        charts.append((pd.concat(parts, ignore_index=True), spec))
+    dead = pd.DataFrame({"epoch": x, "value": _arr([lk.dead_relu for lk in looks])})
+    charts.append((dead, {"title": INSIDE_PANELS["dead_relu"], "height": height, "config": _config(font_size), "autosize": FIT_X,
+                          "mark": {"type": "area", "line": {"color": "#b91c1c", "strokeWidth": 2.5},
+                                   "color": "#fca5a5", "interpolate": "step-after"},
+                          "encoding": {"x": _epoch_x(total_epochs),
+                                       "y": {"field": "value", "type": "quantitative", "title": None,
+                                             "scale": {"domain": [0, 1]}, "axis": {"format": ".0%"}}}}))
+    return charts
+
+
+def units_title(look: InsideLook | None) -> str:
+    """What the hidden-units strip shows, in words."""
+    if look is None:
+        return "Hidden units: no look yet"
+    dead = sum(1 for a in look.active if a == 0)
+    return (f"Hidden units after epoch {look.position:.2f}: **{dead} of {len(look.active)} dead** (black); the "
+            "brighter a cell, the more probe sentences the unit fires on")
+
+
+def units_chart(look: InsideLook | None, hidden: int, font_size: int = 13, height: int = 40
+                ) -> tuple[pd.DataFrame, dict]:
+    """One cell per hidden ReLU unit, coloured by the fraction of probe sentences it fires on (black: dead)."""
+    active = list(look.active) if look is not None else [None] * hidden
+    data = pd.DataFrame({"unit": np.arange(1, len(active) + 1), "active": _arr(active)})
+    spec = {"height": height, "config": {**_config(font_size), "view": {"stroke": None}}, "autosize": FIT_X,
+            "mark": {"type": "bar", "stroke": "white", "strokeWidth": 1},
+            "encoding": {"x": {"field": "unit", "type": "ordinal", "axis": None},
+                         "y": {"datum": 1, "type": "quantitative", "axis": None, "scale": {"domain": [0, 1]}},
+                         "color": {"field": "active", "type": "quantitative", "legend": None,
+                                   "scale": {"domain": [0, 0.02, 0.5, 1],
+                                             "range": ["#111111", "#7f1d1d", "#fbbf24", "#fef9c3"]}},
+                         "tooltip": [{"field": "unit"}, {"field": "active", "title": "fires on", "format": ".0%"}]}}
+    return data, spec
+
+
+def _heat(value: float) -> str:
+    """White (0) to red (1), as a hex colour."""
+    v = min(max(value, 0.0), 1.0)
+    g = int(round(255 - 200 * v))
+    return f"#ff{g:02x}{g:02x}"
+
+
 # --- the network -------------------------------------------------------------------------
 
 
-def network_dot(trainer_or_model) -> str:
-    """The network as a DOT graph, one node per layer (collapsed), with shapes and parameter counts."""
+def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int = 13, rankdir: str = "LR") -> str:
+    """The network as a DOT graph, one node per layer (collapsed), with shapes and parameter counts.
+
+    With ``look``, the trained layers show their weight / gradient norms and update ratio (the edge
+    into a layer is drawn thicker the larger its gradient), and the ReLU is filled from white to red
+    with the fraction of dead units.
+    """
     model = getattr(trainer_or_model, "model", trainer_or_model)
     layers = model.layers_summary()
-    g = pydot.Dot("network", graph_type="digraph", rankdir="LR", bgcolor="transparent")
-    g.set_node_defaults(shape="box", style="rounded,filled", fontname="Helvetica", fontsize="12")
+    stats = {ly.name: ly for ly in look.layers} if look is not None else {}
+    g = pydot.Dot("network", graph_type="digraph", rankdir=rankdir, bgcolor="transparent", nodesep="0.25",
+                  ranksep="0.3")
+    g.set_node_defaults(shape="box", style="rounded,filled", fontname="Helvetica", fontsize=str(font_size))
+    grads = [ly.grad_norm for ly in stats.values() if ly.grad_norm > 0]
     for layer in layers:
         params = f"\\n{layer.n_params:,} parameters" if layer.n_params else ""
         fill = "#dbe7ff" if layer.n_params else "#f2f2f2"
-        g.add_node(pydot.Node(layer.name, label=f"{layer.description}\\n{layer.output_shape}{params}",
-                              fillcolor=fill))
+        label = f"{layer.description}\\n{layer.output_shape}{params}"
+        attrs = {}
+        if layer.name in stats:
+            st_ = stats[layer.name]
+            label += (f"\\n‖W‖ {st_.weight_norm:.3g}\\n‖∂L/∂W‖ {st_.grad_norm:.2g}"
+                      f"\\n‖ΔW‖/‖W‖ {st_.update_ratio:.1e}")
+        if layer.name == "relu" and look is not None:
+            n_dead = int(round(look.dead_relu * len(look.active)))
+            label += f"\\ndead: {look.dead_relu:.0%} ({n_dead} of {len(look.active)})"
+            fill = _heat(look.dead_relu)
+            attrs["penwidth"] = "3" if look.dead_relu >= 0.5 else "1"
+            attrs["color"] = "#b91c1c" if look.dead_relu >= 0.5 else "black"
+        g.add_node(pydot.Node(layer.name, label=f'"{label}"', fillcolor=fill, **attrs))
     for a, b in zip(layers, layers[1:]):
-        g.add_edge(pydot.Edge(a.name, b.name))
+        attrs = {}
+        if b.name in stats and grads:
+            # thickness: the layer's gradient norm against the largest one now (log scale, 1 to 6 px)
+            rel = np.log10(max(stats[b.name].grad_norm, 1e-12) / max(grads))
+            attrs = {"penwidth": f"{max(1.0, 6.0 + 1.5 * rel):.1f}", "label": f'"∂L/∂W {stats[b.name].grad_norm:.2g}"',
+                     "fontsize": str(font_size - 1)}
+        g.add_edge(pydot.Edge(a.name, b.name, **attrs))
     total = sum(layer.n_params for layer in layers)
-    g.set_label(f"{total:,} trainable parameters (word vectors are fixed)")
-    g.set_fontsize("12")
+    caption = f"{total:,} trainable parameters\\n(word vectors are fixed)"
+    if look is not None:
+        caption += f"\\nmeasured after epoch {look.position:.2f}"
+    g.set_label(f'"{caption}"')
+    g.set_fontsize(str(font_size))
     return g.to_string()
 
 
@@ -173,6 +426,142 @@ def network_figure(trainer_or_model, width: int = NETWORK_WIDTH) -> dict:
                         {k: "computed" if layer.n_params else "idle" for k, layer in enumerate(layers)},
                         caption=f"{total:,} trainable parameters (word vectors are fixed)", width=width,
                         rankdir="BT")
+
+
+def network_svg(dot: str) -> str:
+    """The DOT text laid out by Graphviz on the server, as SVG markup.
+
+    The live view redraws the network with new numbers several times a second: an image is swapped in
+    place, where a Plotly chart (the graph renderer's) is remounted at every change and flashes empty,
+    and a graphviz chart lays the graph out again in the browser. Before and after a run the page
+    draws the network with the graph renderer (:func:`network_figure`).
+    """
+    import subprocess
+    done = subprocess.run(["dot", "-Tsvg"], input=dot.encode("utf-8"), capture_output=True, timeout=20, check=True)
+    svg = done.stdout.decode("utf-8")
+    return svg[svg.index("<svg"):]
+
+
+# --- the model after training --------------------------------------------------------------
+
+
+def checkpoint_text(snap: RunSnapshot) -> str:
+    """Which weights the panels below use: the best checkpoint, its epoch and accuracy, and the last epoch's."""
+    f = snap.finished
+    if f is None:
+        return ""
+    last = snap.epochs[-1] if snap.epochs else None
+    if f.best_epoch is not None and f.best_val_accuracy is not None:
+        text = (f"Everything below uses the **best checkpoint: epoch {f.best_epoch}** (validation accuracy "
+                f"{f.best_val_accuracy:.1%}), the weights the trainer kept when validation accuracy peaked")
+        if last is not None and last.epoch != f.best_epoch and last.val_accuracy is not None:
+            text += f"; the last epoch ({last.epoch}) had {last.val_accuracy:.1%}."
+        else:
+            text += "; it is also the last epoch."
+        return text
+    if last is not None:
+        return f"Everything below uses the weights after epoch {last.epoch} (no validation set to pick a best epoch)."
+    return "Everything below uses the weights when training stopped (before the first epoch ended)."
+
+
+# --- comparing runs ---------------------------------------------------------------------------
+
+MAX_KEPT_RUNS = 6
+COMPARE_METRICS = {
+    "val_accuracy": "validation accuracy",
+    "train_loss": "training loss (epoch mean)",
+    "train_accuracy": "training accuracy",
+    "dead_relu": "dead ReLU units",
+}
+SETTING_NAMES = {"lr": "lr", "optimizer": "optimizer", "dropout": "dropout", "hidden": "hidden",
+                 "batch_size": "batch", "backend": "backend", "seed": "seed", "shuffle": "shuffle",
+                 "epochs": "epochs"}
+
+
+@dataclass
+class RunRecord:
+    """One finished (or stopped) run of the session: its settings and its curves, to compare."""
+
+    number: int
+    dataset: str
+    config: dict
+    status: str
+    epochs: list[int] = field(default_factory=list)
+    val_accuracy: list[float | None] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    train_accuracy: list[float] = field(default_factory=list)
+    look_x: list[float] = field(default_factory=list)
+    dead_relu: list[float] = field(default_factory=list)
+    best: float | None = None
+    best_epoch: int | None = None
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        return (f"run {self.number}: lr {c['lr']:g} {c['optimizer']}, dropout {c['dropout']:g}, "
+                f"hidden {c['hidden']}, {c['backend']}")
+
+
+def record_run(snap: RunSnapshot, number: int, dataset: str) -> RunRecord | None:
+    """A :class:`RunRecord` of a run's snapshot (None when it never started training)."""
+    if snap.started is None:
+        return None
+    looks = inside_looks(snap)
+    last = snap.epochs[-1] if snap.epochs else None
+    status = snap.finished.status if snap.finished is not None else "stopped"
+    return RunRecord(number, dataset, dict(snap.started.config), status, [e.epoch for e in snap.epochs],
+                     [e.val_accuracy for e in snap.epochs], [e.train_loss for e in snap.epochs],
+                     [e.train_accuracy for e in snap.epochs], [lk.position for lk in looks],
+                     [lk.dead_relu for lk in looks], last.best_val_accuracy if last else None,
+                     last.best_epoch if last else None)
+
+
+def keep_run(history: list[RunRecord], record: RunRecord | None, limit: int = MAX_KEPT_RUNS) -> list[RunRecord]:
+    """The session's kept runs with ``record`` added (a run of the same number is replaced), the oldest dropped."""
+    if record is None:
+        return history
+    kept = [r for r in history if r.number != record.number] + [record]
+    return kept[-limit:]
+
+
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """A Plotly figure from plain dicts, skipping Plotly's per-property validation (slow on a busy server)."""
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+def compare_figure(records: list[RunRecord], metric: str = "val_accuracy", font_size: int = 13,
+                   height: int = 380) -> go.Figure:
+    """The chosen curve of every kept run, overlaid against the epoch (one colour per run)."""
+    if metric not in COMPARE_METRICS:
+        raise ValueError(f"unknown metric {metric!r}; choose one of {list(COMPARE_METRICS)}")
+    data = []
+    for r in records:
+        x, y = (r.look_x, r.dead_relu) if metric == "dead_relu" else (r.epochs, getattr(r, metric))
+        data.append({"type": "scatter", "x": _arr(x), "y": _arr(y), "mode": "lines", "name": html.escape(r.label),
+                     "line": {"width": 2.5}})
+    pct = metric in ("val_accuracy", "train_accuracy", "dead_relu")
+    yaxis = {"title": {"text": COMPARE_METRICS[metric]}}
+    if pct:
+        yaxis.update(tickformat=".0%", range=[0, 1.02])
+    n = len(records)
+    return _figure(data, {"title": {"text": f"{COMPARE_METRICS[metric]}: {n} run{'s' if n != 1 else ''}"},
+                          "xaxis": {"title": {"text": "epoch"}}, "yaxis": yaxis, "height": height,
+                          "font": {"size": font_size}, "legend": {"orientation": "h", "y": -0.3},
+                          "margin": {"l": 10, "r": 10, "t": 50, "b": 10}})
+
+
+def compare_rows(records: list[RunRecord]) -> pd.DataFrame:
+    """One row per kept run: its dataset and settings, and how it ended."""
+    rows = []
+    for r in records:
+        row = {"run": r.number, "dataset": r.dataset}
+        row.update({label: r.config.get(key) for key, label in SETTING_NAMES.items()})
+        row.update({"status": r.status, "epochs run": r.epochs[-1] if r.epochs else 0,
+                    "best validation accuracy": f"{r.best:.1%}" if r.best is not None else "–",
+                    "best epoch": r.best_epoch if r.best_epoch is not None else "–",
+                    "dead ReLUs at the end": f"{r.dead_relu[-1]:.0%}" if r.dead_relu else "–"})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 # --- after training ---------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Real-browser test of the Sentiment training page: live curves grow, stop works, two sessions at once."""
+"""Real-browser test of the Sentiment training page: live curves and the look inside grow, stop works, two
+sessions at once, your own data uploaded (good and malformed), two runs overlaid."""
 from __future__ import annotations
 
 import re
@@ -17,16 +18,23 @@ def needs_glove():
     except FileNotFoundError as e:
         pytest.skip(f"no GloVe vectors: {e}")
 
-PROGRESS = '[data-testid="stProgress"]'
 MAIN = '[data-testid="stMain"]'
-# the loss figure is the first Plotly chart; its first trace holds one point per (averaged) batch
-LOSS_POINTS = """() => {
-  const el = document.querySelectorAll('.js-plotly-plot')[0];
-  if (!el || !el.data || !el.data[0] || !el.data[0].x) return -1;
-  const x = el.data[0].x;                      // an array, or a typed array spec {bdata, dtype}
-  if (x.length !== undefined) return x.length;
-  const size = {f8: 8, f4: 4, i4: 4, i2: 2, i1: 1, u1: 1}[x.dtype] || 8;
-  return atob(x.bdata).length / size;
+# the progress line is its own Markdown paragraph (above the bar)
+PROGRESS_TEXT = """() => {
+  const ps = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"] p'));
+  const p = ps.find(p => /^(Epoch \\d|Finished|Stopped|Starting|Waiting|Failed)/.test(p.innerText));
+  return p ? p.innerText : '';
+}"""
+# the live charts are Vega-Lite, drawn as SVG: per chart title, how much line / area path it draws
+VEGA_INK = """() => {
+  const out = {};
+  document.querySelectorAll('[data-testid="stVegaLiteChart"]').forEach(el => {
+    const t = el.querySelector('.role-title-text');
+    const ink = Array.from(el.querySelectorAll('.mark-line path, .mark-area path'))
+      .reduce((n, p) => n + (p.getAttribute('d') || '').length, 0);
+    if (t) out[t.textContent] = ink;
+  });
+  return out;
 }"""
 
 
@@ -56,8 +64,7 @@ def set_number(page, label: str, value, wait_idle) -> None:
 
 
 def progress_text(page) -> str:
-    loc = page.locator(PROGRESS)
-    return loc.first.inner_text() if loc.count() else ""
+    return page.evaluate(PROGRESS_TEXT)
 
 
 def wait_until(page, cond, timeout=60.0, what="condition"):
@@ -69,8 +76,13 @@ def wait_until(page, cond, timeout=60.0, what="condition"):
     raise AssertionError(f"timed out waiting for {what}; progress: {progress_text(page)!r}")
 
 
+def ink(page, title: str) -> int:
+    """How much line the chart titled ``title`` draws (grows with its data); -1 when it is not there."""
+    return page.evaluate(VEGA_INK).get(title, -1)
+
+
 def loss_points(page) -> int:
-    return page.evaluate(LOSS_POINTS)
+    return ink(page, "Training loss (binary cross-entropy)")
 
 
 def epoch_shown(page) -> int:
@@ -88,9 +100,18 @@ def test_start_watch_the_curve_grow_and_stop(page, app_url, wait_idle, shot):
     wait_until(page, lambda: loss_points(page) > first and epoch_shown(page) > first_epoch + 2,
                what="the loss curve to grow")
     assert re.search(r"examples/s", progress_text(page))
+    # the progress line and the "Epochs done" metric come from one snapshot: they never drift apart
+    for _ in range(5):
+        shown = page.evaluate("""() => [Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"] p'))
+            .map(p => p.innerText).find(t => /^Epoch \\d/.test(t)) || '',
+            (document.querySelector('[data-testid="stMetricValue"]') || {innerText: ''}).innerText]""")
+        running, done = re.match(r"Epoch (\d+)/", shown[0]), re.match(r"(\d+) /", shown[1])
+        assert running and done and int(running.group(1)) - int(done.group(1)) in (0, 1), shown
+        page.wait_for_timeout(700)
     # the page stays responsive while training: the Pause button answers at once
     press(page, "Pause")
     wait_until(page, lambda: "paused" in progress_text(page), timeout=20, what="pause")
+    page.wait_for_timeout(1500)   # the worker process pauses between batches; what it sent before still arrives
     held = epoch_shown(page)
     page.wait_for_timeout(2000)
     assert epoch_shown(page) == held and "paused" in progress_text(page)  # nothing trains while paused
@@ -133,3 +154,76 @@ def test_two_browser_sessions_train_at_once(browser, app_url, wait_idle, shot):
     finally:
         for c in contexts:
             c.close()
+
+
+def test_the_look_inside_updates_while_training(page, app_url, wait_idle, shot):
+    """HW2's lr 0.25 (one click): the dead-ReLU chart and the network drawn with live numbers keep changing."""
+    open_page(page, app_url, wait_idle)
+    press(page, "HW2 with lr 0.25: watch the ReLUs die")
+    wait_until(page, lambda: ink(page, "dead ReLU units") > 0, timeout=90, what="the look inside")
+    main = page.locator(MAIN)
+    first_ink, first_title = ink(page, "dead ReLU units"), main.get_by_text("Hidden units after epoch").inner_text()
+    network = page.locator('[data-testid="stImage"] img').first
+    first_src = network.get_attribute("src")
+    wait_until(page, lambda: ink(page, "dead ReLU units") > first_ink
+               and main.get_by_text("Hidden units after epoch").inner_text() != first_title, timeout=60,
+               what="the look inside to update")
+    assert network.get_attribute("src") != first_src            # the network is redrawn with the new numbers
+    assert ink(page, "weight norm ‖W‖") > 0 and ink(page, "update / weight ‖ΔW‖/‖W‖") > 0
+    assert re.search(r"\d+ of 32 dead", main.inner_text())
+    shot(page, "sentiment_look_inside")
+    press(page, "Stop")
+    wait_until(page, lambda: progress_text(page).startswith("Stopped after"), timeout=30, what="stop")
+
+
+def test_upload_malformed_then_good_file_and_train_on_it(page, app_url, wait_idle, tmp_path, shot):
+    open_page(page, app_url, wait_idle)
+    page.get_by_label("Dataset").click()
+    page.get_by_role("option", name=re.compile("^Your own data")).click()
+    wait_idle(page)
+    bad = tmp_path / "reviews_bad.csv"
+    bad.write_text("sentence,label\na fine film,1\nawful,maybe\n")
+    uploader = page.locator('[data-testid="stFileUploader"]').first.locator('input[type="file"]')
+    uploader.set_input_files(str(bad))
+    wait_idle(page)
+    main = page.locator(MAIN)
+    wait_until(page, lambda: "Not accepted" in main.inner_text(), timeout=30, what="the error")
+    text = main.inner_text()
+    assert "reviews_bad.csv, line 3" in text and "maybe" in text
+    shot(page, "sentiment_upload_malformed")
+    good = tmp_path / "reviews.tsv"
+    rows = [("a moving , wonderful film", 1), ("dull and boring", 0), ("great acting", 1), ("a total mess", 0),
+            ("i loved it", 1), ("terrible script", 0), ("funny and warm", 1), ("bad", 0), ("brilliant", 1), ("awful", 0)]
+    good.write_text("\n".join(f"{s}\t{y}" for s, y in rows) + "\n")
+    uploader.set_input_files(str(good))
+    wait_idle(page)
+    wait_until(page, lambda: "8 training sentences from reviews.tsv" in main.inner_text(), timeout=30,
+               what="the upload to be accepted")
+    assert "Not accepted" not in main.inner_text()
+    set_number(page, "Epochs", 3, wait_idle)
+    press(page, "Start training")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), timeout=90, what="training")
+    wait_idle(page)
+    assert "8 training / 2 validation sentences" in main.inner_text()
+    assert "best checkpoint: epoch" in main.inner_text()
+    shot(page, "sentiment_upload_trained")
+
+
+def test_two_runs_overlaid(page, app_url, wait_idle, shot):
+    open_page(page, app_url, wait_idle)
+    set_number(page, "Epochs", 3, wait_idle)
+    press(page, "Start training")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), timeout=90, what="run 1")
+    wait_idle(page)
+    set_number(page, "Learning rate", 0.1, wait_idle)
+    press(page, "Start training")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), timeout=90, what="run 2")
+    wait_idle(page)
+    main = page.locator(MAIN)
+    wait_until(page, lambda: "Compare runs (2 kept" in main.inner_text(), timeout=30, what="the comparison")
+    names = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+        .filter(el => el.layout && el.layout.title && String(el.layout.title.text).includes('2 runs'))
+        .map(el => el.data.map(t => t.name))""")
+    assert names and names[0] == ["run 1: lr 0.01 adam, dropout 0.5, hidden 32, numpy",
+                                  "run 2: lr 0.1 adam, dropout 0.5, hidden 32, numpy"], names
+    shot(page, "sentiment_two_runs")
