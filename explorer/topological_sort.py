@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import pydot
-
 from engine import autodiff
 from engine import explain as ex
-from engine.explain.graph import Graph, fmt
+from engine.explain.graph import Graph, GraphEdge, fmt
 
+from .kit.frames import Frame, FrameSet
+from .kit.plotly_figure import DESIGN_WIDTH, figure_dict, plan
 from .kit.programs import InputProblem, parse
 
 
@@ -42,9 +42,11 @@ PRESETS: dict[str, SortPreset] = {
 }
 DEFAULT_PRESET = "slide"
 
-# node fill colours by state (the legend uses the same words)
-COLOURS = {"processed": "#bbf7d0", "ready": "#fef08a", "taken": "#fb923c", "waiting": "#ffffff",
-           "clicked": "#bfdbfe", "violated": "#fca5a5"}
+# node fill colours by state (the legend uses the same words); every fill keeps the renderer's text
+# colours WCAG-AA readable (contrast >= 4.5)
+COLOURS = {"waiting": "#ffffff", "ready": "#fef08a", "taken": "#fed7aa", "processed": "#bbf7d0",
+           "clicked": "#bfdbfe", "violated": "#fecaca"}
+VIOLATED_EDGE = "#b91c1c"   # the edge a student's order breaks: red, drawn thick
 
 
 @dataclass
@@ -265,43 +267,71 @@ def order_rows(model: SortModel) -> list[dict]:
             for k in range(len(queue))]
 
 
-def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def graph_dot(model: SortModel, states: dict[int, str], badges: dict[int, str] | None = None,
-              bad_edge: tuple[int, int] | None = None, font_size: int = 14, show_values: set[int] | None = None) -> str:
-    """DOT of the graph, each node filled by its state (see ``COLOURS``), with an optional badge
-    (e.g. "#2") and a violated edge drawn red."""
-    badges = badges or {}
-    g = pydot.Dot("topo", graph_type="digraph", rankdir="LR", bgcolor="white", nodesep="0.35", ranksep="0.55")
-    g.set_node_defaults(shape="box", style="rounded,filled", fontname="Helvetica", fontsize=str(font_size),
-                        penwidth="1.4")
-    g.set_edge_defaults(penwidth="1.6", color=_q("#64748b"), arrowsize="0.9")
-    for n in model.graph.nodes:
-        head = n.name if n.op == "leaf" else f"{n.name} = {_computes(model, n.id)}"
-        label = head
-        if show_values is not None and n.id in show_values:
-            label += f"\n= {fmt(n.value, 5)}"
-        if n.id in badges:
-            label = f"{badges[n.id]}  {label}"
-        state = states.get(n.id, "waiting")
-        attrs = {"label": _q(label), "fillcolor": _q(COLOURS.get(state, "#ffffff"))}
-        if state == "taken":
-            attrs["penwidth"] = "3.5"
-        g.add_node(pydot.Node(f"n{n.id}", **attrs))
-    seen = set()
+def _drawn_graph(model: SortModel) -> Graph:
+    """The graph as drawn: a repeated input (``v1 * v1``) is one arrow, enough to show the dependency."""
+    seen: dict[tuple[int, int], GraphEdge] = {}
     for e in model.graph.edges:
-        pair = (e.src, e.dst)
-        if pair in seen:  # v1 * v1: one arrow is enough to show the dependency
-            continue
-        seen.add(pair)
-        attrs = {}
-        if bad_edge == pair:
-            attrs = {"color": _q("#dc2626"), "penwidth": "4", "label": _q("violated"), "fontcolor": _q("#dc2626"),
-                     "fontsize": str(font_size)}
-        g.add_edge(pydot.Edge(f"n{e.src}", f"n{e.dst}", **attrs))
-    return g.to_string()
+        seen.setdefault((e.src, e.dst), GraphEdge(e.src, e.dst, e.arg))
+    return Graph(list(model.graph.nodes), list(seen.values()), model.graph.output)
+
+
+def graph_figure(model: SortModel, states: dict[int, str], notes: dict[int, str] | None = None,
+                 bad_edge: tuple[int, int] | None = None, taken: int | None = None,
+                 width: int = DESIGN_WIDTH) -> dict:
+    """The graph drawn by the shared renderer (``explorer.kit.plotly_figure``), one still picture.
+
+    Each node's first line is ``x3 = 1.5 * x1`` (what it computes), its second line ``notes[id]`` (the
+    engine's value, or the student's "#2"); the fill is its state (:data:`COLOURS`), ``taken`` also gets
+    a thick dark outline, and ``bad_edge`` is drawn thick in :data:`VIOLATED_EDGE`. The placement is
+    measured with room for every node's second line, so the nodes stay put from step to step and click
+    to click.
+    """
+    graph = _drawn_graph(model)
+    notes = notes or {}
+    ids = [n.id for n in graph.nodes]
+    heads = [n.name if n.op == "leaf" else f"{n.name} = {_computes(model, n.id)}" for n in graph.nodes]
+    edges = [(e.src, e.dst) for e in graph.edges]
+    frame = Frame(0, "still", "", [taken] if taken is not None else [], [bad_edge] if bad_edge else [],
+                  [notes.get(i, "") for i in ids], [states.get(i, "waiting") for i in ids])
+    # the longest second line any node can show: its value, or a badge "#12 ✗ before x10"
+    longest = max((len(n.name) for n in graph.nodes), default=2)
+    room = Frame(1, "still", "", [], [], [max(f"= {fmt(graph.node(i).value, 5)}",
+                                             f"#{len(ids)} ✗ before {'m' * longest}", key=len) for i in ids],
+                 ["waiting"] * len(ids))
+    fs = FrameSet(ids, [frame], heads=heads, edges=edges, hover=heads)
+    drawing = plan(FrameSet(ids, [frame, room], heads=heads, edges=edges), graph, width, edge_labels=False)
+    fig = figure_dict(fs, graph, drawing, width=width, title=False, edge_labels=False, palette=COLOURS)
+    for tr in fig["data"][2:4]:  # the highlighted edge's line and arrowhead (see figure_dict's trace order)
+        tr["line"]["color"] = VIOLATED_EDGE
+        if "fillcolor" in tr:
+            tr["fillcolor"] = VIOLATED_EDGE
+    return fig
+
+
+QUEUE_LEGEND = [("processed", "processed"), ("taken", "taken now (thick outline)"),
+                ("ready", "ready: no unprocessed input"), ("waiting", "waiting for an input")]
+ORDER_LEGEND = [("clicked", "placed (#k: its position)"), ("violated", "placed before one of its inputs"),
+                ("waiting", "not placed yet")]
+
+
+def legend_html(entries: list[tuple[str, str]], font_px: int = 16) -> str:
+    """A row of colour swatches, ``(state, words)`` each (the fills of :func:`graph_figure`), plus the
+    red violated edge when ``"violated"`` is among them. Static text only (nothing from the user)."""
+    states = [k for k, _ in entries]
+    sw = (f"display:inline-block;width:{font_px}px;height:{font_px}px;border:1.5px solid #374151;"
+          "border-radius:3px;vertical-align:middle;margin-right:6px")
+    items = [f"<span style='{sw};background:{COLOURS[k]}'></span>{words}" for k, words in entries]
+    if "violated" in states:
+        items.append(f"<span style='display:inline-block;width:{2 * font_px}px;height:4px;background:{VIOLATED_EDGE};"
+                     f"vertical-align:middle;margin-right:6px'></span>the edge it breaks")
+    return (f"<div data-testid='topo-legend' style='font-size:{font_px}px;color:#111827;display:flex;"
+            "flex-wrap:wrap;gap:6px 22px'>" + "".join(f"<span>{i}</span>" for i in items) + "</div>")
+
+
+def queue_notes(model: SortModel, step: int) -> dict[int, str]:
+    """The engine's values of the nodes computed so far (processed and the one taken now)."""
+    s = model.queue_steps[step]
+    return {nid: f"= {fmt(model.graph.node(nid).value, 5)}" for nid in [*s.processed, s.taken]}
 
 
 def queue_states(model: SortModel, step: int) -> dict[int, str]:
@@ -313,8 +343,11 @@ def queue_states(model: SortModel, step: int) -> dict[int, str]:
 
 
 def click_states(model: SortModel, order: list[int], check: OrderCheck) -> tuple[dict[int, str], dict[int, str]]:
-    """States and "#k" badges for the student's order."""
+    """States and "#k" badges for the student's order (the node placed too early: "#3 ✗ before x4")."""
     states = {nid: "clicked" for nid in order}
+    badges = {nid: f"#{k + 1}" for k, nid in enumerate(order)}
     if check.violated is not None:
-        states[check.violated[1]] = "violated"
-    return states, {nid: f"#{k + 1}" for k, nid in enumerate(order)}
+        src, dst = check.violated
+        states[dst] = "violated"
+        badges[dst] += f" ✗ before {model.name(src)}"
+    return states, badges

@@ -88,6 +88,21 @@ def test_static_page_graphs():
 
 
 @needs_dot
+@pytest.mark.parametrize("key", ["slide", "sigmoid", "cube", "fanout", "neuron"])
+def test_topological_sort_page_graphs(key):
+    from explorer import topological_sort as T
+    m = T.sort_model(key)
+    for step in range(len(m.queue_steps)):  # the queue method, every step
+        _both_looks(T.graph_figure(m, T.queue_states(m, step), T.queue_notes(m, step), taken=m.queue_steps[step].taken))
+    for order in (m.queue_order()[:3], m.queue_order()[::-1], m.queue_order()):  # partial, wrong, right
+        check = T.check_order(m, order)
+        states, badges = T.click_states(m, order, check)
+        fig = T.graph_figure(m, states, badges, check.violated)
+        _both_looks(fig)
+        assert (fig["data"][2]["x"] != []) == (check.violated is not None)   # the violated edge is drawn
+
+
+@needs_dot
 def test_unrolled_loop_at_t12_is_a_few_boxes_of_repeated_steps():
     from explorer import static_vs_dynamic as M
     fig = M.rnn_figure(12)
@@ -186,7 +201,8 @@ def test_checks_catch_what_they_claim():
 
 def test_every_fill_keeps_both_text_colours_readable():
     from explorer import static_vs_dynamic as M
-    fills = list(STATE_FILL.values()) + list(M.COLOURS.values()) + [M.LIT, "#ffffff"]
+    from explorer import topological_sort as T
+    fills = list(STATE_FILL.values()) + list(M.COLOURS.values()) + [M.LIT, "#ffffff"] + list(T.COLOURS.values())
     for fill in fills:
         assert contrast(TEXT, fill) >= 4.5, fill
         assert contrast(ADJOINT, fill) >= 4.5, fill

@@ -84,15 +84,50 @@ def test_check_order_messages_and_partial_orders():
     assert got == ids("x1") and dropped == ["zz", "x1", "<b>"]
 
 
-def test_graph_dot_marks_states_and_the_violated_edge():
+def _fills(fig) -> dict[str, int]:
+    """state -> how many node boxes the figure fills with it (one closed outline each)."""
+    return {tr["name"][5:]: tr["x"].count(None) if tr["x"] != [None] else 0
+            for tr in fig["data"] if str(tr.get("name", "")).startswith("fill:")}
+
+
+def _texts(fig, name) -> list[str]:
+    return [t for tr in fig["data"] if tr.get("name") == name for t in tr["text"]]
+
+
+def test_graph_figure_marks_states_and_the_violated_edge():
     model = T.sort_model("cube")  # v1 * v1: a repeated input is drawn as one arrow
-    dot = T.graph_dot(model, T.queue_states(model, 1), font_size=22)
-    assert len(model.graph.edges) == 4 and dot.count("->") == 3 and "fontsize=22" in dot
-    assert T.COLOURS["taken"] in dot and T.COLOURS["processed"] in dot
+    step = model.queue_steps[1]
+    fig = T.graph_figure(model, T.queue_states(model, 1), T.queue_notes(model, 1), taken=step.taken)
+    assert len(model.graph.edges) == 4 and fig["layout"]["meta"]["renderer"] == "graph"
+    edges = next(tr for tr in fig["data"] if tr.get("name") == "edges")
+    assert edges["x"].count(None) == 3                          # 3 distinct arrows
+    assert _fills(fig)["processed"] == 1 and _fills(fig)["taken"] == 1 and _fills(fig)["waiting"] == 1
+    fill = {tr["name"][5:]: tr["fillcolor"] for tr in fig["data"] if str(tr.get("name", "")).startswith("fill:")}
+    assert fill["taken"] == T.COLOURS["taken"] and fill["processed"] == T.COLOURS["processed"]
+    assert "v2 = v1 * v1" in _texts(fig, "node") and "= 2" in _texts(fig, "value") and "= 4" in _texts(fig, "value")
+    assert all(t == "" or t.startswith("= ") for t in _texts(fig, "value"))   # v3 is not computed yet
+    outline = fig["data"][2 + 2 + len(T.COLOURS) + 1]             # hot edge x2, fills, lost outline, active outline
+    assert outline["x"] != [None] and outline["line"]["width"] >= 3   # the taken node's thick outline
+    hot = fig["data"][2]
+    assert hot["x"] == []                                         # no edge violated in the queue method
+
     check = T.check_order(model, [model.id_of("v2")])
     states, badges = T.click_states(model, [model.id_of("v2")], check)
-    dot = T.graph_dot(model, states, badges, check.violated)
-    assert "violated" in dot and "#1" in dot and T.COLOURS["violated"] in dot
+    assert badges == {model.id_of("v2"): "#1 ✗ before v1"}
+    fig2 = T.graph_figure(model, states, badges, check.violated)
+    assert _fills(fig2)["violated"] == 1 and "#1 ✗ before v1" in _texts(fig2, "value")
+    hot, hot_arrow = fig2["data"][2], fig2["data"][3]
+    assert hot["x"] and hot["line"]["color"] == T.VIOLATED_EDGE and hot_arrow["fillcolor"] == T.VIOLATED_EDGE
+    assert hot["line"]["width"] > 2 * edges["line"]["width"]      # thicker than an ordinary edge
+    # the nodes stay where they were: the placement reserves room for values and badges
+    centres = lambda f: next(tr for tr in f["data"] if tr.get("name") == "hover")["x"]
+    assert centres(fig) == centres(fig2)
+
+
+def test_legend_names_every_state_in_its_colour():
+    html = T.legend_html(T.ORDER_LEGEND, 22)
+    assert T.COLOURS["violated"] in html and T.VIOLATED_EDGE in html and "font-size:22px" in html
+    assert all(T.COLOURS[k] in T.legend_html(T.QUEUE_LEGEND) for k, _ in T.QUEUE_LEGEND)
 
 
 # --- the page ----------------------------------------------------------------------------------------------

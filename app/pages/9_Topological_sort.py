@@ -8,6 +8,7 @@ import streamlit as st
 from explorer import topological_sort as T
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.figures import style_graph_figure
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
 
@@ -21,7 +22,7 @@ if look.presenting:
     st.html(present_css(True))
 for msg in ctx.link_problems:
     st.warning(msg)
-font = 22 if look.presenting else 14
+legend_px = 22 if look.presenting else 15
 
 
 @bounded_cache(16 << 20, spinner="Running the program on the engine…")
@@ -48,7 +49,7 @@ st.code(model.preset.program + "\n# at " + model.preset.inputs, language="python
 st.subheader("The queue method (slides)")
 st.markdown("Keep the unprocessed nodes. Repeatedly **take a node none of whose inputs is unprocessed**, "
             "compute it, and move it to the processed list. Yellow: the nodes that may be taken now (the queue); "
-            "orange: the one taken; green: processed.")
+            "orange with a thick outline: the one taken; green: processed (with the engine's value).")
 step = step_controls(ns, n, label="Queue step")
 qs = model.queue_steps[step]
 ready = ", ".join(model.name(i) for i in qs.ready)
@@ -56,8 +57,10 @@ taken = model.name(qs.taken)
 what = T.computes_text(model, qs.taken)
 st.markdown(f"#### Step {step + 1} of {n} · no unprocessed inputs: **{md_escape(ready)}** → take "
             f"**{md_escape(taken)}** {md_escape(what)}")
-st.graphviz_chart(T.graph_dot(model, T.queue_states(model, step), font_size=font,
-                              show_values=set(qs.processed) | {qs.taken}), width="stretch")
+st.plotly_chart(style_graph_figure(T.graph_figure(model, T.queue_states(model, step), T.queue_notes(model, step),
+                                                  taken=qs.taken), look),
+                key=ns.key("queue_graph"), config={"displaylogo": False})
+st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
 st.table(pd.DataFrame(T.queue_table(model, step)), hide_index=True)
 
 # --- the engine's DFS ------------------------------------------------------------------------------------
@@ -120,6 +123,8 @@ elif check.complete:
 else:
     st.info(check.message)
 states, badges = T.click_states(model, order, check)
-st.graphviz_chart(T.graph_dot(model, states, badges, check.violated, font_size=font), width="stretch")
+st.plotly_chart(style_graph_figure(T.graph_figure(model, states, badges, check.violated), look),
+                key=ns.key("order_graph"), config={"displaylogo": False})
+st.html(T.legend_html(T.ORDER_LEGEND, legend_px))
 
 publish_link(ctx, {"preset": key, "step": step, "order": [model.name(i) for i in order]})
