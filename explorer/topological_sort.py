@@ -329,9 +329,11 @@ def legend_html(entries: list[tuple[str, str]], font_px: int = 16) -> str:
 
 
 def queue_notes(model: SortModel, step: int) -> dict[int, str]:
-    """The engine's values of the nodes computed so far (processed and the one taken now)."""
+    """The engine's values of the nodes computed so far (processed and the one taken now); "= ?" for
+    the others (not computed yet)."""
     s = model.queue_steps[step]
-    return {nid: f"= {fmt(model.graph.node(nid).value, 5)}" for nid in [*s.processed, s.taken]}
+    done = {*s.processed, s.taken}
+    return {nid: f"= {fmt(model.graph.node(nid).value, 5)}" if nid in done else "= ?" for nid in model.node_ids}
 
 
 def queue_states(model: SortModel, step: int) -> dict[int, str]:

@@ -57,20 +57,29 @@ def test_learning_problem_steps_and_diverges(page, app_url, wait_idle, shot):
 
 def test_topological_sort_queue_and_clicked_order(page, app_url, wait_idle, shot):
     main = _open(page, f"{app_url}/Topological_sort", wait_idle, NORMAL)
-    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for()
+    graphs = page.locator(".js-plotly-plot")  # both graphs come from the shared renderer
+    graphs.first.wait_for()
     assert "Step 1 of 7" in main.inner_text()
     _click(page, wait_idle, "Step")
     assert "Step 2 of 7" in main.inner_text()
+    assert "= 0.5" in graphs.nth(0).inner_text()   # the values computed so far, in the nodes
     for name in ("x1", "x3", "x5"):
         _click(page, wait_idle, name)
     assert "x4 → x5" in main.inner_text() and "order=x1%2Cx3%2Cx5" in page.url
-    # the violated edge is drawn red in the student's graph
-    assert page.locator('[data-testid="stGraphVizChart"] svg').nth(1).locator('text:has-text("violated")').count() == 1
+    # the badges are in the nodes, and the violated edge is drawn thick and red in the student's graph
+    order_graph = graphs.nth(1)
+    assert "#3 ✗ before x4" in order_graph.inner_text() and "#1" in order_graph.inner_text()
+    red = order_graph.locator('path.js-line[style*="rgb(185, 28, 28)"]')   # the edge and its arrowhead
+    widths = [float(re.search(r"stroke-width: ([\d.]+)px", red.nth(k).get_attribute("style"))[1])
+              for k in range(red.count())]
+    assert len(widths) == 2 and max(widths) >= 3
     shot(page, "lecture_topo_1400")
     _open(page, f"{app_url}/Topological_sort?present=1&step=3&order=x2,x4,x1", wait_idle, PROJECTOR)
-    page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for()
+    graphs.first.wait_for()
     assert "3 of 7 placed" in main.inner_text()
     assert _min_text_px(page) >= 18
+    sizes = [float(x) for x in re.findall(r"font-size: ([\d.]+)px", graphs.nth(1).inner_html())]
+    assert sizes and min(sizes) >= 18   # the node texts too
     shot(page, "lecture_topo_present_1920")
 
 
