@@ -128,9 +128,30 @@ def _as_array(v):
     return np.asarray(v, dtype=float)
 
 
+_COST_ROWS: dict[int, list[dict]] = {}  # depth -> the harness's rows (deterministic; 14 depths at most)
+
+
+def path_recursion_costs_within(max_depth: int, seconds: float) -> tuple[dict[str, tuple[list[int], list[int]]], int]:
+    """:func:`path_recursion_costs` for the depths that fit in ``seconds`` (at least one new depth), each
+    depth measured once per process: ``(series so far, deepest depth measured)``. Depth 14 alone makes
+    16,383 VJP calls (1-4 s on a busy machine), so the page measures the depths across reruns."""
+    import time
+    t0, start = time.perf_counter(), len(_COST_ROWS)
+    for d in range(1, max_depth + 1):
+        if d not in _COST_ROWS:
+            if len(_COST_ROWS) > start and time.perf_counter() - t0 >= seconds:
+                break
+            _COST_ROWS[d] = harness.doubling_chain_costs([d])
+    done = next((d - 1 for d in range(1, max_depth + 1) if d not in _COST_ROWS), max_depth)
+    return _series([r for d in range(1, done + 1) for r in _COST_ROWS[d]]), done
+
+
 def path_recursion_costs(max_depth: int) -> dict[str, tuple[list[int], list[int]]]:
     """VJP calls per strategy on the doubling chain, depth 1..max_depth: ``strategy -> (depths, calls)``."""
-    rows = harness.doubling_chain_costs(list(range(1, max_depth + 1)))
+    return _series(harness.doubling_chain_costs(list(range(1, max_depth + 1))))
+
+
+def _series(rows) -> dict[str, tuple[list[int], list[int]]]:
     series: dict[str, tuple[list[int], list[int]]] = {}
     for r in rows:
         xs, ys = series.setdefault(STRATEGY_LABELS.get(r["strategy"], r["strategy"]), ([], []))

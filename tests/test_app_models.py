@@ -281,3 +281,14 @@ def test_memory_series_from_one_run_equals_a_run_per_point():
             rep = costs.activation_memory(d, width, b)
             want = (rep.kept_total, rep.notes_total, rep.minimum_total, rep.parameter_bytes)
             assert tuple(series[which][label][1][i] for label in MEMORY_LINES) == want, (which, d, b)
+
+
+def test_path_recursion_costs_across_reruns_equal_one_run():
+    from explorer.backprop_orders import path_recursion_costs, path_recursion_costs_within
+    done = 0
+    for _ in range(20):
+        series, done = path_recursion_costs_within(9, 0.0)  # the smallest slice: one new depth per call
+        if done == 9:
+            break
+        assert all(xs == list(range(1, done + 1)) for xs, _ in series.values())
+    assert done == 9 and series == path_recursion_costs(9)

@@ -11,7 +11,7 @@ from explorer.kit.code_panel import font_px as code_font_px, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, static_frame, style_graph_figure
 from explorer.backprop_orders import (STRATEGY_LABELS, RandomGraphRun, bfs_rate_text, deep_chain_results,
-                                      orders_model, path_recursion_costs)
+                                      orders_model, path_recursion_costs_within)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import md_escape
 from explorer.kit.programs import InputProblem, program_refused
@@ -34,11 +34,6 @@ for msg in ctx.link_problems:
 @bounded_cache(64 << 20, spinner="Running every order on the engine…", refuse=program_refused)
 def cached_orders(program: str, inputs: str, orders: tuple[str, ...]):
     return orders_model(program, inputs, orders)
-
-
-@bounded_cache(4 << 20, spinner="Counting VJP calls…")
-def cached_costs(max_depth: int):
-    return path_recursion_costs(max_depth)
 
 
 @bounded_cache(4 << 20, spinner="Backpropagating a deep chain…")
@@ -107,9 +102,27 @@ with left:
     st.caption("A doubling chain (each value used twice by the next): recursing along every path makes "
                "2^depth − 1 VJP calls; the topological order makes one per node.")
     max_depth = st.slider("Maximum depth", 2, 14, 10, key=ns.key("max_depth"))
-    series = cached_costs(max_depth)
+    # each depth is measured once per process, the deeper ones across reruns (depth 14 alone is 16,383 VJP
+    # calls): a fragment polls the rest with a progress bar, so no rerun waits for all of them
+    series, done = path_recursion_costs_within(max_depth, 0.6)
     st.plotly_chart(line_plot(series, title="VJP calls on a doubling chain", x_title="depth",
                               y_title="VJP calls (log scale)", look=look, log_y=True), key=ns.key("cost_fig"))
+
+    @st.fragment(run_every=0.5 if done < max_depth else None)
+    def cost_progress(max_depth=max_depth):
+        full_run = st.session_state.get(ns.key("cost_full"))  # the full rerun has measured its share already
+        now = done if full_run else path_recursion_costs_within(max_depth, 0.4)[1]
+        if now < max_depth:
+            st.progress(now / max_depth, text=f"Counting VJP calls: depth {now} of {max_depth} done")
+        elif not full_run:
+            st.rerun()  # all depths measured: redraw the plot
+
+    if done < max_depth:
+        st.session_state[ns.key("cost_full")] = True
+        try:
+            cost_progress()
+        finally:
+            st.session_state[ns.key("cost_full")] = False
 with right:
     st.subheader("Random graphs")
     st.caption("Random DAGs backpropagated with every order; a gradient is wrong when it differs from the "
