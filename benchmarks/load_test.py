@@ -36,6 +36,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -69,12 +70,14 @@ def start_server(port: int, workers: int | None) -> subprocess.Popen:
         env["AUTODIFF_TRAINING_WORKERS"] = str(workers)
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app" / "Home.py"), "--server.port", str(port),
            "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    # the server's log goes to a file: a pipe nobody reads would fill up and stall the server's logging
+    log = tempfile.NamedTemporaryFile("w+b", prefix="load_test_server_", suffix=".log", delete=False)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log_path = log.name
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
+            raise RuntimeError(f"streamlit exited: {Path(proc.log_path).read_text(errors='replace')[-2000:]}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
                 if r.status == 200:
@@ -340,12 +343,14 @@ async def sampler(pid: int, stop_at: float, stats: Stats, out: dict) -> None:
         cpu_w, rss_w = sum(c for c, _ in kid_stats), sum(r for _, r in kid_stats)
         peak_server, peak_workers = max(peak_server, rss_s), max(peak_workers, rss_w)
         if stats.inside(now):
-            marks.setdefault("start", (now, cpu_s, cpu_w))
-            marks["end"] = (now, cpu_s, cpu_w)
+            mine = time.process_time()  # this client's own CPU: it shares the machine with the server
+            marks.setdefault("start", (now, cpu_s, cpu_w, mine))
+            marks["end"] = (now, cpu_s, cpu_w, mine)
         await asyncio.sleep(0.5)
     if "start" in marks and marks["end"][0] > marks["start"][0]:
-        (t0, s0, w0), (t1, s1, w1) = marks["start"], marks["end"]
+        (t0, s0, w0, c0), (t1, s1, w1, c1) = marks["start"], marks["end"]
         out["server_cpu"] = (s1 - s0) / (t1 - t0)
+        out["client_cpu"] = (c1 - c0) / (t1 - t0)
         out["workers_cpu"] = max(0.0, (w1 - w0) / (t1 - t0))  # workers that ended drop out: a lower bound
     out["server_rss"], out["workers_rss"] = peak_server, peak_workers
 
@@ -373,9 +378,22 @@ async def one_configuration(n: int, k: int, seconds: float, pace: tuple[float, f
         tasks += [trainer(url, stats, RAMP_S * 0.5 * i / max(k, 1), stop_at, epochs) for i in range(k)]
         tasks += [health_probe(port, stats, stop_at), sampler(proc.pid, stop_at, stats, resources)]
         await asyncio.wait_for(asyncio.gather(*tasks), RAMP_S + seconds + 120)
-        return summarise(n, k, seconds, stats, resources, idle_rss)
+        row = summarise(n, k, seconds, stats, resources, idle_rss)
+        row["server_tracebacks"] = server_tracebacks(proc.log_path)
+        return row
     finally:
         stop_server(proc)
+        Path(proc.log_path).unlink(missing_ok=True)
+
+
+def server_tracebacks(path: str, keep: int = 3) -> list[str]:
+    """The last lines of the first few tracebacks the server logged (what a page's exception was)."""
+    text = Path(path).read_text(errors="replace")
+    out = []
+    for chunk in text.split("Traceback (most recent call last):")[1:keep + 1]:
+        lines = [ln for ln in chunk.splitlines() if ln.strip()]
+        out.append(" | ".join(ln.strip() for ln in lines[-12:])[:1500])
+    return out
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -397,6 +415,8 @@ def summarise(n: int, k: int, seconds: float, stats: Stats, res: dict, idle_rss:
         "health_p50_ms": ms(pct(stats.health, 50)), "health_p95_ms": ms(pct(stats.health, 95)),
         "health_max_ms": ms(max(stats.health) if stats.health else None),
         "server_cpu_pct": round(100 * res.get("server_cpu", 0.0)),
+        "client_cpu_pct": round(100 * res.get("client_cpu", 0.0)),
+        "load_average": round(os.getloadavg()[0], 1),
         "workers_cpu_pct": round(100 * res.get("workers_cpu", 0.0)),
         "server_rss_mb": round(res.get("server_rss", 0) / 2**20), "idle_rss_mb": round(idle_rss / 2**20),
         "workers_rss_mb": round(res.get("workers_rss", 0) / 2**20),
@@ -406,7 +426,7 @@ def summarise(n: int, k: int, seconds: float, stats: Stats, res: dict, idle_rss:
 
 def markdown_table(rows: list[dict]) -> str:
     head = ("| students | training | Step p50 / p95 / max (ms) | Steps/s | health p50 / p95 / max (ms) | "
-            "server CPU | training CPU | server RSS peak (idle) | training RSS | errors |")
+            "server CPU | training CPU | client CPU | server RSS peak (idle) | training RSS | errors |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         errors = sum(r["errors"].values())
@@ -414,7 +434,7 @@ def markdown_table(rows: list[dict]) -> str:
             f"| {r['students']} | {r['trainers']} ({r['trainings_started']} started) | "
             f"{r['step_p50_ms']} / {r['step_p95_ms']} / {r['step_max_ms']} | {r['steps_per_s']} | "
             f"{r['health_p50_ms']} / {r['health_p95_ms']} / {r['health_max_ms']} | {r['server_cpu_pct']}% | "
-            f"{r['workers_cpu_pct']}% | {r['server_rss_mb']} MB ({r['idle_rss_mb']}) | {r['workers_rss_mb']} MB | "
+            f"{r['workers_cpu_pct']}% | {r['client_cpu_pct']}% | {r['server_rss_mb']} MB ({r['idle_rss_mb']}) | {r['workers_rss_mb']} MB | "
             f"{errors}{' ' + json.dumps(r['errors']) if errors else ''} |")
     return "\n".join(lines)
 

@@ -10,6 +10,8 @@ import ast
 import math
 import re
 
+from engine.explain.parser import parse_python
+
 from .kit.formatting import md_escape  # noqa: F401  (the pages' one escaper, re-exported for pages 8-11)
 
 MAX_ANSWER_CHARS = 400
@@ -45,7 +47,7 @@ def parse_answer(text: str):
     if "," in s and not s.lstrip().startswith(("[", "(")):
         s = f"[{s}]"
     try:
-        tree = ast.parse(s, mode="eval")
+        tree = parse_python(s, mode="eval")
     except SyntaxError:
         raise AnswerError(f"could not read {text!r} as a number or a list of numbers") from None
     count = [0]

@@ -22,6 +22,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 import engine
+from engine.explain.parser import parse_python
 from engine.tensor_data import IndexingError, TensorData, ViewError
 
 from .kit.presentation import Look
@@ -117,7 +118,7 @@ def parse_chain(text: str) -> list[tuple[str, Any, str]]:
     if len(text) > MAX_CHAIN_CHARS:
         raise ChainError(f"at most {MAX_CHAIN_CHARS} characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = parse_python(text, mode="eval")
     except SyntaxError as e:
         raise ChainError(f"not Python syntax (column {e.offset}): {e.msg}") from None
     calls: list[tuple[str, Any, str]] = []

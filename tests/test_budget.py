@@ -315,3 +315,43 @@ def _forward(text, values):
     fw = ex.run_forward(text, values)
     names = {n.id: n.name for n in fw.graph.nodes}
     return fw.output, dict(fw.id_of), names, fw.leaves
+
+
+def test_parsing_is_safe_from_many_threads():
+    """CPython 3.11's ast builder keeps its recursion depth in shared state: two threads parsing at once,
+    with a garbage collection running a finaliser in between, raised SystemError under a class's load."""
+    import gc
+    import threading
+    from engine.explain.parser import parse_python
+
+    class Junk:  # cyclic garbage whose finaliser lets the GIL change hands inside a parse
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            time.sleep(0)
+
+    source = "f = " + "(" * 40 + "x" + ")" * 40 + "\n" + "\n".join(
+        f"y{i} = exp(1.5*x{i} + 2*x2) * sum(W @ x)" for i in range(30))
+    errors = []
+
+    def work():
+        for _ in range(300):
+            Junk()
+            Junk()
+            try:
+                parse_python(source)
+            except SystemError as e:  # pragma: no cover - the failure this guards against
+                errors.append(e)
+
+    old = gc.get_threshold()
+    gc.set_threshold(50, 1, 1)
+    try:
+        threads = [threading.Thread(target=work) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        gc.set_threshold(*old)
+    assert errors == []

@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import math
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
@@ -248,6 +249,22 @@ class _Statement:
     source: str
 
 
+_AST_LOCK = threading.Lock()
+
+
+def parse_python(source: str, mode: str = "exec") -> ast.AST:
+    """``ast.parse``, one thread at a time.
+
+    CPython 3.11 keeps the AST builder's recursion depth in module-wide state: when two threads parse at
+    once and the GIL changes hands in between (a garbage collection running a finaliser is enough), one
+    of them fails with ``SystemError: AST constructor recursion depth mismatch``. A server runs every
+    session's script in its own thread; 50 sessions stepping hit it a few times a minute. Everything in
+    the app that parses Python source goes through here.
+    """
+    with _AST_LOCK:
+        return ast.parse(source, mode=mode)
+
+
 def _parse_tree(text: str, what: str, max_chars: int = MAX_TEXT_CHARS) -> ast.Module:
     if not isinstance(text, str):
         raise ExpressionError(f"the {what} must be text", kind="syntax")
@@ -257,7 +274,7 @@ def _parse_tree(text: str, what: str, max_chars: int = MAX_TEXT_CHARS) -> ast.Mo
     if "\x00" in text:
         raise ExpressionError(f"the {what} contains a NUL character", kind="syntax")
     try:
-        return ast.parse(text, mode="exec")
+        return parse_python(text, mode="exec")
     except SyntaxError as e:
         msg = (e.msg or "invalid syntax").split("\n")[0]
         return_col = e.offset if e.offset else None

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from engine import autodiff, ops, strategies
+from engine.explain.parser import parse_python
 from engine.tensor import Tensor
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,7 +69,7 @@ def source_lines(obj: Any, docstring: bool = False) -> tuple[str, list[tuple[int
     lines, start = inspect.getsourcelines(fn)
     numbered = [(start + i, text.rstrip("\n")) for i, text in enumerate(lines)]
     if not docstring:
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        tree = parse_python(textwrap.dedent("".join(lines)))
         node = tree.body[0] if tree.body else None
         body = getattr(node, "body", None)
         if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.explain.parser import parse_python
+
 _PAGE = re.compile(r"^(?P<num>\d+)_(?P<name>[A-Za-z0-9_]+)\.py$")
 
 
@@ -40,7 +42,7 @@ def discover_pages(pages_dir: Path) -> list[PageInfo]:
 
 def _summary(path: Path) -> str:
     try:
-        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+        doc = ast.get_docstring(parse_python(path.read_text(encoding="utf-8")))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return ""
     if not doc:
