@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import engine
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
@@ -246,7 +247,7 @@ def _hw2_target(r: TrainingRun) -> float | None:
     return TARGET_ACCURACY if S[k("run_dataset")] == "SST-2 450/100" and (n_train, n_val) == (450, 100) else None
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@bounded_cache(4 << 20, spinner=None)
 def cached_svg(dot: str) -> str:
     return network_svg(dot)   # Graphviz on the server; the network only changes with each new look inside
 
