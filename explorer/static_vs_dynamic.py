@@ -22,6 +22,7 @@ import pydot
 import engine
 from engine import functional as F
 from engine import static as tf
+from engine.explain.graph import graph_from_output
 from engine.static import Graph, Node, Session
 
 # fill colours by node kind / role (legend order)
@@ -34,7 +35,14 @@ COLOURS = {
     "update": "#e9d5ff",       # purple: the training op's assignments
 }
 LIT = "#facc15"                # evaluated in the shown run
-FADED = {k: "#f9fafb" for k in COLOURS}   # not needed by the shown run
+def _tint(colour: str, keep: float = 0.6) -> str:
+    """``colour`` mixed with white (``keep`` of the colour): a pale version that still says the kind."""
+    r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(255 - (255 - c) * keep):02x}" for c in (r, g, b))
+
+
+# not needed by the shown run: pale, but still the colour of its kind (a gradient node stays orange)
+FADED = {k: _tint(v) for k, v in COLOURS.items()}
 STATIC_WIDTH = 940             # px: the graph spans the main column of a 1400 px window
 RNN_WIDTH = 700                # px: the unrolled loop is drawn in 3/4 of the column
 HALF_WIDTH = 460               # px: two graphs side by side
@@ -58,6 +66,15 @@ class Example:
     forward_nodes: int = 0
     gradient_nodes: int = 0
     notes: list[str] = field(default_factory=list)
+    eager_graph: Any = None                 # the graph the eager run recorded (engine.explain Graph)
+
+
+EAGER_OUTPUT = "__output__"   # key of an eager function's result: (output tensor, its named leaf tensors)
+
+
+def _recorded(out, leaves) -> Any:
+    """The graph behind ``out`` as the eager run recorded it, leaves under their own names (data included)."""
+    return graph_from_output(out, names={t.unique_id: t.name for t in leaves}, include_constants=True)
 
 
 EXAMPLES = {
@@ -103,12 +120,14 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
                          "h = relu(x @ W + b)        # computes now"
 
             def eager_fn(vals, W0=v["W"], b0=v["b"]):
-                xt = engine.tensor(vals["x"])
-                Wt, bt = engine.tensor(W0, requires_grad=True), engine.tensor(b0, requires_grad=True)
+                xt = engine.tensor(vals["x"], name="x")
+                Wt, bt = engine.tensor(W0, requires_grad=True, name="W"), engine.tensor(b0, requires_grad=True, name="b")
                 xwt = xt @ Wt
                 ht = engine.relu(xwt + bt)
-                ht.sum().backward()
-                return {"h": ht.numpy(), "x @ W": xwt.numpy(), "W (a variable)": W0, "d sum(h) / d W": Wt.grad.numpy()}
+                total = ht.sum()
+                total.backward()
+                return {"h": ht.numpy(), "x @ W": xwt.numpy(), "W (a variable)": W0, "d sum(h) / d W": Wt.grad.numpy(),
+                        EAGER_OUTPUT: (total, [xt, Wt, bt])}
             loss_for_grad = out.sum()
             grad_label_of = {"W": "d sum(h) / d W"}
         elif key == "logreg":
@@ -126,11 +145,13 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
                           "loss = binary_cross_entropy(sigmoid(tensor(x) @ w + b), tensor(y))\nloss.backward()")
 
             def eager_fn(vals, w0=v["w"], b0=v["b1"]):
-                wt, bt = engine.tensor(w0, requires_grad=True), engine.tensor(b0, requires_grad=True)
-                pt = engine.sigmoid(engine.tensor(vals["x"]) @ wt + bt)
-                lt = F.binary_cross_entropy(pt, engine.tensor(vals["y"]))
+                wt, bt = engine.tensor(w0, requires_grad=True, name="w"), engine.tensor(b0, requires_grad=True, name="b")
+                xt, yt = engine.tensor(vals["x"], name="x"), engine.tensor(vals["y"], name="y")
+                pt = engine.sigmoid(xt @ wt + bt)
+                lt = F.binary_cross_entropy(pt, yt)
                 lt.backward()
-                return {"loss": lt.numpy(), "p = sigmoid(x @ w + b)": pt.numpy(), "d loss / d w": wt.grad.numpy()}
+                return {"loss": lt.numpy(), "p = sigmoid(x @ w + b)": pt.numpy(), "d loss / d w": wt.grad.numpy(),
+                        EAGER_OUTPUT: (lt, [xt, yt, wt, bt])}
             loss_for_grad = loss
             grad_label_of = {"w": "d loss / d w"}
         else:
@@ -148,13 +169,15 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
             eager_code = "loss = mse_loss(relu(x @ W1 + b1) @ W2, y)   # W1, b1, W2 require grad\nloss.backward()"
 
             def eager_fn(vals, W10=v["W1"], c10=v["c1"], W20=v["W2"]):
-                W1t, c1t, W2t = (engine.tensor(a, requires_grad=True) for a in (W10, c10, W20))
-                ht = engine.relu(engine.tensor(vals["x"]) @ W1t + c1t)
+                W1t, c1t, W2t = (engine.tensor(a, requires_grad=True, name=nm)
+                                 for a, nm in ((W10, "W1"), (c10, "b1"), (W20, "W2")))
+                xt, yt = engine.tensor(vals["x"], name="x"), engine.tensor(vals["y"], name="y")
+                ht = engine.relu(xt @ W1t + c1t)
                 pt = ht @ W2t
-                lt = F.mse_loss(pt, engine.tensor(vals["y"]))
+                lt = F.mse_loss(pt, yt)
                 lt.backward()
                 return {"loss": lt.numpy(), "hidden": ht.numpy(), "prediction": pt.numpy(),
-                        "d loss / d W1": W1t.grad.numpy()}
+                        "d loss / d W1": W1t.grad.numpy(), EAGER_OUTPUT: (lt, [xt, yt, W1t, c1t, W2t])}
             loss_for_grad = loss
             grad_label_of = {"W1": "d loss / d W1"}
     forward_nodes = len(g.nodes)
@@ -168,9 +191,37 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
         fetches["train step (SGD)"] = tf.GradientDescentOptimizer(lr).minimize(loss_for_grad, params)
     counted: list[str] = []
     with engine.trace_ops(lambda op, *_: counted.append(op.name)):
-        eager_fn({k: val for k, (_, val) in feeds.items()})
+        ran = eager_fn({k: val for k, (_, val) in feeds.items()})
     return Example(key, EXAMPLES[key], static_code, eager_code, g, fetches, feeds, eager_fn, len(counted),
-                   forward_nodes, len(g.nodes) - forward_nodes)
+                   forward_nodes, len(g.nodes) - forward_nodes, eager_graph=_recorded(*ran[EAGER_OUTPUT]))
+
+
+BREAKDOWN = ("placeholders", "variables", "constants", "forward ops", "gradient nodes", "updates")
+
+
+def node_breakdown(graph: Graph) -> dict[str, int]:
+    """The graph's nodes in disjoint groups that add up to ``total``: placeholders, Variables, constants,
+    forward ops, gradient nodes (every node ``gradients()`` or a captured backward pass added: its ops
+    and its constants), training updates.
+
+    ``Graph.counts()`` counts gradient nodes *among* ops and constants, so its columns overlap.
+    """
+    out = dict.fromkeys(BREAKDOWN, 0)
+    for n in graph.nodes:
+        if n.role == "gradient":
+            out["gradient nodes"] += 1
+        else:
+            out[{"placeholder": "placeholders", "variable": "variables", "constant": "constants",
+                 "update": "updates"}.get(n.kind, "forward ops")] += 1
+    out["total"] = len(graph.nodes)
+    assert sum(out[k] for k in BREAKDOWN) == out["total"]
+    return out
+
+
+def breakdown_text(parts: dict[str, int]) -> str:
+    """``50 nodes = 2 placeholders + 4 variables + 4 constants + 15 forward ops + 25 gradient nodes``."""
+    terms = [f"{v} {k[:-1] if v == 1 else k}" for k, v in parts.items() if k != "total" and v]
+    return f"{parts['total']} nodes = " + " + ".join(terms)
 
 
 @dataclass
@@ -351,7 +402,7 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
             elif n.id in fed_ids:
                 notes[n.id] = "fed"
             else:
-                state = "faded"
+                state = "faded_" + state
         states[n.id] = state
     to = {n.id: (box_id[groups[n.id]] if n.id in groups else n.id) for n in graph.nodes}
     edges, seen = [], set()
@@ -376,8 +427,80 @@ def graph_figure(graph: Graph, evaluated: list[int] | None = None, upto: int | N
     """The static graph as a Plotly figure of the graph renderer (see :func:`static_picture`)."""
     from .kit.plotly_figure import figure_dict
     frames, drawn = static_picture(graph, evaluated, upto, fed, width, groups)
-    palette = {**COLOURS, "gradient": COLOURS["gradient"], "lit": LIT, "faded": "#f9fafb"}
+    palette = {**COLOURS, "lit": LIT, **{f"faded_{k}": v for k, v in FADED.items()}}
     return figure_dict(frames, drawn, width=width, title=False, edge_labels=False, palette=palette)
+
+
+# --- the graph an eager run records --------------------------------------------------------------------
+
+EAGER_FILL = {"data": COLOURS["placeholder"], "param": COLOURS["variable"], "constant": COLOURS["constant"],
+              "op": COLOURS["op"]}
+
+
+def eager_figure(graph, width: int = STATIC_WIDTH, caption: str = "") -> dict:
+    """A graph recorded by an eager run (``engine.explain.graph_from_output``), drawn by the graph renderer:
+    data tensors in the placeholders' blue, parameters (requires_grad leaves) in the Variables' green,
+    numbers as grey constants, ops white with their formula."""
+    from .kit.labels import node_formulas, heading, shape_text
+    from .kit.plotly_figure import still_figure
+    forms = node_formulas(graph)
+    heads, values, states = {}, {}, {}
+    for n in graph.nodes:
+        heads[n.id] = heading(n.name, forms.get(n.id, ""))
+        values[n.id] = shape_text(n.shape)
+        if n.op == "leaf":
+            states[n.id] = "param" if n.kind == "input" else ("constant" if not n.shape else "data")
+        else:
+            states[n.id] = "op"
+    return still_figure(graph, heads, values, {}, states, palette=EAGER_FILL, caption=caption, width=width)
+
+
+BRANCH_CODE = ("def f(x):\n"
+               "    h = x * w\n"
+               "    if h.sum() > 0:      # Python looks at a value\n"
+               "        return relu(h)\n"
+               "    return -h")
+
+
+@dataclass
+class BranchDemo:
+    """``f`` above run eagerly on two inputs (two different recorded graphs) and built as a static graph."""
+
+    inputs: list[np.ndarray]
+    branches: list[str]              # which branch each eager run took
+    graphs: list[Any]                # the graph each eager run recorded
+    outputs: list[np.ndarray]
+    static_error: str                # what building f on a placeholder raises
+
+
+def branch_demo(w0: float = 0.5) -> BranchDemo:
+    """A data-dependent branch: eagerly each input records the graph of the branch it took; building a
+    static graph fails, because the branch needs a value the graph does not have yet."""
+    inputs = [np.array([1.0, 2.0, -0.5]), np.array([-1.0, -2.0, 0.5])]
+    branches, graphs, outputs = [], [], []
+    for xv in inputs:
+        x = engine.tensor(xv, name="x")
+        w = engine.tensor(w0, requires_grad=True, name="w")
+        h = x * w
+        if h.sum().item() > 0:
+            out, took = engine.relu(h), "relu(h)"
+        else:
+            out, took = -h, "−h"
+        branches.append(took)
+        outputs.append(out.numpy())
+        graphs.append(_recorded(out, [x, w]))
+    g = Graph(name="branch")
+    with g.as_default():
+        xs = tf.placeholder((3,), name="x")
+        w = tf.Variable(w0, name="w")
+        h = xs * w
+        try:
+            if h.sum() > 0:  # the static graph has no value here: this raises
+                pass
+            error = "no error"  # pragma: no cover
+        except tf.SymbolicValueError as e:
+            error = str(e)
+    return BranchDemo(inputs, branches, graphs, outputs, error)
 
 
 # --- control flow: an unrolled recurrent step ----------------------------------------------------------
@@ -500,7 +623,7 @@ def folding_demo(with_gradients: bool = True) -> FoldingDemo:
     after_vals = Session(res.graph).run(after_fetch, {res[x]: xv})
     same = all(np.array_equal(a, b) for a, b in zip(np.atleast_1d(before_vals), np.atleast_1d(after_vals))) \
         if not isinstance(fetch, list) else all(np.array_equal(a, b) for a, b in zip(before_vals, after_vals))
-    rows = [{"graph": "before folding", **res.before.as_dict()}, {"graph": "after folding", **res.after.as_dict()}]
+    rows = [{"graph": "before folding", **node_breakdown(g)}, {"graph": "after folding", **node_breakdown(res.graph)}]
     return FoldingDemo(g, res.graph, rows, res.folded, same, fetch, after_fetch)
 
 
@@ -550,7 +673,7 @@ def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int
     losses = out["compiled"]["losses"]
     return {"identical": out["eager"]["losses"] == losses,
             "graph_dot": graph_dot(captured), "graph_figure": graph_figure(captured),
-            "graph_counts": captured.counts().as_dict(),
+            "graph_counts": captured.counts().as_dict(), "breakdown": node_breakdown(captured),
             "losses": losses, "distinct_losses": len(set(losses)), "traced_ops": stats.traced_ops,
             "replayed_ops": stats.replayed_ops, "eager_us": out["eager"]["us_per_step"],
             "compiled_us": out["compiled"]["us_per_step"], "lengths": lengths.tolist(), "tokens": tokens}

@@ -1,8 +1,10 @@
 """The "Static vs dynamic" page: its logic module (explorer.static_vs_dynamic) and the page headless (AppTest)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -84,6 +86,61 @@ def test_folding_demo_shrinks_the_graph_and_keeps_values():
     assert {"exp", "div"} <= set(fd.folded)
 
 
+@pytest.mark.parametrize("key", list(M.EXAMPLES))
+def test_node_counts_add_up(key):
+    ex = M.build_example(key, with_gradients=True, with_train=key != "lecture")
+    parts = M.node_breakdown(ex.graph)
+    assert sum(parts[k] for k in M.BREAKDOWN) == parts["total"] == len(ex.graph.nodes)
+    assert parts["gradient nodes"] == ex.gradient_nodes - parts["updates"]
+    text = M.breakdown_text(parts)
+    assert text.startswith(f"{len(ex.graph.nodes)} nodes = ")
+    assert sum(int(t.split()[0]) for t in text.split(" = ")[1].split(" + ")) == len(ex.graph.nodes)
+
+
+def test_folding_table_columns_add_up():
+    fd = M.folding_demo()
+    for row in fd.rows:
+        assert sum(row[k] for k in M.BREAKDOWN) == row["total"]
+    assert fd.rows[0]["total"] == len(fd.before.nodes) and fd.rows[1]["total"] == len(fd.after.nodes)
+
+
+def test_eager_run_records_the_forward_graph():
+    for key in M.EXAMPLES:
+        ex = M.build_example(key, with_gradients=True)
+        names = {n.name for n in ex.eager_graph.nodes}
+        # the static graph's forward part, recorded; the tape skips ops on tensors that need no gradient
+        # (mlp: -y enters as a constant), the static graph builds them
+        assert len(ex.eager_graph.nodes) == ex.forward_nodes - (key == "mlp")
+        assert {"x"} <= names and ({"W", "b"} <= names or {"w", "b"} <= names or {"W1", "W2"} <= names)
+    fig = M.eager_figure(M.build_example("lecture").eager_graph)
+    drawn = json.dumps(fig)
+    assert "v1 = x @ W" in drawn or "v1 = matmul(x, W)" in drawn or "x @ W" in drawn
+    assert M.COLOURS["variable"] in drawn and M.COLOURS["placeholder"] in drawn
+
+
+def test_data_dependent_branch_runs_eagerly_but_cannot_be_built():
+    bd = M.branch_demo()
+    assert bd.branches == ["relu(h)", "−h"]
+    ops = [[n.op for n in g.nodes if n.op != "leaf"] for g in bd.graphs]
+    assert ops == [["mul", "relu"], ["mul", "neg"]]          # each input records the branch it took
+    np.testing.assert_allclose(bd.outputs[0], np.maximum(bd.inputs[0] * 0.5, 0))
+    np.testing.assert_allclose(bd.outputs[1], -bd.inputs[1] * 0.5)
+    assert "control flow" in bd.static_error
+
+
+def test_unneeded_gradient_nodes_stay_orange():
+    """The lecture graph with gradients(): fetching h leaves the gradient nodes unevaluated, drawn pale orange."""
+    ex = M.build_example("lecture", with_gradients=True)
+    r = M.run_fetch(ex, "h", ["x"])
+    frames, _ = M.static_picture(ex.graph, r.evaluated, None, r.fed)
+    states = dict(zip(frames.node_ids, frames.frames[0].node_state))
+    grads = [n.id for n in ex.graph.nodes if n.role == "gradient"]
+    assert grads and all(states[i] == "faded_gradient" for i in grads)
+    red, _, blue = (int(M.FADED["gradient"][i:i + 2], 16) for i in (1, 3, 5))
+    assert M.FADED["gradient"] != M.FADED["op"] and red - blue >= 40     # still orange, only paler
+    assert all(states[n.id] in ("lit", "faded_variable") for n in ex.graph.nodes if n.kind == "variable")
+
+
 def test_counts_over_steps():
     ex = M.build_example("mlp")
     rows = M.counts_over_steps(ex, (1, 10))
@@ -98,6 +155,8 @@ def test_compile_demo_is_bit_identical():
     c = d["graph_counts"]
     # word vectors, padding mask, labels; fc1 / fc2 weights and biases
     assert c["placeholder"] == 3 and c["variable"] == 4 and c["op"] == d["replayed_ops"] and 0 < c["gradient"] < c["op"]
+    b = d["breakdown"]
+    assert sum(b[k] for k in M.BREAKDOWN) == b["total"] == c["total"]      # constants counted too
 
 
 # --- the page, headless --------------------------------------------------------------------------------
@@ -106,7 +165,8 @@ def test_page_default_runs_the_lecture_graph():
     at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
     # the lecture: sess.run(h, feed) evaluates 6 (x, W, b, matmul, add, relu): the fed placeholder counts
     assert "Evaluated **6 of" in texts(at) and "5 computed + 1 fed" in texts(at)
-    assert len(graphs(at)) == 4  # run graph, unrolled loop, folding before / after
+    # run graph, the eager run's graph, the two branches, unrolled loop, folding before / after
+    assert len(graphs(at)) == 7
     assert M.LIT in graphs(at)[0]
     assert "matmul → add → relu" in texts(at)
     table = at.dataframe[1].value  # the unrolled-loop table
@@ -159,3 +219,13 @@ def test_page_deep_link_length_that_is_not_offered_is_reported():
     ok(at.run())
     assert at.select_slider(key="static_length").value == 6
     assert any("'length' ignored" in w.value for w in at.warning)
+
+
+def test_presentation_mode_shows_small_tables_as_html_tables():
+    """st.dataframe draws on a canvas at a fixed size; in presentation mode the small tables are HTML tables,
+    whose text the presentation CSS enlarges."""
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["present"] = "1"
+    ok(at.run())
+    assert len(at.table) == 3 and not at.dataframe      # counts over steps, unrolled loop, folding
+    assert any("stMetricValue" in h.proto.body for h in at.get("html"))

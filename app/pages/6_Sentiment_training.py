@@ -9,7 +9,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
-from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+from explorer.kit.widgets import presentation_toggle, publish_link, small_table, start_page
 from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, streamlit_session_id,
                                                streamlit_session_watch)
 from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, TARGET_ACCURACY,
@@ -375,7 +375,7 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
     st.markdown("##### What an averaged bag of words cannot do")
     st.markdown("The mean of the word vectors forgets word order: two sentences with the same words "
                 "get exactly the same input, so exactly the same prediction, whatever they mean.")
-    st.dataframe(word_order_demo(trainer), hide_index=True, width="stretch")
+    small_table(word_order_demo(trainer), look)
 
 # --- compare runs ---------------------------------------------------------------------------------------
 kept = S[k("kept")]
@@ -390,6 +390,6 @@ if kept:
     shown = [r for r in kept if r.number in chosen]
     st.plotly_chart(compare_figure(shown, S[k("compare_metric")], look.figure_font, look.figure_height),
                     key=k("compare_chart"))
-    st.dataframe(compare_rows(shown), hide_index=True, width="stretch")
+    small_table(compare_rows(shown), look)
     st.caption("A run is kept when it ends (or when a new run replaces it). Start runs that differ in one "
                "setting — learning rate, optimizer, dropout, backend — and overlay their curves here.")

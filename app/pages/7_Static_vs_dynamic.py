@@ -4,13 +4,12 @@ from __future__ import annotations
 
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
-from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+from explorer.kit.widgets import presentation_toggle, publish_link, small_table, start_page
 from explorer import static_vs_dynamic as M
 
 ctx = start_page(
@@ -92,11 +91,22 @@ if not result.error:
         vcols[0].markdown("Same numbers as the eager run: **" + ("yes, bit for bit" if result.matches_eager
                                                                   else "no") + "**")
     with vcols[1]:
-        c = ex.graph.counts()
-        st.markdown(f"**Node counts** — forward graph {ex.forward_nodes} nodes, gradient nodes added "
-                    f"{ex.gradient_nodes}, updates {c.update}. The eager run of the same code records "
+        st.markdown(f"**Node counts** — {M.breakdown_text(M.node_breakdown(ex.graph))} (the forward graph is "
+                    f"{ex.forward_nodes} of them). The eager run of the same code records "
                     f"{ex.eager_ops_per_step} ops — every step, anew.")
-        st.dataframe(pd.DataFrame(M.counts_over_steps(ex)), hide_index=True)
+        small_table(M.counts_over_steps(ex), look)
+
+st.markdown("##### The graph the eager run recorded")
+eg = ex.eager_graph
+st.plotly_chart(style_graph_figure(M.eager_figure(eg), look), key=ns.key(f"eager_graph_{example}"),
+                config={"displaylogo": False})
+skipped = ex.forward_nodes - len(eg.nodes)
+st.caption(f"Eagerly, the same code builds this graph *while it computes*: {len(eg.nodes)} nodes, the forward part "
+           f"of the static graph ({ex.forward_nodes} nodes)"
+           + (f"; the tape does not record ops whose inputs need no gradient ({skipped} here: computed, then "
+              "entered as a constant)" if skipped > 0 else "")
+           + ". backward() walks it and adds no nodes; the next step records a new one. Blue: data, green: "
+             "parameters (requires_grad), grey: constants.")
 
 # --- 2. control flow --------------------------------------------------------------------------------
 st.divider()
@@ -105,7 +115,7 @@ st.markdown("h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<su
             "loop simply runs and the recorded graph grows with it. A static graph is built by running the "
             "loop *while building*, so each length needs a graph of its own.", unsafe_allow_html=True)
 rows = cached_rnn_rows((3, 6, 12))
-st.dataframe(pd.DataFrame(rows), hide_index=True)
+small_table(rows, look)
 rc = st.columns([1, 3])
 rc[0].select_slider("Draw the static graph for T =", options=[3, 6, 12], key=ns.key("length"))
 rc[0].code("for t in range(T):\n    h = sigmoid(h * w + x[t])", language="python")
@@ -119,12 +129,26 @@ with rc[1]:
     st.caption(f"Static graph for T = {T}: {len(g_rnn.nodes)} nodes (x is one placeholder of length {T}; each "
                "step adds getitem, mul, add, sigmoid).")
 
+st.markdown("##### A branch that depends on the data")
+bd = M.branch_demo()
+bc = st.columns([2, 3, 3])
+bc[0].code(M.BRANCH_CODE, language="python")
+bc[0].error(f"**As a static graph** — `if h.sum() > 0` on a placeholder: {bd.static_error}", icon="🚫")
+for col, xv, took, graph, key in zip(bc[1:], bd.inputs, bd.branches, bd.graphs, ("pos", "neg")):
+    col.markdown(f"**Eagerly, x = {np.array2string(xv, precision=2)}**: takes `{took}`")
+    col.plotly_chart(style_graph_figure(M.eager_figure(graph, width=M.HALF_WIDTH), look),
+                     key=ns.key(f"branch_{key}"), config={"displaylogo": False})
+st.caption("Eager mode runs the Python `if` on a real number, so each input records the graph of the branch it "
+           "took (the sum that decided is not in the graph: nothing flows from it to the output). A static graph "
+           "is built before any value exists, so the `if` cannot be decided: TensorFlow 1 needs the branch as a "
+           "graph op (tf.cond) holding both sides.")
+
 # --- 3. constant folding ---------------------------------------------------------------------------------
 st.divider()
 st.subheader("Constant folding")
 fd = M.folding_demo()
 st.code(M.FOLDING_CODE, language="python")
-st.dataframe(pd.DataFrame(fd.rows), hide_index=True)
+small_table(fd.rows, look)
 st.markdown(f"Folded at compile time: {', '.join(f'`{n}`' for n in fd.folded)}. "
             f"Results before and after are identical: **{fd.same_values}**. The gradient of a linear "
             "function of x is a constant, so its whole gradient graph folds away.")
@@ -144,7 +168,9 @@ st.subheader("Write eagerly, run as a graph: capture and replay")
 st.markdown("`engine.static.compile(step, optimizer=opt)` runs one eager HW2 training step under "
             "`trace_ops`, keeps the ops that ran (forward, backward, gradient accumulation) as a flat "
             "program, and replays it on raw arrays afterwards: no Tensor objects, no dispatch, fresh dropout "
-            "masks each time, and Adam applied after each replay.")
+            "masks each time, and Adam applied after each replay. The step is the project's one HW2 network "
+            "(`sentiment.model.SentimentNet`, the one the Sentiment training page trains) on padded sentences "
+            "with HW2's padding-excluded mean.")
 if st.button("Trace the HW2 step and replay it 20 times", key=ns.key("compile")):
     st.session_state[ns.key("compiled")] = M.compile_demo(steps=20)
 demo = st.session_state.get(ns.key("compiled"))
@@ -155,12 +181,10 @@ if demo:
     mc[2].metric("eager µs / step", f"{demo['eager_us']:.0f}")
     mc[3].metric("replayed µs / step", f"{demo['compiled_us']:.0f}")
     st.markdown(f"Losses of 21 steps identical to eager mode, bit for bit: **{demo['identical']}** "
-                f"(first {demo['losses'][0]:.6f}, last {demo['losses'][-1]:.6f}). Timings are this server's, "
-                "measured while the page ran.")
-    gc = demo["graph_counts"]
-    with st.expander(f"The captured step as a static graph: {gc['total']} nodes ({gc['placeholder']} inputs, "
-                     f"{gc['variable']} parameters, {gc['op'] - gc['gradient']} forward ops, "
-                     f"{gc['gradient']} backward ops)"):
+                f"(first {demo['losses'][0]:.6f}, last {demo['losses'][-1]:.6f}); {demo['distinct_losses']} different "
+                "losses in 21 steps: each replay draws a new dropout mask. Timings are this server's, measured "
+                "while the page ran.")
+    with st.expander(f"The captured step as a static graph: {M.breakdown_text(demo['breakdown'])}"):
         st.plotly_chart(style_graph_figure(demo["graph_figure"], look), key=ns.key("captured_graph"),
                         config={"displaylogo": False})
         st.caption("Orange: ops the backward pass ran (VJP rules and the accumulation into .grad). Adam's "

@@ -49,6 +49,8 @@ def css(lk: Look) -> str:
             f'{{ font-size: {round(lk.font_px * 0.8)}px; }}',
             f'[data-testid="stMetricValue"] {{ font-size: {lk.font_px * 2}px; }}',
             f'[data-testid="stMetricLabel"] p {{ font-size: {lk.font_px}px; }}',
+            f'[data-testid="stCode"] code {{ font-size: {round(lk.font_px * 0.85)}px; }}',
+            f'[data-testid="stMarkdownContainer"] h5 {{ font-size: {round(lk.font_px * 1.1)}px; }}',
             f'[data-testid="stTable"] td, [data-testid="stTable"] th {{ font-size: {lk.table_font_px}px; }}',
             '[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"], '
             '[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], footer '

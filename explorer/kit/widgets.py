@@ -212,3 +212,15 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
     else:
         cols[4].caption("one step only")
     return int(st.session_state[key])
+
+
+def small_table(data, look, where=None) -> None:
+    """A small table (a few rows): in presentation mode an HTML table, whose text the presentation CSS
+    enlarges (``st.dataframe`` draws on a canvas at a fixed font size), else an interactive dataframe."""
+    import pandas as pd
+    where = where or st
+    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    if look.presenting:
+        where.table(df.style.hide(axis="index").format(precision=4))
+    else:
+        where.dataframe(df, hide_index=True)

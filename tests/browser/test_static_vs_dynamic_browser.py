@@ -7,6 +7,14 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
+# fills of the static graph's node kinds (explorer.static_vs_dynamic.COLOURS) as the browser reports them
+PLACEHOLDER, VARIABLE = "rgb(191, 219, 254)", "rgb(187, 247, 208)"
+FILLS = """(i) => { const el = document.querySelectorAll('[data-testid="stPlotlyChart"]')[i];
+  const out = {}; if (!el) return out;
+  el.querySelectorAll('path, rect').forEach(p => { const f = p.style.fill || p.getAttribute('fill');
+    if (f) out[f] = (out[f] || 0) + 1; });
+  return out; }"""
+
 
 def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     page.goto(f"{app_url}/Static_vs_dynamic")
@@ -33,7 +41,12 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     text = main.inner_text()
     assert "Control flow: a recurrent step unrolled" in text and "Constant folding" in text
     charts = page.locator('[data-testid="stPlotlyChart"]')
-    for i, name in ((1, "static_loop"), (2, "static_folding_before"), (3, "static_folding_after")):
+    # the eager run's recorded graph, and the data-dependent branch: one graph per input, each its own branch
+    assert "The graph the eager run recorded" in text and "A branch that depends on the data" in text
+    assert "relu(v1)" in charts.nth(3).inner_text() and "v2 = −v1" in charts.nth(4).inner_text()
+    assert "if h.sum() > 0" in text and "control flow" in text
+    for i, name in ((1, "static_eager_graph"), (3, "static_branch_pos"), (2, "static_loop"),
+                    (5, "static_folding_before"), (6, "static_folding_after")):
         charts.nth(i).screenshot(path=str(shot(page, name)))  # element shots scroll the chart into view
     page.get_by_role("button", name="Trace the HW2 step and replay it 20 times").click()
     page.get_by_text(re.compile(r"identical to eager mode, bit for bit")).wait_for(timeout=120_000)
@@ -45,3 +58,30 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     page.locator('[data-testid="stExpander"] [data-testid="stPlotlyChart"] .main-svg').first.wait_for()
     assert page.locator('[data-testid="stExpander"] [data-testid="stPlotlyChart"] g.textpoint').count() >= 40
     page.locator('[data-testid="stExpander"]').first.screenshot(path=str(shot(page, "static_compiled")))
+
+
+def _open(page, url, wait_idle):
+    page.goto(url)
+    page.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for(timeout=90_000)
+    wait_idle(page)
+    page.locator('[data-testid="stPlotlyChart"]').first.locator(".main-svg").first.wait_for()
+    page.wait_for_timeout(500)
+
+
+def test_switching_program_keeps_the_node_kinds(page, app_url, wait_idle, shot):
+    """After switching Program the graph is drawn exactly as a fresh load of that program draws it (the kinds'
+    fills were lost until a reload); gradients() nodes not needed by the run stay visible, pale orange."""
+    fresh = {}
+    for key in ("logreg", "mlp"):
+        _open(page, f"{app_url}/Static_vs_dynamic?example={key}", wait_idle)
+        fresh[key] = page.evaluate(FILLS, 0)
+        assert fresh[key].get(PLACEHOLDER, 0) >= 1, fresh[key]          # y is fed, not evaluated: its own blue
+    _open(page, f"{app_url}/Static_vs_dynamic", wait_idle)
+    assert page.evaluate(FILLS, 0).get("rgb(254, 231, 204)", 0) >= 1     # the lecture's gradient nodes, pale orange
+    for key, program in (("logreg", "Logistic regression"), ("mlp", "Two-layer network")):
+        page.get_by_label("Program").click()
+        page.get_by_role("option", name=re.compile("^" + re.escape(program))).click()
+        wait_idle(page)
+        page.wait_for_timeout(500)
+        assert page.evaluate(FILLS, 0) == fresh[key], program
+    shot(page, "static_after_switching")
