@@ -2,7 +2,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -10,6 +10,8 @@ import numpy as np
 from engine import explain as ex
 from engine.explain import ExpressionError, harness
 from engine.strategies import PathRecursion
+
+from engine.explain.trace import bar
 
 from .kit.budget import check_program
 from .kit.code_panel import failed_code, frame_code
@@ -32,6 +34,15 @@ STRATEGY_LABELS = {
 PAGE_PATH_RECURSION = PathRecursion(max_vjp_calls=4_096, max_work=2_000_000)
 
 
+@dataclass(frozen=True)
+class Moment:
+    """A step where an order goes wrong: ``frame`` is the 0-based frame, ``text`` says what happened."""
+    frame: int
+    kind: str      # 'finalised' (a node passed its adjoint on before all contributions arrived) | 'lost'
+    node: str
+    text: str
+
+
 @dataclass
 class OrderView:
     strategy: str
@@ -43,9 +54,25 @@ class OrderView:
     error: str | None
     lost_step: int | None = None   # first frame where a contribution is lost (the wrong gradient starts)
 
+    moments: list[Moment] = field(default_factory=list)   # where this order goes wrong, in step order
+
     @property
     def n_frames(self) -> int:
         return len(self.frameset.frames) if self.frameset is not None else 0
+
+    @property
+    def verdict_frame(self) -> int | None:
+        """The first frame from which the verdict (wrong gradient) is shown: where the order first goes
+        wrong, or the last frame for a wrong gradient without a recorded moment; None when it is right."""
+        if self.moments:
+            return self.moments[0].frame
+        if self.wrong or self.error:
+            return max(self.n_frames - 1, 0)
+        return None
+
+    def moments_until(self, frame: int) -> list[Moment]:
+        """The moments on or before ``frame`` (what the page has shown so far)."""
+        return [m for m in self.moments if m.frame <= frame]
 
     def code(self, step: int):
         """This strategy's own code at frame ``step``, the lines that ran marked (``explorer.kit.code_panel``)."""
@@ -120,8 +147,75 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
                 wrong.append({"input": name, "this order gives": fmt_value(got), "correct": fmt_value(correct)})
         dropped = [e.text for e in trace.backward if e.kind == "lost"]
         lost_step = next((f.index for f in frameset.frames if "lost" in f.node_state), None)
-        views[s] = OrderView(s, trace, frameset, figure, wrong, dropped, getattr(trace, "error", None), lost_step)
+        views[s] = OrderView(s, trace, frameset, figure, wrong, dropped, getattr(trace, "error", None), lost_step,
+                             wrong_moments(trace, frameset))
     return OrdersModel(program, inputs, drawing, reference.grads, views)
+
+
+def _backward_frames(frameset) -> tuple[int | None, int]:
+    """(index of the first backward frame, backward steps per frame)."""
+    first = next((f.index for f in frameset.frames if f.phase == "backward"), None)
+    return first, max(int(getattr(frameset, "backward_per_frame", 1) or 1), 1)
+
+
+def wrong_moments(trace, frameset) -> list[Moment]:
+    """Where a backward order goes wrong, read from the engine's recorded events.
+
+    A node is *finalised early* at the step that takes it (``visit``) while its running sum holds fewer
+    contributions than it has consumers (``k of n received``, k < n): from that step on its adjoint, and
+    every gradient it feeds, is wrong. A contribution is *lost* when it reaches a node already taken.
+    Returns the moments in step order, each with the frame that shows its step.
+    """
+    first, per = _backward_frames(frameset)
+    if first is None:
+        return []
+    last_frame = len(frameset.frames) - 1
+    name = {n.id: n.name for n in trace.graph.nodes}
+    leaves = {n.id for n in trace.graph.nodes if n.op == "leaf"}
+    held: dict[int, tuple[int, int]] = {}     # node -> (received, expected) of its running sum
+    out: list[Moment] = []
+    taken: set[int] = set()
+    for g, events in enumerate(trace.steps()):
+        frame = min(first + g // per, last_frame)
+        for e in events:
+            if e.kind == "accumulate" and e.received is not None and e.expected is not None:
+                held[e.node] = (e.received, e.expected)
+            elif e.kind == "visit" and e.node not in taken:
+                taken.add(e.node)
+                got, want = held.get(e.node, (0, 0))
+                if want and got < want:
+                    who = name.get(e.node, f"#{e.node}")
+                    what = (f"{who}.grad = {fmt_value(e.value)} is final" if e.node in leaves else
+                            f"its adjoint {bar(who)} = {fmt_value(e.value)} is passed on incomplete")
+                    out.append(Moment(frame, "finalised", who,
+                                      f"{who} finalised with {got} of {want} contributions: {what}"))
+            elif e.kind == "lost":
+                who = name.get(e.node, f"#{e.node}")
+                out.append(Moment(frame, "lost", who,
+                                  f"LOST: the contribution {fmt_value(e.value)} reached {who} after {who} was "
+                                  f"finalised — it is never added"))
+    return out
+
+
+def order_rows(strategies: tuple[str, ...], side_by_side: bool) -> list[list[str]]:
+    """How the orders' graphs are arranged: rows of two side by side when a graph fits half the page
+    (``side_by_side``: drawn at :data:`ORDER_WIDTH` without shrinking), else one per row, so that no
+    label has to shrink or overlap."""
+    per_row = 2 if side_by_side else 1
+    items = list(strategies)
+    return [items[i:i + per_row] for i in range(0, len(items), per_row)]
+
+
+PRESENT_ORDER_PX = 560  # presentation mode: the tallest graph that still leaves the buttons and captions on screen
+
+
+def fits_half_width(model: "OrdersModel", zoom: float = 1.0, max_height: float | None = None) -> bool:
+    """Whether the shared drawing fits the width it was laid out for at full size (no shrinking, no window) and,
+    drawn ``zoom`` times larger (presentation mode), is at most ``max_height`` px tall."""
+    d = model.drawing
+    if d is None or d.viewport is not None or d.scale < 0.999:
+        return False
+    return max_height is None or zoom <= 1.0 or d.placement.height * d.scale * zoom <= max_height
 
 
 def _as_array(v):

@@ -141,15 +141,129 @@ def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", 
                          gradient_graph=getattr(trace, "gradient_graph", None))
 
 
+# --- the gradient check of each input, and why it fails ---------------------------------------------
+
+CHECK_RTOL = 1e-5   # central differences (h = 1e-6, float64) agree with autodiff far closer than this
+FAILED = "failed"   # row status: this input's check failed
+CAUSE = "cause"     # row status: the node where the failure starts
+OK = "ok"
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """One input's autodiff gradient against its central difference: agreed or not, and why not."""
+    ok: bool
+    reason: str = ""        # "kink of relu at 0: autodiff 0 vs central difference 0.5"
+    cause_node: int | None = None   # graph node id where the trouble starts (None: no cause found)
+    cause: str = ""         # "kink of relu at 0: f = relu(x3) with x3 = 0" (where, without the numbers)
+
+
+def _floats(value: Any) -> np.ndarray | None:
+    """A stored value (float, "nan"/"inf" text, nested list) as a float array; None when not kept."""
+    if value is None:
+        return None
+    try:
+        return np.asarray(value, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        return None
+
+
+def _cause_at(step, values: dict[int, np.ndarray | None], names: dict[int, str]) -> tuple[str, str] | None:
+    """What makes finite differences and the chain rule part ways at this op, if anything:
+    ``(short reason, where)``, e.g. ``("kink of relu at 0", "f = relu(x3) with x3 = 0")``."""
+    ins = [values.get(i) for i in step.inputs]
+    out = _floats(step.value)
+    node = names[step.node]
+    arg = names.get(step.inputs[0], "its input") if step.inputs else "its input"
+    x = ins[0] if ins else None
+    if step.op == "relu" and x is not None and np.any(x == 0):
+        return "kink of relu at 0", f"{node} = relu({arg}) with {arg} = 0"
+    if step.op == "step" and x is not None and np.any(x == 0):
+        return "jump of step at 0", f"{node} = step({arg}) with {arg} = 0"
+    if step.op == "max" and x is not None and x.size > 1 and np.sum(x == np.max(x)) > 1:
+        return "kink of max at a tie", f"{node} = max({arg}): its largest value occurs twice"
+    if step.op == "log" and x is not None:
+        if np.any(x < 0):
+            return "outside log's domain", f"{node} = log({arg}) with {arg} < 0"
+        if np.any(x == 0):
+            return "pole of log at 0", f"{node} = log({arg}) with {arg} = 0"
+    if step.op == "div" and len(ins) > 1 and ins[1] is not None and np.any(ins[1] == 0):
+        den = names.get(step.inputs[1], "the divisor")
+        return "pole (division by zero)", f"{node} = {names.get(step.inputs[0], '…')} / {den} with {den} = 0"
+    if step.op == "reciprocal" and x is not None and np.any(x == 0):
+        return "pole (division by zero)", f"{node} = 1 / {arg} with {arg} = 0"
+    if step.op == "pow" and x is not None and out is not None:
+        if np.any(np.isnan(out) & (x < 0)):
+            return "outside the domain of a root", f"{node} = pow({arg}) with {arg} < 0"
+        if np.any(np.isinf(out) & (x == 0)):
+            return "pole of a negative power at 0", f"{node} = pow({arg}) with {arg} = 0"
+        if np.any(x == 0):
+            return "infinite slope of a root at 0", f"{node} = pow({arg}) with {arg} = 0"
+    if out is not None and not np.all(np.isfinite(out)) and all(v is not None and np.all(np.isfinite(v))
+                                                                for v in ins):
+        return f"overflow in {step.op}", f"{node} = {step.op}({', '.join(names.get(i, '…') for i in step.inputs)}) " \
+            "is not finite"
+    return None
+
+
+def check_gradient(trace, input_name: str, autodiff: Any, central: Any) -> GradientCheck:
+    """Compare one input's autodiff gradient with its central difference and say why they differ.
+
+    The check fails when either is not finite or when they differ by more than ``CHECK_RTOL`` relative to
+    the larger of 1 and their magnitudes. The reason names the first op, in execution order and among the
+    ops that depend on the input, where the function is not differentiable: a kink (relu at 0, a tie in
+    max), a point outside an op's domain (log of a negative number: nan), a pole (division by zero,
+    log at 0), or an overflow. With none of these, the two simply disagree (a wrong VJP would do that).
+    """
+    numbers = f"autodiff {fmt_value(autodiff)} vs central difference {fmt_check(central)}"
+    if hasattr(central, "autodiff"):  # a large input, checked along random directions v: compare <grad, v>
+        a, c = _floats(central.autodiff(autodiff)) if autodiff is not None else None, _floats(central.estimates)
+    else:
+        a, c = _floats(autodiff), _floats(central)
+    if a is None or c is None or a.shape != c.shape:
+        return GradientCheck(False, f"no comparison possible: {numbers}")
+    finite = bool(np.all(np.isfinite(a)) and np.all(np.isfinite(c)))
+    if finite:
+        scale = max(1.0, float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(c), initial=0.0)))
+        if float(np.max(np.abs(a - c), initial=0.0)) <= CHECK_RTOL * scale:
+            return GradientCheck(True)
+    names = {n.id: n.name for n in trace.graph.nodes}
+    values = {n.id: _floats(n.value) for n in trace.graph.nodes}
+    start = next((n.id for n in trace.graph.nodes if n.name == input_name and n.kind == "input"), None)
+    reached = {start}
+    for step in trace.forward:  # the ops that depend on this input, in execution order
+        if not reached.intersection(step.inputs):
+            continue
+        reached.add(step.node)
+        found = _cause_at(step, values, names)
+        if found is not None:
+            return GradientCheck(False, f"{found[0]}: {numbers}", step.node, f"{found[0]}: {found[1]}")
+    if not finite:  # e.g. f = exp(x1) * x2 at x1 = 800: x2's gradient is exp(800), an overflow elsewhere
+        for step in trace.forward:
+            found = _cause_at(step, values, names)
+            if found is not None:
+                return GradientCheck(False, f"{found[0]} ({found[1]}): {numbers}")
+        return GradientCheck(False, f"not finite: {numbers}")
+    return GradientCheck(False, f"autodiff and central difference disagree: {numbers}")
+
+
 def node_table(trace, central: dict) -> list[dict]:
-    """One row per graph node: value and adjoint; inputs also get the central difference and the gap."""
+    """One row per graph node: value and adjoint; inputs also get the central difference, the gap and
+    the check (``check``: "✓ agrees" or "✗ " and the reason). ``status`` is ``ok``, ``failed`` (this
+    input's check failed) or ``cause`` (the op where a failed check starts), for colouring the row."""
     rows = []
     computes = {st.node: st.text.rsplit(" = ", 1)[0].split(" = ", 1)[-1] for st in trace.forward}
+    checks = {name: check_gradient(trace, name, auto, central.get(name)) for name, auto in trace.grads.items()}
+    causes: dict[int, list[str]] = {}
+    for name, chk in checks.items():
+        if chk.cause_node is not None:
+            causes.setdefault(chk.cause_node, []).append(name)
     for node in trace.graph.without_constants().nodes:
         adjoint = trace.adjoints.get(node.id)
         row = {"node": node.name, "op": node.op, "computes": computes.get(node.id, "input"),
                "value": fmt_value(node.value),
                "adjoint": fmt_value(adjoint)}
+        status, check = OK, ""
         if node.kind == "input" and node.name in trace.grads:
             auto = trace.grads[node.name]
             fd = central.get(node.name)
@@ -157,10 +271,41 @@ def node_table(trace, central: dict) -> list[dict]:
             row["central difference"] = fmt_check(fd)
             diff = check_difference(auto, fd)
             row["|difference|"] = "" if diff is None else f"{diff:.2e}"
+            chk = checks[node.name]
+            status, check = (OK, "✓ agrees") if chk.ok else (FAILED, "✗ " + chk.reason)
         else:
             row["autodiff ∂f/∂node"] = row["central difference"] = row["|difference|"] = ""
+        if node.id in causes:
+            chk = checks[causes[node.id][0]]
+            status = FAILED if status == FAILED else CAUSE
+            check = (check + "; " if check else "") + f"⚠ here: {chk.cause} — breaks the check of " \
+                f"{', '.join(causes[node.id])}"
+        row["check"] = check
+        row["status"] = status
         rows.append(row)
     return rows
+
+
+ROW_STYLE = {FAILED: "background-color: #fee2e2; color: #7f1d1d; font-weight: 600",
+             CAUSE: "background-color: #fef3c7; color: #78350f"}
+
+
+def node_table_styler(rows: list[dict]):
+    """The node table as a pandas Styler for ``st.table``: failed checks red, the op that causes one amber.
+
+    The ``status`` column only drives the colours and is not shown. (Dark text on a pale fill: both
+    pass WCAG AA contrast.)
+    """
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    status = list(df.pop("status")) if "status" in df else [OK] * len(df)
+
+    def colour(row):
+        css = ROW_STYLE.get(status[row.name], "")
+        return [css] * len(row)
+
+    return df.style.apply(colour, axis=1)
 
 
 # ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 
@@ -55,34 +56,124 @@ def test_home_links_every_page_and_lists_backends():
 EXPLORER = "1_Expression_explorer.py"
 
 
+def header(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("#### Step"))
+
+
 def test_explorer_default_is_the_slide_example_and_steps():
     at = page(EXPLORER).run()
     no_exceptions(at)
     assert "Step 1 of 14" in texts(at)
+    assert "step" not in at.query_params  # step 1 is the default
     for _ in range(3):
         button(at, "Step").click().run()
-    assert at.session_state["explorer_step"] == 3
+    # one numbering (1-based): session state, header, URL and slider all say 4
+    assert at.session_state["explorer_step"] == 4
     assert "Step 4 of 14" in texts(at)
-    assert at.query_params["step"] == "3"
+    assert at.query_params["step"] == "4"
+    assert at.slider(key="explorer_step_slider").value == 4 and at.slider(key="explorer_step_slider").min == 1
     button(at, "Back").click().run()
-    assert at.session_state["explorer_step"] == 2
+    assert at.session_state["explorer_step"] == 3
     for _ in range(7):
         button(at, "Step").click().run()
+    assert header(at).startswith("#### Step 10 of 14 · backward")
     sent = at.table[0].value  # step 10: x3 sends 1.5 * adjoint to x1
     assert list(sent["edge (backward)"]) == ["x3 → x1"] and list(sent["local derivative"]) == ["1.5"]
     button(at, "End").click().run()
     assert "done" in texts(at) and "∂f/∂x1 = 368" in texts(at)
     button(at, "Step").click().run()  # stays at the last step
-    assert at.session_state["explorer_step"] == 13
+    assert at.session_state["explorer_step"] == 14 and at.query_params["step"] == "14"
     # the table: autodiff gradients beside central differences
     table = at.table[0].value
     row = table[table["node"] == "x1"].iloc[0]
     assert row["autodiff ∂f/∂node"] == "368.04" and row["central difference"] == "368.04"
     assert float(row["|difference|"]) < 1e-6
-    # the animated figure carries one Plotly frame per step and starts at the page's step
+    # the graph shows the page's step and has no Play / slider of its own (one step control per page)
     spec = plotly_specs(at)[0]
-    assert len(spec["frames"]) == 14
-    assert spec["layout"]["sliders"][0]["active"] == 13
+    assert not spec.get("frames") and not spec["layout"].get("sliders") and not spec["layout"].get("updatemenus")
+    assert graph_title(at).startswith("Gradients")
+
+
+def graph_title(at: AppTest) -> str:
+    """The graph's caption (an annotation above the drawing)."""
+    return next(a["text"] for a in plotly_specs(at)[0]["layout"].get("annotations", []) if a.get("name") == "caption")
+
+
+def test_explorer_play_moves_header_table_graph_and_link_together():
+    at = page(EXPLORER).run()
+    at.selectbox(key="explorer_speed").set_value("very fast").run()
+    for _ in range(7):
+        button(at, "Step").click().run()
+    assert header(at).startswith("#### Step 8 of 14")
+    button(at, "Play").click().run()
+    assert at.session_state["explorer_step_playing"] is True
+    assert button(at, "Pause")  # the same button now pauses
+    seen = []
+    for _ in range(20):
+        time.sleep(0.3)  # a tick of Play at 0.25 s per step (a timer in the browser session; here: a rerun)
+        at.run()
+        no_exceptions(at)
+        step = at.session_state["explorer_step"]
+        # header, caption (the graph's title), URL and slider show the same step after every tick
+        head = header(at)
+        assert head.startswith(f"#### Step {step} of 14")
+        assert graph_title(at)[:40] in head
+        assert at.query_params.get("step") == str(step) and at.slider(key="explorer_step_slider").value == step
+        if step == 10:
+            assert list(at.table[0].value["edge (backward)"]) == ["x3 → x1"]
+        seen.append(step)
+        if not at.session_state["explorer_step_playing"]:
+            break
+    assert seen[0] == 9 and seen[-1] == 14 and seen == sorted(seen) and len(set(seen)) == len(seen)
+    assert not at.session_state["explorer_step_playing"] and button(at, "Play")  # stopped at the end
+    # Pause keeps the step Play reached
+    button(at, "Start").click().run()
+    button(at, "Play").click().run()
+    time.sleep(0.3)
+    at.run()
+    reached = at.session_state["explorer_step"]
+    button(at, "Pause").click().run()
+    time.sleep(0.3)
+    at.run()
+    assert at.session_state["explorer_step"] == reached and header(at).startswith(f"#### Step {reached} of")
+
+
+def test_explorer_old_and_new_step_links():
+    for given, shown, warned in (("7", 7, False), ("0", 1, False), ("99", 14, True)):
+        at = page(EXPLORER)
+        at.query_params["step"] = given
+        at.run()
+        no_exceptions(at)
+        # step=0 (the first step of old, 0-based links) is still the first step, quietly; beyond the end is said
+        assert bool(at.warning) == warned and (not warned or "outside 1 to 14" in at.warning[0].value)
+        assert header(at).startswith(f"#### Step {shown} of 14") and at.session_state["explorer_step"] == shown
+
+
+def test_explorer_node_table_flags_failed_checks_with_the_reason():
+    cases = [("f = relu(x1 - 3)", "x1 = 3", "kink of relu at 0", "autodiff 0 vs central difference 0.5"),
+             ("f = log(x1 - 5)", "x1 = 3", "outside log's domain", "central difference nan"),
+             ("f = 1/(x1 - 3)", "x1 = 3", "pole", "autodiff -inf vs central difference 1")]
+    at = page(EXPLORER).run()
+    for program, inputs, reason, numbers in cases:
+        at.text_area(key="explorer_expr").input(program)
+        at.text_area(key="explorer_at").input(inputs)
+        at.run()
+        no_exceptions(at)
+        table = next(t for t in at.table if "check" in t.value.columns)
+        df = table.value
+        x1 = df[df["node"] == "x1"].iloc[0]
+        assert x1["check"].startswith("✗ " + reason) and numbers in x1["check"], (program, x1["check"])
+        assert "status" not in df.columns
+        # the failed row is coloured (the Styler's CSS travels with the table)
+        css = table.proto.arrow_data.styler.styles
+        assert "#fee2e2" in css and "#fef3c7" in css  # the failed input, and the op where it starts
+    at.text_area(key="explorer_expr").input("f = x1 + exp(1.5*x1 + 2*x2)")
+    at.text_area(key="explorer_at").input("x1 = 3, x2 = 0.5")
+    at.run()
+    table = next(t for t in at.table if "check" in t.value.columns)
+    df = table.value
+    assert set(df[df["node"].isin(["x1", "x2"])]["check"]) == {"✓ agrees"}
+    assert "#fee2e2" not in table.proto.arrow_data.styler.styles
 
 
 def test_explorer_typing_a_program_runs_it():
@@ -131,7 +222,7 @@ def test_explorer_deep_link_sets_program_values_and_step():
     at.run()
     no_exceptions(at)
     assert at.text_area(key="explorer_expr").value == "f = (x1 + x2) * exp(x1)"
-    assert at.session_state["explorer_step"] == 4
+    assert at.session_state["explorer_step"] == 4 and header(at).startswith("#### Step 4 of")
     assert at.session_state["presenting"] is True
     assert at.selectbox(key="explorer_preset").value.startswith("(x1 + x2)")
 
@@ -142,7 +233,7 @@ def test_explorer_bad_deep_link_values_are_reported_not_fatal():
     at.run()
     no_exceptions(at)
     assert any("step" in w.value for w in at.warning)
-    assert at.session_state["explorer_step"] == 0
+    assert at.session_state["explorer_step"] == 1
 
 
 def test_explorer_presets_and_tensor_example():
@@ -230,34 +321,63 @@ def test_orders_code_panels_show_each_strategys_own_code():
 ORDERS = "2_Backprop_orders.py"
 
 
-def test_orders_marks_the_wrong_gradient_and_why():
+def order_headers(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if m.value.startswith("**Step ")]
+
+
+def test_orders_verdict_appears_from_the_step_where_it_happens():
     at = page(ORDERS).run()
     no_exceptions(at)
-    errors = [e.value for e in at.error]
-    assert any("Wrong gradient" in e and "x1" in e for e in errors)
-    assert "LOST" in texts(at)
+    # step 1: no verdict yet, only where to look
+    assert not any("Wrong gradient" in e.value for e in at.error)
+    assert "LOST" not in texts(at) and "finalised" not in texts(at)
+    assert "Watch step 8" in texts(at)
+    assert any("RecursionError" in e.value for e in at.error)  # the deep-chain demo, not a crash
+    for _ in range(6):
+        button(at, "Step").click().run()
+    assert at.session_state["orders_step"] == 7 and not any("Wrong gradient" in e.value for e in at.error)
+    # step 8: BFS takes x1 holding 1 of its 2 contributions; that step is marked, the verdict starts
+    button(at, "Step").click().run()
+    marked = [e.value for e in at.error if e.value.startswith("⚠ This step")]
+    assert len(marked) == 1 and "Step 8: x1 finalised with 1 of 2 contributions" in marked[0]
+    assert any("Wrong gradient" in e.value and "x1" in e.value for e in at.error)
+    wrong = next(t.value for t in at.table if "this order gives" in t.value.columns)
+    assert list(wrong["input"]) == ["x1"] and list(wrong["this order gives"]) == ["1"]
+    assert "LOST" not in texts(at)  # not yet: the late contribution arrives at step 11
+    for _ in range(3):
+        button(at, "Step").click().run()
+    marked = [e.value for e in at.error if e.value.startswith("⚠ This step")]
+    assert len(marked) == 1 and "Step 11: LOST" in marked[0] and "reached x1" in marked[0]
+    assert any("Step 8: x1 finalised" in w.value for w in at.warning)  # the earlier moment stays listed
+    button(at, "End").click().run()
     assert any("match the topological order" in s.value for s in at.success)
-    # the recursive DFS RecursionError is a message, not a crash
-    assert any("RecursionError" in e for e in errors)
 
 
 def test_orders_switching_orders_and_stepping_together():
     at = page(ORDERS).run()
     at.multiselect(key="orders_orders").set_value(["topological", "path_recursion"]).run()
     no_exceptions(at)
-    assert len(plotly_specs(at)) == 2 + 1  # two graphs side by side + the cost plot
+    assert len(plotly_specs(at)) == 2 + 1  # two graphs + the cost plot
     for _ in range(7):
         button(at, "Step").click().run()
-    caps = [c.value for c in at.caption if c.value.startswith("step ")]
-    assert caps[0].startswith("step 8/14") and caps[1].startswith("step 8/17")
-    assert at.query_params["orders"] == "topological,path_recursion"
+    heads = order_headers(at)
+    assert heads[0].startswith("**Step 8 of 14**") and heads[1].startswith("**Step 8 of 17**")
+    assert at.query_params["orders"] == "topological,path_recursion" and at.query_params["step"] == "8"
 
 
-def test_orders_warns_at_the_step_where_the_gradient_goes_wrong():
+def test_orders_stack_when_there_is_no_room():
+    from explorer.backprop_orders import order_rows
+    four = ("topological", "bfs_first_touch", "path_recursion", "recursive_dfs")
+    assert order_rows(four, True) == [["topological", "bfs_first_touch"], ["path_recursion", "recursive_dfs"]]
+    assert order_rows(four[:2], False) == [["topological"], ["bfs_first_touch"]]
     at = page(ORDERS).run()
-    assert not any("this gradient is wrong" in w.value for w in at.warning)
-    button(at, "End").click().run()
-    assert any("this gradient is wrong" in w.value for w in at.warning)
+    at.multiselect(key="orders_orders").set_value(list(four)).run()
+    no_exceptions(at)
+    specs = plotly_specs(at)[:4]
+    # the captions stand above the graphs as text, unclipped: the graphs carry none
+    assert len(specs) == 4
+    assert all(a.get("name") != "caption" for s in specs for a in s["layout"].get("annotations", []))
+    assert len(order_headers(at)) == 4
 
 
 def test_orders_cost_plot_is_exponential_for_path_recursion():
@@ -376,7 +496,7 @@ def test_forward_mode_steps_dual_numbers():
     assert "directional derivative 368" in texts(at)
     at.radio(key="fwdrev_seed").set_value("x2").run()
     no_exceptions(at)
-    assert at.session_state["fwdrev_step"] == 0  # a new seed starts again
+    assert at.session_state["fwdrev_step"] == 1  # a new seed starts again
     button(at, "End").click().run()
     assert "directional derivative 489.38" in texts(at)
     specs = plotly_specs(at)
@@ -431,7 +551,7 @@ def test_program_survives_a_visit_to_another_page():
     at.switch_page("pages/1_Expression_explorer.py").run()
     no_exceptions(at)
     assert at.text_area(key="explorer_expr").value == "f = x * x * x"  # ...and the page restored it
-    assert at.session_state["explorer_step"] == 1
+    assert at.session_state["explorer_step"] == 2
 
 
 def test_a_program_without_inputs_is_rejected_not_a_crash():
@@ -451,7 +571,7 @@ def test_forward_mode_preset_fills_the_boxes_and_starts_again():
     at.selectbox(key="fwdrev_preset").set_value(label).run()
     no_exceptions(at)
     assert at.text_area(key="fwdrev_expr").value == "f = x * x * x" and at.text_area(key="fwdrev_at").value == "x = 2"
-    assert at.session_state["fwdrev_step"] == 0 and at.query_params["expr"] == "f = x * x * x"
+    assert at.session_state["fwdrev_step"] == 1 and at.query_params["expr"] == "f = x * x * x"
     at.text_area(key="fwdrev_at").input("x = 3").run()  # edited: no longer the preset
     assert at.selectbox(key="fwdrev_preset").value == "(your own program)"
 
@@ -476,3 +596,67 @@ def test_every_program_page_points_at_the_column_of_a_rejected_program():
         assert "Program not accepted" in at.error[0].value, name
         code = [c.value for c in at.code if c.value.startswith("f = x3 + open(x1)")]
         assert code and code[0].splitlines()[1].index("^") == len("f = x3 + "), (name, code)
+
+
+# --- presentation mode on every page ----------------------------------------------------------------------
+
+# pages 1-7 draw through the kit's show_plot / show_table (pages 8-11 have their own sizes; the Chromium test
+# in tests/browser/test_presentation.py measures every page as drawn)
+ALL_PAGES = ["Home.py"] + sorted((p.name for p in PAGES.glob("[0-9]*_*.py") if int(p.name.split("_")[0]) <= 7),
+                                 key=lambda n: int(n.split("_")[0]))
+
+
+def _sizes(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k.endswith("font") and isinstance(v, dict) and "size" in v:
+                yield from (v["size"] if isinstance(v["size"], list) else [v["size"]])
+            yield from _sizes(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _sizes(v)
+
+
+def test_presentation_mode_every_page_every_figure_is_large():
+    import re
+    for name in ALL_PAGES:
+        at = AppTest.from_file(str(ROOT / "app" / name) if name == "Home.py" else str(PAGES / name),
+                               default_timeout=TIMEOUT)
+        at.query_params["present"] = "1"
+        at.run()
+        no_exceptions(at)
+        styles = "\n".join(str(h.proto.body) for h in at.get("html"))
+        assert "html { font-size: 24px" in styles, name  # Streamlit's rem-sized text scales with the root
+        for spec in plotly_specs(at):
+            assert spec["layout"]["font"]["size"] >= 18, name
+            assert min(_sizes(spec), default=18) >= 18, (name, spec["layout"].get("title"))
+        for chart in at.get("graphviz_chart"):
+            sizes = [float(x) for x in re.findall(r'fontsize="?([0-9.]+)', chart.proto.spec)]
+            assert min(sizes, default=14) >= 14, name
+        assert not at.get("arrow_data_frame"), name  # canvas tables ignore CSS: presentation shows HTML tables
+
+
+def test_presentation_mode_fits_the_stepper_above_the_graph():
+    at = page(EXPLORER)
+    at.query_params["present"] = "1"
+    at.run()
+    no_exceptions(at)
+    # the program folds into an expander titled with it, the graph leaves room for buttons and header
+    # (user text in a label is Markdown: its * and | arrive escaped, and show as typed)
+    assert at.expander[0].label == "f = x1 + exp(1.5\\*x1 + 2\\*x2) \\| x1 = 3, x2 = 0.5"
+    # the graph takes the page's width (laid out left to right) and is short enough for one screen
+    spec = plotly_specs(at)[0]
+    assert spec["layout"]["meta"]["rankdir"] == "LR" and spec["layout"]["height"] <= 600
+    assert not [a for a in spec["layout"].get("annotations", []) if a.get("name") == "caption"]
+    assert not spec["layout"]["sliders"]
+
+
+def test_a_preset_pick_releases_the_keyboard_focus_once():
+    at = page(EXPLORER).run()
+    assert not [h for h in at.get("html") if "blur()" in h.proto.body]
+    label = next(o for o in at.selectbox(key="explorer_preset").options if o.startswith("x·x·x"))
+    at.selectbox(key="explorer_preset").set_value(label).run()
+    assert len([h for h in at.get("html") if "blur()" in h.proto.body]) == 1  # the step keys work at once
+    button(at, "Step").click().run()
+    assert not [h for h in at.get("html") if "blur()" in h.proto.body]
+    assert header(at).startswith("#### Step 2 of")

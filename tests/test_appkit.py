@@ -135,3 +135,133 @@ def test_app_config_sends_no_usage_statistics_and_no_tracebacks():
     assert cfg["browser"]["gatherUsageStats"] is False
     assert cfg["client"]["showErrorDetails"] is False
     assert cfg["theme"]["primaryColor"]
+
+
+# --- stepping: one 1-based numbering, Play's ticks ---------------------------------------------------
+
+from explorer.kit.presentation import MIN_PRESENT_PX, ROOT_PRESENT_PX, readable_dot, readable_figure  # noqa: E402
+from explorer.kit.state import PlayState, clamp_step, play_tick, start_playing  # noqa: E402
+
+
+def test_clamp_step_is_one_based_and_reads_old_links():
+    assert clamp_step(0, 14) == 1          # step=0: the first step of a link written before steps were 1-based
+    assert clamp_step(7, 14) == 7 and clamp_step(99, 14) == 14 and clamp_step(-3, 14) == 1
+    assert clamp_step("5", 14) == 5 and clamp_step("x", 14) == 1 and clamp_step(None, 14) == 1
+    assert clamp_step(3, 0) == 1           # a program with no frames still has step 1
+
+
+def test_play_moves_one_step_per_period_and_stops_at_the_end():
+    s = start_playing(3, 5, now=100.0)
+    assert s == PlayState(3, True, 100.0)
+    assert play_tick(s, 5, now=100.2, seconds_per_step=1.0) == s          # too early: nothing moves
+    s = play_tick(s, 5, now=101.0, seconds_per_step=1.0)
+    assert s == PlayState(4, True, 101.0)
+    s = play_tick(s, 5, now=102.0, seconds_per_step=1.0)
+    assert s == PlayState(5, False, 102.0)                                 # the last step stops Play
+    assert play_tick(s, 5, now=109.0, seconds_per_step=1.0).step == 5      # and it stays there
+    assert start_playing(5, 5, now=0.0).step == 1                         # Play at the end starts again
+    assert start_playing(1, 1, now=0.0).playing is False                  # nothing to play
+    paused = PlayState(2, False, 0.0)
+    assert play_tick(paused, 5, now=50.0, seconds_per_step=1.0) == paused
+
+
+@given(hs.lists(hs.floats(0.01, 3.0), min_size=1, max_size=40), hs.sampled_from([0.25, 0.5, 1.0, 2.0]))
+def test_play_never_runs_faster_than_its_speed(gaps, seconds):
+    s, now = start_playing(1, 1000, 0.0), 0.0
+    moves = []
+    for gap in gaps:
+        now += gap
+        nxt = play_tick(s, 1000, now, seconds)
+        if nxt.step != s.step:
+            assert nxt.step == s.step + 1
+            moves.append(now)
+        s = nxt
+    assert all(b - a >= 0.5 * seconds for a, b in zip([0.0] + moves, moves))
+
+
+# --- presentation mode: every text a class reads --------------------------------------------------------
+
+def _font_sizes(node, path=""):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k.endswith("font") and isinstance(v, dict) and "size" in v:
+                yield f"{path}.{k}", v["size"]
+            yield from _font_sizes(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _font_sizes(v, f"{path}[{i}]")
+
+
+def test_readable_figure_lifts_every_font_in_presentation_only():
+    spec = {"data": [{"type": "scatter", "textfont": {"size": [10, 30]}},
+                     {"type": "heatmap", "colorbar": {"tickfont": {"size": 9}}}],
+            "layout": {"font": {"size": 12}, "title": {"text": "t", "font": {"size": 16}},
+                       "legend": {"font": {"size": 11}}, "xaxis": {"tickfont": {"size": 10}},
+                       "yaxis": {"type": "log"}, "annotations": [{"text": "a", "font": {"size": 8}}],
+                       "sliders": [{"font": {"size": 10}, "currentvalue": {"font": {"size": 10}}}]},
+            "frames": [{"data": [{"textfont": {"size": 9}}], "layout": {"title": {"font": {"size": 13}}}}]}
+    assert readable_figure(spec, NORMAL) is spec
+    out = readable_figure(spec, PRESENTING)
+    sizes = list(_font_sizes(out))
+    flat = [x for _, v in sizes for x in (v if isinstance(v, list) else [v])]
+    assert min(flat) >= MIN_PRESENT_PX and 30 in flat  # raised, never lowered
+    assert out["layout"]["font"]["size"] >= MIN_PRESENT_PX
+    # a log axis draws its 2s and 5s at 3/4 of the tick size: those must reach the floor too
+    assert 0.75 * out["layout"]["yaxis"]["tickfont"]["size"] >= MIN_PRESENT_PX
+    assert spec["layout"]["legend"]["font"]["size"] == 11  # the caller's dict is untouched
+
+
+def test_readable_dot_and_presentation_css():
+    dot = 'digraph { node [fontsize="11"]; edge [fontsize=9]; a [label="x", fontsize=20]; a -> b; }'
+    assert readable_dot(dot, NORMAL) == dot
+    out = readable_dot(dot, PRESENTING)
+    assert 'fontsize="14"' in out and 'fontsize="20"' in out and "fontsize=9" not in out
+    style = css(PRESENTING)
+    assert f"html {{ font-size: {ROOT_PRESENT_PX}px" in style  # Streamlit's rem sizes scale with it
+    assert ROOT_PRESENT_PX * 0.75 >= MIN_PRESENT_PX            # its smallest text (0.75rem) included
+    assert "revert-layer" in css(NORMAL)                      # Graphviz text at the size it was laid out for
+
+
+# --- page logic: verdicts of the backprop orders, the gradient check's reasons ---------------------------
+
+def test_bfs_goes_wrong_where_x1_is_finalised_early():
+    from explorer.backprop_orders import order_rows, orders_model
+    from explorer.kit import presets
+    m = orders_model(presets.DEFAULT.program, presets.DEFAULT.inputs, ("topological", "bfs_first_touch"))
+    assert m.views["topological"].moments == [] and m.views["topological"].verdict_frame is None
+    bfs = m.views["bfs_first_touch"]
+    first, lost = bfs.moments
+    assert (first.kind, first.node, first.frame) == ("finalised", "x1", 7)   # shown as step 8
+    assert first.text.startswith("x1 finalised with 1 of 2 contributions")
+    assert (lost.kind, lost.frame) == ("lost", bfs.lost_step) and "367" in lost.text
+    assert bfs.verdict_frame == 7 and bfs.moments_until(6) == [] and bfs.moments_until(7) == [first]
+    assert order_rows(("a", "b", "c"), True) == [["a", "b"], ["c"]] and order_rows(("a", "b"), False) == [["a"], ["b"]]
+
+
+@pytest.mark.parametrize("program,inputs,reason,node", [
+    ("f = relu(x1 - 3)", "x1 = 3", "kink of relu at 0", "f"),
+    ("f = log(x1 - 5)", "x1 = 3", "outside log's domain", "f"),
+    ("f = 1/(x1 - 3)", "x1 = 3", "pole (division by zero)", "f"),
+    ("f = log(x1 - 3)", "x1 = 3", "pole of log at 0", "f"),
+    ("f = sqrt(x1 - 4)", "x1 = 3", "outside the domain of a root", "f"),
+    ("f = exp(x1) * x2", "x1 = 800, x2 = 1", "overflow in exp", "x3"),
+])
+def test_check_gradient_names_the_reason(program, inputs, reason, node):
+    from engine.explain import costs
+    from explorer.expression_explorer import check_gradient, explorer_model
+    m = explorer_model(program, inputs)
+    fd = costs.central_differences(m.program, m.inputs)
+    chk = check_gradient(m.trace, "x1", m.trace.grads["x1"], fd["x1"])
+    assert not chk.ok and chk.reason.startswith(reason + ": autodiff"), chk
+    assert {n.id: n.name for n in m.trace.graph.nodes}[chk.cause_node] == node
+    rows = {r["node"]: r for r in m.table}
+    assert rows["x1"]["status"] == "failed" and rows[node]["status"] in ("cause", "failed")
+
+
+def test_check_gradient_passes_good_gradients_and_reports_plain_disagreement():
+    from explorer.expression_explorer import check_gradient, explorer_model
+    m = explorer_model("f = x1 * x2", "x1 = 3, x2 = 0.5")
+    assert check_gradient(m.trace, "x1", 0.5, 0.5 + 1e-9).ok
+    wrong = check_gradient(m.trace, "x1", 0.7, 0.5)  # as a broken VJP would give
+    assert not wrong.ok and wrong.reason.startswith("autodiff and central difference disagree")
+    assert wrong.cause_node is None

@@ -32,7 +32,7 @@ BUTTON_KEYS = {"start": "network_step_first", "back": "network_step_back", "step
 
 
 def button(at: AppTest, name: str):
-    """The stepping buttons (explorer.kit.widgets.step_controls), found by key: their labels may change."""
+    """The stepping buttons (explorer.kit.widgets.stepper), found by key: their labels may change."""
     return at.button(key=BUTTON_KEYS[name])
 
 
@@ -70,7 +70,7 @@ def test_residual_fan_out_sum_is_shown():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params["net"] = "residual"
     at.query_params["level"] = "op"
-    at.query_params["step"] = str(frame - 1)
+    at.query_params["step"] = str(frame)                       # 1-based: frame index frame - 1
     ok(at.run())
     ok(button(at, "step").click().run())
     body = texts(at)
@@ -87,14 +87,14 @@ def test_switch_preset_and_level_keeps_step():
     assert at.number_input(key="network_steps").value == OPTIONS["rnn"][0].default
     for _ in range(3):
         ok(button(at, "step").click().run())
-    assert at.session_state["network_step"] == 3
+    assert at.session_state["network_step"] == 4  # 1-based
     at.radio(key="network_level_radio").set_value("layer")
     ok(at.run())
-    assert at.session_state["network_step"] == 3
+    assert at.session_state["network_step"] == 4
     assert "step 1" in node_texts(at)
     at.radio(key="network_level_radio").set_value("op")
     ok(at.run())
-    assert at.session_state["network_step"] == 3 and "matmul" in node_texts(at)
+    assert at.session_state["network_step"] == 4 and "matmul" in node_texts(at)
 
 
 def test_sentiment_repeated_word_and_bad_custom_layers():
@@ -129,7 +129,7 @@ def test_every_preset_renders(key):
     at.query_params["net"] = key
     at.query_params["step"] = "10"
     ok(at.run())
-    assert "Step 11 of" in texts(at)
+    assert "Step 10 of" in texts(at)  # step= is 1-based, as the header
 
 
 def test_big_network_opens_in_layer_view_and_dot_download():
@@ -149,4 +149,4 @@ def test_presentation_mode_link():
     at.query_params["step"] = "5"
     ok(at.run())
     assert at.session_state["presenting"] is True
-    assert "Step 6 of" in texts(at) and "Single attention head" in texts(at)
+    assert "Step 5 of" in texts(at) and "Single attention head" in texts(at)

@@ -99,12 +99,12 @@ def test_out_of_range_step_in_a_link_is_reported_once():
     at.query_params["step"] = "99"
     at.run()
     assert not at.exception
-    assert any("'step' ignored: 99 is outside 0 to 13 here; showing 13" in w.value.replace("\\", "")
-               for w in at.warning)
-    assert at.slider[0].value == 13
+    assert any("'step' ignored: 99 is outside 1 to 14 here; showing 14" in w.value.replace("\\", "")
+               for w in at.warning)  # steps are 1-based, as the header shows them
+    assert at.slider[0].value == 14
     next(b for b in at.button if b.label == "Back").click().run()
     assert not any("'step'" in w.value for w in at.warning)  # the user moved on: no second warning
-    assert at.slider[0].value == 12
+    assert at.slider[0].value == 13
 
 
 def test_out_of_range_index_and_batch_in_a_link_are_reported():

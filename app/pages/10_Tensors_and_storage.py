@@ -10,7 +10,7 @@ from explorer import tensors_and_storage as M
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, start_page
 
 OWN = "(your own chain)"
 ctx = start_page(
@@ -77,14 +77,14 @@ if run is not None:
     last = run.last
     pics = st.columns(2)
     with pics[0]:
-        st.plotly_chart(M.layout_figure(run.base, look, title=f"x: shape {run.base.shape}, strides {run.base.strides}"),
-                        key=ns.key("fig_x"), config={"displaylogo": False, "staticPlot": True})
+        show_plot(M.layout_figure(run.base, look, title=f"x: shape {run.base.shape}, strides {run.base.strides}"),
+                  look, key=ns.key("fig_x"), config={"staticPlot": True})
     with pics[1]:
         if run.steps:
             same = "the same storage object as x" if last.shares_base else "a storage of its own (copied)"
-            st.plotly_chart(M.layout_figure(last, look, title=f"{last.expr}: shape {last.shape}, strides "
-                                            f"{last.strides}, offset {last.offset}"),
-                            key=ns.key("fig_last"), config={"displaylogo": False, "staticPlot": True})
+            show_plot(M.layout_figure(last, look, title=f"{last.expr}: shape {last.shape}, strides "
+                                      f"{last.strides}, offset {last.offset}"),
+                      look, key=ns.key("fig_last"), config={"staticPlot": True})
             st.markdown(f"`{last.expr}` reads **{same}**"
                         + ("" if last.contiguous else " — **not contiguous**: its elements are not in storage order, "
                            "so `view` refuses it; `contiguous()` copies them into order.") + "")

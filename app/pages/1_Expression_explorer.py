@@ -10,26 +10,30 @@ import streamlit as st
 from explorer.kit import presets
 from explorer.kit.code_panel import font_px as code_font_px, protocol_blocks, to_html
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import at_frame, style_graph_figure
-from explorer.expression_explorer import MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model
+from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
+from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model,
+                                          node_table_styler)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, program_refused
-from explorer.kit.widgets import (preset_picker, presentation_toggle, publish_link, show_input_problem,
-                            start_page, step_controls)
+from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, graph_px, preset_picker, presentation_toggle, program_boxes,
+                                  publish_link, show_dot, show_input_problem, show_plot, start_page, stepper,
+                                  still_graph)
 
 ctx = start_page(
     "Expression explorer", "explorer",
     fields={"expr": LinkField("str", presets.DEFAULT.program), "at": LinkField("str", presets.DEFAULT.inputs),
-            "step": LinkField("int", 0, minimum=0)},
-    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "step": 0, "sig": None})
+            "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
+    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
 
 @bounded_cache(64 << 20, spinner="Running the engine…", refuse=program_refused)
-def cached_model(program: str, inputs: str, expand: bool = False):
-    return explorer_model(program, inputs, expand_composites=expand)
+def cached_model(program: str, inputs: str, expand: bool = False, width: int = HALF_WIDTH,
+                 max_height: int = MAX_HEIGHT):
+    return explorer_model(program, inputs, expand_composites=expand, width=width, max_height=max_height)
 
 
 @bounded_cache(8 << 20, spinner="Running backward on the engine…", refuse=program_refused)
@@ -37,89 +41,101 @@ def cached_accumulation(program: str, inputs: str, actions: tuple[str, ...]):
     return accumulation_rows(program, inputs, list(actions))
 
 
-top = st.columns([3, 1])
+top = st.columns([2.2, 3, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
 preset_picker(ns, top[0])
-with top[1]:
+with top[-1]:
     presentation_toggle()
+left, right, program_text, inputs_text = program_boxes(
+    ns, 140 if not look.presenting else 200, lk=look, where=top[1],
+    program_label="Program (one assignment per line; the last one is the output)")
 
-left, right = st.columns([3, 2])
-left.text_area("Program (one assignment per line; the last one is the output)", key=ns.key("expr"),
-               height=140 if not look.presenting else 180,
-               help="Allowed: + - * / ** @, numbers, names, and exp log sigmoid relu tanh sum mean max "
-                    "softmax log_softmax logsumexp abs sqrt transpose. Press Ctrl+Enter to run.")
-right.text_area("Inputs", key=ns.key("at"), height=140 if not look.presenting else 180,
-                help="name = value, separated by commas or lines; values are numbers or lists like [[1, 2], [3, 4]]")
-
-program_text = st.session_state[ns.key("expr")]
-inputs_text = st.session_state[ns.key("at")]
 try:
-    model = cached_model(program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)))
+    # presentation mode: the graph takes the page's width (beside the code it would be drawn too small)
+    model = cached_model(program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)),
+                         graph_px(look, HALF_WIDTH),
+                         int(PRESENT_GRAPH_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT)
 except InputProblem as problem:
     show_input_problem(problem, left, right, program_text, inputs_text)
     st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": st.session_state[ns.key("step")]})
     st.stop()
 
-# a new program starts at step 0 (a deep link's own step is kept on the first run)
+# a new program starts at step 1 (a deep link's own step is kept on the first run)
 sig = (program_text, inputs_text)
 if st.session_state[ns.key("sig")] not in (None, sig):
-    st.session_state[ns.key("step")] = 0
+    st.session_state[ns.key("step")] = 1
+    st.session_state[ns.key("step_playing")] = False
 st.session_state[ns.key("sig")] = sig
 
-step = step_controls(ns, model.n_frames)
-phase = model.phase(step)
-st.markdown(f"#### Step {step + 1} of {model.n_frames} · {phase}\n{model.caption(step)}")
-sent = model.contributions(step)
-if sent:
-    st.table(pd.DataFrame(sent))
 
-tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient graph", "Table of nodes"])
-with tab_anim:
-    graph_col, code_col = st.columns(2)
-    with graph_col:
-        st.checkbox("Show tanh, softmax, … as the primitives the engine ran", key=ns.key("expand"),
-                    help="Composite functions are built from primitives (tanh(y) = 2·sigmoid(2y) − 1); the graph "
-                         "draws each as one node unless this is ticked.")
-        fig = style_graph_figure(at_frame(model.figure, step), look)
-        st.plotly_chart(fig, key=ns.key("figure"), config={"displaylogo": False})
-        st.caption("▶ Play / ❚❚ Pause and the slider under the graph animate in your browser; the buttons above "
-                   "move the page's step (and the deep link).")
-    with code_col:  # the engine's own source, read with inspect; the lines this step ran are highlighted
-        view = model.code(step)
-        st.markdown("**The engine's code** — the lines this step ran are highlighted (×n: n times)")
-        st.html(to_html(view, code_font_px(look.presenting), test_id="code-panel"))
-        st.caption(view.caption)
-        with st.expander("backpropagate, topological_sort and the HW2 protocol (is_leaf, is_constant, "
-                         "chain_rule, accumulate_derivative)"):
-            st.html(to_html(protocol_blocks("topological"), code_font_px(look.presenting), test_id="code-reference"))
-with tab_graphs:
-    g1, g2 = st.columns(2)
-    with g1:
-        st.markdown("**Forward graph** (value, adjoint; the current step highlighted)")
-        st.graphviz_chart(model.forward_dot(step))
-    with g2:
-        st.markdown("**Gradient graph** — the engine ops the backward pass ran (create_graph=True)")
-        gdot = model.gradient_dot()
-        if gdot:
-            st.graphviz_chart(gdot)
-        else:
-            st.info("No gradient graph for this program.")
-    dl = st.columns(3)
-    dl[0].download_button("Download graph (DOT)", model.forward_dot(), file_name="graph.dot", mime="text/vnd.graphviz")
-    if gdot:
-        dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
+def step_text(frame: int) -> None:
+    """Header, caption and contributions of the 0-based ``frame``."""
+    st.markdown(f"#### Step {frame + 1} of {model.n_frames} · {model.phase(frame)}\n{model.caption(frame)}")
+    sent = model.contributions(frame)
+    if sent:
+        st.table(pd.DataFrame(sent), hide_index=True)
+
+
+def draw(step: int) -> None:
+    """Everything that shows the step (1-based): header, caption, contributions, graphs, code, the link.
+
+    In presentation mode the graph takes the page's whole width under the header (the engine's code
+    below it), so that the step buttons, the caption and the graph fit one 1080p screen.
+    """
+    frame = step - 1
+    step_text(frame)
+    tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient graph", "Table of nodes"])
+    with tab_anim:
+        graph_col, side_col = (st.container(), st.container()) if look.presenting else st.columns(2)
+        with graph_col:
+            st.checkbox("Show tanh, softmax, … as the primitives the engine ran", key=ns.key("expand"),
+                        help="Composite functions are built from primitives (tanh(y) = 2·sigmoid(2y) − 1); the "
+                             "graph draws each as one node unless this is ticked.")
+            show_plot(style_graph_figure(still_graph(model.figure, frame, title=not look.presenting), look), look,
+                      key=ns.key("figure"))
+        with side_col:
+            view = model.code(frame)  # the engine's own source (inspect); the lines this step ran highlighted
+            st.markdown("**The engine's code** — the lines this step ran are highlighted (×n: n times)")
+            st.html(to_html(view, code_font_px(look.presenting), test_id="code-panel"))
+            st.caption(view.caption)
+            with st.expander("backpropagate, topological_sort and the HW2 protocol (is_leaf, is_constant, "
+                             "chain_rule, accumulate_derivative)"):
+                st.html(to_html(protocol_blocks("topological"), code_font_px(look.presenting),
+                                test_id="code-reference"))
+    with tab_graphs:
+        g1, g2 = st.columns(2)
+        with g1:
+            st.markdown("**Forward graph** (value, adjoint; the current step highlighted)")
+            show_dot(model.forward_dot(frame), look)
+        with g2:
+            st.markdown("**Gradient graph** — the engine ops the backward pass ran (create_graph=True)")
+            gdot = model.gradient_dot()
+            if gdot:
+                show_dot(gdot, look)
+            else:
+                st.info("No gradient graph for this program.")
+        dl = st.columns(3)
+        dl[0].download_button("Download graph (DOT)", model.forward_dot(), file_name="graph.dot",
                               mime="text/vnd.graphviz")
-    svg = model.forward_svg()
-    if svg is not None:
-        dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
-    else:
-        dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
-with tab_table:
-    st.table(pd.DataFrame(model.table))
-    st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
-               "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an "
-               "input of more than 8 elements is checked along 3 random directions v instead (autodiff "
-               "predicts ⟨∂f/∂x, v⟩).")
+        if gdot:
+            dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
+                                  mime="text/vnd.graphviz")
+        svg = model.forward_svg()
+        if svg is not None:
+            dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
+        else:
+            dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
+    with tab_table:
+        st.table(node_table_styler(model.table), hide_index=True)
+        st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
+                   "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an "
+                   "input of more than 8 elements is checked along 3 random directions v instead (autodiff "
+                   "predicts ⟨∂f/∂x, v⟩). A red row is a check that failed, with the reason; the amber row is "
+                   "the op where it starts.")
+    publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step})
+
+
+stepper(ns, model.n_frames, draw)
 
 st.subheader("Gradient accumulation: backward again without zero_grad")
 accum_key = ns.key("accum")
@@ -145,11 +161,10 @@ ac[1].button("zero_grad()", key=ns.key("accum_zero"), on_click=_accumulate, args
 ac[2].button("Start over", key=ns.key("accum_reset"), on_click=_accumulate, args=(None,))
 if full:
     ac[3].caption(f"{MAX_ACCUMULATION_ACTIONS} calls at most: Start over.")
-st.table(pd.DataFrame(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key]))))
+st.table(pd.DataFrame(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key]))),
+         hide_index=True)
 st.caption("Every call above is the real engine on one forward graph. backward() adds into .grad "
            "(accumulate_derivative: +=), so a second backward without zeroing doubles it — the notes' 20 → 40 "
            "(preset “Gradient accumulation”). zero_grad() sets .grad to None; training loops call it before "
            "each backward. Constants take no gradient (is_constant): the backward pass never visits them and "
            "their .grad stays None.")
-
-publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step})

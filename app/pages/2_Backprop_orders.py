@@ -9,31 +9,35 @@ import streamlit as st
 from explorer.kit import presets
 from explorer.kit.code_panel import font_px as code_font_px, to_html
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import line_plot, static_frame, style_graph_figure
-from explorer.backprop_orders import (STRATEGY_LABELS, RandomGraphRun, bfs_rate_text, deep_chain_results,
-                                      orders_model, path_recursion_costs_within)
+from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
+from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_ORDER_PX, STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
+                                      deep_chain_results, fits_half_width, order_rows, orders_model,
+                                      path_recursion_costs_within)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import md_escape
 from explorer.kit.programs import InputProblem, program_refused
-from explorer.kit.widgets import (presentation_toggle, program_boxes, publish_link, show_input_problem, start_page,
-                            step_controls)
+from explorer.kit.plotly_figure import DESIGN_WIDTH
+from explorer.kit.widgets import (graph_px, presentation_toggle, program_boxes, publish_link, release_focus,
+                                  release_focus_next_run, show_input_problem, show_plot, show_table, start_page,
+                                  stepper, still_graph)
 
 ALL = tuple(STRATEGY_LABELS)
 DEFAULT_ORDERS = ["topological", "bfs_first_touch"]
 ctx = start_page(
     "Backprop orders", "orders",
     fields={"expr": LinkField("str", presets.DEFAULT.program), "at": LinkField("str", presets.DEFAULT.inputs),
-            "orders": LinkField("list", DEFAULT_ORDERS, choices=ALL), "step": LinkField("int", 0, minimum=0)},
+            "orders": LinkField("list", DEFAULT_ORDERS, choices=ALL),
+            "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "orders": DEFAULT_ORDERS,
-              "step": 0, "depth": 3000})
+              "step": 1, "depth": 3000})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
 
 @bounded_cache(64 << 20, spinner="Running every order on the engine…", refuse=program_refused)
-def cached_orders(program: str, inputs: str, orders: tuple[str, ...]):
-    return orders_model(program, inputs, orders)
+def cached_orders(program: str, inputs: str, orders: tuple[str, ...], width: int = ORDER_WIDTH):
+    return orders_model(program, inputs, orders, width)
 
 
 @bounded_cache(4 << 20, spinner="Backpropagating a deep chain…")
@@ -41,57 +45,77 @@ def cached_deep(depth: int):
     return deep_chain_results(depth)
 
 
-head = st.columns([3, 1])
-with head[1]:
+head = st.columns([2.2, 3, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
+with head[-1]:
     presentation_toggle()
-head[0].multiselect("Orders to compare", ALL, key=ns.key("orders"), format_func=lambda s: STRATEGY_LABELS[s])
-c1, c2, program_text, inputs_text = program_boxes(ns)
+head[0].multiselect("Orders to compare", ALL, key=ns.key("orders"), format_func=lambda s: STRATEGY_LABELS[s],
+                    on_change=release_focus_next_run)
+release_focus()
+c1, c2, program_text, inputs_text = program_boxes(ns, lk=look, where=head[1])
 orders = tuple(s for s in ALL if s in st.session_state[ns.key("orders")]) or ("topological",)
 try:
-    model = cached_orders(program_text, inputs_text, orders)
+    model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5))
+    # no room side by side (the graph would shrink, or in presentation mode grow taller than a screen):
+    # stacked, each the page's full width
+    side_by_side = len(orders) > 1 and fits_half_width(model, graph_scale(look), PRESENT_ORDER_PX)
+    if not side_by_side:
+        model = cached_orders(program_text, inputs_text, orders, graph_px(look, DESIGN_WIDTH))
 except InputProblem as problem:
     show_input_problem(problem, c1, c2, program_text, inputs_text)
     model = None
 
 if model is not None:
-    step = step_controls(ns, model.n_frames, label="Step (all orders together)")
-    cols = st.columns(len(orders))
-    for col, s in zip(cols, orders):
-        view = model.views[s]
-        with col:
-            st.markdown(f"**{STRATEGY_LABELS[s]}**")
-            if view.n_frames:
-                k = min(step, view.n_frames - 1)
-                fr = view.frameset.frames[k]
-                st.caption(f"step {k + 1}/{view.n_frames} · {fr.phase}: {fr.caption}")
-                if view.lost_step is not None:
-                    if k >= view.lost_step:
-                        st.warning(f"From step {view.lost_step + 1} on this gradient is wrong: a contribution "
-                                   "reached a node that had already passed its adjoint on (red node).")
-                    else:
-                        st.caption(f"Watch step {view.lost_step + 1}: a contribution arrives too late.")
-                fig = style_graph_figure(static_frame(view.figure, k), look,
-                                         height=int(look.figure_height * (0.8 if len(orders) > 2 else 1)))
-                st.plotly_chart(fig, key=ns.key(f"fig_{s}"), config={"displaylogo": False})
+    rows = order_rows(orders, side_by_side)
+
+    def draw(step: int) -> None:
+        """The orders at the same 1-based step, each with its verdict from the step where it goes wrong."""
+        for row in rows:
+            cols = st.columns(2) if len(rows[0]) > 1 else [st.container()]
+            for col, s in zip(cols, row):
+                with col:
+                    draw_order(model.views[s], step)
+        # each order's own code, read from the running engine; the lines this step ran are highlighted
+        st.markdown("#### Each order's own code at this step")
+        for col, s in zip(st.columns(len(orders)), orders):
+            code = model.views[s].code(step - 1)
+            col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
+            col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}"))
+        publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step})
+
+    def draw_order(view, step: int) -> None:
+        st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}")
+        if not view.n_frames:
             if view.error:
-                st.error(f"This order failed: {view.error}")
-            elif view.wrong:
-                st.error("**Wrong gradient** for " + md_escape(", ".join(w["input"] for w in view.wrong)))
-                st.table(pd.DataFrame(view.wrong))
-                if view.dropped:
-                    st.markdown("**Why:** contributions arrived after the node had already passed its adjoint on:")
-                    for text in view.dropped:
-                        st.markdown(f"- {md_escape(text)}")
-            else:
-                st.success("Gradients match the topological order: " +
-                           ", ".join(f"∂f/∂{k}" for k in model.correct))
-    # each order's own code, read from the running engine; the lines this step ran are highlighted
-    st.markdown("#### Each order's own code at this step")
-    for col, s in zip(st.columns(len(orders)), orders):
-        code = model.views[s].code(step)
-        col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
-        col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}"))
-    publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step})
+                st.error(f"This order failed: {md_escape(view.error)}")
+            return
+        k = min(step, view.n_frames) - 1
+        fr = view.frameset.frames[k]
+        st.markdown(f"**Step {k + 1} of {view.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
+        shown = view.moments_until(k)
+        for m in shown:  # the step where this order goes wrong is marked above its graph
+            if m.frame == k:
+                st.error(f"⚠ This step — **Step {m.frame + 1}: {md_escape(m.text)}**", icon=":material/error:")
+        verdict = view.verdict_frame
+        if verdict is not None and k < verdict:
+            st.caption(f"Watch step {verdict + 1}: this order goes wrong there.")
+        elif verdict is None:
+            st.caption("Every node waits for all its contributions before passing its adjoint on.")
+        # the caption above says what the step did, unclipped: the graph has no title of its own
+        show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,
+                  key=ns.key(f"fig_{view.strategy}"))
+        for m in shown:  # the earlier moments stay listed under the graph
+            if m.frame != k:
+                st.warning(f"**Step {m.frame + 1}: {md_escape(m.text)}**")
+        if view.error:
+            st.error(f"This order failed: {md_escape(view.error)}")
+        elif verdict is not None and k >= verdict:
+            st.error("**Wrong gradient** for " + md_escape(", ".join(w["input"] for w in view.wrong)))
+            st.table(pd.DataFrame(view.wrong), hide_index=True)
+        elif verdict is None and k == view.n_frames - 1:
+            st.success("Gradients match the topological order: " +
+                       ", ".join(f"∂f/∂{name}" for name in model.correct))
+
+    stepper(ns, model.n_frames, draw, label="Step (all orders together)")
 else:
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders)})
 
@@ -105,8 +129,8 @@ with left:
     # each depth is measured once per process, the deeper ones across reruns (depth 14 alone is 16,383 VJP
     # calls): a fragment polls the rest with a progress bar, so no rerun waits for all of them
     series, done = path_recursion_costs_within(max_depth, 0.6)
-    st.plotly_chart(line_plot(series, title="VJP calls on a doubling chain", x_title="depth",
-                              y_title="VJP calls (log scale)", look=look, log_y=True), key=ns.key("cost_fig"))
+    show_plot(line_plot(series, title="VJP calls on a doubling chain", x_title="depth",
+                        y_title="VJP calls (log scale)", look=look, log_y=True), look, key=ns.key("cost_fig"))
 
     @st.fragment(run_every=0.5 if done < max_depth else None)
     def cost_progress(max_depth=max_depth):
@@ -159,14 +183,14 @@ with right:
             if job.finished:
                 stats = job.table()
                 st.markdown(bfs_rate_text(stats))
-                st.table(pd.DataFrame(stats))
+                st.table(pd.DataFrame(stats), hide_index=True)
                 return
             st.progress(job.done / job.n_graphs,
                         text=f"Backpropagating random graphs with every order: {job.done} of {job.n_graphs}")
             if job.cancelled:
                 st.caption(f"Cancelled after {job.done} of {job.n_graphs} graphs.")
                 if job.done:
-                    st.dataframe(pd.DataFrame(job.table()), hide_index=True)
+                    show_table(pd.DataFrame(job.table()), look)
                 if st.button("Resume", key=ns.key("stats_resume")):
                     job.cancelled = False
                     st.rerun()

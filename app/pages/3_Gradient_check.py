@@ -13,7 +13,7 @@ from explorer.gradient_check import best_h_text, gradcheck_model, sweep_figure
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
 from explorer.kit.widgets import (clamp_linked, preset_picker, presentation_toggle, program_boxes, publish_link,
-                                  show_input_problem, start_page)
+                                  show_input_problem, show_plot, start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
@@ -32,11 +32,11 @@ def cached_check(program: str, inputs: str, wrt: str, h: float, index: int):
     return gradcheck_model(program, inputs, wrt, h, index)
 
 
-head = st.columns([3, 1])
+head = st.columns([2.2, 3, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
 preset_picker(ns, head[0])
-with head[1]:
+with head[-1]:
     presentation_toggle()
-c1, c2, program_text, inputs_text = program_boxes(ns)
+c1, c2, program_text, inputs_text = program_boxes(ns, lk=look, where=head[1])
 
 try:
     program, inputs = parse(program_text, inputs_text)
@@ -73,9 +73,9 @@ element = f"[{int(index)}]" if size > 1 else ""
 figs = st.columns(2)
 for col, dtype in zip(figs, ("float64", "float32")):
     with col:
-        st.plotly_chart(sweep_figure(model.sweep, dtype, look,
-                                     title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}"),
-                        key=ns.key(f"sweep_fig_{dtype}"), theme=None)
+        show_plot(sweep_figure(model.sweep, dtype, look,
+                               title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}"),
+                  look, key=ns.key(f"sweep_fig_{dtype}"), theme=None)
         st.markdown(best_h_text(model.sweep, dtype))
 st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h for forward differences (pale "
            "bands: h²|f'''|/6 and h|f''|/2, with the engine's own higher derivatives). Small h: f(x+h) and "
@@ -83,5 +83,5 @@ st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h
            "(ε ≈ 6e-8) than in float64 (ε ≈ 1.1e-16). The best h minimises the sum. For a tensor input the "
            "sweep perturbs the chosen element.")
 st.subheader(f"Every input at h = {h:.0e}")
-st.table(pd.DataFrame(model.table))
+st.table(pd.DataFrame(model.table), hide_index=True)
 publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h, "index": int(index)})

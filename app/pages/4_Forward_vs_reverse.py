@@ -8,28 +8,29 @@ import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import at_frame, line_plot, style_graph_figure
+from explorer.kit.figures import line_plot, style_graph_figure
 from explorer.kit.formatting import fmt_value
-from explorer.forward_vs_reverse import (MAX_SCALE_DEPTH, RELU_SAVED, dual_model, jacobian_cost_series, jacobian_size_table,
-                                        memory_series, memory_table)
+from explorer.forward_vs_reverse import (DUAL_WIDTH, MAX_SCALE_DEPTH, RELU_SAVED, dual_model, jacobian_cost_series,
+                                        jacobian_size_table, memory_series, memory_table)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
-from explorer.kit.widgets import (preset_picker, presentation_toggle, program_boxes, publish_link, show_input_problem,
-                            start_page, step_controls)
+from explorer.kit.widgets import (graph_px, preset_picker, presentation_toggle, program_boxes, publish_link,
+                                  show_input_problem, show_plot, start_page, stepper, still_graph)
 
 ctx = start_page(
     "Forward vs reverse", "fwdrev",
     fields={"expr": LinkField("str", presets.DEFAULT.program), "at": LinkField("str", presets.DEFAULT.inputs),
-            "seed": LinkField("str", ""), "step": LinkField("int", 0, minimum=0)},
-    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "seed": "", "step": 0, "sig": None})
+            "seed": LinkField("str", ""),
+            "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
+    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "seed": "", "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
 
 @bounded_cache(32 << 20, spinner="Running forward mode on the engine…", refuse=program_refused)
-def cached_dual(program: str, inputs: str, seed: str):
-    return dual_model(program, inputs, seed)
+def cached_dual(program: str, inputs: str, seed: str, width: int = DUAL_WIDTH):
+    return dual_model(program, inputs, seed, width)
 
 
 @bounded_cache(8 << 20, spinner="Computing full Jacobians both ways…")
@@ -42,12 +43,13 @@ def cached_memory(depth: int, batch: int, width: int):
     return memory_series(depth, batch, width)
 
 
-st.subheader("Dual numbers: value and derivative carried forward")
-head = st.columns([3, 1])
+if not look.presenting:  # presentation mode gives the room to the graph; the page title says what it is
+    st.subheader("Dual numbers: value and derivative carried forward")
+head = st.columns([2, 2.6, 1.3, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
 preset_picker(ns, head[0])
-with head[1]:
+with head[-1]:
     presentation_toggle()
-c1, c2, program_text, inputs_text = program_boxes(ns)
+c1, c2, program_text, inputs_text = program_boxes(ns, lk=look, where=head[1])
 
 model = None
 try:
@@ -55,10 +57,13 @@ try:
     names = program.input_names
     if st.session_state[ns.key("seed")] not in names:
         st.session_state[ns.key("seed")] = names[0]
-    st.radio("Seed: derivative with respect to", names, key=ns.key("seed"), horizontal=True,
-             help="Forward mode gives one directional derivative per pass: the seeded input's tangent is 1 "
-                  "(all ones for a tensor input), every other input's is 0.")
-    model = cached_dual(program_text, inputs_text, st.session_state[ns.key("seed")])
+    (head[2] if look.presenting else st).radio(
+        "Seed: d/d" if look.presenting else "Seed: derivative with respect to", names, key=ns.key("seed"),
+        horizontal=True,
+        help="Forward mode gives one directional derivative per pass: the seeded input's tangent is 1 "
+             "(all ones for a tensor input), every other input's is 0.")
+    model = cached_dual(program_text, inputs_text, st.session_state[ns.key("seed")],
+                        graph_px(look, DUAL_WIDTH))  # presentation: the page's width
 except InputProblem as problem:
     show_input_problem(problem, c1, c2, program_text, inputs_text)
 
@@ -66,27 +71,33 @@ if model is not None:
     seed = st.session_state[ns.key("seed")]
     sig = (program_text, inputs_text, seed)
     if st.session_state[ns.key("sig")] not in (None, sig):
-        st.session_state[ns.key("step")] = 0
+        st.session_state[ns.key("step")] = 1
+        st.session_state[ns.key("step_playing")] = False
     st.session_state[ns.key("sig")] = sig
-    step = step_controls(ns, model.n_frames)
-    fr = model.frameset.frames[step]
-    st.markdown(f"#### Step {step + 1} of {model.n_frames}\n{fr.caption}")
-    g, t = st.columns([3, 2])
-    with g:
-        st.plotly_chart(style_graph_figure(at_frame(model.figure, step), look), key=ns.key("figure"),
-                        config={"displaylogo": False})
-    with t:
-        st.table(pd.DataFrame(model.table[:max(step, 0)] or [{"node": "(inputs only)"}]))
-        rev = model.reverse_grads.get(seed)
-        st.markdown(f"Forward mode, one pass: **d f / d {seed} = {fmt_value(model.run.output_tangent)}**  \n"
-                    f"Reverse mode, one backward pass, every input at once: "
-                    + ", ".join(f"∂f/∂{k} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
-        if isinstance(rev, list):  # a tensor input (scalars are plain floats)
-            st.caption("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum "
-                       "of the reverse-mode gradient's elements.")
-        st.caption(f"Engine ops: {model.run.program_ops} for the values, {model.run.rule_ops} more inside the "
-                   "JVP rules to carry the tangents.")
-    publish_link(ctx, {"expr": program_text, "at": inputs_text, "seed": seed, "step": step})
+
+    def draw(step: int) -> None:
+        """Header, graph and dual-number table of the 1-based ``step``, and the link (in presentation mode
+        the graph takes the page's width under the header, the table below it)."""
+        fr = model.frameset.frames[step - 1]
+        st.markdown(f"#### Step {step} of {model.n_frames}\n{fr.caption}")
+        g, t = (st.container(), st.container()) if look.presenting else st.columns([3, 2])
+        with g:
+            show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=not look.presenting), look),
+                      look, key=ns.key("figure"))
+        with t:
+            st.table(pd.DataFrame(model.table[:step - 1] or [{"node": "(inputs only)"}]), hide_index=True)
+            rev = model.reverse_grads.get(seed)
+            st.markdown(f"Forward mode, one pass: **d f / d {seed} = {fmt_value(model.run.output_tangent)}**  \n"
+                        f"Reverse mode, one backward pass, every input at once: "
+                        + ", ".join(f"∂f/∂{k} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
+            if isinstance(rev, list):  # a tensor input (scalars are plain floats)
+                st.caption("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum "
+                           "of the reverse-mode gradient's elements.")
+            st.caption(f"Engine ops: {model.run.program_ops} for the values, {model.run.rule_ops} more inside the "
+                       "JVP rules to carry the tangents.")
+        publish_link(ctx, {"expr": program_text, "at": inputs_text, "seed": seed, "step": step})
+
+    stepper(ns, model.n_frames, draw)
 else:
     publish_link(ctx, {"expr": program_text, "at": inputs_text})
 
@@ -99,10 +110,10 @@ max_n = j[0].slider("largest n (and m)", 2, 16, 8, key=ns.key("max_n"))
 fixed = j[1].slider("the other dimension held at", 1, 16, 2, key=ns.key("fixed"))
 series = cached_jacobian(int(max_n), int(fixed))
 p = st.columns(2)
-p[0].plotly_chart(line_plot(series["vary_n"], title=f"m = {fixed}, n varies", x_title="n (inputs)",
-                            y_title="count (log scale)", look=look, log_y=True), key=ns.key("jac_n"))
-p[1].plotly_chart(line_plot(series["vary_m"], title=f"n = {fixed}, m varies", x_title="m (outputs)",
-                            y_title="count (log scale)", look=look, log_y=True), key=ns.key("jac_m"))
+show_plot(where=p[0], fig=line_plot(series["vary_n"], title=f"m = {fixed}, n varies", x_title="n (inputs)",
+                               y_title="count (log scale)", look=look, log_y=True), lk=look, key=ns.key("jac_n"))
+show_plot(where=p[1], fig=line_plot(series["vary_m"], title=f"n = {fixed}, m varies", x_title="m (outputs)",
+                               y_title="count (log scale)", look=look, log_y=True), lk=look, key=ns.key("jac_m"))
 
 st.subheader("Why frameworks never build the Jacobian")
 st.caption("A layer x (batch × d_in) → y (batch × d_out). Its full Jacobian is huge; a VJP only ever holds a "
@@ -113,7 +124,7 @@ j_out = js[1].number_input("d_out (output width)", 1, 1_000_000, 4096, key=ns.ke
 j_batch = js[2].number_input("batch", 1, 1_000_000, 2048, key=ns.key("jac_batch"))
 j_dtype = js[3].selectbox("dtype", ["float64", "float32"], key=ns.key("jac_dtype"))
 size_rows, passes = jacobian_size_table(int(j_in), int(j_out), int(j_batch), j_dtype)
-st.table(pd.DataFrame(size_rows))
+st.table(pd.DataFrame(size_rows), hide_index=True)
 st.markdown(f"Building the whole-batch Jacobian would take **{passes['forward']:,} forward (JVP) passes**, one "
             f"per input number, or **{passes['reverse']:,} backward (VJP) passes**, one per output number. "
             "Training needs the gradient of one scalar loss: **one** backward pass, whose VJPs carry vectors "
@@ -131,10 +142,10 @@ batch = m[1].select_slider("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256], value=32
 width = m[2].select_slider("width", [16, 32, 64, 128, 256], value=64, key=ns.key("mem_width"))
 mem = cached_memory(int(depth), int(batch), int(width))
 q = st.columns(2)
-q[0].plotly_chart(line_plot(mem["vs_batch"], title=f"depth {depth}, width {width}", x_title="batch",
-                            y_title="bytes kept", look=look), key=ns.key("mem_b"))
-q[1].plotly_chart(line_plot(mem["vs_depth"], title=f"batch {batch}, width {width}", x_title="depth",
-                            y_title="bytes kept", look=look), key=ns.key("mem_d"))
+show_plot(where=q[0], fig=line_plot(mem["vs_batch"], title=f"depth {depth}, width {width}", x_title="batch",
+                               y_title="bytes kept", look=look), lk=look, key=ns.key("mem_b"))
+show_plot(where=q[1], fig=line_plot(mem["vs_depth"], title=f"batch {batch}, width {width}", x_title="depth",
+                               y_title="bytes kept", look=look), lk=look, key=ns.key("mem_d"))
 
 st.markdown("**Any size — the notes' exercise 9** (10 layers × 4096, batch 512, float32)")
 e = st.columns(4)
@@ -142,7 +153,7 @@ e_depth = e[0].number_input("layers L", 1, MAX_SCALE_DEPTH, 10, key=ns.key("ex9_
 e_width = e[1].number_input("width", 1, 1_000_000, 4096, key=ns.key("ex9_width"))
 e_batch = e[2].number_input("batch", 1, 1_000_000, 512, key=ns.key("ex9_batch"))
 e_dtype = e[3].selectbox("dtype", ["float32", "float64"], key=ns.key("ex9_dtype"))
-st.table(pd.DataFrame(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype)))
+st.table(pd.DataFrame(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype)), hide_index=True)
 st.markdown(f"Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps z = hW + b (for its mask). "
             f"That is the notes' count, 2 per layer minus the network's input: **2L − 1 = {2 * int(e_depth) - 1}**. "
             f"This engine also keeps hW, because its History keeps every input of every op although the bias add's "

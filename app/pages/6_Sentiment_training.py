@@ -9,7 +9,8 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
-from explorer.kit.widgets import presentation_toggle, publish_link, small_table, start_page
+from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table, small_table,
+                                  start_page)
 from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, streamlit_session_id,
                                                streamlit_session_watch)
 from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, TARGET_ACCURACY,
@@ -335,9 +336,9 @@ live_view()
 
 if run is None:
     with st.expander("The network (layers collapsed)", expanded=True):
-        st.plotly_chart(style_graph_figure(network_figure(SentimentNet(hidden=int(S[k("hidden")]),
-                                                                       dropout=float(S[k("dropout")]))), look),
-                        key=k("network_graph"), config={"displaylogo": False})
+        show_plot(style_graph_figure(network_figure(SentimentNet(hidden=int(S[k("hidden")]),
+                                                                 dropout=float(S[k("dropout")]))), look),
+                  look, key=k("network_graph"))
         st.caption("Grey stages have no parameters. Padding: a batch is padded with zero vectors to its longest "
                    "sentence and the mean divides by each sentence's real length, so a prediction never depends "
                    "on the other sentences in the batch. While a run trains, the look inside draws this network "
@@ -352,9 +353,9 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
     st.toggle("Show only the errors", key=k("errors_only"))
     table = validation_table(trainer, S[k("errors_only")])
     st.caption(f"{len(table):,} sentences shown; P(positive) is the best checkpoint's output (dropout off).")
-    st.dataframe(table, hide_index=True, width="stretch", height=320,
-                 column_config={"P(positive)": st.column_config.ProgressColumn("P(positive)", min_value=0.0,
-                                                                              max_value=1.0, format="%.3f")})
+    show_table(table, look, width="stretch", height=320,
+               column_config={"P(positive)": st.column_config.ProgressColumn("P(positive)", min_value=0.0,
+                                                                            max_value=1.0, format="%.3f")})
 
     st.markdown("##### Try your own sentence")
     st.text_input("Sentence", key=k("text"))
@@ -388,8 +389,8 @@ if kept:
     cc[1].radio("Curve", list(COMPARE_METRICS), format_func=COMPARE_METRICS.get, key=k("compare_metric"),
                 horizontal=True)
     shown = [r for r in kept if r.number in chosen]
-    st.plotly_chart(compare_figure(shown, S[k("compare_metric")], look.figure_font, look.figure_height),
-                    key=k("compare_chart"))
+    show_plot(compare_figure(shown, S[k("compare_metric")], look.figure_font, look.figure_height), look,
+              key=k("compare_chart"))
     small_table(compare_rows(shown), look)
     st.caption("A run is kept when it ends (or when a new run replaces it). Start runs that differ in one "
                "setting — learning rate, optimizer, dropout, backend — and overlay their curves here.")

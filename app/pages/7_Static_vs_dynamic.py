@@ -9,7 +9,7 @@ import streamlit as st
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
-from explorer.kit.widgets import presentation_toggle, publish_link, small_table, start_page
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, small_table, start_page
 from explorer import static_vs_dynamic as M
 
 ctx = start_page(
@@ -46,13 +46,19 @@ with head[3]:
 
 example = st.session_state[ns.key("example")]
 ex = M.build_example(example, st.session_state[ns.key("grads")], st.session_state[ns.key("train")])
-code = st.columns(2)
+# presentation mode: code and run controls on the left, the graph beside them (one 1080p screen)
+if look.presenting:
+    side, stage = st.columns([2, 3])
+    code, run_cols = [side, side], [side, side, stage]
+else:
+    code, stage = st.columns(2), st.container()
 code[0].markdown("**Static graph** (define, then run)")
 code[0].code(ex.static_code, language="python")
 code[1].markdown("**Eager / dynamic** (define by running)")
 code[1].code(ex.eager_code, language="python")
 
-run_cols = st.columns([2, 2, 3])
+if not look.presenting:
+    run_cols = st.columns([2, 2, 3])
 fetch_names = list(ex.fetches)
 if st.session_state.get(ns.key("fetch")) not in fetch_names:
     st.session_state[ns.key("fetch")] = fetch_names[0]
@@ -73,10 +79,9 @@ with run_cols[2]:
         n_eval = len(result.evaluated)
         st.success(result.count_text())
         upto = st.slider("Evaluation order: light up the first k nodes", 0, n_eval, n_eval, key=ns.key("upto"))
-st.html(f"<div style='font-size:0.85rem'>{legend}</div>")
-st.plotly_chart(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
-                                                  fed=result.fed), look),
-                key=ns.key("graph"), config={"displaylogo": False})
+stage.html(f"<div style='font-size:0.85rem'>{legend}</div>")
+show_plot(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
+                                            fed=result.fed), look), look, key=ns.key("graph"), where=stage)
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
     st.caption("Evaluation order (topological, only what the fetch depends on): " + " → ".join(names))
@@ -98,8 +103,7 @@ if not result.error:
 
 st.markdown("##### The graph the eager run recorded")
 eg = ex.eager_graph
-st.plotly_chart(style_graph_figure(M.eager_figure(eg), look), key=ns.key(f"eager_graph_{example}"),
-                config={"displaylogo": False})
+show_plot(style_graph_figure(M.eager_figure(eg), look), look, key=ns.key(f"eager_graph_{example}"))
 skipped = ex.forward_nodes - len(eg.nodes)
 st.caption(f"Eagerly, the same code builds this graph *while it computes*: {len(eg.nodes)} nodes, the forward part "
            f"of the static graph ({ex.forward_nodes} nodes)"
@@ -116,7 +120,8 @@ st.markdown("h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<su
             "loop *while building*, so each length needs a graph of its own.", unsafe_allow_html=True)
 rows = cached_rnn_rows((3, 6, 12))
 small_table(rows, look)
-rc = st.columns([1, 3])
+# presentation mode: the graph gets the page's whole width (its text is never shrunk to fit a column)
+rc = st.columns([1, 3]) if not look.presenting else [st.container(), st.container()]
 rc[0].select_slider("Draw the static graph for T =", options=[3, 6, 12], key=ns.key("length"))
 rc[0].code("for t in range(T):\n    h = sigmoid(h * w + x[t])", language="python")
 rc[0].caption("Python `if` on a graph tensor fails: " + M.python_if_on_graph_tensor())
@@ -124,8 +129,8 @@ rc[0].checkbox("draw every op (not one box per step)", key=ns.key("rnn_ops"))
 T = int(st.session_state[ns.key("length")])
 g_rnn, _, _, _ = M.rnn_static(T)
 with rc[1]:
-    st.plotly_chart(style_graph_figure(M.rnn_figure(T, expand=bool(st.session_state.get(ns.key("rnn_ops")))), look),
-                    key=ns.key("rnn_graph"), config={"displaylogo": False})
+    show_plot(style_graph_figure(M.rnn_figure(T, expand=bool(st.session_state.get(ns.key("rnn_ops")))), look), look,
+              key=ns.key("rnn_graph"))
     st.caption(f"Static graph for T = {T}: {len(g_rnn.nodes)} nodes (x is one placeholder of length {T}; each "
                "step adds getitem, mul, add, sigmoid).")
 
@@ -136,8 +141,8 @@ bc[0].code(M.BRANCH_CODE, language="python")
 bc[0].error(f"**As a static graph** — `if h.sum() > 0` on a placeholder: {bd.static_error}", icon="🚫")
 for col, xv, took, graph, key in zip(bc[1:], bd.inputs, bd.branches, bd.graphs, ("pos", "neg")):
     col.markdown(f"**Eagerly, x = {np.array2string(xv, precision=2)}**: takes `{took}`")
-    col.plotly_chart(style_graph_figure(M.eager_figure(graph, width=M.HALF_WIDTH), look),
-                     key=ns.key(f"branch_{key}"), config={"displaylogo": False})
+    show_plot(style_graph_figure(M.eager_figure(graph, width=M.HALF_WIDTH), look), look,
+              key=ns.key(f"branch_{key}"), where=col)
 st.caption("Eager mode runs the Python `if` on a real number, so each input records the graph of the branch it "
            "took (the sum that decided is not in the graph: nothing flows from it to the output). A static graph "
            "is built before any value exists, so the `if` cannot be decided: TensorFlow 1 needs the branch as a "
@@ -152,15 +157,15 @@ small_table(fd.rows, look)
 st.markdown(f"Folded at compile time: {', '.join(f'`{n}`' for n in fd.folded)}. "
             f"Results before and after are identical: **{fd.same_values}**. The gradient of a linear "
             "function of x is a constant, so its whole gradient graph folds away.")
-fc = st.columns(2)
+fc = st.columns(2) if not look.presenting else [st.container(), st.container()]
 with fc[0]:
     st.markdown("**Before**")
-    st.plotly_chart(style_graph_figure(M.graph_figure(fd.before, width=M.HALF_WIDTH), look), key=ns.key("fold_before"),
-                    config={"displaylogo": False})
+    show_plot(style_graph_figure(M.graph_figure(fd.before, width=M.HALF_WIDTH), look), look,
+              key=ns.key("fold_before"))
 with fc[1]:
     st.markdown("**After**")
-    st.plotly_chart(style_graph_figure(M.graph_figure(fd.after, width=M.HALF_WIDTH), look), key=ns.key("fold_after"),
-                    config={"displaylogo": False})
+    show_plot(style_graph_figure(M.graph_figure(fd.after, width=M.HALF_WIDTH), look), look,
+              key=ns.key("fold_after"))
 
 # --- 4. capture and replay ------------------------------------------------------------------------------
 st.divider()
@@ -185,8 +190,7 @@ if demo:
                 "losses in 21 steps: each replay draws a new dropout mask. Timings are this server's, measured "
                 "while the page ran.")
     with st.expander(f"The captured step as a static graph: {M.breakdown_text(demo['breakdown'])}"):
-        st.plotly_chart(style_graph_figure(demo["graph_figure"], look), key=ns.key("captured_graph"),
-                        config={"displaylogo": False})
+        show_plot(style_graph_figure(demo["graph_figure"], look), look, key=ns.key("captured_graph"))
         st.caption("Orange: ops the backward pass ran (VJP rules and the accumulation into .grad). Adam's "
                    "update is applied after each replay by the optimizer object itself.")
 

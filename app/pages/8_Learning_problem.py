@@ -9,7 +9,7 @@ from explorer import learning_problem as L
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.lecture_kit import present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, start_page, step_controls
 
 S0 = L.SURFACES[L.DEFAULT_SURFACE]
 ctx = start_page(
@@ -113,14 +113,13 @@ st.markdown(
     f"{L._v(cur.delta)} → L = {cur.loss_next:.4g}")
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(L.contour_figure(surface, cached_grid(surface), path, step, look, w_min),
-                    key=ns.key("contours"), config={"displaylogo": False})
+    show_plot(L.contour_figure(surface, cached_grid(surface), path, step, look, w_min), look,
+              key=ns.key("contours"))
 with right:
     st.markdown(f"**η = {lr:g}: {badge}** — {why}.")
     st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
                 f"eigenvalue λ = {lam:.3g}, so steps with **η > 2/λ = {crit:.3g}** overshoot there.")
-    st.plotly_chart(L.loss_curve_figure(path, step, loss_min, look), key=ns.key("curve"),
-                    config={"displaylogo": False})
+    show_plot(L.loss_curve_figure(path, step, loss_min, look), look, key=ns.key("curve"))
     st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{cur.predicted_change:.4g}**; "
                 f"the engine measured **{cur.loss_next - cur.loss:.4g}**.")
 rows = L.step_rows(path, step, lr)
@@ -157,7 +156,7 @@ st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0
             f"= **{r0.x_next:.6g}**.")
 ec = st.columns([3, 2])
 with ec[0]:
-    st.plotly_chart(L.exercise1_figure(ex_rows, look), key=ns.key("ex1"), config={"displaylogo": False})
+    show_plot(L.exercise1_figure(ex_rows, look), look, key=ns.key("ex1"))
 with ec[1]:
     st.table(pd.DataFrame([{"k": r.k, "x_k": f"{r.x:.6g}", "f(x_k)": f"{r.f:.6g}", "f′(x_k)": f"{r.slope:.6g}",
                             "x_k+1": f"{r.x_next:.6g}"} for r in ex_rows]))

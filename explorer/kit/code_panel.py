@@ -352,4 +352,4 @@ def failed_code(strategy: str, error: str) -> CodeView:
 
 def font_px(presenting: bool) -> int:
     """Code size: readable from the back row in presentation mode, compact otherwise."""
-    return 17 if presenting else 13
+    return 18 if presenting else 13  # 18: the presentation floor (tests/browser/test_presentation.py)

@@ -1,6 +1,7 @@
 """Lecturer presentation mode: larger fonts and nodes, minimal chrome, readable on a projector."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -32,14 +33,121 @@ def look(presenting: bool) -> Look:
     return PRESENTING if presenting else NORMAL
 
 
+MIN_PRESENT_PX = 18  # no text a class reads is smaller than this in presentation mode (at 1920 x 1080)
+ROOT_PRESENT_PX = 24  # the page's root font size in presentation mode: Streamlit sizes its text in rem
+
+
+def readable_figure(spec: dict, lk: Look) -> dict:
+    """A Plotly figure dict whose every text is at least ``lk.figure_font`` px in presentation mode.
+
+    Plotly draws ticks, legends, axis titles, annotations, slider and button labels from
+    ``layout.font`` unless a part sets its own ``font`` / ``tickfont`` / ``textfont``; both are raised
+    here (never lowered), in the layout, the traces and the frames. Outside presentation mode the
+    figure is returned as it is. Only what changes is copied: the caller's dict is never modified.
+    """
+    if not lk.presenting:
+        return spec
+    if ((spec.get("layout") or {}).get("meta") or {}).get("renderer") == "graph":
+        return _readable_graph(spec)
+    floor = max(lk.figure_font, MIN_PRESENT_PX)
+    out = dict(spec)
+    layout = _lift_fonts(spec.get("layout") or {}, floor)
+    layout["font"] = {**(layout.get("font") or {}), "size": max(_num((layout.get("font") or {}).get("size")), floor)}
+    out["layout"] = layout
+    for name, axis in list(layout.items()):
+        # a log axis labels 2 and 5 between the decades at 3/4 of its tick size: lift those as well
+        if (name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("type") == "log"):
+            tick = axis.get("tickfont") or {}
+            layout[name] = {**axis, "tickfont": {**tick, "size": max(_num(tick.get("size")), -(-floor * 4 // 3))}}
+    out["data"] = [_lift_fonts(tr, floor) for tr in spec.get("data") or []]
+    if spec.get("frames"):
+        out["frames"] = [_lift_fonts(f, floor) for f in spec["frames"]]
+    return out
+
+
+PRESENT_DOT_PT = 14  # Graphviz text in presentation mode: 14 pt = 18.7 px at the chart's natural size
+_FONTSIZE = re.compile(r'\bfontsize\s*=\s*"?([0-9]*\.?[0-9]+)"?')
+
+
+def readable_dot(dot: str, lk: Look) -> str:
+    """DOT text whose every ``fontsize`` is at least ``PRESENT_DOT_PT`` in presentation mode.
+
+    Graphviz lays the boxes out around the larger text (nothing is scaled afterwards), and presentation
+    mode shows the chart at its natural size. A graph without any ``fontsize`` uses Graphviz's default,
+    14 pt, already. Outside presentation mode the text is returned as it is.
+    """
+    if not lk.presenting:
+        return dot
+
+    def lift(m: re.Match) -> str:
+        return f'fontsize="{max(float(m.group(1)), PRESENT_DOT_PT):g}"'
+
+    return _FONTSIZE.sub(lift, dot)
+
+
+def _readable_graph(spec: dict) -> dict:
+    """A figure of the graph renderer, whose boxes are sized for its texts: grown as a whole (fonts, boxes,
+    lines, height together) until its smallest text reaches ``MIN_PRESENT_PX``, never one font alone."""
+    from .figures import _grow_renderer_figure  # the renderer's own scaling (figures imports this module)
+
+    sizes = [float(v) for tr in spec.get("data") or [] for v in _as_list((tr.get("textfont") or {}).get("size"))]
+    smallest = min(sizes, default=MIN_PRESENT_PX)
+    if smallest >= MIN_PRESENT_PX - 1e-9:
+        return spec
+    return _grow_renderer_figure(spec, MIN_PRESENT_PX / smallest * 1.001)
+
+
+def _as_list(v) -> list:
+    if isinstance(v, list):
+        return [x for x in v if isinstance(x, (int, float))]
+    return [v] if isinstance(v, (int, float)) and not isinstance(v, bool) else []
+
+
+def _num(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+
+
+def _lift_fonts(node, floor: float):
+    """Copy of ``node`` with every ``size`` under a ``*font`` key raised to ``floor`` (lists element-wise)."""
+    if isinstance(node, list):
+        return [_lift_fonts(v, floor) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for k, v in node.items():
+        if k.endswith("font") and isinstance(v, dict):
+            v = dict(v)
+            size = v.get("size")
+            if isinstance(size, list):
+                v["size"] = [max(_num(x), floor) for x in size]
+            elif size is not None:
+                v["size"] = max(_num(size), floor)
+            out[k] = v
+        elif isinstance(v, (dict, list)):
+            out[k] = _lift_fonts(v, floor)
+        else:
+            out[k] = v
+    return out
+
+
 def css(lk: Look) -> str:
-    """A <style> block for st.html: in presentation mode hide Streamlit's chrome and enlarge text."""
+    """A <style> block for st.html: in presentation mode hide Streamlit's chrome and enlarge all text.
+
+    Streamlit sizes its text in rem (captions 0.875rem, widget labels 0.875rem, small print 0.75rem), so
+    presentation mode sets the root font size to ``ROOT_PRESENT_PX``: every caption, label, table, code
+    block and button grows together and the smallest (0.75rem) is 18 px. Plotly and Graphviz draw in
+    px and get their sizes from :class:`Look` and :func:`readable_figure`.
+    """
     rules = [
         f'[data-testid="stButton"] button {{ font-size: {lk.button_font_px}px; min-height: {lk.button_font_px * 2}px; }}',
         f'[data-testid="stButton"] button p {{ font-size: {lk.button_font_px}px; }}',
+        # Streamlit sets one small CSS font size on everything inside a Graphviz chart, which overrides
+        # the sizes Graphviz laid the boxes out for; give the SVG's own font-size attributes back
+        '[data-testid="stGraphVizChart"] svg text { font-size: revert-layer !important; }',
     ]
     if lk.presenting:
         rules += [
+            f'html {{ font-size: {ROOT_PRESENT_PX}px !important; }}',
             f'[data-testid="stAppViewContainer"] {{ font-size: {lk.font_px}px; }}',
             f'[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li '
             f'{{ font-size: {lk.font_px}px; line-height: 1.35; }}',
@@ -56,6 +164,16 @@ def css(lk: Look) -> str:
             '[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], footer '
             '{ display: none !important; }',
             '.block-container, [data-testid="stMainBlockContainer"] '
-            '{ padding-top: 1rem !important; max-width: 100% !important; }',
+            '{ padding-top: 0.5rem !important; padding-bottom: 2rem !important; '
+            'padding-left: 1.5rem !important; padding-right: 1.5rem !important; max-width: 100% !important; }',
+            # inline code is 0.75em in Streamlit: never below the floor
+            f':not(pre) > code {{ font-size: max(1em, {MIN_PRESENT_PX}px) !important; }}',
+            # a Graphviz chart keeps its natural size (14 pt text = 18.7 px) and scrolls sideways when it
+            # is wider than the page, instead of shrinking its text below what the back row can read
+            '[data-testid="stGraphVizChart"] { overflow-x: auto !important; }',
+            '[data-testid="stGraphVizChart"] svg { max-width: none !important; width: auto !important; '
+            'height: auto !important; }',
+            # the title is a label, not the lesson: it gives its room to the graph
+            f'h1 {{ font-size: {int(lk.font_px * 1.5)}px !important; padding: 0 0 0.25rem 0 !important; }}',
         ]
     return "<style>\n" + "\n".join(rules) + "\n</style>"

@@ -1,4 +1,5 @@
-"""Per-page session-state namespacing: ``Namespace("explorer").key("step") == "explorer_step"``."""
+"""Per-page session-state namespacing (``Namespace("explorer").key("step") == "explorer_step"``) and the
+stepping logic every stepped page shares (1-based step numbers, Play's timer ticks)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,3 +37,58 @@ class Namespace:
         p = self.prefix + "_"
         return {k[len(p):]: v for k, v in state.items()
                 if isinstance(k, str) and k.startswith(p) and not k[len(p):].startswith("_")}
+
+
+# --- stepping ------------------------------------------------------------------------------------
+# One numbering everywhere a person sees a step: the header "Step k of n", the URL's ``step=k`` and
+# every slider count from 1. Frame indices (0-based) stay inside the models; ``k - 1`` converts.
+
+SPEEDS: dict[str, float] = {"slow": 2.0, "normal": 1.0, "fast": 0.5, "very fast": 0.25}  # seconds per step
+DEFAULT_SPEED = "normal"
+
+
+def clamp_step(step: Any, n_steps: int) -> int:
+    """A 1-based step number kept within ``1..n_steps`` (anything unreadable is step 1).
+
+    Deep links written before steps were 1-based said ``step=0`` for the first step; it still opens
+    the first step.
+    """
+    try:
+        k = int(step)
+    except (TypeError, ValueError):
+        k = 1
+    return min(max(k, 1), max(int(n_steps), 1))
+
+
+@dataclass(frozen=True)
+class PlayState:
+    """Where Play stands: the step shown, whether it is running, and when it last moved (seconds)."""
+    step: int
+    playing: bool
+    last_move: float
+
+
+def play_tick(state: PlayState, n_steps: int, now: float, seconds_per_step: float) -> PlayState:
+    """One timer tick of Play: move one step on when a step's time has passed; stop on the last step.
+
+    A tick that comes early (a rerun for another reason, a timer that fires a little soon) moves
+    nothing, so steps never run faster than the chosen speed. Half a step's time counts as due: a
+    timer that fires a bit late or early must not skip a beat.
+    """
+    step = clamp_step(state.step, n_steps)
+    if not state.playing:
+        return PlayState(step, False, state.last_move)
+    if step >= n_steps:
+        return PlayState(n_steps, False, now)
+    if now - state.last_move < 0.5 * seconds_per_step:
+        return PlayState(step, True, state.last_move)
+    step += 1
+    return PlayState(step, step < n_steps, now)
+
+
+def start_playing(step: int, n_steps: int, now: float) -> PlayState:
+    """Play pressed: from the last step it starts again at step 1, otherwise it goes on from ``step``."""
+    step = clamp_step(step, n_steps)
+    if step >= n_steps:
+        step = 1
+    return PlayState(step, n_steps > 1, now)

@@ -1,19 +1,22 @@
 """Shared Streamlit pieces for the pages: page setup (presentation mode + deep links) and stepping controls.
 
-Pages call :func:`start_page` first, build their state, call :func:`step_controls` where a stepper is
-shown, and finally :func:`publish_link` so the URL always describes what is on screen.
+Pages call :func:`start_page` first, build their state, call :func:`stepper` where a stepper is shown
+(the step-dependent part of the page is drawn inside it), and :func:`publish_link` so the URL always
+describes what is on screen.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+import time
+from typing import Any, Callable
 
 import streamlit as st
 
 from .deeplink import LinkField, LinkSchema
+from .figures import PrebuiltFigure, static_frame
 from .formatting import md_escape
-from .presentation import Look, css, look
-from .state import Namespace
+from .presentation import Look, css, look, readable_dot, readable_figure
+from .state import DEFAULT_SPEED, SPEEDS, Namespace, PlayState, clamp_step, play_tick, start_playing
 
 PRESENT_KEY = "presenting"  # plain (non-widget) key shared by all pages
 PRESENT_FIELD = LinkField("bool", False)
@@ -123,23 +126,79 @@ def preset_picker(ns: Namespace, where=None) -> None:
             st.session_state[ns.key("expr")] = p.program
             st.session_state[ns.key("at")] = p.inputs
             if ns.key("step") in st.session_state:
-                st.session_state[ns.key("step")] = 0
+                st.session_state[ns.key("step")] = 1
+                st.session_state[ns.key("step_playing")] = False
+        release_focus_next_run()
 
     st.session_state[key] = presets.matching_preset(
         st.session_state[ns.key("expr")], st.session_state[ns.key("at")]) or OWN_PROGRAM
     where.selectbox("Preset", [OWN_PROGRAM, *presets.preset_labels()], key=key, on_change=_load)
+    release_focus()
 
 
-def program_boxes(ns: Namespace, height: int = 100):
+_RELEASE_KEY = "_release_focus"  # plain key shared by all pages: a counter, so each release is a new script
+
+
+def release_focus_next_run() -> None:
+    """Ask :func:`release_focus` to take the keyboard focus off the widget just used (call from a callback)."""
+    st.session_state[_RELEASE_KEY] = int(st.session_state.get(_RELEASE_KEY, 0)) + 1
+
+
+def release_focus() -> None:
+    """Blur the focused widget when a callback asked for it, so the step keys work at once.
+
+    A choice in a select box leaves the keyboard focus in the box, where the arrow keys move through
+    its options instead of stepping; after a preset is chosen the page should step on Left / Right at
+    once, without a click on the page first.
+    """
+    n = int(st.session_state.get(_RELEASE_KEY, 0))
+    if n and st.session_state.get(_RELEASE_KEY + "_done") != n:
+        st.session_state[_RELEASE_KEY + "_done"] = n
+        st.html(f"<script>/* release {n} */ (() => {{ const el = document.activeElement;"
+                " if (el && el !== document.body && el.blur) el.blur(); })();</script>",
+                unsafe_allow_javascript=True)
+
+
+PROGRAM_HELP = ("Allowed: + - * / ** @, numbers, names, and exp log sigmoid relu tanh sum mean max softmax "
+                "log_softmax logsumexp abs sqrt transpose. Press Ctrl+Enter to run.")
+INPUTS_HELP = "name = value, separated by commas or lines; values are numbers or lists like [[1, 2], [3, 4]]"
+
+
+def program_boxes(ns: Namespace, height: int = 100, *, lk: Look | None = None, where=None,
+                  program_label: str = "Program"):
     """The page's "Program" and "Inputs" boxes side by side (session keys ``expr`` and ``at``).
 
-    Returns ``(program_box, inputs_box, program_text, inputs_text)``; the boxes are the columns
-    that :func:`show_input_problem` writes a rejection under.
+    In presentation mode the boxes fold into an expander (in ``where``, default the page) whose title is
+    the program itself, so that the graph, its caption and the step buttons fit one 1080p screen.
+    Returns ``(program_box, inputs_box, program_text, inputs_text)``; the boxes are the containers that
+    :func:`show_input_problem` writes a rejection under (outside the expander, so it is never hidden).
     """
-    program_box, inputs_box = st.columns([3, 2])
-    program_box.text_area("Program", key=ns.key("expr"), height=height)
-    inputs_box.text_area("Inputs", key=ns.key("at"), height=height)
-    return program_box, inputs_box, st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
+    program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
+    if lk is not None and lk.presenting:
+        where = where or st
+        lines = [ln.strip() for ln in program_text.strip().splitlines() if ln.strip()]
+        shown = " · ".join(lines[:3]) + (" · …" if len(lines) > 3 else "")
+        title = f"{shown}  |  {inputs_text.strip()}" if shown else "Program and inputs"
+        with where.expander(_plain_label(title, 110), expanded=False):
+            a, b = st.columns([3, 2])
+            a.text_area(program_label, key=ns.key("expr"), height=height, help=PROGRAM_HELP)
+            b.text_area("Inputs", key=ns.key("at"), height=height, help=INPUTS_HELP)
+        problem_row = st.columns([3, 2])
+        return problem_row[0], problem_row[1], program_text, inputs_text
+    program_box, inputs_box = (where or st).columns([3, 2])
+    program_box.text_area(program_label, key=ns.key("expr"), height=height, help=PROGRAM_HELP)
+    inputs_box.text_area("Inputs", key=ns.key("at"), height=height, help=INPUTS_HELP)
+    return program_box, inputs_box, program_text, inputs_text
+
+
+def _plain_label(text: str, limit: int) -> str:
+    """User text as a widget label: one line, Markdown characters escaped, at most ``limit`` characters."""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    for ch in "\\`*_[]<>#|~$":
+        text = text.replace(ch, "\\" + ch)
+    return text
 
 
 def show_input_problem(problem, program_box, inputs_box, program_text: str, inputs_text: str) -> None:
@@ -173,11 +232,154 @@ def publish_link(ctx: PageContext, state: dict[str, Any]) -> dict[str, str]:
     return params
 
 
+def _speed_label(name: str) -> str:
+    seconds = SPEEDS[name]
+    return f"{name} ({seconds:g} s / step)"
+
+
+def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: str = "step",
+            label: str = "Step", shortcuts: bool = True) -> None:
+    """Step controls and everything that depends on the step, always in agreement.
+
+    Buttons Start / Back / Play-Pause / Step / End (keys Home, Left, P, Right, End), a slider over
+    steps ``1..n_steps`` and a speed choice sit above ``draw(step)``, which draws the header, caption,
+    tables and graph of the 1-based ``step``. Play is a timer on the server (a fragment with
+    ``run_every``) that asks for a full run of the page whenever a step is due, exactly as a press on
+    Step would: header, caption, table, graph, slider and the URL are drawn by the same run, so they show
+    the same step while it plays and wherever it stops. (Redrawing only a fragment leaves the browser's
+    slider and URL one tick behind, and a slider that reports a stale value would stop Play.) The step
+    lives in ``st.session_state[ns.key(name)]`` (1-based, as shown).
+    """
+    key, playing_key, moved_key, speed_key = (ns.key(name), ns.key(name + "_playing"), ns.key(name + "_moved"),
+                                              ns.key("speed"))
+    st.session_state.setdefault(playing_key, False)
+    st.session_state.setdefault(moved_key, 0.0)
+    if st.session_state.get(speed_key) not in SPEEDS:
+        st.session_state[speed_key] = DEFAULT_SPEED
+    seconds = SPEEDS[st.session_state[speed_key]]
+    # a deep link's step: 0 was the first step of the 0-based links of old; beyond the last one is reported
+    linked = st.session_state.get(key, 1)
+    try:
+        linked = int(linked)
+    except (TypeError, ValueError):
+        linked = 1
+    st.session_state[key] = clamp_linked(ns, name, max(linked, 1), 1, max(n_steps, 1))
+
+    def current() -> PlayState:
+        return PlayState(st.session_state.get(key, 1), bool(st.session_state[playing_key]),
+                         float(st.session_state[moved_key]))
+
+    state = play_tick(current(), n_steps, time.monotonic(), seconds)
+    st.session_state[key], st.session_state[playing_key], st.session_state[moved_key] = \
+        state.step, state.playing, state.last_move
+
+    if state.playing:
+        @st.fragment(run_every=seconds)
+        def play_clock() -> None:
+            due = play_tick(current(), n_steps, time.monotonic(), SPEEDS[st.session_state[speed_key]])
+            if due.step != st.session_state[key] or not due.playing:
+                st.rerun()  # the whole page draws the next step (this fragment draws nothing)
+
+        play_clock()
+    step = _step_buttons(ns, n_steps, key, playing_key, moved_key, speed_key, label, shortcuts)
+    draw(step)
+
+
+def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved_key: str, speed_key: str,
+                  label: str, shortcuts: bool) -> int:
+    def _move(delta: int | None = None, to: int | None = None):
+        s = clamp_step(st.session_state.get(key, 1), n_steps)
+        st.session_state[key] = clamp_step(to if to is not None else s + (delta or 0), n_steps)
+        st.session_state[playing_key] = False  # a step button takes over from Play
+
+    def _play_pause():
+        if st.session_state[playing_key]:
+            st.session_state[playing_key] = False
+        else:
+            state = start_playing(st.session_state[key], n_steps, time.monotonic())
+            st.session_state[key], st.session_state[playing_key], st.session_state[moved_key] = \
+                state.step, state.playing, state.last_move
+
+    playing = bool(st.session_state[playing_key])
+    cols = st.columns([1.4, 1.3, 1.3, 1.3, 1.3, 3.0, 1.9], vertical_alignment="center")
+    keys = ("Home", "Left", "P", "Right", "End") if shortcuts else (None,) * 5
+    # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not)
+    cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 1}, shortcut=keys[0],
+                   icon=":material/first_page:", width="stretch", help="Go to step 1 (Home)")
+    cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
+                   icon=":material/chevron_left:", width="stretch", help="One step back (Left arrow)")
+    cols[2].button("Pause" if playing else "Play", key=key + "_play", on_click=_play_pause, shortcut=keys[2],
+                   icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch",
+                   help="Play the steps one after another at the chosen speed; press again to pause (P)")
+    cols[3].button("Step", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[3],
+                   icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch",
+                   help="One step forward (Right arrow)")
+    cols[4].button("End", key=key + "_last", on_click=_move, kwargs={"to": n_steps}, shortcut=keys[4],
+                   icon=":material/last_page:", icon_position="right", width="stretch",
+                   help=f"Go to the last step, {n_steps} (End)")
+    if n_steps > 1:
+        # the slider has a key of its own: a value the browser sends while Play runs may be one step old
+        # (it was read before the last step was drawn) and must not move the step back
+        slider_key = key + "_slider"
+
+        def _slid():
+            if not st.session_state[playing_key]:
+                st.session_state[key] = clamp_step(st.session_state[slider_key], n_steps)
+
+        st.session_state[slider_key] = int(st.session_state[key])
+        cols[5].slider(label, 1, n_steps, key=slider_key, label_visibility="collapsed", on_change=_slid,
+                       disabled=playing, help="Drag to any step (Pause first while it plays)")
+    else:
+        cols[5].caption("one step only")
+    cols[6].selectbox("Speed", list(SPEEDS), key=speed_key, format_func=_speed_label,
+                      label_visibility="collapsed", help="How fast Play moves from step to step")
+    return int(st.session_state[key])
+
+
+def show_plot(fig: Any, lk: Look, *, key: str, where=None, config: dict | None = None,
+              theme: str | None = "streamlit") -> None:
+    """``st.plotly_chart`` of a figure (``go.Figure``, figure dict or PrebuiltFigure) with every text of it
+    readable in presentation mode (:func:`explorer.kit.presentation.readable_figure`)."""
+    where = where or st
+    if isinstance(fig, PrebuiltFigure):
+        spec = fig.spec
+    elif isinstance(fig, dict):
+        spec = fig
+    else:
+        spec = fig.to_dict()
+    where.plotly_chart(PrebuiltFigure(readable_figure(spec, lk)), key=key, theme=theme,
+                       config={"displaylogo": False, **(config or {})})
+
+
+PRESENT_TABLE_ROWS = 25
+
+
+def show_table(data: Any, lk: Look, *, where=None, **dataframe_args) -> None:
+    """A table a class can read: ``st.dataframe`` normally; in presentation mode ``st.table`` (HTML, so it
+    takes the large fonts; a dataframe is drawn on a canvas at a fixed size), cut to its first
+    ``PRESENT_TABLE_ROWS`` rows with a note saying so."""
+    import pandas as pd
+
+    where = where or st
+    if not lk.presenting:
+        where.dataframe(data, hide_index=True, **dataframe_args)
+        return
+    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
+    where.table(df.head(PRESENT_TABLE_ROWS), hide_index=True)
+    if len(df) > PRESENT_TABLE_ROWS:
+        where.caption(f"The first {PRESENT_TABLE_ROWS} of {len(df):,} rows (all of them outside presentation mode).")
+
+
+def show_dot(dot: str, lk: Look, *, where=None, **graphviz_args) -> None:
+    """``st.graphviz_chart`` of DOT text, with text a class can read in presentation mode
+    (:func:`explorer.kit.presentation.readable_dot`; the page's CSS keeps the chart at its natural size)."""
+    (where or st).graphviz_chart(readable_dot(dot, lk), **graphviz_args)
 def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts: bool = True,
                   label: str = "Step", where=None) -> int:
     """Large first/back/forward/last buttons (keyboard: Home, Left, Right, End) and a scrub slider.
 
     The step lives in ``st.session_state[ns.key(name)]``; returns it clamped to ``[0, n_frames-1]``.
+    The older, 0-based stepper without Play, still used by pages 8 and 9; new pages use :func:`stepper`.
     """
     where = where or st
     key = ns.key(name)
@@ -224,3 +426,37 @@ def small_table(data, look, where=None) -> None:
         where.table(df.style.hide(axis="index").format(precision=4))
     else:
         where.dataframe(df, hide_index=True)
+
+
+PRESENT_PAGE_PX = 1848  # the page's width in presentation mode at 1920 px (1.5 rem of padding either side)
+PRESENT_GRAPH_MAX_PX = 460  # a stepped graph's drawing in presentation mode: under title, choices, buttons and
+#                             the step's caption it still ends within the first 1080 px (taller: a window)
+
+
+def graph_px(lk: Look, normal: int, share: float = 1.0, gap: int = 24) -> int:
+    """The width (px at normal size) to lay a graph out for: ``normal`` outside presentation mode; in it,
+    ``share`` of the presentation page (less a column gap) divided by the factor the graph is drawn larger."""
+    if not lk.presenting:
+        return normal
+    from .figures import graph_scale
+    return int((PRESENT_PAGE_PX * share - (gap if share < 1 else 0)) / graph_scale(lk))
+
+
+def still_graph(fig: dict, frame: int, *, title: bool = True) -> dict:
+    """Frame ``frame`` of a graph figure as a still picture for a stepped page (the page's own buttons
+    step it): no Play button or slider, and the room they took below the drawing given back; without
+    ``title`` (the caption stands beside or above the graph) the caption line and its room too."""
+    out = static_frame(fig, frame)
+    lay = dict(out["layout"])
+    if not title and lay.get("annotations"):
+        lay["annotations"] = [a for a in lay["annotations"] if a.get("name") != "caption"]
+    if (lay.get("meta") or {}).get("renderer") == "graph":  # margins of the renderer's controls and title
+        m = dict(lay.get("margin") or {})
+        top, bottom = (m.get("t", 0) if title else 12), 12
+        if "height" in lay:
+            lay["height"] = max(120, int(lay["height"] - (m.get("t", 0) - top) - (m.get("b", 0) - bottom)))
+        lay["margin"] = {**m, "t": top, "b": bottom}
+    if not title:
+        lay["title"] = {**(lay.get("title") or {}), "text": ""}
+    out["layout"] = lay
+    return out

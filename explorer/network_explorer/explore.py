@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.kit.frames import FrameSet
-from explorer.kit.plotly_figure import figure_dict
+from explorer.kit.plotly_figure import figure_dict, plan
 
 from . import analysis
 from .frames import NetworkView, build_view, default_level, frame_span
@@ -32,6 +32,7 @@ class Explored:
     sweeps: dict[str, list[dict]]
     problems: list[str] = field(default_factory=list)
     figures: dict[str, dict] = field(default_factory=dict)
+    drawings: dict[tuple, object] = field(default_factory=dict)   # views laid out again for another size
 
     @property
     def n_frames(self) -> int:
@@ -52,7 +53,8 @@ class Explored:
         v = self.views[level]
         return len(v.frames.frames) * len(v.graph.nodes) <= ANIMATION_LIMIT
 
-    def figure(self, level: str, frame: int, animate: bool | None = None) -> dict:
+    def figure(self, level: str, frame: int, animate: bool | None = None, width: int | None = None,
+               max_height: int | None = None) -> dict:
         """The graph figure (a plain Plotly dict from the explain layer): with every frame (Play /
         slider in the browser) when ``animate`` (default: when small), else only frame ``frame``
         (stepping happens on the server; every frame of a big network is megabytes to send)."""
@@ -64,7 +66,20 @@ class Explored:
         frame = min(max(frame, 0), len(v.frames.frames) - 1)
         one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
                        hover=v.frames.hover)
-        return figure_dict(one, v.graph, v.drawing)
+        return figure_dict(one, v.graph, self.drawing(level, width, max_height))
+
+    def drawing(self, level: str, width: int | None = None, max_height: int | None = None):
+        """The view's drawing, or one laid out again for ``width`` x ``max_height`` px (presentation mode,
+        where the graph is drawn larger and must leave the step's caption and buttons on screen)."""
+        v = self.views[level]
+        if width is None and max_height is None:
+            return v.drawing
+        key = (level, width, max_height)
+        if key not in self.drawings:
+            kw = {} if max_height is None else {"max_height": max_height}
+            self.drawings[key] = plan(v.frames, v.graph, width or v.drawing.width,
+                                      rankdir="BT" if level == "layer" else "auto", edge_labels=False, **kw)
+        return self.drawings[key]
 
 
 def explore(key: str, options: dict | None = None, coords: int = 3) -> Explored:

@@ -130,9 +130,13 @@ def _wait_idle(pg, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     quiet_since = None
     while time.monotonic() < deadline:
-        running = pg.locator('[data-testid="stStatusWidget"]').count() > 0 and \
-            pg.locator('[data-testid="stStatusWidget"]').first.is_visible()
-        stale = pg.locator('[data-stale="true"]').count() > 0
+        # the status widget is hidden in presentation mode: the app's own script state says it too
+        running = pg.evaluate("""() => { const a = document.querySelector('[data-testid="stApp"]');
+                                         const s = a && a.getAttribute('data-test-script-state');
+                                         return Boolean(s) && s !== 'notRunning'; }""") or (
+            pg.locator('[data-testid="stStatusWidget"]').count() > 0 and
+            pg.locator('[data-testid="stStatusWidget"]').first.is_visible())
+        stale = pg.locator('[data-stale="true"], [data-testid="stSkeleton"]').count() > 0
         if not running and not stale:
             quiet_since = quiet_since or time.monotonic()
             if time.monotonic() - quiet_since > 0.6:  # stays quiet: no rerun queued right after

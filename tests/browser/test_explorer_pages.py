@@ -36,7 +36,7 @@ def test_home_lists_pages(page, app_url, wait_idle, shot):
     assert "Step 1 of 14" in step_header(page)
 
 
-def test_explorer_step_play_type_and_table(page, app_url, wait_idle, shot):
+def test_explorer_step_keys_type_and_table(page, app_url, wait_idle, shot):
     goto(page, f"{app_url}/Expression_explorer", wait_idle)
     plot = page.locator(".js-plotly-plot").first
     plot.wait_for()
@@ -49,22 +49,13 @@ def test_explorer_step_play_type_and_table(page, app_url, wait_idle, shot):
     page.get_by_role("button", name="Step").click()
     wait_idle(page)
     assert step_header(page).startswith("Step 3 of 14")
-    assert "step=2" in page.url  # the deep link follows the page
+    assert "step=3" in page.url  # the deep link follows the page, with the header's (1-based) number
 
     # keyboard: Right arrow steps (st.button shortcut), with the focus outside any text box
     page.locator("h1").first.click()
     page.keyboard.press("ArrowRight")
     wait_idle(page)
     assert step_header(page).startswith("Step 4 of 14")
-
-    # Play animates in the browser (Plotly frames): the figure's caption (an annotation) moves on without a rerun
-    title_before = plot.locator(".annotation-text").first.text_content()
-    plot.locator(".updatemenu-button").first.click()  # Play
-    page.wait_for_timeout(1000)
-    title_after = plot.locator(".annotation-text").first.text_content()
-    assert title_after != title_before
-    assert not title_after.startswith(("inputs", "x3 =", "x4 =")), title_after  # plays on from the page's step
-    plot.locator(".updatemenu-button").nth(1).click()  # Pause
 
     # type a program; Ctrl+Enter commits the text area
     box = page.get_by_role("textbox", name=re.compile("^Program"))
@@ -92,11 +83,12 @@ def test_explorer_step_play_type_and_table(page, app_url, wait_idle, shot):
 
 
 def test_explorer_deep_link_and_presentation(page, app_url, wait_idle, shot):
-    params = {"expr": "f = (x1 + x2) * exp(x1)", "at": "x1 = 1, x2 = 2", "step": "6", "present": "1"}
+    params = {"expr": "f = (x1 + x2) * exp(x1)", "at": "x1 = 1, x2 = 2", "step": "7", "present": "1"}
     goto(page, f"{app_url}/Expression_explorer?{urlencode(params)}", wait_idle)
-    assert step_header(page).startswith("Step 7 of")
+    assert step_header(page).startswith("Step 7 of")  # step= is 1-based, as the header
     shot(page, "explorer_presentation")
-    expect(page.get_by_role("textbox", name=re.compile("^Program"))).to_have_value(params["expr"])
+    # presentation mode folds the boxes into an expander titled with the program and its inputs
+    expect(page.locator('[data-testid="stExpander"] summary').first).to_contain_text(params["expr"])
     assert page.locator('[data-testid="stSidebar"]').is_hidden()  # presentation mode: no chrome
     shot(page, "explorer_presentation")
 
@@ -128,5 +120,77 @@ def test_other_pages_draw(page, app_url, wait_idle, shot, path, name, expect):
     if path == "Backprop_orders":
         page.get_by_role("button", name="Step").click()
         wait_idle(page)
-        assert "step=1" in page.url
+        assert "step=2" in page.url
     shot(page, name)
+
+
+# one consistent reading of header, caption, graph title, contribution table, slider and URL
+SNAPSHOT_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const head = [...main.querySelectorAll('h4')].find(h => /^Step \\d+ of \\d+/.test(h.innerText));
+  const caption = head ? head.closest('[data-testid="stMarkdownContainer"]').innerText : '';
+  // the graph's caption: an annotation above the drawing (a title where there is one)
+  const title = main.querySelector('.js-plotly-plot .annotation-text, .js-plotly-plot .gtitle');
+  const table = main.querySelector('[data-testid="stTable"]');
+  const thumb = main.querySelector('[data-testid="stSliderThumbValue"]');
+  return {header: head ? head.innerText : '', caption, title: title ? title.textContent : null,
+          table: table ? table.innerText : '', slider: thumb ? thumb.innerText.trim() : null,
+          url: location.search,
+          running: document.querySelector('[data-testid="stApp"]').getAttribute('data-test-script-state')};
+}"""
+
+
+def test_play_moves_header_table_graph_and_link_together(page, app_url, wait_idle, shot):
+    goto(page, f"{app_url}/Expression_explorer?step=8", wait_idle)
+    page.locator(".js-plotly-plot").first.wait_for()
+    page.get_by_role("button", name=re.compile(r"\bPlay\b")).click()
+    seen = {}
+    for _ in range(80):
+        page.wait_for_timeout(150)
+        snap = page.evaluate(SNAPSHOT_JS)
+        if snap["running"] != "notRunning" or page.locator('[data-stale="true"]').count():
+            continue
+        # the run has ended: let the browser finish drawing it (Plotly, the slider's thumb) until two
+        # readings 200 ms apart agree, then everything on screen must show the same step
+        prev = None
+        for _ in range(6):
+            page.wait_for_timeout(200)
+            snap = page.evaluate(SNAPSHOT_JS)
+            if snap == prev:
+                break
+            prev = snap
+        if snap["running"] != "notRunning":
+            continue
+        m = re.match(r"Step (\d+) of 14", snap["header"])
+        assert m, snap
+        k = int(m.group(1))
+        caption = snap["caption"].split("\n", 1)[1].strip()
+        # the graph shows the header's step: its title is the same caption
+        assert snap["title"] and snap["title"][:30] == caption[:30], snap
+        assert snap["slider"] == str(k) and f"step={k}" in snap["url"], snap
+        if k < 14:  # a backward step: the table lists exactly the contributions the caption describes
+            rows = {ln.split("\t")[0].strip() for ln in snap["table"].splitlines()[1:] if "→" in ln}
+            assert rows == set(re.findall(r"\w+ → \w+", caption)), snap
+        seen[k] = snap
+        if k == 14:
+            break
+    assert len(seen) >= 4 and max(seen) == 14, sorted(seen)  # it played on, through the backward pass
+    page.wait_for_timeout(1500)
+    wait_idle(page)
+    assert step_header(page).startswith("Step 14 of 14")  # Play stopped at the last step and stays there
+    assert "step=14" in page.url and page.get_by_role("button", name=re.compile(r"\bPlay\b")).count() == 1
+    shot(page, "explorer_after_play")
+
+
+def test_pause_keeps_the_step_play_reached(page, app_url, wait_idle):
+    goto(page, f"{app_url}/Expression_explorer", wait_idle)
+    page.get_by_role("button", name=re.compile(r"\bPlay\b")).click()
+    page.wait_for_timeout(2600)
+    page.get_by_role("button", name=re.compile(r"\bPause\b")).click()
+    wait_idle(page)
+    reached = step_header(page)
+    k = int(re.match(r"Step (\d+)", reached).group(1))
+    assert 2 <= k < 14
+    page.wait_for_timeout(2000)
+    wait_idle(page)
+    assert step_header(page) == reached and f"step={k}" in page.url

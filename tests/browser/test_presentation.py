@@ -1,0 +1,155 @@
+"""Presentation mode in a real browser (headless Debian Chromium at 1920 x 1080, the app served by `streamlit run`).
+
+What a class reads must be readable from the back row: every visible text on every page is at least
+18 px, measured as Chromium's computed font size (times the on-screen scale of an SVG text, so a
+Graphviz chart shrunk to fit its column counts at the size it is drawn); and the graph, the step's
+caption and the step buttons fit the first 1080 px without scrolling.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+MIN_PX = 18
+WIDTH, HEIGHT = 1920, 1080
+
+# every visible text node: its element's computed font size, scaled by the SVG transform where there is one
+SMALL_TEXT_JS = """(minPx) => {
+  const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const seen = new Set();
+  while (walker.nextNode()) {
+    const el = walker.currentNode.parentElement;
+    const text = walker.currentNode.textContent.trim();
+    if (!text || !el || seen.has(el)) continue;
+    seen.add(el);
+    if (el.closest('style,script,noscript,title,.hoverlayer')) continue;
+    if (!el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) continue;
+    let px = parseFloat(getComputedStyle(el).fontSize);
+    if (el instanceof SVGElement && el.getScreenCTM && el.getScreenCTM()) {
+      const m = el.getScreenCTM();
+      px *= Math.sqrt(m.a * m.a + m.b * m.b);
+    }
+    if (px < minPx - 0.05) {
+      const host = el.closest('[data-testid]');
+      out.push({text: text.slice(0, 50), px: Math.round(px * 10) / 10,
+                where: host ? host.getAttribute('data-testid') : el.tagName});
+    }
+  }
+  return out;
+}"""
+
+# what must be on the first screen: the whole graph, the step's caption, the step buttons (where the page
+# steps); "graph_top": the graph starts on the first screen (a page without steps, its graph beside code)
+STEPPED = ("graph", "caption", "buttons")
+PAGES = {
+    "": (),
+    "Expression_explorer": STEPPED,
+    "Backprop_orders": STEPPED,
+    "Gradient_check": ("graph",),
+    "Forward_vs_reverse": STEPPED,
+    "Network_explorer": STEPPED,
+    "Sentiment_training": (),
+    "Static_vs_dynamic": ("graph_top",),
+    "Learning_problem": (),
+    "Topological_sort": (),
+    "Tensors_and_storage": (),
+    "Exercises": (),
+}
+STEP_BUTTONS = ("Start", "Back", "Play", "Step", "End")
+
+
+@pytest.fixture
+def big_page(browser):
+    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def open_presenting(pg, url: str, wait_idle) -> None:
+    pg.goto(url)
+    wait_idle(pg, timeout=90)
+    pg.wait_for_timeout(500)  # charts draw after the script run ends
+    wait_idle(pg, timeout=90)
+
+
+def small_texts(pg, wait_idle) -> list[dict]:
+    """Texts below the floor once the page has settled (a chart redrawn as its tab or column is laid out
+    can show Plotly's defaults for a moment: measure again after a pause before calling it a failure)."""
+    small = pg.evaluate(SMALL_TEXT_JS, MIN_PX)
+    if small:
+        pg.wait_for_timeout(1500)
+        wait_idle(pg, timeout=90)
+        small = pg.evaluate(SMALL_TEXT_JS, MIN_PX)
+    return small
+
+
+def first_screen_boxes(pg, wants: tuple[str, ...]) -> dict[str, dict]:
+    main = pg.locator('[data-testid="stMain"]')
+    boxes = {}
+    if "graph" in wants or "graph_top" in wants:
+        graph = main.locator('.js-plotly-plot, [data-testid="stGraphVizChart"]').first
+        box = graph.bounding_box()
+        if box is not None and "graph_top" in wants:  # its first 200 px
+            box = {**box, "height": min(box["height"], 200)}
+        boxes["graph"] = box
+    if "caption" in wants:
+        boxes["caption"] = main.get_by_text(re.compile(r"^Step \d+ of \d+")).first.bounding_box()
+    if "buttons" in wants:
+        for name in STEP_BUTTONS:
+            boxes[name] = main.get_by_role("button", name=re.compile(rf"^\W*{name}\b")).first.bounding_box()
+    return boxes
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_presentation_text_is_large_and_the_stepper_fits_one_screen(big_page, app_url, wait_idle, shot, path):
+    open_presenting(big_page, f"{app_url}/{path}?present=1", wait_idle)
+    assert big_page.locator('[data-testid="stException"]').count() == 0
+    small = small_texts(big_page, wait_idle)
+    fonts = big_page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                              ".map(el => el.layout && el.layout.font && el.layout.font.size)")
+    assert small == [], f"{len(small)} texts below {MIN_PX} px on /{path}: {small[:10]} (chart fonts {fonts})"
+    boxes = first_screen_boxes(big_page, PAGES[path])
+    for what, box in boxes.items():
+        assert box is not None, f"{what} not drawn on /{path}"
+        assert box["y"] >= 0 and box["y"] + box["height"] <= HEIGHT + 0.5, \
+            f"{what} of /{path} is not within the first {HEIGHT} px: {box}"
+    shot(big_page, f"presentation_1920_{path or 'Home'}")
+
+
+def test_presentation_stepped_moments_keep_large_text(big_page, app_url, wait_idle):
+    """Later steps add tables and verdicts: they obey the floor too."""
+    for url in ("Expression_explorer?step=10&present=1", "Backprop_orders?step=11&present=1",
+                "Forward_vs_reverse?step=7&present=1",
+                "Expression_explorer?expr=f+%3D+relu(x1+-+3)&at=x1+%3D+3&present=1"):
+        open_presenting(big_page, f"{app_url}/{url}", wait_idle)
+        if "relu" in url:
+            big_page.get_by_role("tab", name="Table of nodes").click()
+            big_page.wait_for_timeout(300)
+        small = small_texts(big_page, wait_idle)
+        assert small == [], f"{url}: {small[:10]}"
+
+
+def test_keyboard_steps_right_after_a_preset_is_chosen(big_page, app_url, wait_idle):
+    open_presenting(big_page, f"{app_url}/Expression_explorer?present=1", wait_idle)
+    combo = big_page.get_by_role("combobox", name=re.compile("Preset"))
+    combo.click()
+    big_page.get_by_role("option", name=re.compile(r"^x·x·x")).click()
+    wait_idle(big_page)
+    big_page.wait_for_timeout(300)
+    assert big_page.evaluate("document.activeElement === document.body || document.activeElement === null")
+    header = big_page.get_by_text(re.compile(r"^Step \d+ of \d+")).first
+    assert header.inner_text().startswith("Step 1 of")
+    big_page.keyboard.press("ArrowRight")  # no click on the page first
+    wait_idle(big_page)
+    assert big_page.get_by_text(re.compile(r"^Step \d+ of \d+")).first.inner_text().startswith("Step 2 of")
+    assert "step=2" in big_page.url
