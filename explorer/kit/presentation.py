@@ -54,12 +54,23 @@ def readable_figure(spec: dict, lk: Look) -> dict:
     layout = _lift_fonts(spec.get("layout") or {}, floor)
     layout["font"] = {**(layout.get("font") or {}), "size": max(_num((layout.get("font") or {}).get("size")), floor)}
     out["layout"] = layout
+    # sizes written out, not inherited: a theme's template (Streamlit's) may set its own for ticks, legends
+    # and colour bars, and those beat the layout's font
     for name, axis in list(layout.items()):
-        # a log axis labels 2 and 5 between the decades at 3/4 of its tick size: lift those as well
-        if (name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict) and axis.get("type") == "log"):
-            tick = axis.get("tickfont") or {}
-            layout[name] = {**axis, "tickfont": {**tick, "size": max(_num(tick.get("size")), -(-floor * 4 // 3))}}
-    out["data"] = [_lift_fonts(tr, floor) for tr in spec.get("data") or []]
+        if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
+            tick = max(_num((axis.get("tickfont") or {}).get("size")), floor)
+            if axis.get("type") == "log":  # 2s and 5s between the decades come at 3/4 of the tick size
+                tick = max(tick, -(-floor * 4 // 3))
+            layout[name] = {**axis, "tickfont": {**(axis.get("tickfont") or {}), "size": tick}}
+    layout["legend"] = {**(layout.get("legend") or {}),
+                        "font": {**((layout.get("legend") or {}).get("font") or {}),
+                                 "size": max(_num(((layout.get("legend") or {}).get("font") or {}).get("size")),
+                                             floor)}}
+    if not any(k.startswith("xaxis") for k in layout):
+        layout["xaxis"] = {"tickfont": {"size": floor}}
+    if not any(k.startswith("yaxis") for k in layout):
+        layout["yaxis"] = {"tickfont": {"size": floor}}
+    out["data"] = [_colorbar_font(_lift_fonts(tr, floor), floor) for tr in spec.get("data") or []]
     if spec.get("frames"):
         out["frames"] = [_lift_fonts(f, floor) for f in spec["frames"]]
     return out
@@ -101,6 +112,19 @@ def _as_list(v) -> list:
     if isinstance(v, list):
         return [x for x in v if isinstance(x, (int, float))]
     return [v] if isinstance(v, (int, float)) and not isinstance(v, bool) else []
+
+
+COLOR_SCALED = ("heatmap", "contour", "histogram2d", "histogram2dcontour", "surface")
+
+
+def _colorbar_font(trace: dict, floor: float) -> dict:
+    """A trace with a colour bar gets its tick size written out (a template's default would win)."""
+    if trace.get("type") not in COLOR_SCALED and "colorbar" not in trace:
+        return trace
+    bar = dict(trace.get("colorbar") or {})
+    bar["tickfont"] = {**(bar.get("tickfont") or {}), "size": max(_num((bar.get("tickfont") or {}).get("size")),
+                                                                   floor)}
+    return {**trace, "colorbar": bar}
 
 
 def _num(v) -> float:

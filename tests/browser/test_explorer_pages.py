@@ -141,11 +141,15 @@ SNAPSHOT_JS = """() => {
 
 
 def test_play_moves_header_table_graph_and_link_together(page, app_url, wait_idle, shot):
-    goto(page, f"{app_url}/Expression_explorer?step=8", wait_idle)
+    goto(page, f"{app_url}/Expression_explorer?step=9", wait_idle)
     page.locator(".js-plotly-plot").first.wait_for()
+    # slow (2 s a step): time for each step to be drawn and read while the next one waits
+    page.get_by_role("combobox", name="Speed").click()
+    page.get_by_role("option", name=re.compile(r"^slow")).click()
+    wait_idle(page)
     page.get_by_role("button", name=re.compile(r"\bPlay\b")).click()
     seen = {}
-    for _ in range(80):
+    for _ in range(120):
         page.wait_for_timeout(150)
         snap = page.evaluate(SNAPSHOT_JS)
         if snap["running"] != "notRunning" or page.locator('[data-stale="true"]').count():
