@@ -136,6 +136,22 @@ def cpu_and_rss(pid: int) -> tuple[float, int]:
         return 0.0, 0
 
 
+def run_delay(pid: int) -> float:
+    """Seconds the process's threads have spent runnable but waiting for a CPU (``/proc/.../schedstat``):
+    how much the machine, not the server's own work, held the server back."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                    total += int(fh.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    except OSError:
+        return 0.0
+    return total / 1e9
+
+
 # ---------------------------------------------------------------------------
 # the protocol
 
@@ -344,11 +360,12 @@ async def sampler(pid: int, stop_at: float, stats: Stats, out: dict) -> None:
         peak_server, peak_workers = max(peak_server, rss_s), max(peak_workers, rss_w)
         if stats.inside(now):
             mine = time.process_time()  # this client's own CPU: it shares the machine with the server
-            marks.setdefault("start", (now, cpu_s, cpu_w, mine))
-            marks["end"] = (now, cpu_s, cpu_w, mine)
+            marks.setdefault("start", (now, cpu_s, cpu_w, mine, run_delay(pid)))
+            marks["end"] = (now, cpu_s, cpu_w, mine, run_delay(pid))
         await asyncio.sleep(0.5)
     if "start" in marks and marks["end"][0] > marks["start"][0]:
-        (t0, s0, w0, c0), (t1, s1, w1, c1) = marks["start"], marks["end"]
+        (t0, s0, w0, c0, d0), (t1, s1, w1, c1, d1) = marks["start"], marks["end"]
+        out["server_wait"] = (d1 - d0) / (t1 - t0)
         out["server_cpu"] = (s1 - s0) / (t1 - t0)
         out["client_cpu"] = (c1 - c0) / (t1 - t0)
         out["workers_cpu"] = max(0.0, (w1 - w0) / (t1 - t0))  # workers that ended drop out: a lower bound
@@ -416,6 +433,7 @@ def summarise(n: int, k: int, seconds: float, stats: Stats, res: dict, idle_rss:
         "health_max_ms": ms(max(stats.health) if stats.health else None),
         "server_cpu_pct": round(100 * res.get("server_cpu", 0.0)),
         "client_cpu_pct": round(100 * res.get("client_cpu", 0.0)),
+        "server_cpu_wait_pct": round(100 * res.get("server_wait", 0.0)),
         "load_average": round(os.getloadavg()[0], 1),
         "workers_cpu_pct": round(100 * res.get("workers_cpu", 0.0)),
         "server_rss_mb": round(res.get("server_rss", 0) / 2**20), "idle_rss_mb": round(idle_rss / 2**20),
@@ -426,14 +444,15 @@ def summarise(n: int, k: int, seconds: float, stats: Stats, res: dict, idle_rss:
 
 def markdown_table(rows: list[dict]) -> str:
     head = ("| students | training | Step p50 / p95 / max (ms) | Steps/s | health p50 / p95 / max (ms) | "
-            "server CPU | training CPU | client CPU | server RSS peak (idle) | training RSS | errors |")
+            "server CPU (waiting for a CPU) | training CPU | client CPU | server RSS peak (idle) | training RSS | errors |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         errors = sum(r["errors"].values())
         lines.append(
             f"| {r['students']} | {r['trainers']} ({r['trainings_started']} started) | "
             f"{r['step_p50_ms']} / {r['step_p95_ms']} / {r['step_max_ms']} | {r['steps_per_s']} | "
-            f"{r['health_p50_ms']} / {r['health_p95_ms']} / {r['health_max_ms']} | {r['server_cpu_pct']}% | "
+            f"{r['health_p50_ms']} / {r['health_p95_ms']} / {r['health_max_ms']} | {r['server_cpu_pct']}% "
+            f"({r['server_cpu_wait_pct']}%) | "
             f"{r['workers_cpu_pct']}% | {r['client_cpu_pct']}% | {r['server_rss_mb']} MB ({r['idle_rss_mb']}) | {r['workers_rss_mb']} MB | "
             f"{errors}{' ' + json.dumps(r['errors']) if errors else ''} |")
     return "\n".join(lines)

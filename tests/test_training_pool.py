@@ -205,3 +205,17 @@ def test_the_page_shows_the_queue_and_a_refusal(glove, monkeypatch):
     finally:
         busy.stop()
         assert busy.join(20)
+
+
+def test_training_runs_in_the_idle_scheduling_class(glove):
+    """The server's script runs always come first: the training process only gets CPU time they leave."""
+    run = TrainingRun(trainer(glove), pool=TrainingPool(max_running=1)).start()
+    try:
+        assert wait_for(lambda: run.snapshot().last_batch is not None)
+        if hasattr(os, "SCHED_IDLE"):
+            assert os.sched_getscheduler(run.pid) == os.SCHED_IDLE
+        else:  # pragma: no cover - other systems: a high nice value
+            assert os.getpriority(os.PRIO_PROCESS, run.pid) >= 19
+    finally:
+        run.stop()
+        assert run.join(20)

@@ -2,8 +2,9 @@
 
 Training is CPU-bound Python: run in a thread of the Streamlit server it would share the GIL with
 every session's script runs (8 sessions training froze the health check for 7-11 s). So a run trains
-in a process of its own, forked from a small fork server (fast start, nothing shared), at a lower
-CPU priority, under an address-space limit. Its events come back through a pipe, in small batches,
+in a process of its own, forked from a small fork server (fast start, nothing shared), in Linux's
+idle scheduling class (it gets a core only when the server does not want it), under an address-space
+limit. Its events come back through a pipe, in small batches,
 to a reader thread of this process that records them under a lock; the UI calls
 :meth:`TrainingRun.snapshot` (a copy) as often as it likes.
 
@@ -136,11 +137,12 @@ class TrainingPool:
             ``$AUTODIFF_TRAINING_MAX_S`` or one hour); the snapshot's ``note`` says so.
         memory_limit_bytes: address-space limit of each training process (``RLIMIT_AS``); a run that
             needs more ends with a MemoryError reported as its error, the server is unaffected.
-        niceness: added to the training processes' nice value, so that the server's script runs come first.
+        niceness: added to the training processes' nice value where the SCHED_IDLE scheduling class (the
+            default: training gets only CPU time the server leaves) is not available.
     """
 
     def __init__(self, max_running: int | None = None, max_queued: int = 16, max_per_owner: int = 1,
-                 max_run_s: float | None = None, memory_limit_bytes: int | None = 2 << 30, niceness: int = 10):
+                 max_run_s: float | None = None, memory_limit_bytes: int | None = 2 << 30, niceness: int = 19):
         self.max_running = max_running or _env_int("AUTODIFF_TRAINING_WORKERS", max(2, (os.cpu_count() or 2) // 2))
         self.max_queued = max_queued
         self.max_per_owner = max_per_owner
@@ -264,11 +266,22 @@ class _FinalState:
     history: list
 
 
-def _worker_main(recipe: _Recipe, events, commands) -> None:  # pragma: no cover - runs in the child
+def _lower_priority(niceness: int) -> None:
+    """The training process runs only on CPU time the server leaves over: Linux's SCHED_IDLE class (a task
+    in it gets a core only when nothing of normal priority wants it), else a higher nice value."""
     try:
-        os.nice(recipe.niceness)
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.nice(niceness)
     except OSError:
         pass
+
+
+def _worker_main(recipe: _Recipe, events, commands) -> None:  # pragma: no cover - runs in the child
+    _lower_priority(recipe.niceness)
     lock = threading.Lock()
     pending: list = []
     control = TrainingControl()
