@@ -116,6 +116,7 @@ def test_rnn_tanh_is_labelled_as_one_function():
     rec = record(build("rnn", steps=2))
     tanhs = [n for n in rec.nodes if n.label.startswith("tanh#")]
     assert len(tanhs) == 2 and all("2·sigmoid(2a) − 1" in n.composite for n in tanhs)
+    assert all(n.composite_call.startswith("tanh(add#") for n in tanhs)     # the op view's node reads tanh(a)
     assert [layer.name for layer in rec.layers][:2] == ["step 1", "step 1: tanh"]
     for n in tanhs:   # its value is tanh of the step's pre-activation
         pre = rec.node(next(layer.output for layer in rec.layers if layer.name == n.layer.split(":")[0])).value
@@ -387,3 +388,25 @@ def test_page_tables_are_plain_rows_with_the_fan_out_sum_last():
     assert len(layer_rows(rec)) == len(rec.layers)
     assert {r["tensor"] for r in memory_rows(ex.memory)}
     assert note_levels(["x SEEDED RANDOM y", "plain"]) == [("warning", "x SEEDED RANDOM y"), ("caption", "plain")]
+
+
+def test_colour_scales_are_shared_by_a_tensor_and_its_parts():
+    rec = record(build("rnn", steps=3))
+    wh = rec.node_by_label("Wh")
+    scale = analysis.adjoint_scale(rec, wh.id)
+    parts = rec.contributions_to(wh.id)
+    assert scale == max(max(np.abs(c.value).max(), np.abs(c.total).max()) for c in parts)
+    assert scale >= np.abs(wh.adjoint).max()
+    # a matmul VJP: the adjoint it holds is drawn on its node's adjoint scale, its result on the target's
+    step = next(s for s in rec.backward if rec.node(s.node).op == "matmul" and s.contributions)
+    d = analysis.step_detail(rec, step)
+    for (op, ins, out), (in_scales, out_scale) in zip(d.products, d.product_scales):
+        targets = [analysis.adjoint_scale(rec, c.target) for c in step.contributions
+                   if np.array_equal(c.value, out)]
+        assert out_scale == (targets[0] if targets else analysis.magnitude(out))
+        for a, sc in zip(ins, in_scales):
+            if np.array_equal(a, step.adjoint):
+                assert sc == analysis.adjoint_scale(rec, step.node)
+    from explorer.network_explorer.explore import heatmap
+    fig = heatmap(np.array([[1.0, -2.0]]), "t", zmax=5.0)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (-5.0, 5.0)

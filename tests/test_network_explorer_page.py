@@ -150,3 +150,70 @@ def test_presentation_mode_link():
     ok(at.run())
     assert at.session_state["presenting"] is True
     assert "Step 5 of" in texts(at) and "Single attention head" in texts(at)
+
+
+def heatmap_specs(at: AppTest) -> list[dict]:
+    """The page's tensor heatmaps: {title, zmin, zmax}."""
+    out = []
+    for el in at.get("plotly_chart"):
+        spec = json.loads(el.proto.spec)
+        data = spec.get("data", [])
+        if data and data[0].get("type") == "heatmap":
+            out.append({"title": spec["layout"]["title"]["text"], "zmin": data[0]["zmin"], "zmax": data[0]["zmax"]})
+    return out
+
+
+def test_lecture_order_network_on_the_page():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "sentiment"
+    at.query_params["level"] = "layer"
+    ok(at.run())
+    body = texts(at)
+    assert "per word, then average" in body and "Because ReLU is not linear" in body
+    assert "Same weights, two orders: per word then average gives P(positive) = " in body
+    drawn = node_texts(at)
+    for layer in ("Linear 1 (each word)", "ReLU (each word)", "Linear 2 (each word)", "average pooling"):
+        assert layer in drawn
+    assert "5×50" in drawn          # the table: one GloVe row per word of "it is a good movie"
+    at.selectbox(key="network_net").set_value("hw2")
+    ok(at.run())
+    assert "averages the word vectors first" in texts(at) and "sentiment.model.SentimentNet" in texts(at)
+
+
+def test_rnn_fan_out_row_one_scale_and_the_zero_from_h0():
+    ex = explore("rnn", {})
+    wh = ex.rec.node_by_label("Wh")
+    frame = len(ex.rec.forward_order) + 1 + ex.rec.contributions_to(wh.id)[-1].step
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "rnn"
+    at.query_params["step"] = str(frame + 1)        # the link's step is 1-based, as the header
+    ok(at.run())
+    body = texts(at)
+    assert "Fan-out sum at Wh: 3 contributions" in body
+    assert "0: the other factor h0 is all zeros" in body          # the zero contribution, explained
+    assert "h0 = 0, so only steps 2 to 3 move Wh" in body
+    row = [h for h in heatmap_specs(at) if "· step" in h["title"] or h["title"].startswith("= sum")]
+    assert len(row) == 4 and len({(h["zmin"], h["zmax"]) for h in row}) == 1   # one colour scale for the row
+    # the sum drawn in the row and Wh's final adjoint in "Inspect a node" share it too
+    at.selectbox(key=f"network_inspect_{frame}").set_value(wh.id)
+    ok(at.run())
+    final = next(h for h in heatmap_specs(at) if h["title"].startswith("final adjoint"))
+    assert (final["zmin"], final["zmax"]) == (row[0]["zmin"], row[0]["zmax"])
+
+
+def test_rnn_tanh_reads_as_one_function_in_the_op_view():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "rnn"
+    at.query_params["level"] = "op"
+    ok(at.run())
+    drawn = node_texts(at)
+    assert "tanh#" in drawn and "= tanh(add#" in drawn
+    assert "2·sigmoid(2a) − 1" in texts(at)
+
+
+def test_empty_layer_between_commas_is_rejected_on_the_page():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params["net"] = "custom"
+    at.query_params["layers"] = "linear 4,, relu"
+    ok(at.run())
+    assert "cannot be built" in texts(at) and "layer 2 is empty" in texts(at)

@@ -137,15 +137,17 @@ if not look.presenting:
                      f"{len(rec.layers)} layers · loss = {rec.loss:.6g}. Switching views keeps the step.")
 
 
-def show_tensor(where, value, title: str, key: str) -> None:
-    """A heatmap for small tensors, summary statistics for large ones."""
+def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False) -> None:
+    """A heatmap for small tensors (colours from -scale to +scale, written in the title), summary
+    statistics for large ones."""
     lk = analysis.look(value)
     if lk is None:
         where.caption(f"{title}: —")
         return
     if lk.is_heatmap:
-        show_plot(heatmap(value, f"{title} {analysis.format_shape(lk.shape)}", font=look.figure_font), look,
-                  key=key, where=where, config={"displayModeBar": False})
+        zmax = analysis.magnitude(value) if scale is None else scale
+        show_plot(heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{zmax:.2g}", font=look.figure_font,
+                          zmax=zmax, narrow=narrow), look, key=key, where=where, config={"displayModeBar": False})
     else:
         where.markdown(f"**{title}** {analysis.format_shape(lk.shape)} — too large for a heatmap")
         show_table(pd.DataFrame([lk.stats]), look, where=where)
@@ -179,33 +181,27 @@ def draw(step: int) -> None:
                         f"layer *{node.layer}*")
             st.markdown(f"VJP: `{m.formula}`")
             a, b = st.columns(2)
-            show_tensor(a, m.value, "value", ns.key("cur_value"))
+            show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node))
             if m.adjoint is not None:
-                show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"))
+                show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"),
+                            analysis.adjoint_scale(rec, m.node))
         if m.detail is not None:
             d = m.detail
             if d.products:
                 st.markdown("**The VJP's actual products** (engine ops run inside this VJP)")
-                for j, (op, ins, out) in enumerate(d.products[:3]):
+                for j, ((op, ins, out), (in_scales, out_scale)) in enumerate(zip(d.products[:3], d.product_scales)):
                     cs = st.columns(len(ins) + 1)
                     sym = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add"}.get(op, op)
-                    for c, (arr, nm) in enumerate(zip(ins, ["left", "right"])):
-                        show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"))
-                    show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"))
+                    for c, (arr, nm, sc) in enumerate(zip(ins, ["left", "right"], in_scales)):
+                        show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"), sc,
+                                    narrow=True)
+                    show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"), out_scale, narrow=True)
             if d.leaf_grad is not None:
                 st.success(f"{d.label}.grad += adjoint (shape {analysis.format_shape(d.leaf_grad.shape)})")
             for s in d.sent:
                 status = (f"{s['received']} of {s['expected']} received" if s["expected"] > 1
                           else "its only consumer")
                 st.markdown(f"→ sent to **{s['label']}** {analysis.format_shape(s['value'].shape)} ({status})")
-        for fs in m.fan_out:
-            st.markdown(f"##### Fan-out sum at {fs.label}: {len(fs.parts)} contributions")
-            cs = st.columns(min(len(fs.parts), 4) + 1)
-            for j, (src, stp, val) in enumerate(fs.parts[:4]):
-                show_tensor(cs[j], val, f"from {src} (step {stp + 1})", ns.key(f"fan{fs.node}_{j}"))
-            show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"))
-            st.caption(f"Sum of the {len(fs.parts)} contributions, as the engine accumulated them "
-                       f"(‖sum‖ = {analysis.look(fs.total).stats['norm']:.4g}).")
 
     with right:
         st.markdown("##### Inspect a node")
@@ -216,12 +212,30 @@ def draw(step: int) -> None:
         n = rec.node(pick)
         st.markdown(f"op `{n.op}` · shape **{analysis.format_shape(n.shape)}** · {n.nbytes} bytes")
         st.caption(f"VJP: {analysis.vjp_formula(n.op)}")
-        show_tensor(st, n.value, "value", ns.key("ins_value"))
-        show_tensor(st, n.adjoint, "final adjoint", ns.key("ins_adjoint"))
+        show_tensor(st, n.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick))
+        show_tensor(st, n.adjoint, "final adjoint", ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick))
         parts = rec.contributions_to(pick)
         if len(parts) > 1:
             st.markdown(f"**Fan-out: {len(parts)} contributions**")
             show_table(pd.DataFrame(fan_out_rows(rec, pick)), look)
+
+    # the fan-out sums this step completes, across the page's width (in a column their heatmaps were cut off)
+    for fs in m.fan_out:
+        st.markdown(f"##### Fan-out sum at {fs.label}: {len(fs.parts)} contributions")
+        scale = analysis.adjoint_scale(rec, fs.node)
+        shown = fs.parts[:4]
+        cs = st.columns(len(shown) + 1)
+        reasons = {r["from"] + "·" + r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}
+        for j, (src, stp, val) in enumerate(shown):
+            show_tensor(cs[j], val, f"{'+ ' if j else ''}{src} · step {stp + 1}", ns.key(f"fan{fs.node}_{j}"), scale)
+            why = reasons.get(f"{src}·{stp + 1}")
+            if why:
+                cs[j].caption(why)
+        show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"), scale)
+        more = f" ({len(fs.parts) - len(shown)} more not drawn)" if len(fs.parts) > len(shown) else ""
+        st.caption(f"Sum of the {len(fs.parts)} contributions, as the engine accumulated them "
+                   f"(‖sum‖ = {analysis.look(fs.total).stats['norm']:.4g}){more}. One colour scale for the row: "
+                   "a contribution's colours read against the sum's.")
     publish_link(ctx, {"net": key, "level": level_choice if level_choice == "auto" else level, "step": step,
                        **options})
 

@@ -69,6 +69,30 @@ def look(value: np.ndarray | None, max_cells: int = HEATMAP_MAX_CELLS) -> Tensor
     return TensorLook(tuple(arr.shape), matrix, stats)
 
 
+def magnitude(value) -> float:
+    """The largest finite |x| of a tensor (0 for an empty or all-NaN one)."""
+    arr = np.asarray(value, dtype=np.float64)
+    finite = np.abs(arr[np.isfinite(arr)])
+    return float(finite.max()) if finite.size else 0.0
+
+
+def value_scale(rec: Recording, node_id: int) -> float:
+    """The colour scale of a node's value: its own largest magnitude."""
+    return magnitude(rec.node(node_id).value)
+
+
+def adjoint_scale(rec: Recording, node_id: int) -> float:
+    """One colour scale for everything that is (part of) a node's adjoint: what it held when processed,
+    its final adjoint, every contribution it received and the running sums. Drawn with this scale, a
+    contribution and the fan-out sum it belongs to are comparable, and the adjoint looks the same on
+    every panel."""
+    parts = [rec.node(node_id).adjoint]
+    parts += [s.adjoint for s in rec.backward if s.node == node_id]
+    for c in rec.contributions_to(node_id):
+        parts += [c.value, c.total]
+    return max((magnitude(p) for p in parts if p is not None), default=0.0)
+
+
 def format_shape(shape: tuple[int, ...]) -> str:
     return "scalar" if not shape else "(" + ", ".join(str(s) for s in shape) + ")"
 
@@ -90,23 +114,40 @@ class StepDetail:
     products: list[tuple[str, list[np.ndarray], np.ndarray]]   # (op, inputs, output) of small VJP matmuls etc.
     sent: list[dict]          # per contribution: target label, value, received/expected, running total
     leaf_grad: np.ndarray | None
+    product_scales: list[tuple[list[float], float]] = field(default_factory=list)  # colour scale per panel
 
 
 def step_detail(rec: Recording, step: BackwardStep, max_cells: int = HEATMAP_MAX_CELLS) -> StepDetail:
     """Everything the page prints for one backward step (built from the recorded events)."""
     node = rec.node(step.node)
-    products = []
+    products, scales = [], []
+
+    def scale_of_input(arr, read):
+        # a saved forward tensor: its value's scale; the adjoint this step holds: the node's adjoint scale
+        if read is not None:
+            return value_scale(rec, read)
+        if arr.shape == step.adjoint.shape and np.array_equal(arr, step.adjoint):
+            return adjoint_scale(rec, step.node)
+        return magnitude(arr)
+
+    def scale_of_output(arr):
+        for c in step.contributions:   # a contribution sent to a parent: that parent's adjoint scale
+            if c.value.shape == arr.shape and np.array_equal(c.value, arr):
+                return adjoint_scale(rec, c.target)
+        return magnitude(arr)
+
     for op in step.vjp_ops:
         if op.op in ("matmul", "mul", "scatter_add", "div") and op.output.size <= max_cells \
                 and all(a.size <= max_cells for a in op.inputs):
             products.append((op.op, op.inputs, op.output))
+            scales.append(([scale_of_input(a, r) for a, r in zip(op.inputs, op.reads)], scale_of_output(op.output)))
     sent = []
     for c in step.contributions:
         sent.append({"target": c.target, "label": rec.node(c.target).label, "value": c.value,
                      "received": c.received, "expected": c.expected, "total": c.total,
                      "fan_out": c.expected > 1, "complete": c.complete})
     return StepDetail(step.index, node.id, node.label, node.op, vjp_formula(node.op), step.adjoint, products,
-                      sent, step.leaf_grad)
+                      sent, step.leaf_grad, scales)
 
 
 @dataclass
@@ -275,6 +316,6 @@ def gradient_check(network: Network, coords: int = 3, eps: float = 1e-6, seed: i
     return GradcheckTable(rows, eps)
 
 
-__all__ = ["vjp_formula", "look", "TensorLook", "format_shape", "step_detail", "StepDetail",
+__all__ = ["magnitude", "value_scale", "adjoint_scale", "vjp_formula", "look", "TensorLook", "format_shape", "step_detail", "StepDetail",
            "fan_out_sum", "FanOutSum", "memory_report", "MemoryReport", "kept_tensors", "kept_bytes",
            "memory_sweep", "gradient_check", "GradcheckTable", "GradcheckRow"]

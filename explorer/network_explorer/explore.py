@@ -148,19 +148,30 @@ def graph_dot(ex: Explored, level: str) -> str:
                   title=f"{ex.network.title}: {level} view, loss = {ex.rec.loss:.5g}")
 
 
-def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12) -> go.Figure:
-    """A small heatmap of a tensor (folded to 2-D by :func:`analysis.look`); numbers printed when few."""
+def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zmax: float | None = None,
+            narrow: bool = False) -> go.Figure:
+    """A small heatmap of a tensor (folded to 2-D by :func:`analysis.look`); numbers printed when few.
+
+    The colours run from -``zmax`` (red) to +``zmax`` (blue), ``zmax`` defaulting to the tensor's own
+    largest magnitude: pass one ``zmax`` wherever the same tensor (or tensors that add up, like a fan-out
+    sum and its contributions) is drawn, so a colour means one number on every panel.
+    """
     lk = analysis.look(value)
     if lk is None or lk.matrix is None:
         raise ValueError("tensor too large for a heatmap; use analysis.look(...).stats")
     m = lk.matrix
-    text = np.vectorize(lambda v: f"{v:.3g}")(m) if m.size <= 60 else None
-    fig = go.Figure(go.Heatmap(z=m, colorscale="RdBu", zmid=0.0, text=text,
-                               texttemplate="%{text}" if text is not None else None, showscale=False))
+    if zmax is None:
+        zmax = analysis.magnitude(m)
+    zmax = zmax if zmax > 0 else 1.0
+    digits = ".3g" if m.shape[1] <= 4 and not narrow else ".2g"   # narrow: a third of a column
+    text = np.vectorize(lambda v: f"{v:{digits}}")(m) if m.size <= 60 else None
+    fig = go.Figure(go.Heatmap(z=m, colorscale="RdBu", zmin=-zmax, zmax=zmax, text=text,
+                               texttemplate="%{text}" if text is not None else None, showscale=False,
+                               textfont=dict(size=max(font - 2, 9))))
     fig.update_layout(title=dict(text=title, font=dict(size=font)), height=height,
-                      margin=dict(l=10, r=10, t=35, b=10), font=dict(size=font))
-    fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12)
-    fig.update_xaxes(showticklabels=m.shape[1] <= 12)
+                      margin=dict(l=10, r=10, t=40, b=10), font=dict(size=font))
+    fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
+    fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
     return fig
 
 

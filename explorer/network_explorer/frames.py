@@ -138,7 +138,8 @@ def _heads(rec: Recording, graph: Graph) -> dict[int, str]:
             out[n.id] = n.name
         else:
             node = rec.node(n.id)
-            out[n.id] = heading(n.name, formula(node.op, [_literal(rec.node(p).label) for p in node.parents]))
+            out[n.id] = heading(n.name, node.composite_call or
+                                formula(node.op, [_literal(rec.node(p).label) for p in node.parents]))
     return out
 
 

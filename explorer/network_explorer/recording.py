@@ -36,6 +36,7 @@ class Node:
     params_text: str = ""
     adjoint: np.ndarray | None = None     # final adjoint (d loss / d node) after the backward pass
     composite: str = ""                   # the formula, on the last primitive of a composite (tanh)
+    composite_call: str = ""              # ``tanh(add#20)``: the composite applied to its operand
 
     @property
     def nbytes(self) -> int:
@@ -171,13 +172,18 @@ def record(network: Network) -> Recording:
         tensors.append(out)
         forward_order.append(nid)
         if scope.composite_op is not None:
-            last_of_block[scope.composite_op[0]] = (nid, scope.composite_op[1], scope.composite_op[2])
+            blocks.setdefault(scope.composite_op[0], (scope.composite_op[1], scope.composite_op[2], []))[2].append(nid)
 
-    last_of_block: dict[int, tuple[int, str, str]] = {}
+    blocks: dict[int, tuple[str, str, list[int]]] = {}   # block -> (op name, formula, member op nodes)
     with trace_ops(on_forward):
         loss = network.loss(scope)
-    for nid, op_name, formula in last_of_block.values():   # its output is the composite's value
-        nodes[nid].label, nodes[nid].composite = f"{op_name}#{nid}", formula
+    for op_name, formula, members in blocks.values():   # the last member's output is the composite's value
+        inside = set(members)
+        operand = next((p for m in members for p in nodes[m].parents
+                        if p not in inside and nodes[p].kind != "constant"), None)
+        last = nodes[members[-1]]
+        last.label, last.composite = f"{op_name}#{last.id}", formula
+        last.composite_call = f"{op_name}({nodes[operand].label})" if operand is not None else op_name
     if loss.numel() != 1:
         raise ValueError(f"the network's loss must be a scalar, got shape {loss.shape}")
     loss_node = ids[loss.unique_id]

@@ -63,7 +63,7 @@ def test_two_presets_backward_shapes_and_fan_out(page, app_url, wait_idle, shot)
     assert f"Fan-out sum at x: {parts} contributions" in main.inner_text()
     assert "= sum" in main.inner_text()
     drawn = graph_text(page)
-    assert "fc1.weight" in drawn and "(4, 4)" in drawn and "(3, 4)" in drawn    # names and shapes drawn
+    assert "fc1.weight" in drawn and "4×4" in drawn and "3×4" in drawn    # names and shapes drawn
     assert "adjoint 2 of 2" in drawn                                   # x has both contributions
     assert f"step={frame}" in page.url
     shot(page, "network_residual_fan_out")
@@ -84,6 +84,49 @@ def test_two_presets_backward_shapes_and_fan_out(page, app_url, wait_idle, shot)
     main = page.locator('[data-testid="stMain"]')
     assert "Fan-out sum at Wh: 3 contributions" in main.inner_text()
     drawn = graph_text(page)
-    assert "Wh" in drawn and "(4, 4)" in drawn and "adjoint 3 of 3" in drawn    # Wh: all 3 steps arrived
-    assert "step 1" in drawn and "(2, 4)" in drawn
+    assert "Wh" in drawn and "4×4" in drawn and "adjoint 3 of 3" in drawn    # Wh: all 3 steps arrived
+    assert "step 1" in drawn and "2×4" in drawn
     shot(page, "network_rnn_layer_fan_out")
+
+
+def test_lecture_order_network_and_the_rnn_fan_out_row(page, app_url, wait_idle, shot):
+    """The lecture's sentiment network runs the layers per word and averages last (one line says how it
+    differs from HW2's); the RNN's fan-out row at Wh shares one colour scale and explains the zero from h0."""
+    page.goto(f"{app_url}/Network_explorer")
+    wait_idle(page)
+    pick_network(page, wait_idle, "sentiment")
+    page.get_by_text("Layer view (a box per layer)").click()
+    wait_idle(page)
+    main = page.locator('[data-testid="stMain"]')
+    text = main.inner_text()
+    assert "HW2 averages the word vectors first" in text and "Because ReLU is not linear" in text
+    assert re.search(r"per word then average gives P\(positive\) = 0\.\d+; average first \(HW2's order\) gives 0\.\d+",
+                     text)
+    drawn = graph_text(page)
+    for layer in ("embedding lookup", "Linear 1 (each word)", "ReLU (each word)", "Linear 2 (each word)",
+                  "average pooling"):
+        assert layer in drawn
+    click(page, wait_idle, "End")
+    drawn = graph_text(page)
+    assert "5×6" in drawn and "1×2" in drawn        # hidden units per word (5 words), one averaged score pair
+    shot(page, "network_lecture_sentiment")
+
+    frame, parts, total = fan_out_frame("rnn", "Wh")
+    page.goto(f"{app_url}/Network_explorer?net=rnn&level=op&step={frame + 1}")   # 1-based, as the header
+    wait_idle(page)
+    page.get_by_text("Fan-out sum at Wh: 3 contributions").wait_for(timeout=60_000)
+    text = main.inner_text()
+    assert "Fan-out sum at Wh: 3 contributions" in text
+    assert "0: the other factor h0 is all zeros" in text
+    page.get_by_text("Fan-out sum at Wh: 3 contributions").scroll_into_view_if_needed()
+    titles: list[str] = []
+    for _ in range(40):   # the heatmaps draw once scrolled into view
+        titles = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+            .map(el => el.layout && el.layout.title ? String(el.layout.title.text) : '')
+            .filter(t => t.includes('· step') || t.includes('= sum'))""")
+        if len(titles) == 4:
+            break
+        page.wait_for_timeout(500)
+    assert len(titles) == 4 and len({re.sub("<[^>]+>", "", t).rsplit("±", 1)[1] for t in titles}) == 1, titles
+    assert "tanh#" in graph_text(page)
+    shot(page, "network_rnn_fan_out_row")
