@@ -9,7 +9,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
-from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table, small_table,
+from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
 from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, streamlit_session_id,
                                                streamlit_session_watch)
@@ -376,7 +376,7 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
     st.markdown("##### What an averaged bag of words cannot do")
     st.markdown("The mean of the word vectors forgets word order: two sentences with the same words "
                 "get exactly the same input, so exactly the same prediction, whatever they mean.")
-    small_table(word_order_demo(trainer), look)
+    show_table(word_order_demo(trainer), look)
 
 # --- compare runs ---------------------------------------------------------------------------------------
 kept = S[k("kept")]
@@ -391,6 +391,6 @@ if kept:
     shown = [r for r in kept if r.number in chosen]
     show_plot(compare_figure(shown, S[k("compare_metric")], look.figure_font, look.figure_height), look,
               key=k("compare_chart"))
-    small_table(compare_rows(shown), look)
+    show_table(compare_rows(shown), look)
     st.caption("A run is kept when it ends (or when a new run replaces it). Start runs that differ in one "
                "setting — learning rate, optimizer, dropout, backend — and overlay their curves here.")

@@ -9,7 +9,7 @@ import streamlit as st
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
-from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, small_table, start_page
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page
 from explorer import static_vs_dynamic as M
 
 ctx = start_page(
@@ -99,7 +99,7 @@ if not result.error:
         st.markdown(f"**Node counts** — {M.breakdown_text(M.node_breakdown(ex.graph))} (the forward graph is "
                     f"{ex.forward_nodes} of them). The eager run of the same code records "
                     f"{ex.eager_ops_per_step} ops — every step, anew.")
-        small_table(M.counts_over_steps(ex), look)
+        show_table(M.counts_over_steps(ex), look)
 
 st.markdown("##### The graph the eager run recorded")
 eg = ex.eager_graph
@@ -119,7 +119,7 @@ st.markdown("h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<su
             "loop simply runs and the recorded graph grows with it. A static graph is built by running the "
             "loop *while building*, so each length needs a graph of its own.", unsafe_allow_html=True)
 rows = cached_rnn_rows((3, 6, 12))
-small_table(rows, look)
+show_table(rows, look)
 # presentation mode: the graph gets the page's whole width (its text is never shrunk to fit a column)
 rc = st.columns([1, 3]) if not look.presenting else [st.container(), st.container()]
 rc[0].select_slider("Draw the static graph for T =", options=[3, 6, 12], key=ns.key("length"))
@@ -153,7 +153,7 @@ st.divider()
 st.subheader("Constant folding")
 fd = M.folding_demo()
 st.code(M.FOLDING_CODE, language="python")
-small_table(fd.rows, look)
+show_table(fd.rows, look)
 st.markdown(f"Folded at compile time: {', '.join(f'`{n}`' for n in fd.folded)}. "
             f"Results before and after are identical: **{fd.same_values}**. The gradient of a linear "
             "function of x is a constant, so its whole gradient graph folds away.")

@@ -416,18 +416,6 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
     return int(st.session_state[key])
 
 
-def small_table(data, look, where=None) -> None:
-    """A small table (a few rows): in presentation mode an HTML table, whose text the presentation CSS
-    enlarges (``st.dataframe`` draws on a canvas at a fixed font size), else an interactive dataframe."""
-    import pandas as pd
-    where = where or st
-    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
-    if look.presenting:
-        where.table(df.style.hide(axis="index").format(precision=4))
-    else:
-        where.dataframe(df, hide_index=True)
-
-
 PRESENT_PAGE_PX = 1848  # the page's width in presentation mode at 1920 px (1.5 rem of padding either side)
 PRESENT_GRAPH_MAX_PX = 460  # a stepped graph's drawing in presentation mode: under title, choices, buttons and
 #                             the step's caption it still ends within the first 1080 px (taller: a window)

@@ -65,7 +65,7 @@ def test_two_presets_backward_shapes_and_fan_out(page, app_url, wait_idle, shot)
     drawn = graph_text(page)
     assert "fc1.weight" in drawn and "4×4" in drawn and "3×4" in drawn    # names and shapes drawn
     assert "adjoint 2 of 2" in drawn                                   # x has both contributions
-    assert f"step={frame}" in page.url
+    assert f"step={frame + 1}" in page.url          # the link's step is 1-based, as the header
     shot(page, "network_residual_fan_out")
 
     # 2) RNN, layer view: the shared weight Wh receives one contribution per time step
@@ -75,7 +75,7 @@ def test_two_presets_backward_shapes_and_fan_out(page, app_url, wait_idle, shot)
     page.get_by_text("Layer view (a box per layer)").click()
     wait_idle(page)
     start = max(len(explore("rnn", {}).rec.forward_order) + 1, frame - 3)     # a backward frame
-    page.goto(f"{app_url}/Network_explorer?net=rnn&level=layer&step={start}")
+    page.goto(f"{app_url}/Network_explorer?net=rnn&level=layer&step={start + 1}")
     wait_idle(page)
     assert step_header(page).startswith(f"Step {start + 1} of {total}")
     assert "backward" in step_header(page)
