@@ -361,3 +361,18 @@ def test_one_click_full_sst2_carries_every_setting_of_the_preset():
         assert at.checkbox(key="sentiment_train_embeddings").value is True
     finally:
         stop_run(at)
+
+
+def test_time_left_is_the_runs_average_speed_not_a_recent_burst():
+    from explorer.sentiment_training.runner import RunSnapshot
+    from explorer.sentiment_training.views import seconds_left
+    from sentiment.trainer import BatchEnd
+
+    # 10 of 100 epochs (45 batches of 10 sentences) in 60 s: 90 epochs left take 540 s at that pace,
+    # whatever the last half second's rate was (a busy machine made it swing from minutes to hours)
+    last = BatchEnd(epoch=11, batch=0 + 45, n_batches=45, loss=0.5, examples_seen=11 * 450, elapsed=66.0)
+    snap = RunSnapshot("running", None, [], [], [], last, None, 100, 45, examples_per_s=1.0, seconds_left=None)
+    assert seconds_left(snap) == pytest.approx(89 * 6.0)
+    burst = RunSnapshot("running", None, [], [], [], last, None, 100, 45, examples_per_s=1e6, seconds_left=None)
+    assert seconds_left(burst) == seconds_left(snap)
+    assert "about 8 min 54 s left" in progress_text(snap)

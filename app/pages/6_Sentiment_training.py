@@ -152,9 +152,9 @@ with st.container(border=True):
     c[5].selectbox("Backend", engine.available_backends(), key=k("backend"), disabled=busy,
                    help="numpy: fast. python: every kernel as Python loops (slow; use the built-in corpus). "
                         "cuda: where a GPU is present.")
-    c[6].checkbox("Shuffle each epoch", key=k("shuffle"), disabled=busy,
-                  help="HW2 visits the batches in file order; shuffling usually helps.")
-    c = st.columns([1, 1, 1, 1, 3])
+    c[6].checkbox("Shuffle", key=k("shuffle"), disabled=busy,
+                  help="Shuffle the batches every epoch. HW2 visits them in file order; shuffling usually helps.")
+    c = st.columns([1, 1, 1, 1.6, 2.4])
     c[0].number_input("Weight decay", 0.0, 1.0, key=k("weight_decay"), format="%.4g", step=0.0001, disabled=busy,
                       help="L2 penalty on the network's weights (not on the word vectors). Beyond HW2.")
     c[1].selectbox("LR schedule", list(LR_SCHEDULES), key=k("lr_schedule"), disabled=busy,
