@@ -18,7 +18,7 @@ def _state(page) -> tuple[list[str], list[str]]:
 
 
 def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle, shot):
-    page.goto(f"{app_url}/Expression_explorer?step=6")  # the backward pass takes f = x1 + x6
+    page.goto(f"{app_url}/Expression_explorer?step=7")  # step 7 (links count from 1): the backward pass takes f = x1 + x6
     wait_idle(page)
     lines0, titles0 = _state(page)
     assert titles0[0].startswith("engine.autodiff.propagate") and any("Add.vjp" in t for t in titles0)
@@ -32,7 +32,7 @@ def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle,
     wait_idle(page)
     lines1, titles1 = _state(page)
     assert any("Exp.vjp" in t for t in titles1) and lines1 != lines0  # x6 = exp(x5): its VJP, other lines
-    assert re.search(r"step=7", page.url)
+    assert re.search(r"step=8", page.url)
 
     for _ in range(3):  # on to x1, a leaf: accumulate_derivative instead of a VJP
         page.get_by_role("button", name="Step").click()
