@@ -139,11 +139,12 @@ def contributions_to(trace, name: str) -> list[tuple[str, Any]]:
 
 
 def explorer_step_of_leaf(program: str, inputs: str, name: str) -> int:
-    """The Expression explorer's step at which input ``name`` receives its gradient."""
+    """The Expression explorer's step (1-based, as its header and ``step=`` count) at which input ``name``
+    receives its gradient."""
     from .expression_explorer import explorer_model
     model = explorer_model(program, inputs)
     idx = model.frameset.node_ids.index(model.trace.graph.by_name(name).id)
-    return next(f.index for f in model.frameset.frames if f.node_state[idx] == "leaf")
+    return next(f.index for f in model.frameset.frames if f.node_state[idx] == "leaf") + 1
 
 
 # --- the exercises -------------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ def _ex6(n_graphs: int = 200) -> Exercise:
     wrong = next(r for r in rows if r.strategy == "bfs_first_touch")
     rate = 100.0 * wrong.wrong / wrong.graphs
     model = orders_model(SLIDE_PROGRAM, SLIDE_INPUTS, ("topological", "bfs_first_touch"))
-    step = model.views["bfs_first_touch"].lost_step
+    step = model.views["bfs_first_touch"].lost_step + 1  # the page's steps count from 1
     return Exercise(
         6, "bfs", "Breadth-first, pass on at first touch",
         "Backpropagate the slide example f = x1 + exp(1.5·x1 + 2·x2) at x1 = 3, x2 = 0.5 breadth-first from f, "

@@ -154,7 +154,9 @@ def test_the_bfs_link_opens_backprop_orders_at_the_lost_contribution(built):
     at = _run_link(built["bfs"].link)
     assert at.session_state["orders_orders"] == ["topological", "bfs_first_touch"]
     assert at.session_state["orders_step"] > 0
-    assert any("wrong" in w.value for w in at.warning)  # the page marks the lost contribution at that step
+    # the page marks the lost contribution at that step, and the verdict is shown from there on
+    assert any("This step" in e.value and "LOST" in e.value for e in at.error)
+    assert any("Wrong gradient" in e.value for e in at.error)
 
 
 def test_the_embedding_and_learning_links_carry_their_state(built):
