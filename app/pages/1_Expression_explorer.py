@@ -91,7 +91,7 @@ def draw(step: int) -> None:
             st.checkbox("Show tanh, softmax, … as the primitives the engine ran", key=ns.key("expand"),
                         help="Composite functions are built from primitives (tanh(y) = 2·sigmoid(2y) − 1); the "
                              "graph draws each as one node unless this is ticked.")
-            show_plot(style_graph_figure(still_graph(model.figure, frame, title=not look.presenting), look), look,
+            show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look,
                       key=ns.key("figure"))
         with side_col:
             view = model.code(frame)  # the engine's own source (inspect); the lines this step ran highlighted

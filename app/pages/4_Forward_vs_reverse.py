@@ -58,7 +58,7 @@ try:
     if st.session_state[ns.key("seed")] not in names:
         st.session_state[ns.key("seed")] = names[0]
     (head[2] if look.presenting else st).radio(
-        "Seed: d/d" if look.presenting else "Seed: derivative with respect to", names, key=ns.key("seed"),
+        "Seed input" if look.presenting else "Seed: derivative with respect to", names, key=ns.key("seed"),
         horizontal=True,
         help="Forward mode gives one directional derivative per pass: the seeded input's tangent is 1 "
              "(all ones for a tensor input), every other input's is 0.")
@@ -82,7 +82,7 @@ if model is not None:
         st.markdown(f"#### Step {step} of {model.n_frames}\n{fr.caption}")
         g, t = (st.container(), st.container()) if look.presenting else st.columns([3, 2])
         with g:
-            show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=not look.presenting), look),
+            show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look),
                       look, key=ns.key("figure"))
         with t:
             st.table(pd.DataFrame(model.table[:step - 1] or [{"node": "(inputs only)"}]), hide_index=True)

@@ -158,10 +158,10 @@ def draw(step: int) -> None:
     frame = step - 1
     m = moment(ex, frame)
     st.markdown(f"#### Step {step} of {ex.n_frames} · {m.phase}\n{m.title}")
-    # one frame, stepped by the page's buttons; in presentation mode the header above says it, in full
+    # one frame, stepped by the page's buttons; the header above says what it shows, in full
     size = ({"width": graph_px(look, VIEW_WIDTH), "max_height": int(PRESENT_GRAPH_MAX_PX / graph_scale(look))}
             if look.presenting else {})
-    fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=not look.presenting)
+    fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=False)
     show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
                        file_name=f"{key}_{level}.dot", mime="text/vnd.graphviz",

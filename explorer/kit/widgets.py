@@ -174,7 +174,7 @@ def program_boxes(ns: Namespace, height: int = 100, *, lk: Look | None = None, w
     :func:`show_input_problem` writes a rejection under (outside the expander, so it is never hidden).
     """
     program_text, inputs_text = st.session_state[ns.key("expr")], st.session_state[ns.key("at")]
-    if lk is not None and lk.presenting:
+    if lk is not None and lk.presenting:  # (``where`` is the presentation row's slot for the expander)
         where = where or st
         lines = [ln.strip() for ln in program_text.strip().splitlines() if ln.strip()]
         shown = " · ".join(lines[:3]) + (" · …" if len(lines) > 3 else "")
@@ -185,7 +185,7 @@ def program_boxes(ns: Namespace, height: int = 100, *, lk: Look | None = None, w
             b.text_area("Inputs", key=ns.key("at"), height=height, help=INPUTS_HELP)
         problem_row = st.columns([3, 2])
         return problem_row[0], problem_row[1], program_text, inputs_text
-    program_box, inputs_box = (where or st).columns([3, 2])
+    program_box, inputs_box = st.columns([3, 2])
     program_box.text_area(program_label, key=ns.key("expr"), height=height, help=PROGRAM_HELP)
     inputs_box.text_area("Inputs", key=ns.key("at"), height=height, help=INPUTS_HELP)
     return program_box, inputs_box, program_text, inputs_text
@@ -281,12 +281,13 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
                 st.rerun()  # the whole page draws the next step (this fragment draws nothing)
 
         play_clock()
-    step = _step_buttons(ns, n_steps, key, playing_key, moved_key, speed_key, label, shortcuts)
+    step = _step_buttons(ns, n_steps, key, playing_key, moved_key, speed_key, label, shortcuts,
+                         wide=bool(st.session_state.get(PRESENT_KEY)))
     draw(step)
 
 
 def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved_key: str, speed_key: str,
-                  label: str, shortcuts: bool) -> int:
+                  label: str, shortcuts: bool, wide: bool = False) -> int:
     def _move(delta: int | None = None, to: int | None = None):
         s = clamp_step(st.session_state.get(key, 1), n_steps)
         st.session_state[key] = clamp_step(to if to is not None else s + (delta or 0), n_steps)
@@ -301,7 +302,10 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
                 state.step, state.playing, state.last_move
 
     playing = bool(st.session_state[playing_key])
-    cols = st.columns([1.4, 1.3, 1.3, 1.3, 1.3, 3.0, 1.9], vertical_alignment="center")
+    if wide:  # presentation mode at 1920 px: buttons, slider and speed on one row
+        cols = st.columns([1.4, 1.3, 1.3, 1.3, 1.3, 3.0, 1.9], vertical_alignment="center")
+    else:  # a 1400 px window with the sidebar: the buttons' labels and key hints need a row of their own
+        cols = [*st.columns(5), *st.columns([4, 1.3], vertical_alignment="center")]
     keys = ("Home", "Left", "P", "Right", "End") if shortcuts else (None,) * 5
     # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not)
     cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 1}, shortcut=keys[0],
