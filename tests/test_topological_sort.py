@@ -147,7 +147,7 @@ def test_page_queue_steps_and_student_order():
     md = "\n".join(m.value for m in at.markdown)
     assert "Step 1 of 7" in md and "x7 → x6 → x5" in md
     _click(at, "Step")
-    assert at.session_state["topo_step"] == 1 and at.query_params["step"] == "1"
+    assert at.session_state["topo_step"] == 2 and at.query_params["step"] == "2"  # 1-based, as the header
     for name in ("x1", "x3", "x5"):
         _click(at, name)
     assert at.query_params["order"] == "x1,x3,x5"
@@ -170,4 +170,4 @@ def test_page_deep_link_restores_preset_step_and_order():
     assert any("v9" in w.value for w in at.warning)
     at.selectbox(key="topo_preset").set_value("cube").run()
     _ok(at)
-    assert at.session_state["topo_step"] == 0 and at.session_state["topo_order"] == []
+    assert at.session_state["topo_step"] == 1 and at.session_state["topo_order"] == []

@@ -10,13 +10,14 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, start_page, step_controls
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, start_page, stepper
 
 ctx = start_page(
     "Topological sort", "topo",
     fields={"preset": LinkField("str", T.DEFAULT_PRESET, choices=tuple(T.PRESETS)),
-            "step": LinkField("int", 0, minimum=0), "order": LinkField("list", [])},
-    defaults={"preset": T.DEFAULT_PRESET, "step": 0, "order": []})
+            "step": LinkField("int", 1, minimum=0),  # 1-based, as the header shows it (0: first step)
+            "order": LinkField("list", [])},
+    defaults={"preset": T.DEFAULT_PRESET, "step": 1, "order": []})
 ns, look = ctx.ns, ctx.look
 if look.presenting:
     st.html(present_css(True))
@@ -31,7 +32,8 @@ def cached_model(key: str) -> T.SortModel:
 
 
 def _new_preset():
-    st.session_state[ns.key("step")] = 0
+    st.session_state[ns.key("step")] = 1
+    st.session_state[ns.key("step_playing")] = False
     st.session_state[ns.key("order")] = []
 
 
@@ -50,18 +52,24 @@ st.subheader("The queue method (slides)")
 st.markdown("Keep the unprocessed nodes. Repeatedly **take a node none of whose inputs is unprocessed**, "
             "compute it, and move it to the processed list. Yellow: the nodes that may be taken now (the queue); "
             "orange with a thick outline: the one taken; green: processed (with the engine's value).")
-step = step_controls(ns, n, label="Queue step")
-qs = model.queue_steps[step]
-ready = ", ".join(model.name(i) for i in qs.ready)
-taken = model.name(qs.taken)
-what = T.computes_text(model, qs.taken)
-st.markdown(f"#### Step {step + 1} of {n} · no unprocessed inputs: **{md_escape(ready)}** → take "
-            f"**{md_escape(taken)}** {md_escape(what)}")
-st.plotly_chart(style_graph_figure(T.graph_figure(model, T.queue_states(model, step), T.queue_notes(model, step),
-                                                  taken=qs.taken), look),
-                key=ns.key("queue_graph"), config={"displaylogo": False})
-st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
-st.table(pd.DataFrame(T.queue_table(model, step)), hide_index=True)
+
+
+def draw(step: int) -> None:
+    """The queue method at the 1-based ``step``: header, graph, legend and table."""
+    frame = step - 1
+    qs = model.queue_steps[frame]
+    ready = ", ".join(model.name(i) for i in qs.ready)
+    taken = model.name(qs.taken)
+    what = T.computes_text(model, qs.taken)
+    st.markdown(f"#### Step {step} of {n} · no unprocessed inputs: **{md_escape(ready)}** → take "
+                f"**{md_escape(taken)}** {md_escape(what)}")
+    show_plot(style_graph_figure(T.graph_figure(model, T.queue_states(model, frame), T.queue_notes(model, frame),
+                                                taken=qs.taken), look), look, key=ns.key("queue_graph"))
+    st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
+    st.table(pd.DataFrame(T.queue_table(model, frame)), hide_index=True)
+
+
+stepper(ns, n, draw, label="Queue step")
 
 # --- the engine's DFS ------------------------------------------------------------------------------------
 st.subheader("What the engine does: depth-first search (engine.topological_sort)")
@@ -127,4 +135,5 @@ st.plotly_chart(style_graph_figure(T.graph_figure(model, states, badges, check.v
                 key=ns.key("order_graph"), config={"displaylogo": False})
 st.html(T.legend_html(T.ORDER_LEGEND, legend_px))
 
-publish_link(ctx, {"preset": key, "step": step, "order": [model.name(i) for i in order]})
+publish_link(ctx, {"preset": key, "step": st.session_state[ns.key("step")],
+                   "order": [model.name(i) for i in order]})
