@@ -13,7 +13,7 @@ from engine.strategies import PathRecursion
 
 from engine.explain.trace import bar
 
-from .kit.budget import check_program
+from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program
 from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value, max_abs_difference
 from .kit.frames import FrameSet, build_frames
@@ -107,7 +107,7 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
     program, inputs = parse(program_text, inputs_text)
     try:
         check_program(program, inputs, 3 * (len(strategies) + 1),
-                      f"backprop orders (forward and backward for {len(strategies)} orders)")
+                      "backprop orders", max_ops=MAX_SIDE_BY_SIDE_OPS)
         reference = ex.record_execution(program, inputs, strategy="topological")
     except ExpressionError as e:
         raise InputProblem("program", e) from None

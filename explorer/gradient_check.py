@@ -40,7 +40,7 @@ def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, ind
         # the sweep: 45 step sizes x 2 dtypes x 3 runs, the third derivative by nested grad (~15 runs),
         # then the table's central differences in two dtypes
         checks = finite_difference_checks({n: np.shape(v) for n, v in inputs.items()})
-        check_program(program, inputs, 300 + 4 * checks, drawn=False,
+        check_program(program, inputs, 300 + 4 * checks,
                       what=f"the gradient check (an h sweep of about 290 runs and {checks} central differences "
                            "in two dtypes)")
         trace = ex.record_execution(program, inputs)

@@ -30,10 +30,11 @@ from engine.explain import ExpressionError
 from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Program, deadline
 
 REQUEST_SECONDS = 10.0   # the most one cached computation may run (its engine work checks the deadline)
-# Pages that animate the graph build a frame per step holding every node: memory and time grow with the
-# square of the graph (480 ops: 50 MB and 3 s for one graph, 150 MB and 16 s for four orders side by side).
-# 150 ops stay under 5 MB and 0.3 s per graph; the lecture's examples have at most 20.
-MAX_DRAWN_OPS = 150
+# Backprop orders animates up to four graphs side by side, a frame per step each: its result grows with the
+# square of the graph (480 ops: 40 MB and 0.8 s, too big for its cache, so recomputed on every click).
+# 200 ops keep it near 15 MB; the lecture's examples have at most 20. One graph (pages 1 and 4) stays
+# small up to the parser's 500 ops (6 MB, 0.2 s).
+MAX_SIDE_BY_SIDE_OPS = 200
 
 
 class RequestRefused(RuntimeError):
@@ -48,24 +49,24 @@ def finite_difference_checks(shapes: Mapping[str, tuple]) -> int:
 
 
 def check_program(program: Program, inputs: Mapping[str, Any], runs: int, what: str,
-                  drawn: bool = True) -> CostEstimate:
+                  max_ops: int | None = None) -> CostEstimate:
     """Estimate one run of ``program`` and refuse it when ``runs`` of them exceed the budget.
 
     Args:
         runs: how many forward-run equivalents the page makes (backward passes and finite differences
             included).
         what: the page's work, for the message (e.g. "the gradient check").
-        drawn: the page animates the graph (at most ``MAX_DRAWN_OPS`` operations).
+        max_ops: the page's own limit on operations (below the parser's), e.g. ``MAX_SIDE_BY_SIDE_OPS``.
     Returns:
         the estimate.
     Raises:
         ExpressionError: kind ``limit``, naming the budget and what exceeded it.
     """
     est = program.estimate({n: np.shape(inputs[n]) for n in program.input_names if n in inputs})
-    if drawn and est.ops > MAX_DRAWN_OPS:
-        raise ExpressionError(f"this page animates the graph step by step, for at most {MAX_DRAWN_OPS} operations; "
-                              f"this program has {est.ops}. Shorten it (the lecture's examples have under 20)",
-                              kind="limit")
+    if max_ops is not None and est.ops > max_ops:
+        raise ExpressionError(f"{what} animates the graph step by step, side by side, for at most {max_ops} "
+                              f"operations; this program has {est.ops}. Shorten it (the lecture's examples have "
+                              "under 20)", kind="limit")
     est.check(runs, what)
     return est
 
