@@ -136,6 +136,14 @@ def cpu_and_rss(pid: int) -> tuple[float, int]:
         return 0.0, 0
 
 
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (all processes, every core), from ``/proc/stat``."""
+    with open("/proc/stat") as fh:
+        fields = [int(v) for v in fh.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / CLK_TCK
+
+
 def run_delay(pid: int) -> float:
     """Seconds the process's threads have spent runnable but waiting for a CPU (``/proc/.../schedstat``):
     how much the machine, not the server's own work, held the server back."""
@@ -347,25 +355,29 @@ async def health_probe(port: int, stats: Stats, stop_at: float) -> None:
         await asyncio.sleep(0.5)
 
 
-async def sampler(pid: int, stop_at: float, stats: Stats, out: dict) -> None:
-    """Server and training-process CPU over the window, and peak memory."""
+async def sampler(pids: list[int], stop_at: float, stats: Stats, out: dict) -> None:
+    """Servers' and training processes' CPU over the window, and peak memory (summed over replicas)."""
     marks: dict[str, tuple[float, float]] = {}
     peak_server = peak_workers = 0
     while time.monotonic() < stop_at:
         now = time.monotonic()
-        kids = descendants(pid)
-        cpu_s, rss_s = cpu_and_rss(pid)
+        kids = [k for pid in pids for k in descendants(pid)]
+        server_stats = [cpu_and_rss(pid) for pid in pids]
+        cpu_s, rss_s = sum(c for c, _ in server_stats), sum(r for _, r in server_stats)
         kid_stats = [cpu_and_rss(k) for k in kids]
         cpu_w, rss_w = sum(c for c, _ in kid_stats), sum(r for _, r in kid_stats)
         peak_server, peak_workers = max(peak_server, rss_s), max(peak_workers, rss_w)
         if stats.inside(now):
             mine = time.process_time()  # this client's own CPU: it shares the machine with the server
-            marks.setdefault("start", (now, cpu_s, cpu_w, mine, run_delay(pid)))
-            marks["end"] = (now, cpu_s, cpu_w, mine, run_delay(pid))
+            delay = sum(run_delay(pid) for pid in pids)
+            marks.setdefault("start", (now, cpu_s, cpu_w, mine, delay, machine_busy()))
+            marks["end"] = (now, cpu_s, cpu_w, mine, delay, machine_busy())
         await asyncio.sleep(0.5)
     if "start" in marks and marks["end"][0] > marks["start"][0]:
-        (t0, s0, w0, c0, d0), (t1, s1, w1, c1, d1) = marks["start"], marks["end"]
+        (t0, s0, w0, c0, d0, m0), (t1, s1, w1, c1, d1, m1) = marks["start"], marks["end"]
         out["server_wait"] = (d1 - d0) / (t1 - t0)
+        # everything else on the machine (other users' processes): busy minus this test's own processes
+        out["others_cpu"] = max(0.0, ((m1 - m0) - (s1 - s0) - (w1 - w0) - (c1 - c0)) / (t1 - t0))
         out["server_cpu"] = (s1 - s0) / (t1 - t0)
         out["client_cpu"] = (c1 - c0) / (t1 - t0)
         out["workers_cpu"] = max(0.0, (w1 - w0) / (t1 - t0))  # workers that ended drop out: a lower bound
@@ -373,34 +385,43 @@ async def sampler(pid: int, stop_at: float, stats: Stats, out: dict) -> None:
 
 
 async def one_configuration(n: int, k: int, seconds: float, pace: tuple[float, float], epochs: int,
-                            workers: int | None, seed: int) -> dict:
-    port = free_port()
-    proc = start_server(port, workers)
+                            workers: int | None, seed: int, replicas: int = 1) -> dict:
+    """One class: ``n`` students and ``k`` trainers over ``replicas`` servers (session i on replica i mod R,
+    as a sticky proxy spreads new browsers)."""
+    procs = []
     try:
-        url = f"ws://127.0.0.1:{port}/_stcore/stream"
-        warm = Session(url, Stats())  # the first run imports the pages' modules and fills the model cache
-        await warm.open()
-        await warm.run(rerun_msg("Expression_explorer"), timeout=120)
-        await warm.run(rerun_msg("Sentiment_training"), timeout=120)
-        await warm.close()
-        _, idle_rss = cpu_and_rss(proc.pid)
+        for _ in range(replicas):
+            port = free_port()
+            procs.append((port, start_server(port, workers)))
+        urls = [f"ws://127.0.0.1:{port}/_stcore/stream" for port, _ in procs]
+        for url in urls:
+            warm = Session(url, Stats())  # the first run imports the pages' modules and fills the model cache
+            await warm.open()
+            await warm.run(rerun_msg("Expression_explorer"), timeout=120)
+            await warm.run(rerun_msg("Sentiment_training"), timeout=120)
+            await warm.close()
+        idle_rss = sum(cpu_and_rss(proc.pid)[1] for _, proc in procs)
         stats = Stats()
         rng = random.Random(seed)
         t0 = time.monotonic()
         stats.window = (t0 + RAMP_S, t0 + RAMP_S + seconds)
         stop_at = stats.window[1]
         resources: dict = {}
-        tasks = [student(url, stats, RAMP_S * 0.7 * i / max(n, 1), stop_at, random.Random(rng.random()), pace)
-                 for i in range(n)]
-        tasks += [trainer(url, stats, RAMP_S * 0.5 * i / max(k, 1), stop_at, epochs) for i in range(k)]
-        tasks += [health_probe(port, stats, stop_at), sampler(proc.pid, stop_at, stats, resources)]
+        tasks = [student(urls[i % replicas], stats, RAMP_S * 0.7 * i / max(n, 1), stop_at,
+                         random.Random(rng.random()), pace) for i in range(n)]
+        tasks += [trainer(urls[(n + i) % replicas], stats, RAMP_S * 0.5 * i / max(k, 1), stop_at, epochs)
+                  for i in range(k)]
+        tasks += [health_probe(port, stats, stop_at) for port, _ in procs]
+        tasks.append(sampler([proc.pid for _, proc in procs], stop_at, stats, resources))
         await asyncio.wait_for(asyncio.gather(*tasks), RAMP_S + seconds + 120)
         row = summarise(n, k, seconds, stats, resources, idle_rss)
-        row["server_tracebacks"] = server_tracebacks(proc.log_path)
+        row["replicas"] = replicas
+        row["server_tracebacks"] = [t for _, proc in procs for t in server_tracebacks(proc.log_path)]
         return row
     finally:
-        stop_server(proc)
-        Path(proc.log_path).unlink(missing_ok=True)
+        for _, proc in procs:
+            stop_server(proc)
+            Path(proc.log_path).unlink(missing_ok=True)
 
 
 def server_tracebacks(path: str, keep: int = 3) -> list[str]:
@@ -434,6 +455,7 @@ def summarise(n: int, k: int, seconds: float, stats: Stats, res: dict, idle_rss:
         "server_cpu_pct": round(100 * res.get("server_cpu", 0.0)),
         "client_cpu_pct": round(100 * res.get("client_cpu", 0.0)),
         "server_cpu_wait_pct": round(100 * res.get("server_wait", 0.0)),
+        "others_cpu_pct": round(100 * res.get("others_cpu", 0.0)),
         "load_average": round(os.getloadavg()[0], 1),
         "workers_cpu_pct": round(100 * res.get("workers_cpu", 0.0)),
         "server_rss_mb": round(res.get("server_rss", 0) / 2**20), "idle_rss_mb": round(idle_rss / 2**20),
@@ -443,17 +465,19 @@ def summarise(n: int, k: int, seconds: float, stats: Stats, res: dict, idle_rss:
 
 
 def markdown_table(rows: list[dict]) -> str:
-    head = ("| students | training | Step p50 / p95 / max (ms) | Steps/s | health p50 / p95 / max (ms) | "
-            "server CPU (waiting for a CPU) | training CPU | client CPU | server RSS peak (idle) | training RSS | errors |")
+    head = ("| replicas | students | training | Step p50 / p95 / max (ms) | Steps/s | health p50 / p95 / max (ms) | "
+            "server CPU (waiting for a CPU) | training CPU | client CPU | other processes' CPU | "
+            "server RSS peak (idle) | training RSS | errors |")
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
     for r in rows:
         errors = sum(r["errors"].values())
         lines.append(
-            f"| {r['students']} | {r['trainers']} ({r['trainings_started']} started) | "
+            f"| {r.get('replicas', 1)} | {r['students']} | {r['trainers']} ({r['trainings_started']} started) | "
             f"{r['step_p50_ms']} / {r['step_p95_ms']} / {r['step_max_ms']} | {r['steps_per_s']} | "
             f"{r['health_p50_ms']} / {r['health_p95_ms']} / {r['health_max_ms']} | {r['server_cpu_pct']}% "
             f"({r['server_cpu_wait_pct']}%) | "
-            f"{r['workers_cpu_pct']}% | {r['client_cpu_pct']}% | {r['server_rss_mb']} MB ({r['idle_rss_mb']}) | {r['workers_rss_mb']} MB | "
+            f"{r['workers_cpu_pct']}% | {r['client_cpu_pct']}% | {r['others_cpu_pct']}% | "
+            f"{r['server_rss_mb']} MB ({r['idle_rss_mb']}) | {r['workers_rss_mb']} MB | "
             f"{errors}{' ' + json.dumps(r['errors']) if errors else ''} |")
     return "\n".join(lines)
 
@@ -468,19 +492,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=3000, help="epochs of each training run (long enough to last)")
     ap.add_argument("--workers", type=int, default=None,
                     help="training processes at once (default: the server's own default)")
+    ap.add_argument("--replicas", type=int, default=1,
+                    help="servers on this machine, sessions spread over them as a sticky proxy would (<= 4)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = ap.parse_args(argv)
     if not 0 < args.seconds <= 300:
         ap.error("--seconds must be in (0, 300]")
+    if not 1 <= args.replicas <= 4:
+        ap.error("--replicas must be 1 to 4")
     if max(args.students) + max(args.trainers) > MAX_SESSIONS or min(args.students + args.trainers) < 0:
         ap.error(f"at most {MAX_SESSIONS} sessions")
     rows = []
     for k in args.trainers:
         for n in args.students:
-            print(f"# {n} students, {k} training: {args.seconds:.0f} s ...", file=sys.stderr, flush=True)
+            print(f"# {n} students, {k} training, {args.replicas} replica(s): {args.seconds:.0f} s ...",
+                  file=sys.stderr, flush=True)
             row = asyncio.run(one_configuration(n, k, args.seconds, tuple(args.pace), args.epochs, args.workers,
-                                                args.seed))
+                                                args.seed, args.replicas))
             print(json.dumps(row), file=sys.stderr, flush=True)
             rows.append(row)
     print(markdown_table(rows))

@@ -27,4 +27,4 @@ def test_a_short_class_steps_and_trains_without_errors():
     assert row["steps"] >= 1 and row["step_p95_ms"] is not None  # (a loaded test machine may be slow)
     assert row["trainings_started"] == 1 and row["health_p95_ms"] is not None
     assert row["server_rss_mb"] > 50 and row["workers_rss_mb"] > 10  # the training process was seen
-    assert "| 2 | 1 (1 started) |" in lt.markdown_table([row])
+    assert "| 1 | 2 | 1 (1 started) |" in lt.markdown_table([row])
