@@ -22,7 +22,11 @@ def load_test_module():
 
 def test_a_short_class_steps_and_trains_without_errors():
     lt = load_test_module()
-    row = asyncio.run(lt.one_configuration(2, 1, seconds=8.0, pace=(0.5, 1.0), epochs=3000, workers=None, seed=0))
+    # in a thread of its own: after the browser tests, Playwright's event loop may be running in this one
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        row = pool.submit(asyncio.run, lt.one_configuration(2, 1, seconds=8.0, pace=(0.5, 1.0), epochs=3000,
+                                                            workers=None, seed=0)).result()
     assert row["errors"] == {}, row["error_examples"]
     assert row["steps"] >= 1 and row["step_p95_ms"] is not None  # (a loaded test machine may be slow)
     assert row["trainings_started"] == 1 and row["health_p95_ms"] is not None

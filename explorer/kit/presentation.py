@@ -61,7 +61,10 @@ def readable_figure(spec: dict, lk: Look) -> dict:
             tick = max(_num((axis.get("tickfont") or {}).get("size")), floor)
             if axis.get("type") == "log":  # 2s and 5s between the decades come at 3/4 of the tick size
                 tick = max(tick, -(-floor * 4 // 3))
-            layout[name] = {**axis, "tickfont": {**(axis.get("tickfont") or {}), "size": tick}}
+            layout[name] = {**axis, "tickfont": {**(axis.get("tickfont") or {}), "size": tick},
+                            "title": _sized_title(axis.get("title"), floor)}
+    if layout.get("title") is not None:
+        layout["title"] = _sized_title(layout["title"], floor)
     layout["legend"] = {**(layout.get("legend") or {}),
                         "font": {**((layout.get("legend") or {}).get("font") or {}),
                                  "size": max(_num(((layout.get("legend") or {}).get("font") or {}).get("size")),
@@ -74,6 +77,14 @@ def readable_figure(spec: dict, lk: Look) -> dict:
     if spec.get("frames"):
         out["frames"] = [_lift_fonts(f, floor) for f in spec["frames"]]
     return out
+
+
+def _sized_title(title, floor: float) -> dict:
+    """A plot or axis title (text or dict) with its font written out at least ``floor`` px (a theme's
+    template sets title sizes of its own, which beat the layout's font)."""
+    t = {"text": title} if isinstance(title, str) else dict(title or {})
+    t["font"] = {**(t.get("font") or {}), "size": max(_num((t.get("font") or {}).get("size")), floor)}
+    return t
 
 
 PRESENT_DOT_PT = 14  # Graphviz text in presentation mode: 14 pt = 18.7 px at the chart's natural size
