@@ -2,6 +2,7 @@
 
     python3 benchmarks/load_test.py                       # N = 10, 25, 50 x K = 0, 5; 40 s each
     python3 benchmarks/load_test.py --students 50 --trainers 5 --seconds 60
+    python3 benchmarks/load_test.py --students 50 --trainers 5 --replicas 2   # two servers, sticky split
 
 For each configuration the script starts a fresh ``streamlit run app/Home.py`` on 127.0.0.1 (a free
 port), opens N + K real sessions over Streamlit's own websocket protocol (``BackMsg`` / ``ForwardMsg``
