@@ -15,7 +15,7 @@ from engine import explain as ex
 from engine.explain import ExpressionError, costs
 
 from .kit.budget import check_program, finite_difference_checks
-from .kit.code_panel import frame_code
+from .kit.code_panel import frame_code, protocol_blocks, to_html
 from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.graph_view import trace_picture
@@ -284,6 +284,50 @@ def node_table(trace, central: dict) -> list[dict]:
         row["status"] = status
         rows.append(row)
     return rows
+
+
+def table_data(rows: list[dict]):
+    """Rows as the ``pyarrow.Table`` that ``st.table`` would make of ``pd.DataFrame(rows)`` (the same
+    bytes reach the browser), built once and kept in the page's cache: a pandas DataFrame is converted
+    to Arrow again at every rerun (about 1 ms a table, three tables per Step)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(pd.DataFrame(rows))
+
+
+def node_table_data(rows: list[dict]):
+    """The node table for ``st.table``: a ``pyarrow.Table`` (:func:`table_data`, cacheable) when no row
+    is coloured, else ``None``: the page then shows :func:`node_table_styler` (a Styler is marshalled
+    at every rerun, about 8 ms, and is not shared between sessions: marshalling mutates it)."""
+    if any(r.get("status", OK) != OK for r in rows):
+        return None
+    return table_data([{k: v for k, v in r.items() if k != "status"} for r in rows])
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What one step shows beside the graph, ready to send: built once per (program, step, font) and
+    shared by every session stepping through the same program (a class on the slide example)."""
+    header: str                 # Markdown: "#### Step k of n · phase" and the caption (engine text, no user input)
+    contributions: Any          # pyarrow.Table of :meth:`ExplorerModel.contributions`, None when nothing was sent
+    code_html: str              # the code panel (:func:`explorer.kit.code_panel.to_html`: every line escaped)
+    code_caption: str
+
+
+def step_view(model: ExplorerModel, frame: int, font_px: int) -> StepView:
+    """The header, contributions table and code panel of the 0-based ``frame`` (code at ``font_px``)."""
+    frame = min(max(int(frame), 0), model.n_frames - 1)
+    sent = model.contributions(frame)
+    view = model.code(frame)
+    return StepView(f"#### Step {frame + 1} of {model.n_frames} · {model.phase(frame)}\n{model.caption(frame)}",
+                    table_data(sent) if sent else None, to_html(view, font_px, test_id="code-panel"), view.caption)
+
+
+def protocol_html(font_px: int, strategy: str = "topological") -> str:
+    """``backpropagate``, ``topological_sort`` and the HW2 protocol as the code panel's HTML (the same for
+    every program: the page keeps it)."""
+    return to_html(protocol_blocks(strategy), font_px, test_id="code-reference")
 
 
 ROW_STYLE = {FAILED: "background-color: #fee2e2; color: #7f1d1d; font-weight: 600",

@@ -196,6 +196,43 @@ def test_accumulation_rows_are_real_engine_calls():
         accumulation_rows("f = import", "", ["backward"])
 
 
+def test_cached_step_parts_send_what_the_page_built_every_rerun():
+    """A Step's tables and code panel are built once per program and step (shared by the sessions): the
+    browser must get exactly what the page sent when it built them at every rerun."""
+    import pandas as pd
+    from streamlit import dataframe_util
+
+    from explorer.expression_explorer import (accumulation_rows, node_table_data, node_table_styler, step_view,
+                                              table_data)
+    from explorer.kit.code_panel import to_html
+
+    def sent(data) -> bytes:  # what st.table puts in the element for the browser
+        return dataframe_util.convert_anything_to_arrow_bytes(data)
+
+    m = explorer_model(SLIDE, SLIDE_AT)
+    backward = [k for k in range(m.n_frames) if m.contributions(k)]
+    assert backward, "the slide example sends contributions in its backward steps"
+    for k in range(m.n_frames):
+        view = step_view(m, k, 13)
+        assert view.header == f"#### Step {k + 1} of {m.n_frames} · {m.phase(k)}\n{m.caption(k)}"
+        code = m.code(k)
+        assert view.code_html == to_html(code, 13, test_id="code-panel") and view.code_caption == code.caption
+        if k in backward:
+            assert sent(view.contributions) == sent(pd.DataFrame(m.contributions(k)))
+        else:
+            assert view.contributions is None
+    assert step_view(m, 3, 18).code_html == to_html(m.code(3), 18, test_id="code-panel")
+    rows = accumulation_rows(SLIDE, SLIDE_AT, ["backward", "zero_grad"])
+    assert sent(table_data(rows)) == sent(pd.DataFrame(rows))
+    # the node table: no row coloured, so the plain table (the Styler only added empty styles)
+    plain = node_table_data(m.table)
+    assert plain is not None and "status" not in plain.column_names
+    assert plain.to_pandas().equals(node_table_styler(m.table).data)
+    # a failed check colours its row: the page keeps the Styler (made afresh, never shared)
+    kink = explorer_model("f = relu(x1)", "x1 = 0")
+    assert any(r["status"] != "ok" for r in kink.table) and node_table_data(kink.table) is None
+
+
 # --- figures ---------------------------------------------------------------------
 
 def test_at_frame_shows_the_step_and_plays_on_from_it():

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 
 
-import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
-from explorer.kit.code_panel import font_px as code_font_px, protocol_blocks, to_html
+from explorer.kit.code_panel import font_px as code_font_px
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model,
-                                          node_table_styler)
+                                          node_table_data, node_table_styler, protocol_html, step_view,
+                                          table_data)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, graph_px, preset_picker, presentation_toggle, program_boxes,
@@ -38,7 +38,24 @@ def cached_model(program: str, inputs: str, expand: bool = False, width: int = H
 
 @bounded_cache(8 << 20, spinner="Running backward on the engine…", refuse=program_refused)
 def cached_accumulation(program: str, inputs: str, actions: tuple[str, ...]):
-    return accumulation_rows(program, inputs, list(actions))
+    return table_data(accumulation_rows(program, inputs, list(actions)))
+
+
+# What a Step redraws, built once per program and step and shared by the sessions (a class stepping
+# through the slide example): the tables ready to send, the code panel's HTML.
+@bounded_cache(16 << 20, spinner=None, refuse=program_refused)
+def cached_step(program: str, inputs: str, expand: bool, width: int, max_height: int, frame: int, font: int):
+    return step_view(cached_model(program, inputs, expand, width, max_height), frame, font)
+
+
+@bounded_cache(4 << 20, spinner=None, refuse=program_refused)
+def cached_node_table(program: str, inputs: str, expand: bool, width: int, max_height: int):
+    return node_table_data(cached_model(program, inputs, expand, width, max_height).table)
+
+
+@bounded_cache(1 << 20, spinner=None)
+def cached_protocol_html(font: int) -> str:
+    return protocol_html(font)
 
 
 top = st.columns([2.2, 3, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
@@ -49,11 +66,12 @@ left, right, program_text, inputs_text = program_boxes(
     ns, 140 if not look.presenting else 200, lk=look, where=top[1],
     program_label="Program (one assignment per line; the last one is the output)")
 
+# presentation mode: the graph takes the page's width (beside the code it would be drawn too small)
+model_args = (program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)),
+              graph_px(look, HALF_WIDTH),
+              int(PRESENT_GRAPH_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT)
 try:
-    # presentation mode: the graph takes the page's width (beside the code it would be drawn too small)
-    model = cached_model(program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)),
-                         graph_px(look, HALF_WIDTH),
-                         int(PRESENT_GRAPH_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT)
+    model = cached_model(*model_args)
 except InputProblem as problem:
     show_input_problem(problem, left, right, program_text, inputs_text)
     st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
@@ -68,12 +86,11 @@ if st.session_state[ns.key("sig")] not in (None, sig):
 st.session_state[ns.key("sig")] = sig
 
 
-def step_text(frame: int) -> None:
-    """Header, caption and contributions of the 0-based ``frame``."""
-    st.markdown(f"#### Step {frame + 1} of {model.n_frames} · {model.phase(frame)}\n{model.caption(frame)}")
-    sent = model.contributions(frame)
-    if sent:
-        st.table(pd.DataFrame(sent), hide_index=True)
+def step_text(shown) -> None:
+    """Header, caption and contributions of a step (:class:`explorer.expression_explorer.StepView`)."""
+    st.markdown(shown.header)
+    if shown.contributions is not None:
+        st.table(shown.contributions, hide_index=True)
 
 
 def draw(step: int) -> None:
@@ -83,7 +100,9 @@ def draw(step: int) -> None:
     below it), so that the step buttons, the caption and the graph fit one 1080p screen.
     """
     frame = step - 1
-    step_text(frame)
+    font = code_font_px(look.presenting)
+    shown = cached_step(*model_args, frame, font)
+    step_text(shown)
     tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient graph", "Table of nodes"])
     with tab_anim:
         graph_col, side_col = (st.container(), st.container()) if look.presenting else st.columns(2)
@@ -94,14 +113,13 @@ def draw(step: int) -> None:
             show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look,
                       key=ns.key("figure"))
         with side_col:
-            view = model.code(frame)  # the engine's own source (inspect); the lines this step ran highlighted
+            # the engine's own source (inspect); the lines this step ran highlighted
             st.markdown("**The engine's code** — the lines this step ran are highlighted (×n: n times)")
-            st.html(to_html(view, code_font_px(look.presenting), test_id="code-panel"))
-            st.caption(view.caption)
+            st.html(shown.code_html)
+            st.caption(shown.code_caption)
             with st.expander("backpropagate, topological_sort and the HW2 protocol (is_leaf, is_constant, "
                              "chain_rule, accumulate_derivative)"):
-                st.html(to_html(protocol_blocks("topological"), code_font_px(look.presenting),
-                                test_id="code-reference"))
+                st.html(cached_protocol_html(font))
     with tab_graphs:
         g1, g2 = st.columns(2)
         with g1:
@@ -126,7 +144,8 @@ def draw(step: int) -> None:
         else:
             dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
     with tab_table:
-        st.table(node_table_styler(model.table), hide_index=True)
+        node_table = cached_node_table(*model_args)  # a Styler (coloured rows) is made afresh each time
+        st.table(node_table if node_table is not None else node_table_styler(model.table), hide_index=True)
         st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
                    "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an "
                    "input of more than 8 elements is checked along 3 random directions v instead (autodiff "
@@ -161,8 +180,7 @@ ac[1].button("zero_grad()", key=ns.key("accum_zero"), on_click=_accumulate, args
 ac[2].button("Start over", key=ns.key("accum_reset"), on_click=_accumulate, args=(None,))
 if full:
     ac[3].caption(f"{MAX_ACCUMULATION_ACTIONS} calls at most: Start over.")
-st.table(pd.DataFrame(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key]))),
-         hide_index=True)
+st.table(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key])), hide_index=True)
 st.caption("Every call above is the real engine on one forward graph. backward() adds into .grad "
            "(accumulate_derivative: +=), so a second backward without zeroing doubles it — the notes' 20 → 40 "
            "(preset “Gradient accumulation”). zero_grad() sets .grad to None; training loops call it before "
