@@ -4,6 +4,7 @@ slide example) and a training poll of Sentiment training (its live fragment, onc
     python3 benchmarks/step_cost.py                  # both, 30 reruns each
     python3 benchmarks/step_cost.py --page 1 --reruns 60
     python3 benchmarks/step_cost.py --page 6 --profile 25   # + the 25 costliest functions (cProfile)
+    python3 benchmarks/step_cost.py --page 6 --warm 40      # polls later in the run (longer curves)
 
 Each page runs through streamlit's AppTest (the real page script, headless, on this machine).
 
@@ -110,7 +111,7 @@ profile_filter = (str(ROOT) + "/|elements/|pandas|plotly|pyarrow|json|dataframe_
 def measure(label: str, clock: ScriptClock, rerun, n: int, profile: int) -> dict:
     runs, scripts = [], []
     if profile:
-        clock.profile = cProfile.Profile()
+        clock.profile = cProfile.Profile(time.thread_time)  # CPU of the script thread, not wall time
     for _ in range(n):
         before = len(clock.script_s)
         t0 = time.process_time()
@@ -154,7 +155,7 @@ def page1(clock: ScriptClock, n: int, profile: int, timeout: float) -> dict:
     return measure("page 1: Step (slide example)", clock, step, n, profile)
 
 
-def page6(clock: ScriptClock, n: int, profile: int, timeout: float) -> dict:
+def page6(clock: ScriptClock, n: int, profile: int, timeout: float, warm: float = 0.0) -> dict:
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(next(PAGES.glob("6_*.py"))), default_timeout=timeout)
@@ -168,6 +169,7 @@ def page6(clock: ScriptClock, n: int, profile: int, timeout: float) -> dict:
         deadline = time.monotonic() + 60
         while not run.snapshot().epochs and time.monotonic() < deadline:  # a first epoch: curves with data
             time.sleep(0.2)
+        time.sleep(warm)  # later in a run: longer curves, more looks inside
         at.run()  # the page as it is while training (the fragment registered with its timer)
         storage = at._fragment_storage
         ids = list(storage._fragments)
@@ -183,8 +185,11 @@ def page6(clock: ScriptClock, n: int, profile: int, timeout: float) -> dict:
 
         for _ in range(3):
             poll()
-        row = measure("page 6: training poll (fragment)", clock, poll, n, profile)
-        row["epochs_seen"] = len(run.snapshot().epochs)
+        snap = run.snapshot()
+        row = measure(f"page 6: training poll (fragment), after {len(snap.epochs)} epochs", clock, poll, n, profile)
+        snap = run.snapshot()
+        print(f"    (the run had {len(snap.epochs)} epochs, {len(snap.batch_x)} loss points and "
+              f"{len(snap.other_events)} looks inside at the end)")
         return row
     finally:
         run.stop()
@@ -197,11 +202,16 @@ def main(argv=None) -> int:
     ap.add_argument("--reruns", type=int, default=30)
     ap.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cumulative)")
     ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--warm", type=float, default=0.0,
+                    help="page 6: let the run train this many seconds before polling (longer curves)")
     args = ap.parse_args(argv)
     clock = ScriptClock()
     clock.install()
     for p in args.page or [1, 6]:
-        (page1 if p == 1 else page6)(clock, args.reruns, args.profile, args.timeout)
+        if p == 1:
+            page1(clock, args.reruns, args.profile, args.timeout)
+        else:
+            page6(clock, args.reruns, args.profile, args.timeout, args.warm)
     return 0
 
 

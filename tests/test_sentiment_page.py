@@ -196,8 +196,10 @@ def test_view_helpers_on_a_real_run():
     assert progress_text(snap).startswith("Finished after 2/2 epochs") and "best validation accuracy" in \
         progress_text(snap)
     data, spec = loss_chart(snap)
+    data = data.to_pandas()  # a pyarrow Table, what the page hands st.vega_lite_chart
     assert (data["series"] == "batch loss").sum() == len(snap.batch_x) > 0
     data, spec = accuracy_chart(snap)
+    data = data.to_pandas()
     assert data[data["series"] == "validation accuracy"]["accuracy"].tolist() == [e.val_accuracy for e in snap.epochs]
     dot = network_dot(run.trainer)
     assert "Linear(50, 32)" in dot and "1,632 parameters" in dot and "1,665 trainable parameters" in dot
@@ -376,3 +378,70 @@ def test_time_left_is_the_runs_average_speed_not_a_recent_burst():
     burst = RunSnapshot("running", None, [], [], [], last, None, 100, 45, examples_per_s=1e6, seconds_left=None)
     assert seconds_left(burst) == seconds_left(snap)
     assert "about 8 min 54 s left" in progress_text(snap)
+
+
+def test_live_charts_send_what_pandas_sent_and_the_runner_keeps_the_columns():
+    """The live view's chart data is built as Arrow straight from the run's columns (cheaper at every
+    poll): the same table, schema and pandas metadata as the DataFrames the charts used to send."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pydot
+
+    from explorer.sentiment_training.runner import TrainingRun
+    from explorer.sentiment_training.views import (arrow_columns, inside_charts, inside_looks, last_look, look_columns,
+                                                   series_table, units_chart)
+    from sentiment.trainer import SentimentTrainer, TrainConfig
+
+    def same(table, df) -> bool:
+        return table.equals(pa.Table.from_pandas(df), check_metadata=True)
+
+    x = np.array([0.5, 1.0, np.nan]), np.array([2.0, np.nan, 4.0])
+    assert same(arrow_columns({"epoch": x[0], "value": x[1]}), pd.DataFrame({"epoch": x[0], "value": x[1]}))
+    assert same(arrow_columns({"unit": np.arange(1, 4), "active": x[1]}),
+                pd.DataFrame({"unit": np.arange(1, 4), "active": x[1]}))
+    assert same(series_table("epoch", "loss", [("a", x[0], x[1]), ("b", x[0][:1], x[1][:1])]),
+                pd.concat([pd.DataFrame({"epoch": x[0], "loss": x[1], "series": "a"}),
+                           pd.DataFrame({"epoch": x[0][:1], "loss": x[1][:1], "series": "b"})], ignore_index=True))
+    assert same(series_table("epoch", "loss", []), pd.DataFrame({"epoch": [], "loss": [], "series": []}).astype(
+        {"epoch": float, "loss": float, "series": str}))
+
+    train, val = load_choice(DataChoice("builtin"))
+    run = TrainingRun(SentimentTrainer(train, val, load_glove(), TrainConfig(epochs=3, lr=0.25)))
+    run.start()
+    assert run.join(60)
+    snap = run.snapshot()
+    looks = inside_looks(snap)
+    assert len(looks) >= 3 and last_look(snap) is looks[-1]
+    assert snap.look_columns == look_columns(looks)       # kept as the events arrived
+    assert snap.epoch_columns["val_accuracy"] == [e.val_accuracy for e in snap.epochs]
+    data, _ = loss_chart(snap)
+    assert same(data, pd.concat([
+        pd.DataFrame({"epoch": np.array(snap.batch_x), "loss": np.array(snap.batch_loss), "series": "batch loss"}),
+        pd.DataFrame({"epoch": np.array([e.epoch for e in snap.epochs], float),
+                      "loss": [e.train_loss for e in snap.epochs], "series": "epoch mean loss"})], ignore_index=True))
+    data, spec = accuracy_chart(snap)
+    ep = np.array([e.epoch for e in snap.epochs], float)
+    assert same(data, pd.concat([pd.DataFrame({"epoch": ep, "accuracy": [getattr(e, f) for e in snap.epochs],
+                                               "series": name}) for f, name in
+                                 (("train_accuracy", "train accuracy"), ("val_accuracy", "validation accuracy"),
+                                  ("best_val_accuracy", "best validation so far"))], ignore_index=True))
+    last = snap.epochs[-1]
+    assert spec["layer"][2]["data"]["values"] == [{"epoch": last.best_epoch, "accuracy": last.best_val_accuracy,
+                                                  "label": f"best checkpoint: epoch {last.best_epoch}"}]
+    charts = inside_charts(snap.look_columns, snap.total_epochs)
+    assert [c[0].equals(d[0]) and c[1] == d[1] for c, d in zip(charts, inside_charts(looks, snap.total_epochs))] == \
+        [True] * 4
+    norms = charts[0][0].to_pandas()
+    assert norms[norms["series"] == "fc2"]["value"].tolist() == \
+        [next(ly.weight_norm for ly in lk.layers if ly.name == "fc2") for lk in looks]
+    assert same(units_chart(looks[-1], 32)[0], pd.DataFrame({"unit": np.arange(1, 33),
+                                                              "active": np.array(looks[-1].active, float)}))
+    # the network's DOT (written without pydot) reads back with every label and colour
+    graph = pydot.graph_from_dot_data(network_dot(run.trainer, looks[-1], 17, rankdir="TB"))[0]
+    nodes = {n.get_name().strip('"'): n for n in graph.get_nodes()}
+    relu = nodes["relu"].get_attributes()
+    assert "dead: " in relu["label"] and relu["fillcolor"].strip('"').startswith("#ff")
+    assert "Linear(50, 32)" in nodes["fc1"].get_attributes()["label"]
+    assert graph.get_rankdir().strip('"') == "TB" and "measured after epoch" in graph.get_label()
+    assert [e.get_source().strip('"') for e in graph.get_edges()][:2] == ["input", "mean"]

@@ -15,7 +15,7 @@ from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, st
                                                streamlit_session_watch)
 from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, TARGET_ACCURACY,
                                                DataChoice, accuracy_chart, checkpoint_text, compare_figure,
-                                               compare_rows, inside_charts, inside_looks, keep_run, load_choice,
+                                               compare_rows, inside_charts, keep_run, last_look, load_choice,
                                                loss_chart, network_dot, network_figure, network_svg, own_data,
                                                progress_text, record_run, units_chart, units_title,
                                                validation_table,
@@ -303,15 +303,14 @@ def live_view() -> None:
     g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
     g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
 
-    looks = inside_looks(snap)
-    last_look = looks[-1] if looks else None
+    look_now = last_look(snap)
     st.markdown("##### A look inside, while it trains")
     left, right = st.columns([2, 5])
     # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
-    left.image(cached_svg(network_dot(r.trainer, last_look, look.figure_font, rankdir="TB")), width="stretch")
+    left.image(cached_svg(network_dot(r.trainer, look_now, look.figure_font, rankdir="TB")), width="stretch")
     with right:
-        st.markdown(units_title(last_look))
-        st.vega_lite_chart(*units_chart(last_look, r.trainer.config.hidden, look.figure_font,
+        st.markdown(units_title(look_now))
+        st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, look.figure_font,
                                         int(look.figure_font * 3)), width="stretch", key=k("units_chart"))
         st.caption("A ReLU unit is **dead** when it outputs 0 for every probe sentence (the first 200 training "
                    "sentences): it then passes no gradient to its weights and never recovers. HW2's lr 0.25 with "
@@ -322,7 +321,7 @@ def live_view() -> None:
         st.markdown(f"<span style='color:#1f77b4'>━━ fc1 = Linear({dim}, {hidden})</span> &nbsp; "
                     f"<span style='color:#ff7f0e'>━━ fc2 = Linear({hidden}, 1)</span> &nbsp; (measured right after "
                     "a training step, a few times per epoch)", unsafe_allow_html=True)
-        charts = inside_charts(looks, snap.total_epochs, look.figure_font, int(look.figure_height * 0.32))
+        charts = inside_charts(snap.look_columns, snap.total_epochs, look.figure_font, int(look.figure_height * 0.32))
         for row in (charts[:2], charts[2:]):
             for i, (col, chart) in enumerate(zip(st.columns(2), row)):
                 col.vega_lite_chart(*chart, width="stretch", key=k(f"inside_chart_{chart[1]['title']}"))

@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sentiment.embeddings import GloVe
-from sentiment.trainer import (BatchEnd, EpochEnd, SentimentTrainer, TrainingControl, TrainingFinished,
-                               TrainingStarted)
+from sentiment.trainer import (BatchEnd, EpochEnd, InsideLook, SentimentTrainer, TrainingControl,
+                               TrainingFinished, TrainingStarted)
+
+LOOK_METRICS = ("weight_norm", "grad_norm", "update_ratio")   # per layer, in RunSnapshot.look_columns
+EPOCH_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_accuracy", "best_val_accuracy")
 
 
 class TrainingRefused(RuntimeError):
@@ -51,6 +54,18 @@ class RunSnapshot:
     queue_position: int | None = None            # 1 = next to start; None when not waiting
     other_events: list = field(default_factory=list)  # events of any other type the trainer emitted, in order
     note: str | None = None                      # why the run ended early, when the runner ended it
+    # the looks inside (InsideLook events among other_events) as columns, kept as they arrive so that a poll
+    # only copies them: "position", "dead_relu" and "<layer>.<metric>" (NaN where a look lacks the layer)
+    look_columns: dict[str, list[float]] = field(default_factory=dict)
+    # the epochs' numbers as columns (EPOCH_COLUMNS), kept as they arrive: a poll copies them, never loops
+    epoch_columns: dict[str, list] = field(default_factory=dict)
+
+    def epoch_column(self, name: str) -> list:
+        """One of ``EPOCH_COLUMNS`` over ``epochs`` (from ``epoch_columns`` when the runner kept it)."""
+        col = self.epoch_columns.get(name)
+        if col is not None and len(col) == len(self.epochs):
+            return col
+        return [getattr(e, name) for e in self.epochs]
 
     @property
     def progress(self) -> float:
@@ -364,9 +379,11 @@ class TrainingRun:
         self._pending: list[tuple[float, float]] = []   # raw points waiting to be averaged into one
         self._stride = 1
         self._epochs: list[EpochEnd] = []
+        self._epoch_cols: dict[str, list] = {name: [] for name in EPOCH_COLUMNS}
         self._last_batch: BatchEnd | None = None
         self._finished: TrainingFinished | None = None
         self._other: collections.deque = collections.deque(maxlen=self.MAX_OTHER_EVENTS)
+        self._look_cols: dict[str, collections.deque] = {}
         self._note: str | None = None
         self._rate: float | None = None
         self._rate_mark: tuple[float, int] | None = None
@@ -533,6 +550,8 @@ class TrainingRun:
                     self._rate_mark = (ev.elapsed, ev.examples_seen)
             elif isinstance(ev, EpochEnd):
                 self._epochs.append(ev)
+                for name, col in self._epoch_cols.items():
+                    col.append(getattr(ev, name))
             elif isinstance(ev, TrainingStarted):
                 self._started = ev
                 self._status = "running"
@@ -542,6 +561,22 @@ class TrainingRun:
                     self._status = ev.status
             else:  # any other event the trainer emits reaches the UI as it is
                 self._other.append(ev)
+                if isinstance(ev, InsideLook):
+                    self._add_look(ev)
+
+    def _add_look(self, look: InsideLook) -> None:
+        """Append a look's numbers to the look columns (the same bound as the events: the oldest go first)."""
+        row = {"position": look.position, "dead_relu": look.dead_relu}
+        for ly in look.layers:
+            for metric in LOOK_METRICS:
+                row[f"{ly.name}.{metric}"] = getattr(ly, metric)
+        cols = self._look_cols
+        n = len(cols["position"]) if cols else 0
+        for key in row.keys() - cols.keys():  # a column first seen now: NaN for the looks before
+            cols[key] = collections.deque([float("nan")] * n, maxlen=self.MAX_OTHER_EVENTS)
+        for key, col in cols.items():
+            v = row.get(key)
+            col.append(float("nan") if v is None else v)
 
     def _halve(self) -> None:
         xs, ls = self._batch_x, self._batch_loss
@@ -567,7 +602,9 @@ class TrainingRun:
                     status = "queued"
             snap = RunSnapshot(status, self._started, list(self._batch_x), list(self._batch_loss),
                                list(self._epochs), self._last_batch, self._finished, cfg.epochs, n_batches,
-                               self._rate, None, position, list(self._other), self._note)
+                               self._rate, None, position, list(self._other), self._note,
+                               {k: list(c) for k, c in self._look_cols.items()},
+                               {k: list(c) for k, c in self._epoch_cols.items()})
         if snap.examples_per_s and snap.finished is None and snap.last_batch is not None:
             total = cfg.epochs * len(self.trainer.encoded_train)
             snap.seconds_left = max(0.0, (total - snap.last_batch.examples_seen) / snap.examples_per_s)

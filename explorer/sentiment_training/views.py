@@ -6,12 +6,15 @@ and the events it carries) or the trained model; nothing is re-enacted.
 """
 from __future__ import annotations
 
+import functools
 import html
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import pyarrow as pa
 import pydot
 
 from engine.tensor import Tensor, no_grad
@@ -19,7 +22,7 @@ from sentiment.data import (MAX_USER_BYTES, DataFormatError, Dataset, builtin_sp
                             parse_labelled)
 from sentiment.trainer import InsideLook, SentimentTrainer
 
-from .runner import RunSnapshot
+from .runner import LOOK_METRICS, RunSnapshot
 
 TARGET_ACCURACY = 0.75
 HW2_SIZES = (450, 100)     # HW2's subset: its 75% target belongs to this setting only
@@ -194,15 +197,14 @@ def _colours(domain: list[str], colours: list[str], legend: bool = True) -> dict
     return out
 
 
-def loss_chart(snap: RunSnapshot, font_size: int = 13, height: int = 300) -> tuple[pd.DataFrame, dict]:
+def loss_chart(snap: RunSnapshot, font_size: int = 13, height: int = 300) -> tuple[pa.Table, dict]:
     """Training loss per batch (thin) and per epoch (line with points), against the epoch: ``(data, spec)``.
 
     The x axis spans the whole run from the start, so an update only adds points (the axes never jump).
     """
-    data = pd.concat([
-        pd.DataFrame({"epoch": _arr(snap.batch_x), "loss": _arr(snap.batch_loss), "series": "batch loss"}),
-        pd.DataFrame({"epoch": _arr([e.epoch for e in snap.epochs]), "loss": _arr([e.train_loss for e in snap.epochs]),
-                      "series": "epoch mean loss"})], ignore_index=True)
+    data = series_table("epoch", "loss", [
+        ("batch loss", _arr(snap.batch_x), _arr(snap.batch_loss)),
+        ("epoch mean loss", _arr(snap.epoch_column("epoch")), _arr(snap.epoch_column("train_loss")))])
     enc = {"x": _epoch_x(snap.total_epochs), "y": {"field": "loss", "type": "quantitative"},
            "color": _colours(["batch loss", "epoch mean loss"], ["#9aa3f5", "#1f3fbf"])}
     spec = {"title": "Training loss (binary cross-entropy)", "height": height, "config": _config(font_size), "autosize": FIT_X,
@@ -217,22 +219,21 @@ ACCURACY_SERIES = ["train accuracy", "validation accuracy", "best validation so 
 
 
 def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, font_size: int = 13,
-                   height: int = 300) -> tuple[pd.DataFrame, dict]:
+                   height: int = 300) -> tuple[pa.Table, dict]:
     """Train and validation accuracy per epoch, the best-so-far validation line, a star at the best epoch
     (the checkpoint the model keeps) and, for HW2's subset only, HW2's target (``target=None``: no line)."""
-    ep = _arr([e.epoch for e in snap.epochs])
-    parts = [pd.DataFrame({"epoch": ep, "accuracy": _arr([e.train_accuracy for e in snap.epochs]),
-                           "series": "train accuracy"})]
-    if any(e.val_accuracy is not None for e in snap.epochs):
-        parts.append(pd.DataFrame({"epoch": ep, "accuracy": _arr([e.val_accuracy for e in snap.epochs]),
-                                   "series": "validation accuracy"}))
-        parts.append(pd.DataFrame({"epoch": ep, "accuracy": _arr([e.best_val_accuracy for e in snap.epochs]),
-                                   "series": "best validation so far"}))
-    data = pd.concat(parts, ignore_index=True)
+    ep = _arr(snap.epoch_column("epoch"))
+    parts = [("train accuracy", ep, _arr(snap.epoch_column("train_accuracy")))]
+    val = snap.epoch_column("val_accuracy")
+    if any(v is not None for v in val):
+        parts.append(("validation accuracy", ep, _arr(val)))
+        parts.append(("best validation so far", ep, _arr(snap.epoch_column("best_val_accuracy"))))
+    data = series_table("epoch", "accuracy", parts)
     last = snap.epochs[-1] if snap.epochs else None
-    best = pd.DataFrame({"epoch": [last.best_epoch], "accuracy": [last.best_val_accuracy],
-                         "label": [f"best checkpoint: epoch {last.best_epoch}"]}) \
-        if last is not None and last.best_epoch is not None else pd.DataFrame({"epoch": [], "accuracy": [], "label": []})
+    # the star's one record, as pandas' to_dict("records") gave it (int epoch, float accuracy)
+    best = [{"epoch": int(last.best_epoch), "accuracy": _record_number(last.best_val_accuracy),
+             "label": f"best checkpoint: epoch {last.best_epoch}"}] \
+        if last is not None and last.best_epoch is not None else []
     y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"domain": [0, 1]},
          "axis": {"format": ".0%"}}
     lines = {"x": _epoch_x(snap.total_epochs), "y": y,
@@ -243,10 +244,10 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
         {"transform": [{"filter": "datum.series === 'best validation so far'"}],
          "mark": {"type": "line", "interpolate": "step-after", "strokeDash": [4, 3], "strokeWidth": 2},
          "encoding": lines},
-        {"data": {"values": best.to_dict("records")}, "mark": {"type": "point", "shape": "diamond", "size": 260,
+        {"data": {"values": best}, "mark": {"type": "point", "shape": "diamond", "size": 260,
                                                                "filled": True, "color": "#7f1d1d"},
          "encoding": {"x": _epoch_x(snap.total_epochs), "y": y, "tooltip": [{"field": "label"}]}},
-        {"data": {"values": best.to_dict("records")}, "mark": {"type": "text", "dy": -16, "dx": 6,
+        {"data": {"values": best}, "mark": {"type": "text", "dy": -16, "dx": 6,
                                                                "fontSize": font_size, "color": "#7f1d1d",
                                                                "align": "left"},
          "encoding": {"x": _epoch_x(snap.total_epochs), "y": y, "text": {"field": "label"}}},
@@ -265,7 +266,59 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
 
 
 def _arr(values) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    """Floats as a float64 array, None as NaN (NumPy converts both in C)."""
+    return np.array(values, dtype=np.float64).reshape(-1)
+
+
+def _record_number(v):
+    """A number as a one-row DataFrame's ``to_dict("records")`` gives it back (a float; None stays None)."""
+    return None if v is None else float(v)
+
+
+# --- chart data as Arrow ---------------------------------------------------------------
+# The live charts are redrawn at every poll (once a second per training student). Streamlit sends a chart's
+# data as Arrow; handed a pandas DataFrame it converts it at every call (with the DataFrame's own
+# construction, about 1.5 ms a chart, seven charts a poll). These build the same Arrow table straight from
+# the NumPy columns: the same bytes reach the browser (tests/test_sentiment_page.py compares them).
+
+
+@functools.lru_cache(maxsize=32)  # one entry per column layout in this module's charts (a handful)
+def _pandas_metadata(layout: tuple[tuple[str, str], ...]) -> dict:
+    """The ``pandas`` schema metadata ``pa.Table.from_pandas`` writes for a DataFrame with these
+    (column, kind) columns and a default index; its ``stop`` is set per table."""
+    sample = {"f": np.zeros(1), "i": np.zeros(1, dtype=np.int64), "s": "x"}
+    df = pd.DataFrame({name: sample[kind] for name, kind in layout})
+    return json.loads(pa.Table.from_pandas(df).schema.metadata[b"pandas"])
+
+
+def arrow_columns(columns: dict) -> pa.Table:
+    """``pa.Table.from_pandas(pd.DataFrame(columns))`` without pandas, for columns that are float64 or
+    int64 NumPy arrays or pyarrow string arrays (NaN becomes null, as pandas makes it)."""
+    layout, arrays, n = [], [], None
+    for name, col in columns.items():
+        if isinstance(col, pa.Array):
+            kind, arr = "s", col
+        elif np.asarray(col).dtype.kind in "iu":
+            kind, arr = "i", pa.array(np.asarray(col, dtype=np.int64))
+        else:
+            kind, arr = "f", pa.array(np.asarray(col, dtype=np.float64), from_pandas=True)
+        layout.append((name, kind))
+        arrays.append(arr)
+        n = len(arr) if n is None else n
+        if len(arr) != n:
+            raise ValueError(f"column {name!r} has {len(arr)} rows, the others {n}")
+    meta = _pandas_metadata(tuple(layout))
+    meta["index_columns"] = [{**meta["index_columns"][0], "stop": n or 0}]
+    return pa.Table.from_arrays(arrays, names=list(columns), metadata={"pandas": json.dumps(meta)})
+
+
+def series_table(x: str, y: str, parts: list[tuple[str, np.ndarray, np.ndarray]]) -> pa.Table:
+    """Columns ``x``, ``y`` and ``series`` of named parts stacked (``pd.concat`` of one DataFrame per part)."""
+    xs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+    ys = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
+    codes = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p[1]) for p in parts])
+    names = pa.array([p[0] for p in parts], pa.large_string()).take(pa.array(codes))
+    return arrow_columns({x: xs, y: ys, "series": names})
 
 
 # --- a look inside while training ---------------------------------------------------------
@@ -282,20 +335,37 @@ def inside_looks(snap: RunSnapshot) -> list[InsideLook]:
     return [e for e in snap.other_events if isinstance(e, InsideLook)]
 
 
-def inside_charts(looks: list[InsideLook], total_epochs: int, font_size: int = 13, height: int = 220
-                  ) -> list[tuple[pd.DataFrame, dict]]:
+def last_look(snap: RunSnapshot) -> InsideLook | None:
+    """The run's latest :class:`InsideLook` (None before the first)."""
+    return next((e for e in reversed(snap.other_events) if isinstance(e, InsideLook)), None)
+
+
+def look_columns(looks: list[InsideLook]) -> dict[str, list[float]]:
+    """Looks as the columns a :class:`RunSnapshot` keeps of them (``look_columns``)."""
+    cols: dict[str, list[float]] = {"position": [lk.position for lk in looks],
+                                    "dead_relu": [lk.dead_relu for lk in looks]}
+    by_name = [{ly.name: ly for ly in lk.layers} for lk in looks]
+    for name in dict.fromkeys(ly.name for lk in looks for ly in lk.layers):
+        for metric in LOOK_METRICS:
+            cols[f"{name}.{metric}"] = [getattr(d[name], metric) if name in d else None for d in by_name]
+    return cols
+
+
+def inside_charts(looks: "list[InsideLook] | dict[str, list[float]]", total_epochs: int, font_size: int = 13,
+                  height: int = 220) -> list[tuple[pa.Table, dict]]:
     """Four small charts against the epoch, ``(data, spec)`` each: ‖W‖ per layer, ‖∂loss/∂W‖ per layer,
     ‖ΔW‖/‖W‖ per step (log scales; the dotted line is the 1e-3 rule of thumb; values below 1e-12, a
     dead layer's vanishing gradient, sit at 1e-12) and the fraction of dead ReLU units."""
-    x = _arr([lk.position for lk in looks])
+    cols = looks if isinstance(looks, dict) else look_columns(looks)  # a snapshot's columns: no loop over looks
+    x = _arr(cols.get("position", []))
     charts = []
     for metric in ("weight_norm", "grad_norm", "update_ratio"):
         parts = []
         for name in ("fc1", "fc2"):
-            v = _arr([next((getattr(ly, metric) for ly in lk.layers if ly.name == name), None) for lk in looks])
+            v = _arr(cols.get(f"{name}.{metric}", [None] * len(x)))
             if metric != "weight_norm":
                 v = np.where(np.isnan(v), np.nan, np.maximum(v, LOG_FLOOR))
-            parts.append(pd.DataFrame({"epoch": x, "value": v, "series": name}))
+            parts.append((name, x, v))
         y = {"field": "value", "type": "quantitative", "title": None}
         if metric != "weight_norm":
             y.update(scale={"type": "log"}, axis={"format": ".0e"})
@@ -313,8 +383,8 @@ def inside_charts(looks: list[InsideLook], total_epochs: int, font_size: int = 1
                            "mark": {"type": "rule", "strokeDash": [4, 3], "color": "gray", "strokeWidth": 1.5},
                            "encoding": {"y": {"field": "value", "type": "quantitative"}}})
         spec = {"title": INSIDE_PANELS[metric], "height": height, "config": _config(font_size), "autosize": FIT_X, "layer": layers}
-        charts.append((pd.concat(parts, ignore_index=True), spec))
-    dead = pd.DataFrame({"epoch": x, "value": _arr([lk.dead_relu for lk in looks])})
+        charts.append((series_table("epoch", "value", parts), spec))
+    dead = arrow_columns({"epoch": x, "value": _arr(cols.get("dead_relu", []))})
     charts.append((dead, {"title": INSIDE_PANELS["dead_relu"], "height": height, "config": _config(font_size), "autosize": FIT_X,
                           "mark": {"type": "area", "line": {"color": "#b91c1c", "strokeWidth": 2.5},
                                    "color": "#fca5a5", "interpolate": "step-after"},
@@ -334,10 +404,10 @@ def units_title(look: InsideLook | None) -> str:
 
 
 def units_chart(look: InsideLook | None, hidden: int, font_size: int = 13, height: int = 40
-                ) -> tuple[pd.DataFrame, dict]:
+                ) -> tuple[pa.Table, dict]:
     """One cell per hidden ReLU unit, coloured by the fraction of probe sentences it fires on (black: dead)."""
     active = list(look.active) if look is not None else [None] * hidden
-    data = pd.DataFrame({"unit": np.arange(1, len(active) + 1), "active": _arr(active)})
+    data = arrow_columns({"unit": np.arange(1, len(active) + 1), "active": _arr(active)})
     spec = {"height": height, "config": {**_config(font_size), "view": {"stroke": None}}, "autosize": FIT_X,
             "mark": {"type": "bar", "stroke": "white", "strokeWidth": 1},
             "encoding": {"x": {"field": "unit", "type": "ordinal", "axis": None},
@@ -359,20 +429,32 @@ def _heat(value: float) -> str:
 # --- the network -------------------------------------------------------------------------
 
 
+def _dot_attrs(attrs: dict) -> str:
+    """``[a="v", ...]``: every value quoted (DOT escapes: ``\\n`` in a label stays a line break)."""
+    return ", ".join(f'{k}="{str(v).replace(chr(34), chr(92) + chr(34))}"' for k, v in attrs.items())
+
+
 def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int = 13, rankdir: str = "LR") -> str:
     """The network as a DOT graph, one node per layer (collapsed), with shapes and parameter counts.
 
     With ``look``, the trained layers show their weight / gradient norms and update ratio (the edge
     into a layer is drawn thicker the larger its gradient), and the ReLU is filled from white to red
     with the fraction of dead units.
+
+    The text is written directly (pydot's quoting took about 2 ms, at every poll of a training run);
+    Graphviz draws it exactly as it drew pydot's (tests/test_sentiment_page.py compares the SVGs).
     """
     model = getattr(trainer_or_model, "model", trainer_or_model)
     layers = model.layers_summary()
     stats = {ly.name: ly for ly in look.layers} if look is not None else {}
-    g = pydot.Dot("network", graph_type="digraph", rankdir=rankdir, bgcolor="transparent", nodesep="0.25",
-                  ranksep="0.3")
-    g.set_node_defaults(shape="box", style="rounded,filled", fontname="Helvetica", fontsize=str(font_size))
     grads = [ly.grad_norm for ly in stats.values() if ly.grad_norm > 0]
+    total = sum(layer.n_params for layer in layers)
+    caption = f"{total:,} trainable parameters\\n(word vectors are fixed)"
+    if look is not None:
+        caption += f"\\nmeasured after epoch {look.position:.2f}"
+    out = ["digraph network {", f"rankdir={_dot_attrs({'x': rankdir})[2:]};", "bgcolor=transparent;",
+           "nodesep=0.25;", "ranksep=0.3;", f"label={_dot_attrs({'x': caption})[2:]};", f"fontsize={font_size};",
+           f'node [shape=box, style="rounded,filled", fontname=Helvetica, fontsize={font_size}];']
     for layer in layers:
         params = f"\\n{layer.n_params:,} parameters" if layer.n_params else ""
         fill = "#dbe7ff" if layer.n_params else "#f2f2f2"
@@ -388,22 +470,17 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
             fill = _heat(look.dead_relu)
             attrs["penwidth"] = "3" if look.dead_relu >= 0.5 else "1"
             attrs["color"] = "#b91c1c" if look.dead_relu >= 0.5 else "black"
-        g.add_node(pydot.Node(layer.name, label=f'"{label}"', fillcolor=fill, **attrs))
+        out.append(f'"{layer.name}" [{_dot_attrs({"label": label, "fillcolor": fill, **attrs})}];')
     for a, b in zip(layers, layers[1:]):
         attrs = {}
         if b.name in stats and grads:
             # thickness: the layer's gradient norm against the largest one now (log scale, 1 to 6 px)
             rel = np.log10(max(stats[b.name].grad_norm, 1e-12) / max(grads))
-            attrs = {"penwidth": f"{max(1.0, 6.0 + 1.5 * rel):.1f}", "label": f'"∂L/∂W {stats[b.name].grad_norm:.2g}"',
+            attrs = {"penwidth": f"{max(1.0, 6.0 + 1.5 * rel):.1f}", "label": f"∂L/∂W {stats[b.name].grad_norm:.2g}",
                      "fontsize": str(font_size - 1)}
-        g.add_edge(pydot.Edge(a.name, b.name, **attrs))
-    total = sum(layer.n_params for layer in layers)
-    caption = f"{total:,} trainable parameters\\n(word vectors are fixed)"
-    if look is not None:
-        caption += f"\\nmeasured after epoch {look.position:.2f}"
-    g.set_label(f'"{caption}"')
-    g.set_fontsize(str(font_size))
-    return g.to_string()
+        out.append(f'"{a.name}" -> "{b.name}"' + (f" [{_dot_attrs(attrs)}]" if attrs else "") + ";")
+    out.append("}")
+    return "\n".join(out) + "\n"
 
 
 NETWORK_WIDTH = 900   # px: the expander spans the main column
