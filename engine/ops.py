@@ -57,6 +57,11 @@ def sum_to_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     return reshape(out, shape) if out.shape != shape else out
 
 
+def _takes_grad(x) -> bool:
+    """Whether a VJP should compute a contribution for operand ``x`` (a Python number takes none)."""
+    return type(x) is not float and x.requires_grad
+
+
 def _pair(a, b, like: Tensor | None = None):
     if like is None:
         like = a if isinstance(a, Tensor) else b
@@ -82,9 +87,9 @@ class Add(Op):
 
     @classmethod
     def vjp(cls, ctx, g):
-        a, b = ctx.inputs
-        ga = sum_to_shape(g, a.shape) if a.requires_grad else None
-        gb = sum_to_shape(g, b.shape) if b.requires_grad else None
+        a, b = ctx.operands  # either may be a Python number (no gradient)
+        ga = sum_to_shape(g, a.shape) if _takes_grad(a) else None
+        gb = sum_to_shape(g, b.shape) if _takes_grad(b) else None
         return ga, gb
 
     @classmethod
@@ -109,9 +114,9 @@ class Mul(Op):
 
     @classmethod
     def vjp(cls, ctx, g):
-        a, b = ctx.inputs
-        ga = sum_to_shape(g * b, a.shape) if a.requires_grad else None
-        gb = sum_to_shape(g * a, b.shape) if b.requires_grad else None
+        a, b = ctx.operands  # either may be a Python number (no gradient)
+        ga = sum_to_shape(g * b, a.shape) if _takes_grad(a) else None
+        gb = sum_to_shape(g * a, b.shape) if _takes_grad(b) else None
         return ga, gb
 
     @classmethod
@@ -138,9 +143,9 @@ class Div(Op):
 
     @classmethod
     def vjp(cls, ctx, g):
-        a, b = ctx.inputs
-        ga = sum_to_shape(g / b, a.shape) if a.requires_grad else None
-        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if b.requires_grad else None
+        a, b = ctx.operands  # either may be a Python number (no gradient)
+        ga = sum_to_shape(g / b, a.shape) if _takes_grad(a) else None
+        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if _takes_grad(b) else None
         return ga, gb
 
     @classmethod

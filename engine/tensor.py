@@ -1,7 +1,9 @@
 """The Tensor: backend array + autodiff history, with a PyTorch-shaped API.
 
-A tensor produced by an op keeps a :class:`History` (the op, its inputs, its
-parameters and anything the VJP needs). ``apply`` is the single place where an
+A tensor produced by an op is its own history: it keeps the op, its inputs and its
+parameters in slots of its own (``t.history is t``), so a graph holds one Python object
+per node, as PyTorch's graph holds one tensor per node. :class:`History` is the same
+record standing alone, for the static graph's replays. ``apply`` is the single place where an
 op runs: it calls the op's forward on the backend, records history when a
 gradient will be needed, carries forward-mode tangents, and tells any tracing
 hooks (explain layer, graph capture) what ran.
@@ -180,6 +182,8 @@ class History:
             return (self._a,)
         return self._a
 
+    operands = inputs  # a VJP reads ``ctx.operands`` (a node's may hold a Python number: see Tensor.operands)
+
     @property
     def saved(self) -> tuple["Tensor", ...]:
         """What this op keeps for its backward pass: its inputs (held by the graph; the VJP may read
@@ -201,8 +205,10 @@ class History:
 class Tensor:
     """An n-dimensional array that can record how it was computed."""
 
-    __slots__ = ("_data", "backend", "requires_grad", "grad", "_history", "unique_id", "tangent", "name",
-                 "__weakref__")
+    # op / params / _a / _b / _n: how this tensor was made (op None: a leaf, or made with no gradient
+    # to record); one or two inputs sit in _a / _b, more as a tuple in _a; _n counts them.
+    __slots__ = ("_data", "backend", "requires_grad", "grad", "unique_id", "tangent", "name",
+                 "op", "params", "_a", "_b", "_n", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, backend: "str | Backend" = "numpy",
@@ -220,7 +226,7 @@ class Tensor:
         self.backend = be
         self.requires_grad = bool(requires_grad)
         self.grad = None
-        self._history = None
+        self.op = None
         self.unique_id = next(_ids)
         self.tangent = None
         self.name = name
@@ -232,11 +238,68 @@ class Tensor:
         t.backend = backend
         t.requires_grad = requires_grad
         t.grad = None
-        t._history = history
+        if history is None:
+            t.op = None
+        else:
+            t.op, t.params, t._a, t._b, t._n = history.op, history.params, history._a, history._b, history._n
         t.unique_id = next(_ids)
         t.tangent = None
         t.name = None
         return t
+
+    # --- the history this tensor carries ----------------------------------------
+    @property
+    def _history(self) -> "Tensor | None":
+        """How this tensor was made: the tensor itself (op, inputs, params), or None for a leaf."""
+        return self if self.op is not None else None
+
+    @_history.setter
+    def _history(self, h: "History | Tensor | None") -> None:
+        if h is None:
+            self.op = self.params = self._a = self._b = None
+            self._n = 0
+        else:
+            self.op, self.params, self._a, self._b, self._n = h.op, h.params, h._a, h._b, h._n
+
+    @property
+    def operands(self) -> tuple:
+        """The op's operands as recorded: tensors, and any Python number the op was given
+        (``y * 1.5`` keeps ``1.5`` as a number, as PyTorch keeps a scalar operand; it becomes a
+        constant tensor only when something asks for :attr:`inputs`). What a VJP reads."""
+        n = self._n
+        if n == 2:
+            return self._a, self._b
+        if n == 1:
+            return (self._a,)
+        return self._a
+
+    @property
+    def inputs(self) -> tuple["Tensor", ...]:
+        """The op's inputs, every one a tensor: a number operand becomes a constant tensor here
+        (made once, then kept)."""
+        if self.op is None:
+            return ()
+        n = self._n
+        if n == 2:
+            a, b = self._a, self._b
+            if type(a) is float:
+                a = self._a = as_tensor_like(a, b)
+            elif type(b) is float:
+                b = self._b = as_tensor_like(b, a)
+            return a, b
+        if n == 1:
+            return (self._a,)
+        return self._a
+
+    @property
+    def saved(self) -> tuple["Tensor", ...]:
+        """What this op keeps for its backward pass: its inputs (the VJP may read any of them) and,
+        for an op whose VJP reads it, its output: this tensor."""
+        return self.inputs + (self,) if self.op.needs_output else self.inputs
+
+    @property
+    def output(self) -> "Tensor":
+        return self
 
     # --- basic properties ---------------------------------------------------
     @property
@@ -322,19 +385,26 @@ class Tensor:
     # --- autodiff protocol (see engine.autodiff) ------------------------------
     @property
     def parents(self) -> tuple["Tensor", ...]:
-        h = self._history
-        return h.inputs if h is not None else ()
+        # the tensors this one was computed from (a number operand is no node: it takes no gradient)
+        if self.op is None:
+            return ()
+        n = self._n
+        if n == 2:
+            a, b = self._a, self._b
+            if type(b) is float:
+                return (a,)
+            return (b,) if type(a) is float else (a, b)
+        return (self._a,) if n == 1 else self._a
 
     def is_leaf(self) -> bool:
-        return self._history is None
+        return self.op is None
 
     def is_constant(self) -> bool:
         return not self.requires_grad
 
     def chain_rule(self, d_output: "Tensor"):
         # (input, its VJP contribution) pairs; None for an input that takes no gradient (constants)
-        ctx = self._history
-        return zip(ctx.inputs, ctx.op.vjp(ctx, d_output))
+        return zip(self.operands, self.op.vjp(self, d_output))
 
     def accumulate_derivative(self, x: "Tensor") -> None:
         if x.dtype is not self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype
@@ -412,18 +482,30 @@ class Tensor:
     # the arithmetic operators go straight to apply (each is ops.add / mul / div / neg, minus two
     # calls: a scalar program spends most of its time here)
     def __add__(self, other):
+        if type(other) is float:
+            return _with_number(_ops.Add, self, other, False)
         return apply(_ops.Add, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
     def __radd__(self, other):
+        if type(other) is float:
+            return _with_number(_ops.Add, self, other, True)
         return apply(_ops.Add, (as_tensor_like(other, self), self))
     def __sub__(self, other): return _ops.sub(self, other)
     def __rsub__(self, other): return _ops.sub(other, self, like=self)
     def __mul__(self, other):
+        if type(other) is float:
+            return _with_number(_ops.Mul, self, other, False)
         return apply(_ops.Mul, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
     def __rmul__(self, other):
+        if type(other) is float:
+            return _with_number(_ops.Mul, self, other, True)
         return apply(_ops.Mul, (as_tensor_like(other, self), self))
     def __truediv__(self, other):
+        if type(other) is float:
+            return _with_number(_ops.Div, self, other, False)
         return apply(_ops.Div, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
     def __rtruediv__(self, other):
+        if type(other) is float:
+            return _with_number(_ops.Div, self, other, True)
         return apply(_ops.Div, (as_tensor_like(other, self), self))
     def __neg__(self):
         return apply(_ops.Neg, (self,))
@@ -581,7 +663,7 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
         t.backend = be
         t.requires_grad = False
         t.grad = None
-        t._history = None
+        t.op = None
         t.unique_id = next(_ids)
         t.tangent = None
         t.name = None
@@ -600,10 +682,14 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
 def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | None = None) -> Tensor:
     """Run one primitive: forward on the backend, history when needed, tangents, hooks.
 
+    The output is made first and is the op's context (``ctx``): forward reads the backend and the
+    parameters from it, and when a gradient is needed it keeps the op, its inputs and parameters
+    as the tensor's history (otherwise they are dropped once forward and any JVP have run).
+
     The scalar fast path: an op with a ``scalar`` kernel whose one or two inputs are 0-d float64
     tensors on the NumPy backend (their data is a NumPy float64 scalar) runs that kernel on the
     values directly: no backend dispatch, no array boxing, the same bits (NumPy's own scalar
-    arithmetic). Everything else about the op is unchanged: the same History, the same VJP and
+    arithmetic). Everything else about the op is unchanged: the same history, the same VJP and
     JVP, so such a program is an ordinary graph. Tracing hooks and forward mode take the full path.
     """
     kernel = op.scalar
@@ -612,40 +698,11 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
         a = inputs[0]
         if type(a._data) is _F64 and not st.hooks and not st.forward_mode:
             if len(inputs) == 1:
-                data = kernel(a._data)
-                rg = a.requires_grad
-            else:
-                b = inputs[1]
-                if type(b._data) is _F64:
-                    data = kernel(a._data, b._data)
-                    rg = a.requires_grad or b.requires_grad
-                else:
-                    data = None
-            if data is not None:
-                be = a.backend
-                t = _new(Tensor)
-                t._data = data
-                t.backend = be
-                t.grad = None
-                t.unique_id = next(_ids)
-                t.tangent = None
-                t.name = None
-                if rg and st.grad_enabled:
-                    h = _new(History)
-                    h.op = op
-                    h.params = params
-                    h.backend = be
-                    h._out = None
-                    if len(inputs) == 2:
-                        h._a, h._b, h._n = a, inputs[1], 2
-                    else:
-                        h._a, h._b, h._n = a, None, 1
-                    if op.needs_output:
-                        h._out = weakref.ref(t)
-                    t.requires_grad, t._history = True, h
-                else:
-                    t.requires_grad, t._history = False, None
-                return t
+                return _scalar_node(op, a.backend, kernel(a._data), a, None, 1, a.requires_grad, params)
+            b = inputs[1]
+            if type(b._data) is _F64:
+                return _scalar_node(op, a.backend, kernel(a._data, b._data), a, b, 2, a.requires_grad or b.requires_grad,
+                                    params)
     be = backend if backend is not None else inputs[0].backend
     requires_grad = False
     for t in inputs:
@@ -657,19 +714,27 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
     if be.deferred:  # a static graph's symbolic backend records the op instead of running it
         return be.record(op, inputs, params)
     st = _state
-    ctx = History(op, inputs, params, be)
-    n = len(inputs)
+    out = ctx = _new(Tensor)
+    out.backend = be
+    out.grad = None
+    out.tangent = None
+    out.name = None
+    out.op, out.params = op, params
+    n = out._n = len(inputs)
     if n == 1:
+        out._a, out._b = inputs[0], None
         data = op.forward(ctx, inputs[0]._data)
     elif n == 2:
+        out._a, out._b = inputs
         data = op.forward(ctx, inputs[0]._data, inputs[1]._data)
     else:
+        out._a, out._b = tuple(inputs), None
         data = op.forward(ctx, *[t._data for t in inputs])
+    out._data = data
+    out.unique_id = next(_ids)
     requires_grad = requires_grad and op.differentiable and st.grad_enabled
-    out = Tensor._make(data, be, requires_grad, ctx if requires_grad else None)
+    out.requires_grad = requires_grad
     forward_mode = st.forward_mode
-    if op.needs_output and (requires_grad or forward_mode):
-        ctx._out = weakref.ref(out)
     if forward_mode and op.differentiable:
         tangents = [t.tangent for t in inputs]
         if any(t is not None for t in tangents):
@@ -678,11 +743,47 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
                 out.tangent = op.jvp(ctx, *tangents)
             finally:
                 st.forward_mode += 1
+    if not requires_grad:  # no gradient to record: keep no inputs alive
+        out.op = out.params = out._a = out._b = None
+        out._n = 0
     hooks = st.hooks
     if hooks:
         for hook in list(hooks):
             hook(op, inputs, params, out)
     return out
+
+
+def _scalar_node(op, be: Backend, data, a, b, n: int, rg: bool, params=None) -> Tensor:
+    """The scalar fast path's output: a 0-d tensor holding ``data`` (a NumPy float64 scalar), which
+    records ``op`` on operands ``a`` / ``b`` when one of them takes a gradient."""
+    t = _new(Tensor)
+    t._data = data
+    t.backend = be
+    t.grad = None
+    t.unique_id = next(_ids)
+    t.tangent = None
+    t.name = None
+    if rg and _state.grad_enabled:
+        t.op, t.params, t._a, t._b, t._n = op, params, a, b, n
+        t.requires_grad = True
+    else:
+        t.op = None
+        t.requires_grad = False
+    return t
+
+
+def _with_number(op: type[Op], t: Tensor, c: float, reflected: bool) -> Tensor:
+    """``op(t, c)`` (``op(c, t)`` when ``reflected``) for a Python float ``c``: on the scalar fast
+    path the number stays a number in the history (no constant tensor is made until something asks
+    for the op's ``inputs``); anywhere else it becomes a constant tensor first, as always."""
+    st = _state
+    if type(t._data) is not _F64 or st.hooks or st.forward_mode:
+        k = as_tensor_like(c, t)
+        return apply(op, (k, t) if reflected else (t, k))
+    v = _F64(c)  # the bits a constant tensor would hold
+    if reflected:
+        return _scalar_node(op, t.backend, op.scalar(v, t._data), c, t, 2, t.requires_grad)
+    return _scalar_node(op, t.backend, op.scalar(t._data, v), t, c, 2, t.requires_grad)
 
 
 from . import functional as _F  # noqa: E402  (methods above resolve these at call time)

@@ -348,3 +348,48 @@ def test_scalar_fast_path_skips_the_backend_and_keeps_the_graph(monkeypatch):
     assert seen == ["mul", "add"] and z.item() == 4.0
     _, t = engine.jvp(lambda u: (u * u).exp(), [tensor(0.5)], [tensor(1.0)])
     assert t.item() == pytest.approx(np.exp(0.25))
+
+
+def test_a_number_operand_stays_a_number_until_asked_for():
+    """On the scalar fast path ``y * 1.5`` keeps 1.5 as a number in y's history (as PyTorch keeps a
+    scalar operand): no constant tensor per node. ``parents`` (the autodiff protocol) lists the
+    tensors only; ``inputs`` makes the constant tensor once, with the bits the eager path gives it."""
+    x = tensor(0.7, requires_grad=True)
+    for y, where in ((x * 1.5, 1), (1.5 * x, 0), (x / 1.5, 1), (1.5 / x, 0), (x + 1.5, 1), (1.5 + x, 0)):
+        assert y.history is y and type(y.operands[where]) is float
+        assert y.parents == (x,)
+        k = y.inputs[where]
+        assert isinstance(k, engine.Tensor) and not k.requires_grad and k.item() == 1.5
+        assert y.inputs[where] is k and y.operands[where] is k  # made once, then kept
+        assert y.parents == y.inputs  # now a constant tensor, a parent as any constant tensor operand is
+    # the same bits, values and gradients as with an explicit constant tensor
+    for make in (lambda u: ((u * 1.0000001) / 3.0 + 0.25) * (2.0 / u), ):
+        a = tensor(0.7, requires_grad=True)
+        b = tensor(0.7, requires_grad=True)
+        out_num = make(a)
+        c = lambda v: tensor(v)
+        out_ten = ((b * c(1.0000001)) / c(3.0) + c(0.25)) * (c(2.0) / b)
+        assert out_num.item() == out_ten.item()
+        out_num.backward()
+        out_ten.backward()
+        assert a.grad.item() == b.grad.item()
+        # second derivatives through number operands (create_graph records them as numbers too)
+        h_num = engine.grad(lambda u: engine.grad(make)(u))(tensor(0.7))
+        h_ten = engine.grad(lambda u: engine.grad(lambda w: ((w * c(1.0000001)) / c(3.0) + c(0.25))
+                                                  * (c(2.0) / w))(u))(tensor(0.7))
+        assert h_num.item() == h_ten.item()
+
+
+def test_a_node_is_its_own_history_and_a_no_grad_result_keeps_no_inputs():
+    x = tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    assert y.history is y and y.history.op.name == "sum" and y.history.inputs[0].history.op.name == "mul"
+    assert x.history is None and x.is_leaf() and not y.is_leaf()
+    with engine.no_grad():
+        z = x * x
+    assert z.history is None and z.parents == () and z.inputs == ()
+    assert z._a is None and z._b is None  # the inputs are not kept alive by a result without history
+    e = x.exp()  # exp's VJP reads its output: the output is the node itself, listed in ``saved``
+    assert e.history.saved[-1] is e and e.history.output is e
+    from engine.tensor import kept_bytes
+    assert kept_bytes(e.sum()) == e.numpy().nbytes

@@ -242,7 +242,7 @@ def graph_from_output(out: Tensor, names: dict[int, str] | None = None, groups: 
                 names[t.unique_id] = f"v{k}"
         if t.is_leaf():
             continue
-        recs.append(_Rec(t.op_name, tuple(t.parents), t))
+        recs.append(_Rec(t.op_name, tuple(t.history.inputs), t))
     leaves = [t for t in order if t.is_leaf()]
     g, _, _ = graph_from_records(recs, names, groups, None, leaves, out)
     return g if include_constants else g.without_constants()

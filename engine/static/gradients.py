@@ -10,6 +10,8 @@ update node per variable and returns the training op.
 """
 from __future__ import annotations
 
+import weakref
+
 from typing import Sequence
 
 from .. import autodiff, ops
@@ -135,7 +137,7 @@ class _PathNode:
         # requires_grad says "on a path from an x": it skips the rest, the graph stays as it is
         ctx = History(h.op, tuple(_handle(t, on_path.get(t.unique_id, False)) for t in h.inputs), h.params,
                       h.backend)
-        ctx._out = h._out
+        ctx._out = weakref.ref(h) if h.op.needs_output else None  # the node is its own output
         return [(self.walk.node(t), g) for t, g in zip(h.inputs, h.op.vjp(ctx, d))]
 
     def accumulate_derivative(self, d: Tensor) -> None:
