@@ -91,13 +91,29 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 
 def binary_cross_entropy(p: Tensor, target, reduction: str = "mean") -> Tensor:
     """-(y log p + (1 - y) log(1 - p)) with log clamped at -100 (PyTorch's rule): no NaN or inf
-    at p = 0 or 1, and a finite gradient there too. A fused primitive (see ops.BinaryCrossEntropy)."""
-    return _reduce(ops.binary_cross_entropy(p, target), reduction)
+    at p = 0 or 1, and a finite gradient there too. A fused primitive (see ops.BinaryCrossEntropy).
+
+    Raises:
+        ValueError: ``target`` has another shape than ``p`` (as PyTorch: probabilities (B,) against
+            labels (B, 1) would broadcast to a (B, B) loss, every prediction against every label).
+    """
+    y = _target_like("binary_cross_entropy", target, p)
+    return _reduce(ops.binary_cross_entropy(p, y), reduction)
+
+
+def _target_like(fn: str, target, x: Tensor) -> Tensor:
+    y = as_tensor_like(target, x)
+    if y.shape != x.shape:
+        raise ValueError(f"{fn} needs a target of the input's shape: input {tuple(x.shape)}, target "
+                         f"{tuple(y.shape)} (reshape one of them; broadcasting would compare every prediction "
+                         f"with every label)")
+    return y
 
 
 def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean") -> Tensor:
-    """BCE of sigmoid(z) computed from logits: max(z,0) - z y + log(1 + exp(-|z|))."""
-    y = as_tensor_like(target, z)
+    """BCE of sigmoid(z) computed from logits: max(z,0) - z y + log(1 + exp(-|z|)). ``target`` must
+    have ``z``'s shape (ValueError otherwise, as :func:`binary_cross_entropy`)."""
+    y = _target_like("binary_cross_entropy_with_logits", target, z)
     loss = ops.relu(z) - z * y + ops.log(1.0 + ops.exp(ops.neg(abs(z))))
     return _reduce(loss, reduction)
 

@@ -393,3 +393,21 @@ def test_a_node_is_its_own_history_and_a_no_grad_result_keeps_no_inputs():
     assert e.history.saved[-1] is e and e.history.output is e
     from engine.tensor import kept_bytes
     assert kept_bytes(e.sum()) == e.numpy().nbytes
+
+
+def test_matmul_with_an_inner_dimension_of_one_is_the_outer_product():
+    """The NumPy backend computes (m, 1) @ (1, n) (and batched) as a broadcast multiply: the same
+    numbers as np.matmul, shape and dtype included, and its gradients too."""
+    rng = np.random.default_rng(0)
+    for sa, sb, dt in (((5, 1), (1, 7), np.float32), ((3, 4, 1), (1, 6), np.float64), ((2, 3, 1), (2, 1, 4), np.float64)):
+        a, b = rng.standard_normal(sa).astype(dt), rng.standard_normal(sb).astype(dt)
+        out = engine.tensor(a) @ engine.tensor(b)
+        want = np.matmul(a, b)
+        assert out.shape == want.shape and out.numpy().dtype == want.dtype
+        np.testing.assert_array_equal(out.numpy(), want)
+    a = tensor(rng.standard_normal((4, 1)), requires_grad=True)
+    b = tensor(rng.standard_normal((1, 3)), requires_grad=True)
+    w = rng.standard_normal((4, 3))
+    ((a @ b) * tensor(w)).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), w @ b.numpy().T)
+    np.testing.assert_allclose(b.grad.numpy(), a.numpy().T @ w)

@@ -20,6 +20,15 @@ def _step(a):
     return (a > 0).astype(a.dtype)
 
 
+def _matmul(a, b):
+    # an inner dimension of 1 is an outer product: a broadcast multiply makes the same products
+    # (no sums to round) in one pass, where BLAS takes ~4x as long (HW2's backward at batch 512:
+    # ḡ (B, 1) @ W2 (1, H)). Eager mode and a replay both run this function.
+    if a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == 1 and b.shape[-2] == 1:
+        return np.multiply(a, b)
+    return np.matmul(a, b)
+
+
 def _sigmoid(a):
     # 1 / (1 + exp(-a)) overflows harmlessly to 0 for a << 0
     out = 1.0 / (1.0 + np.exp(-a))
@@ -143,7 +152,7 @@ class NumpyBackend(Backend):
 
     def matmul(self, a, b):
         try:
-            out = np.matmul(a, b)
+            out = _matmul(a, b)
         except ValueError:
             _check_broadcast(a.shape[:-2], b.shape[:-2])  # batch dims (ops.matmul checks the inner ones)
             raise
@@ -165,7 +174,7 @@ class NumpyBackend(Backend):
         if method == "unary":
             return _UNARY[args[0]]
         if method == "matmul":
-            return np.matmul
+            return _matmul
         # partial / methodcaller: C-level calls, no Python frame per kernel
         if method == "reduce" and args[0] == "sum":  # np.sum's own reduction, without its Python wrappers
             return functools.partial(np.add.reduce, axis=args[1], keepdims=args[2])
