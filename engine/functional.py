@@ -111,9 +111,9 @@ def _target_like(fn: str, target, x: Tensor) -> Tensor:
 
 
 def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean") -> Tensor:
-    """BCE of sigmoid(z) computed from logits: max(z,0) - z y + log(1 + exp(-|z|)). ``target`` must
-    have ``z``'s shape (ValueError otherwise, as :func:`binary_cross_entropy`)."""
-    y = _target_like("binary_cross_entropy_with_logits", target, z)
+    """BCE of sigmoid(z) computed from logits: max(z,0) - z y + log(1 + exp(-|z|)). Broadcasts, on
+    purpose: the Learning problem page evaluates a grid of weights (G, N) against labels (N,)."""
+    y = as_tensor_like(target, z)
     loss = ops.relu(z) - z * y + ops.log(1.0 + ops.exp(ops.neg(abs(z))))
     return _reduce(loss, reduction)
 
