@@ -150,6 +150,17 @@ class Op:
         raise NotImplementedError(f"no JVP rule for op '{cls.name}'")
 
 
+def _operands(rec) -> tuple:
+    """The operands a History or a node keeps in its slots: one or two in ``_a`` / ``_b``, more as a
+    tuple in ``_a``; ``_n`` counts them."""
+    n = rec._n
+    if n == 2:
+        return rec._a, rec._b
+    if n == 1:
+        return (rec._a,)
+    return rec._a
+
+
 class History:
     """How a tensor was made: op, inputs, parameters, and what its VJP needs.
 
@@ -173,16 +184,8 @@ class History:
         self.backend = backend
         self._out = None
 
-    @property
-    def inputs(self) -> tuple["Tensor", ...]:
-        n = self._n
-        if n == 2:
-            return self._a, self._b
-        if n == 1:
-            return (self._a,)
-        return self._a
-
-    operands = inputs  # a VJP reads ``ctx.operands`` (a node's may hold a Python number: see Tensor.operands)
+    # a VJP reads ``ctx.operands`` (a node's may hold a Python number: see Tensor.operands)
+    inputs = operands = property(_operands)
 
     @property
     def saved(self) -> tuple["Tensor", ...]:
@@ -261,17 +264,9 @@ class Tensor:
         else:
             self.op, self.params, self._a, self._b, self._n = h.op, h.params, h._a, h._b, h._n
 
-    @property
-    def operands(self) -> tuple:
-        """The op's operands as recorded: tensors, and any Python number the op was given
-        (``y * 1.5`` keeps ``1.5`` as a number, as PyTorch keeps a scalar operand; it becomes a
-        constant tensor only when something asks for :attr:`inputs`). What a VJP reads."""
-        n = self._n
-        if n == 2:
-            return self._a, self._b
-        if n == 1:
-            return (self._a,)
-        return self._a
+    operands = property(_operands, doc="""The op's operands as recorded: tensors, and any Python number
+        the op was given (``y * 1.5`` keeps ``1.5`` as a number, as PyTorch keeps a scalar operand; it
+        becomes a constant tensor only when something asks for :attr:`inputs`). What a VJP reads.""")
 
     @property
     def inputs(self) -> tuple["Tensor", ...]:
@@ -279,17 +274,13 @@ class Tensor:
         (made once, then kept)."""
         if self.op is None:
             return ()
-        n = self._n
-        if n == 2:
+        if self._n == 2:
             a, b = self._a, self._b
             if type(a) is float:
-                a = self._a = as_tensor_like(a, b)
+                self._a = as_tensor_like(a, b)
             elif type(b) is float:
-                b = self._b = as_tensor_like(b, a)
-            return a, b
-        if n == 1:
-            return (self._a,)
-        return self._a
+                self._b = as_tensor_like(b, a)
+        return _operands(self)
 
     @property
     def saved(self) -> tuple["Tensor", ...]:
