@@ -97,17 +97,12 @@ def binary_cross_entropy(p: Tensor, target, reduction: str = "mean") -> Tensor:
         ValueError: ``target`` has another shape than ``p`` (as PyTorch: probabilities (B,) against
             labels (B, 1) would broadcast to a (B, B) loss, every prediction against every label).
     """
-    y = _target_like("binary_cross_entropy", target, p)
+    y = as_tensor_like(target, p)
+    if y.shape != p.shape:
+        raise ValueError(f"binary_cross_entropy needs a target of the input's shape: input {tuple(p.shape)}, "
+                         f"target {tuple(y.shape)} (reshape one of them; broadcasting would compare every "
+                         f"prediction with every label)")
     return _reduce(ops.binary_cross_entropy(p, y), reduction)
-
-
-def _target_like(fn: str, target, x: Tensor) -> Tensor:
-    y = as_tensor_like(target, x)
-    if y.shape != x.shape:
-        raise ValueError(f"{fn} needs a target of the input's shape: input {tuple(x.shape)}, target "
-                         f"{tuple(y.shape)} (reshape one of them; broadcasting would compare every prediction "
-                         f"with every label)")
-    return y
 
 
 def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean") -> Tensor:

@@ -242,9 +242,9 @@ class Tensor:
         t.requires_grad = requires_grad
         t.grad = None
         if history is None:
-            t.op = None
+            t.op = None  # a leaf (the common case: no setter call)
         else:
-            t.op, t.params, t._a, t._b, t._n = history.op, history.params, history._a, history._b, history._n
+            t._history = history
         t.unique_id = next(_ids)
         t.tangent = None
         t.name = None
@@ -286,7 +286,8 @@ class Tensor:
     def saved(self) -> tuple["Tensor", ...]:
         """What this op keeps for its backward pass: its inputs (the VJP may read any of them) and,
         for an op whose VJP reads it, its output: this tensor."""
-        return self.inputs + (self,) if self.op.needs_output else self.inputs
+        inputs = self.inputs
+        return inputs + (self,) if self.op.needs_output else inputs
 
     @property
     def output(self) -> "Tensor":
