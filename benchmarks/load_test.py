@@ -516,6 +516,15 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+    return exit_status(rows)
+
+
+def exit_status(rows: list[dict]) -> int:
+    """1 when any request of any configuration failed (said on stderr), else 0."""
+    failed = sum(sum(r["errors"].values()) for r in rows)
+    if failed:
+        print(f"load_test: {failed} request(s) failed (see the errors column); exit status 1", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -4,8 +4,6 @@ No Streamlit here: the page calls :func:`explorer_model` through its cache.
 """
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +17,7 @@ from .kit.code_panel import frame_code, protocol_blocks, to_html
 from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.graph_view import trace_picture
-from .kit.graphviz_layout import find_dot
+from .kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
 from .kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from .kit.programs import InputProblem, parse
 
@@ -96,14 +94,10 @@ class ExplorerModel:
         and every click of Step reran it.
         """
         if "svg" not in self.dot_cache:
-            svg = None
-            prog = find_dot()
-            if prog:
-                try:
-                    svg = subprocess.run([prog, "-Tsvg"], input=self.forward_dot().encode(), capture_output=True,
-                                         timeout=20, check=True).stdout
-                except (OSError, subprocess.SubprocessError):
-                    svg = None
+            try:
+                svg = run_dot(self.forward_dot(), "svg")
+            except (GraphvizUnavailable, GraphvizFailed):
+                svg = None
             self.dot_cache["svg"] = svg
         return self.dot_cache["svg"]
 

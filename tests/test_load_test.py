@@ -32,3 +32,9 @@ def test_a_short_class_steps_and_trains_without_errors():
     assert row["trainings_started"] == 1 and row["health_p95_ms"] is not None
     assert row["server_rss_mb"] > 50 and row["workers_rss_mb"] > 10  # the training process was seen
     assert "| 1 | 2 | 1 (1 started) |" in lt.markdown_table([row])
+
+
+def test_exit_status_is_nonzero_when_any_request_failed():
+    lt = load_test_module()
+    assert lt.exit_status([{"errors": {}}, {"errors": {"step timeout": 0}}]) == 0
+    assert lt.exit_status([{"errors": {}}, {"errors": {"step timeout": 2}}]) == 1

@@ -16,7 +16,8 @@ from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, st
 from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, TARGET_ACCURACY,
                                                DataChoice, accuracy_chart, checkpoint_text, compare_figure,
                                                compare_rows, inside_charts, keep_run, last_look, load_choice,
-                                               loss_chart, network_dot, network_figure, network_svg, own_data,
+                                               NO_SERVER_GRAPHVIZ, loss_chart, network_dot, network_figure, network_svg,
+                                               own_data,
                                                progress_text, record_run, units_chart, units_title,
                                                validation_table,
                                                word_order_demo)
@@ -249,7 +250,7 @@ def _hw2_target(r: TrainingRun) -> float | None:
 
 
 @bounded_cache(4 << 20, spinner=None)
-def cached_svg(dot: str) -> str:
+def cached_svg(dot: str) -> str | None:
     return network_svg(dot)   # Graphviz on the server; the network only changes with each new look inside
 
 
@@ -307,7 +308,13 @@ def live_view() -> None:
     st.markdown("##### A look inside, while it trains")
     left, right = st.columns([2, 5])
     # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
-    left.image(cached_svg(network_dot(r.trainer, look_now, look.figure_font, rankdir="TB")), width="stretch")
+    net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="TB")
+    svg = cached_svg(net_dot)
+    if svg is not None:
+        left.image(svg, width="stretch")
+    else:   # no Graphviz on the server: the browser lays the same DOT out
+        left.graphviz_chart(net_dot, width="stretch")
+        left.caption(NO_SERVER_GRAPHVIZ)
     with right:
         st.markdown(units_title(look_now))
         st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, look.figure_font,

@@ -6,10 +6,14 @@ size our labels need (``fixedsize``) and read back, with ``-Tjson0``, each node'
 edge's cubic Bézier control points, arrow tip and label position. All coordinates are in points,
 which the figure uses as pixels at scale 1.
 
+This module is the one way the project reaches Graphviz (layouts, SVG pictures, downloads):
+:func:`find_dot` finds the program and :func:`run_dot` runs it; nothing else starts a Graphviz program.
 Two programs are accepted, in this order: ``graphviz-pure`` (a self-contained ``dot`` from PyPI,
-installed by ``requirements.txt``) and Debian's ``dot``. Results are cached by the DOT text in a
-cache bounded by bytes. Without either program :func:`place` falls back to the explorer's own
-layered layout (straight edges, parallel edges bent apart) and says so in ``Placement.note``.
+installed by ``requirements.txt``) and Debian's ``dot``. They are looked for first beside the running
+interpreter (its environment's scripts folder: a virtual environment started as ``.venv/bin/python``
+without being activated has its programs there, not on PATH), then on PATH. Results are cached by the
+DOT text in a cache bounded by bytes. Without either program :func:`place` falls back to the explorer's
+own layered layout (straight edges, parallel edges bent apart) and says so in ``Placement.note``.
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -82,16 +88,71 @@ class Placement:
         return 200 + 120 * len(self.centers) + 56 * pts + 100 * len(self.edges)
 
 
+class GraphvizUnavailable(RuntimeError):
+    """No Graphviz program was found (see :func:`find_dot`)."""
+
+
+class GraphvizFailed(RuntimeError):
+    """A Graphviz program ran but gave no usable output (its message, shortened)."""
+
+
+def _interpreter_dirs() -> list[str]:
+    """Folders where the running interpreter's environment installs programs, in order.
+
+    ``sys.executable``'s own folder is taken as it is (not resolved: a virtual environment's ``python``
+    is a link into the base interpreter's folder), then the scripts folders of the install schemes.
+    """
+    found: list[str] = []
+    candidates = [os.path.dirname(sys.executable) if sys.executable else ""]
+    for scheme in (None, f"{os.name}_user"):
+        try:
+            candidates.append(sysconfig.get_path("scripts", scheme) if scheme else sysconfig.get_path("scripts"))
+        except KeyError:
+            continue
+    for d in candidates:
+        if d and os.path.isdir(d) and d not in found:
+            found.append(d)
+    return found
+
+
 def find_dot() -> str | None:
-    """Path of the first Graphviz program found (``AUTODIFF_DOT`` overrides; ``none`` disables)."""
+    """Path of the first Graphviz program found, or None.
+
+    Order: ``AUTODIFF_DOT`` (a program name or path; ``none`` disables Graphviz), then each of
+    :data:`DOT_PROGRAMS` beside the running interpreter, then each on PATH.
+    """
     forced = os.environ.get("AUTODIFF_DOT")
     if forced:
         return None if forced.lower() == "none" else shutil.which(forced)
+    for directory in _interpreter_dirs():
+        for prog in DOT_PROGRAMS:
+            path = os.path.join(directory, prog)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
     for prog in DOT_PROGRAMS:
         path = shutil.which(prog)
         if path:
             return path
     return None
+
+
+def run_dot(source: str, fmt: str = "svg", timeout: float = DOT_TIMEOUT_S) -> bytes:
+    """Run Graphviz on DOT text and return its output in ``fmt`` (``svg``, ``json0``, ``plain``, ...).
+
+    Raises:
+        GraphvizUnavailable: no Graphviz program was found.
+        GraphvizFailed: the program failed, timed out or could not be started.
+    """
+    prog = find_dot()
+    if prog is None:
+        raise GraphvizUnavailable("Graphviz was not found")
+    try:
+        run = subprocess.run([prog, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise GraphvizFailed(f"{os.path.basename(prog)} could not run ({type(e).__name__})") from e
+    if run.returncode != 0 or not run.stdout:
+        raise GraphvizFailed(run.stderr.decode(errors="replace")[:300] or f"exit code {run.returncode}")
+    return run.stdout
 
 
 class ByteCache:
@@ -260,11 +321,9 @@ def place(boxes: Sequence[Box], links: Sequence[Link], rankdir: str = "LR", node
     if hit is not None:
         return hit
     try:
-        run = subprocess.run([prog, "-Tjson0"], input=src.encode(), capture_output=True, timeout=DOT_TIMEOUT_S)
-        if run.returncode != 0:
-            raise RuntimeError(run.stderr.decode(errors="replace")[:300])
-        placed = _parse(run.stdout.decode(), boxes, links, os.path.basename(prog), rankdir, list(clusters or {}))
-    except (OSError, subprocess.TimeoutExpired, RuntimeError, ValueError, KeyError) as e:
+        out = run_dot(src, "json0")
+        placed = _parse(out.decode(), boxes, links, os.path.basename(prog), rankdir, list(clusters or {}))
+    except (GraphvizUnavailable, GraphvizFailed, RuntimeError, ValueError, KeyError) as e:
         return fallback_place(boxes, links, rankdir, nodesep, ranksep,
                               f"Graphviz failed ({type(e).__name__}), so this is a plainer layout.")
     _CACHE.put(key, placed, placed.nbytes())

@@ -475,14 +475,22 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
         note = "<br>".join(f"<span style='color:#92400e'>{ln}</span>" for ln in _wrap(p.note, chars, 3).split("<br>"))
 
     def caption(f: Frame) -> list[dict]:
-        # an annotation above the drawing, growing upwards into the top margin (sized for its lines):
-        # a multi-line Plotly *title* is placed too high or too low depending on its anchor
-        text = "<br>".join(t for t in (note, _wrap(f.caption, chars) if title else "") if t)
-        if not text:
-            return []
-        return [{"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1, "xanchor": "left",
-                 "yanchor": "bottom", "yshift": 6, "align": "left", "showarrow": False, "name": "caption",
-                 "font": {"size": TITLE_FONT, "color": TEXT}}]
+        # annotations above the drawing, growing upwards into the top margin (sized for their lines):
+        # a multi-line Plotly *title* is placed too high or too low depending on its anchor. The layout
+        # note (no Graphviz, too big for it) is its own annotation: a stepped page that drops the caption
+        # (the header above says it) keeps the note.
+        out = []
+        text = _wrap(f.caption, chars) if title else ""
+        if text:
+            out.append({"text": text, "xref": "paper", "yref": "paper", "x": 0, "y": 1, "xanchor": "left",
+                        "yanchor": "bottom", "yshift": 6 + (note_lines * LINE_H * TITLE_FONT if note else 0),
+                        "align": "left", "showarrow": False, "name": "caption",
+                        "font": {"size": TITLE_FONT, "color": TEXT}})
+        if note:
+            out.append({"text": note, "xref": "paper", "yref": "paper", "x": 0, "y": 1, "xanchor": "left",
+                        "yanchor": "bottom", "yshift": 6, "align": "left", "showarrow": False,
+                        "name": "layout note", "font": {"size": TITLE_FONT, "color": TEXT}})
+        return out
 
     margin = 10
     x_range = [-margin, _r(p.width + margin)]

@@ -15,6 +15,7 @@ import streamlit as st
 from .deeplink import LinkField, LinkSchema
 from .figures import PrebuiltFigure, static_frame
 from .formatting import md_escape
+from .plotly_figure import LINE_H
 from .presentation import Look, css, look, readable_dot, readable_figure
 from .state import DEFAULT_SPEED, SPEEDS, Namespace, PlayState, clamp_step, play_tick, start_playing
 
@@ -445,7 +446,10 @@ def still_graph(fig: dict, frame: int, *, title: bool = True) -> dict:
         lay["annotations"] = [a for a in lay["annotations"] if a.get("name") != "caption"]
     if (lay.get("meta") or {}).get("renderer") == "graph":  # margins of the renderer's controls and title
         m = dict(lay.get("margin") or {})
-        top, bottom = (m.get("t", 0) if title else 12), 12
+        note = [a for a in lay.get("annotations") or [] if a.get("name") == "layout note"]
+        note_px = sum((str(a.get("text", "")).count("<br>") + 1) * LINE_H * (a.get("font") or {}).get("size", 15)
+                      for a in note)
+        top, bottom = (m.get("t", 0) if title else int(12 + note_px)), 12
         if "height" in lay:
             lay["height"] = max(120, int(lay["height"] - (m.get("t", 0) - top) - (m.get("b", 0) - bottom)))
         lay["margin"] = {**m, "t": top, "b": bottom}

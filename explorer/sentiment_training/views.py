@@ -22,9 +22,12 @@ from sentiment.data import (MAX_USER_BYTES, DataFormatError, Dataset, builtin_sp
                             parse_labelled)
 from sentiment.trainer import InsideLook, SentimentTrainer
 
+from ..kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
 from .runner import LOOK_METRICS, RunSnapshot
 
 TARGET_ACCURACY = 0.75
+NO_SERVER_GRAPHVIZ = ("Graphviz was not found on the server, so your browser lays this picture out (it may jump "
+                      "as the numbers change). `pip install -r requirements.txt` installs graphviz-pure.")
 HW2_SIZES = (450, 100)     # HW2's subset: its 75% target belongs to this setting only
 
 DATASETS = {
@@ -505,18 +508,20 @@ def network_figure(trainer_or_model, width: int = NETWORK_WIDTH) -> dict:
                         rankdir="BT")
 
 
-def network_svg(dot: str) -> str:
-    """The DOT text laid out by Graphviz on the server, as SVG markup.
+def network_svg(dot: str) -> str | None:
+    """The DOT text laid out by Graphviz on the server, as SVG markup (None where Graphviz is missing
+    or fails: the page then lets the browser lay the DOT out, and says so).
 
     The live view redraws the network with new numbers several times a second: an image is swapped in
     place, where a Plotly chart (the graph renderer's) is remounted at every change and flashes empty,
     and a graphviz chart lays the graph out again in the browser. Before and after a run the page
     draws the network with the graph renderer (:func:`network_figure`).
     """
-    import subprocess
-    done = subprocess.run(["dot", "-Tsvg"], input=dot.encode("utf-8"), capture_output=True, timeout=20, check=True)
-    svg = done.stdout.decode("utf-8")
-    return svg[svg.index("<svg"):]
+    try:
+        svg = run_dot(dot, "svg").decode("utf-8")
+    except (GraphvizUnavailable, GraphvizFailed):
+        return None
+    return svg[svg.index("<svg"):] if "<svg" in svg else None
 
 
 # --- the model after training --------------------------------------------------------------

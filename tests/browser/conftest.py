@@ -11,6 +11,7 @@ Everything here is skipped cleanly when Playwright's Python package or /usr/bin/
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -72,20 +73,19 @@ def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> Non
     raise TimeoutError(f"streamlit did not become healthy at {url} within {timeout:.0f} s")
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
+@contextlib.contextmanager
+def streamlit_server(script: str | Path, log: Path, extra_env: dict[str, str] | None = None):
+    """``streamlit run script`` on a free loopback port, from the repo root (so the repo's own
+    ``.streamlit/config.toml`` applies), with this checkout's code first on the path; yields the URL."""
     port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
+    cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
            "--server.address", "127.0.0.1", "--server.port", str(port),
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    # this checkout's code first (not another checkout's editable install): test configuration only
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env.pop("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", None)  # the app's own setting: no tracebacks in browsers
+    env.update(extra_env or {})
     with open(log, "wb") as out:
-        # this checkout's code first (not another checkout's editable install): test configuration only
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-        env.pop("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", None)  # the app's own setting: no tracebacks in browsers
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -98,6 +98,26 @@ def app_url(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def start_streamlit():
+    """``start_streamlit(script, log, extra_env)``: a context manager serving another script (see
+    :func:`streamlit_server`), for tests that need a server of their own."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    return streamlit_server
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    with streamlit_server("app/Home.py", log) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
