@@ -328,8 +328,9 @@ async def trainer(url: str, stats: Stats, delay: float, stop_at: float, epochs: 
                 stats.polls.append(time.monotonic() - t0)
             if not res.ok:
                 stats.error("poll failed", "; ".join(res.exceptions))
-            if res.auto_rerun:
-                interval, fragment = res.auto_rerun
+            if not res.auto_rerun:   # the run ended (short --epochs): the page polls no more, nor do we
+                break
+            interval, fragment = res.auto_rerun
     except (websockets.ConnectionClosed, OSError) as e:
         stats.error("connection", repr(e))
     except asyncio.TimeoutError:
