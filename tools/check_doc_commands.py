@@ -66,6 +66,7 @@ SHORT: dict[str, str | Serve | Skip] = {
     "bash tools/check_min_versions.sh": Skip(MIN_VERSIONS),
     "python tools/check_doc_commands.py": Skip("this script"),
     "apt-get install -y chromium": Skip("a Debian package; .ci/run installs it"),
+    "apt-get install haproxy": Skip("a Debian package; .ci/run installs it"),
     "apt-get install graphviz": Skip("a Debian package (optional: graphviz-pure comes with requirements.txt)"),
     "pip install cupy-cuda12x": Skip(NO_GPU),
     "pip install cupy-cuda13x": Skip(NO_GPU),
@@ -74,6 +75,11 @@ SHORT: dict[str, str | Serve | Skip] = {
     "docker run --rm -p 8501:8501 autodiff-explorer": Skip(NO_DOCKER),
     "docker compose up --build -d": Skip(NO_DOCKER),
     "docker compose up --scale app=N": Skip(NO_DOCKER),
+    "streamlit run app/Home.py --server.port 8501 &": Serve("streamlit run app/Home.py"),
+    "streamlit run app/Home.py --server.port 8502 &": Serve("streamlit run app/Home.py"),
+    "APP1_ADDR=127.0.0.1:8501 APP2_ADDR=127.0.0.1:8502 HAPROXY_BIND=127.0.0.1:8080 haproxy -f deploy/haproxy.cfg":
+        "APP1_ADDR=127.0.0.1:8501 APP2_ADDR=127.0.0.1:8502 HAPROXY_BIND=127.0.0.1:8080 "
+        "$(command -v haproxy || echo /usr/sbin/haproxy) -c -f deploy/haproxy.cfg",
     "docker compose up -d --scale app=6": Skip(NO_DOCKER),
     "bash benchmarks/gpu_check.sh": Skip(NO_GPU),
     # README: examples
