@@ -133,7 +133,7 @@ def test_app_config_sends_no_usage_statistics_and_no_tracebacks():
 
     cfg = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
     assert cfg["browser"]["gatherUsageStats"] is False
-    assert cfg["client"]["showErrorDetails"] is False
+    assert cfg["client"]["showErrorDetails"] == "none"   # "false" is read as the old stacktrace mode
     assert cfg["theme"]["primaryColor"]
 
 
