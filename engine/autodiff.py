@@ -6,7 +6,7 @@ The core knows no ops. It works on any object that offers::
     parents: sequence              # the inputs this value was computed from
     is_leaf() -> bool              # created by the user, not by an op
     is_constant() -> bool          # takes no gradient (requires_grad=False)
-    chain_rule(d_output) -> iterable of (parent, contribution)   # per-op VJP (None: no gradient)
+    chain_rule(d_output) -> iterable of (parent, contribution)   # per-op VJP; Variables only
     accumulate_derivative(d) -> None                             # leaves only: +=
 
 ``backpropagate`` walks the graph with a *traversal strategy* (``topological``

@@ -395,8 +395,9 @@ class Tensor:
         return not self.requires_grad
 
     def chain_rule(self, d_output: "Tensor"):
-        # (input, its VJP contribution) pairs; None for an input that takes no gradient (constants)
-        return zip(self.operands, self.op.vjp(self, d_output))
+        # (input, its VJP contribution) for each input the VJP gave one: HW2's protocol hands out
+        # Variables with Tensor derivatives only, never a number operand (``1.5`` in ``1.5 * x1``)
+        return [(x, d) for x, d in zip(self.operands, self.op.vjp(self, d_output)) if d is not None]
 
     def accumulate_derivative(self, x: "Tensor") -> None:
         if x.dtype is not self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype
