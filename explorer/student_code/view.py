@@ -1,0 +1,322 @@
+"""Page 12 (Your HW2 code): the student's backward order animated beside the engine's, first wrong node marked.
+
+The student's recorded protocol calls become the same plain events the engine's observer gives
+(``visit``, ``send``, ``accumulate``, ``leaf``, ``lost``), so the page kit draws both orders with one
+renderer on one placement, as the Backprop orders page does. Nothing here runs the student's code.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from engine import autodiff
+from engine.explain import record_execution
+from engine.explain.graph import fmt, plain_value
+from engine.explain.trace import BackwardEvent, Trace, bar
+
+from ..kit.frames import FrameSet, build_frames
+from ..kit.layout import collapse_big, collapse_composites
+from ..kit.plotly_figure import figure_dict, plan
+from .diagnose import Reference, Verdict, _num
+from .graphs import LECTURE_GRAPHS, spec_for
+from .report import StudentReport
+
+OPTION = "--student-code"
+CLASS_SERVER_ENV = "AUTODIFF_CLASS_SERVER"
+ORDER_WIDTH = 460      # px per graph: the two orders side by side in a 1400 px window (as page 2)
+STUDENT_LABEL = "Your code"
+ENGINE_LABEL = "The engine (topological order)"
+
+
+@dataclass(frozen=True)
+class OptIn:
+    """Whether this server runs student code: ``path`` (the file or folder named when the app was started)
+    or None, and ``refused``: why not, in words for the page (None when it runs)."""
+    path: str | None
+    refused: str | None
+
+    @property
+    def enabled(self) -> bool:
+        return self.path is not None and self.refused is None
+
+
+START_HINT = (f"On your own machine, start the explorer naming your file or your HW2 folder: "
+              f"`streamlit run app/Home.py -- {OPTION} PATH/TO/llmsys_hw2` (or `.../minitorch/autodiff.py`). "
+              f"Or, without the app: `python -m explorer.student_code PATH`.")
+
+
+def opt_in(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> OptIn:
+    """Read the opt-in from the app's command line (``streamlit run app/Home.py -- --student-code PATH``).
+
+    Off by default; refused on a class server (``AUTODIFF_CLASS_SERVER`` set, as in the Docker image)
+    whatever the command line says, and for a path that does not exist.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    environ = os.environ if environ is None else environ
+    path = None
+    for i, a in enumerate(argv):
+        if a == OPTION and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif a.startswith(OPTION + "="):
+            path = a.split("=", 1)[1]
+    if environ.get(CLASS_SERVER_ENV, "").strip() not in ("", "0"):
+        return OptIn(None, "This is a class server: it never runs students' code (its operator set "
+                           f"{CLASS_SERVER_ENV}). Code runs on your machine only, where a mistake in it cannot "
+                           "reach anyone else's session. " + START_HINT)
+    if not path:
+        return OptIn(None, "Running your own code is off: the app runs a student's file only when it was started "
+                           f"with {OPTION} naming it (never on a server others use). " + START_HINT)
+    if not Path(path).expanduser().exists():
+        return OptIn(None, f"The app was started with {OPTION}, but that path does not exist. " + START_HINT)
+    return OptIn(str(Path(path).expanduser().resolve()), None)
+
+
+@dataclass
+class Side:
+    label: str
+    trace: Trace
+    frameset: FrameSet
+    figure: dict
+
+    @property
+    def n_frames(self) -> int:
+        return len(self.frameset.frames)
+
+
+@dataclass
+class GraphView:
+    """One graph of the report, ready to step: the engine's order and the student's on one placement,
+    the verdict, and the frame (0-based, of the student's side) where the first wrong node is marked."""
+    key: str
+    title: str
+    verdict: Verdict
+    engine: Side
+    student: Side | None
+    wrong_frame: int | None = None
+    wrong_text: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_frames(self) -> int:
+        return max(self.engine.n_frames, self.student.n_frames if self.student else 0)
+
+
+def consumers(ref: Reference) -> dict[int, int]:
+    """How many contributions each node should receive (its consumers that take a gradient)."""
+    counts: dict[int, int] = {}
+    kinds = ref.built.kinds
+    for c, ps in ref.built.parents.items():
+        if kinds.get(c) != "op":
+            continue
+        for p in ps:
+            if kinds.get(p) != "constant":
+                counts[p] = counts.get(p, 0) + 1
+    return counts
+
+
+def student_events(events: list[list], ref: Reference) -> list[BackwardEvent]:
+    """The student's protocol calls as the page kit's backward events: each ``chain_rule`` call is a step
+    (``visit`` with the derivative passed in, then a ``send`` per contribution handed back, each followed by
+    the receiving node's running sum, or ``lost`` when that node had already passed its adjoint on for good);
+    each ``accumulate_derivative`` is a step of its own (``visit`` + ``leaf``)."""
+    names, kinds = ref.built.names, ref.built.kinds
+    expected = consumers(ref)
+    last_take: dict[int, int] = {}
+    for i, (kind, node, _, _) in enumerate(events):
+        if kind in ("vjp", "acc"):
+            last_take[node] = i
+    taken: set[int] = set()
+    received: dict[int, int] = {}
+    total: dict[int, Any] = {}
+    out: list[BackwardEvent] = []
+    step = -1
+
+    def add(kind, node, parent, value, rec=None, exp=None, text=""):
+        out.append(BackwardEvent(len(out), kind, step, node, parent, _shown(value), rec, exp, text))
+
+    for i, (kind, node, parent, value) in enumerate(events):
+        nm = names.get(node, f"#{node}")
+        if kind == "vjp":
+            step += 1
+            taken.add(node)
+            add("visit", node, None, value, text=f"your code: chain_rule({nm}) with {bar(nm)} = {_f(value)}")
+        elif kind == "acc":
+            step += 1
+            taken.add(node)
+            add("visit", node, None, value, text=f"your code: {nm}.accumulate_derivative({_f(value)})")
+            add("leaf", node, None, value, text=f"{nm}.grad += {_f(value)}")
+        elif kind == "send" and parent is not None:
+            pn = names.get(parent, f"#{parent}")
+            add("send", node, parent, value, text=f"{nm} → {pn}: VJP contribution {_f(value)}")
+            if kinds.get(parent) == "constant":
+                continue
+            received[parent] = received.get(parent, 0) + 1
+            want = expected.get(parent, 1)
+            if parent in taken and last_take.get(parent, -1) < i:
+                add("lost", parent, None, value, received[parent], want,
+                    f"LOST: {_f(value)} reached {pn} after it had passed its adjoint on")
+                continue
+            v = _num(value)
+            total[parent] = v if parent not in total or v is None or total[parent] is None else total[parent] + v
+            add("accumulate", parent, None, total[parent], received[parent], want,
+                f"{bar(pn)} = {_f(total[parent])} ({received[parent]} of {want} received)")
+    return out
+
+
+def _shown(value):
+    a = _num(value)
+    return None if a is None else plain_value(a)
+
+
+def _f(value) -> str:
+    a = _num(value)
+    return "?" if a is None else fmt(plain_value(a))
+
+
+def student_trace(engine_trace: Trace, verdict: Verdict, events: list[list], ref: Reference) -> Trace:
+    """The student's backward pass as a :class:`Trace` over the engine's graph (the forward pass is the
+    engine's own: the student's code only runs backward)."""
+    bw = student_events(events, ref)
+    names = ref.built.names
+    grads = {}
+    for name, leaf in ref.built.leaves.items():
+        nid = ref.built.node_of[leaf.unique_id]
+        a = _num(verdict.adjoints.get(nid))
+        grads[name] = plain_value(a) if a is not None else None
+    adjoints = {n: plain_value(_num(a)) for n, a in verdict.adjoints.items() if _num(a) is not None}
+    error = verdict.headline if verdict.error is not None else None
+    vjp = sum(1 for e in events if e[0] == "vjp")
+    return Trace(STUDENT_LABEL, engine_trace.graph, engine_trace.forward, bw, grads, adjoints, vjp, 0,
+                 engine_trace.forward_ops, len(bw), error, None, [], [n for n in verdict.adjoints if n in names])
+
+
+def _frame_of_step(frameset: FrameSet, trace: Trace, step: int) -> int:
+    first = next((f.index for f in frameset.frames if f.phase == "backward"), len(frameset.frames) - 1)
+    per = max(1, int(frameset.backward_per_frame or 1))
+    groups = [g[0].step for g in trace.steps()]
+    g = groups.index(step) if step in groups else len(groups) - 1
+    return min(first + max(g, 0) // per, len(frameset.frames) - 1)
+
+
+def mark_wrong(frameset: FrameSet, trace: Trace, node: int, text: str) -> int | None:
+    """Mark ``node`` as the first wrong node (red outline, "✘" after its adjoint) in every frame from the one
+    where it passed its wrong adjoint on (its last visit or accumulation; the last frame when it never got
+    one). Returns that frame (0-based), or None when the node is not drawn."""
+    if node not in frameset.node_ids:
+        return None
+    takes = [e for e in trace.backward if e.node == node and e.kind in ("visit", "leaf")]
+    start = _frame_of_step(frameset, trace, takes[-1].step) if takes else len(frameset.frames) - 1
+    i = frameset.node_ids.index(node)
+    for f in frameset.frames[start:]:
+        f.node_state[i] = "lost"
+        if f.node_adjoint and not f.node_adjoint[i].endswith("✘"):
+            f.node_adjoint[i] = (f.node_adjoint[i] or "no adjoint") + " ✘"
+    frameset.frames[start].warning = text
+    return start
+
+
+def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH) -> GraphView:
+    """The engine's and the student's backward passes on graph ``key`` (a lecture graph or a random one),
+    stepping together on one placement."""
+    spec = spec_for(key)
+    verdict = report.verdicts[key]
+    ref = report.references[key]
+    engine_trace = record_execution(spec.program, spec.inputs, strategy="topological")
+    raw = report.run.graphs.get(key) if report.run is not None else None
+    full = collapse_composites(engine_trace).graph.without_constants()
+
+    def drawn(tr: Trace) -> Trace:
+        return collapse_big(collapse_composites(tr), full)[0]
+
+    shown = collapse_big(collapse_composites(engine_trace), full)[1]
+    eng_shown = drawn(engine_trace)
+    eng_fs = build_frames(eng_shown, shown)
+    stu_shown = stu_fs = None
+    if raw is not None:
+        stu_shown = drawn(student_trace(engine_trace, verdict, raw["backprop"]["events"], ref))
+        stu_fs = build_frames(stu_shown, shown)
+    wrong_frame, wrong_text = None, ""
+    if stu_fs is not None and verdict.node is not None:
+        why = verdict.details[0] if verdict.details else ""
+        wrong_text = "Your first wrong node: " + verdict.headline.split("first wrong node ", 1)[-1] + (
+            f". Why: {why}" if why else "")
+        wrong_frame = mark_wrong(stu_fs, stu_shown, verdict.node, wrong_text)
+    frames = eng_fs.frames + (stu_fs.frames if stu_fs is not None else [])
+    union = FrameSet(eng_fs.node_ids, frames, heads=eng_fs.heads, edges=eng_fs.edges)
+    drawing = plan(union, shown, width)
+    engine = Side(ENGINE_LABEL, eng_shown, eng_fs, figure_dict(eng_fs, shown, drawing))
+    student = Side(STUDENT_LABEL, stu_shown, stu_fs, figure_dict(stu_fs, shown, drawing)) if stu_fs else None
+    return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text)
+
+
+def file_version(path: str) -> tuple[int, int]:
+    """(modification time in ns, size) of the student's file or folder: a new version reruns the code."""
+    p = Path(path)
+    files = [p] if p.is_file() else sorted(p.rglob("*.py"))[:500]
+    stats = [f.stat() for f in files if f.exists()]
+    return (max((s.st_mtime_ns for s in stats), default=0), sum(s.st_size for s in stats))
+
+
+def shown_name(report: StudentReport) -> str:
+    """The student's file as the page names it: folder and file name, never the machine's full path."""
+    f = Path(report.file or report.path)
+    return f"{f.parent.name}/{f.name}" if f.parent.name else f.name
+
+
+def page_report(path: str) -> StudentReport:
+    """The report the page shows: every graph run (in the sandboxed child), references kept only for the
+    graphs the page animates (the rest are verdicts and numbers)."""
+    from .report import report_for
+    rep = report_for(path)
+    keep = set(graph_choices(rep))
+    rep.references = {k: r for k, r in rep.references.items() if k in keep}
+    return rep
+
+
+def graph_choices(report: StudentReport) -> list[str]:
+    """The graphs the page can animate: the lecture's, then the first random graph the code gets wrong."""
+    keys = [s.key for s in LECTURE_GRAPHS if s.key in report.verdicts]
+    bad = next((v.key for v in report.random() if v.kind not in ("right", "not_run")), None)
+    return keys + ([bad] if bad else [])
+
+
+def summary_rows(report: StudentReport) -> list[dict]:
+    """One row per graph family for the page's table: graph, verdict, first wrong node."""
+    rows = []
+    for v in report.lecture():
+        rows.append({"graph": v.title, "verdict": _short(v), "first wrong node": v.node_name or ""})
+    rnd = report.random()
+    if rnd:
+        right = sum(1 for v in rnd if v.right)
+        first = next((v for v in rnd if not v.right), None)
+        rows.append({"graph": f"{len(rnd)} random graphs", "verdict": f"right on {right} of {len(rnd)}" + (
+            f"; first: {first.title}: {_short(first)}" if first else ""),
+            "first wrong node": first.node_name or "" if first else ""})
+    deep = report.verdicts.get("deep")
+    if deep is not None:
+        rows.append({"graph": deep.title, "verdict": _short(deep), "first wrong node": deep.node_name or ""})
+    if report.scaling is not None:
+        rows.append({"graph": "Doubling chains (VJP calls against depth)", "verdict": report.scaling.text,
+                     "first wrong node": ""})
+    return rows
+
+
+def _short(v: Verdict) -> str:
+    return ("✔ " if v.right else "~ " if v.kind == "warning" else "✘ ") + v.headline
+
+
+def scaling_series(report: StudentReport) -> dict[str, tuple[list[int], list[int]]]:
+    """VJP calls against depth on the doubling chains: the student's code and the engine's."""
+    s = report.scaling
+    if s is None:
+        return {}
+    known = [(d, c) for d, c in zip(s.depths, s.calls) if c is not None]
+    return {STUDENT_LABEL: ([d for d, _ in known], [c for _, c in known]),
+            "The engine": (list(s.depths), list(s.engine_calls))}
+
+
+__all__ = ["OptIn", "opt_in", "GraphView", "graph_view", "graph_choices", "summary_rows", "scaling_series",
+           "student_events", "student_trace", "mark_wrong", "autodiff", "replace"]
