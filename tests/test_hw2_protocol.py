@@ -15,6 +15,9 @@ import pytest
 from engine import Tensor, tensor
 from engine.explain import harness
 from engine.explain.trace import run_forward
+from explorer.kit import presets
+from explorer.network_explorer import presets as network_presets
+from explorer.student_code.graphs import LECTURE_GRAPHS
 
 
 def _is_variable(v) -> bool:
@@ -58,17 +61,17 @@ def test_a_derivative_has_its_parents_shape():
 
 
 def _hw2_sort(variable):
-    """A textbook HW2 topological sort (DFS post-order, constants skipped), written here for the test."""
-    order, seen = [], set()
-
-    def visit(v):
-        if v.unique_id in seen or v.is_constant():
-            return
-        seen.add(v.unique_id)
-        for p in v.parents:
-            visit(p)
-        order.append(v)
-    visit(variable)
+    """A textbook HW2 topological sort (DFS post-order with an explicit stack, constants skipped), written
+    here for the test."""
+    order, seen, stack = [], set(), [(variable, False)]
+    while stack:
+        v, expanded = stack.pop()
+        if expanded:
+            order.append(v)
+        elif v.unique_id not in seen and not v.is_constant():
+            seen.add(v.unique_id)
+            stack.append((v, True))
+            stack.extend((p, False) for p in v.parents)
     return list(reversed(order))
 
 
@@ -98,25 +101,26 @@ def test_hw2_style_code_gets_the_slide_numbers():
     assert round(x1.grad.item(), 2) == 368.04 and round(x2.grad.item(), 2) == 489.38
 
 
-PROGRAMS = [
-    ("f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"),
-    ("f = x * x * x", "x = 2"),
-    ("f = x1 - 5", "x1 = 3"),
-    ("f = 5 * x * x", "x = 2"),
-    ("f = 1 / (1 + exp(-(w * x)))", "w = 0.5, x = 2"),
-    ("y = W @ x + b\nf = sum(tanh(y))", "W = [[1, 2], [3, 4]], x = [1, -1], b = [0.5, 0.5]"),
-] + [harness.random_dag_program(12, seed) for seed in range(20)]
+# every graph the explorer builds from text: the pages' presets, the HW2-code page's graphs, random DAGs,
+# doubling chains, and the tree programs of the statistics
+PROGRAMS = ([(p.program, p.inputs) for p in presets.PRESETS] +
+            [(s.program, s.inputs) for s in LECTURE_GRAPHS] +
+            [harness.random_dag_program(12, seed) for seed in range(20)] +
+            [harness.random_tree_program(8, seed) for seed in range(5)] +
+            [harness.doubling_chain_program(d) for d in (1, 4)])
 
 
-@pytest.mark.parametrize("program,inputs", PROGRAMS, ids=[p[0].splitlines()[-1][:30] for p in PROGRAMS])
-def test_every_node_of_a_parsed_program_speaks_the_protocol(program, inputs):
-    fw = run_forward(program, inputs)
-    want = {}
-    fw.output.backward(tensor(np.ones(fw.output.shape)))
-    for name, leaf in fw.leaves.items():
-        want[name] = leaf.grad.numpy()
+def _check_protocol_and_hw2_gradients(output, leaves: dict) -> None:
+    """Every node reachable from ``output`` speaks the protocol, and a textbook HW2 backpropagate gives the
+    engine's own gradients."""
+    seed = tensor(np.ones(output.shape), dtype=output.dtype)
+    for leaf in leaves.values():
         leaf.grad = None
-    stack, seen = [fw.output], set()
+    output.backward(seed)
+    want = {name: leaf.grad.numpy() for name, leaf in leaves.items() if leaf.grad is not None}
+    for leaf in leaves.values():
+        leaf.grad = None
+    stack, seen = [output], set()
     while stack:
         v = stack.pop()
         if v.unique_id in seen:
@@ -129,7 +133,29 @@ def test_every_node_of_a_parsed_program_speaks_the_protocol(program, inputs):
         if not v.is_leaf():
             for p, g in v.chain_rule(tensor(np.ones(v.shape))):
                 assert _is_variable(p) and isinstance(g, Tensor) and g.shape == p.shape, (v, p, g)
-    _hw2_backpropagate(fw.output, tensor(np.ones(fw.output.shape)))
-    for name, leaf in fw.leaves.items():
-        got = leaf.grad.numpy() if leaf.grad is not None else np.zeros(leaf.shape)
+    _hw2_backpropagate(output, seed)
+    for name, leaf in leaves.items():
+        got = leaf.grad.numpy() if leaf.grad is not None else None
+        if name not in want:
+            assert got is None, name
+            continue
         np.testing.assert_allclose(got, want[name], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("program,inputs", PROGRAMS, ids=[p[0].splitlines()[-1][:30] for p in PROGRAMS])
+def test_every_node_of_a_parsed_program_speaks_the_protocol(program, inputs):
+    fw = run_forward(program, inputs)
+    _check_protocol_and_hw2_gradients(fw.output, fw.leaves)
+
+
+def test_the_notes_deep_chain_speaks_the_protocol():
+    out, x = harness.deep_chain(3000)
+    _check_protocol_and_hw2_gradients(out, {"x1": x})
+    assert x.grad.item() == pytest.approx(1.0002 ** 3000, rel=1e-12)
+
+
+@pytest.mark.parametrize("key", [k for k in network_presets.PRESETS if k not in ("hw2", "sentiment")] +
+                         [pytest.param(k, marks=pytest.mark.slow) for k in ("hw2", "sentiment")])
+def test_every_network_of_the_network_explorer_speaks_the_protocol(key):
+    net = network_presets.build(key)
+    _check_protocol_and_hw2_gradients(net.loss(), net.leaves())

@@ -303,7 +303,7 @@ def diagnose(key: str, raw: dict | None, ref: Reference, skipped: str | None = N
     if kinds.get(first) == "op" and first not in visits:
         why.append("never_visited")
         v.details.append(f"chain_rule was never called on {names[first]}")
-    if not why and lost:   # the first wrong node inherited a wrong adjoint: say where it started
+    if "lost" not in why and lost:   # a contribution lost elsewhere (the first wrong node may inherit it)
         n, (sender, _, value) = next(iter(lost.items()))
         why.append("lost")
         v.details.append(f"lost contribution: {names[sender]} sent {_fmt(value)} to {names[n]} after {names[n]} "

@@ -116,7 +116,7 @@ def scaling_of(verdicts: dict[str, Verdict]) -> Scaling | None:
         if v is None or v.kind == "not_run":
             continue
         depths.append(d)
-        calls.append(None if v.kind not in ("right", "wrong_gradient", "work_limit") else v.vjp_calls)
+        calls.append(None if v.kind not in ("right", "warning", "wrong_gradient", "work_limit") else v.vjp_calls)
         engine.append(v.engine_vjp_calls)
     if not depths or all(c is None for c in calls):
         return None

@@ -1,0 +1,270 @@
+"""A student's HW2 ``topological_sort`` / ``backpropagate`` run in the sandbox and diagnosed (explorer.student_code).
+
+The solutions are the project's own (tests/student_solutions/): one correct, the others broken in the ways
+the verdicts must name. Each runs for real in the child process, on real engine graphs.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorer.student_code import view as V
+from explorer.student_code.diagnose import diagnose, order_problems, reference, student_adjoints
+from explorer.student_code.graphs import DOUBLING_DEPTHS, LECTURE_GRAPHS, N_RANDOM, all_keys, build, spec_for
+from explorer.student_code.report import report_for
+from explorer.student_code.runner import ROOT, run_student_code
+
+SOLUTIONS = Path(__file__).resolve().parent / "student_solutions"
+N_RANDOM_HERE = 30
+KEYS = ([s.key for s in LECTURE_GRAPHS] + [f"random-{i}" for i in range(N_RANDOM_HERE)] + ["deep"] +
+        [f"doubling-{d}" for d in DOUBLING_DEPTHS])
+_REPORTS: dict[str, object] = {}
+
+
+def report(name: str, keys=None):
+    """The report of solution ``name`` (run once per test session)."""
+    key = (name, tuple(keys or KEYS))
+    if key not in _REPORTS:
+        _REPORTS[key] = report_for(str(SOLUTIONS / name), keys=list(keys or KEYS))
+    return _REPORTS[key]
+
+
+def lecture(rep, key: str):
+    return rep.verdicts[key]
+
+
+# --- the solutions, graph by graph ----------------------------------------------------------------
+
+
+def test_a_correct_solution_is_right_on_every_graph_the_explorer_builds():
+    rep = report("correct.py", all_keys())
+    assert rep.loaded, rep.load_error
+    assert len(rep.verdicts) == len(LECTURE_GRAPHS) + N_RANDOM + 1 + len(DOUBLING_DEPTHS)
+    wrong = {k: v.headline for k, v in rep.verdicts.items() if v.kind != "right"}
+    assert not wrong, wrong
+    assert rep.verdicts["deep"].vjp_calls == 3000
+    assert not rep.scaling.exponential and rep.scaling.calls == list(DOUBLING_DEPTHS)
+    assert rep.headline().startswith("right on every graph")
+
+
+def test_breadth_first_first_touch_loses_x1s_second_contribution():
+    rep = report("bfs_first_touch.py")
+    v = lecture(rep, "slide")
+    assert v.kind == "wrong_gradient" and v.node_name == "x1", v.headline
+    assert v.reasons[0] == "lost" and "not_topological" in v.reasons
+    assert "x3 sent 367.0 to x1 after x1 had passed its adjoint on" in v.details[0].replace("367 ", "367.0 ")
+    assert "1 " in v.headline and "368" in v.headline        # ∂f/∂x1 = 1 where the engine has 368.04
+    assert lecture(rep, "cube").right and lecture(rep, "diamond").right   # no node reached at two depths
+    wrong = sum(1 for v in rep.random() if v.kind == "wrong_gradient")
+    assert wrong >= 0.8 * N_RANDOM_HERE, wrong             # the lecture: wrong on most random graphs
+    assert rep.verdicts["deep"].right                        # no recursion: fine on the deep chain
+
+
+def test_never_accumulating_leaves_names_the_leaf():
+    rep = report("no_leaf_accumulate.py")
+    for key in ("slide", "cube", "constant", "diamond", "affine", "deep"):
+        v = rep.verdicts[key]
+        assert v.kind == "wrong_gradient" and v.reasons[0] == "leaf_never_accumulated", (key, v.headline)
+        assert rep.references[key].built.kinds[v.node] == "input"
+    assert rep.verdicts["slide"].node_name == "x1"           # the engine's order reaches x1 before x2
+    assert "leaf x1 never accumulated" in rep.verdicts["slide"].details[0]
+
+
+def test_path_recursion_is_right_but_exponential_and_too_deep_for_the_chain():
+    rep = report("path_recursion.py")
+    for key in ("slide", "cube", "constant", "affine"):
+        assert rep.verdicts[key].right, rep.verdicts[key].headline
+    d = rep.verdicts["diamond"]
+    assert d.kind == "warning" and "visited_twice" in d.reasons and d.vjp_calls > d.engine_vjp_calls
+    deep = rep.verdicts["deep"]
+    assert deep.kind == "recursion" and 900 < deep.error["depth"] < 1000, deep.error
+    assert deep.error["file"].endswith("path_recursion.py") and deep.error["function"] == "backpropagate"
+    assert rep.scaling.exponential
+    assert rep.scaling.calls == [2 ** d - 1 for d in DOUBLING_DEPTHS]
+    assert "exponential work" in rep.headline()
+
+
+def test_path_recursion_is_stopped_at_the_work_limit():
+    run = run_student_code(SOLUTIONS / "path_recursion.py", ["doubling-10"], max_vjp_calls=100)
+    v = diagnose("doubling-10", run.graphs["doubling-10"], reference("doubling-10"))
+    assert v.kind == "work_limit" and "exponential work" in v.headline and "100" in v.headline
+
+
+def test_a_non_topological_order_names_the_violated_edge():
+    rep = report("non_topological.py")
+    v = rep.verdicts["slide"]
+    assert v.kind == "wrong_gradient" and v.node_name == "x1"
+    names = rep.references["slide"].names
+    assert v.violated_edge is not None and [names[n] for n in v.violated_edge] == ["x1", "x3"]
+    assert any("x1 is listed before x3, which uses it" in d for d in v.details)
+
+
+def test_an_infinite_loop_is_stopped_at_the_time_limit_and_the_rest_is_skipped():
+    rep = report_for(str(SOLUTIONS / "infinite_loop.py"), keys=["slide", "cube", "deep"], time_limit_s=1.0)
+    v = rep.verdicts["slide"]
+    assert v.kind == "time_limit" and "still running after 1 s" in v.headline
+    assert v.error["file"].endswith("infinite_loop.py") and v.error["line"] in range(5, 14)
+    assert rep.verdicts["cube"].kind == "not_run" and "time limit" in rep.verdicts["cube"].headline
+
+
+def test_an_exception_is_reported_with_the_students_file_and_line():
+    rep = report("raises.py", ["slide", "cube"])
+    v = rep.verdicts["slide"]
+    assert v.kind == "exception" and v.error["type"] == "NameError"
+    assert v.error["file"].endswith("raises.py") and v.error["line"] == 25
+    assert "node.chain_rule(derivative)" in v.headline
+    assert str(ROOT) not in v.headline                        # no absolute path of this machine
+    assert "(on every graph)" in rep.headline()
+
+
+def test_a_file_that_does_not_parse_gives_its_line():
+    rep = report_for(str(SOLUTIONS / "does_not_parse.py"), keys=["slide"])
+    assert not rep.loaded and rep.load_error["kind"] == "syntax_error" and rep.load_error["line"] == 4
+    assert rep.headline().startswith("syntax error in student_solutions/does_not_parse.py line 4")
+
+
+def test_the_untouched_starter_in_hw2s_layout_is_not_implemented_yet():
+    # a folder with minitorch/autodiff.py: loaded as minitorch.autodiff (its relative import works) without
+    # running minitorch/__init__.py (which raises here, as HW2's would fail to import CUDA kernels)
+    rep = report_for(str(SOLUTIONS / "hw2_starter"), keys=["slide", "deep"])
+    assert rep.loaded, rep.load_error
+    assert rep.file.endswith("minitorch/autodiff.py")
+    assert rep.verdicts["slide"].kind == "not_implemented"
+    assert rep.verdicts["slide"].error["file"] == "minitorch/autodiff.py"
+    assert rep.headline().startswith("not implemented yet")
+
+
+def test_visiting_constants_is_flagged():
+    rep = report("visits_constants.py", ["slide", "constant"])
+    v = rep.verdicts["constant"]
+    assert v.kind == "warning" and "constant_visited" in v.reasons
+    assert "constant" in v.headline
+
+
+def test_prints_and_memory_hogs_stay_in_the_child(tmp_path):
+    src = (SOLUTIONS / "correct.py").read_text()
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text(src.replace("def backpropagate(variable, deriv):",
+                                 "def backpropagate(variable, deriv):\n    print('{\"type\": \"graph\"}')"))
+    rep = report_for(str(noisy), keys=["slide"])
+    assert rep.verdicts["slide"].right
+    hog = tmp_path / "hog.py"
+    hog.write_text("def topological_sort(variable):\n    return [bytearray(8 << 30)]\n\n"
+                   "def backpropagate(variable, deriv):\n    return [bytearray(8 << 30)]\n")
+    rep = report_for(str(hog), keys=["slide", "cube"])
+    assert rep.verdicts["slide"].kind == "memory", rep.verdicts["slide"].headline
+    assert rep.verdicts["cube"].kind == "not_run"
+    assert not [m for m in sys.modules if m.startswith("student_")]   # nothing of theirs in this process
+
+
+def test_a_missing_path_is_a_clear_message(tmp_path):
+    rep = report_for(str(tmp_path / "nowhere"), keys=["slide"])
+    assert not rep.loaded and "no autodiff.py" in rep.headline()
+
+
+def test_the_report_command():
+    out = subprocess.run([sys.executable, "-m", "explorer.student_code", str(SOLUTIONS / "bfs_first_touch.py"),
+                          "--random", "5"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 1, out.stderr
+    assert "✘ Slide example" in out.stdout and "first wrong node x1" in out.stdout
+    assert "5 random graphs" in out.stdout and "lost contribution" in out.stdout
+
+
+# --- the pieces, without a child ----------------------------------------------------------------
+
+
+def test_the_child_proxies_record_every_protocol_call():
+    from explorer.student_code.child import Recording
+    built = build(spec_for("cube"))
+    rec = Recording(built, 100)
+    out = rec.proxy(built.output)
+    assert out.unique_id == built.node_of[built.output.unique_id] and rec.proxy(built.output) is out
+    from engine import tensor
+    pairs = out.chain_rule(tensor(1.0))
+    (p1, d1), (p2, d2) = pairs
+    assert p1.is_leaf() is False and p2.is_leaf() is True and d1.item() == 2.0 and d2.item() == 4.0
+    p2.accumulate_derivative(d2)
+    names = built.names
+    assert [(k, names[n], names.get(p), v) for k, n, p, v in rec.events] == [
+        ("vjp", "f", None, 1.0), ("send", "f", names[p1.unique_id], 2.0), ("send", "f", "x", 4.0),
+        ("acc", "x", None, 4.0)]
+    with pytest.raises(AttributeError, match="HW2's protocol only"):
+        out.history
+
+
+def test_lost_contributions_and_adjoints_from_events():
+    ref = reference("slide")
+    ids = {n: i for i, n in ref.names.items()}
+    x1, x3, x6, x7 = ids["x1"], ids["x3"], ids["x6"], ids["x7"]
+    events = [["vjp", x7, None, 1.0], ["send", x7, x1, 1.0], ["send", x7, x6, 1.0], ["acc", x1, None, 1.0],
+              ["vjp", x3, None, 2.0], ["send", x3, x1, 3.0]]
+    got = student_adjoints(events, ref.built.kinds)
+    assert got[x1] == 1.0 and got[x7] == 1.0 and got[x3] == 2.0
+    raw = {"sort": {"order": None, "error": None, "returned": "list"},
+           "backprop": {"events": events, "n_events": 6, "vjp_calls": 2, "acc_calls": 1, "error": None}}
+    v = diagnose("slide", raw, ref)
+    assert v.kind == "wrong_gradient" and v.node_name == "x6"    # never visited: first in the engine's order
+    assert "never_visited" in v.reasons and "lost" in v.reasons
+
+
+def test_order_problems():
+    ref = reference("slide")
+    ids = {n: i for i, n in ref.names.items()}
+    ok, _, edge = order_problems(ref.order, ref)
+    assert ok == [] and edge is None
+    bad = [ids[n] for n in ("x7", "x1", "x6", "x5", "x3", "x4", "x2", "1.5")]
+    codes, texts, edge = order_problems(bad, ref)
+    assert edge == (ids["x1"], ids["x3"]) and "not_topological" in codes and "constant_visited" in codes
+    codes, _, _ = order_problems(bad[:3], ref)
+    assert "missing_from_order" in codes
+
+
+# --- the page's model ---------------------------------------------------------------------------
+
+
+def test_opt_in_is_off_by_default_and_refused_on_a_class_server(tmp_path):
+    f = tmp_path / "autodiff.py"
+    f.write_text("")
+    assert not V.opt_in([], {}).enabled and "off" in V.opt_in([], {}).refused
+    on = V.opt_in(["--student-code", str(f)], {})
+    assert on.enabled and on.path == str(f.resolve())
+    assert V.opt_in([f"--student-code={f}"], {}).enabled
+    server = V.opt_in(["--student-code", str(f)], {"AUTODIFF_CLASS_SERVER": "1"})
+    assert not server.enabled and "class server" in server.refused
+    assert "does not exist" in V.opt_in(["--student-code", str(tmp_path / "nope.py")], {}).refused
+
+
+def test_the_first_wrong_node_is_marked_beside_the_engines_order():
+    rep = report("bfs_first_touch.py")
+    gv = V.graph_view(rep, "slide")
+    assert gv.engine.n_frames == gv.student.n_frames
+    names = rep.references["slide"].names
+    x1 = next(i for i, n in names.items() if n == "x1")
+    i = gv.student.frameset.node_ids.index(x1)
+    k = gv.wrong_frame
+    assert k is not None and gv.student.frameset.frames[k].node_state[i] == "lost"
+    assert gv.student.frameset.frames[k - 1].node_state[i] != "lost"
+    assert gv.student.frameset.frames[-1].node_adjoint[i].endswith("✘")
+    assert all(f.node_state[i] != "lost" for f in gv.engine.frameset.frames)
+    assert gv.wrong_text.startswith("Your first wrong node: x1")
+    lost = [f for f in gv.student.frameset.frames if "LOST" in f.caption]
+    assert lost and lost[0].index > k          # x1 passed its adjoint on first; x3's contribution came later
+    assert "random-" in V.graph_choices(rep)[-1]
+
+
+def test_a_correct_solution_animates_like_the_engine():
+    rep = report("correct.py", all_keys())
+    gv = V.graph_view(rep, "slide")
+    assert gv.wrong_frame is None
+    assert gv.student.trace.grads == pytest.approx(gv.engine.trace.grads)
+    assert [f.node_adjoint for f in gv.student.frameset.frames[-1:]] == \
+        [f.node_adjoint for f in gv.engine.frameset.frames[-1:]]
+    rows = V.summary_rows(rep)
+    assert rows[0]["verdict"].startswith("✔ right") and any("200 random graphs" == r["graph"] for r in rows)
+    series = V.scaling_series(rep)
+    assert series[V.STUDENT_LABEL] == series["The engine"]
+    assert np.all(np.asarray(series[V.STUDENT_LABEL][1]) == np.asarray(DOUBLING_DEPTHS))
