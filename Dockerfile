@@ -19,7 +19,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     # training processes at once per replica (the pool queues the rest; see explorer/sentiment_training/runner.py)
     AUTODIFF_TRAINING_WORKERS=2 \
     # a training run is stopped after this many seconds
-    AUTODIFF_TRAINING_MAX_S=3600
+    AUTODIFF_TRAINING_MAX_S=3600 \
+    # a class server: the Your HW2 code page never runs students' files here (whatever the command line says)
+    AUTODIFF_CLASS_SERVER=1
 
 WORKDIR /app
 # the runtime dependencies first (their layer survives code changes); the test tools are left out

@@ -9,4 +9,5 @@ Streamlit.
 - :mod:`explorer.network_explorer`      page 5
 - :mod:`explorer.sentiment_training`    page 6
 - :mod:`explorer.static_vs_dynamic`     page 7
+- :mod:`explorer.student_code`          page 12 (a student's HW2 code, run in a sandboxed child process)
 """

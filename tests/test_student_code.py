@@ -268,3 +268,42 @@ def test_a_correct_solution_animates_like_the_engine():
     series = V.scaling_series(rep)
     assert series[V.STUDENT_LABEL] == series["The engine"]
     assert np.all(np.asarray(series[V.STUDENT_LABEL][1]) == np.asarray(DOUBLING_DEPTHS))
+
+
+# --- the page, headless -------------------------------------------------------------------------
+
+
+PAGE = ROOT / "app" / "pages" / "12_Your_HW2_code.py"
+
+
+def _texts(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [e.value for e in at.error]
+    return "\n".join(map(str, parts + [i.value for i in at.info]))
+
+
+def test_the_page_runs_nothing_without_the_opt_in(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(sys, "argv", ["app/Home.py"])
+    at = AppTest.from_file(str(PAGE), default_timeout=120).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Running your own code is off" in _texts(at) and not at.get("plotly_chart")
+    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(SOLUTIONS / "correct.py")])
+    monkeypatch.setenv("AUTODIFF_CLASS_SERVER", "1")
+    at = AppTest.from_file(str(PAGE), default_timeout=120).run()
+    assert "This is a class server" in _texts(at) and not at.get("plotly_chart")
+
+
+def test_the_page_marks_the_first_wrong_node_at_its_step(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(SOLUTIONS / "bfs_first_touch.py")])
+    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
+    at = AppTest.from_file(str(PAGE), default_timeout=300).run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = _texts(at)
+    assert "bfs\\_first\\_touch\\.py" in text and "Watch step" in text and len(at.get("plotly_chart")) == 3  # both orders, VJP calls
+    step = int(text.split("Watch step ", 1)[1].split(":", 1)[0])
+    for _ in range(step - 1):
+        next(b for b in at.button if b.label == "Step").click().run()
+    text = _texts(at)
+    assert "Your first wrong node\\: x1" in text and f"Your code** · Step {step} of" in text
+    assert str(ROOT) not in text                              # no path of this machine on the page

@@ -7,7 +7,7 @@ import streamlit as st
 
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import line_plot, style_graph_figure
+from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
 from explorer.kit.formatting import md_escape
 from explorer.kit.widgets import (graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page,
                                   stepper, still_graph)
@@ -20,7 +20,7 @@ ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
-head = st.columns([3, 1], vertical_alignment="bottom")
+head = st.columns([3, 2.2, 1], vertical_alignment="bottom")
 with head[-1]:
     presentation_toggle()
 optin = V.opt_in()
@@ -39,53 +39,60 @@ def cached_report(path: str, version: tuple[int, int]):
 
 
 @bounded_cache(16 << 20, spinner="Drawing both orders…", seconds=None)
-def cached_view(path: str, version: tuple[int, int], key: str, width: int):
-    return V.graph_view(cached_report(path, version), key, width)
+def cached_view(path: str, version: tuple[int, int], key: str, width: int, max_height: int):
+    return V.graph_view(cached_report(path, version), key, width, max_height)
 
 
 version = V.file_version(optin.path)
 report = cached_report(optin.path, version)
-head[0].markdown(f"Running **{md_escape(V.shown_name(report))}** (saved changes rerun it).")
+ok = report.loaded and all(v.right for v in report.verdicts.values())
+# the file (its folder and name only: no path of this machine) and the whole report, in one line of text (a box
+# would push the graphs below the first screen); the code runs again once a change to the file is saved
+head[0].markdown(f":{'green' if ok else 'red'}[{'✔' if ok else '✘'} **{md_escape(V.shown_name(report))}**: "
+                 f"{md_escape(report.headline())}]")
 if not report.loaded:
-    st.error(md_escape(report.headline()))
     st.stop()
-(st.success if all(v.right for v in report.verdicts.values()) else st.error)(
-    "**Verdict:** " + md_escape(report.headline()))
 
 choices = V.graph_choices(report)
 if st.session_state[ns.key("graph")] not in choices:
     st.session_state[ns.key("graph")] = choices[0]
 titles = {k: report.verdicts[k].title for k in choices}
-pick = st.columns([3, 2])
-pick[0].selectbox("Graph", choices, format_func=lambda k: titles[k], key=ns.key("graph"))
+head[1].selectbox("Graph", choices, format_func=lambda k: titles[k], key=ns.key("graph"), label_visibility="collapsed")
 key = st.session_state[ns.key("graph")]
-gv = cached_view(optin.path, version, key, graph_px(look, V.ORDER_WIDTH, 0.5))
+gv = cached_view(optin.path, version, key, graph_px(look, V.ORDER_WIDTH, 0.5),
+                 int(V.graph_height(look.presenting) / graph_scale(look)))
 verdict = gv.verdict
-pick[1].markdown(("✔ " if verdict.right else "~ " if verdict.kind == "warning" else "✘ ") +
-                 md_escape(verdict.headline))
 
 
 def draw(step: int) -> None:
-    cols = st.columns(2)
-    for col, side in zip(cols, (gv.engine, gv.student)):
-        with col:
-            st.markdown(f"##### {md_escape(side.label if side else V.STUDENT_LABEL)}")
-            if side is None:
-                st.error(md_escape(verdict.headline))
-                continue
-            k = min(step, side.n_frames) - 1
+    """Both orders at the same 1-based step: graphs in one row (lined up, on the first screen), their captions
+    in the next, then where the student's code went wrong."""
+    sides = (gv.engine, gv.student)
+    ks = [min(step, side.n_frames) - 1 if side else 0 for side in sides]
+    for col, side, k in zip(st.columns(2), sides, ks):
+        if side is None:
+            col.markdown(f"**{V.STUDENT_LABEL}**")
+            col.error(md_escape(verdict.headline))
+            continue
+        show_plot(style_graph_figure(still_graph(side.figure, k, title=False), look), look,
+                  key=ns.key(f"fig_{'student' if side is gv.student else 'engine'}"), where=col)
+    for col, side, k in zip(st.columns(2), sides, ks):
+        if side is not None:
             fr = side.frameset.frames[k]
-            st.markdown(f"**Step {k + 1} of {side.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
-            if side is gv.student and gv.wrong_frame is not None:
-                if k >= gv.wrong_frame:
-                    st.error(f"**{md_escape(gv.wrong_text)}**", icon=":material/error:")
-                else:
-                    st.caption(f"Watch step {gv.wrong_frame + 1}: your first wrong node is marked there.")
-            show_plot(style_graph_figure(still_graph(side.figure, k, title=False), look), look,
-                      key=ns.key(f"fig_{'student' if side is gv.student else 'engine'}"))
-            if side is gv.student and k == side.n_frames - 1:
-                for d in verdict.details:
-                    st.markdown(f"- {md_escape(d)}")
+            col.markdown(f"**{md_escape(side.label)}** · Step {k + 1} of {side.n_frames} · {fr.phase}: "
+                         f"{md_escape(fr.caption)}")
+    notes = st.columns(2)[1]
+    k = ks[1]
+    if gv.student is not None:
+        if gv.wrong_frame is not None and k >= gv.wrong_frame:
+            notes.error(f"**{md_escape(gv.wrong_text)}**", icon=":material/error:")
+        elif gv.wrong_frame is not None:
+            notes.caption(f"Watch step {gv.wrong_frame + 1}: your first wrong node is marked there.")
+        mark = "✔ " if verdict.right else "~ " if verdict.kind == "warning" else "✘ "
+        notes.markdown(mark + md_escape(verdict.headline))
+        if k == gv.student.n_frames - 1:
+            for d in verdict.details:
+                notes.markdown(f"- {md_escape(d)}")
     publish_link(ctx, {"graph": key, "step": step})
 
 

@@ -27,6 +27,15 @@ from .report import StudentReport
 OPTION = "--student-code"
 CLASS_SERVER_ENV = "AUTODIFF_CLASS_SERVER"
 ORDER_WIDTH = 460      # px per graph: the two orders side by side in a 1400 px window (as page 2)
+# px a graph may be tall before it shrinks (at most to the renderer's MIN_SCALE): both graphs, whole, on the first
+# screen under the step buttons (measured in Chromium: 1400x900 normal; presenting at 1920x1080, 1366x768 and
+# 1280x720, where a graph too tall to shrink legibly is shown through the renderer's window that follows the step)
+GRAPH_HEIGHT, PRESENT_GRAPH_HEIGHT = 510, 445
+
+
+def graph_height(presenting: bool) -> int:
+    """The tallest the graphs may be drawn (px on screen, after presentation mode's enlargement)."""
+    return PRESENT_GRAPH_HEIGHT if presenting else GRAPH_HEIGHT
 STUDENT_LABEL = "Your code"
 ENGINE_LABEL = "The engine (topological order)"
 
@@ -218,7 +227,8 @@ def mark_wrong(frameset: FrameSet, trace: Trace, node: int, text: str) -> int | 
     return start
 
 
-def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH) -> GraphView:
+def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
+               max_height: int = GRAPH_HEIGHT) -> GraphView:
     """The engine's and the student's backward passes on graph ``key`` (a lecture graph or a random one),
     stepping together on one placement."""
     spec = spec_for(key)
@@ -246,7 +256,7 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH) -> Gra
         wrong_frame = mark_wrong(stu_fs, stu_shown, verdict.node, wrong_text)
     frames = eng_fs.frames + (stu_fs.frames if stu_fs is not None else [])
     union = FrameSet(eng_fs.node_ids, frames, heads=eng_fs.heads, edges=eng_fs.edges)
-    drawing = plan(union, shown, width)
+    drawing = plan(union, shown, width, max_height=max_height)
     engine = Side(ENGINE_LABEL, eng_shown, eng_fs, figure_dict(eng_fs, shown, drawing))
     student = Side(STUDENT_LABEL, stu_shown, stu_fs, figure_dict(stu_fs, shown, drawing)) if stu_fs else None
     return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text)
@@ -263,7 +273,7 @@ def file_version(path: str) -> tuple[int, int]:
 def shown_name(report: StudentReport) -> str:
     """The student's file as the page names it: folder and file name, never the machine's full path."""
     f = Path(report.file or report.path)
-    return f"{f.parent.name}/{f.name}" if f.parent.name else f.name
+    return f"{f.parent.name}/{f.name}" if f.name == "autodiff.py" and f.parent.name else f.name
 
 
 def page_report(path: str) -> StudentReport:
