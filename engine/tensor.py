@@ -397,7 +397,13 @@ class Tensor:
     def chain_rule(self, d_output: "Tensor"):
         # (input, its VJP contribution) for each input the VJP gave one: HW2's protocol hands out
         # Variables with Tensor derivatives only, never a number operand (``1.5`` in ``1.5 * x1``)
-        return [(x, d) for x, d in zip(self.operands, self.op.vjp(self, d_output)) if d is not None]
+        grads = self.op.vjp(self, d_output)
+        if self._n == 2:  # most nodes: no zip, no filtering loop (the scalar chain's backward, per node)
+            da, db = grads
+            if da is None:
+                return () if db is None else ((self._b, db),)
+            return ((self._a, da),) if db is None else ((self._a, da), (self._b, db))
+        return [(x, d) for x, d in zip(_operands(self), grads) if d is not None]
 
     def accumulate_derivative(self, x: "Tensor") -> None:
         if x.dtype is not self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype
