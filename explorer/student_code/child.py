@@ -19,7 +19,7 @@ import traceback
 import types
 from pathlib import Path
 
-MAX_EVENTS = 20_000          # protocol calls kept per run (all are counted)
+MAX_EVENTS = 100_000         # protocol calls kept per run (all are counted): 3 per VJP call at the work limit
 VALUE_ELEMENTS = 16          # values kept per recorded tensor (the graphs' tensors are smaller)
 
 

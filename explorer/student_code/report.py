@@ -52,7 +52,8 @@ class StudentReport:
         bad = [v for v in graphs if v.kind not in ("right", "warning")]
         warned = [v for v in graphs if v.kind == "warning"]
         if not bad and not warned and not (self.scaling and self.scaling.exponential):
-            return f"right on every graph ({len(self.verdicts)} graphs)"
+            return f"right on every graph ({len(graphs)} graphs" + (
+                ", one VJP call per node on the doubling chains)" if self.scaling else ")")
         parts = []
         errors = {v.headline for v in bad if v.error is not None}
         if bad and len(bad) == len(graphs) and len(errors) == 1:
