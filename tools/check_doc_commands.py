@@ -88,6 +88,14 @@ SHORT: dict[str, str | Serve | Skip] = {
         "python examples/train_sentiment.py --full --epochs 1 --train-size 300 --val-size 50 --quiet",
     "python examples/train_sentiment.py --train my.csv --valid my_dev.csv":
         OWN_CSV + "python examples/train_sentiment.py --train $d/my.csv --valid $d/my_dev.csv --epochs 2 --quiet",
+    # README: your own HW2 code (the report exits 1 when the code is not right everywhere, as these are not)
+    "python -m explorer.student_code PATH/TO/llmsys_hw2":
+        "python -m explorer.student_code tests/student_solutions/hw2_starter --random 2 > /dev/null; [ $? -eq 1 ]",
+    "python -m explorer.student_code tests/student_solutions/bfs_first_touch.py":
+        "python -m explorer.student_code tests/student_solutions/bfs_first_touch.py --random 2 > /dev/null; "
+        "[ $? -eq 1 ]",
+    "streamlit run app/Home.py -- --student-code PATH/TO/llmsys_hw2":
+        Serve("streamlit run app/Home.py -- --student-code tests/student_solutions/hw2_starter", "/Your_HW2_code"),
     "python examples/explain_trace.py": "python examples/explain_trace.py",
     "python examples/explain_trace.py --strategy bfs_first_touch":
         "python examples/explain_trace.py --strategy bfs_first_touch",
@@ -157,7 +165,9 @@ def all_documented() -> dict[str, list[str]]:
 def _serve(cmd: str, path: str, timeout: float) -> tuple[int, str]:
     with socket_port() as port:
         pass
-    full = cmd.format(python=sys.executable) + f" --server.port {port} --server.address 127.0.0.1 --server.headless true"
+    flags = f" --server.port {port} --server.address 127.0.0.1 --server.headless true"
+    base, sep, script_args = cmd.format(python=sys.executable).partition(" -- ")
+    full = base + flags + (sep + script_args if sep else "")   # Streamlit's flags before the app's own "-- args"
     log = tempfile.NamedTemporaryFile(prefix="serve-", suffix=".log", delete=False)
     proc = subprocess.Popen(full, shell=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True, executable="/bin/bash")
