@@ -20,7 +20,7 @@ ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
-head = st.columns([3, 2.2, 1], vertical_alignment="bottom")
+head = st.columns([3.8, 2.2, 1], vertical_alignment="bottom")
 with head[-1]:
     presentation_toggle()
 optin = V.opt_in()
@@ -49,7 +49,7 @@ ok = report.loaded and all(v.right for v in report.verdicts.values())
 # the file (its folder and name only: no path of this machine) and the whole report, in one line of text (a box
 # would push the graphs below the first screen); the code runs again once a change to the file is saved
 head[0].markdown(f":{'green' if ok else 'red'}[{'✔' if ok else '✘'} **{md_escape(V.shown_name(report))}**: "
-                 f"{md_escape(report.headline())}]")
+                 f"{md_escape(report.headline())}.] " + (V.SIDES_NOTE if report.loaded else ""))
 if not report.loaded:
     st.stop()
 

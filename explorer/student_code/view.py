@@ -37,6 +37,7 @@ def graph_height(presenting: bool) -> int:
     """The tallest the graphs may be drawn (px on screen, after presentation mode's enlargement)."""
     return PRESENT_GRAPH_HEIGHT if presenting else GRAPH_HEIGHT
 STUDENT_LABEL = "Your code"
+SIDES_NOTE = "Left: the engine; right: yours."
 ENGINE_LABEL = "The engine (topological order)"
 
 

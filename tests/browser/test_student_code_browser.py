@@ -91,6 +91,7 @@ def test_the_first_wrong_node_is_marked_beside_the_correct_order(browser, studen
             text = main.inner_text()
             assert "The engine (topological order) · Step" in text and f"Your code · Step {step} of" in text
             assert "Your first wrong node: x1" in text and "lost contribution" in text
+            assert V.SIDES_NOTE in text                      # which graph is which, on the first screen
             plots = pg.locator(".js-plotly-plot")
             plots.first.wait_for()
             assert plots.count() >= 2
