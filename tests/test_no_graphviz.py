@@ -35,10 +35,19 @@ def no_graphviz(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.delenv("AUTODIFF_DOT", raising=False)
     monkeypatch.setattr(gl, "_interpreter_dirs", lambda: [])
-    gl.cache().clear()
+    _forget_pictures()
     assert gl.find_dot() is None
     yield
+    _forget_pictures()
+
+
+def _forget_pictures() -> None:
+    """Drop the layouts and the pages' cached results (shared by the sessions of this process): an
+    earlier test's figure, laid out with Graphviz, must not stand in for one laid out without it."""
+    import streamlit as st
     gl.cache().clear()
+    st.cache_resource.clear()
+    st.cache_data.clear()
 
 
 def _texts(at: AppTest) -> str:

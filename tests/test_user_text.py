@@ -186,4 +186,4 @@ def test_the_inputs_box_reports_positions_in_what_was_typed(text, line, col, car
 
 def test_no_traceback_reaches_a_browser():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
-    assert config["client"]["showErrorDetails"] is False
+    assert config["client"]["showErrorDetails"] == "none"   # "false" is read as the old stacktrace mode

@@ -294,6 +294,13 @@ def _pandas_metadata(layout: tuple[tuple[str, str], ...]) -> dict:
     return json.loads(pa.Table.from_pandas(df).schema.metadata[b"pandas"])
 
 
+@functools.lru_cache(maxsize=1)
+def _pandas_string_type() -> pa.DataType:
+    """The Arrow type pandas gives a column of Python strings (``string`` up to pandas 2, ``large_string``
+    from pandas 3, whose strings are Arrow-backed)."""
+    return pa.Table.from_pandas(pd.DataFrame({"s": ["x"]})).schema.field("s").type
+
+
 def arrow_columns(columns: dict) -> pa.Table:
     """``pa.Table.from_pandas(pd.DataFrame(columns))`` without pandas, for columns that are float64 or
     int64 NumPy arrays or pyarrow string arrays (NaN becomes null, as pandas makes it)."""
@@ -320,7 +327,7 @@ def series_table(x: str, y: str, parts: list[tuple[str, np.ndarray, np.ndarray]]
     xs = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
     ys = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
     codes = np.repeat(np.arange(len(parts), dtype=np.int32), [len(p[1]) for p in parts])
-    names = pa.array([p[0] for p in parts], pa.large_string()).take(pa.array(codes))
+    names = pa.array([p[0] for p in parts], _pandas_string_type()).take(pa.array(codes))
     return arrow_columns({x: xs, y: ys, "series": names})
 
 
