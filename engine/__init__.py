@@ -5,7 +5,7 @@
 >>> f = x1 + (1.5 * x1 + 2.0 * x2).exp()
 >>> f.backward()
 """
-from . import autodiff, backends, functional, nn, ops, optim, strategies  # noqa: F401
+from . import autodiff, backends, checkpoint, functional, nn, ops, optim, strategies  # noqa: F401
 from .api import (GradcheckError, GradcheckReport, full, grad, gradcheck, jvp, manual_seed, ones, randn,  # noqa: F401
                   vjp, zeros)
 from .autodiff import backpropagate, topological_sort  # noqa: F401
@@ -27,7 +27,7 @@ __all__ = [
     "backpropagate", "topological_sort", "available_backends", "BackendUnavailable", "BroadcastError",
     "exp", "log", "relu", "sigmoid", "tanh", "matmul", "where", "sum", "max", "mean", "softmax", "log_softmax",
     "logsumexp", "linear", "dropout", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
-    "autodiff", "backends", "functional", "nn", "ops", "optim",
+    "autodiff", "backends", "checkpoint", "functional", "nn", "ops", "optim",
 ]
 
 # static graphs and captured steps (engine.static builds on everything above)

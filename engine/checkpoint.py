@@ -1,0 +1,265 @@
+"""Activation recomputation (checkpointing): trade forward work for the memory the backward pass keeps.
+
+Reverse mode keeps every value a VJP will read until the backward pass reaches it (the notes' 2L − 1
+buffers for an MLP). :func:`checkpoint` runs a segment without recording it and keeps only the
+segment's inputs; its backward recomputes the segment (recording it this time) and backpropagates
+through the copy. :func:`run_layers` applies the three policies the lecture compares:
+
+* ``keep_all``: the ordinary graph (L layer calls, every activation kept);
+* ``every`` / ``sqrt``: a checkpoint every k layers (k = round(√L) for ``sqrt``): the k-layer segments'
+  inputs are kept, one segment at a time is recomputed in backward (2L layer calls);
+* ``recompute_all``: keep only the network's input; the backward of layer i recomputes layers 1..i−1
+  from it (L + L(L+1)/2 layer calls, one activation alive at a time).
+
+A segment may use tensors that require grad through its closure (a layer's weights): they are found
+while the segment runs and become inputs of the recorded op, so their gradients flow as usual.
+A segment holding random ops (dropout) is refused: its recomputation would draw another mask.
+"""
+from __future__ import annotations
+
+import math
+import time
+import tracemalloc
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .autodiff import derivatives_at
+from .tensor import Op, Tensor, apply, is_grad_enabled, kept_bytes, no_grad, set_grad_enabled, tensor, trace_ops
+
+MODES = ("keep_all", "every", "sqrt", "recompute_all")
+
+
+class _Segment:
+    """The parameters of a recorded checkpoint: what to recompute and how many of the op's inputs are the
+    segment's own arguments (the rest are tensors its closure reads)."""
+
+    __slots__ = ("fns", "n_args", "result", "chain")
+
+    def __init__(self, fns: Sequence[Callable], n_args: int, result, chain: bool):
+        self.fns, self.n_args, self.result, self.chain = list(fns), n_args, result, chain
+
+
+def _fresh(x: Tensor, requires_grad: bool) -> Tensor:
+    t = Tensor._make(x._data, x.backend)
+    t.requires_grad = requires_grad
+    return t
+
+
+def _run_unrecorded(fns: Sequence[Callable], args: Sequence[Tensor]):
+    """Run the segment under ``no_grad``; return its output and the tensors requiring grad it read from
+    outside (its closure's parameters), refusing random ops and closure tensors that have a history."""
+    arg_ids = {a.unique_id for a in args}
+    captured: dict[int, Tensor] = {}
+    random_ops: list[str] = []
+
+    def hook(op, inputs, params, out):
+        if op.random:
+            random_ops.append(op.name)
+        for t in inputs:
+            if isinstance(t, Tensor) and t.requires_grad and t.unique_id not in arg_ids:
+                captured.setdefault(t.unique_id, t)
+
+    with no_grad(), trace_ops(hook):
+        out = fns[0](*[_fresh(a, False) for a in args])
+        for f in fns[1:]:
+            out = f(out)
+    if random_ops:
+        raise ValueError(f"checkpoint: the segment runs random op(s) {sorted(set(random_ops))}; recomputing it "
+                         "in backward would draw other random numbers, so it cannot be checkpointed")
+    for t in captured.values():
+        if t._history is not None:
+            raise ValueError("checkpoint: the segment reads a tensor computed outside it that requires grad; "
+                             "pass that tensor as an argument of checkpoint(fn, ...)")
+    return out, list(captured.values())
+
+
+class Checkpoint(Op):
+    """A recorded segment: forward ran unrecorded; the VJP recomputes it with a graph and walks that graph.
+
+    ``params`` is a :class:`_Segment`. With ``chain`` (recompute-all) the segment is a chain of layers and
+    the VJP recomputes each layer's input from the segment's input, one layer at a time, last first.
+    """
+
+    name = "checkpoint"
+    formula = "recompute the segment from its kept inputs, then run its VJPs"
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        seg = ctx.params
+        out, seg.result = seg.result, None   # computed while the parameters were found
+        return out
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        if is_grad_enabled():
+            raise NotImplementedError("checkpoint: backward(create_graph=True) through a recomputed segment is "
+                                      "not supported")
+        seg = ctx.params
+        inputs = ctx.inputs
+        args, captured = inputs[:seg.n_args], list(inputs[seg.n_args:])
+        if not seg.chain:
+            leaves = [_fresh(a, a.requires_grad) for a in args]
+            with set_grad_enabled(True):
+                out = seg.fns[0](*leaves)
+            found = derivatives_at(out, g, leaves + captured)
+            return tuple(found.get(t.unique_id) for t in leaves + captured)
+        totals: dict[int, Tensor] = {}
+        for i in range(len(seg.fns) - 1, -1, -1):
+            with no_grad():                      # layer i's input, recomputed from the kept one
+                a = args[0]
+                for f in seg.fns[:i]:
+                    a = f(a)
+            leaf = _fresh(a, True)
+            with set_grad_enabled(True):
+                out = seg.fns[i](leaf)
+            found = derivatives_at(out, g, [leaf] + captured)
+            for t in captured:
+                d = found.get(t.unique_id)
+                if d is not None:
+                    prev = totals.get(t.unique_id)
+                    totals[t.unique_id] = d if prev is None else prev + d
+            g = found[leaf.unique_id]
+        return (g if args[0].requires_grad else None,) + tuple(totals.get(t.unique_id) for t in captured)
+
+
+def checkpoint(fn: Callable[..., Tensor], *args) -> Tensor:
+    """``fn(*args)`` keeping only ``args`` for the backward pass, which recomputes ``fn`` (PyTorch's
+    ``torch.utils.checkpoint``). Tensors requiring grad that ``fn`` reads from its closure get gradients.
+
+    Raises:
+        ValueError: ``fn`` runs a random op, or reads a non-leaf tensor requiring grad from its closure.
+    """
+    args = tuple(a if isinstance(a, Tensor) else tensor(a) for a in args)
+    return _record([fn], args, chain=False)
+
+
+def _record(fns, args, chain: bool) -> Tensor:
+    if not is_grad_enabled() or args[0].backend.deferred:
+        out = fns[0](*args)
+        for f in fns[1:]:
+            out = f(out)
+        return out
+    out, captured = _run_unrecorded(fns, args)
+    if not (captured or any(a.requires_grad for a in args)):
+        return out
+    return apply(Checkpoint, tuple(args) + tuple(captured), _Segment(fns, len(args), out._data, chain))
+
+
+def recompute_all(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor) -> Tensor:
+    """The chain ``fns`` applied to ``x`` keeping only ``x``: the backward of layer i recomputes its input from
+    ``x`` (quadratic forward work, one activation alive at a time)."""
+    return _record(list(fns), (x,), chain=True) if fns else x
+
+
+def run_layers(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor, mode: str = "keep_all",
+               every: int | None = None) -> Tensor:
+    """Apply the layers ``fns`` to ``x`` under a memory policy (see the module docstring).
+
+    Raises:
+        ValueError: an unknown ``mode``, or ``every`` < 1 for ``"every"``.
+    """
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; known: {MODES}")
+    fns = list(fns)
+    if mode == "keep_all":
+        for f in fns:
+            x = f(x)
+        return x
+    if mode == "recompute_all":
+        return recompute_all(fns, x)
+    k = sqrt_segment(len(fns)) if mode == "sqrt" else int(every or 0)
+    if k < 1:
+        raise ValueError(f"every must be at least 1, got {every!r}")
+    for s in range(0, len(fns), k):
+        x = _record(fns[s:s + k], (x,), chain=False) if k == 1 else _record([_compose(fns[s:s + k])], (x,), False)
+    return x
+
+
+def _compose(fns):
+    def segment(h):
+        for f in fns:
+            h = f(h)
+        return h
+    return segment
+
+
+def sqrt_segment(depth: int) -> int:
+    """Layers per segment for "a checkpoint every √L layers"."""
+    return max(1, round(math.sqrt(depth)))
+
+
+# --- measured: memory against time for each policy ------------------------------------------------------
+
+@dataclass
+class PolicyCost:
+    """One policy measured on a ReLU MLP: what the forward pass leaves kept, the peak during forward +
+    backward (both from NumPy's allocations, traced), the time of forward + backward, and the layer calls."""
+
+    mode: str
+    segment: int | None
+    kept_bytes: int            # buffers the recorded graph holds after the forward pass (engine.tensor.kept_bytes)
+    peak_bytes: int            # most bytes allocated at once during forward + backward, beyond the inputs
+    seconds: float             # best of ``repeats`` forward + backward runs (untraced)
+    layer_calls: int
+    max_grad_difference: float  # against keep-all's gradients
+
+    @property
+    def label(self) -> str:
+        return {"keep_all": "keep all", "recompute_all": "recompute all"}.get(
+            self.mode, f"checkpoint every {self.segment} layers")
+
+
+def _mlp(depth: int, width: int, batch: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    params = [(tensor(rng.standard_normal((width, width)) * math.sqrt(2.0 / width), requires_grad=True),
+               tensor(np.zeros(width), requires_grad=True)) for _ in range(depth)]
+    x = tensor(rng.standard_normal((batch, width)))
+    return params, x
+
+
+def measure_policy(depth: int, width: int, batch: int, mode: str, every: int | None = None,
+                   repeats: int = 3) -> PolicyCost:
+    """Run forward + backward of a ``depth``-layer ReLU MLP (float64) under ``mode`` and measure it."""
+    params, x = _mlp(depth, width, batch)
+    calls: list[int] = []
+
+    def layers():
+        return [lambda h, W=W, b=b: (calls.append(1), (h @ W + b).relu())[1] for W, b in params]
+
+    def grads():
+        return [p.grad.numpy() for pair in params for p in pair]
+
+    def run():
+        for pair in params:
+            for p in pair:
+                p.grad = None
+        out = run_layers(layers(), x, mode=mode, every=every)
+        return out
+
+    out = run_layers(layers(), x)                  # keep-all's gradients, the reference
+    out.sum().backward()
+    reference = grads()
+    best = math.inf
+    for _ in range(max(1, repeats)):
+        t0 = time.perf_counter()
+        run().sum().backward()
+        best = min(best, time.perf_counter() - t0)
+    calls.clear()
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = run()
+        kept = kept_bytes(out)
+        out.sum().backward()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if started:
+            tracemalloc.stop()
+    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(grads(), reference))
+    segment = sqrt_segment(depth) if mode == "sqrt" else every
+    return PolicyCost(mode, segment, kept, peak, best, len(calls), diff)
