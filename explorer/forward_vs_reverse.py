@@ -189,3 +189,153 @@ def dual_frames(run: DualRun):
                         f"directional derivative {short_value(run.output_tangent)}", [], [], list(text),
                         list(state), list(tangent)))
     return FrameSet(node_ids, frames, heads=[heads[i] for i in node_ids], edges=[(e.src, e.dst) for e in g.edges])
+
+
+# --- the Jacobian, defined where the page first uses it ----------------------------------------------------
+
+JACOBIAN_DEFINITION = ("For f: Rⁿ → Rᵐ the **Jacobian** J is the m × n matrix of partial derivatives, "
+                       "Jᵢⱼ = ∂yᵢ/∂xⱼ: row i is the gradient of output yᵢ, column j is how every output moves with "
+                       "input xⱼ. Forward mode computes J·v (one column per pass, v = eⱼ); reverse mode computes "
+                       "ūᵀJ (one row per pass, ū = eᵢ): the vector–Jacobian product (VJP).")
+
+
+# --- the notes' cost table: a gradient costs a small constant number of forward passes --------------------
+
+def pass_costs(depth: int = 4, width: int = 64, batch: int = 32, repeats: int = 3) -> list[dict]:
+    """Forward pass alone, forward + backward (every parameter's gradient) and one forward-mode (JVP) pass
+    of a ReLU MLP, measured on the engine: ops run, matmul multiply-adds, time, each as a multiple of the
+    forward pass (the notes: one reverse-mode gradient costs about two forward passes more)."""
+    import time
+
+    import engine
+    rng = np.random.default_rng(0)
+    Ws = [engine.tensor(rng.standard_normal((width, width)) / np.sqrt(width), requires_grad=True)
+          for _ in range(depth)]
+    x = engine.tensor(rng.standard_normal((batch, width)))
+
+    def net(h, *ws):
+        for W in ws:
+            h = (h @ W).relu()
+        return h.sum()
+
+    def measure(run):
+        ops: list[tuple] = []
+        with engine.trace_ops(lambda op, inputs, params, out: ops.append(
+                (op.name, int(np.prod(inputs[0].shape)) * int(inputs[1].shape[-1]) if op.name == "matmul" else 0))):
+            run()
+        best = min(_timed(run, time) for _ in range(max(1, repeats)))
+        return len(ops), sum(m for _, m in ops), best
+
+    def forward():
+        with engine.no_grad():
+            net(x, *Ws)
+
+    def reverse():
+        net(x, *Ws).backward()
+
+    def forward_mode():
+        engine.jvp(lambda *ws: net(x, *ws), Ws, [engine.tensor(np.ones((width, width)))] + [
+            engine.tensor(np.zeros((width, width)))] * (depth - 1))
+
+    rows = []
+    base = None
+    for what, run in (("forward pass (values only)", forward),
+                      ("reverse mode: forward + backward (all gradients)", reverse),
+                      ("forward mode: one JVP pass (one direction)", forward_mode)):
+        n_ops, macs, seconds = measure(run)
+        base = base or (n_ops, macs, seconds)
+        rows.append({"pass": what, "ops run": n_ops, "matmul multiply-adds": f"{macs:,}",
+                     "× forward (multiply-adds)": f"{macs / base[1]:.2f}", "time (ms)": f"{seconds * 1e3:.2f}",
+                     "× forward (time)": f"{seconds / base[2]:.2f}"})
+    return rows
+
+
+def _timed(run, time) -> float:
+    t0 = time.perf_counter()
+    run()
+    return time.perf_counter() - t0
+
+
+# --- activation recomputation (checkpointing), measured ---------------------------------------------------
+
+CHECKPOINT_DEPTHS = (4, 9, 16)
+CHECKPOINT_MODES = ("keep_all", "sqrt", "recompute_all")
+MAX_CHECKPOINT_MACS = 4_000_000_000   # multiply-adds one request may run (a few seconds on a busy core)
+
+
+def checkpoint_work(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: int = 2) -> int:
+    """Multiply-adds :func:`checkpoint_runs` will run, estimated before it runs: per policy and depth, the
+    layer calls (``L``, ``2L``, ``L + L(L+1)/2``) × (1 forward + 2 backward matmuls) × batch × width², for the
+    reference run, ``repeats`` timed runs and one traced run."""
+    calls = sum(L + 2 * L + L + L * (L + 1) // 2 for L in depths)   # keep-all, every √L, recompute-all
+    return calls * 3 * batch * width * width * (repeats + 2)
+
+
+def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: int = 2):
+    """Each policy (keep all, a checkpoint every √L layers, recompute all) measured at each depth on a ReLU
+    MLP (float64): ``(series, rows)`` with series ``policy -> (ms, peak MB)`` over the depths for the plot and
+    one table row per policy and depth.
+
+    Raises:
+        RequestRefused: the estimated work exceeds :data:`MAX_CHECKPOINT_MACS`.
+    """
+    from engine import checkpoint as ck
+    from .kit.budget import RequestRefused
+    work = checkpoint_work(width, batch, depths, repeats)
+    if work > MAX_CHECKPOINT_MACS:
+        raise RequestRefused(f"measuring every policy at width {width}, batch {batch} would run {work:,} "
+                             f"multiply-adds, more than this page's {MAX_CHECKPOINT_MACS:,}; choose a smaller size")
+    series: dict[str, tuple[list, list]] = {}
+    rows = []
+    for mode in CHECKPOINT_MODES:
+        for L in depths:
+            c = ck.measure_policy(L, width, batch, mode, repeats=repeats)
+            xs, ys = series.setdefault(_policy_name(mode), ([], []))
+            xs.append(round(c.seconds * 1e3, 3))
+            ys.append(round(c.peak_bytes / 1e6, 3))
+            rows.append({"policy": _policy_name(mode), "layers L": L,
+                         "segment (layers)": {"keep_all": "—", "recompute_all": "1 (from the input)"}.get(
+                             mode, str(c.segment)),
+                         "kept after forward (MB)": f"{c.kept_bytes / 1e6:.2f}",
+                         "peak during forward + backward (MB)": f"{c.peak_bytes / 1e6:.2f}",
+                         "layer calls": c.layer_calls, "time (ms)": f"{c.seconds * 1e3:.1f}",
+                         "max |Δ gradient| vs keep all": f"{c.max_grad_difference:.1e}"})
+    return series, rows
+
+
+def _policy_name(mode: str) -> str:
+    return {"keep_all": "keep all", "sqrt": "checkpoint every √L", "recompute_all": "recompute all"}[mode]
+
+
+# --- gradient accumulation on purpose: micro-batches --------------------------------------------------------
+
+def micro_batch_rows(batch: int = 64, width: int = 32, depth: int = 3, splits=(1, 2, 4, 8)) -> list[dict]:
+    """One optimizer step's gradient from ``k`` micro-batches whose backward passes accumulate into ``.grad``
+    (each loss the micro-batch mean scaled by 1/k), against the full batch's: same gradient, 1/k of the kept
+    memory per backward. The effective batch size stays ``batch``."""
+    import engine
+    from engine.tensor import kept_bytes
+    rng = np.random.default_rng(0)
+    Ws = [rng.standard_normal((width, width)) / np.sqrt(width) for _ in range(depth)]
+    X, Y = rng.standard_normal((batch, width)), rng.standard_normal((batch, width))
+    rows, reference = [], None
+    for k in splits:
+        if batch % k:
+            continue
+        params = [engine.tensor(W, requires_grad=True) for W in Ws]
+        size = batch // k
+        kept = 0
+        for i in range(k):
+            h = engine.tensor(X[i * size:(i + 1) * size])
+            for W in params:
+                h = (h @ W).relu()
+            loss = ((h - engine.tensor(Y[i * size:(i + 1) * size])) ** 2).mean() * (1.0 / k)
+            kept = max(kept, kept_bytes(loss))
+            loss.backward()       # no zero_grad between micro-batches: .grad sums them, on purpose
+        grads = [p.grad.numpy() for p in params]
+        reference = reference or grads
+        diff = max(float(np.max(np.abs(a - b))) for a, b in zip(grads, reference))
+        rows.append({"micro-batches k": k, "micro-batch size": size, "effective batch": size * k,
+                     "backward calls before the step": k, "kept per backward (KB)": f"{kept / 1e3:.1f}",
+                     "max |Δ gradient| vs one batch": f"{diff:.1e}"})
+    return rows
