@@ -511,7 +511,7 @@ def test_forward_mode_steps_dual_numbers():
     button(at, "End").click().run()
     assert "directional derivative 489.38" in texts(at)
     specs = plotly_specs(at)
-    assert len(specs) == 1 + 2 + 2  # dual-number graph, Jacobian plots, memory plots
+    assert len(specs) == 1 + 2 + 2 + 1  # dual-number graph, Jacobian plots, memory plots, checkpointing
     jac = {d["name"]: d["y"] for d in specs[1]["data"]}
     assert jac["forward mode: passes"] == list(range(1, len(jac["forward mode: passes"]) + 1))
     assert set(jac["reverse mode: passes"]) == {2}
@@ -536,9 +536,28 @@ def test_forward_vs_reverse_jacobian_sizes_and_memory_of_exercise_9():
     mem = next(t.value for t in at.table if "buffers of batch × width" in t.value.columns)
     assert list(mem["buffers of batch × width"]) == [8, 5, 3]
     specs = plotly_specs(at)
-    names = [d["name"] for d in specs[-1]["data"]]
+    names = [d["name"] for d in specs[4]["data"]]
     assert names == ["kept by this engine (measured)", "the notes' rule: 2 buffers per layer",
                      "strict minimum: ReLU output shared", "parameters (for comparison)"]
+
+
+def test_forward_vs_reverse_checkpointing_cost_table_and_micro_batches():
+    at = page(FWDREV).run()
+    no_exceptions(at)
+    assert "Jᵢⱼ = ∂yᵢ/∂xⱼ" in texts(at)
+    costs = next(t.value for t in at.table if "× forward (multiply-adds)" in t.value.columns)
+    assert list(costs["× forward (multiply-adds)"]) == ["1.00", "2.75", "2.75"]
+    ck = next(d.value for d in at.dataframe if "layer calls" in d.value.columns)
+    calls = dict(zip(zip(ck["policy"], ck["layers L"]), ck["layer calls"]))
+    assert calls[("keep all", 16)] == 16 and calls[("checkpoint every √L", 16)] == 32
+    assert calls[("recompute all", 16)] == 16 + 136
+    assert {d["name"] for d in plotly_specs(at)[5]["data"]} == {"keep all", "checkpoint every √L", "recompute all"}
+    micro = next(t.value for t in at.table if "effective batch" in t.value.columns)
+    assert set(micro["effective batch"]) == {64}
+    at.select_slider(key="fwdrev_ck_width").set_value(128).run()
+    at.select_slider(key="fwdrev_ck_batch").set_value(128).run()
+    no_exceptions(at)
+    assert any("multiply-adds, more than" in w.value for w in at.warning)
 
 
 def test_relu_saved_tensor_is_named_the_same_on_both_memory_pages():
