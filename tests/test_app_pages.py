@@ -690,3 +690,19 @@ def test_a_preset_pick_releases_the_keyboard_focus_once():
     button(at, "Step").click().run()
     assert not [h for h in at.get("html") if "blur()" in h.proto.body]
     assert header(at).startswith("#### Step 2 of")
+
+
+XENT = "12_Cross_entropy_on_logits.py"
+
+
+def test_cross_entropy_page_opening_example():
+    at = page(XENT).run()
+    no_exceptions(at)
+    assert "How is backward implemented?" in texts(at) and "In what order?" in texts(at)
+    assert "CrossEntropyLoss()(logits, labels)" in "\n".join(c.value for c in at.code)
+    stab = next(t.value for t in at.table if "naive: ∂loss/∂z" in t.value.columns)
+    assert "nan" in stab["naive: ∂loss/∂z"].iloc[-1] and stab["log_softmax: ∂loss/∂z"].iloc[-1] == "[1, 0, -1]"
+    at.radio(key="xent_dtype").set_value("float32").run()
+    no_exceptions(at)
+    stab = next(t.value for t in at.table if "naive: ∂loss/∂z" in t.value.columns)
+    assert "overflow in float32" in stab["exp(max z)"].iloc[2]

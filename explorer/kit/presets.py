@@ -15,6 +15,9 @@ PRESETS: tuple[Preset, ...] = (
     Preset("Slide example: f = x1 + exp(1.5·x1 + 2·x2)", "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"),
     Preset("Slide example with named intermediates x3..x7",
            "x3 = 1.5 * x1\nx4 = 2 * x2\nx5 = x3 + x4\nx6 = exp(x5)\nx7 = x1 + x6", "x1 = 3, x2 = 0.5"),
+    # the notes' weights as inputs: w̄1 = x̄3·x1 = 734.0758, w̄2 = x̄4·x2 = 122.3460
+    Preset("Slide example with the weights as inputs: w1 = 1.5, w2 = 2",
+           "f = x1 + exp(w1*x1 + w2*x2)", "x1 = 3, x2 = 0.5, w1 = 1.5, w2 = 2"),
     Preset("Sigmoid neuron: 1/(1+exp(-(w·x)))", "f = 1 / (1 + exp(-(w * x)))", "w = 0.5, x = 2"),
     # the notes' quiz: d v7 / d v1 = sigma (1 - sigma) v2 = -0.26684166 at v1 = 0.8, v2 = -1.5
     Preset("Sigmoid quiz (notes): v7 = 1/(1+exp(−v1·v2)), ∂v7/∂v1 = −0.26684166",
@@ -22,6 +25,9 @@ PRESETS: tuple[Preset, ...] = (
     Preset("x·x·x (fan-out of three)", "f = x * x * x", "x = 2"),
     Preset("Gradient accumulation (notes: 20 → 40): f = 5·x·x", "f = 5 * x * x", "x = 2"),
     Preset("(x1 + x2)·exp(x1)", "f = (x1 + x2) * exp(x1)", "x1 = 1, x2 = 2"),
+    # slide 7's opening: cross-entropy on logits = logsumexp(z) − z[label] (explorer.cross_entropy, page 12)
+    Preset("Cross-entropy on logits (slide 7): logsumexp(z) − z[label]",
+           "m = max(z)\nlse = m + log(sum(exp(z - m)))\nloss = lse - y @ z", "z = [2, 1, -1], y = [0, 1, 0]"),
     Preset("Small tensor example: W @ x + b", "y = W @ x + b\nf = sum(tanh(y))",
            "W = [[1, 2, 0.5], [-1, 0, 3]], x = [0.5, -1, 2], b = [0.1, -0.2]"),
 )

@@ -1,0 +1,101 @@
+"""The lecture's opening example: loss = CrossEntropyLoss()(logits, labels); loss.backward() built from the engine's ops (log_softmax, then the label's negative log-likelihood), its gradient softmax − one-hot checked, why the loss takes logits (naive softmax-then-log overflows, log_softmax does not), and slide 7's two questions answered by the pages that show them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from explorer import cross_entropy as C
+from explorer.kit.budget import bounded_cache
+from explorer.kit.deeplink import LinkField
+from explorer.lecture_kit import md_escape, present_css
+from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+
+ctx = start_page("Cross-entropy on logits", "xent",
+                 fields={"dtype": LinkField("str", "float64", choices=("float64", "float32"))},
+                 defaults={"dtype": "float64"})
+ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(present_css(True))
+for msg in ctx.link_problems:
+    st.warning(msg)
+
+
+@bounded_cache(1 << 20, spinner="Running the loss and its backward pass on the engine…")
+def cached_batch():
+    return C.batch_example()
+
+
+@bounded_cache(1 << 20, spinner=None)
+def cached_stability(dtype: str):
+    return C.stability_rows(dtype=dtype)
+
+
+@bounded_cache(1 << 20, spinner=None)
+def cached_program_checks():
+    return C.step_program_checks()
+
+
+head = st.columns([4, 1])
+head[0].markdown("The lecture opens with the three lines every training loop runs, then asks two questions.")
+with head[1]:
+    presentation_toggle()
+c = st.columns(2)
+c[0].markdown("**Slide 7** (PyTorch)")
+c[0].code(C.SLIDE_CODE, language="python")
+c[1].markdown("**The same with this engine**")
+c[1].code(C.ENGINE_CODE, language="python")
+
+q = st.columns(2)
+for col, (question, answer, links) in zip(q, C.QUESTIONS):
+    with col.container(border=True):
+        st.markdown(f"**{question}** {answer}")
+        for url, label in links:
+            st.link_button(label, url, icon=":material/open_in_new:")
+
+st.subheader("A batch through the loss")
+b = cached_batch()
+classes = b.logits.shape[1]
+left, right = st.columns([3, 2])
+with left:
+    table = pd.DataFrame({"label": b.labels.astype(int)})
+    for k in range(classes):
+        table[f"z{k}"] = np.round(b.logits[:, k], 4)
+    for k in range(classes):
+        table[f"p{k}"] = np.round(b.probs[:, k], 4)
+    st.dataframe(table, hide_index=True)
+    st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
+               "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
+with right:
+    st.metric("loss = mean over the batch of −log_softmax(z)[label]", f"{b.loss:.6f}")
+    st.markdown(f"∂loss/∂z = (softmax(z) − onehot(label)) / batch: the engine's backward differs from that "
+                f"formula by **{b.formula_difference:.1e}**.")
+    if b.torch_loss_difference is None:
+        st.caption("PyTorch is not installed here: the comparison with torch.nn.functional.cross_entropy is skipped.")
+    else:
+        st.markdown(f"Against `torch.nn.functional.cross_entropy` on the same logits: loss differs by "
+                    f"**{b.torch_loss_difference:.1e}**, ∂loss/∂z by **{b.torch_grad_difference:.1e}**.")
+st.dataframe(pd.DataFrame(np.round(b.grad_logits, 5), columns=[f"∂loss/∂z{k}" for k in range(classes)]),
+             hide_index=True)
+
+st.subheader("Why the loss takes logits: log_softmax is stable, softmax-then-log is not")
+dtype = st.radio("dtype", ["float64", "float32"], key=ns.key("dtype"), horizontal=True)
+st.markdown("The label is class 2, the smallest logit. Naively, `log(exp(z) / sum(exp(z)))` computes exp(z) first: "
+            "once the largest logit passes log(max float) (709.8 in float64, 88.7 in float32) exp gives inf, "
+            "inf/inf is nan, and the loss and every gradient are lost. `log_softmax(z) = z − logsumexp(z)`, with "
+            "logsumexp(z) = m + log(Σ exp(z − m)) and m = max z, never exponentiates anything above 0.")
+st.table(pd.DataFrame(cached_stability(dtype)), hide_index=True)
+
+st.subheader("Step through its graph")
+st.markdown("For one example with three classes (logits z, label 1 as a one-hot y), the loss written with the "
+            "engine's primitives: logsumexp with its max subtracted, minus the label's logit.")
+st.code(C.STEP_PROGRAM, language="python")
+checks = cached_program_checks()
+st.caption(f"This program gives loss {checks['loss (program)']:.10f}; `engine.cross_entropy` on the same logits "
+           f"{checks['loss (engine.cross_entropy)']:.10f}, and the same z̄ = softmax(z) − y = "
+           f"[{', '.join(f'{v:.4f}' for v in checks['z̄'])}] (max difference {checks['max |Δz̄|']:.1e}).")
+st.link_button("Step it on the Expression explorer", C.QUESTIONS[0][2][0][0], type="primary",
+               icon=":material/play_arrow:")
+st.caption(md_escape("Inputs: " + C.STEP_INPUTS))
+publish_link(ctx, {"dtype": dtype})
