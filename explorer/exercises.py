@@ -379,42 +379,47 @@ def _ex10() -> Exercise:
         page_link("Static_vs_dynamic", {}), "Static vs dynamic: the unrolled loop and constant folding")
 
 
+TRAINING_WHY = ("the update needs only the loss's gradient, which starts from a constant 1, not the loss's value",
+                "they are pruned away by constant folding before the run",
+                "they are evaluated later, when the next training step starts")
+
+
 def _ex11() -> Exercise:
-    from engine import static as tf
-    g = tf.Graph(name="lecture")
-    with g.as_default():
-        x = tf.placeholder((4, 3), name="x")
-        W = tf.Variable(np.ones((3, 2)), name="W")
-        b = tf.Variable(np.zeros(2), name="b")
-        xw = x @ W
-        h = tf.relu(xw + b)
-    built = len(g.nodes)
-    feed = {x: np.ones((4, 3))}
-    sess = tf.Session(g)
-    sess.run(h, feed)
-    run_h = len(sess.last_evaluated) + len(feed)     # the lecture counts the fed placeholder as evaluated
-    sess.run(xw, feed)
-    run_xw = len(sess.last_evaluated) + len(feed)
-    from .static_vs_dynamic import build_example, run_fetch
-    lr = build_example("logreg", with_gradients=True, with_train=True)
+    from .static_vs_dynamic import build_example, loss_nodes, run_fetch
+    lr = build_example("logreg", with_gradients=False, with_train=True)
     train = run_fetch(lr, "train step (SGD)", list(lr.feeds))
+    built, evaluated = len(lr.graph.nodes), train.counted
+    skipped = [lr.graph.nodes[i] for i in sorted(set(range(built)) - set(train.evaluated) - set(train.fed))]
+    own = loss_nodes(lr)
+    names = ", ".join(n.name for n in skipped)
     return Exercise(
-        11, "static_counts", "Static graph: nodes built, nodes evaluated",
-        "In a TensorFlow-1-style graph, h = relu(x·W + b) with x a placeholder and W, b variables. How many nodes "
-        "does building it create? How many does sess.run(h, {x: …}) evaluate, and sess.run(x·W, {x: …})? "
-        "(count the fed placeholder, as the lecture does)",
+        11, "static_training", "A whole training graph: built once, partly evaluated",
+        "Build logistic regression's whole training graph, TensorFlow-1 style: placeholders x, y; Variables w, b; "
+        "loss = binary_cross_entropy(sigmoid(x·w + b), y); train = GradientDescentOptimizer(0.1).minimize(loss) "
+        "(the gradient nodes and one update per Variable). How many nodes does the graph have? How many does one "
+        "training step, sess.run(train, {x: …, y: …}), evaluate (count the fed placeholders, as the lecture does)? "
+        "How many are not evaluated, and why?",
         [Part("built", "nodes built:", built, Tolerance(0, 0)),
-         Part("run_h", "evaluated for h:", run_h, Tolerance(0, 0)),
-         Part("run_xw", "evaluated for x·W:", run_xw, Tolerance(0, 0))],
-        [f"Building creates x, W, b, matmul, add, relu: **{built}** nodes and computes nothing.",
-         f"sess.run(h) needs all of them: **{run_h}** (x is fed, the other {run_h - 1} computed); "
-         f"sess.run(x·W) needs only x, W and the matmul: **{run_xw}**.",
-         f"A whole training graph has many more: the engine's logistic-regression graph with gradients and an SGD "
-         f"step has {len(lr.graph.nodes)} nodes, and one training step evaluates {len(train.evaluated)} of them "
-         f"(+{len(train.fed)} fed). The notes' mini TensorFlow builds 68 and evaluates 54: its 14 others are the "
-         "loss's own two nodes (the gradient starts from a constant 1) and gradient nodes built for placeholders "
-         "and constants that nothing uses; the engine's gradients() does not build those."],
-        page_link("Static_vs_dynamic", {}), "Static vs dynamic: run fetches and watch the nodes light up")
+         Part("evaluated", "evaluated per step:", evaluated, Tolerance(0, 0)),
+         Part("skipped", "not evaluated:", built - evaluated, Tolerance(0, 0)),
+         Part("why", "why:", TRAINING_WHY[0], choices=TRAINING_WHY)],
+        [f"The engine's graph: {breakdown(lr)}: **{built}** nodes, built once.",
+         f"sess.run(train) evaluates what the two updates need: **{evaluated}** ({len(train.evaluated)} computed + "
+         f"{len(train.fed_used)} fed).",
+         f"Not evaluated: **{built - evaluated}** ({names}), all of them the loss's own nodes "
+         f"({len(own)} of {len(own)}): the backward part starts from d loss / d loss = 1, a constant, so the "
+         "update never needs the loss's value.",
+         "The notes' mini TensorFlow trains another model and counts 68 built, 54 evaluated: its 14 others are the "
+         "loss's own two nodes, as here, and 12 gradient nodes built for placeholders and constants that nothing "
+         "uses. The engine's gradients() builds gradient nodes only on paths to the Variables, so it has none of "
+         "those 12."],
+        page_link("Static_vs_dynamic", {"example": "logreg", "grads": False, "train": True}),
+        "Static vs dynamic: the training graph, with the train step's nodes lit")
+
+
+def breakdown(example) -> str:
+    from .static_vs_dynamic import breakdown_text, node_breakdown
+    return breakdown_text(node_breakdown(example.graph))
 
 
 def _ex12() -> Exercise:
@@ -457,16 +462,49 @@ def _ex13(depth: int = 10) -> Exercise:
         "Backprop orders on the doubling chain")
 
 
+def _ex14() -> Exercise:
+    from engine import static as tf
+    g = tf.Graph(name="lecture")
+    with g.as_default():
+        x = tf.placeholder((4, 3), name="x")
+        W = tf.Variable(np.ones((3, 2)), name="W")
+        b = tf.Variable(np.zeros(2), name="b")
+        xw = x @ W
+        h = tf.relu(xw + b)
+    built = len(g.nodes)
+    feed = {x: np.ones((4, 3))}
+    sess = tf.Session(g)
+    sess.run(h, feed)
+    run_h = len(sess.last_evaluated) + len(feed)     # the lecture counts the fed placeholder as evaluated
+    sess.run(xw, feed)
+    run_xw = len(sess.last_evaluated) + len(feed)
+    return Exercise(
+        14, "static_counts", "A static graph: nodes built, nodes evaluated (bonus)",
+        "In a TensorFlow-1-style graph, h = relu(x·W + b) with x a placeholder and W, b variables. How many nodes "
+        "does building it create? How many does sess.run(h, {x: …}) evaluate, and sess.run(x·W, {x: …})? "
+        "(count the fed placeholder, as the lecture does)",
+        [Part("built", "nodes built:", built, Tolerance(0, 0)),
+         Part("run_h", "evaluated for h:", run_h, Tolerance(0, 0)),
+         Part("run_xw", "evaluated for x·W:", run_xw, Tolerance(0, 0))],
+        [f"Building creates x, W, b, matmul, add, relu: **{built}** nodes and computes nothing.",
+         f"sess.run(h) needs all of them: **{run_h}** (x is fed, the other {run_h - 1} computed); "
+         f"sess.run(x·W) needs only x, W and the matmul: **{run_xw}**."],
+        page_link("Static_vs_dynamic", {}), "Static vs dynamic: run fetches and watch the nodes light up")
+
+
+
 BUILDERS: dict[str, Callable[[], Exercise]] = {
     "gradient_step": _ex1, "fan_out": _ex2, "cube": _ex3, "vjp": _ex4, "passes": _ex5, "bfs": _ex6,
-    "best_h": _ex7, "broadcast": _ex8, "memory": _ex9, "static_or_dynamic": _ex10, "static_counts": _ex11,
-    "embedding": _ex12, "paths": _ex13,
+    "best_h": _ex7, "broadcast": _ex8, "memory": _ex9, "static_or_dynamic": _ex10, "static_training": _ex11,
+    "embedding": _ex12, "paths": _ex13, "static_counts": _ex14,
 }
-TITLES = {"gradient_step": "1 · One gradient step", "fan_out": "2 · Fan-out: 4e and e", "cube": "3 · x·x·x",
-          "vjp": "4 · VJP of Wx", "passes": "5 · Forward or reverse: passes", "bfs": "6 · Breadth-first error",
+TITLES = {"gradient_step": "1 · One gradient step", "fan_out": "2 · Fan-out: a variable with two users",
+          "cube": "3 · x·x·x", "vjp": "4 · VJP of Wx", "passes": "5 · Forward or reverse: passes",
+          "bfs": "6 · Breadth-first, pass on at first touch",
           "best_h": "7 · Best h", "broadcast": "8 · Broadcasting's backward", "memory": "9 · Memory of a 10-layer MLP",
-          "static_or_dynamic": "10 · Static or dynamic?", "static_counts": "11 · Static graph node counts",
-          "embedding": "12 · Embedding rows", "paths": "13 · Counting paths (bonus)"}
+          "static_or_dynamic": "10 · Static or dynamic?",
+          "static_training": "11 · A training graph: built vs evaluated", "embedding": "12 · Embedding rows",
+          "paths": "13 · Counting paths (bonus)", "static_counts": "14 · A static graph's node counts (bonus)"}
 
 
 def build(key: str) -> Exercise:

@@ -329,3 +329,31 @@ def test_path_recursion_costs_across_reruns_equal_one_run():
             break
         assert all(xs == list(range(1, done + 1)) for xs, _ in series.values())
     assert done == 9 and series == path_recursion_costs(9)
+
+
+def test_notes_checks_are_computed_and_small():
+    from explorer.gradient_check import NO_TORCH, explicit_jacobian_checks, hand_written_backward, notes_checks
+    checks = {c.check: c for c in notes_checks()}
+    assert len(checks) == 7
+    for c in checks.values():
+        if c.engine is None:
+            assert c.skipped == NO_TORCH
+        else:
+            assert c.engine < (1e-8 if "finite differences" in c.check else 1e-14), c.check
+    assert "22.9 nodes on average" in checks["random graphs against finite differences"].compared
+    wx, _ = explicit_jacobian_checks()
+    assert wx == 0.0
+    assert hand_written_backward() < 1e-15
+
+
+def test_hand_written_backward_check_can_fail():
+    """A wrong hand-written rule (the ReLU mask left out) is caught by the same comparison."""
+    import numpy as np
+    from explorer import gradient_check as G
+    X, y, W1, b1, W2, b2 = G._mlp_data(0)
+    z1 = X @ W1 + b1
+    h = np.maximum(z1, 0.0)
+    p = 1.0 / (1.0 + np.exp(-(h @ W2 + b2)))
+    g2 = (p[:, 0] - y)[:, None] / len(y)
+    wrong_gW1 = X.T @ (g2 @ W2.T)                 # no mask
+    assert np.max(np.abs(G._engine_mlp_grads(0)[0] - wrong_gW1)) > 1e-3

@@ -9,7 +9,7 @@ import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.gradient_check import best_h_text, gradcheck_model, sweep_figure
+from explorer.gradient_check import best_h_text, gradcheck_model, notes_checks, sweep_figure
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
 from explorer.kit.widgets import (clamp_linked, preset_picker, presentation_toggle, program_boxes, publish_link,
@@ -30,6 +30,11 @@ for msg in ctx.link_problems:
 @bounded_cache(32 << 20, spinner="Sweeping h on the engine…", refuse=program_refused)
 def cached_check(program: str, inputs: str, wrt: str, h: float, index: int):
     return gradcheck_model(program, inputs, wrt, h, index)
+
+
+@bounded_cache(1 << 20, spinner="Running the notes' checks on the engine…")
+def cached_notes_checks():
+    return [c.row() for c in notes_checks()]
 
 
 head = st.columns([2.2, 3, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
@@ -84,4 +89,15 @@ st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h
            "sweep perturbs the chosen element.")
 st.subheader(f"Every input at h = {h:.0e}")
 st.table(pd.DataFrame(model.table), hide_index=True)
+
+st.subheader("The notes' checks, computed now")
+st.markdown("The lecture notes check their framework's gradients five ways. The same checks on this engine, run "
+            "when the page opens (largest absolute difference; float64). The Jacobian J of f: Rⁿ → Rᵐ is the "
+            "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ; a VJP gives ȳᵀJ without ever building it, so building it once, for a "
+            "small case, is a check.")
+st.table(pd.DataFrame(cached_notes_checks()), hide_index=True)
+st.caption("Differences of 1e-17 to 1e-15 are float64 rounding (ε ≈ 1.1e-16 relative to values of order 1); 0 "
+           "means the two computations did the same float operations. The random-graph figure is dominated by the "
+           "finite difference's own error (h² truncation plus ε/h rounding, see the sweep above), not by autodiff; "
+           "the graphs are this engine's random ones, of the notes' size, not the notes' own.")
 publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h, "index": int(index)})
