@@ -67,6 +67,15 @@ class Example:
     gradient_nodes: int = 0
     notes: list[str] = field(default_factory=list)
     eager_graph: Any = None                 # the graph the eager run recorded (engine.explain Graph)
+    eager_forward_ops: int = 0              # of eager_ops_per_step, those run before backward()
+    prediction: str | None = None           # the fetch that is the model's output (the loss's input)
+    with_gradients: bool = False
+    with_train: bool = False
+    gradients_added: int = 0                # nodes gradients() added (the sum it differentiates included)
+
+    @property
+    def eager_backward_ops(self) -> int:
+        return self.eager_ops_per_step - self.eager_forward_ops
 
 
 EAGER_OUTPUT = "__output__"   # key of an eager function's result: (output tensor, its named leaf tensors)
@@ -114,21 +123,27 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
             out, params = h, [W, b]
             fetches.update({"h": h, "x @ W": xw, "W (a variable)": W})
             static_code = ("x = placeholder((4, 3), name='x')\nW = Variable(W0, name='W')\n"
-                           "b = Variable(b0, name='b')\nh = relu(x @ W + b)        # builds nodes only\n"
-                           "Session().run(h, {x: x_value})")
+                           "b = Variable(b0, name='b')\nh = relu(x @ W + b)        # builds nodes only\n")
+            static_grad = "dW, db = gradients(sum(h), [W, b])\n"
+            static_run = "Session().run(h, {x: x_value})"
             eager_code = "x = tensor(x_value)\nW = tensor(W0, requires_grad=True)\nb = tensor(b0, requires_grad=True)\n" \
                          "h = relu(x @ W + b)        # computes now"
+            eager_grad = "\nsum(h).backward()"
+            prediction = None
 
-            def eager_fn(vals, W0=v["W"], b0=v["b"]):
+            def eager_fn(vals, W0=v["W"], b0=v["b"], before_backward=lambda: None, backward=True):
                 xt = engine.tensor(vals["x"], name="x")
                 Wt, bt = engine.tensor(W0, requires_grad=True, name="W"), engine.tensor(b0, requires_grad=True, name="b")
                 xwt = xt @ Wt
                 ht = engine.relu(xwt + bt)
+                if not backward:   # the forward program only: its graph is what the code builds
+                    return {"h": ht.numpy(), "x @ W": xwt.numpy(), "W (a variable)": W0, EAGER_OUTPUT: (ht, [xt, Wt, bt])}
                 total = ht.sum()
+                before_backward()
                 total.backward()
                 return {"h": ht.numpy(), "x @ W": xwt.numpy(), "W (a variable)": W0, "d sum(h) / d W": Wt.grad.numpy(),
                         EAGER_OUTPUT: (total, [xt, Wt, bt])}
-            loss_for_grad = out.sum()
+            loss_for_grad = None   # gradients(sum(h), ...) builds the sum: only with gradients()
             grad_label_of = {"W": "d sum(h) / d W"}
         elif key == "logreg":
             y = tf.placeholder((4, 1), name="y")
@@ -139,18 +154,24 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
             params = [w, b]
             fetches.update({"loss": loss, "p = sigmoid(x @ w + b)": p})
             static_code = ("x = placeholder((4, 3)); y = placeholder((4, 1))\nw = Variable(w0); b = Variable(b0)\n"
-                           "loss = binary_cross_entropy(sigmoid(x @ w + b), y)\n"
-                           "gw, gb = gradients(loss, [w, b])\nSession().run([loss, gw], {x: ..., y: ...})")
+                           "loss = binary_cross_entropy(sigmoid(x @ w + b), y)\n")
+            static_grad = "gw, gb = gradients(loss, [w, b])\n"
+            static_run = "Session().run(loss, {x: ..., y: ...})"
             eager_code = ("w = tensor(w0, requires_grad=True); b = tensor(b0, requires_grad=True)\n"
-                          "loss = binary_cross_entropy(sigmoid(tensor(x) @ w + b), tensor(y))\nloss.backward()")
+                          "loss = binary_cross_entropy(sigmoid(tensor(x) @ w + b), tensor(y))")
+            eager_grad = "\nloss.backward()"
+            prediction = "p = sigmoid(x @ w + b)"
 
-            def eager_fn(vals, w0=v["w"], b0=v["b1"]):
+            def eager_fn(vals, w0=v["w"], b0=v["b1"], before_backward=lambda: None, backward=True):
                 wt, bt = engine.tensor(w0, requires_grad=True, name="w"), engine.tensor(b0, requires_grad=True, name="b")
                 xt, yt = engine.tensor(vals["x"], name="x"), engine.tensor(vals["y"], name="y")
                 pt = engine.sigmoid(xt @ wt + bt)
                 lt = F.binary_cross_entropy(pt, yt)
-                lt.backward()
-                return {"loss": lt.numpy(), "p = sigmoid(x @ w + b)": pt.numpy(), "d loss / d w": wt.grad.numpy(),
+                before_backward()
+                if backward:
+                    lt.backward()
+                return {"loss": lt.numpy(), "p = sigmoid(x @ w + b)": pt.numpy(),
+                        "d loss / d w": wt.grad.numpy() if backward else None,
                         EAGER_OUTPUT: (lt, [xt, yt, wt, bt])}
             loss_for_grad = loss
             grad_label_of = {"w": "d loss / d w"}
@@ -165,35 +186,60 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
             params = [W1, c1, W2]
             fetches.update({"loss": loss, "hidden": hid, "prediction": pred})
             static_code = ("x = placeholder((4, 3)); y = placeholder((4, 1))\nW1, b1, W2 = Variable(...), ...\n"
-                           "loss = mse_loss(relu(x @ W1 + b1) @ W2, y)\ngradients(loss, [W1, b1, W2])")
-            eager_code = "loss = mse_loss(relu(x @ W1 + b1) @ W2, y)   # W1, b1, W2 require grad\nloss.backward()"
+                           "loss = mse_loss(relu(x @ W1 + b1) @ W2, y)\n")
+            static_grad = "gradients(loss, [W1, b1, W2])\n"
+            static_run = "Session().run(loss, {x: ..., y: ...})"
+            eager_code = "loss = mse_loss(relu(x @ W1 + b1) @ W2, y)   # W1, b1, W2 require grad"
+            eager_grad = "\nloss.backward()"
+            prediction = "prediction"
 
-            def eager_fn(vals, W10=v["W1"], c10=v["c1"], W20=v["W2"]):
+            def eager_fn(vals, W10=v["W1"], c10=v["c1"], W20=v["W2"], before_backward=lambda: None, backward=True):
                 W1t, c1t, W2t = (engine.tensor(a, requires_grad=True, name=nm)
                                  for a, nm in ((W10, "W1"), (c10, "b1"), (W20, "W2")))
                 xt, yt = engine.tensor(vals["x"], name="x"), engine.tensor(vals["y"], name="y")
                 ht = engine.relu(xt @ W1t + c1t)
                 pt = ht @ W2t
                 lt = F.mse_loss(pt, yt)
-                lt.backward()
+                before_backward()
+                if backward:
+                    lt.backward()
                 return {"loss": lt.numpy(), "hidden": ht.numpy(), "prediction": pt.numpy(),
-                        "d loss / d W1": W1t.grad.numpy(), EAGER_OUTPUT: (lt, [xt, yt, W1t, c1t, W2t])}
+                        "d loss / d W1": W1t.grad.numpy() if backward else None, EAGER_OUTPUT: (lt, [xt, yt, W1t, c1t, W2t])}
             loss_for_grad = loss
             grad_label_of = {"W1": "d loss / d W1"}
     forward_nodes = len(g.nodes)
+    if with_gradients or (with_train and key != "lecture"):
+        if loss_for_grad is None:
+            with g.as_default():
+                loss_for_grad = out.sum()
     if with_gradients:
+        static_code += static_grad
         grads = tf.gradients(loss_for_grad, params)
+        gradients_added = len(g.nodes) - forward_nodes
         for p_, gr in zip(params, grads):
             label = grad_label_of.get(tf.tensor_to_node(p_).name)
             if label is not None and gr is not None:
                 fetches[label] = gr
+    else:
+        gradients_added = 0
     if with_train and key != "lecture":
+        static_code += f"train = GradientDescentOptimizer({lr}).minimize(loss)\n"
+        static_run = "Session().run(train, {x: ..., y: ...})"
         fetches["train step (SGD)"] = tf.GradientDescentOptimizer(lr).minimize(loss_for_grad, params)
+    static_code += static_run
+    if with_gradients or with_train:
+        eager_code += eager_grad + "      # runs the backward ops; records no graph"
     counted: list[str] = []
+    forward: list[int] = []
+    runs_backward = with_gradients or (with_train and key != "lecture")
     with engine.trace_ops(lambda op, *_: counted.append(op.name)):
-        ran = eager_fn({k: val for k, (_, val) in feeds.items()})
+        ran = eager_fn({k: val for k, (_, val) in feeds.items()}, before_backward=lambda: forward.append(len(counted)),
+                       backward=runs_backward)
+    forward.append(len(counted))    # no backward: every op ran forward
     return Example(key, EXAMPLES[key], static_code, eager_code, g, fetches, feeds, eager_fn, len(counted),
-                   forward_nodes, len(g.nodes) - forward_nodes, eager_graph=_recorded(*ran[EAGER_OUTPUT]))
+                   forward_nodes, sum(1 for n in g.nodes if n.role in ("gradient", "update")), eager_graph=_recorded(*ran[EAGER_OUTPUT]),
+                   eager_forward_ops=forward[0], prediction=prediction, with_gradients=with_gradients,
+                   with_train=with_train and key != "lecture", gradients_added=gradients_added)
 
 
 BREAKDOWN = ("placeholders", "variables", "constants", "forward ops", "gradient nodes", "updates")
@@ -629,11 +675,141 @@ def folding_demo(with_gradients: bool = True) -> FoldingDemo:
 
 # --- node counts: graph once vs rebuilt every step ------------------------------------------------------
 
-def counts_over_steps(ex: Example, steps=(1, 10, 100)) -> list[dict]:
-    """Nodes created over k training steps: static builds once; eager records a new graph each step."""
+def counts_over_steps(ex: Example, steps=(1, 10, 50)) -> list[dict]:
+    """Nodes created over k training steps: static builds once; eager records a new graph each step (its
+    nodes, leaves included) and runs its forward and backward ops each step."""
     static_total = len(ex.graph.nodes)
     return [{"steps": k, "static: nodes built": static_total, "static: graphs built": 1,
-             "eager: nodes recorded": ex.eager_ops_per_step * k, "eager: graphs built": k} for k in steps]
+             "eager: graph nodes recorded": len(ex.eager_graph.nodes) * k,
+             "eager: ops run (forward + backward)": ex.eager_ops_per_step * k, "eager: graphs built": k}
+            for k in steps]
+
+
+def eager_count_text(ex: Example) -> str:
+    """What one eager step does, in counts that add up (Markdown): ops run forward (the recorded graph: its
+    leaves + the ops it recorded), ops run by backward() (recording nothing)."""
+    g = ex.eager_graph
+    leaves = sum(1 for n in g.nodes if n.op == "leaf")
+    recorded = len(g.nodes) - leaves
+    unrecorded = ex.eager_forward_ops - recorded
+    text = (f"Eagerly, one step runs **{ex.eager_forward_ops} ops forward**, recording the graph below: "
+            f"{len(g.nodes)} nodes = {leaves} leaves + {recorded} ops")
+    if unrecorded:
+        text += (f" ({unrecorded} op{'s' if unrecorded > 1 else ''} on tensors that need no gradient ran but "
+                 "{'were' if unrecorded > 1 else 'was'} not recorded)").replace("{'were' if unrecorded > 1 else 'was'}",
+                                                                              "were" if unrecorded > 1 else "was")
+    if ex.eager_backward_ops:
+        text += (f"; `backward()` runs **{ex.eager_backward_ops} more** (the VJPs, the fan-out sums and the "
+                 f"accumulation into .grad), recording nothing: {ex.eager_ops_per_step} ops per step, anew each step")
+    return text + "."
+
+
+def loss_nodes(ex: Example) -> list[Node]:
+    """The loss's own ops: those the loss needs beyond what the model's prediction needs (the BCE, its sum, the
+    1/n scale). A training step does not evaluate them: the gradient starts from the constant 1."""
+    loss = ex.fetches["loss"]
+    sess = Session(ex.graph)
+    pred = {n.id for n in sess.needed_nodes(ex.fetches[ex.prediction])}
+    return [n for n in sess.needed_nodes(loss) if n.id not in pred and n.kind == "op"]
+
+
+# --- the notes' counts beside ours: the difference said where it appears ----------------------------------------
+
+NOTES_GRADIENTS = (22, 39)            # the notes' gradients() example: forward nodes, nodes added
+NOTES_TRAINING = (68, 54, 16)         # the notes' training graph: built, evaluated per step, eager ops per step
+NOTES_RNN_EAGER = (10, 19, 37)        # T = 3, 6, 12
+NOTES_RNN_STATIC = (50, 98, 194)      # with gradients
+NOTES_FOLDING = (3, 6)                # ops folded, of the example's ops
+
+
+def gradients_note(ex: Example) -> str:
+    """One sentence: the notes' gradients() count beside this graph's."""
+    fwd, added = NOTES_GRADIENTS
+    ours_fwd, ours_added = ex.forward_nodes, ex.gradients_added
+    return (f"The notes' gradients() example adds {added} nodes to {fwd} ({added / fwd:.1f} per forward node); here "
+            f"gradients() adds {ours_added} to {ours_fwd} ({ours_added / ours_fwd:.1f} per forward node): another, "
+            "smaller graph, and the same rule, a few nodes per VJP plus one add per fan-out.")
+
+
+def training_note(ex: Example, evaluated: int) -> str:
+    """One sentence: the notes' training-graph counts beside this one's (``evaluated``: counted by a train run)."""
+    built, ev, eager = NOTES_TRAINING
+    return (f"The notes' training graph: {built} nodes built once, {ev} evaluated per step, {eager} eager ops per "
+            f"step ({eager * 50} over 50 steps). This model's: {len(ex.graph.nodes)} built, {evaluated} evaluated, "
+            f"{ex.eager_ops_per_step} eager ops per step ({ex.eager_ops_per_step * 50} over 50): another model, the "
+            "same pattern; exercise 11 asks which nodes a step skips and why.")
+
+
+def linear_fit(lengths, counts) -> tuple[int, int]:
+    """(a, b) with count = a·T + b for every (T, count), read from the first two and checked on all.
+
+    Raises:
+        ValueError: the counts do not grow linearly.
+    """
+    (t0, c0), (t1, c1) = list(zip(lengths, counts))[:2]
+    a = (c1 - c0) // (t1 - t0)
+    b = c0 - a * t0
+    if any(a * t + b != c for t, c in zip(lengths, counts)):
+        raise ValueError(f"counts {counts} do not grow linearly with {lengths}")
+    return a, b
+
+
+def _formula(a: int, b: int) -> str:
+    return f"{a}T" + (f" + {b}" if b > 0 else f" − {-b}" if b < 0 else "")
+
+
+def rnn_note(rows: list[dict]) -> str:
+    """One sentence: the notes' unrolled-loop counts beside ours, as formulas in T fitted to the measured rows."""
+    T = [r["length T"] for r in rows]
+    eager = linear_fit(T, [r["eager ops per run (forward)"] for r in rows])
+    static = linear_fit(T, [r["static graph nodes (+ gradients)"] for r in rows])
+    ne = linear_fit((3, 6, 12), NOTES_RNN_EAGER)
+    ns = linear_fit((3, 6, 12), NOTES_RNN_STATIC)
+    return (f"The notes count {' / '.join(map(str, NOTES_RNN_EAGER))} eager ops ({_formula(*ne)}) and "
+            f"{' / '.join(map(str, NOTES_RNN_STATIC))} static nodes with gradients ({_formula(*ns)}) for their own "
+            f"recurrence; here {_formula(*eager)} and {_formula(*static)}, because each of our steps has "
+            f"{eager[0]} ops (x[t] is an indexing op where the notes feed each x_t) and our gradients() builds "
+            "fewer nodes per step: both grow linearly with T, one static graph per length.")
+
+
+def folding_note(fd: "FoldingDemo") -> str:
+    """One sentence: the notes' folding count beside this program's."""
+    folded, total = NOTES_FOLDING
+    fwd = [n for n in fd.before.nodes if n.kind == "op" and n.role != "gradient"]
+    fwd_folded = [n for n in fwd if n.name in set(fd.folded)]
+    return (f"The notes fold {folded} of their example's {total} ops; this program is another: {len(fwd_folded)} of "
+            f"its {len(fwd)} forward ops fold (every op whose inputs are all constants), and "
+            f"{len(fd.folded) - len(fwd_folded)} of its gradient ops.")
+
+
+# --- where the engine sits among the frameworks (slide 34) ---------------------------------------------------
+
+FRAMEWORK_GOALS = [
+    ("expressive", "any Python program over tensors: loops, branches, recursion",
+     "eager mode records whatever runs (the data-dependent branch above)"),
+    ("productive", "gradients without writing them; debug with print and the Python debugger",
+     "`loss.backward()`, `engine.grad(f)`: VJP rules per op, never a hand-written backward"),
+    ("efficient", "a fixed graph can be optimised once and replayed without Python",
+     "`engine.static`: pruning and constant folding; `engine.compile`: a traced step replayed on raw arrays"),
+]
+
+FRAMEWORKS = [
+    {"framework": "NumPy", "style": "eager arrays, no autodiff", "gradients": "written by hand",
+     "compiles with": "—", "in this engine": "the `numpy` backend runs every kernel; a hand-written backward is the "
+                                             "Gradient check page's reference"},
+    {"framework": "PyTorch", "style": "eager (define by run)", "gradients": "tape: loss.backward(), torch.autograd.grad",
+     "compiles with": "torch.compile (traces the eager code)",
+     "in this engine": "`Tensor.backward()` and `engine.grad` on the recorded graph; `engine.compile` traces a step"},
+    {"framework": "TensorFlow 1", "style": "static graph, Session.run(fetch, feed_dict)",
+     "gradients": "symbolic: tf.gradients adds nodes", "compiles with": "the graph itself (Grappler, XLA)",
+     "in this engine": "`engine.static`: placeholder, Variable, Session, gradients(), constant folding (this page)"},
+    {"framework": "TensorFlow 2", "style": "eager by default", "gradients": "tape: tf.GradientTape",
+     "compiles with": "tf.function (traces Python into a graph)",
+     "in this engine": "eager tape as `backward()`; tracing into a graph as `engine.compile`"},
+    {"framework": "JAX", "style": "functional: pure functions of arrays",
+     "gradients": "transformations: jax.grad, jax.vjp, jax.jvp", "compiles with": "jax.jit (traces to XLA)",
+     "in this engine": "`engine.grad`, `engine.vjp`, `engine.jvp` (forward mode); `engine.compile` for the trace"},
+]
 
 
 # --- capture and replay ----------------------------------------------------------------------------------

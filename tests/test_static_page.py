@@ -106,7 +106,7 @@ def test_folding_table_columns_add_up():
 
 def test_eager_run_records_the_forward_graph():
     for key in M.EXAMPLES:
-        ex = M.build_example(key, with_gradients=True)
+        ex = M.build_example(key, with_gradients=False)
         names = {n.name for n in ex.eager_graph.nodes}
         # the static graph's forward part, recorded; the tape skips ops on tensors that need no gradient
         # (mlp: -y enters as a constant), the static graph builds them
@@ -145,7 +145,60 @@ def test_counts_over_steps():
     ex = M.build_example("mlp")
     rows = M.counts_over_steps(ex, (1, 10))
     assert rows[1]["static: nodes built"] == rows[0]["static: nodes built"] == len(ex.graph.nodes)
-    assert rows[1]["eager: nodes recorded"] == 10 * rows[0]["eager: nodes recorded"]
+    assert rows[1]["eager: graph nodes recorded"] == 10 * rows[0]["eager: graph nodes recorded"] == 10 * 14
+    assert rows[1]["eager: ops run (forward + backward)"] == 10 * ex.eager_ops_per_step
+
+
+def test_code_shown_builds_the_graph_drawn():
+    """Issue 21: no gradient nodes unless the code calls gradients(); the lecture's 6 nodes by default."""
+    plain = M.build_example("lecture", with_gradients=False)
+    assert "gradients(" not in plain.static_code and len(plain.graph.nodes) == 6
+    assert not any(n.role == "gradient" for n in plain.graph.nodes)
+    assert "backward" not in plain.eager_code and len(plain.eager_graph.nodes) == 6
+    grads = M.build_example("lecture", with_gradients=True)
+    assert "gradients(sum(h), [W, b])" in grads.static_code and "sum(h).backward()" in grads.eager_code
+    assert grads.gradients_added == len(grads.graph.nodes) - 6 == 10          # sum(h) and 9 gradient nodes
+    train = M.build_example("logreg", with_gradients=False, with_train=True)
+    assert "minimize(loss)" in train.static_code and "gradients(" not in train.static_code
+
+
+def test_eager_counts_add_up():
+    for key in M.EXAMPLES:
+        for grads in (False, True):
+            ex = M.build_example(key, with_gradients=grads)
+            text = M.eager_count_text(ex)
+            leaves = sum(1 for n in ex.eager_graph.nodes if n.op == "leaf")
+            ops = len(ex.eager_graph.nodes) - leaves
+            assert f"{len(ex.eager_graph.nodes)} nodes = {leaves} leaves + {ops} ops" in text
+            assert ex.eager_forward_ops + ex.eager_backward_ops == ex.eager_ops_per_step
+            assert (f"{ex.eager_ops_per_step} ops per step" in text) == grads
+    lecture = M.build_example("lecture", with_gradients=True)
+    assert (lecture.eager_forward_ops, lecture.eager_backward_ops) == (4, 8)   # 12 ops beside a 7-node graph
+
+
+def test_notes_counts_are_explained_with_ours():
+    rows = M.unrolled_rnn_rows((3, 6, 12))
+    note = M.rnn_note(rows)
+    assert "10 / 19 / 37 eager ops (3T + 1)" in note and "(16T + 2)" in note and "here 4T and 12T + 2" in note
+    with pytest.raises(ValueError):
+        M.linear_fit((3, 6, 12), (1, 2, 5))
+    logreg = M.build_example("logreg", with_gradients=True, with_train=True)
+    assert "adds 15 to 11" in M.gradients_note(logreg) and "adds 39 nodes to 22" in M.gradients_note(logreg)
+    train = M.run_fetch(logreg, "train step (SGD)", ["x", "y"])
+    assert "68 nodes built once, 54 evaluated" in M.training_note(logreg, train.counted)
+    assert "43 built, 25 evaluated" in M.training_note(logreg, train.counted)
+    assert "fold 3 of their example's 6 ops" in M.folding_note(M.folding_demo())
+    assert [n.name for n in M.loss_nodes(logreg)] == ["binary_cross_entropy", "sum", "mul"]
+
+
+def test_framework_map_ties_every_row_to_the_engine():
+    assert [g for g, _, _ in M.FRAMEWORK_GOALS] == ["expressive", "productive", "efficient"]
+    names = [r["framework"] for r in M.FRAMEWORKS]
+    assert {"NumPy", "PyTorch", "TensorFlow 1", "JAX"} <= set(names)
+    text = " ".join(r["compiles with"] + r["in this engine"] for r in M.FRAMEWORKS)
+    for word in ("torch.compile", "tf.function", "jax.jit", "engine.compile", "engine.grad", "backward()",
+                 "engine.static"):
+        assert word in text
 
 
 def test_compile_demo_is_bit_identical():
@@ -227,5 +280,6 @@ def test_presentation_mode_shows_small_tables_as_html_tables():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params["present"] = "1"
     ok(at.run())
-    assert len(at.table) == 3 and not at.dataframe      # counts over steps, unrolled loop, folding
+    # counts over steps, unrolled loop, folding; the framework map's two tables
+    assert len(at.table) == 5 and not at.dataframe
     assert any("stMetricValue" in h.proto.body for h in at.get("html"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from explorer.kit.budget import bounded_cache
@@ -15,8 +16,9 @@ from explorer import static_vs_dynamic as M
 ctx = start_page(
     "Static vs dynamic", "static",
     fields={"example": LinkField("str", "lecture", choices=tuple(M.EXAMPLES)),
-            "grads": LinkField("bool", True), "length": LinkField("int", 6, choices=(3, 6, 12))},
-    defaults={"example": "lecture", "grads": True, "train": False, "length": 6})
+            "grads": LinkField("bool", False), "train": LinkField("bool", False),
+            "length": LinkField("int", 6, choices=(3, 6, 12))},
+    defaults={"example": "lecture", "grads": False, "train": False, "length": 6})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
@@ -96,21 +98,22 @@ if not result.error:
         vcols[0].markdown("Same numbers as the eager run: **" + ("yes, bit for bit" if result.matches_eager
                                                                   else "no") + "**")
     with vcols[1]:
-        st.markdown(f"**Node counts** — {M.breakdown_text(M.node_breakdown(ex.graph))} (the forward graph is "
-                    f"{ex.forward_nodes} of them). The eager run of the same code records "
-                    f"{ex.eager_ops_per_step} ops — every step, anew.")
+        st.markdown(f"**Node counts** — {M.breakdown_text(M.node_breakdown(ex.graph))}, built once (the forward "
+                    f"graph is {ex.forward_nodes} of them" + (f"; gradients() added {ex.gradients_added}"
+                                                             if ex.with_gradients else "") + ").")
+        if ex.with_gradients:
+            st.caption(M.gradients_note(ex))
+        if ex.with_train and st.session_state[ns.key("fetch")] == "train step (SGD)":
+            st.caption(M.training_note(ex, result.counted))
         show_table(M.counts_over_steps(ex), look)
 
 st.markdown("##### The graph the eager run recorded")
 eg = ex.eager_graph
-show_plot(style_graph_figure(M.eager_figure(eg), look), look, key=ns.key(f"eager_graph_{example}"))
-skipped = ex.forward_nodes - len(eg.nodes)
-st.caption(f"Eagerly, the same code builds this graph *while it computes*: {len(eg.nodes)} nodes, the forward part "
-           f"of the static graph ({ex.forward_nodes} nodes)"
-           + (f"; the tape does not record ops whose inputs need no gradient ({skipped} here: computed, then "
-              "entered as a constant)" if skipped > 0 else "")
-           + ". backward() walks it and adds no nodes; the next step records a new one. Blue: data, green: "
-             "parameters (requires_grad), grey: constants.")
+st.markdown(M.eager_count_text(ex))
+show_plot(style_graph_figure(M.eager_figure(eg), look), look,
+          key=ns.key(f"eager_graph_{example}_{ex.with_gradients or ex.with_train}"))
+st.caption("The same code builds this graph *while it computes*; the next step records a new one. Blue: data, "
+           "green: parameters (requires_grad), grey: constants.")
 
 # --- 2. control flow --------------------------------------------------------------------------------
 st.divider()
@@ -120,10 +123,11 @@ st.markdown("h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<su
             "loop *while building*, so each length needs a graph of its own.", unsafe_allow_html=True)
 rows = cached_rnn_rows((3, 6, 12))
 show_table(rows, look)
+st.caption(M.rnn_note(rows))
 # presentation mode: the graph gets the page's whole width (its text is never shrunk to fit a column)
-rc = st.columns([1, 3]) if not look.presenting else [st.container(), st.container()]
+rc = st.columns([1.4, 3]) if not look.presenting else [st.container(), st.container()]
 rc[0].select_slider("Draw the static graph for T =", options=[3, 6, 12], key=ns.key("length"))
-rc[0].code("for t in range(T):\n    h = sigmoid(h * w + x[t])", language="python")
+rc[0].code("for t in range(T):\n    h = sigmoid(h * w + x[t])", language="python", wrap_lines=True)
 rc[0].caption("Python `if` on a graph tensor fails: " + M.python_if_on_graph_tensor())
 rc[0].checkbox("draw every op (not one box per step)", key=ns.key("rnn_ops"))
 T = int(st.session_state[ns.key("length")])
@@ -156,7 +160,7 @@ st.code(M.FOLDING_CODE, language="python")
 show_table(fd.rows, look)
 st.markdown(f"Folded at compile time: {', '.join(f'`{n}`' for n in fd.folded)}. "
             f"Results before and after are identical: **{fd.same_values}**. The gradient of a linear "
-            "function of x is a constant, so its whole gradient graph folds away.")
+            "function of x is a constant, so its whole gradient graph folds away. " + M.folding_note(fd))
 fc = st.columns(2) if not look.presenting else [st.container(), st.container()]
 with fc[0]:
     st.markdown("**Before**")
@@ -194,4 +198,17 @@ if demo:
         st.caption("Orange: ops the backward pass ran (VJP rules and the accumulation into .grad). Adam's "
                    "update is applied after each replay by the optimizer object itself.")
 
-publish_link(ctx, {"example": example, "grads": bool(st.session_state[ns.key("grads")]), "length": T})
+# --- 5. the framework map -------------------------------------------------------------------------------------
+st.divider()
+st.subheader("Where this engine sits: the framework map")
+st.markdown("A framework wants three things at once; eager and static graphs trade them off, and each framework "
+            "below picks its way to get gradients and speed. The last column is what this engine does for each.")
+# st.table wraps its cells (a dataframe would cut these sentences), at any size
+st.table(pd.DataFrame([{"goal": g, "means": m, "in this engine": e} for g, m, e in M.FRAMEWORK_GOALS]), hide_index=True)
+st.table(pd.DataFrame(M.FRAMEWORKS), hide_index=True)
+st.caption("`torch.compile`, `tf.function` and `jax.jit` all trace eager Python into a graph once and then run the "
+           "graph: that is `engine.compile` in section 4. TensorFlow 1 asks for the graph up front: `engine.static` in "
+           "sections 1-3.")
+
+publish_link(ctx, {"example": example, "grads": bool(st.session_state[ns.key("grads")]),
+                   "train": bool(st.session_state[ns.key("train")]), "length": T})
