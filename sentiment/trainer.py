@@ -42,7 +42,7 @@ LR_SCHEDULES = ("constant", "cosine")
 class TrainConfig:
     """Hyper-parameters; the defaults are HW2's setting, except the learning rate.
 
-    HW2's lr 0.25 with Adam kills the ReLUs of the hidden layer within a few epochs here (the
+    A learning rate of 0.25 with Adam kills the ReLUs of the hidden layer within a few epochs here (the
     masked mean gives inputs of GloVe's full scale, where HW2's padded mean shrank them): half of
     them are dead after two epochs, 62% later, and the network predicts one class (53% best on
     450/100). lr 0.01 (MiniTorch's default for this task), 250 epochs on 450/100, best validation

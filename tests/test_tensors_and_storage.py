@@ -189,6 +189,17 @@ def test_page_exercises_8_and_12_and_backends():
     assert "`[9, 12]`" in "\n".join(m.value for m in _ok(at).markdown)
     next(b for b in at.button if b.label == "Run on every backend").click().run()
     _ok(at)
-    timing = at.table[-1].value
+    timing = next(t.value for t in at.table if "× numpy's time" in t.value.columns)
     assert list(timing["backend"]) == engine.available_backends()[:1] + [b for b in engine.available_backends()
                                                                           if b != "numpy"]
+
+
+def test_backend_agreement_says_which_kernels_are_bit_for_bit():
+    from explorer.tensors_and_storage import BACKEND_NOTE, backend_agreement
+    rows = {(r["kernel"], r["backend"]): r for r in backend_agreement(n=1000, backends=["numpy", "python"])}
+    assert rows[("zip: x * y", "python")]["bit for bit equal to numpy"] == "yes"
+    assert rows[("reduce: sum(y)", "python")]["max |difference|"] != "nan"
+    for r in rows.values():
+        assert float(r["max |difference|"]) < 1e-12
+        assert (r["bit for bit equal to numpy"] == "yes") == (float(r["max |difference|"]) == 0.0)
+    assert "bit for bit" in BACKEND_NOTE and "2.7e-15" in BACKEND_NOTE

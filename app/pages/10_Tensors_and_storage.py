@@ -31,6 +31,11 @@ def cached_chain(text: str, base: str):
     return M.run_chain(text, M.BASE_SHAPES[base])
 
 
+@bounded_cache(1 << 20, spinner="Comparing the backends' kernels…")
+def cached_agreement(backends: tuple[str, ...]):
+    return M.backend_agreement(backends=list(backends))
+
+
 @bounded_cache(1 << 20, spinner="Timing the op on every backend…")
 def cached_timings(op: str, n: int, backends: tuple[str, ...]):
     return M.time_backends(op, n, list(backends))
@@ -144,6 +149,10 @@ st.caption(f"Backends on this machine: {', '.join(available)}"
 if go_run:
     timings = cached_timings(op, n, tuple(available))
     st.table(pd.DataFrame(M.timing_rows(timings)), hide_index=True)
+if len(available) > 1:
+    st.markdown("**Do the backends agree bit for bit?** Each kernel kind on the same data, against `numpy`:")
+    st.table(pd.DataFrame(cached_agreement(tuple(available))), hide_index=True)
+    st.caption(M.BACKEND_NOTE)
 
 publish_link(ctx, {"chain": chain_text, "base": base, "bshape": st.session_state[ns.key("bshape")],
                    "ids": st.session_state[ns.key("ids")], "op": op, "n": n})

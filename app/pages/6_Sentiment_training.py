@@ -132,7 +132,7 @@ c[0].button(ONE_CLICK["hw2"][0], icon=":material/play_arrow:", on_click=_one_cli
 c[1].button(ONE_CLICK["full"][0], icon=":material/play_arrow:", on_click=_one_click, args=("full",),
             width="stretch", help=f"{PRESETS['full'].note}. Sets the boxes below and starts.")
 c[2].button(ONE_CLICK["relu"][0], icon=":material/play_arrow:", on_click=_one_click, args=("relu",),
-            width="stretch", help="HW2's own learning rate, 0.25, with Adam: watch the dead-ReLU plot and the "
+            width="stretch", help="A large learning rate, 0.25, with Adam: watch the dead-ReLU plot and the "
                                   "ReLU box of the network turn red, and accuracy stall at one class.")
 
 with st.container(border=True):
@@ -320,7 +320,7 @@ def live_view() -> None:
         st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, look.figure_font,
                                         int(look.figure_font * 3)), width="stretch", key=k("units_chart"))
         st.caption("A ReLU unit is **dead** when it outputs 0 for every probe sentence (the first 200 training "
-                   "sentences): it then passes no gradient to its weights and never recovers. HW2's lr 0.25 with "
+                   "sentences): it then passes no gradient to its weights and never recovers. A learning rate of 0.25 with "
                    "Adam kills about half of them in the first two epochs; lr 0.01 keeps most alive. In the "
                    "network, the ReLU turns red with the dead fraction and the edge into a layer is thicker the "
                    "larger its weight gradient.")

@@ -157,7 +157,7 @@ def test_two_browser_sessions_train_at_once(browser, app_url, wait_idle, shot):
 
 
 def test_the_look_inside_updates_while_training(page, app_url, wait_idle, shot):
-    """HW2's lr 0.25 (one click): the dead-ReLU chart and the network drawn with live numbers keep changing."""
+    """lr 0.25 (one click): the dead-ReLU chart and the network drawn with live numbers keep changing."""
     open_page(page, app_url, wait_idle)
     press(page, "HW2 with lr 0.25: watch the ReLUs die")
     wait_until(page, lambda: ink(page, "dead ReLU units") > 0, timeout=90, what="the look inside")
