@@ -24,14 +24,15 @@ from .kit import presets
 _PRESET = next(p for p in presets.PRESETS if p.label.startswith("Cross-entropy on logits"))
 STEP_PROGRAM, STEP_INPUTS = _PRESET.program, _PRESET.inputs
 
-SLIDE_CODE = ("logits = model(x)                      # (batch, classes): raw scores, no softmax\n"
+SLIDE_CODE = ("logits = model(x)         # (batch, classes)\n"
               "loss = CrossEntropyLoss()(logits, labels)\n"
-              "loss.backward()                        # Q1: how is backward implemented?\n"
-              "                                       # Q2: in what order are the nodes visited?")
-ENGINE_CODE = ("logits = x @ W + b                     # engine ops, W and b require grad\n"
+              "loss.backward()            # how? in what order?")
+ENGINE_CODE = ("logits = x @ W + b         # W, b require grad\n"
                "loss = engine.cross_entropy(logits, labels)\n"
-               "#    = mean_i( −log_softmax(logits)[i, labels[i]] ),  log_softmax(z) = z − logsumexp(z)\n"
                "loss.backward()")
+ENGINE_FORMULA = ("`engine.cross_entropy` is the mean over the batch of −log_softmax(logits)[i, labels[i]] (the "
+                  "label's negative log-likelihood), with log_softmax(z) = z − logsumexp(z): engine ops, no rule of "
+                  "its own.")
 
 # (question, answer in one sentence, [(page link, label)])
 QUESTIONS = [

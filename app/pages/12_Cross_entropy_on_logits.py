@@ -43,9 +43,10 @@ with head[1]:
     presentation_toggle()
 c = st.columns(2)
 c[0].markdown("**Slide 7** (PyTorch)")
-c[0].code(C.SLIDE_CODE, language="python")
+c[0].code(C.SLIDE_CODE, language="python", wrap_lines=True)
 c[1].markdown("**The same with this engine**")
-c[1].code(C.ENGINE_CODE, language="python")
+c[1].code(C.ENGINE_CODE, language="python", wrap_lines=True)
+st.caption(C.ENGINE_FORMULA)
 
 q = st.columns(2)
 for col, (question, answer, links) in zip(q, C.QUESTIONS):
@@ -68,7 +69,7 @@ with left:
     st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
                "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
 with right:
-    st.metric("loss = mean over the batch of −log_softmax(z)[label]", f"{b.loss:.6f}")
+    st.markdown(f"loss = mean over the batch of −log_softmax(z)[label] = **{b.loss:.6f}**")
     st.markdown(f"∂loss/∂z = (softmax(z) − onehot(label)) / batch: the engine's backward differs from that "
                 f"formula by **{b.formula_difference:.1e}**.")
     if b.torch_loss_difference is None:
