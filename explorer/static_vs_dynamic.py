@@ -46,6 +46,8 @@ FADED = {k: _tint(v) for k, v in COLOURS.items()}
 STATIC_WIDTH = 940             # px: the graph spans the main column of a 1400 px window
 RNN_WIDTH = 700                # px: the unrolled loop is drawn in 3/4 of the column
 HALF_WIDTH = 460               # px: two graphs side by side
+FOLD_BEFORE_WIDTH = 600        # px: constant folding, before (its graph is ~560 px wide) ...
+FOLD_AFTER_WIDTH = 260         # ... and after (~240 px), side by side in a 1400 px window
 LEGEND = [("placeholder", "placeholder (fed)"), ("variable", "Variable (state)"), ("constant", "constant"),
           ("op", "operation"), ("gradient", "gradient node (from gradients())"), ("update", "training update")]
 
@@ -157,7 +159,7 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
                            "loss = binary_cross_entropy(sigmoid(x @ w + b), y)\n")
             static_grad = "gw, gb = gradients(loss, [w, b])\n"
             static_run = "Session().run(loss, {x: ..., y: ...})"
-            eager_code = ("w = tensor(w0, requires_grad=True); b = tensor(b0, requires_grad=True)\n"
+            eager_code = ("w = tensor(w0, requires_grad=True)\nb = tensor(b0, requires_grad=True)\n"
                           "loss = binary_cross_entropy(sigmoid(tensor(x) @ w + b), tensor(y))")
             eager_grad = "\nloss.backward()"
             prediction = "p = sigmoid(x @ w + b)"
@@ -228,7 +230,7 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
         fetches["train step (SGD)"] = tf.GradientDescentOptimizer(lr).minimize(loss_for_grad, params)
     static_code += static_run
     if with_gradients or with_train:
-        eager_code += eager_grad + "      # runs the backward ops; records no graph"
+        eager_code += eager_grad + "   # runs backward ops, records none"
     counted: list[str] = []
     forward: list[int] = []
     runs_backward = with_gradients or (with_train and key != "lecture")
@@ -612,13 +614,13 @@ def unrolled_rnn_rows(lengths=(3, 6, 12), seed: int = 0) -> list[dict]:
         (gw,) = tf.gradients(h, [w])
         hv, gwv = Session(g).run([h, gw], {x: xs})
         he, gwe, n_fwd, n_all = rnn_eager(xs)
-        rows.append({"length T": T, "eager ops per run (forward)": n_fwd,
-                     "eager ops per run (+ backward)": n_all,
-                     "static graph nodes (forward)": forward_nodes,
-                     "static graph nodes (+ gradients)": len(g.nodes),
-                     "static graphs needed": 1,
-                     "h_T static = eager": bool(np.array_equal(hv, he)),
-                     "dh_T/dw static = eager": bool(np.isclose(gwv, gwe, rtol=1e-12, atol=0))})
+        rows.append({"length T": T, "eager ops (forward)": n_fwd,
+                     "eager ops (+ backward)": n_all,
+                     "static nodes (forward)": forward_nodes,
+                     "static nodes (+ gradients)": len(g.nodes),
+                     "static graphs": 1,
+                     "h_T equal": bool(np.array_equal(hv, he)),
+                     "dh_T/dw equal": bool(np.isclose(gwv, gwe, rtol=1e-12, atol=0))})
     return rows
 
 
@@ -679,9 +681,9 @@ def counts_over_steps(ex: Example, steps=(1, 10, 50)) -> list[dict]:
     """Nodes created over k training steps: static builds once; eager records a new graph each step (its
     nodes, leaves included) and runs its forward and backward ops each step."""
     static_total = len(ex.graph.nodes)
-    return [{"steps": k, "static: nodes built": static_total, "static: graphs built": 1,
-             "eager: graph nodes recorded": len(ex.eager_graph.nodes) * k,
-             "eager: ops run (forward + backward)": ex.eager_ops_per_step * k, "eager: graphs built": k}
+    return [{"steps": k, "static: nodes": static_total, "static: graphs": 1,
+             "eager: nodes recorded": len(ex.eager_graph.nodes) * k,
+             "eager: ops run": ex.eager_ops_per_step * k, "eager: graphs": k}
             for k in steps]
 
 
@@ -761,8 +763,8 @@ def _formula(a: int, b: int) -> str:
 def rnn_note(rows: list[dict]) -> str:
     """One sentence: the notes' unrolled-loop counts beside ours, as formulas in T fitted to the measured rows."""
     T = [r["length T"] for r in rows]
-    eager = linear_fit(T, [r["eager ops per run (forward)"] for r in rows])
-    static = linear_fit(T, [r["static graph nodes (+ gradients)"] for r in rows])
+    eager = linear_fit(T, [r["eager ops (forward)"] for r in rows])
+    static = linear_fit(T, [r["static nodes (+ gradients)"] for r in rows])
     ne = linear_fit((3, 6, 12), NOTES_RNN_EAGER)
     ns = linear_fit((3, 6, 12), NOTES_RNN_STATIC)
     return (f"The notes count {' / '.join(map(str, NOTES_RNN_EAGER))} eager ops ({_formula(*ne)}) and "

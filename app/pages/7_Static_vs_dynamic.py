@@ -35,7 +35,7 @@ legend += f"<span style='background:{M.LIT};padding:1px 6px;border-radius:4px'>e
 
 # --- 1. one program, two ways ------------------------------------------------------------------------
 st.subheader("Build once, run with a feed dict")
-head = st.columns([3, 1, 1, 1])
+head = st.columns([2.4, 1.2, 1.4, 1.4])
 head[0].selectbox("Program", list(M.EXAMPLES), format_func=M.EXAMPLES.get, key=ns.key("example"))
 head[1].checkbox("add gradients()", key=ns.key("grads"),
                  help="gradients(loss, variables) adds the backward pass to the graph as nodes, built from "
@@ -55,9 +55,9 @@ if look.presenting:
 else:
     code, stage = st.columns(2), st.container()
 code[0].markdown("**Static graph** (define, then run)")
-code[0].code(ex.static_code, language="python")
+code[0].code(ex.static_code, language="python", wrap_lines=True)
 code[1].markdown("**Eager / dynamic** (define by running)")
-code[1].code(ex.eager_code, language="python")
+code[1].code(ex.eager_code, language="python", wrap_lines=True)
 
 if not look.presenting:
     run_cols = st.columns([2, 2, 3])
@@ -161,14 +161,16 @@ show_table(fd.rows, look)
 st.markdown(f"Folded at compile time: {', '.join(f'`{n}`' for n in fd.folded)}. "
             f"Results before and after are identical: **{fd.same_values}**. The gradient of a linear "
             "function of x is a constant, so its whole gradient graph folds away. " + M.folding_note(fd))
-fc = st.columns(2) if not look.presenting else [st.container(), st.container()]
+# the graph before folding is about 560 px wide and the one after about 240: columns in that ratio draw both
+# whole (at half width each, the first was windowed and its left third cut off)
+fc = st.columns([2.3, 1]) if not look.presenting else [st.container(), st.container()]
 with fc[0]:
     st.markdown("**Before**")
-    show_plot(style_graph_figure(M.graph_figure(fd.before, width=M.HALF_WIDTH), look), look,
+    show_plot(style_graph_figure(M.graph_figure(fd.before, width=M.FOLD_BEFORE_WIDTH), look), look,
               key=ns.key("fold_before"))
 with fc[1]:
     st.markdown("**After**")
-    show_plot(style_graph_figure(M.graph_figure(fd.after, width=M.HALF_WIDTH), look), look,
+    show_plot(style_graph_figure(M.graph_figure(fd.after, width=M.FOLD_AFTER_WIDTH), look), look,
               key=ns.key("fold_after"))
 
 # --- 4. capture and replay ------------------------------------------------------------------------------
