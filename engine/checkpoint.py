@@ -221,7 +221,8 @@ def _mlp(depth: int, width: int, batch: int, seed: int = 0):
 
 def measure_policy(depth: int, width: int, batch: int, mode: str, every: int | None = None,
                    repeats: int = 3) -> PolicyCost:
-    """Run forward + backward of a ``depth``-layer ReLU MLP (float64) under ``mode`` and measure it."""
+    """Run forward + backward of a ``depth``-layer ReLU MLP (float64) under ``mode`` and measure it
+    (``repeats`` = 0: no timed runs, ``seconds`` is NaN; see :func:`time_policy`)."""
     params, x = _mlp(depth, width, batch)
     calls: list[int] = []
 
@@ -241,8 +242,8 @@ def measure_policy(depth: int, width: int, batch: int, mode: str, every: int | N
     out = run_layers(layers(), x)                  # keep-all's gradients, the reference
     out.sum().backward()
     reference = grads()
-    best = math.inf
-    for _ in range(max(1, repeats)):
+    best = math.inf if repeats > 0 else math.nan
+    for _ in range(repeats):
         t0 = time.perf_counter()
         run().sum().backward()
         best = min(best, time.perf_counter() - t0)
@@ -263,3 +264,12 @@ def measure_policy(depth: int, width: int, batch: int, mode: str, every: int | N
     diff = max(float(np.max(np.abs(a - b))) for a, b in zip(grads(), reference))
     segment = sqrt_segment(depth) if mode == "sqrt" else every
     return PolicyCost(mode, segment, kept, peak, best, len(calls), diff)
+
+
+def time_policy(depth: int, width: int, batch: int, mode: str, every: int | None = None) -> float:
+    """Seconds of one untraced forward + backward under ``mode`` (the network of :func:`measure_policy`)."""
+    params, x = _mlp(depth, width, batch)
+    layers = [lambda h, W=W, b=b: (h @ W + b).relu() for W, b in params]
+    t0 = time.perf_counter()
+    run_layers(layers, x, mode=mode, every=every).sum().backward()
+    return time.perf_counter() - t0

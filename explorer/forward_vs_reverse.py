@@ -201,12 +201,11 @@ JACOBIAN_DEFINITION = ("For f: Rⁿ → Rᵐ the **Jacobian** J is the m × n ma
 
 # --- the notes' cost table: a gradient costs a small constant number of forward passes --------------------
 
-def pass_costs(depth: int = 4, width: int = 64, batch: int = 32, repeats: int = 3) -> list[dict]:
+def pass_costs(depth: int = 4, width: int = 64, batch: int = 32) -> list[dict]:
     """Forward pass alone, forward + backward (every parameter's gradient) and one forward-mode (JVP) pass
-    of a ReLU MLP, measured on the engine: ops run, matmul multiply-adds, time, each as a multiple of the
-    forward pass (the notes: one reverse-mode gradient costs about two forward passes more)."""
-    import time
-
+    along one direction of the input, of a ReLU MLP, counted on the engine: ops run and matmul multiply-adds,
+    as a multiple of the forward pass (the notes: one reverse-mode gradient costs about two forward passes
+    more). Counts, not times: on a shared machine a time ratio says more about the neighbours' load."""
     import engine
     rng = np.random.default_rng(0)
     Ws = [engine.tensor(rng.standard_normal((width, width)) / np.sqrt(width), requires_grad=True)
@@ -223,8 +222,7 @@ def pass_costs(depth: int = 4, width: int = 64, batch: int = 32, repeats: int = 
         with engine.trace_ops(lambda op, inputs, params, out: ops.append(
                 (op.name, int(np.prod(inputs[0].shape)) * int(inputs[1].shape[-1]) if op.name == "matmul" else 0))):
             run()
-        best = min(_timed(run, time) for _ in range(max(1, repeats)))
-        return len(ops), sum(m for _, m in ops), best
+        return len(ops), sum(m for _, m in ops)
 
     def forward():
         with engine.no_grad():
@@ -233,27 +231,21 @@ def pass_costs(depth: int = 4, width: int = 64, batch: int = 32, repeats: int = 
     def reverse():
         net(x, *Ws).backward()
 
-    def forward_mode():
-        engine.jvp(lambda *ws: net(x, *ws), Ws, [engine.tensor(np.ones((width, width)))] + [
-            engine.tensor(np.zeros((width, width)))] * (depth - 1))
+    direction = engine.tensor(rng.standard_normal((batch, width)))
+
+    def forward_mode():          # the derivative along one direction of the input: value and tangent together
+        engine.jvp(lambda h: net(h, *Ws), [x], [direction])
 
     rows = []
     base = None
     for what, run in (("forward pass (values only)", forward),
                       ("reverse mode: forward + backward (all gradients)", reverse),
                       ("forward mode: one JVP pass (one direction)", forward_mode)):
-        n_ops, macs, seconds = measure(run)
-        base = base or (n_ops, macs, seconds)
+        n_ops, macs = measure(run)
+        base = base or (n_ops, macs)
         rows.append({"pass": what, "ops run": n_ops, "matmul multiply-adds": f"{macs:,}",
-                     "× forward (multiply-adds)": f"{macs / base[1]:.2f}", "time (ms)": f"{seconds * 1e3:.2f}",
-                     "× forward (time)": f"{seconds / base[2]:.2f}"})
+                     "× forward (multiply-adds)": f"{macs / base[1]:.2f}"})
     return rows
-
-
-def _timed(run, time) -> float:
-    t0 = time.perf_counter()
-    run()
-    return time.perf_counter() - t0
 
 
 # --- activation recomputation (checkpointing), measured ---------------------------------------------------
@@ -263,7 +255,7 @@ CHECKPOINT_MODES = ("keep_all", "sqrt", "recompute_all")
 MAX_CHECKPOINT_MACS = 4_000_000_000   # multiply-adds one request may run (a few seconds on a busy core)
 
 
-def checkpoint_work(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: int = 2) -> int:
+def checkpoint_work(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: int = 5) -> int:
     """Multiply-adds :func:`checkpoint_runs` will run, estimated before it runs: per policy and depth, the
     layer calls (``L``, ``2L``, ``L + L(L+1)/2``) × (1 forward + 2 backward matmuls) × batch × width², for the
     reference run, ``repeats`` timed runs and one traced run."""
@@ -271,10 +263,11 @@ def checkpoint_work(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: i
     return calls * 3 * batch * width * width * (repeats + 2)
 
 
-def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: int = 2):
+def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: int = 5):
     """Each policy (keep all, a checkpoint every √L layers, recompute all) measured at each depth on a ReLU
     MLP (float64): ``(series, rows)`` with series ``policy -> (ms, peak MB)`` over the depths for the plot and
-    one table row per policy and depth.
+    one table row per policy and depth. Time is the best of ``repeats`` rounds, each round timing every policy
+    and depth once in turn, so a burst of load on the machine hits them alike.
 
     Raises:
         RequestRefused: the estimated work exceeds :data:`MAX_CHECKPOINT_MACS`.
@@ -287,19 +280,24 @@ def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: i
                              f"multiply-adds, more than this page's {MAX_CHECKPOINT_MACS:,}; choose a smaller size")
     series: dict[str, tuple[list, list]] = {}
     rows = []
-    for mode in CHECKPOINT_MODES:
-        for L in depths:
-            c = ck.measure_policy(L, width, batch, mode, repeats=repeats)
-            xs, ys = series.setdefault(_policy_name(mode), ([], []))
-            xs.append(round(c.seconds * 1e3, 3))
-            ys.append(round(c.peak_bytes / 1e6, 3))
-            rows.append({"policy": _policy_name(mode), "layers L": L,
-                         "segment (layers)": {"keep_all": "—", "recompute_all": "1 (from the input)"}.get(
-                             mode, str(c.segment)),
-                         "kept after forward (MB)": f"{c.kept_bytes / 1e6:.2f}",
-                         "peak during forward + backward (MB)": f"{c.peak_bytes / 1e6:.2f}",
-                         "layer calls": c.layer_calls, "time (ms)": f"{c.seconds * 1e3:.1f}",
-                         "max |Δ gradient| vs keep all": f"{c.max_grad_difference:.1e}"})
+    cases = [(mode, L) for mode in CHECKPOINT_MODES for L in depths]
+    best = dict.fromkeys(cases, float("inf"))
+    for _ in range(max(1, repeats)):
+        for mode, L in cases:
+            best[mode, L] = min(best[mode, L], ck.time_policy(L, width, batch, mode))
+    for mode, L in cases:
+        c = ck.measure_policy(L, width, batch, mode, repeats=0)
+        c.seconds = best[mode, L]
+        xs, ys = series.setdefault(_policy_name(mode), ([], []))
+        xs.append(round(c.seconds * 1e3, 3))
+        ys.append(round(c.peak_bytes / 1e6, 3))
+        rows.append({"policy": _policy_name(mode), "layers L": L,
+                     "segment (layers)": {"keep_all": "—", "recompute_all": "1 (from the input)"}.get(
+                         mode, str(c.segment)),
+                     "kept after forward (MB)": f"{c.kept_bytes / 1e6:.2f}",
+                     "peak during forward + backward (MB)": f"{c.peak_bytes / 1e6:.2f}",
+                     "layer calls": c.layer_calls, "time (ms)": f"{c.seconds * 1e3:.1f}",
+                     "max |Δ gradient| vs keep all": f"{c.max_grad_difference:.1e}"})
     return series, rows
 
 

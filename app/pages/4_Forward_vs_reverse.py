@@ -133,12 +133,13 @@ show_plot(where=p[1], fig=line_plot(series["vary_m"], title=f"n = {fixed}, m var
                                y_title="count (log scale)", look=look, log_y=True), lk=look, key=ns.key("jac_m"))
 
 st.markdown("**What one gradient costs** (the notes' table: reverse mode's gradient of a scalar loss costs about "
-            "two forward passes more, whatever the number of inputs). Measured now on a 4-layer ReLU MLP, width "
-            "256, batch 128:")
+            "two forward passes more, whatever the number of inputs). Counted now on the engine running a 4-layer "
+            "ReLU MLP, width 256, batch 128:")
 st.table(pd.DataFrame(cached_pass_costs()), hide_index=True)
 st.caption("The backward pass runs two matmuls per layer (x̄ = ḡWᵀ and W̄ = xᵀḡ) against the forward's one; the first "
-           "layer's input is data (no x̄), hence 2.75 rather than 3 multiply-adds ratios. Time ratios include Python "
-           "overhead per op and vary with the machine's load.")
+           "layer's input is data (no x̄), hence 2.75 rather than 3. Forward mode carries one tangent beside each "
+           "value (h·W and ḣ·W): 2, but for one direction only. Counts, not times: on a shared server a time ratio "
+           "measures the neighbours (the checkpointing section below times its runs in turn to be fair).")
 
 st.subheader("Why frameworks never build the Jacobian")
 st.caption("A layer x (batch × d_in) → y (batch × d_out). Its full Jacobian is huge; a VJP only ever holds a "
@@ -193,7 +194,8 @@ st.markdown("`engine.checkpoint.checkpoint(fn, x)` runs a segment without record
             "on a ReLU MLP (float64) at 4, 9 and 16 layers: **keep all** (the ordinary graph), **a checkpoint every "
             "√L layers** (each segment recomputed once: 2L layer calls) and **recompute all** (only the input is "
             "kept; layer i's input is recomputed from it: L + L(L+1)/2 calls). Memory is the peak of NumPy's "
-            "allocations during forward + backward (traced); time is the best of two untraced runs.")
+            "allocations during forward + backward (traced); time is the best of five untraced rounds, each "
+            "timing every policy and depth once in turn.")
 k = st.columns([1, 1, 3])
 ck_width = k[0].select_slider("width", [32, 64, 128], value=64, key=ns.key("ck_width"))
 ck_batch = k[1].select_slider("batch", [16, 32, 64, 128], value=64, key=ns.key("ck_batch"))
