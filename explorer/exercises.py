@@ -413,7 +413,8 @@ def _ex11() -> Exercise:
          "loss's own two nodes, as here, and 12 gradient nodes built for placeholders and constants that nothing "
          "uses. The engine's gradients() builds gradient nodes only on paths to the Variables, so it has none of "
          "those 12."],
-        page_link("Static_vs_dynamic", {"example": "logreg", "grads": False, "train": True}),
+        page_link("Static_vs_dynamic", {"example": "logreg", "grads": False, "train": True,
+                                        "fetch": "train step (SGD)"}),
         "Static vs dynamic: the training graph, with the train step's nodes lit")
 
 

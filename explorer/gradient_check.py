@@ -340,7 +340,7 @@ def notes_checks() -> list[NotesCheck]:
                    "regression", "1.1e-16", symbolic_against_tape()),
         NotesCheck("VJP against the explicit Jacobian: y = Wx", "x̄ = VJP(ȳ) against Jᵀȳ, J built column by column "
                    "with forward mode", "0", wx),
-        NotesCheck("VJP against the explicit Jacobian: sigmoid", "s̄ ⊙ σ(1 − σ) against Jᵀs̄, J = diag(σ(1 − σ))",
+        NotesCheck("VJP against the explicit Jacobian: sigmoid", "s̄ ⊙ σ(1 − σ) against Jᵀs̄, J (diagonal) built by forward mode",
                    "2.8e-17", sig),
         NotesCheck("autodiff against a hand-written backward", "the same MLP's gradients, chain rule written by hand "
                    "in NumPy", "2.1e-17", hand_written_backward()),

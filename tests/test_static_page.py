@@ -293,3 +293,15 @@ def test_no_graph_on_the_page_is_cut_to_a_window():
     ok(at.run())
     metas = [json.loads(g)["layout"]["meta"] for g in graphs(at)]
     assert len(metas) == 7 and not any(m.get("window") for m in metas), metas
+
+
+def test_exercise_11_link_opens_the_training_step_lit():
+    from urllib.parse import parse_qsl, urlsplit
+    from explorer import exercises as E
+    link = E.build("static_training").link
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    for k, v in parse_qsl(urlsplit(link).query):
+        at.query_params[k] = v
+    ok(at.run())
+    assert at.selectbox(key="static_fetch").value == "train step (SGD)"
+    assert "Evaluated **25 of 28**" in texts(at) and "68 nodes built once, 54 evaluated" in texts(at)

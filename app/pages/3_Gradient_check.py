@@ -91,7 +91,7 @@ st.subheader(f"Every input at h = {h:.0e}")
 st.table(pd.DataFrame(model.table), hide_index=True)
 
 st.subheader("The notes' checks, computed now")
-st.markdown("The lecture notes check their framework's gradients five ways. The same checks on this engine, run "
+st.markdown("The lecture notes check their framework's gradients several ways. The same checks on this engine, run "
             "when the page opens (largest absolute difference; float64). The Jacobian J of f: Rⁿ → Rᵐ is the "
             "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ; a VJP gives ȳᵀJ without ever building it, so building it once, for a "
             "small case, is a check.")

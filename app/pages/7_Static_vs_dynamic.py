@@ -16,9 +16,9 @@ from explorer import static_vs_dynamic as M
 ctx = start_page(
     "Static vs dynamic", "static",
     fields={"example": LinkField("str", "lecture", choices=tuple(M.EXAMPLES)),
-            "grads": LinkField("bool", False), "train": LinkField("bool", False),
+            "grads": LinkField("bool", False), "train": LinkField("bool", False), "fetch": LinkField("str", ""),
             "length": LinkField("int", 6, choices=(3, 6, 12))},
-    defaults={"example": "lecture", "grads": False, "train": False, "length": 6})
+    defaults={"example": "lecture", "grads": False, "train": False, "fetch": "", "length": 6})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
@@ -213,4 +213,5 @@ st.caption("`torch.compile`, `tf.function` and `jax.jit` all trace eager Python 
            "sections 1-3.")
 
 publish_link(ctx, {"example": example, "grads": bool(st.session_state[ns.key("grads")]),
-                   "train": bool(st.session_state[ns.key("train")]), "length": T})
+                   "train": bool(st.session_state[ns.key("train")]), "fetch": st.session_state[ns.key("fetch")],
+                   "length": T})
