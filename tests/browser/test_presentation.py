@@ -60,6 +60,7 @@ PAGES = {
     "Topological_sort": (),
     "Tensors_and_storage": (),
     "Exercises": (),
+    "Cross_entropy_on_logits": (),
 }
 STEP_BUTTONS = ("Start", "Back", "Play", "Step", "End")
 

@@ -73,10 +73,10 @@ def test_switching_program_keeps_the_node_kinds(page, app_url, wait_idle, shot):
     fills were lost until a reload); gradients() nodes not needed by the run stay visible, pale orange."""
     fresh = {}
     for key in ("logreg", "mlp"):
-        _open(page, f"{app_url}/Static_vs_dynamic?example={key}", wait_idle)
+        _open(page, f"{app_url}/Static_vs_dynamic?example={key}&grads=1", wait_idle)
         fresh[key] = page.evaluate(FILLS, 0)
         assert fresh[key].get(PLACEHOLDER, 0) >= 1, fresh[key]          # y is fed, not evaluated: its own blue
-    _open(page, f"{app_url}/Static_vs_dynamic", wait_idle)
+    _open(page, f"{app_url}/Static_vs_dynamic?grads=1", wait_idle)    # gradients() added (off by default)
     assert page.evaluate(FILLS, 0).get("rgb(254, 231, 204)", 0) >= 1     # the lecture's gradient nodes, pale orange
     for key, program in (("logreg", "Logistic regression"), ("mlp", "Two-layer network")):
         page.get_by_label("Program").click()
