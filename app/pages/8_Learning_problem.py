@@ -75,7 +75,8 @@ surface = st.session_state[ns.key("surface")]
 S = L.SURFACES[surface]
 st.markdown("Learning = choosing parameters w that make a loss small. For a classifier the loss is the "
             "**cross-entropy**: the average of −log(probability the model gives the right label). "
-            f"Here: `{S.formula}`")
+            f"Here: `{S.formula}`. With many classes the loss takes the model's logits and works in log space: "
+            "[Cross-entropy on logits](Cross_entropy_on_logits), the lecture's opening example.")
 
 # learning rate: snap a linked value to the choices
 lr_now = min(S.lr_choices, key=lambda v: abs(v - float(st.session_state[ns.key("lr")])))
