@@ -334,7 +334,7 @@ def test_path_recursion_costs_across_reruns_equal_one_run():
 def test_notes_checks_are_computed_and_small():
     from explorer.gradient_check import NO_TORCH, explicit_jacobian_checks, hand_written_backward, notes_checks
     checks = {c.check: c for c in notes_checks()}
-    assert len(checks) == 7
+    assert len(checks) == 8
     for c in checks.values():
         if c.engine is None:
             assert c.skipped == NO_TORCH
@@ -344,6 +344,8 @@ def test_notes_checks_are_computed_and_small():
     wx, _ = explicit_jacobian_checks()
     assert wx == 0.0
     assert hand_written_backward() < 1e-15
+    from explorer.gradient_check import hw2_hand_written_backward
+    assert 0 < hw2_hand_written_backward() < 1e-13
 
 
 def test_hand_written_backward_check_can_fail():
