@@ -692,7 +692,7 @@ def test_a_preset_pick_releases_the_keyboard_focus_once():
     assert header(at).startswith("#### Step 2 of")
 
 
-XENT = "12_Cross_entropy_on_logits.py"
+XENT = "13_Cross_entropy_on_logits.py"
 
 
 def test_cross_entropy_page_opening_example():
