@@ -46,6 +46,11 @@ def _no_scope(name: str) -> ContextManager:
 class SentimentNet(nn.Module):
     """HW2's network: masked mean of word vectors -> Linear -> ReLU -> Dropout -> Linear -> sigmoid."""
 
+    #: its forward pass has no Python control flow that depends on the data: every batch of one shape
+    #: runs the same ops, so a training step traced once (``engine.static.compile``) replays it exactly.
+    #: A subclass whose forward branches on values sets this to False (the trainer then runs eagerly).
+    static_graph = True
+
     def __init__(self, embedding_dim: int = 50, hidden: int = 32, dropout: float = 0.5,
                  backend: "str | Backend" = "numpy", dtype=float64, seed: int | None = 0):
         super().__init__()
@@ -77,8 +82,12 @@ class SentimentNet(nn.Module):
         """The ReLU layer's output (B, H), before dropout (what "dead ReLU" statistics look at)."""
         with scope("mean over words"):
             s = self.pool(embeddings, mask)
+        return self.hidden_of_pooled(s, scope)
+
+    def hidden_of_pooled(self, pooled: Tensor, scope: ScopeFn = _no_scope) -> Tensor:
+        """The ReLU layer's output (B, H) from sentence vectors (B, D) that :meth:`pool` made."""
         with scope("Linear 1"):
-            h = self.fc1(s)
+            h = self.fc1(pooled)
         with scope("ReLU"):
             return self.relu(h)
 

@@ -25,17 +25,21 @@ from typing import Callable, Iterator, Union
 
 import numpy as np
 
+from engine import functional as F
 from engine import optim
 from engine.backends import get_backend
 from engine.dtypes import as_dtype
+from engine.static import CaptureError
+from engine.static import compile as compile_step
 from engine.tensor import Tensor, no_grad
 
 from .data import Dataset
 from .embeddings import PAD, UNK, EncodedDataset, GloVe, Vocabulary, tokenize
-from .model import SentimentNet, batch_tensors, training_step
+from .model import SentimentNet, batch_tensors
 
 OPTIMIZERS = ("adam", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
+STEP_MODES = ("auto", "compiled", "eager")
 
 
 @dataclass
@@ -63,6 +67,10 @@ class TrainConfig:
     dtype: str = "float64"
     shuffle: bool = False           # HW2 visits the batches in file order every epoch
     eval_batch_size: int = 2048     # validation is evaluated in chunks of this many sentences
+    # "auto": the training step is traced once per batch shape and replayed (engine.static.compile) when
+    # the model's graph is static (SentimentNet's is), eager otherwise; both give the same bits
+    step: str = "auto"
+    eval_every: int = 0             # also validate every this many steps (0: only at each epoch's end)
     # beyond HW2 (defaults: off, i.e. HW2's training)
     weight_decay: float = 0.0       # L2 penalty on the network's weights and biases (not on word vectors)
     lr_schedule: str = "constant"   # "cosine": lr decays from lr to 0 over all the run's steps
@@ -89,6 +97,10 @@ class TrainConfig:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         if not 0.0 <= self.word_dropout < 1.0:
             raise ValueError(f"word_dropout must be in [0, 1), got {self.word_dropout}")
+        if self.step not in STEP_MODES:
+            raise ValueError(f"step must be one of {STEP_MODES}, got {self.step!r}")
+        if self.eval_every < 0:
+            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
         as_dtype(self.dtype)
         get_backend(self.backend)  # raises BackendUnavailable / ValueError
 
@@ -290,6 +302,8 @@ class TrainingControl:
 class SentimentTrainer:
     """Trains :class:`SentimentNet` on GloVe-encoded sentences and reports through events."""
 
+    model_class: type[SentimentNet] = SentimentNet
+
     def __init__(self, train: Dataset, val: Dataset | None, glove: GloVe, config: TrainConfig | None = None,
                  control: TrainingControl | None = None):
         self.config = config or TrainConfig()
@@ -306,7 +320,7 @@ class SentimentTrainer:
         cfg = self.config
         self.backend = get_backend(cfg.backend)
         self.dtype = as_dtype(cfg.dtype)
-        self.model = SentimentNet(glove.dim, cfg.hidden, cfg.dropout, backend=self.backend, dtype=self.dtype,
+        self.model = self.model_class(glove.dim, cfg.hidden, cfg.dropout, backend=self.backend, dtype=self.dtype,
                                   seed=cfg.seed)
         opt = optim.Adam if cfg.optimizer == "adam" else optim.SGD
         self.optimizer = opt(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -317,42 +331,70 @@ class SentimentTrainer:
         self._shuffle_rng = np.random.default_rng(cfg.seed + 1)
         self._word_dropout_rng = np.random.default_rng(cfg.seed + 2)
         self._steps_done = 0
+        self._probe_pooled: Tensor | None = None   # the probe sentences' mean vectors (frozen word vectors)
         self.best_table: np.ndarray | None = None  # the word vectors at the best epoch (train_embeddings only)
-        self._step = training_step(self.model, self.optimizer, check=_check_finite)
+        # what the step computes gradients for: the network's parameters, and the word vectors when trained
+        self._grad_params = list(self.optimizer.params) + ([self._table] if cfg.train_embeddings else [])
+        self.compiled = cfg.step == "compiled" or (cfg.step == "auto" and getattr(self.model, "static_graph", False))
+        self._eager_step = self._forward_backward
+        self._step = compile_step(self._forward_backward) if self.compiled else self._eager_step
         self.history: list[EpochEnd] = []
         self.best_state: dict | None = None        # weights after the epoch with the best validation accuracy
         self.best_epoch: int | None = None
         self.checkpoint_epoch: int | None = None   # the epoch whose weights the model holds after training
 
     # --- one batch ---------------------------------------------------------
-    def _labels_tensor(self, labels: np.ndarray) -> Tensor:
-        return Tensor._make(self.backend.array(labels.astype(np.float64), self.dtype), self.backend)
+    def _forward_backward(self, ids: Tensor, mask: Tensor, labels: Tensor) -> tuple:
+        """Gather, forward, BCE, backward: ``(loss, logits, *gradients)`` (no update: the trainer checks
+        the loss first). Replayed by ``engine.static.compile`` when ``self.compiled``."""
+        for p in self._grad_params:
+            p.grad = None
+        loss, logits = self.model.loss(F.embedding(ids, self._table), mask, labels)
+        loss.backward()
+        return (loss, logits, *[p.grad for p in self._grad_params])
+
+    def batch_inputs(self, idx: np.ndarray) -> tuple[Tensor, Tensor, Tensor]:
+        """``(ids (B, L), mask (B, L), labels (B,))`` tensors of training examples ``idx``: slices of the
+        padded id array built once by the vocabulary (trimmed to the batch's longest sentence), word
+        dropout applied."""
+        enc, be = self.encoded_train, self.backend
+        ids = enc.batch_ids(idx)
+        if self.config.word_dropout > 0:
+            ids = self._drop_words(ids)
+        as_tensor = Tensor._make
+        return (as_tensor(be.array(ids, as_dtype("int64")), be),
+                as_tensor(be.array((ids != PAD).astype(np.float64), self.dtype), be),
+                as_tensor(be.array(enc.labels[idx].astype(np.float64), self.dtype), be))
 
     def train_step(self, idx: np.ndarray, look: bool = False) -> tuple[float, int, tuple[LayerLook, ...] | None]:
         """One optimisation step on examples ``idx``: ``(batch loss, number correct, layer looks)``.
 
-        The layer looks (weight and gradient norms, update/weight ratio) are measured only when ``look``.
+        The step runs compiled (a replay of its trace for this batch shape) or eagerly (``self.compiled``):
+        the same kernels on the same arrays, so the same bits. The layer looks (weight and gradient norms,
+        update/weight ratio) are measured only when ``look``.
 
         Raises:
             NonFiniteLoss: the loss is NaN or infinite; the parameters are left unchanged.
         """
-        enc = self.encoded_train
-        ids = enc.batch_ids(idx)
-        if self.config.word_dropout > 0:
-            ids = self._drop_words(ids)
-        emb, mask = batch_tensors(None, ids, table_tensor=self._table)
-        labels = enc.labels[idx]
+        inputs = self.batch_inputs(idx)
+        labels = self.encoded_train.labels[idx]
         layers = {"fc1": self.model.fc1.weight, "fc2": self.model.fc2.weight}
         before = {n: w.numpy().copy() for n, w in layers.items()} if look else None
+        try:
+            loss, logits, *grads = self._step(*inputs)
+        except CaptureError:  # a model the trace cannot replay: eager from now on
+            self.compiled, self._step = False, self._eager_step
+            loss, logits, *grads = self._step(*inputs)
+        _check_finite(loss)  # before any update
+        for p, g in zip(self._grad_params, grads):
+            p.grad = g
         self.optimizer.lr = self.lr_at(self._steps_done)
-        if self._table_optimizer is not None:
-            self._table_optimizer.zero_grad()
-        loss, logits = self._step(emb, mask, self._labels_tensor(labels))  # raises NonFiniteLoss before updates
+        self.optimizer.step()
         if self._table_optimizer is not None:
             self._table_optimizer.lr = self.optimizer.lr
             self._table_optimizer.step()
         self._steps_done += 1
-        correct = int(((logits.numpy() > 0).astype(np.int64) == labels).sum())
+        correct = int(((logits.numpy() > 0) == labels).sum())
         looks = None
         if look:
             looks = []
@@ -390,13 +432,17 @@ class SentimentTrainer:
         """Per hidden unit: the fraction of the probe sentences (the first PROBE_SENTENCES training
         sentences) on which its ReLU output is > 0, dropout off."""
         enc = self.encoded_train
-        idx = np.arange(min(PROBE_SENTENCES, len(enc)))
         was_training = self.model.training
         self.model.eval()
         try:
             with no_grad():
-                emb, mask = batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table)
-                h = self.model.hidden_units(emb, mask).numpy()
+                pooled = self._probe_pooled
+                if pooled is None:
+                    idx = np.arange(min(PROBE_SENTENCES, len(enc)))
+                    pooled = self.model.pool(*batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table))
+                    if not self.config.train_embeddings:  # frozen word vectors: the sentence vectors are too
+                        self._probe_pooled = pooled
+                h = self.model.hidden_of_pooled(pooled).numpy()
         finally:
             self.model.train(was_training)
         return (h > 0).mean(axis=0)

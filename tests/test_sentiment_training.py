@@ -214,6 +214,52 @@ def test_runs_on_every_backend(glove, backend):
     assert losses_of(glove, 3, backend, epochs=1) == losses_of(glove, 3, backend, epochs=1)
 
 
+def run_record(glove, step, **cfg):
+    """Every BatchEnd loss, every validation accuracy and the final weights of one run (step mode ``step``)."""
+    tr, va = builtin_split(60)
+    trainer = SentimentTrainer(tr, va, glove, TrainConfig(epochs=3, batch_size=7, seed=5, step=step, **cfg))
+    events = list(trainer.events())
+    assert events[-1].status == "completed", events[-1]
+    return (trainer, [e.loss for e in events if isinstance(e, BatchEnd)],
+            [e.val_accuracy for e in events if isinstance(e, EpochEnd)], trainer.model.state_dict(),
+            trainer.embedding_table.copy())
+
+
+@pytest.mark.parametrize("cfg", [dict(shuffle=True), dict(shuffle=False),
+                                 dict(shuffle=True, word_dropout=0.3, train_embeddings=True, lr_schedule="cosine",
+                                      weight_decay=1e-3)], ids=["shuffled", "file-order", "full-preset-options"])
+def test_compiled_training_is_bit_identical_to_eager(glove, cfg):
+    """The trainer replays its traced step (one trace per batch shape) by default: the same bits as eager mode,
+    dropout masks, word dropout and trained word vectors included."""
+    eager = run_record(glove, "eager", **cfg)
+    compiled = run_record(glove, "auto", **cfg)
+    assert not eager[0].compiled and compiled[0].compiled
+    assert compiled[0]._step._programs  # it did replay traced programs
+    assert len(set(compiled[1])) > 10 and compiled[1] == eager[1]  # every batch loss, bit for bit
+    assert compiled[2] == eager[2]
+    for k, v in eager[3].items():
+        np.testing.assert_array_equal(compiled[3][k], v)
+    np.testing.assert_array_equal(compiled[4], eager[4])
+
+
+def test_a_model_whose_graph_is_not_static_trains_eagerly(glove):
+    class Branchy(SentimentNet):
+        static_graph = False     # as a network whose forward branches on the data would declare
+
+    class BranchyTrainer(SentimentTrainer):
+        model_class = Branchy
+
+    tr, va = builtin_split(40)
+    assert SentimentTrainer(tr, va, glove, TrainConfig(epochs=1)).compiled
+    trainer = BranchyTrainer(tr, va, glove, TrainConfig(epochs=1))
+    assert isinstance(trainer.model, Branchy) and not trainer.compiled
+    assert trainer.run().status == "completed" and trainer._step == trainer._eager_step
+    assert not SentimentTrainer(tr, va, glove, TrainConfig(epochs=1, step="eager")).compiled
+    assert BranchyTrainer(tr, va, glove, TrainConfig(epochs=1, step="compiled")).compiled  # asked for explicitly
+    with pytest.raises(ValueError, match="step"):
+        TrainConfig(step="jit").validate()
+
+
 def test_config_is_validated(glove):
     data = builtin_corpus().head(10)
     for bad in [dict(epochs=0), dict(batch_size=0), dict(lr=-1.0), dict(lr=float("nan")), dict(optimizer="rmsprop"),
