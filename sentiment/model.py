@@ -93,7 +93,14 @@ class SentimentNet(nn.Module):
 
     def logits(self, embeddings: Tensor, mask: Tensor | None = None, scope: ScopeFn = _no_scope) -> Tensor:
         """The pre-sigmoid score, shape (B,)."""
-        h = self.hidden_units(embeddings, mask, scope)
+        return self._head(self.hidden_units(embeddings, mask, scope), scope)
+
+    def logits_of_pooled(self, pooled: Tensor, scope: ScopeFn = _no_scope) -> Tensor:
+        """The pre-sigmoid score (B,) from sentence vectors (B, D) that :meth:`pool` made (the same ops
+        as :meth:`logits` after the mean: frozen word vectors give the same sentence vectors every time)."""
+        return self._head(self.hidden_of_pooled(pooled, scope), scope)
+
+    def _head(self, h: Tensor, scope: ScopeFn) -> Tensor:
         with scope("Dropout"):
             h = self.dropout(h)
         with scope("Linear 2"):

@@ -332,6 +332,7 @@ class SentimentTrainer:
         self._word_dropout_rng = np.random.default_rng(cfg.seed + 2)
         self._steps_done = 0
         self._probe_pooled: Tensor | None = None   # the probe sentences' mean vectors (frozen word vectors)
+        self._val_pooled: list | None = None        # the validation sentences' (frozen word vectors)
         self.best_table: np.ndarray | None = None  # the word vectors at the best epoch (train_embeddings only)
         # what the step computes gradients for: the network's parameters, and the word vectors when trained
         self._grad_params = list(self.optimizer.params) + ([self._table] if cfg.train_embeddings else [])
@@ -453,16 +454,28 @@ class SentimentTrainer:
         was_training = self.model.training
         self.model.eval()
         out = np.empty(len(enc), dtype=np.float64)
-        bs = self.config.eval_batch_size
         try:
             with no_grad():
-                for start in range(0, len(enc), bs):
-                    idx = np.arange(start, min(start + bs, len(enc)))
-                    emb, mask = batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table)
-                    out[idx] = self.model(emb, mask).numpy()
+                for idx, pooled in self._pooled_chunks(enc):
+                    out[idx] = F.sigmoid(self.model.logits_of_pooled(pooled)).numpy()
         finally:
             self.model.train(was_training)
         return out
+
+    def _pooled_chunks(self, enc: EncodedDataset) -> list[tuple[slice, Tensor]]:
+        """The sentences' mean word vectors in chunks of ``eval_batch_size`` (call under no_grad). With frozen
+        word vectors they never change: the validation set's are computed once and kept."""
+        if enc is self.encoded_val and self._val_pooled is not None:
+            return self._val_pooled
+        bs = self.config.eval_batch_size
+        chunks = []
+        for start in range(0, len(enc), bs):
+            idx = slice(start, min(start + bs, len(enc)))
+            emb, mask = batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table)
+            chunks.append((idx, self.model.pool(emb, mask)))
+        if enc is self.encoded_val and not self.config.train_embeddings:
+            self._val_pooled = chunks
+        return chunks
 
     def evaluate(self) -> float | None:
         """Validation accuracy (fraction), or None without a validation set."""

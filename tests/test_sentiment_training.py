@@ -443,11 +443,14 @@ def test_hw2_train_benchmark_says_when_pytorch_is_absent(glove, capsys, monkeypa
     import sys
     bench = load_script("benchmarks/hw2_train.py", "hw2_train_benchmark")
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
-    assert bench.main(["--epochs", "1"]) == 0
+    assert bench.main(["--epochs", "1", "--no-step", "--seeds", "0", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("ours (numpy, float64)") and "best validation accuracy" in out[0]
-    assert out[1:] == [bench.NO_TORCH_LINE]
-    assert bench.main(["--epochs", "1", "--no-torch"]) == 0
+    rows = [line for line in out if line.startswith("  ours ")]
+    assert [r.split()[1] for r in rows] == ["compiled", "eager", "compiled"]  # eager once, for the first seed
+    assert all("best validation" in r for r in rows)
+    assert out[-1] == bench.NO_TORCH_LINE and "Goals" not in "\n".join(out)
+    assert any(line.startswith("    training step, forward + backward (replayed)") for line in out)  # the profile
+    assert bench.main(["--epochs", "1", "--no-torch", "--no-step", "--no-eager"]) == 0
     assert "PyTorch: skipped (--no-torch)" in capsys.readouterr().out
 
 
