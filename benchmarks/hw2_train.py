@@ -68,7 +68,7 @@ def hw2_config(seed: int, epochs: int = 250, order: str = "shuffled", step: str 
 
 def full_config(seed: int, epochs: int) -> TrainConfig:
     """The "Full SST-2" preset for ``epochs`` epochs (its cosine schedule spans those epochs)."""
-    return PRESETS["full"].train_config(seed=seed, epochs=epochs, eval_every=0)
+    return PRESETS["full"].train_config(seed=seed, epochs=epochs, eval_every=0, sparse_embeddings=True)
 
 
 class _Timer:
@@ -144,6 +144,7 @@ def run_torch(train, val, glove, cfg: TrainConfig, threads: int) -> dict | None:
     ref = SentimentTrainer(train, val, glove, cfg)
     dt = torch.float64 if cfg.dtype == "float64" else torch.float32
     table = torch.tensor(ref.vocabulary.table, dtype=dt, requires_grad=cfg.train_embeddings)
+    sparse = cfg.train_embeddings and cfg.sparse_embeddings  # a sparse gradient for SparseAdam, as ours
     enc_tr, enc_va = ref.encoded_train, ref.encoded_val
 
     class Net(torch.nn.Module):
@@ -155,13 +156,14 @@ def run_torch(train, val, glove, cfg: TrainConfig, threads: int) -> dict | None:
 
         def forward(self, ids):
             mask = (ids != 0).to(dt)
-            emb = torch.nn.functional.embedding(ids, table)
+            emb = torch.nn.functional.embedding(ids, table, sparse=sparse)
             pooled = (emb * mask.unsqueeze(-1)).sum(1) / mask.sum(1, keepdim=True)
             return self.fc2(self.drop(torch.relu(self.fc1(pooled)))).reshape(-1)
 
     net = Net()
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    table_opt = torch.optim.Adam([table], lr=cfg.lr) if cfg.train_embeddings else None
+    table_opt = ((torch.optim.SparseAdam if sparse else torch.optim.Adam)([table], lr=cfg.lr)
+                 if cfg.train_embeddings else None)
     n, bs = len(enc_tr), cfg.batch_size
     n_batches = math.ceil(n / bs)
     labels = torch.tensor(enc_tr.labels, dtype=dt)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import numpy as np
+
 from .tensor import Tensor
 
 
@@ -103,3 +105,72 @@ class Adam(Optimizer):
             self.m[key], self.v[key] = m, v
             denom = add(k.div(k.sqrt(v), bc2), eps)
             p._data = k.sub(p._data, mul(k.div(m, denom), lr_t))
+
+
+class SparseAdam(Optimizer):
+    """Adam for a table of which each step touches a few rows (word vectors): PyTorch's
+    ``torch.optim.SparseAdam`` rule. Only the rows a step's gradient names are updated, their moments
+    too (the others keep their values and do not decay: a "lazy" Adam); with every row named each
+    step it equals :class:`Adam` up to where eps is added:
+
+    m_r += (1 - b1)(g_r - m_r);  v_r += (1 - b2)(g_r² - v_r)
+    p_r -= lr sqrt(1 - b2^t) / (1 - b1^t) · m_r / (sqrt(v_r) + eps)
+
+    The gradient comes as rows and their values (:meth:`step_rows`), not as ``.grad`` (a dense
+    gradient of a 15,000-row table costs more to fill and to update than the rest of the step).
+    The moments live in NumPy arrays; on the NumPy backend the table is updated in place, on others
+    through a host copy.
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params, lr)
+        self.b1, self.b2 = betas
+        self.eps = eps
+        self.t = 0
+        self.m: dict[int, np.ndarray] = {}
+        self.v: dict[int, np.ndarray] = {}
+
+    def step(self) -> None:
+        raise TypeError("SparseAdam takes its gradient as rows: call step_rows(param, rows, values)")
+
+    def step_rows(self, param: Tensor, rows, values) -> None:
+        """One update of ``param``'s rows ``rows`` (distinct ints) with gradient rows ``values`` (len(rows), ...).
+
+        Raises:
+            ValueError: ``param`` is not one of this optimizer's parameters, or the shapes disagree.
+        """
+        if not any(p is param for p in self.params):
+            raise ValueError("step_rows: param is not one of this optimizer's parameters")
+        rows = np.asarray(rows, dtype=np.int64)
+        values = np.asarray(values)
+        if values.shape != (len(rows),) + tuple(param.shape[1:]):
+            raise ValueError(f"step_rows: values of shape {values.shape} for {len(rows)} rows of a "
+                             f"{tuple(param.shape)} parameter")
+        self.t += 1
+        key = id(param)
+        on_numpy = isinstance(param._data, np.ndarray) and param.backend.name == "numpy"
+        table = param._data if on_numpy else param.numpy().copy()
+        m = self.m.get(key)
+        if m is None:
+            m = self.m[key] = np.zeros(table.shape, table.dtype)
+            self.v[key] = np.zeros(table.shape, table.dtype)
+        v = self.v[key]
+        g = values.astype(table.dtype, copy=False)
+        # in place on the gathered rows: a step touches ~1,000 rows, where temporaries cost as much as the sums
+        m_r, v_r = m[rows], v[rows]
+        d = g - m_r
+        d *= 1.0 - self.b1
+        m_r += d
+        np.multiply(g, g, out=d)
+        d -= v_r
+        d *= 1.0 - self.b2
+        v_r += d
+        m[rows], v[rows] = m_r, v_r
+        step_size = self.lr * math.sqrt(1.0 - self.b2 ** self.t) / (1.0 - self.b1 ** self.t)
+        np.sqrt(v_r, out=d)
+        d += self.eps
+        np.divide(m_r, d, out=d)
+        d *= step_size
+        table[rows] -= d
+        if not on_numpy:
+            param._data = param.backend.array(table, param.dtype)

@@ -180,3 +180,53 @@ def test_binary_cross_entropy_refuses_a_target_of_another_shape():
     with pytest.raises(ValueError, match=r"input \(3,\), target \(3, 1\)"):
         F.binary_cross_entropy(p, [[0.0], [1.0], [1.0]])
     assert F.binary_cross_entropy(p, [0.0, 1.0, 1.0]).shape == ()
+
+
+def _sparse_adam_reference(table, steps, lr, b1=0.9, b2=0.999, eps=1e-8):
+    """SparseAdam's rule in plain NumPy, row by row."""
+    p, m, v = table.copy(), np.zeros_like(table), np.zeros_like(table)
+    for t, (rows, g) in enumerate(steps, start=1):
+        for r, gr in zip(rows, g):
+            m[r] = b1 * m[r] + (1 - b1) * gr
+            v[r] = b2 * v[r] + (1 - b2) * gr * gr
+            p[r] -= lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m[r] / (np.sqrt(v[r]) + eps)
+    return p
+
+
+def _sparse_steps(n_rows=20, dim=3, n_steps=6, seed=0):
+    rng = np.random.default_rng(seed)
+    return [(np.sort(rng.choice(n_rows, size=int(rng.integers(1, 5)), replace=False)),
+             rng.standard_normal((0, dim))) for _ in range(n_steps)]
+
+
+def test_sparse_adam_updates_only_the_named_rows(backend):
+    rng = np.random.default_rng(1)
+    table0 = rng.standard_normal((20, 3))
+    steps = [(rows, rng.standard_normal((len(rows), 3))) for rows, _ in _sparse_steps()]
+    w = tensor(table0.copy(), requires_grad=True, backend=backend)
+    opt = optim.SparseAdam([w], lr=0.05)
+    for rows, g in steps:
+        opt.step_rows(w, rows, g)
+    np.testing.assert_allclose(w.numpy(), _sparse_adam_reference(table0, steps, 0.05), rtol=1e-12, atol=1e-14)
+    never = np.setdiff1d(np.arange(20), np.concatenate([r for r, _ in steps]))
+    assert len(never) and np.array_equal(w.numpy()[never], table0[never])  # rows never named never move
+    with pytest.raises(ValueError, match="values of shape"):
+        opt.step_rows(w, [1, 2], np.zeros((3, 3)))
+    with pytest.raises(TypeError, match="step_rows"):
+        opt.step()
+
+
+def test_sparse_adam_matches_pytorch():
+    torch = _torch()
+    rng = np.random.default_rng(2)
+    table0 = rng.standard_normal((20, 3))
+    steps = [(rows, rng.standard_normal((len(rows), 3))) for rows, _ in _sparse_steps(seed=3)]
+    ours = tensor(table0.copy(), requires_grad=True)
+    o1 = optim.SparseAdam([ours], lr=0.05)
+    theirs = torch.tensor(table0.copy(), requires_grad=True)
+    o2 = torch.optim.SparseAdam([theirs], lr=0.05)
+    for rows, g in steps:
+        o1.step_rows(ours, rows, g)
+        theirs.grad = torch.sparse_coo_tensor(torch.tensor(rows)[None], torch.tensor(g), (20, 3))
+        o2.step()
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-14)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import threading
 import time
 
@@ -227,7 +228,9 @@ def run_record(glove, step, **cfg):
 
 @pytest.mark.parametrize("cfg", [dict(shuffle=True), dict(shuffle=False),
                                  dict(shuffle=True, word_dropout=0.3, train_embeddings=True, lr_schedule="cosine",
-                                      weight_decay=1e-3)], ids=["shuffled", "file-order", "full-preset-options"])
+                                      weight_decay=1e-3),
+                                 dict(shuffle=True, word_dropout=0.3, train_embeddings=True, sparse_embeddings=True)],
+                         ids=["shuffled", "file-order", "trained-vectors", "sparse-vectors"])
 def test_compiled_training_is_bit_identical_to_eager(glove, cfg):
     """The trainer replays its traced step (one trace per batch shape) by default: the same bits as eager mode,
     dropout masks, word dropout and trained word vectors included."""
@@ -240,6 +243,68 @@ def test_compiled_training_is_bit_identical_to_eager(glove, cfg):
     for k, v in eager[3].items():
         np.testing.assert_array_equal(compiled[3][k], v)
     np.testing.assert_array_equal(compiled[4], eager[4])
+
+
+def test_row_sums_add_each_words_gradient_rows_and_skip_padding():
+    from sentiment.trainer import row_sums
+    rng = np.random.default_rng(0)
+    ids = np.array([[5, 2, 5, 0], [2, 9, 0, 0], [7, 7, 7, 7]])
+    grads = rng.standard_normal((3, 4, 2))
+    rows, sums = row_sums(ids, grads)
+    assert rows.tolist() == [2, 5, 7, 9]
+    want = {r: sum(grads[b, l] for b in range(3) for l in range(4) if ids[b, l] == r) for r in (2, 5, 7, 9)}
+    np.testing.assert_allclose(sums, [want[r] for r in (2, 5, 7, 9)], rtol=1e-15)
+    rows, sums = row_sums(np.zeros((2, 3), dtype=np.int64), grads[:2, :3])
+    assert rows.shape == (0,) and sums.shape == (0, 2)
+
+
+def test_sparse_word_vectors_follow_sparse_adam_and_move_only_where_a_batch_has_words(glove):
+    """sparse_embeddings: the same gradient as the dense table's (its rows), applied by Adam's sparse rule."""
+    tr, va = small_data()
+    cfg = TrainConfig(epochs=1, batch_size=len(tr), seed=0, train_embeddings=True, sparse_embeddings=True,
+                      dropout=0.0)
+    sparse = SentimentTrainer(tr, va, glove, cfg)
+    dense = SentimentTrainer(tr, va, glove, replace(cfg, sparse_embeddings=False))
+    start = sparse.embedding_table.copy()
+    idx = np.arange(len(tr))
+    sparse.train_step(idx)
+    dense.train_step(idx)
+    used = np.unique(sparse.encoded_train.batch_ids(idx))
+    used = used[used > 0]
+    moved = np.abs(sparse.embedding_table - start).max(axis=1) > 0
+    assert moved[used].all() and moved.sum() == len(used)
+    # the dense table's gradient rows (the same step, the same dropout masks), put through SparseAdam's first
+    # step: m = (1 - b1) g, v = (1 - b2) g², p -= lr sqrt(1 - b2) / (1 - b1) m / (sqrt(v) + eps)
+    g = dense._table.grad.numpy()[used]
+    b1, b2, lr = 0.9, 0.999, cfg.lr
+    want = start[used] - lr * np.sqrt(1 - b2) / (1 - b1) * ((1 - b1) * g) / (np.sqrt((1 - b2) * g * g) + 1e-8)
+    np.testing.assert_allclose(sparse.embedding_table[used], want, rtol=1e-12, atol=1e-15)
+    assert not np.allclose(sparse.embedding_table[used], start[used])
+    with pytest.raises(ValueError, match="sparse_embeddings"):
+        TrainConfig(sparse_embeddings=True, optimizer="sgd").validate()
+
+
+def test_validation_points_inside_epochs(glove):
+    from sentiment.trainer import ValidationPoint, validation_interval
+    tr, va = small_data()
+    trainer = SentimentTrainer(tr, va, glove, TrainConfig(epochs=2, batch_size=7, eval_every=4))
+    n = math.ceil(len(tr) / 7)
+    events = list(trainer.events())
+    points = [e for e in events if isinstance(e, ValidationPoint)]
+    # every 4th step, except where an epoch ends (its own validation is there)
+    want = [((s - 1) // n + 1, (s - 1) % n + 1) for s in range(4, 2 * n + 1, 4) if s % n]
+    assert [(p.epoch, p.batch) for p in points] == want and len(want) >= 4
+    assert points[0].position == pytest.approx(4 / n) and all(0 <= p.val_accuracy <= 1 for p in points)
+    epochs = [e for e in events if isinstance(e, EpochEnd)]
+    assert points[0].elapsed <= epochs[0].elapsed and len(epochs) == 2
+    assert (validation_interval(67349, 64), validation_interval(450, 10), validation_interval(67349, 10)) == (100, 0, 700)
+
+
+def test_pin_blas_threads_keeps_a_count_already_set():
+    from sentiment.threads import BLAS_THREAD_VARIABLES, pin_blas_threads
+    env = {"OMP_NUM_THREADS": "4"}
+    pin_blas_threads(environ=env)
+    assert env == {**{v: "1" for v in BLAS_THREAD_VARIABLES}, "OMP_NUM_THREADS": "4"}
 
 
 def test_a_model_whose_graph_is_not_static_trains_eagerly(glove):

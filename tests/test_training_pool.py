@@ -173,6 +173,32 @@ def test_events_of_any_type_reach_the_snapshot(glove):
     assert [e.epoch for e in stats] == [1, 2, 3] and all(len(e.norms) == 4 for e in stats)
 
 
+def test_validation_inside_epochs_and_the_speed_reach_the_page(glove):
+    """A run that validates every 3 steps: its points are on the accuracy chart between the epoch ends, and
+    the snapshot carries the run's speed and a time left while it trains."""
+    from explorer.sentiment_training.views import accuracy_chart, latest_val_accuracy, progress_text
+    train, val = builtin_split(60)
+    t = SentimentTrainer(train, val, glove, TrainConfig(epochs=400, batch_size=7, eval_every=3, seed=1))
+    run = TrainingRun(t, pool=TrainingPool(max_running=1)).start()
+    try:
+        assert wait_for(lambda: len(run.snapshot().val_points) >= 2 and run.snapshot().seconds_left is not None,
+                        60)
+        snap = run.snapshot()
+        assert snap.examples_per_s > 0 and snap.seconds_left > 0
+        assert "examples/s" in progress_text(snap) and " left" in progress_text(snap)
+        assert 0 < snap.val_points_x[0] < 1 and latest_val_accuracy(snap) is not None
+    finally:
+        run.stop()
+        assert run.join(30)
+    snap = run.snapshot()
+    assert snap.seconds_left is None  # finished: no time left to show
+    table, _ = accuracy_chart(snap)
+    rows = table.to_pandas()
+    shown = rows[rows["series"] == "validation accuracy"]
+    assert len(shown) == len(snap.val_points) + len(snap.epochs)
+    assert list(shown["epoch"]) == sorted(shown["epoch"]) and set(snap.val_points_x) <= set(shown["epoch"])
+
+
 def test_the_page_shows_the_queue_and_a_refusal(glove, monkeypatch):
     from pathlib import Path
     from streamlit.testing.v1 import AppTest
@@ -216,6 +242,9 @@ def test_training_runs_in_the_idle_scheduling_class(glove):
             assert os.sched_getscheduler(run.pid) == os.SCHED_IDLE
         else:  # pragma: no cover - other systems: a high nice value
             assert os.getpriority(os.PRIO_PROCESS, run.pid) >= 19
+        if os.path.exists(f"/proc/{run.pid}/environ"):  # one BLAS thread, set before the fork server loaded NumPy
+            env = dict(kv.split("=", 1) for kv in open(f"/proc/{run.pid}/environ").read().split("\0") if "=" in kv)
+            assert env.get("OPENBLAS_NUM_THREADS") == os.environ.get("OPENBLAS_NUM_THREADS") is not None
     finally:
         run.stop()
         assert run.join(20)

@@ -15,16 +15,16 @@ from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, st
                                                streamlit_session_watch)
 from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, TARGET_ACCURACY,
                                                DataChoice, accuracy_chart, checkpoint_text, compare_figure,
-                                               compare_rows, inside_charts, keep_run, last_look, load_choice,
-                                               NO_SERVER_GRAPHVIZ, loss_chart, network_dot, network_figure, network_svg,
-                                               own_data,
+                                               compare_rows, inside_charts, keep_run, last_look, latest_val_accuracy,
+                                               load_choice, NO_SERVER_GRAPHVIZ, loss_chart, network_dot,
+                                               network_figure, network_svg, own_data,
                                                progress_text, record_run, units_chart, units_title,
                                                validation_table,
                                                word_order_demo)
 from sentiment.data import MAX_USER_BYTES, DataFormatError, SST2NotFound
 from sentiment.embeddings import GloveNotFound, load_glove
 from sentiment.model import SentimentNet
-from sentiment.trainer import LR_SCHEDULES, PRESETS, SentimentTrainer, TrainConfig
+from sentiment.trainer import LR_SCHEDULES, PRESETS, SentimentTrainer, TrainConfig, validation_interval
 
 DEFAULTS = {"dataset": "builtin", "n_train": 450, "n_val": 100, "epochs": 30, "batch_size": 10, "lr": 0.01,
             "optimizer": "adam", "hidden": 32, "dropout": 0.5, "seed": 0, "backend": "numpy", "shuffle": True,
@@ -97,7 +97,9 @@ def _start() -> None:
                           optimizer=S[k("optimizer")], hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]),
                           seed=int(S[k("seed")]), backend=S[k("backend")], shuffle=bool(S[k("shuffle")]),
                           weight_decay=float(S[k("weight_decay")]), lr_schedule=S[k("lr_schedule")],
-                          word_dropout=float(S[k("word_dropout")]), train_embeddings=bool(S[k("train_embeddings")]))
+                          word_dropout=float(S[k("word_dropout")]), train_embeddings=bool(S[k("train_embeddings")]),
+                          sparse_embeddings=bool(S[k("train_embeddings")]),
+                          eval_every=validation_interval(len(train), int(S[k("batch_size")])))
         trainer = SentimentTrainer(train, val, glove, cfg)
     except (SST2NotFound, GloveNotFound, DataFormatError, ValueError, engine.BackendUnavailable) as e:
         S[k("error")] = f"{type(e).__name__}: {e}"
@@ -292,7 +294,8 @@ def live_view() -> None:
     last = snap.epochs[-1] if snap.epochs else None
     m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
     m[1].metric("Train loss", f"{last.train_loss:.4f}" if last else "–")
-    m[2].metric("Validation accuracy", f"{last.val_accuracy:.1%}" if last and last.val_accuracy is not None else "–")
+    val_now = latest_val_accuracy(snap)
+    m[2].metric("Validation accuracy", f"{val_now:.1%}" if val_now is not None else "–")
     best = last.best_val_accuracy if last else None
     m[3].metric("Best validation accuracy", f"{best:.1%}" if best is not None else "–",
                 delta=f"{best - target:+.1%} vs HW2's 75% target" if best is not None and target else None,

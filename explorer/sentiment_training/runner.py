@@ -25,8 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sentiment.embeddings import GloVe
+from sentiment.threads import pin_blas_threads
 from sentiment.trainer import (BatchEnd, EpochEnd, InsideLook, SentimentTrainer, TrainingControl,
-                               TrainingFinished, TrainingStarted)
+                               TrainingFinished, TrainingStarted, ValidationPoint)
+
+from .progress import ProgressClock
 
 LOOK_METRICS = ("weight_norm", "grad_norm", "update_ratio")   # per layer, in RunSnapshot.look_columns
 EPOCH_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_accuracy", "best_val_accuracy")
@@ -49,8 +52,8 @@ class RunSnapshot:
     finished: TrainingFinished | None
     total_epochs: int
     n_batches_per_epoch: int
-    examples_per_s: float | None                 # recent throughput
-    seconds_left: float | None
+    examples_per_s: float | None                 # examples per second of training, over the last half of the run
+    seconds_left: float | None                   # the run's time left, steady (see progress.ProgressClock)
     queue_position: int | None = None            # 1 = next to start; None when not waiting
     other_events: list = field(default_factory=list)  # events of any other type the trainer emitted, in order
     note: str | None = None                      # why the run ended early, when the runner ended it
@@ -59,6 +62,9 @@ class RunSnapshot:
     look_columns: dict[str, list[float]] = field(default_factory=dict)
     # the epochs' numbers as columns (EPOCH_COLUMNS), kept as they arrive: a poll copies them, never loops
     epoch_columns: dict[str, list] = field(default_factory=dict)
+    # validation inside epochs (ValidationPoint events, config.eval_every): epoch positions and accuracies
+    val_points_x: list[float] = field(default_factory=list)
+    val_points: list[float] = field(default_factory=list)
 
     def epoch_column(self, name: str) -> list:
         """One of ``EPOCH_COLUMNS`` over ``epochs`` (from ``epoch_columns`` when the runner kept it)."""
@@ -242,6 +248,9 @@ class TrainingPool:
 def _context():
     """Fork server where there is one (a child starts in milliseconds, forked from a clean process that
     imported NumPy and the trainer once); spawn elsewhere."""
+    # a training process runs BLAS on one thread (10x faster on a busy 2-core machine: sentiment/threads.py);
+    # the variables reach the fork server when it starts, before it loads NumPy
+    pin_blas_threads()
     if "forkserver" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
@@ -385,8 +394,10 @@ class TrainingRun:
         self._other: collections.deque = collections.deque(maxlen=self.MAX_OTHER_EVENTS)
         self._look_cols: dict[str, collections.deque] = {}
         self._note: str | None = None
-        self._rate: float | None = None
-        self._rate_mark: tuple[float, int] | None = None
+        cfg = trainer.config
+        self._clock = ProgressClock(cfg.epochs * len(trainer.encoded_train))
+        self._val_x: list[float] = []
+        self._val_y: list[float] = []
         self._submitted = False
         self._done = threading.Event()
         self._process = None
@@ -542,12 +553,10 @@ class TrainingRun:
                     self._pending = []
                     if len(self._batch_x) > self.MAX_POINTS:
                         self._halve()
-                if self._rate_mark is None:
-                    self._rate_mark = (ev.elapsed, ev.examples_seen)
-                elif ev.elapsed - self._rate_mark[0] >= 0.5:
-                    rate = (ev.examples_seen - self._rate_mark[1]) / (ev.elapsed - self._rate_mark[0])
-                    self._rate = rate if self._rate is None else 0.5 * self._rate + 0.5 * rate
-                    self._rate_mark = (ev.elapsed, ev.examples_seen)
+                self._clock.add(ev.elapsed, ev.examples_seen)
+            elif isinstance(ev, ValidationPoint):
+                self._val_x.append(ev.position)
+                self._val_y.append(ev.val_accuracy)
             elif isinstance(ev, EpochEnd):
                 self._epochs.append(ev)
                 for name, col in self._epoch_cols.items():
@@ -600,14 +609,14 @@ class TrainingRun:
                     status = "paused"
                 elif position is not None:
                     status = "queued"
+            running = self._finished is None
             snap = RunSnapshot(status, self._started, list(self._batch_x), list(self._batch_loss),
                                list(self._epochs), self._last_batch, self._finished, cfg.epochs, n_batches,
-                               self._rate, None, position, list(self._other), self._note,
+                               self._clock.examples_per_s, self._clock.seconds_left if running else None,
+                               position, list(self._other), self._note,
                                {k: list(c) for k, c in self._look_cols.items()},
-                               {k: list(c) for k, c in self._epoch_cols.items()})
-        if snap.examples_per_s and snap.finished is None and snap.last_batch is not None:
-            total = cfg.epochs * len(self.trainer.encoded_train)
-            snap.seconds_left = max(0.0, (total - snap.last_batch.examples_seen) / snap.examples_per_s)
+                               {k: list(c) for k, c in self._epoch_cols.items()},
+                               list(self._val_x), list(self._val_y))
         return snap
 
 

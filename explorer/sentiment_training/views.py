@@ -136,17 +136,28 @@ def format_seconds(s: float | None) -> str:
 
 
 def seconds_left(snap: RunSnapshot) -> float | None:
-    """Time left at the run's average speed so far (pauses excluded, validation included).
+    """Time left: the runner's steady estimate (``snap.seconds_left``, see ``progress.ProgressClock``),
+    else the run's average speed so far (pauses excluded, validation included).
 
-    The average over the whole run, not a recent rate: on a busy machine a few slow seconds would
-    otherwise swing the estimate from minutes to hours and back.
+    Never a short recent rate: on a busy machine a few slow seconds would otherwise swing the estimate
+    from minutes to hours and back.
     """
+    if snap.seconds_left is not None and snap.finished is None:
+        return snap.seconds_left
     b = snap.last_batch
     if snap.finished is not None or b is None or b.elapsed <= 0 or not b.examples_seen or not snap.n_batches_per_epoch:
         return None
     per_epoch = b.examples_seen / ((b.epoch - 1) + b.batch / b.n_batches)
     total = per_epoch * snap.total_epochs
     return max(0.0, (total - b.examples_seen) * b.elapsed / b.examples_seen)
+
+
+def latest_val_accuracy(snap: RunSnapshot) -> float | None:
+    """The most recent validation accuracy: an epoch end's, or one measured inside a later epoch."""
+    last = snap.epochs[-1] if snap.epochs else None
+    if snap.val_points and (last is None or snap.val_points_x[-1] > last.epoch):
+        return snap.val_points[-1]
+    return last.val_accuracy if last is not None else None
 
 
 def progress_text(snap: RunSnapshot) -> str:
@@ -223,13 +234,18 @@ ACCURACY_SERIES = ["train accuracy", "validation accuracy", "best validation so 
 
 def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, font_size: int = 13,
                    height: int = 300) -> tuple[pa.Table, dict]:
-    """Train and validation accuracy per epoch, the best-so-far validation line, a star at the best epoch
+    """Train and validation accuracy per epoch (validation also inside epochs where the run measures it
+    there), the best-so-far validation line, a star at the best epoch
     (the checkpoint the model keeps) and, for HW2's subset only, HW2's target (``target=None``: no line)."""
     ep = _arr(snap.epoch_column("epoch"))
     parts = [("train accuracy", ep, _arr(snap.epoch_column("train_accuracy")))]
     val = snap.epoch_column("val_accuracy")
-    if any(v is not None for v in val):
-        parts.append(("validation accuracy", ep, _arr(val)))
+    if any(v is not None for v in val) or snap.val_points:
+        # the validations inside epochs (config.eval_every) and at their ends, in order along the run
+        x = np.concatenate([_arr(snap.val_points_x), ep])
+        y = np.concatenate([_arr(snap.val_points), _arr(val)])
+        order = np.argsort(x, kind="stable")
+        parts.append(("validation accuracy", x[order], y[order]))
         parts.append(("best validation so far", ep, _arr(snap.epoch_column("best_val_accuracy"))))
     data = series_table("epoch", "accuracy", parts)
     last = snap.epochs[-1] if snap.epochs else None
