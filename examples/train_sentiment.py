@@ -35,8 +35,8 @@ pin_blas_threads()  # before NumPy loads: one BLAS thread trains fastest here (s
 from sentiment.data import (DataFormatError, DownloadError, SST2NotFound, builtin_split, load_sst2,  # noqa: E402
                             read_labelled_file)
 from sentiment.embeddings import GloveNotFound, load_glove  # noqa: E402
-from sentiment.trainer import (PRESETS,  # noqa: E402 BatchEnd, EpochEnd, Preset, SentimentTrainer, TrainConfig, TrainingFinished,
-                               TrainingStarted, hw2_log_lines)
+from sentiment.trainer import (PRESETS, BatchEnd, EpochEnd, Preset, SentimentTrainer, TrainConfig,  # noqa: E402
+                               TrainingFinished, TrainingStarted, hw2_log_lines)
 
 # command-line flags that set a TrainConfig field (default None: the preset's value)
 CONFIG_FLAGS = {
