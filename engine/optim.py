@@ -157,7 +157,7 @@ class SparseAdam(Optimizer):
         v = self.v[key]
         g = values.astype(table.dtype, copy=False)
         # in place on the gathered rows: a step touches ~1,000 rows, where temporaries cost as much as the sums
-        m_r, v_r = m[rows], v[rows]
+        m_r, v_r = np.take(m, rows, axis=0), np.take(v, rows, axis=0)  # np.take: half a fancy index's time
         d = g - m_r
         d *= 1.0 - self.b1
         m_r += d

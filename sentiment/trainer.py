@@ -294,7 +294,7 @@ def row_sums(ids: np.ndarray, grads: np.ndarray) -> tuple[np.ndarray, np.ndarray
     first = np.flatnonzero(np.concatenate(([flat[0] != PAD], (flat[1:] != flat[:-1]) & (flat[1:] != PAD))))
     if not len(first):
         return flat[:0], grads.reshape(len(order), -1)[:0]
-    g = grads.reshape(len(order), -1)[order[first[0]:]]   # the padding rows come first: not even copied
+    g = np.take(grads.reshape(len(order), -1), order[first[0]:], axis=0)  # padding rows come first: not copied
     return flat[first], np.add.reduceat(g, first - first[0], axis=0)
 
 
@@ -481,6 +481,13 @@ class SentimentTrainer:
             return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / total))
         return cfg.lr
 
+    def load_embedding_table(self, table: np.ndarray) -> None:
+        """Replace the word vectors the model reads (a (V, D) array of this vocabulary, e.g. trained elsewhere)."""
+        if table.shape != tuple(self._table.shape):
+            raise ValueError(f"embedding table of shape {table.shape}, expected {tuple(self._table.shape)}")
+        self._table._data = self.backend.array(table, self.dtype)
+        self._probe_pooled = self._val_pooled = None
+
     @property
     def embedding_table(self) -> np.ndarray:
         """The (V, D) word vectors the model reads (row 0 padding, row 1 unknown): GloVe's, or trained."""
@@ -651,7 +658,7 @@ class SentimentTrainer:
         if self.best_state is not None:
             self.model.load_state_dict(self.best_state)
             if self.best_table is not None:  # trained word vectors belong to the checkpoint
-                self._table._data = self.backend.array(self.best_table, self.dtype)
+                self.load_embedding_table(self.best_table)
             self.checkpoint_epoch = self.best_epoch
         else:
             self.checkpoint_epoch = self.history[-1].epoch if self.history else None

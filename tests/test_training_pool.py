@@ -39,12 +39,15 @@ def trainer(glove, epochs=10_000, seed=0, cls=SentimentTrainer):
     return cls(data, data.head(10), glove, TrainConfig(epochs=epochs, lr=0.01, seed=seed))
 
 
-def test_a_run_trains_in_another_process_and_brings_its_weights_back(glove):
+@pytest.mark.parametrize("vectors", [{}, {"train_embeddings": True, "sparse_embeddings": True}],
+                         ids=["glove", "trained-word-vectors"])
+def test_a_run_trains_in_another_process_and_brings_its_weights_back(glove, vectors):
     train, val = builtin_split(60)
-    cfg = TrainConfig(epochs=4, lr=0.01, seed=3, shuffle=True)
+    cfg = TrainConfig(epochs=4, lr=0.01, seed=3, shuffle=True, **vectors)
     here = SentimentTrainer(train, val, glove, cfg)
     expected = [e.train_loss for e in here.events() if isinstance(e, EpochEnd)]
-    run = TrainingRun(SentimentTrainer(train, val, glove, TrainConfig(epochs=4, lr=0.01, seed=3, shuffle=True)),
+    run = TrainingRun(SentimentTrainer(train, val, glove, TrainConfig(epochs=4, lr=0.01, seed=3, shuffle=True,
+                                                                      **vectors)),
                       pool=TrainingPool(max_running=1))
     before = run.trainer.predict_text("a wonderful film").probability
     run.start()
@@ -57,6 +60,8 @@ def test_a_run_trains_in_another_process_and_brings_its_weights_back(glove):
     after = run.trainer.predict_text("a wonderful film").probability
     assert after != before
     assert after == pytest.approx(here.predict_text("a wonderful film").probability, abs=1e-12)
+    np.testing.assert_array_equal(run.trainer.embedding_table, here.embedding_table)  # trained vectors come back
+    assert run.trainer.evaluate() == here.evaluate()
     assert [e.epoch for e in run.trainer.history] == [1, 2, 3, 4]
     assert run.trainer.best_state is not None
     with pytest.raises(ProcessLookupError):

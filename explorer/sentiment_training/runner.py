@@ -288,6 +288,8 @@ class _FinalState:
     model: dict
     best_state: dict | None
     history: list
+    table: Any = None        # the trained word vectors the model reads (config.train_embeddings), else None
+    best_table: Any = None
 
 
 def _lower_priority(niceness: int) -> None:
@@ -338,7 +340,10 @@ def _worker_main(recipe: _Recipe, events, commands) -> None:  # pragma: no cover
         for ev in trainer.events():
             if isinstance(ev, TrainingFinished):
                 with lock:
-                    pending.append(_FinalState(trainer.model.state_dict(), trainer.best_state, trainer.history))
+                    trained = trainer.config.train_embeddings
+                    pending.append(_FinalState(trainer.model.state_dict(), trainer.best_state, trainer.history,
+                                               trainer.embedding_table.copy() if trained else None,
+                                               trainer.best_table))
             with lock:
                 pending.append(ev)
             if time.monotonic() - last >= 0.05:
@@ -532,6 +537,9 @@ class TrainingRun:
         self.trainer.model.load_state_dict(final.model)
         self.trainer.best_state = final.best_state
         self.trainer.history = final.history
+        if final.table is not None:  # trained word vectors belong to the model
+            self.trainer.load_embedding_table(final.table)
+            self.trainer.best_table = final.best_table
 
     def _watch(self) -> None:
         while not self._done.is_set():
