@@ -68,9 +68,11 @@ def test_speed_is_the_long_window_rate_and_memory_is_bounded():
     clock.add(200.01 + 5.0, 2_000_100)  # one batch after a 5 s stall, 200 s into the run
     # over the last half of the run (102.5 s), the stall included: 9,500 examples/s, not 10,000 or 0
     assert clock.examples_per_s == pytest.approx((2_000_100 - 1_025_000) / 102.5, rel=0.01)
-    clock2 = ProgressClock(1000)
-    clock2.add(0.5, 100)
-    assert clock2.examples_per_s == pytest.approx(200) and clock2.seconds_left == pytest.approx(4.5)
+    clock2 = ProgressClock(1000, settle_s=2.0)
+    clock2.add(0.5, 100)     # 10% of the run: settled, but nothing shown until a second later
+    assert clock2.examples_per_s == pytest.approx(200) and clock2.seconds_left is None
+    clock2.add(1.5, 300)
+    assert clock2.examples_per_s == pytest.approx(200) and clock2.seconds_left == pytest.approx(3.5)
 
 
 def test_time_left_counts_down_between_estimates_and_reaches_zero():
@@ -82,3 +84,24 @@ def test_time_left_counts_down_between_estimates_and_reaches_zero():
     for i in range(1, 11):
         clock.add(float(i), 100 * i)
     assert clock.seconds_left == pytest.approx(10.0, rel=1e-6)
+
+
+def test_a_slow_start_does_not_set_the_estimate():
+    """The first batches trace the step for each batch shape (and share the machine with the page starting up):
+    10x slower for 2 s. The first time left shown must already be near the truth, not minutes too long."""
+    dt = np.r_[np.full(50, 0.04), np.full(5000, 0.004)]
+    elapsed, seen = np.cumsum(dt), 64 * np.arange(1, len(dt) + 1)
+    clock = ProgressClock(int(seen[-1]))
+    first = None
+    for t, n in zip(elapsed, seen):
+        clock.add(float(t), int(n))
+        if clock.seconds_left is not None:
+            first = (clock.seconds_left, elapsed[-1] - t)
+            break
+    assert first is not None and first[0] == pytest.approx(first[1], rel=0.25), first
+    settled_at = elapsed[-1] - first[1]
+    assert settled_at >= 2.0  # nothing shown while settling
+    # without the settling rule (the first batches taken as they are) the first estimate is far too long
+    eager = ProgressClock(int(seen[-1]), settle_s=0.0, settle_share=0.0, min_window_s=10.0)
+    eager.add(float(elapsed[0]), int(seen[0]))
+    assert eager.seconds_left > 5 * (elapsed[-1] - elapsed[0])
