@@ -40,12 +40,13 @@ class ProgressClock:
     def add(self, elapsed: float, examples_seen: int) -> None:
         """One batch done: ``elapsed`` seconds of training so far, ``examples_seen`` examples so far."""
         self._last = (elapsed, examples_seen)
-        if not self._t or elapsed - self._t[-1] >= self.mark_every_s:
-            self._t.append(elapsed)
-            self._n.append(examples_seen)
-            if len(self._t) > self.max_marks:  # every other mark, and marks twice as far apart from now on
-                self._t, self._n = self._t[::2], self._n[::2]
-                self.mark_every_s *= 2
+        if self._t and elapsed - self._t[-1] < self.mark_every_s:
+            return  # between marks (a few thousand batches a second reach the server): nothing to update
+        self._t.append(elapsed)
+        self._n.append(examples_seen)
+        if len(self._t) > self.max_marks:  # every other mark, and marks twice as far apart from now on
+            self._t, self._n = self._t[::2], self._n[::2]
+            self.mark_every_s *= 2
         # no time left before the run has settled and run a while since: its first batches trace the step for
         # each batch shape and share the machine with the page starting up (an estimate from them was minutes
         # too long); the speed is measured after them

@@ -401,8 +401,8 @@ class TrainingRun:
         self._note: str | None = None
         cfg = trainer.config
         self._clock = ProgressClock(cfg.epochs * len(trainer.encoded_train))
-        self._val_x: list[float] = []
-        self._val_y: list[float] = []
+        self._val_x: collections.deque = collections.deque(maxlen=self.MAX_POINTS)   # ValidationPoint positions
+        self._val_y: collections.deque = collections.deque(maxlen=self.MAX_POINTS)   # and accuracies
         self._submitted = False
         self._done = threading.Event()
         self._process = None
