@@ -111,6 +111,12 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python benchmarks/scalar_chain.py --nodes 1000000 --repeats 1":
         "python benchmarks/scalar_chain.py --nodes 2000 --repeats 1",
     "python benchmarks/hw2_train.py": "python benchmarks/hw2_train.py --epochs 2",
+    "python benchmarks/hw2_train.py --seeds 0 1 2 3 4 --full --app":
+        "python benchmarks/hw2_train.py --epochs 2 --seeds 0 1 --full --full-epochs 1 --app",
+    "python benchmarks/hw2_train.py --full --app":
+        "python benchmarks/hw2_train.py --epochs 2 --seeds 0 1 --full --full-epochs 1 --app",
+    "python examples/train_sentiment.py --full --quiet":
+        "python examples/train_sentiment.py --full --epochs 1 --train-size 300 --val-size 50 --quiet",
     "python benchmarks/app_rerun.py": "python benchmarks/app_rerun.py --quick",
     "python benchmarks/explain_frames.py": "python benchmarks/explain_frames.py",
     "python benchmarks/network_frames.py": "python benchmarks/network_frames.py --nodes 100 --repeat 1",
