@@ -8,6 +8,7 @@ import numpy as np
 
 from .backends import get_backend, seed_all
 from .dtypes import as_dtype, float64
+from .tensor_data import check_size
 from .tensor import Tensor, _dims_arg, _state, no_grad, set_grad_enabled, tensor
 
 
@@ -25,6 +26,7 @@ def ones(*shape, dtype=float64, backend="numpy", requires_grad=False) -> Tensor:
 
 def full(shape, value: float, dtype=float64, backend="numpy", requires_grad=False) -> Tensor:
     be = get_backend(backend)
+    check_size(shape)
     t = Tensor._make(be.full(tuple(shape), value, as_dtype(dtype)), be)
     return t.requires_grad_(requires_grad) if requires_grad else t
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from .dtypes import as_dtype, bool_, float64
 from .tensor import Op, Tensor, apply, as_tensor_like
+from .tensor_data import check_size
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -966,8 +967,20 @@ def dropout_mask(like: Tensor, p: float) -> Tensor:
 
 
 def binary_cross_entropy(p: Tensor, y) -> Tensor:
-    """Elementwise BCE (no reduction); see :class:`BinaryCrossEntropy`."""
-    return apply(BinaryCrossEntropy, (p, as_tensor_like(y, p)))
+    """Elementwise BCE (no reduction); see :class:`BinaryCrossEntropy`.
+
+    Raises:
+        ValueError: a probability or a target outside [0, 1] (or NaN): PyTorch refuses them too, where the
+            logs would otherwise give NaN silently.
+    """
+    y = as_tensor_like(y, p)
+    for what, t in (("input", p), ("target", y)):
+        if not t.backend.deferred and t.numel():
+            v = t.numpy()
+            if not ((v >= 0) & (v <= 1)).all():
+                bad = v[~((v >= 0) & (v <= 1))].flat[0]
+                raise ValueError(f"binary_cross_entropy: every {what} element must be between 0 and 1, got {bad}")
+    return apply(BinaryCrossEntropy, (p, y))
 
 
 def argmax(a: Tensor, dim: int | None = None) -> Tensor:
@@ -1011,6 +1024,7 @@ def transpose(a: Tensor, d0: int = -2, d1: int = -1) -> Tensor:
 
 def _resolve_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
     shape = tuple(int(s) for s in shape)
+    check_size([s for s in shape if s != -1])   # before any -1 is inferred from a wrapped product
     if shape.count(-1) > 1:
         raise ValueError("only one dimension can be -1")
     if -1 in shape:
@@ -1042,6 +1056,7 @@ def reshape(a: Tensor, shape: Sequence[int]) -> Tensor:
 
 def expand(a: Tensor, shape: Sequence[int]) -> Tensor:
     shape = tuple(shape)
+    check_size(shape)
     if shape == a.shape:
         return a
     return apply(Expand, (a,), shape)
@@ -1097,9 +1112,18 @@ def where(cond: Tensor, a, b) -> Tensor:
 def gather(table: Tensor, indices) -> Tensor:
     """Rows of ``table`` picked by integer ``indices`` (embedding lookup)."""
     if not isinstance(indices, Tensor):
+        if isinstance(indices, (list, tuple, np.ndarray, np.generic, float)):
+            kind = np.asarray(indices).dtype.kind
+            if np.size(indices) and kind not in "iu":   # as PyTorch: 1.5 is not a row (it used to be row 1)
+                raise TypeError(f"embedding ids must be integers, got {np.asarray(indices).dtype} values")
         indices = Tensor._make(table.backend.array(indices, as_dtype("int64")), table.backend)
-    if indices.dtype.is_floating:
-        raise TypeError("gather indices must be an integer tensor")
+    if indices.dtype.is_floating or indices.dtype.name == "bool":
+        raise TypeError(f"embedding ids must be an integer tensor, got {indices.dtype.name}")
+    if not indices.backend.deferred and indices.numel():
+        ids = indices.numpy()   # a few ids per sentence: checking them costs microseconds
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= table.shape[0]:   # -1 used to be the last row (NumPy's negative indexing)
+            raise IndexError(f"embedding ids must be in [0, {table.shape[0]}), got {low if low < 0 else high}")
     return apply(Gather, (table, indices))
 
 

@@ -14,14 +14,26 @@ import numpy as np
 from .tensor import Tensor
 
 
+def _checked(name: str, value, positive: bool = False, below_one: bool = False) -> float:
+    """``value`` as a float when it is finite and non-negative (positive, below 1 when asked).
+
+    Raises:
+        ValueError: NaN, an infinity or a negative number (``Adam(lr=nan)`` used to turn every weight into
+            NaN at the first step; PyTorch refuses a negative or NaN rate too).
+    """
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (positive and v == 0) or (below_one and v >= 1):
+        need = "a positive" if positive else "a non-negative"
+        raise ValueError(f"{name} must be {need} finite number{' below 1' if below_one else ''}, got {value}")
+    return v
+
+
 class Optimizer:
     def __init__(self, params: Iterable[Tensor], lr: float):
         self.params = list(params)
         if not self.params:
             raise ValueError("optimizer got an empty parameter list")
-        if lr <= 0:
-            raise ValueError(f"learning rate must be positive, got {lr}")
-        self.lr = lr
+        self.lr = _checked("learning rate", lr, positive=True)
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -42,7 +54,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr: float = 0.1, momentum: float = 0.0, weight_decay: float = 0.0):
         super().__init__(params, lr)
-        self.momentum, self.weight_decay = momentum, weight_decay
+        self.momentum, self.weight_decay = _checked("momentum", momentum), _checked("weight decay", weight_decay)
         self.velocity: dict[int, object] = {}
 
     def step(self) -> None:
@@ -71,8 +83,8 @@ class Adam(Optimizer):
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
-        self.b1, self.b2 = betas
-        self.eps, self.weight_decay = eps, weight_decay
+        self.b1, self.b2 = (_checked(f"beta {i + 1}", b, below_one=True) for i, b in enumerate(betas))
+        self.eps, self.weight_decay = _checked("eps", eps), _checked("weight decay", weight_decay)
         self.t = 0
         self.m: dict[int, object] = {}
         self.v: dict[int, object] = {}

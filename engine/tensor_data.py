@@ -40,6 +40,23 @@ def prod(shape: Sequence[int]) -> int:
     return n
 
 
+INT64_MAX = 2**63 - 1
+
+
+def check_size(shape: Sequence[int]) -> int:
+    """The element count of ``shape``, in Python's exact integers.
+
+    Raises:
+        ValueError: the count does not fit int64 (NumPy's ``np.prod`` would wrap it: 2**32 * 2**32 -> 0,
+            and a size check on the wrapped number would let the shape through).
+    """
+    n = prod(int(s) for s in shape)
+    if n > INT64_MAX:
+        raise ValueError(f"shape {tuple(int(s) for s in shape)} has {n:,} elements, more than int64 can count "
+                         f"(2**63 - 1)")
+    return n
+
+
 def strides_from_shape(shape: Sequence[int]) -> Strides:
     """Row-major (C-contiguous) strides for ``shape``."""
     strides = []

@@ -230,3 +230,64 @@ def test_sparse_adam_matches_pytorch():
         theirs.grad = torch.sparse_coo_tensor(torch.tensor(rows)[None], torch.tensor(g), (20, 3))
         o2.step()
     np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+# --- what PyTorch refuses, the engine refuses (issue 26): no silent wrong answer -----------------------------
+
+
+@pytest.mark.parametrize("ids", [[-1], [5], [[0, 7]]])
+def test_embedding_refuses_out_of_range_ids(backend, ids):
+    """Id -1 used to return the last row (NumPy's negative indexing); PyTorch raises IndexError."""
+    emb = nn.Embedding(5, 2, backend=backend, seed=0)
+    with pytest.raises(IndexError, match=r"embedding ids must be in \[0, 5\)"):
+        emb(ids)
+    with pytest.raises(IndexError, match=r"\[0, 5\)"):
+        emb(tensor(np.asarray(ids, dtype=np.int64), backend=backend))
+
+
+@pytest.mark.parametrize("ids", [[1.5], [1.0, 2.0], np.array([0.9])])
+def test_embedding_refuses_non_integer_ids(ids):
+    """Float ids used to be truncated (1.5 -> row 1); PyTorch needs an integer tensor."""
+    emb = nn.Embedding(5, 2, seed=0)
+    with pytest.raises(TypeError, match="integer"):
+        emb(ids)
+
+
+@pytest.mark.parametrize("p", [1.5, -0.25, float("nan")])
+def test_binary_cross_entropy_refuses_probabilities_outside_0_1(p):
+    """p > 1 used to give nan silently; PyTorch raises 'all elements of input should be between 0 and 1'."""
+    with pytest.raises(ValueError, match=r"between 0 and 1"):
+        F.binary_cross_entropy(tensor([0.5, p], requires_grad=True), [1.0, 0.0])
+    assert np.isfinite(F.binary_cross_entropy(tensor([0.0, 1.0]), [1.0, 0.0]).item())   # the ends are fine
+
+
+def test_binary_cross_entropy_refuses_targets_outside_0_1():
+    with pytest.raises(ValueError, match=r"target.*between 0 and 1"):
+        F.binary_cross_entropy(tensor([0.5, 0.5]), [2.0, 0.0])
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+@pytest.mark.parametrize("lr", [float("nan"), float("inf"), -0.1, -float("inf")])
+def test_every_optimiser_refuses_a_non_finite_or_negative_learning_rate(opt, lr):
+    """Adam(lr=nan) used to be accepted (and turned every weight into nan at the first step)."""
+    w = nn.Parameter(np.ones(3))
+    with pytest.raises(ValueError, match="learning rate"):
+        {"sgd": optim.SGD, "adam": optim.Adam}[opt]([w], lr=lr)
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_optimisers_refuse_non_finite_hyperparameters(opt):
+    w = nn.Parameter(np.ones(3))
+    with pytest.raises(ValueError, match="weight decay"):
+        {"sgd": optim.SGD, "adam": optim.Adam}[opt]([w], lr=0.1, weight_decay=float("nan"))
+
+
+@pytest.mark.parametrize("shape", [(2**32, 2**32), (2**62, 4), (2**40, 2**40, 2**40)])
+def test_shapes_whose_size_overflows_int64_are_refused(shape):
+    """A shape's element count must fit int64 (NumPy's np.prod would wrap: 2**32 * 2**32 -> 0)."""
+    with pytest.raises(ValueError, match="int64"):
+        tensor([[1.0]]).expand(*shape)
+    with pytest.raises(ValueError, match="int64"):
+        tensor([1.0]).view(*shape, -1)
+    with pytest.raises(ValueError, match="int64"):
+        engine.zeros(*shape)
