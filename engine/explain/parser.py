@@ -56,20 +56,30 @@ class ExpressionError(ValueError):
 
 
 # ---------------------------------------------------------------------------
-# deadlines: whatever still runs long stops (checked at every op of a program and in the loops of costs)
+# deadlines: whatever still runs long stops (checked at every op of a program, in the loops of costs, and
+# wherever a page's work loops: finite differences, layout, frame building)
+#
+# A deadline counts the CPU time of the thread doing the request (``time.thread_time``), not the wall clock:
+# under load a valid request waits for a core without spending its budget (a wall-clock deadline refused
+# valid requests while 30 students stepped), and one that computes stops after its CPU seconds however busy
+# the machine is. A wall-clock backstop of WALL_FACTOR times as long stops what waits forever.
 
-_DEADLINE: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("explain_deadline",
-                                                                                      default=None)
+WALL_FACTOR = 6.0
+
+_DEADLINE: contextvars.ContextVar[tuple[float, float, float] | None] = contextvars.ContextVar(
+    "explain_deadline", default=None)
 
 
 @contextlib.contextmanager
 def deadline(seconds: float) -> Iterator[None]:
-    """Within the block, :func:`check_deadline` raises once ``seconds`` have passed (the earlier of two
-    nested deadlines wins). Per thread (a context variable): one session's deadline never stops another."""
-    now = time.monotonic()
+    """Within the block, :func:`check_deadline` raises once the calling thread has spent ``seconds`` of CPU
+    time (or ``WALL_FACTOR`` times as long has passed on the clock); the earlier of two nested deadlines wins.
+    Per thread (a context variable, and the thread's own CPU clock): one session's deadline never stops
+    another, and another session's work never spends this one's."""
     outer = _DEADLINE.get()
-    end = now + seconds
-    token = _DEADLINE.set((end, seconds) if outer is None or end < outer[0] else outer)
+    cpu_end = time.thread_time() + seconds
+    wall_end = time.monotonic() + WALL_FACTOR * seconds
+    token = _DEADLINE.set((cpu_end, wall_end, seconds) if outer is None or cpu_end < outer[0] else outer)
     try:
         yield
     finally:
@@ -79,9 +89,18 @@ def deadline(seconds: float) -> Iterator[None]:
 def check_deadline() -> None:
     """Raise :class:`ExpressionError` (kind ``limit``) when the current :func:`deadline` has passed."""
     d = _DEADLINE.get()
-    if d is not None and time.monotonic() > d[0]:
-        raise ExpressionError(f"stopped: this took longer than the {d[1]:g} s a request may take; "
+    if d is not None and (time.thread_time() > d[0] or time.monotonic() > d[1]):
+        raise ExpressionError(f"stopped: this took more than the {d[2]:g} s of computing a request may take; "
                               "use smaller inputs or a shorter program", kind="limit")
+
+
+def seconds_left() -> float | None:
+    """CPU seconds left to the current :func:`deadline` (None outside one): the most a subprocess the request
+    starts (Graphviz) may run."""
+    d = _DEADLINE.get()
+    if d is None:
+        return None
+    return max(0.0, min(d[0] - time.thread_time(), d[1] - time.monotonic()))
 
 
 def _dim_fn(fn: Callable, default=None) -> Callable:

@@ -6,8 +6,13 @@ deadline, and the pages' caches are bounded by bytes.
   :class:`~engine.explain.ExpressionError`, when the page's runs would exceed the budget.
 * :func:`bounded_cache` replaces ``st.cache_resource`` / ``st.cache_data`` in the pages: entries are
   bounded by their estimated bytes (a least-recently-used store per function, shared by the sessions),
-  a failed call keeps nothing, the call runs under :data:`REQUEST_SECONDS`, and a ``MemoryError`` or
-  ``RecursionError`` becomes a typed, user-facing error instead of a traceback.
+  a failed call keeps only its message (a refusal that cost CPU is answered again at once), the call runs
+  under :data:`REQUEST_SECONDS` of CPU time, and a ``MemoryError`` or ``RecursionError`` becomes a typed,
+  user-facing error instead of a traceback.
+* :func:`check_server_memory` is the server-wide guard: above :data:`MEMORY_FRACTION` of the replica's
+  memory limit (the cgroup's, when there is one) a new expensive request or training start is refused with
+  :class:`ServerBusy` ("the server is busy, try again") until the memory drops. Every :func:`bounded_cache`
+  miss asks it first.
 
 The store (:class:`ByteLRU`) and the size estimate (:func:`estimate_bytes`) need no Streamlit.
 """
@@ -17,9 +22,11 @@ import contextlib
 import functools
 import hashlib
 import math
+import os
 import pickle
 import sys
 import threading
+import time
 import types
 from collections import OrderedDict
 from typing import Any, Callable, Mapping
@@ -29,7 +36,11 @@ import numpy as np
 from engine.explain import ExpressionError
 from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Program, deadline
 
-REQUEST_SECONDS = 10.0   # the most one cached computation may run (its engine work checks the deadline)
+# The most CPU time one cached computation may spend (its thread's CPU clock: see engine.explain.deadline);
+# its engine ops, finite-difference loops, frame building and layout check it. Estimates refuse what would
+# come near it before anything runs; the deadline stops what the estimates missed.
+REQUEST_SECONDS = 2.0
+REMEMBER_REFUSAL_S = 0.1   # a failure that cost more CPU than this is kept (its message) and answered again at once
 # Backprop orders animates up to four graphs side by side, a frame per step each: its result grows with the
 # square of the graph (480 ops: 40 MB and 0.8 s, too big for its cache, so recomputed on every click).
 # 200 ops keep it near 15 MB; the lecture's examples have at most 20. One graph (pages 1 and 4) stays
@@ -39,6 +50,59 @@ MAX_SIDE_BY_SIDE_OPS = 200
 
 class RequestRefused(RuntimeError):
     """A request that would exceed its memory or work budget; the message is for the user."""
+
+
+class ServerBusy(RequestRefused):
+    """The server as a whole is near its memory limit: new expensive work waits (the message says so)."""
+
+
+# ---------------------------------------------------------------------------
+# the server-wide memory guard
+
+MEMORY_FRACTION = 0.75          # of the replica's memory limit: above it, new expensive work is refused
+MEMORY_LIMIT_ENV = "AUTODIFF_MEMORY_LIMIT_MB"   # states the limit explicitly (else the cgroup's, else the RAM)
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def memory_limit_bytes() -> int:
+    """The replica's memory limit: ``$AUTODIFF_MEMORY_LIMIT_MB`` when set, else the cgroup's limit (v2, then v1)
+    when there is one, else the machine's physical memory."""
+    env = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if env:
+        return int(float(env) * 2**20)
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in _CGROUP_LIMITS:
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and 0 < int(text) < ram:   # v1 says "no limit" with a huge number, v2 with "max"
+            return int(text)
+    return ram
+
+
+def resident_bytes() -> int:
+    """This server process's resident memory (``/proc/self/statm``; the peak from ``getrusage`` elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):   # pragma: no cover - not Linux
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def check_server_memory(what: str = "this request") -> None:
+    """Refuse new expensive work while the server holds more than :data:`MEMORY_FRACTION` of its limit.
+
+    Raises:
+        ServerBusy: with a message for the user ("the server is busy, try again").
+    """
+    used, limit = resident_bytes(), memory_limit_bytes()
+    if used > MEMORY_FRACTION * limit:
+        raise ServerBusy(f"the server is busy, try again in a minute: it holds {used / 2**20:,.0f} MB, more than "
+                         f"{MEMORY_FRACTION:.0%} of its {limit / 2**20:,.0f} MB, so {what} waits until "
+                         "memory is freed")
 
 
 def finite_difference_checks(shapes: Mapping[str, tuple]) -> int:
@@ -74,7 +138,7 @@ def check_program(program: Program, inputs: Mapping[str, Any], runs: int, what: 
 def budget_text() -> str:
     """One line for a page's help: what a request may cost."""
     return (f"A request may hold {MAX_KEPT_ELEMENTS:,} numbers per run, {MAX_WORK:,} work units in all "
-            f"and {REQUEST_SECONDS:g} s.")
+            f"and {REQUEST_SECONDS:g} s of computing.")
 
 
 # ---------------------------------------------------------------------------
@@ -221,8 +285,11 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
                   refuse: Callable[[str], BaseException] = RequestRefused,
                   stores: Callable[[], dict] | None = None) -> Callable:
     """Decorator for a page's computation: results are shared by sessions in a :class:`ByteLRU` of
-    ``max_bytes`` (keyed by the arguments), computed under a ``seconds`` deadline, and a ``MemoryError``
-    or ``RecursionError`` raises ``refuse(message)`` (a typed error the page shows) instead.
+    ``max_bytes`` (keyed by the arguments), computed under a deadline of ``seconds`` of CPU time, and a
+    ``MemoryError`` or ``RecursionError`` raises ``refuse(message)`` (a typed error the page shows) instead.
+    Before computing, :func:`check_server_memory` may refuse with ``refuse("the server is busy...")``. A
+    failure that cost CPU is kept (the exception, without its traceback) and raised again on the same
+    arguments, so clicking again on a refused request costs nothing.
 
     Args:
         spinner: text shown while computing (None: nothing).
@@ -241,12 +308,24 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
             key = _key(args, kwargs)
             hit, value = store.get(key)
             if hit:
+                if isinstance(value, _Failed):
+                    raise value.error
                 return value
+            try:
+                check_server_memory()
+            except ServerBusy as e:   # not kept: it passes when the memory drops
+                raise refuse(str(e)) from None
+            t0 = time.thread_time()
             with _spinner(spinner), (deadline(seconds) if seconds else contextlib.nullcontext()):
                 try:
-                    value = fn(*args, **kwargs)
-                except (MemoryError, RecursionError) as e:
-                    raise refuse(refuse_message(e)) from None
+                    try:
+                        value = fn(*args, **kwargs)
+                    except (MemoryError, RecursionError) as e:
+                        raise refuse(refuse_message(e)) from None
+                except Exception as e:  # noqa: BLE001 - kept only to be raised again, unchanged
+                    if time.thread_time() - t0 > REMEMBER_REFUSAL_S:
+                        store.put(key, _Failed(_bare(e)), 512)
+                    raise
             store.put(key, value)
             return value
 
@@ -256,6 +335,21 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
     return decorate
 
 
+class _Failed:
+    """A call that failed, kept so that the same arguments fail again at once."""
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _bare(error: BaseException) -> BaseException:
+    # no traceback, no chained exception: their frames would keep the failed call's arrays alive
+    error.__traceback__ = None
+    error.__context__ = error.__cause__ = None
+    return error
+
+
 def _spinner(text: str | None):
     if not text:
         return contextlib.nullcontext()
@@ -263,5 +357,6 @@ def _spinner(text: str | None):
     return st.spinner(text)
 
 
-__all__ = ["REQUEST_SECONDS", "RequestRefused", "ByteLRU", "bounded_cache", "budget_text", "check_program",
-           "estimate_bytes", "finite_difference_checks"]
+__all__ = ["REQUEST_SECONDS", "MEMORY_FRACTION", "RequestRefused", "ServerBusy", "ByteLRU", "bounded_cache",
+           "budget_text", "check_program", "check_server_memory", "estimate_bytes", "finite_difference_checks",
+           "memory_limit_bytes", "resident_bytes"]

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from engine.explain.graph import Graph
+from engine.explain.parser import check_deadline
 from engine.explain.trace import Trace
 
 from .labels import bar, heading, is_scalar, node_formulas, num, shape_text, short_value
@@ -162,6 +163,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
         per_f = max(1, -(-len(fsteps) // share))
         per_b = max(1, -(-len(steps) // max(1, room - share)))
     for c in range(0, len(fsteps), per_f):
+        check_deadline()   # a frame per step: building them is work the request's deadline counts
         chunk = fsteps[c:c + per_f]
         texts = []
         for st in chunk:
@@ -187,6 +189,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     visits: dict[int, int] = {}
     leaf_total: dict[int, object] = {}
     for c in range(0, len(steps), per_b):
+        check_deadline()
         events = [e for group in steps[c:c + per_b] for e in group]
         for nid in active_prev:  # the previously active node is finished
             if nid in index and state[index[nid]] == "active":

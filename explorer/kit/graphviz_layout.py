@@ -28,6 +28,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from engine.explain.parser import seconds_left
+
 DOT_PROGRAMS = ("graphviz-pure", "dot")
 DOT_TIMEOUT_S = 20.0
 DOT_NODE_LIMIT = 200      # dot's layout grows fast (a 640-node random DAG: 8 to 18 s): bigger graphs
@@ -136,13 +138,19 @@ def find_dot() -> str | None:
     return None
 
 
-def run_dot(source: str, fmt: str = "svg", timeout: float = DOT_TIMEOUT_S) -> bytes:
+def run_dot(source: str, fmt: str = "svg", timeout: float | None = None) -> bytes:
     """Run Graphviz on DOT text and return its output in ``fmt`` (``svg``, ``json0``, ``plain``, ...).
 
+    Args:
+        timeout: seconds dot may run; default: what is left of the request's deadline (dot's CPU is not the
+            request thread's, so the deadline cannot see it), at least 0.5 s and at most ``DOT_TIMEOUT_S``.
     Raises:
         GraphvizUnavailable: no Graphviz program was found.
         GraphvizFailed: the program failed, timed out or could not be started.
     """
+    if timeout is None:
+        left = seconds_left()
+        timeout = DOT_TIMEOUT_S if left is None else max(0.5, min(DOT_TIMEOUT_S, left))
     prog = find_dot()
     if prog is None:
         raise GraphvizUnavailable("Graphviz was not found")

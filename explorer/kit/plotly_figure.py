@@ -25,6 +25,7 @@ from typing import Sequence
 import plotly.graph_objects as go
 
 from engine.explain.graph import Graph
+from engine.explain.parser import check_deadline
 
 from .frames import Frame, FrameSet
 from .graphviz_layout import Box, Link, Placement, place
@@ -185,6 +186,8 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
     offsets = [(0.0, 0.0)] + [(dx * r, dy * r) for r in (6, 12, 18, 26, 34) for dx, dy in
                               ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1))]
     for k, e in enumerate(p.edges):
+        if not k % 32:
+            check_deadline()   # the search grows with edges x boxes: layout work counts against the deadline
         if not label_chars[k] or e.label_at is None:
             out.append(None)
             continue
@@ -510,6 +513,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
 
     frames = []
     for k, f in enumerate(frameset.frames):
+        check_deadline()
         fd = frame_data(f)
         frames.append({"name": str(f.index), "traces": frame_traces, "data": fd,
                        "layout": {"annotations": caption(f), **axes(k)}})
