@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -255,6 +256,7 @@ def default_glove_sources() -> list[Path]:
 
 
 _CACHE: dict[tuple[str, int], GloVe] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 def load_glove(source: "str | Path | None" = None, *, unk_seed: int = 0, cache: bool = True) -> GloVe:
@@ -280,17 +282,26 @@ def load_glove(source: "str | Path | None" = None, *, unk_seed: int = 0, cache: 
                                 "(a glove.*.txt file)")
     path = Path(source)
     key = (str(path.resolve()), unk_seed)
-    if cache and key in _CACHE:
-        return _CACHE[key]
+    if not cache:
+        return _read_glove(path, unk_seed)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    # one load per process, shared by every session: eight simultaneous first trainings each read their own
+    # copy without this lock (69 -> 1272 MB); the others wait for the first and share its table
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if hit is None:
+            hit = _CACHE[key] = _read_glove(path, unk_seed)
+    return hit
+
+
+def _read_glove(path: Path, unk_seed: int) -> GloVe:
     if path.is_dir():
-        glove = read_glove_npy_folder(path, unk_seed=unk_seed)
-    elif path.is_file():
-        glove = read_glove_txt(path, unk_seed=unk_seed)
-    else:
-        raise GloveNotFound(f"{path} does not exist")
-    if cache:
-        _CACHE[key] = glove
-    return glove
+        return read_glove_npy_folder(path, unk_seed=unk_seed)
+    if path.is_file():
+        return read_glove_txt(path, unk_seed=unk_seed)
+    raise GloveNotFound(f"{path} does not exist")
 
 
 # ---------------------------------------------------------------------------

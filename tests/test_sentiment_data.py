@@ -510,3 +510,29 @@ def test_labelled_file_reads_sst2s_own_train_file_within_the_limits(tmp_path):
     assert len(ds) == 67349 and (ds.labels == sst2.labels).all()
     same = sum(a == b for a, b in zip(ds.sentences, sst2.sentences))
     assert same / len(ds) > 0.98  # abbreviations such as "mr." come back split ("mr .")
+
+
+def test_glove_is_loaded_once_per_process_when_sessions_ask_at_once(tmp_path):
+    """Eight simultaneous first trainings each read GloVe without a lock (69 -> 1272 MB, issue 26): they must
+    share one table, read once."""
+    import threading
+
+    from sentiment import embeddings
+    rng = np.random.default_rng(0)
+    path = tmp_path / "glove.test.50d.txt"
+    path.write_text("".join(f"w{i} " + " ".join(f"{v:.4f}" for v in rng.standard_normal(50)) + "\n"
+                            for i in range(6000)))
+    start = threading.Barrier(8)
+    got = []
+
+    def first_training():
+        start.wait()
+        got.append(embeddings.load_glove(path))
+
+    threads = [threading.Thread(target=first_training) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(g is got[0] for g in got)
+    assert embeddings.load_glove(path) is got[0]
