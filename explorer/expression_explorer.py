@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from engine import explain as ex
+from engine import ops
 from engine.explain import ExpressionError, costs
 
 from .kit.budget import check_program, finite_difference_checks
@@ -387,12 +388,19 @@ def accumulation_rows(program_text: str, inputs_text: str, actions: list[str]) -
             r[f"constant {name}: .grad"] = "None" if t.grad is None else fmt_value(t.grad.numpy())
         return r
 
-    rows = [row(0, f"{fw.graph.nodes[fw.id_of[fw.output.unique_id]].name} = … (forward pass)")]
+    out = fw.output
+    name = fw.graph.nodes[fw.id_of[out.unique_id]].name
+    rows = [row(0, f"{name} = … (forward pass)")]
+    # backward() needs a scalar (PyTorch's rule); a vector output is seeded with ones, as the graph above
+    # is: the gradient of sum(output), and the call says so
+    seed = None if out.numel() == 1 else ops.ones_like(out)
+    call = "backward()" if seed is None else (f"backward(ones): {name} has {out.numel()} elements, so, as in the "
+                                              f"graph above, the gradient of sum({name})")
     for k, action in enumerate(actions, start=1):
         if action == "backward":
-            if fw.output.requires_grad:
-                fw.output.backward()
-            rows.append(row(k, "backward()"))
+            if out.requires_grad:
+                out.backward(seed)
+            rows.append(row(k, call))
         else:
             for leaf in fw.leaves.values():
                 leaf.zero_grad()

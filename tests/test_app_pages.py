@@ -715,3 +715,19 @@ def test_gradient_check_page_shows_the_notes_checks():
     assert list(table["the notes"]) == ["8.9e-16", "3.5e-17", "1.1e-16", "0", "2.8e-17", "2.1e-17", "9.0e-15",
                                   "3.7e-10"]
     assert "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ" in texts(at)
+
+
+def test_a_vector_output_works_in_every_section_of_page_1():
+    """``expr=f = 2*x&at=x = [1, 2]`` crashed the accumulation section (backward() of a vector, issue 26)."""
+    at = page("1_Expression_explorer.py")
+    at.query_params["expr"] = "f = 2*x"
+    at.query_params["at"] = "x = [1, 2]"
+    at.run()
+    assert not at.exception and not at.error
+    at.button(key="explorer_accum_backward").click().run()
+    at.button(key="explorer_accum_backward").click().run()
+    assert not at.exception
+    table = at.table[-1].value
+    assert "gradient of sum(f)" in table["call"].iloc[1]
+    n = sum("backward" in c for c in table["call"])
+    assert n >= 2 and list(table["x.grad"])[-1].startswith(f"[{2 * n}, {2 * n}]")   # accumulated: 2 per backward
