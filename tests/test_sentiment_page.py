@@ -445,3 +445,40 @@ def test_live_charts_send_what_pandas_sent_and_the_runner_keeps_the_columns():
     assert "Linear(50, 32)" in nodes["fc1"].get_attributes()["label"]
     assert graph.get_rankdir().strip('"') == "TB" and "measured after epoch" in graph.get_label()
     assert [e.get_source().strip('"') for e in graph.get_edges()][:2] == ["input", "mean"]
+
+
+# --- issue 26: inputs bounded, refused text not kept, no training start when the server is near its limit ------
+
+def test_a_paste_over_the_limit_is_refused_and_not_kept_in_the_session():
+    """A 20 MB paste was refused but stayed in session state (5 sessions: +276 MB never released)."""
+    from sentiment.data import MAX_USER_BYTES
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.selectbox(key="sentiment_dataset").set_value("own").run()
+    box = at.text_area(key="sentiment_own_paste")
+    assert box.max_chars == MAX_USER_BYTES and "5,000,000 characters" in box.help   # the browser stops there
+    # what fits the box's characters but not the limits: 6 MB of UTF-8 in 3 M characters; 400,000 rows
+    for text, why in [("é" * 3_000_000 + ",1\n", "5,000,000"), ("a fine film,1\n" * 350_000, "100,000 examples")]:
+        at.text_area(key="sentiment_own_paste").set_value(text).run()
+        assert not at.exception
+        assert at.session_state["sentiment_own_paste"] == ""
+        assert at.session_state["sentiment_own"] is None
+        err = " ".join(e.value for e in at.error)
+        assert why in err and "emptied" in err
+
+
+def test_a_sentence_over_the_limit_is_refused_before_it_is_tokenised():
+    """A 16 MB sentence cost 8.7 s of CPU and +2 GB; the check comes before the trainer sees it."""
+    from explorer.sentiment_training.views import predict_sentence
+    from sentiment.data import MAX_SENTENCE_CHARS
+    with pytest.raises(ValueError, match=f"more than the limit of {MAX_SENTENCE_CHARS:,}"):
+        predict_sentence(None, "good " * MAX_SENTENCE_CHARS)   # refused before the (absent) trainer is used
+
+
+def test_no_training_starts_when_the_server_is_near_its_memory_limit(monkeypatch):
+    from explorer.kit import budget
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    monkeypatch.setenv(budget.MEMORY_LIMIT_ENV, "1")
+    button(at, "Start training").click().run()
+    assert not at.exception
+    assert at.session_state["sentiment_run"] is None
+    assert "the server is busy, try again" in " ".join(e.value for e in at.error)

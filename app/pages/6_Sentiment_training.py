@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import engine
-from explorer.kit.budget import bounded_cache
+from explorer.kit.budget import ServerBusy, bounded_cache, check_server_memory
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
@@ -17,11 +17,10 @@ from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KE
                                                DataChoice, accuracy_chart, checkpoint_text, compare_figure,
                                                compare_rows, inside_charts, keep_run, last_look, latest_val_accuracy,
                                                load_choice, NO_SERVER_GRAPHVIZ, loss_chart, network_dot,
-                                               network_figure, network_svg, own_data,
-                                               progress_text, record_run, units_chart, units_title,
-                                               validation_table,
+                                               network_figure, network_svg, own_data, predict_sentence, progress_text,
+                                               record_run, too_large, units_chart, units_title, validation_table,
                                                word_order_demo)
-from sentiment.data import MAX_USER_BYTES, DataFormatError, SST2NotFound
+from sentiment.data import MAX_SENTENCE_CHARS, MAX_USER_BYTES, DataFormatError, DataTooLarge, SST2NotFound
 from sentiment.embeddings import GloveNotFound, load_glove
 from sentiment.model import SentimentNet
 from sentiment.trainer import LR_SCHEDULES, PRESETS, SentimentTrainer, TrainConfig, validation_interval
@@ -31,6 +30,8 @@ DEFAULTS = {"dataset": "builtin", "n_train": 450, "n_val": 100, "epochs": 30, "b
             "weight_decay": 0.0, "lr_schedule": "constant", "word_dropout": 0.0, "train_embeddings": False}
 SETTINGS = ("epochs", "batch_size", "lr", "optimizer", "hidden", "dropout", "seed", "shuffle", "weight_decay",
             "lr_schedule", "word_dropout", "train_embeddings")
+
+EXAMPLE_SENTENCE = "a gorgeous , witty film that is never boring"
 
 # one click: the settings of a preset, then training starts (label, dataset, (n_train, n_val), config)
 ONE_CLICK = {
@@ -50,7 +51,7 @@ ctx = start_page(
             "lr": LinkField("float", 0.01, minimum=1e-6, maximum=10.0),
             "optimizer": LinkField("str", "adam", choices=("adam", "sgd")),
             "seed": LinkField("int", 0, minimum=0, maximum=2**31 - 1)},  # the Seed box's range
-    defaults={**DEFAULTS, "run": None, "text": "a gorgeous , witty film that is never boring",
+    defaults={**DEFAULTS, "run": None, "text": EXAMPLE_SENTENCE, "text_refused": None,
               "errors_only": False, "own": None, "own_error": None, "kept": [], "run_number": 0,
               "run_dataset": "", "compare_metric": "val_accuracy"})
 ns, look = ctx.ns, ctx.look
@@ -89,6 +90,12 @@ def _start() -> None:
     if old is not None:
         old.stop()
         _keep_current_run()
+    try:
+        check_server_memory("a new training run")   # near the replica's memory limit: no new run
+    except ServerBusy as e:
+        S[k("error")] = f"Training refused: {e}"
+        S[k("run")] = None
+        return
     try:
         choice = DataChoice(S[k("dataset")], int(S[k("n_train")]), int(S[k("n_val")]))
         glove = load_glove()
@@ -182,6 +189,11 @@ def _read_own() -> None:
     """Parse what the user gave (an uploaded file wins over pasted text); keep it or the error."""
     up, val_up, pasted = S.get(k("own_file")), S.get(k("own_val_file")), S.get(k("own_paste"), "")
     S[k("own")], S[k("own_error")], S[k("error")] = None, None, None
+    why = too_large(pasted, MAX_USER_BYTES)
+    if why is not None:   # refused text is never kept: the box is emptied (it held 20 MB per session before)
+        S[k("own_paste")] = ""
+        S[k("own_error")] = f"pasted text: {why}; the box was emptied (upload a file of at most 5 MB instead)"
+        return
     if up is None and not (pasted or "").strip():
         return
     try:
@@ -194,6 +206,11 @@ def _read_own() -> None:
         else:
             S[k("own")] = own_data(pasted, "pasted text", val_up.getvalue() if val_up is not None else None,
                                    val_up.name if val_up is not None else "validation file")
+    except DataTooLarge as e:   # refused for its size: a pasted text is not kept either
+        S[k("own_error")] = str(e)
+        if up is None:
+            S[k("own_paste")] = ""
+            S[k("own_error")] += "; the box was emptied"
     except DataFormatError as e:
         S[k("own_error")] = str(e)
 
@@ -210,7 +227,10 @@ if S[k("dataset")] == "own":
         oc[1].file_uploader("Validation file (optional: else the last 20% are held out)", type=["csv", "tsv", "txt"],
                             key=k("own_val_file"), on_change=_read_own, disabled=busy)
         st.text_area("…or paste training sentences", key=k("own_paste"), height=110, on_change=_read_own,
-                     placeholder="a gripping , beautifully acted film,1\nthe plot is a mess,0", disabled=busy)
+                     placeholder="a gripping , beautifully acted film,1\nthe plot is a mess,0", disabled=busy,
+                     max_chars=MAX_USER_BYTES,
+                     help=f"At most {MAX_USER_BYTES:,} characters (5 MB) and {MAX_SENTENCE_CHARS:,} characters per "
+                          "sentence; longer text is refused and not kept.")
         if S[k("own_error")]:
             st.error("**Not accepted** — " + md_escape(S[k("own_error")]), icon="🚫")
         elif S[k("own")] is not None:
@@ -243,6 +263,14 @@ def _stop() -> None:
     r = S[k("run")]
     if r is not None:
         r.stop()
+
+
+def _check_sentence() -> None:
+    """A sentence over the limit is refused and dropped from the session (the box holds the default again)."""
+    why = too_large(S.get(k("text")), MAX_SENTENCE_CHARS)
+    S[k("text_refused")] = None if why is None else f"Sentence refused: {why}; the box holds the example again."
+    if why is not None:
+        S[k("text")] = EXAMPLE_SENTENCE
 
 
 def _hw2_target(r: TrainingRun) -> float | None:
@@ -367,9 +395,12 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
                                                                             max_value=1.0, format="%.3f")})
 
     st.markdown("##### Try your own sentence")
-    st.text_input("Sentence", key=k("text"))
+    st.text_input("Sentence", key=k("text"), max_chars=MAX_SENTENCE_CHARS, on_change=_check_sentence,
+                  help=f"At most {MAX_SENTENCE_CHARS:,} characters; a longer text is refused and not kept.")
+    if S.get(k("text_refused")):
+        st.warning(md_escape(S[k("text_refused")]))
     try:
-        pred = trainer.predict_text(S[k("text")])
+        pred = predict_sentence(trainer, S[k("text")])
     except ValueError as e:
         st.warning(md_escape(e))
     else:

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pydot
 
 from engine.tensor import Tensor, no_grad
-from sentiment.data import (MAX_USER_BYTES, DataFormatError, Dataset, builtin_split, load_sst2,
-                            parse_labelled)
+from sentiment.data import (MAX_SENTENCE_CHARS, MAX_USER_BYTES, DataFormatError, Dataset, builtin_split,
+                            load_sst2, parse_labelled)
 from sentiment.trainer import InsideLook, SentimentTrainer
 
 from ..kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
@@ -122,6 +122,30 @@ def own_data(train: "bytes | str | None", train_name: str, val: "bytes | str | N
 
 
 # --- progress ------------------------------------------------------------------------
+
+
+def too_large(text: "str | bytes | None", max_chars: int) -> str | None:
+    """Why ``text`` is refused for its length alone (None when it is within ``max_chars`` characters or bytes).
+
+    The pages ask before parsing anything, and then drop the refused text from the session's state: a 20 MB
+    paste that was refused used to stay there (5 sessions: +276 MB, never released).
+    """
+    if text is None or len(text) <= max_chars:
+        return None
+    return f"{len(text):,} characters, more than the limit of {max_chars:,}"
+
+
+def predict_sentence(trainer: SentimentTrainer, text: str):
+    """The checkpoint's prediction for the user's own sentence (``trainer.predict_text``), refused beyond
+    ``MAX_SENTENCE_CHARS`` characters before it is tokenised (a 16 MB sentence cost 8.7 s and 2 GB).
+
+    Raises:
+        ValueError: too long, or no words.
+    """
+    why = too_large(text, MAX_SENTENCE_CHARS)
+    if why is not None:
+        raise ValueError(f"this sentence has {why}: type a sentence or two")
+    return trainer.predict_text(text)
 
 
 def format_seconds(s: float | None) -> str:
