@@ -410,3 +410,113 @@ def test_colour_scales_are_shared_by_a_tensor_and_its_parts():
     from explorer.network_explorer.explore import heatmap
     fig = heatmap(np.array([[1.0, -2.0]]), "t", zmax=5.0)
     assert (fig.data[0].zmin, fig.data[0].zmax) == (-5.0, 5.0)
+
+
+# --- issue 26: every request bounded, estimated before it runs, compact enough to cache ----------------------
+
+from explorer.kit.budget import ByteLRU, estimate_bytes   # noqa: E402
+from explorer.network_explorer import cost                 # noqa: E402
+from explorer.network_explorer.explore import explore      # noqa: E402
+from explorer.network_explorer.recording import Summary   # noqa: E402
+
+ATTACK_60 = ", ".join(["linear 256"] * 60)   # the issue's link: 247 s of CPU, 171 -> 1628 MB
+CACHE_ENTRY = ByteLRU(64 << 20).max_entry_bytes   # the page's store: bounded_cache(64 MB), an entry at most a quarter
+
+
+@pytest.mark.parametrize("key, options", [
+    ("custom", dict(layers="linear 8, tanh, linear 4, dropout 0.3, sigmoid, linear 2", batch=5, features=3)),
+    ("mlp", dict(batch=16, hidden=8, depth=3)), ("rnn", dict(steps=5, batch=2, hidden=4)),
+    ("attention", {}), ("residual", {}), ("logreg", {}), ("sentiment", dict(sentence="a good good movie")),
+    ("hw2", dict(batch=4))])
+def test_the_probe_counts_what_the_recording_holds(key, options):
+    """The estimate is the engine's own count: the probe's ops and numbers are the recording's exactly."""
+    net = build(key, **options)
+    c = cost.probe(net)
+    rec = record(net)
+    assert c.ops == len(rec.forward_order)
+    assert c.numbers == sum(n.value.size for n in rec.nodes)
+    assert c.leaves == len(net.leaves())
+
+
+def test_the_attack_link_is_refused_before_its_parameters_are_built():
+    import tracemalloc
+    tracemalloc.start()
+    with pytest.raises(PresetError, match=r"3,886,080 weights and biases \(at most 300,000\)"):
+        explore("custom", {"layers": ATTACK_60, "batch": 64, "features": 16})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 5 * 2**20          # nothing of the 31 MB of weights was allocated
+
+
+@pytest.mark.parametrize("layers, batch, why", [
+    (", ".join(["linear 256"] * 4), 64, "numbers"),                    # 600,067 numbers
+    (", ".join(["linear 100"] * 61), 1, "at most 60 layers"),
+    ("linear 200, relu, " * 10 + "linear 1", 64, "weights and biases"),
+    (", ".join(["linear 2, tanh"] * 20) + ", " + ", ".join(["tanh"] * 20), 1, None),   # fits: 60 layers
+])
+def test_networks_beyond_the_budget_are_refused_with_the_reason(layers, batch, why):
+    opts = {"layers": layers, "batch": batch, "features": 16}
+    if why is None:
+        assert explore("custom", opts).n_frames > 100
+        return
+    with pytest.raises(PresetError, match=why):
+        explore("custom", opts)
+
+
+@pytest.mark.parametrize("key, options", [
+    ("custom", dict(layers="linear 256, relu, linear 256, relu, linear 256", batch=64, features=16)),
+    ("custom", dict(layers=", ".join(["linear 8"] + ["tanh"] * 59), batch=64, features=16)),
+    ("rnn", dict(steps=30, batch=32, hidden=16)), ("hw2", dict(batch=64, hidden=32)),
+    ("mlp", dict(batch=64, hidden=32, depth=8)), ("attention", dict(tokens=16, features=16, head=8))])
+def test_whatever_the_budget_allows_fits_the_pages_cache(key, options):
+    """Results over the store's per-entry cap were never cached: every click recomputed (2-3 s per Step)."""
+    ex = explore(key, options)
+    assert estimate_bytes(ex) < CACHE_ENTRY
+    big = [n for n in ex.rec.nodes if n.value.size > 400]
+    assert all(isinstance(n.value, Summary) for n in big)
+    m = ex.rec  # what the page reads from a compact recording still works: steps, fan-out sums, tables
+    from explorer.network_explorer.explore import moment
+    from explorer.network_explorer.tables import fan_out_rows, gradcheck_scope
+    for frame in range(0, ex.n_frames, max(1, ex.n_frames // 25)):
+        moment(ex, frame)
+    fans = {c.target for s in m.backward for c in s.contributions if c.expected > 1}
+    for node in list(fans)[:5]:
+        assert fan_out_rows(m, node)[-1]["from"] == "= sum"
+    assert gradcheck_scope(ex.gradcheck, m)
+
+
+def test_work_beyond_the_budget_is_refused_even_when_the_numbers_fit():
+    c = cost.NetworkCost(ops=40, op_numbers=50_000, leaf_numbers=50_000, multiply_adds=40_000_000, leaves=12)
+    assert c.numbers < cost.MAX_RECORDED_NUMBERS
+    with pytest.raises(PresetError, match=r"too much work for one request: .* work units; the budget is 200,000,000"):
+        cost.check("custom", c, {"batch": 64})
+    cost.check("custom", cost.NetworkCost(ops=40, op_numbers=50_000, leaf_numbers=50_000, multiply_adds=4_000_000,
+                                          leaves=12), {"batch": 64})
+
+
+def test_the_gradient_check_of_a_deep_network_visits_a_few_leaves_not_all():
+    """It grew with the square of the layer count (every leaf, a full forward per coordinate)."""
+    net = build("custom", layers=", ".join(["linear 3"] * 40), batch=2, features=3)
+    table = analysis.gradient_check(net, coords=3, max_leaves=cost.MAX_CHECKED_LEAVES)
+    leaves = list(net.leaves())
+    checked = list(dict.fromkeys(r.leaf for r in table.rows))
+    assert len(checked) == cost.MAX_CHECKED_LEAVES and checked[0] == leaves[0] and checked[-1] == leaves[-1]
+    assert max(r.abs_error for r in table.rows) < 1e-6
+
+
+@pytest.mark.parametrize("option, text", [("sentence", "good " * 2000), ("layers", "relu, " * 400 + "linear 2")])
+def test_text_options_beyond_their_limit_are_refused_before_they_are_read(option, text):
+    key = "sentiment" if option == "sentence" else "custom"
+    with pytest.raises(PresetError, match="more than the limit of"):
+        explore(key, {option: text})
+
+
+def test_a_summary_says_what_the_page_shows():
+    a = np.arange(-300.0, 300.0).reshape(20, 30)
+    s = Summary.of(a)
+    assert s.shape == (20, 30) and s.size == 600 and s.nbytes == a.nbytes
+    assert analysis.look(s).stats == analysis.look(a).stats and analysis.look(s).matrix is None
+    assert analysis.magnitude(s) == 300.0
+    from explorer.network_explorer.recording import is_zero, same
+    assert same(s, Summary.of(a.copy())) and not same(s, Summary.of(a + 1)) and not is_zero(s)
+    assert is_zero(Summary.of(np.zeros(500)))

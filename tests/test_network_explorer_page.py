@@ -217,3 +217,33 @@ def test_empty_layer_between_commas_is_rejected_on_the_page():
     at.query_params["layers"] = "linear 4,, relu"
     ok(at.run())
     assert "cannot be built" in texts(at) and "layer 2 is empty" in texts(at)
+
+
+# --- issue 26: the attack link, the largest allowed network, text beyond its limit ----------------------------
+
+def test_the_attack_link_is_a_typed_refusal_not_a_run():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({"net": "custom", "layers": ", ".join(["linear 256"] * 60), "batch": "64",
+                            "features": "16"})
+    ok(at.run())
+    err = " ".join(e.value for e in at.error)
+    assert "This network cannot be built" in err and "3,886,080 weights and biases" in err
+
+
+def test_the_largest_allowed_network_steps_with_statistics_for_large_tensors():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({"net": "custom", "layers": "linear 256, relu, linear 256, relu, linear 256",
+                            "batch": "64", "features": "16", "step": "30"})
+    ok(at.run())
+    assert not at.error
+    assert "too large for a heatmap" in texts(at)          # a (64, 256) value: its statistics (kept compactly)
+    assert at.text_input(key="network_layers").max_chars == 1000
+    assert "At most 60 layers" in at.text_input(key="network_layers").help
+
+
+def test_text_beyond_its_limit_is_refused_and_not_kept():
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({"net": "sentiment", "sentence": "good " * 100})   # 500: the link allows 4,000
+    ok(at.run())
+    assert at.session_state["network_sentence"] == "it is a good movie"
+    assert "more than the limit of 400" in texts(at)

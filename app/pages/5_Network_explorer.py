@@ -18,9 +18,9 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, 
 from explorer.network_explorer.frames import VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import explore, graph_dot, heatmap, moment, sweep_figure
-from explorer.network_explorer.presets import OPTIONS, PRESETS, PresetError
-from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, inspect_labels, layer_rows, memory_rows,
-                                             note_levels)
+from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
+from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
+                                             memory_rows, note_levels)
 
 OPTION_KIND = {o.name: ("str" if isinstance(o.default, str) else "float" if isinstance(o.default, float) else "int")
                for opts in OPTIONS.values() for o in opts}
@@ -80,8 +80,17 @@ for col, o in zip(cols, OPTIONS[key]):
     if st.session_state.get(k) is None:      # not given by the link: this preset's default
         st.session_state[k] = o.default
     if isinstance(o.default, str):
-        col.text_input(o.label, key=k, help="e.g. 'a good good movie' (a repeated word shows the scatter-add)"
-                       if o.name == "sentence" else "comma-separated: linear N, relu, sigmoid, tanh, dropout P")
+        limit = MAX_TEXT[o.name]
+        if len(st.session_state[k]) > limit:   # refused text is not kept (a link or a client past the box)
+            st.warning(f"The {o.label} text had {len(st.session_state[k]):,} characters, more than the limit of "
+                       f"{limit:,}: it was refused and the default is back.")
+            st.session_state[k] = o.default
+        col.text_input(o.label, key=k, max_chars=limit,
+                       help=f"e.g. 'a good good movie' (a repeated word shows the scatter-add). At most {MAX_WORDS} "
+                            f"words, {limit} characters." if o.name == "sentence" else
+                       f"comma-separated: linear N, relu, sigmoid, tanh, dropout P. At most {MAX_LAYERS} layers, "
+                       f"widths up to {MAX_WIDTH}, {limit:,} characters; the page refuses a network too big to "
+                       "record and check within one request.")
     elif isinstance(o.default, float):
         st.session_state[k] = float(clamp_linked(ns, o.name, float(st.session_state[k]), o.minimum, o.maximum))
         col.number_input(o.label, min_value=float(o.minimum), max_value=float(o.maximum), step=0.1, key=k)
@@ -260,7 +269,8 @@ with tab_mem:
 with tab_check:
     t = ex.gradcheck
     w = t.worst
-    st.markdown(f"Engine gradients vs central differences (ε = {t.eps:g}) at random coordinates of every leaf. "
+    st.markdown(f"Engine gradients vs central differences (ε = {t.eps:g}) at random coordinates of "
+                f"{gradcheck_scope(t, rec)}. "
                 f"**Worst relative error: {w.rel_error:.2e}** ({w.leaf}{list(w.index)}).")
     show_table(pd.DataFrame(gradcheck_rows(t)), look)
 with tab_layers:

@@ -7,10 +7,11 @@ import numpy as np
 
 from engine import no_grad, ops
 from engine.explain.costs import RELU_SAVED  # noqa: F401 - one wording for every page that shows memory
+from engine.explain.parser import check_deadline
 from engine.tensor import Tensor, kept_for_backward
 
 from .presets import Network
-from .recording import BackwardStep, Recording
+from .recording import BackwardStep, Recording, Summary, same
 
 def vjp_formula(op: str) -> str:
     """The VJP text of a primitive (its ``formula``); leaves and no-gradient ops say what happens to them.
@@ -56,6 +57,8 @@ def look(value: np.ndarray | None, max_cells: int = HEATMAP_MAX_CELLS) -> Tensor
     """A heatmap matrix (0-d/1-d as one row, n-d folded to rows × last dim) or statistics."""
     if value is None:
         return None
+    if isinstance(value, Summary):   # a large tensor kept compactly: its statistics, never a heatmap
+        return TensorLook(value.shape, None, dict(value.stats))
     arr = np.asarray(value, dtype=np.float64)
     finite = arr[np.isfinite(arr)] if arr.size else arr
     stats = {"mean": float(finite.mean()) if finite.size else float("nan"),
@@ -71,6 +74,8 @@ def look(value: np.ndarray | None, max_cells: int = HEATMAP_MAX_CELLS) -> Tensor
 
 def magnitude(value) -> float:
     """The largest finite |x| of a tensor (0 for an empty or all-NaN one)."""
+    if isinstance(value, Summary):
+        return value.magnitude
     arr = np.asarray(value, dtype=np.float64)
     finite = np.abs(arr[np.isfinite(arr)])
     return float(finite.max()) if finite.size else 0.0
@@ -126,13 +131,13 @@ def step_detail(rec: Recording, step: BackwardStep, max_cells: int = HEATMAP_MAX
         # a saved forward tensor: its value's scale; the adjoint this step holds: the node's adjoint scale
         if read is not None:
             return value_scale(rec, read)
-        if arr.shape == step.adjoint.shape and np.array_equal(arr, step.adjoint):
+        if same(arr, step.adjoint):
             return adjoint_scale(rec, step.node)
         return magnitude(arr)
 
     def scale_of_output(arr):
         for c in step.contributions:   # a contribution sent to a parent: that parent's adjoint scale
-            if c.value.shape == arr.shape and np.array_equal(c.value, arr):
+            if same(c.value, arr):
                 return adjoint_scale(rec, c.target)
         return magnitude(arr)
 
@@ -161,6 +166,7 @@ class FanOutSum:
 
     @property
     def parts_sum(self) -> np.ndarray:
+        """The contributions added up again (on a recording not yet compacted: large ones are summaries)."""
         return np.sum([p[2] for p in self.parts], axis=0)
 
 
@@ -242,6 +248,7 @@ def memory_sweep(key: str, sizes: list[int], vary: str = "batch", **options) -> 
     from .presets import build
     rows = []
     for n in sizes:
+        check_deadline()
         net = build(key, **{**options, vary: n})
         loss = net.loss()
         with no_grad():
@@ -282,11 +289,23 @@ class GradcheckTable:
         return max(self.rows, key=lambda r: r.rel_error)
 
 
-def gradient_check(network: Network, coords: int = 3, eps: float = 1e-6, seed: int = 0) -> GradcheckTable:
-    """Compare every leaf's engine gradient with central differences at ``coords`` random coordinates.
+def checked_leaves(names: list[str], max_leaves: int) -> list[str]:
+    """At most ``max_leaves`` of ``names``, evenly spread from the first to the last (all when fewer)."""
+    if len(names) <= max_leaves:
+        return list(names)
+    picks = sorted({round(i * (len(names) - 1) / (max_leaves - 1)) for i in range(max_leaves)})
+    return [names[i] for i in picks]
 
-    The leaves' values are changed through ``Module.load_state_dict`` and restored afterwards;
-    the reruns run under ``no_grad``.
+
+def gradient_check(network: Network, coords: int = 3, eps: float = 1e-6, seed: int = 0,
+                   max_leaves: int | None = None) -> GradcheckTable:
+    """Compare leaves' engine gradients with central differences at ``coords`` random coordinates each.
+
+    Args:
+        max_leaves: check at most this many leaves, evenly spread over the network (None: every leaf). Two
+            runs per coordinate: with every leaf, the check grew with the square of the layer count.
+    The one leaf perturbed is changed through ``Module.load_state_dict`` (the others are handed back as they
+    are, not copied) and restored afterwards; the reruns run under ``no_grad`` and check the request's deadline.
     """
     if coords < 1:
         raise ValueError(f"coords must be >= 1, got {coords}")
@@ -294,20 +313,25 @@ def gradient_check(network: Network, coords: int = 3, eps: float = 1e-6, seed: i
     model.zero_grad()
     network.loss().backward()
     leaves = dict(model.named_parameters())
-    grads = {n: (p.grad.numpy().copy() if p.grad is not None else np.zeros(p.shape)) for n, p in leaves.items()}
+    names = checked_leaves(list(leaves), max_leaves) if max_leaves else list(leaves)
+    grads = {n: (leaves[n].grad.numpy().copy() if leaves[n].grad is not None else np.zeros(leaves[n].shape))
+             for n in names}
+    model.zero_grad()
     state = model.state_dict()
     rng = np.random.default_rng(seed)
     rows = []
     try:
-        for name, p in leaves.items():
+        for name in names:
+            p = leaves[name]
             flat = rng.choice(p.numel(), size=min(coords, p.numel()), replace=False)
             for f in flat:
                 idx = tuple(int(i) for i in np.unravel_index(int(f), p.shape))
                 values = []
                 for sign in (1.0, -1.0):
-                    trial = {k: v.copy() for k, v in state.items()}
-                    trial[name][idx] += sign * eps
-                    model.load_state_dict(trial)
+                    check_deadline()
+                    moved = state[name].copy()
+                    moved[idx] += sign * eps
+                    model.load_state_dict({**state, name: moved})
                     with no_grad():
                         values.append(float(network.loss().item()))
                 rows.append(GradcheckRow(name, idx, float(grads[name][idx]), (values[0] - values[1]) / (2 * eps)))

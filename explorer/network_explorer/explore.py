@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from explorer.kit.frames import FrameSet
 from explorer.kit.plotly_figure import figure_dict, plan
 
-from . import analysis
+from . import analysis, cost
 from .frames import NetworkView, build_view, default_level, frame_span
 from .presets import SWEEPS, Network, build, clean_options
 from .recording import Recording, record
@@ -83,21 +83,26 @@ class Explored:
 
 
 def explore(key: str, options: dict | None = None, coords: int = 3) -> Explored:
-    """Build, run and measure one network (see module docstring).
+    """Build, run and measure one network (see module docstring); what is kept is compact (large arrays
+    as summaries: see ``Recording.compact``), so that whatever the budget allows fits the page's cache.
 
     Raises:
-        PresetError: unknown preset or options it cannot build.
+        PresetError: unknown preset, options it cannot build, or a network beyond the request's budget
+            (estimated by one probe run before the recording, the gradient check and the sweeps).
     """
     opts, problems = clean_options(key, options or {})
     net = build(key, **opts)
-    table = analysis.gradient_check(net, coords=coords)
+    cost.check(key, cost.probe(net), opts)
+    table = analysis.gradient_check(net, coords=coords, max_leaves=cost.MAX_CHECKED_LEAVES)
     rec = record(net)
     views = {"op": build_view(rec, "op"), "layer": build_view(rec, "layer")}
     sweeps = {}
     for name, sizes in SWEEPS.get(key, []):
         base = {k: v for k, v in opts.items() if k != name}
         sweeps[name] = analysis.memory_sweep(key, sizes, name, **base)
-    return Explored(net, rec, views, table, analysis.memory_report(rec), sweeps, problems)
+    memory = analysis.memory_report(rec)
+    net.model.zero_grad()   # the recording holds the gradients it shows
+    return Explored(net, rec.compact(), views, table, memory, sweeps, problems)
 
 
 @dataclass

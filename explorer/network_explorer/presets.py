@@ -166,6 +166,7 @@ def _sentence_vectors(sentence: str, seed: int) -> tuple[list[str], np.ndarray, 
     Uses the sentiment data layer's GloVe loader when it is there and finds the vectors;
     otherwise seeded random vectors, and the source string says so.
     """
+    _check_text("sentence", sentence)   # before tokenising (a 16 MB sentence took seconds to split)
     try:
         from sentiment.embeddings import load_glove, tokenize
     except ImportError:
@@ -409,6 +410,9 @@ LAYER_KINDS = ("linear", "relu", "sigmoid", "tanh", "dropout")
 MAX_WIDTH = 256          # widest linear layer the page builds
 MAX_LAYERS = 60
 MAX_WORDS = 40
+MAX_PARAMETERS = 300_000  # weights and biases of your own network, checked before they are built (60 layers of
+                          # 256 x 256 held 3.9 million: 31 MB before anything ran); see cost.py for the rest
+MAX_TEXT = {"sentence": 400, "layers": 1000}   # characters of a text option (40 words; 60 layers)
 _LAYER_RE = re.compile(r"^\s*(linear|relu|sigmoid|tanh|dropout)\s*(?:\(\s*([0-9.]+)\s*\)|\s+([0-9.]+))?\s*$",
                        re.IGNORECASE)
 
@@ -417,8 +421,9 @@ def parse_layers(text: str) -> list[tuple[str, float | None]]:
     """Parse ``"linear 8, relu, linear 2"`` into ``[("linear", 8), ("relu", None), ("linear", 2)]``.
 
     Raises:
-        PresetError: an unknown layer, a missing or bad size.
+        PresetError: an unknown layer, a missing or bad size, more than ``MAX_TEXT["layers"]`` characters.
     """
+    _check_text("layers", text)
     layers: list[tuple[str, float | None]] = []
     parts = text.split(",")
     if parts and not parts[-1].strip():   # one trailing comma is harmless ("linear 4, relu,")
@@ -456,10 +461,27 @@ def parse_layers(text: str) -> list[tuple[str, float | None]]:
     return layers
 
 
+def _check_text(name: str, text: str) -> None:
+    if len(text) > MAX_TEXT[name]:
+        raise PresetError(f"the {name} text has {len(text):,} characters, more than the limit of {MAX_TEXT[name]:,}")
+
+
+def _check_parameters(spec: list[tuple[str, float | None]], features: int) -> None:
+    """Refuse, before building anything, layers whose weights and biases exceed ``MAX_PARAMETERS``."""
+    n_params, width = 0, features
+    for kind, arg in spec:
+        if kind == "linear":
+            n_params, width = n_params + width * int(arg) + int(arg), int(arg)
+    if n_params > MAX_PARAMETERS:
+        raise PresetError(f"too big to step through here: these layers hold {n_params:,} weights and biases (at "
+                          f"most {MAX_PARAMETERS:,}); use fewer or narrower layers")
+
+
 def custom(layers: "str | list[tuple[str, float | None]]" = "linear 4, relu, linear 2", batch: int = 3,
            features: int = 3, seed: int = 0) -> Network:
     _check_positive(batch=batch, features=features)
     spec = parse_layers(layers) if isinstance(layers, str) else list(layers)
+    _check_parameters(spec, features)
     modules: list[nn.Module] = []
     names: list[str] = []
     width = features
@@ -587,6 +609,8 @@ def clean_options(key: str, given: dict) -> tuple[dict, list[str]]:
         v = given.get(opt.name, opt.default)
         if isinstance(opt.default, str):
             out[opt.name] = str(v) if v is not None else opt.default
+            if opt.name in MAX_TEXT:
+                _check_text(opt.name, out[opt.name])
             continue
         try:
             v = type(opt.default)(v)

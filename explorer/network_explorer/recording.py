@@ -9,14 +9,77 @@ were multiplied and which saved tensors the VJP read.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine import autodiff
+from engine.explain.parser import check_deadline
 from engine.tensor import Tensor, trace_ops
 
 from .presets import Network, Scope
+
+COMPACT_CELLS = 400   # arrays up to this many numbers are kept whole (a heatmap shows at most this many)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A large array, kept compactly once the recording has been measured: what the page shows of it
+    (shape, statistics) and a digest that tells whether two arrays were the same."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    stats: dict
+    magnitude: float          # largest finite |x|
+    nonzero: bool
+    digest: bytes
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @classmethod
+    def of(cls, arr: np.ndarray) -> "Summary":
+        a = np.asarray(arr)
+        f = a.astype(np.float64, copy=False)
+        finite = f[np.isfinite(f)] if f.size else f
+        stats = {"mean": float(finite.mean()) if finite.size else float("nan"),
+                 "std": float(finite.std()) if finite.size else float("nan"),
+                 "min": float(finite.min()) if finite.size else float("nan"),
+                 "max": float(finite.max()) if finite.size else float("nan"),
+                 "norm": float(np.sqrt((finite ** 2).sum())), "numel": float(a.size)}
+        return cls(tuple(a.shape), a.dtype.name, int(a.nbytes), stats,
+                   float(np.abs(finite).max()) if finite.size else 0.0, bool((a != 0).any()),
+                   hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=16).digest())
+
+
+def compacted(value):
+    """``value`` itself when small (or None), else its :class:`Summary`."""
+    if isinstance(value, np.ndarray) and value.size > COMPACT_CELLS:
+        return Summary.of(value)
+    return value
+
+
+def same(a, b) -> bool:
+    """Whether two recorded arrays (either may be a :class:`Summary`) hold the same numbers."""
+    if a is None or b is None or tuple(a.shape) != tuple(b.shape):
+        return False
+    if isinstance(a, Summary) or isinstance(b, Summary):
+        return isinstance(a, Summary) and isinstance(b, Summary) and a.digest == b.digest
+    return bool(np.array_equal(a, b))
+
+
+def is_zero(value) -> bool:
+    """Whether every number of a recorded array (or :class:`Summary`) is 0."""
+    if isinstance(value, Summary):
+        return not value.nonzero
+    return not (np.asarray(value) != 0).any()
 
 
 @dataclass
@@ -114,6 +177,23 @@ class Recording:
         """Every contribution a node received (one per consumer), in the order they arrived."""
         return [c for s in self.backward for c in s.contributions if c.target == node_id]
 
+    def compact(self) -> "Recording":
+        """Keep every array larger than ``COMPACT_CELLS`` as a :class:`Summary` (in place; returns self).
+
+        Done once everything that needs the whole arrays (views, memory report, gradient check) is built:
+        the pictures draw a heatmap only up to that size and statistics beyond it, so a cached exploration
+        holds what the page shows, not every intermediate array (a two-layer 256-wide network: 18 MB -> 1 MB).
+        """
+        for n in self.nodes:
+            n.value, n.adjoint = compacted(n.value), compacted(n.adjoint)
+        for s in self.backward:
+            s.adjoint, s.leaf_grad = compacted(s.adjoint), compacted(s.leaf_grad)
+            for c in s.contributions:
+                c.value, c.total = compacted(c.value), compacted(c.total)
+            for op in s.vjp_ops:
+                op.inputs, op.output = [compacted(a) for a in op.inputs], compacted(op.output)
+        return self
+
     def node_by_label(self, label: str) -> Node:
         for n in self.nodes:
             if n.label == label:
@@ -163,6 +243,7 @@ def record(network: Network) -> Recording:
         return nid
 
     def on_forward(op, inputs, params, out):
+        check_deadline()   # the copies below are the request's work too
         layer = scope.current or "(outside layers)"
         parents = [ids[t.unique_id] if t.unique_id in ids else add_leaf(t, layer) for t in inputs]
         nid = len(nodes)
@@ -192,6 +273,7 @@ def record(network: Network) -> Recording:
     state = {"collect": False}
 
     def on_backward_op(op, inputs, params, out):
+        check_deadline()
         if state["collect"] and steps:
             steps[-1].vjp_ops.append(VjpOp(op.name, [t.numpy().copy() for t in inputs], out.numpy().copy(),
                                            [ids.get(t.unique_id) for t in inputs]))

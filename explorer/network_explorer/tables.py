@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .analysis import fan_out_sum, format_shape
+from .recording import Summary, is_zero
 
 
 def note_levels(notes: list[str]) -> list[tuple[str, str]]:
@@ -16,20 +17,22 @@ def inspect_labels(rec) -> dict[int, str]:
 
 
 def _norm(v) -> float:
+    if isinstance(v, Summary):
+        return v.stats["norm"]
     return float((v ** 2).sum() ** 0.5)
 
 
 def zero_reason(rec, source: int, target: int, value) -> str:
     """Why a contribution is exactly zero, when the recording shows it: the VJP of a product multiplies
     the adjoint by the *other* factor, so an all-zero factor (an RNN's h0 = 0) sends zero."""
-    if value.size and (value != 0).any():
+    if value.size and not is_zero(value):
         return ""
     src = rec.node(source)
     others = [rec.node(p) for p in src.parents if p != target]
-    zeros = [o.label for o in others if o.value.size and not (o.value != 0).any()]
+    zeros = [o.label for o in others if o.value.size and is_zero(o.value)]
     if src.op in ("matmul", "mul") and zeros:
         return f"0: the other factor {zeros[0]} is all zeros, and this VJP multiplies by it"
-    if src.adjoint is not None and not (src.adjoint != 0).any():
+    if src.adjoint is not None and is_zero(src.adjoint):
         return f"0: the adjoint of {src.label} is all zeros"
     return "0"
 
@@ -54,6 +57,14 @@ def gradcheck_rows(check) -> list[dict]:
     """Engine gradient vs central difference at each checked coordinate."""
     return [{"leaf": r.leaf, "index": str(list(r.index)), "engine": r.analytic, "central difference": r.numeric,
              "abs error": r.abs_error, "rel error": r.rel_error} for r in check.rows]
+
+
+def gradcheck_scope(check, rec) -> str:
+    """Which leaves the gradient check visited, in words: every leaf, or (a deep network) a few spread evenly."""
+    checked, every = len({r.leaf for r in check.rows}), len(rec.network.leaves())
+    if checked >= every:
+        return "every leaf"
+    return f"{checked} of the {every} leaves, spread evenly from the first layer to the last"
 
 
 def layer_rows(rec) -> list[dict]:
