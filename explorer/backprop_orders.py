@@ -13,7 +13,7 @@ from engine.strategies import PathRecursion
 
 from engine.explain.trace import bar
 
-from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program
+from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program, packed_figure
 from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value, max_abs_difference
 from .kit.frames import FrameSet, build_frames
@@ -137,7 +137,7 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
             continue
         trace = shown_traces[s]     # the engine's events as drawn (composites as one node)
         frameset = framesets[s]
-        figure = figure_dict(frameset, shown, drawing)
+        figure = packed_figure(figure_dict(frameset, shown, drawing))   # compact: four of them must fit the cache
         wrong = []
         for name, correct in reference.grads.items():
             got = trace.grads.get(name)

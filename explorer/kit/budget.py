@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import math
 import os
 import pickle
@@ -28,8 +29,9 @@ import sys
 import threading
 import time
 import types
+import zlib
 from collections import OrderedDict
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -42,10 +44,11 @@ from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Pro
 REQUEST_SECONDS = 2.0
 REMEMBER_REFUSAL_S = 0.1   # a failure that cost more CPU than this is kept (its message) and answered again at once
 # Backprop orders animates up to four graphs side by side, a frame per step each: its result grows with the
-# square of the graph (480 ops: 40 MB and 0.8 s, too big for its cache, so recomputed on every click).
-# 200 ops keep it near 15 MB; the lecture's examples have at most 20. One graph (pages 1 and 4) stays
-# small up to the parser's 500 ops (6 MB, 0.2 s).
-MAX_SIDE_BY_SIDE_OPS = 200
+# square of the graph, and so does its first run (198 ops: 1.8 s of CPU, near the request's 2 s). 150 ops
+# keep the first run near 1.2 s and the result (frames packed: PackedFrames) under 10 MB, which the page's
+# cache keeps; the lecture's examples have at most 20. One graph (pages 1 and 4) stays small up to the
+# parser's 500 ops (6 MB, 0.2 s).
+MAX_SIDE_BY_SIDE_OPS = 150
 
 
 class RequestRefused(RuntimeError):
@@ -262,6 +265,34 @@ def refuse_message(error: BaseException) -> str:
     return "this request is nested too deeply to compute (Python's recursion limit)"
 
 
+class PackedFrames(Sequence):
+    """A figure's animation frames, each kept as zlib-compressed JSON and unpacked when read.
+
+    A stepped page draws one frame at a time (``figures.static_frame``), but a side-by-side page's result
+    held every frame of four figures as Python objects: 16-27 MB at 200 ops, over the cache's per-entry cap,
+    so it was recomputed on every Step (1.7-2.4 s). Packed, the frames take about a tenth, and reading one
+    costs well under a millisecond.
+    """
+
+    def __init__(self, frames: Sequence[dict]):
+        self._packed = [zlib.compress(json.dumps(f, separators=(",", ":")).encode(), 6) for f in frames]
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return json.loads(zlib.decompress(self._packed[i]))
+
+
+def packed_figure(fig: dict) -> dict:
+    """``fig`` (a plain figure dict) with its frames packed (:class:`PackedFrames`); the rest as it is."""
+    if not fig.get("frames"):
+        return fig
+    return {**fig, "frames": PackedFrames(fig["frames"])}
+
+
 # ---------------------------------------------------------------------------
 # the pages' cache
 
@@ -359,4 +390,4 @@ def _spinner(text: str | None):
 
 __all__ = ["REQUEST_SECONDS", "MEMORY_FRACTION", "RequestRefused", "ServerBusy", "ByteLRU", "bounded_cache",
            "budget_text", "check_program", "check_server_memory", "estimate_bytes", "finite_difference_checks",
-           "memory_limit_bytes", "resident_bytes"]
+           "memory_limit_bytes", "resident_bytes", "PackedFrames", "packed_figure"]

@@ -77,8 +77,8 @@ def at_frame(fig: dict, step: int, max_frames: int = MAX_BROWSER_FRAMES, duratio
 
 def static_frame(fig: dict, step: int) -> dict:
     """Frame ``step`` as a still figure: no frames, no play button, no slider (for side-by-side views)."""
-    out = at_frame(fig, step)
-    out["frames"] = []
+    out = at_frame(fig, step, max_frames=1)   # its frames are dropped: read only the one shown (packed frames
+    out["frames"] = []                         # are unpacked when read)
     out["layout"] = {**out["layout"], "updatemenus": [], "sliders": []}
     return out
 
