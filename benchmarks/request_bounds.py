@@ -1,23 +1,30 @@
-"""The worst one request can cost: adversarial programs at the edges of the budget, through the pages' models.
+"""The worst one request can cost, on every page: adversarial inputs at the edges of each page's budget.
 
-    python3 benchmarks/request_bounds.py
+    python3 benchmarks/request_bounds.py            # every page (about two minutes on two cores)
+    python3 benchmarks/request_bounds.py --pages 5,6   # some pages only
 
-Each row runs one page's model function (what a page computes for one request, as the page calls it)
-in a fresh child process and reports its wall time, then again under tracemalloc for its peak of
-Python-traced memory (NumPy buffers included), the size of the result a page cache would keep, and
-whether it was refused. The programs sit just inside or just outside the budget of
-``engine.explain.parser`` (``MAX_KEPT_ELEMENTS`` numbers per run, ``MAX_WORK`` work units per request),
-or are the issue-14 attacks.
+Each row runs what one page computes for one request (its model function, as the page calls it) in a
+fresh child process, after the imports and the data a server already holds (GloVe, SST-2) are loaded,
+under the page's deadline. It reports the request's CPU time (all threads of the child), the growth of
+its peak resident memory (the kernel's high-water mark, reset just before the request: NumPy buffers and
+Python objects alike), the size of the result a page cache keeps, and — where the page steps through a
+cached result — the CPU time of one click (a Step) on it. Rows are attacks from issues 14 and 26 (which
+must be refused) and the largest requests each page allows (which must stay within 2 s of CPU and
+100 MB). The last table is each page's worst request.
 """
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import resource
 import sys
 import time
-import tracemalloc
 
 import numpy as np
+
+LIMIT_CPU_S, LIMIT_MB = 2.0, 100.0
+ALL_ORDERS = ("topological", "bfs_first_touch", "path_recursion", "recursive_dfs")
 
 
 def values(**arrays) -> str:
@@ -32,93 +39,247 @@ def chain(lines: int) -> str:
     """``lines`` lines of 6 engine ops each, every line using the one before."""
     return "\n".join([f"{NAMES[0]}=exp(x)*x+x-x/x"] + [f"{c}=exp({p})*x+x-{p}/x"
                                                       for p, c in zip(NAMES, NAMES[1:lines])])
+
+
+OUTER = values(a=np.full((1000, 1), HALF), b=np.full((1, 999), HALF))
+FAN = "\n".join(["y1 = x * x"] + [f"y{k + 1} = y{k} * y{k} * x" for k in range(1, 75)])   # 149 ops, fan-out
+LAYERS_60x256 = ", ".join(["linear 256"] * 60)
+LAYERS_20x96 = ", ".join(["linear 96, relu"] * 20)
+
+# (page number, page, label, request kind, arguments)
 CASES = [
-    # (label, page, program, inputs)
-    ("six 10-element axes, 98 lines of c*c*c*c*c (issue 14)", "explorer",
-     "c = p*q*r*s*t*u\n" + "\n".join(f"d{k} = c*c*c*c*c" for k in range(97)) + "\nf = d96*c",
-     values(**{n: np.full([10 if i == j else 1 for j in range(6)], HALF) for i, n in enumerate("pqrstu")})),
-    ("1000x1 times 1x1000, then c*c*c*c (issue 14)", "explorer", "c = a*b\nf = sum(c*c*c*c)",
-     values(a=np.full((1000, 1), HALF), b=np.full((1, 1000), HALF))),
-    ("two outer products of 999,000 numbers (just inside)", "explorer", "c = a*b\nd = b*a\nf = sum(c) + sum(d)",
-     values(a=np.full((1000, 1), HALF), b=np.full((1, 999), HALF))),
-    ("the same on the gradient check", "gradcheck", "c = a*b\nd = b*a\nf = sum(c) + sum(d)",
-     values(a=np.full((1000, 1), HALF), b=np.full((1, 999), HALF))),
-    ("the same on backprop orders (all four)", "orders", "c = a*b\nd = b*a\nf = sum(c) + sum(d)",
-     values(a=np.full((1000, 1), HALF), b=np.full((1, 999), HALF))),
-    ("100 scalar inputs summed (204 runs)", "explorer", "f = " + " + ".join(f"x{i}" for i in range(1, 101)),
-     ", ".join(f"x{i} = {i}" for i in range(1, 101))),
-    ("99 scalar ops on the gradient check (~300 runs)", "gradcheck",
-     "\n".join(["y1 = x * x"] + [f"y{k + 1} = y{k} * x" for k in range(1, 99)]), "x = 1.001"),
-    ("100 x 100 matrices: W @ W @ W @ W", "explorer", "f = sum(W @ W @ W @ W)",
-     values(W=np.full((100, 100), 0.01))),
-    ("doubling chain x2 = x1 + x1 ... x31, 1000 elements, path recursion", "orders",
-     "\n".join(f"x{k + 1} = x{k} + x{k}" for k in range(1, 31)), values(x1=np.full(1000, HALF))),
-    ("scalar doubling chain of depth 16, path recursion", "orders",
-     "\n".join(["x2 = x1 * x1"] + [f"x{k + 1} = x{k} * x{k}" for k in range(2, 17)]), "x1 = 1.0001"),
-    ("an 80-line program of 480 ops (the parser allows 500)", "explorer",
-     chain(80),
-     values(x=np.full(20, 0.01))),
-    ("the same on backprop orders (all four)", "orders",
-     chain(80),
-     values(x=np.full(20, 0.01))),
-    ("a 33-line program of 198 ops (four orders side by side: at most 200)", "orders", chain(33),
-     values(x=np.full(20, 0.01))),
-    ("forward vs reverse at the memory edge", "dual", "c = a*b\nd = b*a\nf = sum(c) + sum(d)",
-     values(a=np.full((1000, 1), HALF), b=np.full((1, 999), HALF))),
+    (1, "Expression explorer", "six 10-element axes, 98 lines of c*c*c*c*c (issue 14)", "explorer",
+     ("c = p*q*r*s*t*u\n" + "\n".join(f"d{k} = c*c*c*c*c" for k in range(97)) + "\nf = d96*c",
+      values(**{n: np.full([10 if i == j else 1 for j in range(6)], HALF) for i, n in enumerate("pqrstu")}))),
+    (1, "Expression explorer", "two outer products of 999,000 numbers (just inside)", "explorer",
+     ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
+    (1, "Expression explorer", "an 80-line program of 480 ops (the parser allows 500)", "explorer",
+     (chain(80), values(x=np.full(20, 0.01)))),
+    (1, "Expression explorer", "a vector output f = 2*x: backward twice (issue 26: crashed)", "accumulation",
+     ("f = 2*x", "x = [1, 2]")),
+    (2, "Backprop orders", "the outer products on all four orders", "orders",
+     ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
+    (2, "Backprop orders", "198 ops side by side (issue 26: never cached)", "orders",
+     (chain(33), values(x=np.full(20, 0.01)))),
+    (2, "Backprop orders", "149 ops with fan-out at every node (the limit is 150)", "orders", (FAN, "x = 1.0001")),
+    (2, "Backprop orders", "24 lines, 144 ops on a 20-vector (just inside)", "orders",
+     (chain(24), values(x=np.full(20, 0.01)))),
+    (3, "Gradient check", "the outer products", "gradcheck", ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
+    (3, "Gradient check", "99 scalar ops (~300 runs)", "gradcheck",
+     ("\n".join(["y1 = x * x"] + [f"y{k + 1} = y{k} * x" for k in range(1, 99)]), "x = 1.001")),
+    (4, "Forward vs reverse", "the outer products, dual numbers", "dual",
+     ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
+    (5, "Network explorer", "60 x linear 256, batch 64 (issue 26: 247 s, +1.5 GB)", "network",
+     ("custom", {"layers": LAYERS_60x256, "batch": 64, "features": 16})),
+    (5, "Network explorer", "20 x (linear 96, relu), batch 64", "network",
+     ("custom", {"layers": LAYERS_20x96, "batch": 64, "features": 16})),
+    (5, "Network explorer", "3 x linear 256, batch 64 (the largest allowed)", "network",
+     ("custom", {"layers": "linear 256, relu, linear 256, relu, linear 256", "batch": 64, "features": 16})),
+    (5, "Network explorer", "60 layers: linear 8 then 59 tanh, batch 64 (303 ops)", "network",
+     ("custom", {"layers": ", ".join(["linear 8"] + ["tanh"] * 59), "batch": 64, "features": 16})),
+    (5, "Network explorer", "RNN, 30 steps, batch 32, hidden 16 (306 ops)", "network",
+     ("rnn", {"steps": 30, "batch": 32, "hidden": 16})),
+    (5, "Network explorer", "HW2 network on 64 SST-2 sentences", "network", ("hw2", {"batch": 64, "hidden": 32})),
+    (5, "Network explorer", "the lecture's network on a 40-word sentence", "network",
+     ("sentiment", {"sentence": " ".join(["a good good movie , never boring"] * 6)[:399], "hidden": 32})),
+    (6, "Sentiment training", "a 16 MB sentence to the trained model (issue 26: 8.7 s, +2 GB)", "sentence",
+     ("good " * 3_300_000,)),
+    (6, "Sentiment training", "a 20 MB paste (issue 26: refused but kept)", "paste", ("a fine film,1\n" * 1_500_000,)),
+    (6, "Sentiment training", "a 5 MB paste of 100,000 labelled sentences (the largest allowed)", "paste",
+     ("a fine film , never boring,1\nthe plot is a mess,0\n" * 50_000,)),
+    (6, "Sentiment training", "Start on full SST-2 (the server's part; the run trains in a worker)", "start",
+     ("full",)),
+    (7, "Static vs dynamic", "every example, with gradients and a training step; T = 12; compile", "static", ()),
+    (8, "Learning problem", "descent at lr 1000 on both surfaces, every batch choice, and the grids", "learning", ()),
+    (9, "Topological sort", "every preset, with a 1,000-name order from a link", "topo", ()),
+    (10, "Tensors and storage", "the longest chain, and matmul 48 x 48 on every backend", "tensors", ()),
+    (11, "Exercises", "every exercise built, every answer box given 200 characters", "exercises", ()),
 ]
 
 
-def run_case(page: str, program: str, inputs: str, traced: bool, out) -> None:
-    from engine.explain import deadline
-    from explorer.backprop_orders import orders_model
-    from explorer.expression_explorer import explorer_model
-    from explorer.forward_vs_reverse import dual_model
-    from explorer.gradient_check import gradcheck_model
-    from explorer.kit.budget import REQUEST_SECONDS, estimate_bytes
-    from explorer.kit.programs import InputProblem
+def _request(kind: str, args: tuple):
+    """What one request computes, and what one click on its cached result recomputes (or None)."""
+    if kind == "explorer":
+        from explorer.expression_explorer import explorer_model, step_view
+        m = explorer_model(*args)
+        return m, lambda: step_view(m, m.n_frames // 2, 16)
+    if kind == "accumulation":
+        from explorer.expression_explorer import accumulation_rows
+        return accumulation_rows(*args, ["backward", "backward", "zero_grad", "backward"]), None
+    if kind == "orders":
+        from explorer.backprop_orders import orders_model
+        from explorer.kit.widgets import still_graph
+        m = orders_model(*args, ALL_ORDERS)
+        return m, lambda: [still_graph(v.figure, m.n_frames // 2, title=False) for v in m.views.values() if v.figure]
+    if kind == "gradcheck":
+        from explorer.gradient_check import gradcheck_model
+        return gradcheck_model(*args, "", 1e-6, 0), None
+    if kind == "dual":
+        from explorer.forward_vs_reverse import dual_model
+        return dual_model(*args, ""), None
+    if kind == "network":
+        from explorer.network_explorer.explore import explore, moment
+        ex = explore(*args)
 
-    models = {"explorer": lambda: explorer_model(program, inputs),
-              "gradcheck": lambda: gradcheck_model(program, inputs, "", 1e-6, 0),
-              "orders": lambda: orders_model(program, inputs, ("topological", "bfs_first_touch", "path_recursion",
-                                                               "recursive_dfs")),
-              "dual": lambda: dual_model(program, inputs, "")}
-    if traced:  # a second run measures memory: tracemalloc slows small allocations down several times
-        tracemalloc.start()
-    t0 = time.perf_counter()
-    kept, outcome = 0, "ran"
+        def click():
+            f = ex.n_frames // 2
+            m = moment(ex, f)
+            from explorer.network_explorer import analysis
+            return m, ex.figure(ex.default_level, f, animate=False), analysis.look(m.value), analysis.look(m.adjoint)
+        return ex, click
+    if kind == "sentence":
+        from explorer.sentiment_training.views import predict_sentence
+        from sentiment.trainer import SentimentTrainer, TrainConfig
+        from sentiment.data import builtin_split
+        from sentiment.embeddings import load_glove
+        train, val = builtin_split()
+        trainer = SentimentTrainer(train, val, load_glove(), TrainConfig(epochs=1))
+        return predict_sentence(trainer, *args), None
+    if kind == "paste":
+        from explorer.sentiment_training.views import own_data, too_large
+        from sentiment.data import MAX_USER_BYTES, DataFormatError
+        why = too_large(args[0], MAX_USER_BYTES)
+        if why is not None:
+            raise DataFormatError("pasted text", None, why)
+        return own_data(args[0], "pasted text"), None
+    if kind == "start":
+        from explorer.sentiment_training.views import DataChoice, load_choice
+        from sentiment.embeddings import load_glove
+        from sentiment.trainer import PRESETS, SentimentTrainer
+        train, val = load_choice(DataChoice(args[0], 450, 100))
+        return SentimentTrainer(train, val, load_glove(), PRESETS["full"].config), None
+    if kind == "static":
+        from explorer import static_vs_dynamic as M
+        out = []
+        for example in M.EXAMPLES:
+            for grads in (False, True):
+                for train in (False, True):
+                    ex = M.build_example(example, grads, train)
+                    out.append((ex, M.counts_over_steps(ex), M.node_breakdown(ex.graph)))
+        out += [M.rnn_static(12), M.rnn_figure(12, expand=True), M.unrolled_rnn_rows((3, 6, 12)), M.branch_demo(),
+                M.folding_demo(), M.compile_demo(steps=20)]
+        return out, None
+    if kind == "learning":
+        from explorer import learning_problem as L
+        out = []
+        for surface in L.SURFACES:
+            out.append(L.loss_grid(surface))
+            for batch in L.BATCH_CHOICES:
+                out.append(L.descend(surface, (L.START_LIMIT, -L.START_LIMIT), 1e3, 40, batch=batch, seed=0))
+        return out, None
+    if kind == "topo":
+        from explorer import topological_sort as T
+        out = []
+        for key in T.PRESETS:
+            model = T.sort_model(key)
+            order, _ = T.names_to_ids(model, [f"x{i}" for i in range(1000)])
+            out.append((model, T.check_order(model, order)))
+        return out, None
+    if kind == "tensors":
+        from explorer import tensors_and_storage as M
+        longest = "x.permute(1, 0).contiguous().view(12).expand(4, 12).contiguous().view(6, 8).T.contiguous()"
+        return [M.run_chain(longest[:M.MAX_CHAIN_CHARS]), M.time_backends("matmul", 48)], None
+    if kind == "exercises":
+        from explorer import exercises as E
+        out = []
+        for key in E.BUILDERS:
+            ex = E.build(key)
+            out.append([E.check(part, "1e308 * (2 ** 60) + [[" + "9" * 180 + "]]") for part in ex.parts])
+        return out, None
+    raise KeyError(kind)
+
+
+def _reset_peak() -> bool:
     try:
-        with deadline(REQUEST_SECONDS):  # as the pages' bounded_cache runs it
-            result = models[page]()
-        kept = estimate_bytes(result)
-    except InputProblem as e:
-        outcome = "refused: " + str(e.error)[:90]
-    seconds = time.perf_counter() - t0
-    peak = tracemalloc.get_traced_memory()[1] if traced else 0
-    out.send({"seconds": seconds, "peak_mb": peak / 2**20, "kept_mb": kept / 2**20, "outcome": outcome})
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")   # resets the resident high-water mark (VmHWM)
+        return True
+    except OSError:
+        return False
 
 
-def main() -> int:
-    ctx = multiprocessing.get_context("spawn")
-    print("| request | page | time (s) | peak memory (MB) | result kept (MB) | outcome |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    rows = []
-    for label, page, program, inputs in CASES:
-        row = {}
-        for traced in (False, True):
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=run_case, args=(page, program, inputs, traced, send))
-            proc.start()
-            got = recv.recv() if recv.poll(120) else {"seconds": float("nan"), "peak_mb": float("nan"),
-                                                      "kept_mb": 0, "outcome": "no answer in 120 s"}
-            proc.join(10)
-            row.update({"peak_mb": got["peak_mb"]} if traced else got)
-        rows.append({"label": label, "page": page, **row})
-        print(f"| {label} | {page} | {row['seconds']:.2f} | {row['peak_mb']:.0f} | {row['kept_mb']:.1f} | "
-              f"{row['outcome']} |", flush=True)
-    if "--json" in sys.argv:
-        print(json.dumps(rows))
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
     return 0
 
 
+def run_case(kind: str, args: tuple, out) -> None:
+    import warnings
+    warnings.simplefilter("ignore")
+    # what a server already holds: the modules and the shared data (loaded once per process)
+    import explorer.backprop_orders, explorer.expression_explorer, explorer.network_explorer.explore  # noqa: F401,E401
+    from engine.explain import deadline
+    from explorer.kit.budget import REQUEST_SECONDS, estimate_bytes
+    try:
+        from sentiment.data import load_sst2
+        from sentiment.embeddings import load_glove
+        load_glove(), load_sst2()
+    except Exception:  # noqa: BLE001 - no data here: the rows that need it say so
+        pass
+    exact = _reset_peak()
+    base_kb = _status_kb("VmRSS") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.process_time()
+    kept, outcome, click_s = 0, "ran", None
+    try:
+        with deadline(REQUEST_SECONDS):   # as the pages' bounded_cache runs it
+            result, click = _request(kind, args)
+        kept = estimate_bytes(result)
+    except Exception as e:  # noqa: BLE001 - a refusal: its message is the outcome
+        outcome, click = f"refused ({type(e).__name__}): " + str(getattr(e, "error", e))[:110], None
+    cpu = time.process_time() - t0
+    peak_kb = (_status_kb("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) - base_kb
+    if click is not None:
+        t1 = time.process_time()
+        click()
+        click_s = time.process_time() - t1
+    out.send({"cpu_s": cpu, "peak_mb": max(0, peak_kb) / 1024, "kept_mb": kept / 2**20, "click_s": click_s,
+              "outcome": outcome.replace("|", "/").replace("\n", " ")})
+
+
+def main() -> int:
+    pages = None
+    if "--pages" in sys.argv:
+        pages = {int(p) for p in sys.argv[sys.argv.index("--pages") + 1].split(",")}
+    ctx = multiprocessing.get_context("spawn")
+    print("| page | request | CPU (s) | peak memory (MB) | result kept (MB) | one click (s) | outcome |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    rows = []
+    for number, page, label, kind, args in CASES:
+        if pages is not None and number not in pages:
+            continue
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=run_case, args=(kind, args, send))
+        proc.start()
+        got = recv.recv() if recv.poll(300) else {"cpu_s": float("nan"), "peak_mb": float("nan"), "kept_mb": 0,
+                                                  "click_s": None, "outcome": "no answer in 300 s"}
+        proc.join(10)
+        row = {"number": number, "page": page, "label": label, **got}
+        rows.append(row)
+        click = "" if row["click_s"] is None else f"{row['click_s']:.3f}"
+        print(f"| {number}. {page} | {label} | {row['cpu_s']:.2f} | {row['peak_mb']:.0f} | {row['kept_mb']:.1f} | "
+              f"{click} | {row['outcome']} |", flush=True)
+    print()
+    print(f"Each page's worst request (the most CPU, and the most memory; limits {LIMIT_CPU_S:g} s, {LIMIT_MB:g} MB):")
+    print()
+    print("| page | most CPU (s) | its request | most memory (MB) | its request | within limits |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    worst_ok = True
+    for number in sorted({r["number"] for r in rows}):
+        mine = [r for r in rows if r["number"] == number]
+        cpu = max(mine, key=lambda r: r["cpu_s"])
+        mem = max(mine, key=lambda r: r["peak_mb"])
+        ok = cpu["cpu_s"] <= LIMIT_CPU_S and mem["peak_mb"] <= LIMIT_MB
+        worst_ok &= ok
+        print(f"| {number}. {cpu['page']} | {cpu['cpu_s']:.2f} | {cpu['label']} | {mem['peak_mb']:.0f} | "
+              f"{mem['label']} | {'yes' if ok else 'NO'} |")
+    if "--json" in sys.argv:
+        print(json.dumps(rows))
+    return 0 if worst_ok else 1
+
+
 if __name__ == "__main__":
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
     sys.exit(main())

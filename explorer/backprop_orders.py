@@ -29,9 +29,10 @@ STRATEGY_LABELS = {
 }
 
 
-# Path recursion on the page: enough VJP calls for a doubling chain of depth 12 (4,095), beyond which every
-# step would be a frame of the animation (a depth-16 chain: 65,535 calls and more than a minute to draw)
-PAGE_PATH_RECURSION = PathRecursion(max_vjp_calls=4_096, max_work=2_000_000)
+# Path recursion on the page: enough VJP calls for a doubling chain of depth 10 (1,023), beyond which every
+# step would be a frame of the animation (a depth-16 chain: 65,535 calls and more than a minute to draw); 4,096
+# calls on a 20-element vector took 2 s of CPU (each event's values are recorded), the whole request's budget
+PAGE_PATH_RECURSION = PathRecursion(max_vjp_calls=1_024, max_work=200_000)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ No Streamlit here.
 from __future__ import annotations
 
 import ast
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,7 +188,7 @@ def run_chain(text: str, base_shape: tuple[int, ...] = (3, 4)) -> ChainRun:
     if tuple(base_shape) not in BASE_SHAPES.values():
         raise ChainError(f"x has one of the shapes {', '.join(map(str, BASE_SHAPES.values()))}")
     calls = parse_chain(text)
-    n = int(np.prod(base_shape))
+    n = math.prod(base_shape)
     # requires_grad: every call is then recorded as an engine op (its name is shown)
     x = engine.tensor(np.arange(n, dtype=float), backend="python", requires_grad=True).view(*base_shape)
     storage = x.data.storage
@@ -197,7 +198,7 @@ def run_chain(text: str, base_shape: tuple[int, ...] = (3, 4)) -> ChainRun:
     for method, args, shown in calls:
         expr += shown
         try:
-            if method == "expand" and int(np.prod(args)) > MAX_ELEMENTS:
+            if method == "expand" and math.prod(args) > MAX_ELEMENTS:   # exact (np.prod wraps past int64)
                 raise ChainError(f"expand to at most {MAX_ELEMENTS} elements on this page")
             t = _apply(t, method, args)
         except ChainError:
