@@ -64,11 +64,14 @@ CASES = [
     (2, "Backprop orders", "149 ops with fan-out at every node (the limit is 150)", "orders", (FAN, "x = 1.0001")),
     (2, "Backprop orders", "24 lines, 144 ops on a 20-vector (just inside)", "orders",
      (chain(24), values(x=np.full(20, 0.01)))),
+    (2, "Backprop orders", "the recursive DFS on the deepest chain the box allows (20,000)", "deep", (20_000,)),
     (3, "Gradient check", "the outer products", "gradcheck", ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
     (3, "Gradient check", "99 scalar ops (~300 runs)", "gradcheck",
      ("\n".join(["y1 = x * x"] + [f"y{k + 1} = y{k} * x" for k in range(1, 99)]), "x = 1.001")),
     (4, "Forward vs reverse", "the outer products, dual numbers", "dual",
      ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
+    (4, "Forward vs reverse", "full Jacobians up to n = m = 16; memory kept at depth 32, batch 256, width 256",
+     "series", ()),
     (5, "Network explorer", "60 x linear 256, batch 64 (issue 26: 247 s, +1.5 GB)", "network",
      ("custom", {"layers": LAYERS_60x256, "batch": 64, "features": 16})),
     (5, "Network explorer", "20 x (linear 96, relu), batch 64", "network",
@@ -81,7 +84,8 @@ CASES = [
      ("rnn", {"steps": 30, "batch": 32, "hidden": 16})),
     (5, "Network explorer", "HW2 network on 64 SST-2 sentences", "network", ("hw2", {"batch": 64, "hidden": 32})),
     (5, "Network explorer", "the lecture's network on a 40-word sentence", "network",
-     ("sentiment", {"sentence": " ".join(["a good good movie , never boring"] * 6)[:399], "hidden": 32})),
+     ("sentiment", {"sentence": " ".join(["a good good movie , never boring"] * 5 + ["it is a good film"]),
+                    "hidden": 32})),
     (6, "Sentiment training", "a 16 MB sentence to the trained model (issue 26: 8.7 s, +2 GB)", "sentence",
      ("good " * 3_300_000,)),
     (6, "Sentiment training", "a 20 MB paste (issue 26: refused but kept)", "paste", ("a fine film,1\n" * 1_500_000,)),
@@ -111,6 +115,12 @@ def _request(kind: str, args: tuple):
         from explorer.kit.widgets import still_graph
         m = orders_model(*args, ALL_ORDERS)
         return m, lambda: [still_graph(v.figure, m.n_frames // 2, title=False) for v in m.views.values() if v.figure]
+    if kind == "deep":
+        from explorer.backprop_orders import deep_chain_results
+        return deep_chain_results(*args), None
+    if kind == "series":
+        from explorer.forward_vs_reverse import jacobian_cost_series, memory_series
+        return [jacobian_cost_series(16, 16), memory_series(32, 256, 256)], None
     if kind == "gradcheck":
         from explorer.gradient_check import gradcheck_model
         return gradcheck_model(*args, "", 1e-6, 0), None

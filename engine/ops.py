@@ -970,15 +970,17 @@ def binary_cross_entropy(p: Tensor, y) -> Tensor:
     """Elementwise BCE (no reduction); see :class:`BinaryCrossEntropy`.
 
     Raises:
-        ValueError: a probability or a target outside [0, 1] (or NaN): PyTorch refuses them too, where the
-            logs would otherwise give NaN silently.
+        ValueError: a probability or a target outside [0, 1] (PyTorch refuses them too; the logs would give
+            NaN silently). NaN itself passes and gives a NaN loss: it comes from upstream (a NaN weight or word
+            vector), and the trainer's check of the loss says where it appeared.
     """
     y = as_tensor_like(y, p)
     for what, t in (("input", p), ("target", y)):
         if not t.backend.deferred and t.numel():
             v = t.numpy()
-            if not ((v >= 0) & (v <= 1)).all():
-                bad = v[~((v >= 0) & (v <= 1))].flat[0]
+            out = (v < 0) | (v > 1)
+            if out.any():
+                bad = v[out].flat[0]
                 raise ValueError(f"binary_cross_entropy: every {what} element must be between 0 and 1, got {bad}")
     return apply(BinaryCrossEntropy, (p, y))
 

@@ -37,7 +37,7 @@ from engine.static import compile as compile_step
 from engine.tensor import Tensor, no_grad
 
 from .data import Dataset
-from .embeddings import PAD, UNK, EncodedDataset, GloVe, Vocabulary, tokenize
+from .embeddings import PAD, UNK, EncodedDataset, GloVe, Vocabulary, shared_encoding, tokenize
 from .model import SentimentNet, batch_tensors
 
 OPTIMIZERS = ("adam", "sgd")
@@ -362,10 +362,12 @@ class SentimentTrainer:
         self.control = control or TrainingControl()
         self.glove = glove
         self.train_data, self.val_data = train, val
-        self.vocabulary = Vocabulary(glove, train.sentences + (val.sentences if val is not None else []))
-        self.encoded_train: EncodedDataset = self.vocabulary.encode_dataset(train.sentences, train.labels)
-        self.encoded_val: EncodedDataset | None = (
-            self.vocabulary.encode_dataset(val.sentences, val.labels) if val is not None and len(val) else None)
+        # built once per process for the same data, shared read-only by every trainer (embeddings.shared_encoding)
+        self.encoded_train: EncodedDataset
+        self.encoded_val: EncodedDataset | None
+        self.vocabulary, self.encoded_train, self.encoded_val = shared_encoding(
+            glove, train.sentences, train.labels, val.sentences if val is not None else None,
+            val.labels if val is not None else None)
         cfg = self.config
         self.backend = get_backend(cfg.backend)
         self.dtype = as_dtype(cfg.dtype)

@@ -253,12 +253,17 @@ def test_embedding_refuses_non_integer_ids(ids):
         emb(ids)
 
 
-@pytest.mark.parametrize("p", [1.5, -0.25, float("nan")])
+@pytest.mark.parametrize("p", [1.5, -0.25, float("inf"), 1.0 + 1e-12])
 def test_binary_cross_entropy_refuses_probabilities_outside_0_1(p):
     """p > 1 used to give nan silently; PyTorch raises 'all elements of input should be between 0 and 1'."""
     with pytest.raises(ValueError, match=r"between 0 and 1"):
         F.binary_cross_entropy(tensor([0.5, p], requires_grad=True), [1.0, 0.0])
     assert np.isfinite(F.binary_cross_entropy(tensor([0.0, 1.0]), [1.0, 0.0]).item())   # the ends are fine
+
+
+def test_binary_cross_entropy_passes_nan_on_for_the_trainer_to_report():
+    """NaN comes from upstream (a NaN weight): the loss is NaN and the trainer's check says where it began."""
+    assert np.isnan(F.binary_cross_entropy(tensor([0.5, float("nan")]), [1.0, 0.0]).item())
 
 
 def test_binary_cross_entropy_refuses_targets_outside_0_1():

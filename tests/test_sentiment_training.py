@@ -652,3 +652,18 @@ def test_presets_and_the_command_line(glove):
     preset, cfg, n_tr, n_va = example.settings(parse(["--preset", "hw2", "--lr", "0.02", "--train-size", "90"]))
     assert preset is hw2 and cfg == TrainConfig(lr=0.02, shuffle=True) and (n_tr, n_va) == (90, 100)
     assert example.settings(parse(["--no-shuffle"]))[1] == TrainConfig()  # HW2's file order
+
+
+def test_trainers_on_the_same_data_share_one_read_only_encoding():
+    """16 students starting "Full SST-2" each built and held their own 35 MB encoding (issue 26)."""
+    g = tiny_glove()
+    data = Dataset(["good film", "bad film", "great film", "awful film", "not good", "film"], [1, 0, 1, 0, 0, 1], "t")
+    a = SentimentTrainer(data, data, g, TrainConfig(epochs=1, batch_size=2, seed=0))
+    b = SentimentTrainer(data, data, g, TrainConfig(epochs=1, batch_size=3, seed=1, train_embeddings=True))
+    assert a.encoded_train is b.encoded_train and a.vocabulary is b.vocabulary
+    assert not a.encoded_train.ids.flags.writeable and not a.vocabulary.table.flags.writeable
+    other = Dataset(["good film", "bad film", "great film", "awful film"], [1, 0, 1, 1], "t")   # a label differs
+    c = SentimentTrainer(other, None, g, TrainConfig(epochs=1, batch_size=2, seed=0))
+    assert c.encoded_train is not a.encoded_train and c.encoded_val is None
+    list(b.events())                       # training reads the shared arrays, never writes them
+    np.testing.assert_array_equal(a.encoded_train.labels, [1, 0, 1, 0, 0, 1])
