@@ -453,3 +453,35 @@ def test_backprop_orders_at_its_limit_fits_the_pages_cache():
     still = still_graph(view.figure, k, title=False)
     assert still["frames"] == [] and still["data"] != view.figure["data"]    # frame k's colours, unpacked
     assert view.figure["frames"][k] == view.figure["frames"][k]              # the same frame each time
+
+
+def test_at_most_a_few_computations_run_at_once_and_nested_calls_do_not_deadlock():
+    """Eight worst-in-budget requests at once took +437 MB: the others wait for a slot (issue 26)."""
+    import threading
+
+    from explorer.kit import budget
+    registry: dict = {}
+    running, most, lock = [0], [0], threading.Lock()
+
+    @bounded_cache(1 << 20, stores=lambda: registry, spinner=None, seconds=None)
+    def inner(n):
+        return n
+
+    @bounded_cache(1 << 20, stores=lambda: registry, spinner=None, seconds=None)
+    def compute(n):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        value = inner(n)            # a cached call inside a cached call: the same slot
+        with lock:
+            running[0] -= 1
+        return value
+
+    threads = [threading.Thread(target=compute, args=(i,)) for i in range(3 * budget.MAX_CONCURRENT)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not any(t.is_alive() for t in threads)
+    assert 1 < most[0] <= budget.MAX_CONCURRENT

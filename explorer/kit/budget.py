@@ -12,7 +12,7 @@ deadline, and the pages' caches are bounded by bytes.
 * :func:`check_server_memory` is the server-wide guard: above :data:`MEMORY_FRACTION` of the replica's
   memory limit (the cgroup's, when there is one) a new expensive request or training start is refused with
   :class:`ServerBusy` ("the server is busy, try again") until the memory drops. Every :func:`bounded_cache`
-  miss asks it first.
+  miss asks it first, then waits for one of :data:`MAX_CONCURRENT` computing slots of the process.
 
 The store (:class:`ByteLRU`) and the size estimate (:func:`estimate_bytes`) need no Streamlit.
 """
@@ -63,6 +63,11 @@ class ServerBusy(RequestRefused):
 # the server-wide memory guard
 
 MEMORY_FRACTION = 0.75          # of the replica's memory limit: above it, new expensive work is refused
+# At most this many cached computations run at once in a server process (the others wait for a slot, which
+# costs them no CPU): eight worst-in-budget requests at once took +437 MB, four take about half.
+MAX_CONCURRENT = 4
+_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT)
+_HOLDING = threading.local()
 MEMORY_LIMIT_ENV = "AUTODIFF_MEMORY_LIMIT_MB"   # states the limit explicitly (else the cgroup's, else the RAM)
 _CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
@@ -347,7 +352,7 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
             except ServerBusy as e:   # not kept: it passes when the memory drops
                 raise refuse(str(e)) from None
             t0 = time.thread_time()
-            with _spinner(spinner), (deadline(seconds) if seconds else contextlib.nullcontext()):
+            with _spinner(spinner), _slot(), (deadline(seconds) if seconds else contextlib.nullcontext()):
                 try:
                     try:
                         value = fn(*args, **kwargs)
@@ -364,6 +369,21 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
         return wrapper
 
     return decorate
+
+
+@contextlib.contextmanager
+def _slot():
+    """One of the process's ``MAX_CONCURRENT`` computing slots (a nested cached call reuses its caller's)."""
+    depth = getattr(_HOLDING, "depth", 0)
+    if depth == 0:
+        _SLOTS.acquire()
+    _HOLDING.depth = depth + 1
+    try:
+        yield
+    finally:
+        _HOLDING.depth = depth
+        if depth == 0:
+            _SLOTS.release()
 
 
 class _Failed:
@@ -388,6 +408,6 @@ def _spinner(text: str | None):
     return st.spinner(text)
 
 
-__all__ = ["REQUEST_SECONDS", "MEMORY_FRACTION", "RequestRefused", "ServerBusy", "ByteLRU", "bounded_cache",
+__all__ = ["REQUEST_SECONDS", "MEMORY_FRACTION", "MAX_CONCURRENT", "RequestRefused", "ServerBusy", "ByteLRU", "bounded_cache",
            "budget_text", "check_program", "check_server_memory", "estimate_bytes", "finite_difference_checks",
            "memory_limit_bytes", "resident_bytes", "PackedFrames", "packed_figure"]
