@@ -356,12 +356,14 @@ class Vocabulary:
 
     def encode_dataset(self, sentences: Sequence[str], labels) -> EncodedDataset:
         """Pre-tokenized (space-separated) sentences as an :class:`EncodedDataset`."""
-        token_lists = [s.split() or ["."] for s in sentences]
-        lengths = np.array([len(t) for t in token_lists], dtype=np.int64)
-        ids = np.full((len(token_lists), int(lengths.max()) if len(lengths) else 1), PAD, dtype=np.int64)
+        # two passes over the sentences, one sentence's tokens at a time: holding every token list at once
+        # (full SST-2: 67,349 lists, 600,000 strings) took 70 MB more than the ids themselves
+        lengths = np.fromiter((max(1, len(s.split())) for s in sentences), dtype=np.int64, count=len(sentences))
+        ids = np.full((len(sentences), int(lengths.max()) if len(lengths) else 1), PAD, dtype=np.int64)
         unknown_words: dict[str, None] = {}
         n_unknown = 0
-        for i, toks in enumerate(token_lists):
+        for i, sentence in enumerate(sentences):
+            toks = sentence.split() or ["."]
             row = self.encode(toks)
             ids[i, : len(row)] = row
             for t, r in zip(toks, row):
