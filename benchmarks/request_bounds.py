@@ -220,7 +220,13 @@ def run_case(kind: str, args: tuple, out) -> None:
     import warnings
     warnings.simplefilter("ignore")
     # what a server already holds: the modules and the shared data (loaded once per process)
-    import explorer.backprop_orders, explorer.expression_explorer, explorer.network_explorer.explore  # noqa: F401,E401
+    import importlib
+    for module in ("explorer.expression_explorer", "explorer.backprop_orders", "explorer.gradient_check",
+                   "explorer.forward_vs_reverse", "explorer.network_explorer.explore", "explorer.sentiment_training.views",
+                   "sentiment.trainer", "explorer.static_vs_dynamic", "explorer.learning_problem",
+                   "explorer.topological_sort", "explorer.tensors_and_storage", "explorer.exercises",
+                   "explorer.kit.widgets"):
+        importlib.import_module(module)
     from engine.explain import deadline
     from explorer.kit.budget import REQUEST_SECONDS, estimate_bytes
     try:
