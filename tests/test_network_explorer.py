@@ -520,3 +520,17 @@ def test_a_summary_says_what_the_page_shows():
     from explorer.network_explorer.recording import is_zero, same
     assert same(s, Summary.of(a.copy())) and not same(s, Summary.of(a + 1)) and not is_zero(s)
     assert is_zero(Summary.of(np.zeros(500)))
+
+
+def test_the_recording_and_the_gradient_check_stop_at_the_requests_deadline():
+    """The deadline is checked where the Network explorer works (recording copies, finite differences),
+    not only inside a typed program's ops: the issue's requests ran 16-24 s unchecked."""
+    import time
+
+    from engine.explain import ExpressionError, deadline
+    net = build("mlp", batch=8, hidden=8, depth=2)
+    for work in (lambda: record(net), lambda: analysis.gradient_check(net, coords=2)):
+        with deadline(0.0):
+            time.sleep(0.001)
+            with pytest.raises(ExpressionError, match="more than the 0 s of computing"):
+                work()

@@ -20,7 +20,8 @@ from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KE
                                                network_figure, network_svg, own_data, predict_sentence, progress_text,
                                                record_run, too_large, units_chart, units_title, validation_table,
                                                word_order_demo)
-from sentiment.data import MAX_SENTENCE_CHARS, MAX_USER_BYTES, DataFormatError, DataTooLarge, SST2NotFound
+from sentiment.data import (MAX_SENTENCE_CHARS, MAX_USER_BYTES, MAX_USER_ROWS, DataFormatError, DataTooLarge,
+                            SST2NotFound)
 from sentiment.embeddings import GloveNotFound, load_glove
 from sentiment.model import SentimentNet
 from sentiment.trainer import LR_SCHEDULES, PRESETS, SentimentTrainer, TrainConfig, validation_interval
@@ -222,10 +223,12 @@ if S[k("dataset")] == "own":
                     f"{MAX_USER_BYTES // 1_000_000} MB per file. Kept in this browser session only: nothing is "
                     "saved on the server.")
         oc = st.columns(2)
+        limits = (f"At most {MAX_USER_BYTES // 1_000_000} MB, {MAX_USER_ROWS:,} sentences and {MAX_SENTENCE_CHARS:,} "
+                  "characters per sentence.")
         oc[0].file_uploader("Training file (CSV or TSV)", type=["csv", "tsv", "txt"], key=k("own_file"),
-                            on_change=_read_own, disabled=busy)
+                            on_change=_read_own, disabled=busy, help=limits)
         oc[1].file_uploader("Validation file (optional: else the last 20% are held out)", type=["csv", "tsv", "txt"],
-                            key=k("own_val_file"), on_change=_read_own, disabled=busy)
+                            key=k("own_val_file"), on_change=_read_own, disabled=busy, help=limits)
         st.text_area("…or paste training sentences", key=k("own_paste"), height=110, on_change=_read_own,
                      placeholder="a gripping , beautifully acted film,1\nthe plot is a mess,0", disabled=busy,
                      max_chars=MAX_USER_BYTES,
