@@ -136,8 +136,8 @@ class SparseAdam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         super().__init__(params, lr)
-        self.b1, self.b2 = betas
-        self.eps = eps
+        self.b1, self.b2 = (_checked(f"beta {i + 1}", b, below_one=True) for i, b in enumerate(betas))
+        self.eps = _checked("eps", eps)
         self.t = 0
         self.m: dict[int, np.ndarray] = {}
         self.v: dict[int, np.ndarray] = {}

@@ -37,7 +37,7 @@ from engine.static import compile as compile_step
 from engine.tensor import Tensor, no_grad
 
 from .data import Dataset
-from .embeddings import PAD, UNK, EncodedDataset, GloVe, Vocabulary, shared_encoding, tokenize
+from .embeddings import PAD, UNK, EncodedDataset, GloVe, shared_encoding, tokenize
 from .model import SentimentNet, batch_tensors
 
 OPTIMIZERS = ("adam", "sgd")

@@ -271,13 +271,21 @@ def test_binary_cross_entropy_refuses_targets_outside_0_1():
         F.binary_cross_entropy(tensor([0.5, 0.5]), [2.0, 0.0])
 
 
-@pytest.mark.parametrize("opt", ["sgd", "adam"])
+@pytest.mark.parametrize("opt", ["sgd", "adam", "sparse_adam"])
 @pytest.mark.parametrize("lr", [float("nan"), float("inf"), -0.1, -float("inf")])
 def test_every_optimiser_refuses_a_non_finite_or_negative_learning_rate(opt, lr):
     """Adam(lr=nan) used to be accepted (and turned every weight into nan at the first step)."""
     w = nn.Parameter(np.ones(3))
     with pytest.raises(ValueError, match="learning rate"):
-        {"sgd": optim.SGD, "adam": optim.Adam}[opt]([w], lr=lr)
+        {"sgd": optim.SGD, "adam": optim.Adam, "sparse_adam": optim.SparseAdam}[opt]([w], lr=lr)
+
+
+@pytest.mark.parametrize("opt", ["adam", "sparse_adam"])
+@pytest.mark.parametrize("betas, eps", [((1.0, 0.999), 1e-8), ((0.9, float("nan")), 1e-8), ((0.9, 0.999), -1e-8)])
+def test_adams_refuse_betas_outside_0_1_and_a_negative_eps(opt, betas, eps):
+    w = nn.Parameter(np.ones(3))
+    with pytest.raises(ValueError, match="beta|eps"):
+        {"adam": optim.Adam, "sparse_adam": optim.SparseAdam}[opt]([w], lr=0.1, betas=betas, eps=eps)
 
 
 @pytest.mark.parametrize("opt", ["sgd", "adam"])
