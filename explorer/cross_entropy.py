@@ -18,6 +18,7 @@ from engine import functional as F
 
 from .exercises import page_link
 from .kit import presets
+from .kit.reference import ReferenceFailed, in_reference_process
 
 # one example, three classes: logits z (a model's output), the label is class 1 (one-hot y);
 # the Expression explorer offers the same text as a preset
@@ -84,18 +85,27 @@ def batch_example(seed: int = 0, batch: int = 4, features: int = 3, classes: int
     onehot = np.eye(classes)[labels]
     formula = (p - onehot) / batch
     tl = tg = None
+    # PyTorch's loss and gradient, computed in a child process (importing PyTorch would cost this server
+    # 165 MB for good); None without PyTorch
     try:
-        import torch
-    except ImportError:
-        pass
-    else:
-        tz = torch.tensor(zv, requires_grad=True)
-        tloss = torch.nn.functional.cross_entropy(tz, torch.tensor(labels))
-        tloss.backward()
-        tl = abs(float(tloss.item()) - loss.item())
-        tg = float(np.max(np.abs(tz.grad.numpy() - z.grad.numpy())))
+        ref = in_reference_process("explorer.cross_entropy:torch_cross_entropy", zv.tolist(), labels.tolist())
+    except ReferenceFailed:
+        ref = None
+    if ref is not None:
+        tl = abs(float(ref[0]) - loss.item())
+        tg = float(np.max(np.abs(np.asarray(ref[1]) - z.grad.numpy())))
     return BatchExample(x, labels, zv, p, loss.item(), z.grad.numpy(),
                         float(np.max(np.abs(z.grad.numpy() - formula))), tl, tg, W.grad.numpy())
+
+
+def torch_cross_entropy(logits: list, labels: list) -> list:
+    """PyTorch's ``cross_entropy(logits, labels)`` and its gradient with respect to the logits (float64), as
+    lists; run by :func:`explorer.kit.reference.in_reference_process` in a child process."""
+    import torch
+    tz = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
+    tloss = torch.nn.functional.cross_entropy(tz, torch.tensor(labels))
+    tloss.backward()
+    return [float(tloss.item()), tz.grad.numpy().tolist()]
 
 
 def naive_log_softmax(z: engine.Tensor) -> engine.Tensor:

@@ -124,6 +124,7 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python benchmarks/app_latency.py --budget 60": "python benchmarks/app_latency.py --page 9 --budget 5 --options 2",
     "python benchmarks/request_bounds.py": "python benchmarks/request_bounds.py --pages 1,9",
     "python benchmarks/request_bounds.py --pages 5,6": "python benchmarks/request_bounds.py --pages 9",
+    "python benchmarks/request_bounds.py --pages 13": "python benchmarks/request_bounds.py --pages 13",
     "python benchmarks/load_test.py --students 1 --trainers 16 --seconds 15":
         "python benchmarks/load_test.py --students 1 --trainers 1 --seconds 4 --epochs 5",
     "python benchmarks/step_cost.py": "python benchmarks/step_cost.py --page 1 --reruns 3",
