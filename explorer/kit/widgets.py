@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from . import class_widgets
 from .deeplink import LinkField, LinkSchema
 from .figures import PrebuiltFigure, static_frame
 from .formatting import md_escape
@@ -31,6 +32,7 @@ class PageContext:
     look: Look
     link_problems: list[str]        # Markdown-safe (the link's text escaped): pages show them with st.warning
     persist: tuple[str, ...] = ()
+    page: str = ""                  # the page's name (its file name without the number): what a class follows
 
 
 def _saved(ns: Namespace, name: str) -> str:
@@ -73,11 +75,15 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
             st.session_state[PRESENT_KEY] = given["present"]
     else:
         ns.setdefaults(st.session_state, defaults)
+    page, app_dir = class_widgets.caller_page(2)
+    # a class's student: the lecturer's page and parameters, set before any widget exists
+    class_widgets.follow_before_widgets(schema, ns, defaults, link_to_state, page, app_dir)
     st.session_state.setdefault(PRESENT_KEY, False)
     lk = look(bool(st.session_state[PRESENT_KEY]))
     st.html(css(lk))
     st.title(title)
-    return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems, persist=tuple(defaults))
+    class_widgets.class_panel(page, schema, lk.presenting)
+    return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems, persist=tuple(defaults), page=page)
 
 
 def clamp_linked(ns: Namespace, name: str, value, lo, hi, where=None):
@@ -230,6 +236,7 @@ def publish_link(ctx: PageContext, state: dict[str, Any]) -> dict[str, str]:
     current = {k: v for k, v in st.query_params.to_dict().items()}
     if current != params:
         st.query_params.from_dict(params)
+    class_widgets.publish(ctx.page, params)   # a lecturer's class follows (only a change is sent)
     return params
 
 
