@@ -55,7 +55,7 @@ def caller_page(depth: int = 2) -> tuple[str, Path]:
 
 
 def _leave() -> None:
-    for k in (CODE, SECRET, ROLE, DETACHED, APPLIED, PUBLISHED, MARKER, SHOWN, ANSWERED, UNPUBLISHED):
+    for k in (CODE, SECRET, ROLE, DETACHED, APPLIED, PUBLISHED, MARKER, SHOWN, ANSWERED, UNPUBLISHED, "class_dialog"):
         st.session_state.pop(k, None)
 
 
@@ -204,7 +204,17 @@ def _join_url(code: str) -> str:
     return fl.join_link(base or "http://localhost:8501", code)
 
 
-@st.dialog("Join the class", width="large")
+OPEN = "class_dialog"           # which dialog stays open across the page's reruns ("code", "ask" or absent)
+
+
+def _open(which: str | None) -> None:
+    if which is None:
+        st.session_state.pop(OPEN, None)
+    else:
+        st.session_state[OPEN] = which
+
+
+@st.dialog("Join the class", width="large", on_dismiss=lambda: _open(None))
 def _join_dialog(code: str) -> None:
     url = _join_url(code)
     a, b = st.columns([3, 2], vertical_alignment="center")
@@ -237,12 +247,16 @@ def _lecturer_bar(page: str, schema) -> None:
 
     with cols[0]:
         status()
-    if cols[1].button("Join code", key="class_show_code", icon=":material/qr_code_2:", width="stretch"):
-        _join_dialog(code)
-    defaults = {k: schema._encode_one(f, f.default) for k, f in schema.fields.items() if f.default is not None}
-    if cols[2].button("Ask the class", key="class_ask", icon=":material/quiz:", width="stretch"):
-        _ask_dialog(page, defaults)
+    cols[1].button("Join code", key="class_show_code", icon=":material/qr_code_2:", width="stretch",
+                   on_click=_open, args=("code",))
+    cols[2].button("Ask the class", key="class_ask", icon=":material/quiz:", width="stretch",
+                   on_click=_open, args=("ask",))
     cols[3].button("End class", key="class_end", on_click=_end, width="stretch")
+    defaults = {k: schema._encode_one(f, f.default) for k, f in schema.fields.items() if f.default is not None}
+    if st.session_state.get(OPEN) == "code":
+        _join_dialog(code)
+    elif st.session_state.get(OPEN) == "ask":
+        _ask_dialog(page, defaults)
 
 
 def _set_marker(q: Question | None) -> None:
@@ -266,9 +280,12 @@ def _bars_html(rows: list[dict], revealed: bool) -> str:
     return "".join(out)
 
 
-@st.dialog("Ask the class", width="large")
+@st.dialog("Ask the class", width="large", on_dismiss=lambda: _open(None))
 def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
-    code, secret = st.session_state[CODE], st.session_state[SECRET]
+    code = st.session_state[CODE]
+    problem = st.session_state.pop("class_problem", None)
+    if problem:
+        st.warning(md_escape(problem))
     try:
         q = _broker().question(code)
     except (BrokerUnavailable, ClassNotFound) as e:
@@ -284,16 +301,7 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
         labels = [p.label for p in proposals]
         pick = st.radio("Question", range(len(labels)), format_func=lambda i: labels[i], key="class_pick")
         st.markdown(md_escape(proposals[pick].prompt))
-        if st.button("Ask", key="class_ask_now", type="primary"):
-            p = proposals[pick]
-            try:
-                asked = _broker().ask(code, secret, p.prompt, p.kind, p.answer, p.tolerance, p.choices)
-                _set_marker(asked)
-                st.session_state["class_new_question"] = False
-            except (BrokerUnavailable, ClassNotFound, NotLecturer) as e:
-                st.warning(md_escape(str(e)))
-                return
-            st.rerun(scope="fragment")
+        st.button("Ask", key="class_ask_now", type="primary", on_click=_ask_now, args=(proposals[pick],))
         return
     st.markdown(f"**Question {q.qid}:** {md_escape(q.prompt)}")
 
@@ -314,16 +322,29 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
                                                                     if share is not None else "")))
 
     live()
+    cols = st.columns(2)
     if not q.revealed:
-        if st.button("Reveal", key="class_reveal", type="primary"):
-            try:
-                _set_marker(_broker().reveal(code, secret, q.qid))
-            except (BrokerUnavailable, ClassNotFound, NotLecturer) as e:
-                st.warning(md_escape(str(e)))
-            st.rerun(scope="fragment")
-    if st.button("New question", key="class_new"):
-        st.session_state["class_new_question"] = True
-        st.rerun(scope="fragment")
+        cols[0].button("Reveal", key="class_reveal", type="primary", on_click=_reveal_now, args=(q.qid,),
+                       width="stretch")
+    cols[1].button("New question", key="class_new", on_click=lambda: st.session_state.update(class_new_question=True),
+                   width="stretch")
+
+
+def _ask_now(p) -> None:
+    try:
+        asked = _broker().ask(st.session_state[CODE], st.session_state[SECRET], p.prompt, p.kind, p.answer,
+                              p.tolerance, p.choices)
+        _set_marker(asked)
+        st.session_state["class_new_question"] = False
+    except (BrokerUnavailable, ClassNotFound, NotLecturer) as e:
+        st.session_state["class_problem"] = str(e)
+
+
+def _reveal_now(qid: int) -> None:
+    try:
+        _set_marker(_broker().reveal(st.session_state[CODE], st.session_state[SECRET], qid))
+    except (BrokerUnavailable, ClassNotFound, NotLecturer) as e:
+        st.session_state["class_problem"] = str(e)
 
 
 # --- the student ---------------------------------------------------------------------------------------

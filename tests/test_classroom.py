@@ -1,0 +1,214 @@
+"""A class: follow logic, questions read from the engine's trace, and the pages driven headless (AppTest) as a
+lecturer and students sharing the in-process broker."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.explain import trace as ex
+from explorer.classroom import broker as cb
+from explorer.classroom import follow as fl
+from explorer.classroom import questions as qs
+from explorer.kit import presets
+from explorer.kit.deeplink import LinkField, LinkSchema
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app"
+SLIDE = presets.DEFAULT          # f = x1 + exp(1.5*x1 + 2*x2) at x1 = 3, x2 = 0.5
+
+
+# --- follow ------------------------------------------------------------------------------------------
+
+def test_page_names_ignore_the_number_and_find_the_file():
+    assert fl.page_id("/x/app/pages/2_Backprop_orders.py") == "Backprop_orders"
+    assert fl.page_id("/x/app/Home.py") == "Home"
+    assert fl.page_script(APP, "Backprop_orders").startswith("pages/")
+    assert fl.page_script(APP, "Backprop_orders").endswith("_Backprop_orders.py")
+    assert fl.page_script(APP, "Home") == "Home.py"
+    assert fl.page_script(APP, "No_such_page") is None
+    assert fl.page_script(APP, "../etc/passwd") is None
+
+
+SCHEMA = LinkSchema({"expr": LinkField("str", "f = x"), "step": LinkField("int", 1, minimum=0),
+                     "present": LinkField("bool", False)})
+
+
+def test_follow_sets_every_link_field_and_resets_the_rest_like_a_first_load():
+    state = cb.FollowState("Expression_explorer", {"step": "7", "present": "1", "_q": "3"}, 5, 1.0)
+    todo = fl.follow_apply(state, "Expression_explorer", SCHEMA, {"expr": "f = x", "step": 1, "sig": None})
+    assert todo.switch_to is None
+    assert todo.values == {"expr": "f = x", "step": 7, "sig": None}   # expr at its default; no "present"
+    assert todo.problems == []
+
+
+def test_follow_on_another_page_switches_first_and_sets_nothing():
+    state = cb.FollowState("Backprop_orders", {"step": "2"}, 2, 1.0)
+    todo = fl.follow_apply(state, "Expression_explorer", SCHEMA, {"step": 1})
+    assert todo.switch_to == "Backprop_orders" and todo.values == {}
+
+
+def test_a_bad_followed_value_is_reported_and_the_default_kept():
+    state = cb.FollowState("P", {"step": "x"}, 2, 1.0)
+    todo = fl.follow_apply(state, "P", SCHEMA, {"step": 1})
+    assert todo.values["step"] == 1 and "step" in todo.problems[0]
+
+
+def test_the_join_link_holds_the_code_and_no_secret():
+    code, secret = cb.InProcessBroker().create("Home", {})
+    link = fl.join_link(fl.app_base_url("http://h:8501/Backprop_orders?step=3"), code)
+    assert link == f"http://h:8501/?join={code}" and secret not in link
+    assert fl.app_base_url("https://example.org/explorer/Home") == "https://example.org/explorer"
+    svg = fl.qr_svg(link)
+    assert svg.startswith("<svg") and "path" in svg
+
+
+def test_question_markers_and_histogram_rows():
+    assert fl.question_marker(None) == "" and fl.question_marker(4) == "4" and fl.question_marker(4, True) == "4r"
+    assert fl.with_question({"a": "1", "_q": "2"}, "") == {"a": "1"}
+    assert fl.shared_params({"present": "1", "step": "2"}) == {"step": "2"}
+    q = cb.Question(1, "which?", "choice", "x5", choices=("x1", "x5", "x6"), revealed=True)
+    t = cb._tally(q, {"s1": "x5", "s2": "x5", "s3": "x1"})
+    rows = fl.histogram_rows(t, q.choices, is_right=q.is_right)
+    assert [(r["answer"], r["count"], r["right"]) for r in rows] == [("x1", 1, False), ("x5", 2, True),
+                                                                     ("x6", 0, False)]
+    assert fl.right_share(t) == pytest.approx(2 / 3)
+
+
+# --- questions from the trace --------------------------------------------------------------------------
+
+def test_step_questions_are_the_next_recorded_backward_step():
+    tr = ex.record_execution(SLIDE.program, SLIDE.inputs, strategy="topological")
+    groups = tr.steps()
+    # step 7 of 14 shows the first backward step (f taken); the next one takes x6 and sends to x5
+    got = {p.label: p for p in qs.expression_questions(SLIDE.program, SLIDE.inputs, 8)}
+    which = got["Which node is taken next?"]
+    assert which.kind == "choice" and which.answer == "x5" and "x5" in which.choices
+    assert "f" not in which.choices and "x6" not in which.choices      # already taken
+    adj = got["The adjoint of x5"]
+    assert adj.kind == "number" and float(adj.answer) == pytest.approx(1.5 * 0 + 244.69193226422038, rel=1e-5)
+    send = got["The contribution x5 → x3"]
+    assert float(send.answer) == pytest.approx(244.69193226422038, rel=1e-5)
+    assert any(e.kind == "visit" for e in groups[2])
+    # before the backward pass: the output is taken first with adjoint 1
+    first = {p.label: p for p in qs.expression_questions(SLIDE.program, SLIDE.inputs, 1)}
+    assert first["Which node is taken next?"].answer == "f" and first["The adjoint of f"].answer == "1"
+    assert qs.expression_questions(SLIDE.program, SLIDE.inputs, 14) == []      # the walk is over
+
+
+def test_the_checked_answer_uses_the_exercises_tolerance():
+    adj = next(p for p in qs.expression_questions(SLIDE.program, SLIDE.inputs, 9) if p.label.startswith("The adj"))
+    q = cb.Question(1, adj.prompt, adj.kind, adj.answer, adj.tolerance)
+    assert q.is_right("244.7") and q.is_right("244.69") and not q.is_right("245.5") and not q.is_right("x")
+
+
+def test_order_questions_are_the_engine_running_each_order():
+    got = {p.label: p.answer for p in qs.order_questions(SLIDE.program, SLIDE.inputs,
+                                                         ("topological", "bfs_first_touch"))}
+    assert got == {"Is “Topological” right?": "yes", "Is “BFS, first touch” right?": "no"}
+    assert qs.order_is_right({"x": 1.0}, {"x": 1.0}) and not qs.order_is_right({"x": 1.0}, {"x": 2.0})
+    assert not qs.order_is_right({"x": 1.0}, {"x": 1.0}, error="stopped")
+
+
+def test_bad_or_unsteppable_pages_give_no_question():
+    assert qs.page_questions("Expression_explorer", {"expr": "f = (", "at": "x = 1"}, {}) == []
+    assert qs.page_questions("Topological_sort", {"preset": "a"}, {}) == []
+    assert qs.page_questions("Expression_explorer", {"step": "8"}, {"expr": SLIDE.program, "at": SLIDE.inputs})
+
+
+def test_a_class_of_200_students_is_bounded():
+    assert cb.class_bytes_bound(200) < 4 << 20
+
+
+# --- the pages, headless ---------------------------------------------------------------------------------
+
+def _button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label == label)
+
+
+def _texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success]
+    parts += [w.value for w in at.warning]
+    return "\n".join(map(str, parts)).replace("\\", "")     # as shown (Markdown escapes removed)
+
+
+def _home() -> AppTest:
+    return AppTest.from_file(str(APP / "Home.py"), default_timeout=90)
+
+
+def test_students_follow_the_lecturer_answer_and_see_the_reveal():
+    lec = _home().run()
+    _button(lec, "Start a class").click().run()
+    code = lec.session_state["class_code"]
+    secret = lec.session_state["class_secret"]
+    lec.switch_page("pages/" + fl.page_script(APP, "Expression_explorer").split("/")[1]).run()
+    assert not lec.exception
+    for _ in range(7):
+        _button(lec, "Step").click().run()
+    assert lec.session_state["explorer_step"] == 8
+
+    students = []
+    for _ in range(2):
+        s = _home()
+        s.query_params["join"] = code
+        s.run()
+        assert not s.exception
+        assert [t.value for t in s.title] == ["Expression explorer"]      # taken to the lecturer's page
+        assert s.session_state["explorer_step"] == 8
+        assert secret not in repr(s.session_state) and "class_secret" not in s.session_state
+        assert "following the lecturer" in _texts(s)
+        students.append(s)
+
+    # the lecturer moves on: a student's next run shows the new step
+    _button(lec, "Step").click().run()
+    students[0].run()
+    assert students[0].session_state["explorer_step"] == 9
+
+    # detach: the student's own step; rejoin: the lecturer's again
+    _button(students[1], "Detach").click().run()
+    _button(students[1], "Back").click().run()
+    assert students[1].session_state["explorer_step"] == 7
+    _button(students[1], "Rejoin").click().run()
+    assert students[1].session_state["explorer_step"] == 9
+
+    # a question from the engine's trace at step 9: which node is taken next (x3)
+    _button(lec, "Ask the class").click().run()
+    assert "Which node is taken next?" in lec.radio[0].options
+    lec.radio[0].set_value(0).run()
+    _button(lec, "Ask").click().run()
+    assert not lec.exception
+    for s, pick in zip(students, ("x3", "x4")):
+        s.run()
+        assert "Which node does the backward pass take next?" in _texts(s)
+        _button(s, pick).click().run()
+        assert not s.exception
+    assert "Your answer: x4" in _texts(students[1])
+    broker = cb.broker_from_env()
+    q = broker.question(code)
+    tally = broker.tally(code, q.qid)
+    assert tally.count == 2 and tally.histogram == {"x3": 1, "x4": 1}
+    # a student cannot reveal or drive: the broker refuses without the secret
+    with pytest.raises(cb.NotLecturer):
+        broker.reveal(code, "not-the-secret", q.qid)
+    with pytest.raises(cb.NotLecturer):
+        broker.publish(code, "", "Home", {})
+    lec.run()
+    _button(lec, "Reveal").click().run()
+    assert "The engine's answer: x3" in _texts(lec) and "50% of the class got it right" in _texts(lec)
+    students[0].run()
+    assert "you were right" in _texts(students[0])
+    students[1].run()
+    assert "you answered x4" in _texts(students[1])
+    _button(lec, "End class").click().run()
+    with pytest.raises(cb.ClassNotFound):
+        broker.state(code)
+
+
+def test_a_student_link_with_a_bad_code_says_so_and_the_page_works():
+    s = _home()
+    s.query_params["join"] = "<b>nope</b>"
+    s.run()
+    assert not s.exception
+    assert any("not a class code" in e.value for e in s.error)
+    assert "<b>" not in "".join(e.value for e in s.error)
