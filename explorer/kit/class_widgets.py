@@ -222,7 +222,7 @@ def _join_dialog(code: str) -> None:
                f"{html.escape(code)}</div>", unsafe_allow_html=True)
     a.markdown("Open the link, or the app's sidebar → **Class** → type the code:")
     a.code(url, language=None)
-    b.html(f"<div style='max-width:320px'>{fl.qr_svg(url)}</div>")
+    b.image(fl.qr_svg(url, scale=8), width=320, caption="Scan to join")
 
 
 def _lecturer_bar(page: str, schema) -> None:
@@ -422,8 +422,9 @@ def _question_card(code: str) -> None:
                 return
             value = None
             if q.kind == "choice":
-                cols = st.columns(2)
                 for i, choice in enumerate(q.choices):
+                    if i % 2 == 0:   # a row per pair: a phone stacks them in reading order
+                        cols = st.columns(2)
                     if cols[i % 2].button(_label(choice), key=f"class_choice_{q.qid}_{i}", width="stretch",
                                           type="primary" if mine == choice else "secondary"):
                         value = choice

@@ -1,0 +1,132 @@
+"""Redis, two Streamlit replicas sharing a class through it, and HAProxy in front (deploy/haproxy.cfg), all on
+loopback: what ``benchmarks/class_load.py`` and the class's browser test run against.
+
+    with ClassStack(tmp_dir) as stack:
+        stack.url              # the proxy: http://127.0.0.1:PORT
+        stack.restart_redis()  # stop and start redis-server on the same port (it forgets everything)
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HAPROXY_CONFIG = ROOT / "deploy" / "haproxy.cfg"
+
+
+def find(program: str) -> str | None:
+    """``program`` on PATH or in /usr/sbin (Debian puts haproxy there)."""
+    return shutil.which(program) or (f"/usr/sbin/{program}" if os.path.exists(f"/usr/sbin/{program}") else None)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 120.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class ClassStack:
+    """See the module docstring. Raises RuntimeError naming a missing program (redis-server, haproxy)."""
+
+    def __init__(self, logs: Path, replicas: int = 2):
+        self.redis_bin, self.haproxy_bin = find("redis-server"), find("haproxy")
+        missing = [n for n, p in (("redis-server", self.redis_bin), ("haproxy", self.haproxy_bin)) if p is None]
+        if missing:
+            raise RuntimeError(f"missing: {', '.join(missing)} (apt-get install redis-server haproxy)")
+        if replicas != 2:
+            raise ValueError("deploy/haproxy.cfg names two replicas")
+        self.logs = Path(logs)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.redis_port = free_port()
+        self.redis: subprocess.Popen | None = None
+        self.apps: dict[str, tuple[int, subprocess.Popen]] = {}
+        self.proxy: subprocess.Popen | None = None
+        self.url = ""
+
+    @property
+    def redis_url(self) -> str:
+        return f"redis://127.0.0.1:{self.redis_port}/0"
+
+    def start_redis(self) -> None:
+        self.redis = subprocess.Popen([self.redis_bin, "--port", str(self.redis_port), "--bind", "127.0.0.1",
+                                       "--save", "", "--appendonly", "no", "--dir", str(self.logs)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.redis_port), timeout=0.5) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def restart_redis(self, down_s: float = 1.0) -> None:
+        """Stop Redis (every class is lost: no persistence), wait ``down_s``, start it again."""
+        stop(self.redis)
+        time.sleep(down_s)
+        self.start_redis()
+
+    def __enter__(self) -> "ClassStack":
+        try:
+            self.start_redis()
+            env = dict(os.environ, AUTODIFF_CLASS_BROKER=self.redis_url,
+                       PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+            for name in ("app1", "app2"):
+                port = free_port()
+                p = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/Home.py",
+                                      "--server.headless", "true", "--server.address", "127.0.0.1",
+                                      "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                                     cwd=ROOT, env=env, stdout=open(self.logs / f"{name}.log", "wb"),
+                                     stderr=subprocess.STDOUT)
+                self.apps[name] = (port, p)
+            for port, p in self.apps.values():
+                wait_http(f"http://127.0.0.1:{port}/_stcore/health", proc=p)
+            front = free_port()
+            henv = dict(os.environ, HAPROXY_BIND=f"127.0.0.1:{front}",
+                        APP1_ADDR=f"127.0.0.1:{self.apps['app1'][0]}", APP2_ADDR=f"127.0.0.1:{self.apps['app2'][0]}")
+            self.proxy = subprocess.Popen([self.haproxy_bin, "-db", "-f", str(HAPROXY_CONFIG)], env=henv,
+                                          stdout=open(self.logs / "haproxy.log", "wb"), stderr=subprocess.STDOUT)
+            self.url = f"http://127.0.0.1:{front}"
+            wait_http(self.url + "/_stcore/health", proc=self.proxy)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        stop(self.proxy)
+        for _, p in self.apps.values():
+            stop(p)
+        stop(self.redis)
