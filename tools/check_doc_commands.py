@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "benchmarks/README.md")
 PROGRAMS = ("python ", "python3 ", "bash ", "streamlit ", "pip ", "docker ", "apt-get ", ".venv/bin/", ". .venv",
-            "KEEP_VENV=", "CI=", "sudo ")
+            "KEEP_VENV=", "CI=", "sudo ", "redis-server ", "AUTODIFF_CLASS_BROKER=")
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,19 @@ SHORT: dict[str, str | Serve | Skip] = {
         "APP1_ADDR=127.0.0.1:8501 APP2_ADDR=127.0.0.1:8502 HAPROXY_BIND=127.0.0.1:8080 "
         "$(command -v haproxy || echo /usr/sbin/haproxy) -c -f deploy/haproxy.cfg",
     "docker compose up -d --scale app=6": Skip(NO_DOCKER),
+    "apt-get install redis-server haproxy": Skip("Debian packages; .ci/run installs both"),
+    # a class across replicas: Redis started on a free port, answered, stopped; the replicas served with it
+    'redis-server --port 6379 --save "" --appendonly no &':
+        'p=$(python3 -c "import socket; s=socket.socket(); s.bind((\'127.0.0.1\', 0)); print(s.getsockname()[1])") && '
+        '{ redis-server --port $p --save "" --appendonly no & } && r=$! && sleep 1 && '
+        'python3 -c "import redis, sys; redis.Redis(port=int(sys.argv[1])).ping()" $p; s=$?; kill $r; exit $s',
+    "AUTODIFF_CLASS_BROKER=redis://127.0.0.1:6379/0 streamlit run app/Home.py --server.port 8501 &":
+        Serve("AUTODIFF_CLASS_BROKER=redis://127.0.0.1:6379/0 streamlit run app/Home.py"),
+    "AUTODIFF_CLASS_BROKER=redis://127.0.0.1:6379/0 streamlit run app/Home.py --server.port 8502 &":
+        Serve("AUTODIFF_CLASS_BROKER=redis://127.0.0.1:6379/0 streamlit run app/Home.py"),
+    "python benchmarks/class_load.py": "python benchmarks/class_load.py --students 2 --questions 2",
+    "python benchmarks/class_load.py --students 5 --questions 3":
+        "python benchmarks/class_load.py --students 2 --questions 2",
     "bash benchmarks/gpu_check.sh": Skip(NO_GPU),
     # README: examples
     "python examples/train_sentiment.py": "python examples/train_sentiment.py --epochs 2 --quiet",
