@@ -56,15 +56,18 @@ def stop(proc: subprocess.Popen | None) -> None:
 
 
 class ClassStack:
-    """See the module docstring. Raises RuntimeError naming a missing program (redis-server, haproxy)."""
+    """See the module docstring. ``replicas=0``: Redis only (for sessions run in this process). Raises
+    RuntimeError naming a missing program (redis-server, haproxy)."""
 
     def __init__(self, logs: Path, replicas: int = 2):
         self.redis_bin, self.haproxy_bin = find("redis-server"), find("haproxy")
-        missing = [n for n, p in (("redis-server", self.redis_bin), ("haproxy", self.haproxy_bin)) if p is None]
+        needed = (("redis-server", self.redis_bin),) + ((("haproxy", self.haproxy_bin),) if replicas else ())
+        missing = [n for n, p in needed if p is None]
         if missing:
             raise RuntimeError(f"missing: {', '.join(missing)} (apt-get install redis-server haproxy)")
-        if replicas != 2:
+        if replicas not in (0, 2):
             raise ValueError("deploy/haproxy.cfg names two replicas")
+        self.replicas = replicas
         self.logs = Path(logs)
         self.logs.mkdir(parents=True, exist_ok=True)
         self.redis_port = free_port()
@@ -101,6 +104,8 @@ class ClassStack:
     def __enter__(self) -> "ClassStack":
         try:
             self.start_redis()
+            if not self.replicas:
+                return self
             env = dict(os.environ, AUTODIFF_CLASS_BROKER=self.redis_url,
                        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
             for name in ("app1", "app2"):

@@ -212,3 +212,56 @@ def test_a_student_link_with_a_bad_code_says_so_and_the_page_works():
     assert not s.exception
     assert any("not a class code" in e.value for e in s.error)
     assert "<b>" not in "".join(e.value for e in s.error)
+
+
+# --- Redis goes away and comes back ----------------------------------------------------------------------
+
+def test_when_redis_restarts_students_are_told_and_the_lecturer_brings_the_class_back(tmp_path, monkeypatch):
+    import os
+    import shutil
+    import time
+
+    from benchmarks.class_stack import ClassStack
+
+    if shutil.which("redis-server") is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is missing: .ci/run installs Debian's redis-server")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    stack = ClassStack(tmp_path, replicas=0).__enter__()     # only Redis: the sessions run here, headless
+    broker = cb.RedisBroker(stack.redis_url)
+    monkeypatch.setattr(cb, "_BROKER", broker)
+    try:
+        lec = _home().run()
+        _button(lec, "Start a class").click().run()
+        code = lec.session_state["class_code"]
+        lec.switch_page("pages/" + fl.page_script(APP, "Expression_explorer").split("/")[1]).run()
+        _button(lec, "Step").click().run()
+        stu = _home()
+        stu.query_params["join"] = code
+        stu.run()
+        assert stu.session_state["explorer_step"] == 2
+
+        stack.restart_redis(down_s=0.2)             # forgets every class
+        stu.run()
+        assert not stu.exception
+        assert "waiting for the lecturer" in _texts(stu) or "unreachable" in _texts(stu)
+        assert stu.session_state["explorer_step"] == 2  # the page keeps what it showed
+
+        deadline = time.monotonic() + 20            # the lecturer's next run (its timer, or a click) restores it
+        while time.monotonic() < deadline:
+            lec.run()
+            try:
+                if broker.state(code).page == "Expression_explorer":
+                    break
+            except (cb.ClassNotFound, cb.BrokerUnavailable):
+                time.sleep(0.3)
+        assert broker.state(code).page == "Expression_explorer"
+        _button(lec, "Step").click().run()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and stu.session_state["explorer_step"] != 3:
+            time.sleep(0.2)
+            stu.run()
+        assert stu.session_state["explorer_step"] == 3 and "following the lecturer" in _texts(stu)
+    finally:
+        broker.stop()
+        stack.__exit__(None, None, None)
