@@ -11,7 +11,7 @@ protocol (``BackMsg`` / ``ForwardMsg``, as in benchmarks/load_test.py) through t
 sends (the follow timer every 0.5 s).
 
 * The lecturer opens the Expression explorer (slide example), starts a class, and for each question moves one step
-  (between steps 7 and 12, the backward pass); **follow latency** runs from sending that click to each student's
+  (between steps 7 and 11, the backward pass); **follow latency** runs from sending that click to each student's
   page showing the new step's header (measured per student, p50 / p95 / max; goal p95 <= 1 s).
 * Then it asks "Which node is taken next?"; every student answers once (a random choice); the lecturer reveals
   when Redis counts N answers (or after 20 s). **Answers counted** per question, read from Redis: exactly N
@@ -196,7 +196,7 @@ async def main_async(args) -> dict:
                 restarted_at = time.monotonic()
                 await asyncio.sleep(0.5)
             # one step, followed
-            if not (7 <= step + direction <= 12):
+            if not (7 <= step + direction <= 11):    # steps whose next node has rivals (a choice to make)
                 direction = -direction
             label = "Step" if direction > 0 else "Back"
             for s in students:

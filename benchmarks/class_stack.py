@@ -112,7 +112,8 @@ class ClassStack:
                 port = free_port()
                 p = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/Home.py",
                                       "--server.headless", "true", "--server.address", "127.0.0.1",
-                                      "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+                                      "--server.port", str(port), "--browser.gatherUsageStats", "false",
+                                      "--server.fileWatcherType", "none"],
                                      cwd=ROOT, env=env, stdout=open(self.logs / f"{name}.log", "wb"),
                                      stderr=subprocess.STDOUT)
                 self.apps[name] = (port, p)

@@ -111,9 +111,23 @@ def test_order_questions_are_the_engine_running_each_order():
     assert not qs.order_is_right({"x": 1.0}, {"x": 1.0}, error="stopped")
 
 
+def test_queue_questions_are_the_recorded_queue_steps():
+    from explorer import topological_sort as T
+    model = T.sort_model(T.DEFAULT_PRESET)
+    got = {p.label: p for p in qs.page_questions("Topological_sort", {"step": "3"}, {"preset": T.DEFAULT_PRESET})}
+    nxt = model.queue_steps[3]
+    which = got["Which node is taken next?"]
+    assert which.answer == model.name(nxt.taken) and which.answer in which.choices
+    assert all(model.name(i) not in which.choices for i in nxt.processed)
+    assert float(got[f"The value of {which.answer}"].answer) == pytest.approx(float(nxt.value), rel=1e-5)
+    assert qs.page_questions("Topological_sort", {"step": str(len(model.queue_steps))},
+                             {"preset": T.DEFAULT_PRESET}) == []
+
+
 def test_bad_or_unsteppable_pages_give_no_question():
     assert qs.page_questions("Expression_explorer", {"expr": "f = (", "at": "x = 1"}, {}) == []
-    assert qs.page_questions("Topological_sort", {"preset": "a"}, {}) == []
+    assert qs.page_questions("Topological_sort", {"preset": "no such preset"}, {}) == []
+    assert qs.page_questions("Network_explorer", {"net": "a"}, {}) == []
     assert qs.page_questions("Expression_explorer", {"step": "8"}, {"expr": SLIDE.program, "at": SLIDE.inputs})
 
 

@@ -153,10 +153,39 @@ def expression_questions(program_text: str, inputs_text: str, step: int) -> list
     return step_questions(tr, build_frames(tr, tr.graph.without_constants()), step)
 
 
+def queue_questions(model, step: int) -> list[Proposal]:
+    """The Topological sort page's queue method after 1-based ``step``: which node the queue method takes next
+    (the front of the queue) and the value the engine computed for it (a
+    :class:`explorer.topological_sort.SortModel`'s recorded steps)."""
+    steps = model.queue_steps
+    if not 1 <= step < len(steps):
+        return []
+    nxt = steps[step]
+    done = set(nxt.processed)
+    candidates = [model.name(i) for i in model.node_ids if i not in done]
+    right = model.name(nxt.taken)
+    out = []
+    if len(candidates) > 1:
+        out.append(Proposal("Which node is taken next?", "The queue method takes the front of the queue. "
+                            "Which node is taken next?", "choice", right, 0.0, tuple(candidates[:MAX_NODE_CHOICES])
+                            if right in candidates[:MAX_NODE_CHOICES] else (*candidates[:MAX_NODE_CHOICES - 1], right)))
+    value = _scalar(nxt.value)
+    if value is not None:
+        out.append(Proposal(f"The value of {right}", f"{right} is taken next. What value does the engine compute "
+                            "for it?", "number", _number(value), QUESTION_RTOL))
+    return out
+
+
 def page_questions(page: str, params: Mapping[str, str], defaults: Mapping[str, str]) -> list[Proposal]:
     """The questions for a followed page from its link parameters (``defaults`` fill the ones left out:
     a link leaves out default values). Pages without a checkable step give none."""
     p = {**defaults, **params}
+    if page == "Topological_sort":
+        from .. import topological_sort as T
+        try:
+            return queue_questions(T.sort_model(str(p.get("preset"))), int(p.get("step", 1)))
+        except (KeyError, ValueError, InputProblem):
+            return []
     expr, at = p.get("expr"), p.get("at")
     if expr is None or at is None:
         return []

@@ -146,14 +146,14 @@ def _publish_now() -> None:
 def class_panel(page: str, schema, presenting: bool) -> None:
     """The class's part of a page, under its title: the lecturer's bar or the student's status and question;
     and the sidebar's Start / Join (hidden in presentation mode, like the whole sidebar)."""
-    _sidebar()
+    _sidebar(page)
     if _lecturing():
         _lecturer_bar(page, schema)
     elif st.session_state.get(ROLE) == FOLLOWER:
         _student_view()
 
 
-def _sidebar() -> None:
+def _sidebar(page: str) -> None:
     with st.sidebar.expander("Class", expanded=st.session_state.get(ROLE) is not None):
         problem = st.session_state.pop("class_join_problem", None)
         if problem:
@@ -165,7 +165,7 @@ def _sidebar() -> None:
             st.markdown(f"You are in class **{st.session_state[CODE]}**.")
             st.button("Leave the class", key="class_leave", on_click=_leave)
             return
-        st.button("Start a class", key="class_start", on_click=_start, width="stretch",
+        st.button("Start a class", key="class_start", on_click=_start, args=(page,), width="stretch",
                   help="Your students follow this page and its step on their own screens, and answer your "
                        "questions. Only this browser tab can drive the class.")
         with st.form("class_join_form", border=False):
@@ -178,9 +178,9 @@ def _sidebar() -> None:
                     st.rerun()
 
 
-def _start() -> None:
+def _start(page: str) -> None:
     try:
-        code, secret = _broker().create("", {})
+        code, secret = _broker().create(page, {})
     except BrokerUnavailable as e:
         st.session_state["class_join_problem"] = str(e)
         return
@@ -295,8 +295,8 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
         _, shared = st.session_state.get(PUBLISHED) or (page, {})
         proposals = page_questions(page, shared, defaults)
         if not proposals:
-            st.info("No question the engine can check at this step. Step to the backward pass of the "
-                    "Expression explorer or the Backprop orders page.")
+            st.info("No question the engine can check at this step: questions come from the Expression explorer's "
+                    "and Backprop orders' backward pass and the Topological sort's queue method.")
             return
         labels = [p.label for p in proposals]
         pick = st.radio("Question", range(len(labels)), format_func=lambda i: labels[i], key="class_pick")
