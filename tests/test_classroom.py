@@ -279,3 +279,37 @@ def test_when_redis_restarts_students_are_told_and_the_lecturer_brings_the_class
     finally:
         broker.stop()
         stack.__exit__(None, None, None)
+
+
+def test_a_number_question_is_typed_checked_to_the_tolerance_and_rate_limited():
+    lec = _home().run()
+    _button(lec, "Start a class").click().run()
+    code = lec.session_state["class_code"]
+    lec.switch_page("pages/" + fl.page_script(APP, "Expression_explorer").split("/")[1]).run()
+    for _ in range(8):
+        _button(lec, "Step").click().run()                  # step 9: x3 is taken next, adjoint 244.69
+    _button(lec, "Ask the class").click().run()
+    labels = lec.radio[0].options
+    lec.radio[0].set_value(labels.index("The adjoint of x3")).run()
+    _button(lec, "Ask").click().run()
+    s = _home()
+    s.query_params["join"] = code
+    s.run()
+    assert "What is its adjoint x̄3?" in _texts(s)
+    s.text_input(key="class_typed_1").input("<script>1</script>")
+    _button(s, "Send").click().run()
+    assert "is not a number" in _texts(s) and not s.exception
+    assert "<script>" not in "".join(m.value for m in s.markdown)
+    s.text_input(key="class_typed_1").input("244.7")
+    _button(s, "Send").click().run()
+    assert "Your answer: 244.7" in _texts(s)
+    s.text_input(key="class_typed_1").input("300")
+    _button(s, "Send").click().run()                       # within a second of the last one: refused
+    assert "One answer a second" in _texts(s)
+    broker = cb.broker_from_env()
+    assert broker.tally(code, 1).histogram == {"244.7": 1}
+    lec.run()
+    _button(lec, "Reveal").click().run()
+    assert "The engine's answer: 244.692 · 100% of the class got it right" in _texts(lec)
+    s.run()
+    assert "you were right" in _texts(s)
