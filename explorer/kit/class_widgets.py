@@ -312,7 +312,7 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
         except (BrokerUnavailable, ClassNotFound) as e:
             st.warning(md_escape(str(e)))
             return
-        st.metric("Answers", t.count)
+        st.markdown(f"### {t.count} answered")
         rows = fl.histogram_rows(t, q.choices, is_right=q.is_right if q.revealed else None)
         if rows:
             st.html(_bars_html(rows, q.revealed))
@@ -323,9 +323,9 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
 
     live()
     cols = st.columns(2)
-    if not q.revealed:
-        cols[0].button("Reveal", key="class_reveal", type="primary", on_click=_reveal_now, args=(q.qid,),
-                       width="stretch")
+    # always drawn (disabled once revealed): a button that disappears from a dialog can linger on screen
+    cols[0].button("Reveal", key="class_reveal", type="primary", on_click=_reveal_now, args=(q.qid,),
+                   width="stretch", disabled=q.revealed)
     cols[1].button("New question", key="class_new", on_click=lambda: st.session_state.update(class_new_question=True),
                    width="stretch")
 
