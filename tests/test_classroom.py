@@ -313,3 +313,21 @@ def test_a_number_question_is_typed_checked_to_the_tolerance_and_rate_limited():
     assert "The engine's answer: 244.692 · 100% of the class got it right" in _texts(lec)
     s.run()
     assert "you were right" in _texts(s)
+
+
+def test_every_stepped_page_is_followed_with_the_lecturers_link():
+    lec = _home().run()
+    _button(lec, "Start a class").click().run()
+    stu = _home()
+    stu.query_params["join"] = lec.session_state["class_code"]
+    stu.run()
+    for name in ("Backprop_orders", "Topological_sort", "Network_explorer", "Exercises", "Expression_explorer"):
+        lec.switch_page(fl.page_script(APP, name)).run()
+        steps = [b for b in lec.button if b.label == "Step"]
+        if steps:
+            steps[0].click().run()
+        stu.run()
+        assert not lec.exception and not stu.exception, name
+        assert [t.value for t in stu.title] == [t.value for t in lec.title], name
+        shared = {k: v for k, v in dict(lec.query_params).items() if k != "present"}
+        assert {k: v for k, v in dict(stu.query_params).items() if k != "present"} == shared, name
