@@ -128,8 +128,7 @@ def qr_svg(text: str, scale: int = 6) -> str:
     return buf.getvalue().decode("ascii")
 
 
-def histogram_rows(tally: Tally, choices: tuple[str, ...] = (), right: str | None = None,
-                   is_right=None) -> list[dict[str, Any]]:
+def histogram_rows(tally: Tally, choices: tuple[str, ...] = (), is_right=None) -> list[dict[str, Any]]:
     """The lecturer's histogram as rows ``{"answer", "count", "share", "right"}``: every choice (zero
     counts too) in order, or the numbers given, most frequent first; never who answered."""
     order = list(choices) + [v for v in tally.histogram if v not in choices]

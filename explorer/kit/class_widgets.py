@@ -37,6 +37,7 @@ CODE, SECRET, ROLE = "class_code", "class_secret", "class_role"   # plain keys s
 STUDENT, DETACHED, APPLIED = "class_student", "class_detached", "class_applied"
 PUBLISHED, MARKER, SHOWN, ANSWERED = "class_published", "class_marker", "class_shown", "class_answered"
 UNPUBLISHED = "class_unpublished"
+OPEN = "class_dialog"           # which dialog stays open across the page's reruns ("code", "ask" or absent)
 LECTURER, FOLLOWER = "lecturer", "student"
 
 
@@ -55,7 +56,7 @@ def caller_page(depth: int = 2) -> tuple[str, Path]:
 
 
 def _leave() -> None:
-    for k in (CODE, SECRET, ROLE, DETACHED, APPLIED, PUBLISHED, MARKER, SHOWN, ANSWERED, UNPUBLISHED, "class_dialog"):
+    for k in (CODE, SECRET, ROLE, DETACHED, APPLIED, PUBLISHED, MARKER, SHOWN, ANSWERED, UNPUBLISHED, OPEN):
         st.session_state.pop(k, None)
 
 
@@ -143,7 +144,7 @@ def _publish_now() -> None:
 
 # --- after the title -----------------------------------------------------------------------------------
 
-def class_panel(page: str, schema, presenting: bool) -> None:
+def class_panel(page: str, schema) -> None:
     """The class's part of a page, under its title: the lecturer's bar or the student's status and question;
     and the sidebar's Start / Join (hidden in presentation mode, like the whole sidebar)."""
     _sidebar(page)
@@ -202,9 +203,6 @@ def _join_url(code: str) -> str:
     except (AttributeError, ValueError):
         base = ""
     return fl.join_link(base or "http://localhost:8501", code)
-
-
-OPEN = "class_dialog"           # which dialog stays open across the page's reruns ("code", "ask" or absent)
 
 
 def _open(which: str | None) -> None:

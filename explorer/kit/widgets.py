@@ -82,7 +82,7 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     lk = look(bool(st.session_state[PRESENT_KEY]))
     st.html(css(lk))
     st.title(title)
-    class_widgets.class_panel(page, schema, lk.presenting)
+    class_widgets.class_panel(page, schema)
     if not fields:   # a page without a link (Home) publishes here: publish_link is not called
         class_widgets.publish(page, {})
     return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems, persist=tuple(defaults), page=page)
