@@ -165,6 +165,34 @@ def _lift_fonts(node, floor: float):
     return out
 
 
+DESIGN_SCREEN = (1920, 1080)  # presentation mode is laid out for this screen (CSS px)
+
+
+def fit_screen_rules(design: tuple[int, int] = DESIGN_SCREEN) -> list[str]:
+    """CSS that shows the page laid out for the ``design`` screen on a smaller one, scaled as a whole.
+
+    A projector's picture is as large at 1280 x 720 as at 1920 x 1080: what the back row reads is a
+    text's share of the screen, not its CSS px. So a smaller projector gets the 1920 x 1080 page
+    (the same lines, the same first screen) scaled down by ``z = min(1, width / 1920, height / 1080)``
+    (0.711 at 1366 x 768, 0.667 at 1280 x 720): every text keeps its share of the screen and what
+    fits the first 1080 px at 1920 x 1080 fits the first screen there too. The app's root is laid out
+    ``1 / z`` times the window and drawn ``z`` times smaller (a transform, not ``zoom``: charts measure
+    their containers' layout size, and Plotly measures text outside the scaled element, so every
+    chart draws as it does at 1920 x 1080).
+    """
+    w, h = design
+    z = f"min(1, calc(100vw / {w}px), calc(100vh / {h}px))"
+    return [
+        f'[data-testid="stApp"] {{ --fit: {z}; transform: scale(var(--fit)); transform-origin: 0 0; '
+        'width: calc(100vw / var(--fit)) !important; height: calc(100vh / var(--fit)) !important; }',
+        '[data-testid="stAppViewContainer"], [data-testid="stAppViewContainer"] > div, [data-testid="stMain"] '
+        '{ height: calc(100vh / var(--fit)) !important; max-height: none !important; }',
+        '[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > [data-testid="stPlotlyChart"]) '
+        '{ transform: scale(calc(1 / var(--fit))); transform-origin: 0 0; }',
+        '[data-testid="stPlotlyChart"] .js-plotly-plot { transform: scale(var(--fit)); transform-origin: 0 0; }',
+    ]
+
+
 def css(lk: Look) -> str:
     """A <style> block for st.html: in presentation mode hide Streamlit's chrome and enlarge all text.
 
@@ -210,5 +238,6 @@ def css(lk: Look) -> str:
             'height: auto !important; }',
             # the title is a label, not the lesson: it gives its room to the graph
             f'h1 {{ font-size: {int(lk.font_px * 1.5)}px !important; padding: 0 0 0.25rem 0 !important; }}',
+            *fit_screen_rules(),
         ]
     return "<style>\n" + "\n".join(rules) + "\n</style>"
