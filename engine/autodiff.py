@@ -165,38 +165,38 @@ def propagate(order: Sequence, adjoints: dict[int, Any], observer: Observer | No
     """
     found: dict[int, Any] = {}
     wanted = set(targets) if targets is not None else ()
-    emit = observer
-    expected = count_consumers(order) if emit is not None else None
+    expected = count_consumers(order) if observer is not None else {}
     received: dict[int, int] = {}
-    pop, get = adjoints.pop, adjoints.get
     step = 0
+    # the walk is the lesson (the app lights these lines): take each node's complete adjoint; a leaf adds it
+    # to .grad; any other node calls its VJP and adds each contribution to its input's running total.
+    # The observer hears of each line's work right after it, never in its place.
     for node in order:
         uid = node.unique_id
-        d = pop(uid, None)
-        if d is None:
-            continue
+        adjoint = adjoints.pop(uid, None)  # complete: every consumer of node came before it in order
+        if adjoint is None:
+            continue  # nothing reached this node
         if uid in wanted:
-            found[uid] = d
-        if emit is not None:
-            emit(NodeVisited(node, d, step))
+            found[uid] = adjoint
+        if observer is not None:
+            observer(NodeVisited(node, adjoint, step))
         if node.is_leaf():
             if accumulate:
-                node.accumulate_derivative(d)
-                if emit is not None:
-                    emit(LeafAccumulated(node, d, step))
-            step += 1
-            continue
-        for parent, contribution in node.chain_rule(d):
-            if contribution is None or parent.is_constant():  # None: an input that takes no gradient
-                continue
-            pid = parent.unique_id
-            prev = get(pid)
-            total = contribution if prev is None else prev + contribution
-            adjoints[pid] = total
-            if emit is not None:
-                emit(ContributionSent(node, parent, contribution, step))
-                received[pid] = received.get(pid, 0) + 1
-                emit(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
+                node.accumulate_derivative(adjoint)
+                if observer is not None:
+                    observer(LeafAccumulated(node, adjoint, step))
+        else:
+            for parent, contribution in node.chain_rule(adjoint):
+                if contribution is None or parent.is_constant():  # None: an input that takes no gradient
+                    continue
+                pid = parent.unique_id
+                prev = adjoints.get(pid)
+                total = contribution if prev is None else prev + contribution
+                adjoints[pid] = total
+                if observer is not None:
+                    observer(ContributionSent(node, parent, contribution, step))
+                    received[pid] = received.get(pid, 0) + 1
+                    observer(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))
         step += 1
     return found
 

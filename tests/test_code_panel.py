@@ -67,7 +67,7 @@ def test_source_is_read_from_the_running_engine_without_the_docstring():
     assert lines[0] == (start, real[0].rstrip("\n")) and lines[-1][1] == real[-1].rstrip("\n")
     text = "\n".join(t for _, t in lines)
     assert autodiff.propagate.__doc__.strip().splitlines()[0] not in text
-    assert "for parent, contribution in node.chain_rule(d):" in text
+    assert "for parent, contribution in node.chain_rule(adjoint):" in text
     b = block(ops.primitive("exp").vjp)
     assert b.path == "engine/ops.py" and b.title.endswith("Exp.vjp")
 
@@ -100,17 +100,19 @@ def test_backward_frames_mark_what_the_step_ran_and_the_ops_vjp():
     assert vjp.title.startswith("engine.ops.Add.vjp")
     text = dict(walk.lines)
     by_text = {text[n].strip(): k for n, k in walk.marks.items()}
-    assert by_text["emit(NodeVisited(node, d, step))"] == 1
-    assert by_text["for parent, contribution in node.chain_rule(d):"] == 1
-    assert by_text["emit(ContributionSent(node, parent, contribution, step))"] == 2  # two parents: ×2
-    assert by_text["emit(FanOutAccumulated(parent, total, received[pid], expected.get(pid, 1), step))"] == 2
+    # the lines that do the step's work, never an observer call: the adjoint taken, the VJP call (once:
+    # one call sends both contributions), the addition to each input's running total (x2)
+    assert by_text == {"adjoint = adjoints.pop(uid, None)  # complete: every consumer of node came before it in order": 1,
+                       "for parent, contribution in node.chain_rule(adjoint):": 1,
+                       "total = contribution if prev is None else prev + contribution": 2}
     assert any("vjp(" in t for n, t in chain.lines if n in chain.marks)
     assert all(t.strip().startswith("return") for n, t in vjp.lines if n in vjp.marks) and vjp.marks
     leaf = frame_code(tr, fs, _frame_of(fs, tr, "backward", "x2"))
     walk, acc = leaf.blocks
     assert acc.title == "engine.tensor.Tensor.accumulate_derivative"
     assert [dict(acc.lines)[n].strip().startswith("self.grad =") for n in acc.marks] == [True]
-    assert any("node.accumulate_derivative(d)" in dict(walk.lines)[n] for n in walk.marks)
+    lit = [dict(walk.lines)[n].strip() for n in walk.marks]
+    assert "node.accumulate_derivative(adjoint)" in lit and not any("observer" in t for t in lit)
     assert "x2" in leaf.caption
 
 

@@ -19,6 +19,7 @@ import ast
 import html
 import inspect
 import os
+import re
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -185,13 +186,45 @@ def walk_blocks(strategy: str) -> list[CodeBlock]:
     return [block(f) for f in _walks().get(strategy, [autodiff.propagate])]
 
 
+# The line that does an event's work, found by what it says: the observer is told right after the work
+# (events are emitted around the walk's lines, not instead of them), so the work is the nearest line at or
+# above the one that built the event. A step lights the line that took the node's adjoint, the VJP call,
+# the addition to the running total and the leaf's accumulation, never an observer call.
+_WORK = {
+    "visit": re.compile(r"^\s*(adjoint|d) = "),                  # the node's adjoint, taken
+    "send": re.compile(r"\.chain_rule\("),                       # the VJP call
+    "accumulate": re.compile(r"\+ contribution"),                 # total = prev + contribution
+    "leaf": re.compile(r"\.accumulate_derivative\("),            # a leaf's .grad += adjoint
+}
+_WORK_REACH = 8  # lines above the event's own line where its work may be
+
+
+def work_line(b: CodeBlock, kind: str, line: int) -> int:
+    """The line of ``b`` that did the work an event of ``kind`` built at ``line`` reports (``line`` itself
+    when no such line is near: an event that is its own work, as a lost contribution)."""
+    pattern = _WORK.get(kind)
+    if pattern is None:
+        return line
+    for n, text in reversed(b.lines):
+        if n > line:
+            continue
+        if n < line - _WORK_REACH:
+            break
+        code = text.split("#", 1)[0]
+        if pattern.search(code):
+            return n
+    return line
+
+
 def mark_events(blocks: list[CodeBlock], events: list) -> dict[int, list]:
-    """Count each event's emitting line into the block that contains it.
+    """Mark the line that did each event's work in the block that holds it, counted: a node's VJP call once
+    per node (however many contributions it sent), every other work once per event.
 
     Returns block index -> the events placed there (events without a location, or from code no
     block shows, are left out).
     """
     placed: dict[int, list] = {}
+    calls: set[tuple] = set()
     for e in events:
         where = getattr(e, "where", None)
         if not where:
@@ -199,31 +232,15 @@ def mark_events(blocks: list[CodeBlock], events: list) -> dict[int, list]:
         _, path, line = where
         for i, b in enumerate(blocks):
             if _contains(b, path, line):
-                b.marks[line] = b.marks.get(line, 0) + 1
+                n = work_line(b, getattr(e, "kind", ""), line)
+                if e.kind == "send":
+                    if (i, n, e.node, e.step) in calls:
+                        break
+                    calls.add((i, n, e.node, e.step))
+                b.marks[n] = b.marks.get(n, 0) + 1
                 placed.setdefault(i, []).append(e)
                 break
     return placed
-
-
-# the HW2 protocol calls a walk makes: marked beside the event lines, as often as the step made them
-_PROTOCOL_CALLS = (("send", ".chain_rule("), ("leaf", ".accumulate_derivative("))
-
-
-def mark_protocol_calls(blocks: list[CodeBlock], placed: dict[int, list]) -> None:
-    """Mark where each walk calls ``chain_rule`` (once per node that sent contributions) and
-    ``accumulate_derivative`` (once per leaf event), in the blocks the step's events came from."""
-    for i, evs in placed.items():
-        b = blocks[i]
-        for kind, needle in _PROTOCOL_CALLS:
-            if kind == "send":
-                times = len({(e.node, e.step) for e in evs if e.kind == "send"})
-            else:
-                times = sum(1 for e in evs if e.kind == kind)
-            if not times:
-                continue
-            for n, text in b.lines:
-                if needle in text and not text.lstrip().startswith("#"):
-                    b.marks[n] = b.marks.get(n, 0) + times
 
 
 def _frame_parts(trace, frameset, index: int):
@@ -275,7 +292,7 @@ def frame_code(trace, frameset, index: int, strategy: str | None = None) -> Code
         if getattr(trace, "error", None):
             return CodeView(walk, f"The backward pass failed: {trace.error}")
         return CodeView(walk, "The backward pass is done: every leaf's .grad holds its gradient.")
-    mark_protocol_calls(walk, mark_events(walk, events))
+    mark_events(walk, events)
     visited = [e for e in events if e.kind == "visit"]
     extra: list[CodeBlock] = []
     done_ops: set[str] = set()
