@@ -168,12 +168,11 @@ def propagate(order: Sequence, adjoints: dict[int, Any], observer: Observer | No
     expected = count_consumers(order) if observer is not None else {}
     received: dict[int, int] = {}
     step = 0
-    # the walk is the lesson (the app lights these lines): take each node's complete adjoint; a leaf adds it
-    # to .grad; any other node calls its VJP and adds each contribution to its input's running total.
-    # The observer hears of each line's work right after it, never in its place.
+    # The walk is the lesson (the app lights these lines). The observer
+    # hears of each line's work right after it, never in its place.
     for node in order:
         uid = node.unique_id
-        adjoint = adjoints.pop(uid, None)  # complete: every consumer of node came before it in order
+        adjoint = adjoints.pop(uid, None)  # complete: its users came first
         if adjoint is None:
             continue  # nothing reached this node
         if uid in wanted:

@@ -14,11 +14,13 @@ from engine import ops
 from engine.explain import ExpressionError, costs
 
 from .kit.budget import check_program, finite_difference_checks
-from .kit.code_panel import frame_code, protocol_blocks, to_html
+from .kit.code_panel import frame_code, lecture_block, protocol_blocks, step_events, to_html
 from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
-from .kit.graph_view import trace_picture
+from .kit.backward_view import backward_figure, values_only
+from .kit.graph_view import TracePicture, trace_picture
 from .kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
+from .kit.plotly_figure import figure_dict
 from .kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from .kit.programs import InputProblem, parse
 
@@ -33,6 +35,7 @@ class ExplorerModel:
     table: list[dict]
     central: dict
     gradient_graph: Any = None
+    backward_figure: dict | None = None   # the backward pass in the slides' notation (kit/backward_view)
     dot_cache: dict = field(default_factory=dict)
 
     @property
@@ -111,7 +114,7 @@ class ExplorerModel:
 
 
 def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", expand_composites: bool = False,
-                   width: int = HALF_WIDTH, max_height: int = MAX_HEIGHT) -> ExplorerModel:
+                   width: int = HALF_WIDTH, max_height: int = MAX_HEIGHT, presenting: bool = False) -> ExplorerModel:
     """Run the program on the engine (forward + backward with events, gradient graph, central differences).
 
     Args:
@@ -119,6 +122,8 @@ def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", 
         width: px the graph figure may use (default: half of a 1400 px window, beside the code panel);
             px at normal size: for presentation mode pass the px available / ``figures.graph_scale(look)``.
         max_height: px the drawing may take (same scale) before it is shrunk or shown through a window.
+        presenting: the projector's pair of graphs: the forward graph with values only (left to right) and
+            the backward graph under it; otherwise the forward graph carries the adjoints too.
     """
     program, inputs = parse(program_text, inputs_text)
     try:
@@ -131,9 +136,13 @@ def explorer_model(program_text: str, inputs_text: str, dtype: str = "float64", 
     except ExpressionError as e:
         raise InputProblem("program", e) from None
     pic = trace_picture(trace, expand_composites=expand_composites, width=width, max_height=max_height)
+    if presenting:  # the forward graph carries values, the backward graph under it the adjoints
+        pic = TracePicture(pic.trace, pic.graph, pic.frameset,
+                           figure_dict(values_only(pic.frameset), pic.graph, width=width, max_height=max_height))
+    back = backward_figure(pic.frameset, pic.graph, pic.figure, width=width, max_height=max_height)
     return ExplorerModel(program=program, inputs=inputs, trace=trace, shown_trace=pic.trace, frameset=pic.frameset,
                          figure=pic.figure, table=node_table(trace, central), central=central,
-                         gradient_graph=getattr(trace, "gradient_graph", None))
+                         gradient_graph=getattr(trace, "gradient_graph", None), backward_figure=back)
 
 
 # --- the gradient check of each input, and why it fails ---------------------------------------------
@@ -308,15 +317,20 @@ class StepView:
     contributions: Any          # pyarrow.Table of :meth:`ExplorerModel.contributions`, None when nothing was sent
     code_html: str              # the code panel (:func:`explorer.kit.code_panel.to_html`: every line escaped)
     code_caption: str
+    lecture_html: str = ""      # the lecture's backward_pass with the same step's work lit
 
 
-def step_view(model: ExplorerModel, frame: int, font_px: int) -> StepView:
-    """The header, contributions table and code panel of the 0-based ``frame`` (code at ``font_px``)."""
+def step_view(model: ExplorerModel, frame: int, font_px: int, code_height_px: int | None = None) -> StepView:
+    """The header, contributions table and code panel of the 0-based ``frame`` (code at ``font_px``; the
+    engine's panel scrolls beyond ``code_height_px``)."""
     frame = min(max(int(frame), 0), model.n_frames - 1)
     sent = model.contributions(frame)
     view = model.code(frame)
+    lecture = lecture_block(step_events(model.shown_trace, model.frameset, frame))
     return StepView(f"#### Step {frame + 1} of {model.n_frames} · {model.phase(frame)}\n{model.caption(frame)}",
-                    table_data(sent) if sent else None, to_html(view, font_px, test_id="code-panel"), view.caption)
+                    table_data(sent) if sent else None,
+                    to_html(view, font_px, test_id="code-panel", max_height_px=code_height_px), view.caption,
+                    to_html([lecture], font_px, test_id="code-lecture"))
 
 
 def protocol_html(font_px: int, strategy: str = "topological") -> str:

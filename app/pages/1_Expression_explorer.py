@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer.kit import presets
-from explorer.kit.code_panel import font_px as code_font_px
+from explorer.kit.code_panel import SCROLL_TO_HIGHLIGHT, font_px as code_font_px
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
@@ -26,14 +26,18 @@ ctx = start_page(
             "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
+PRESENT_GRAPH_SHARE = 0.64  # of the page's width: the two graphs; the code takes the rest
+PRESENT_PAIR_MAX_PX = 300    # each graph's drawing: two of them, the caption and the buttons fit 1080 px
+PRESENT_CODE_PX = 300        # the engine's code panel scrolls beyond this (its lit lines kept in view)
 for msg in ctx.link_problems:
     st.warning(msg)
 
 
 @bounded_cache(64 << 20, spinner="Running the engine…", refuse=program_refused)
 def cached_model(program: str, inputs: str, expand: bool = False, width: int = HALF_WIDTH,
-                 max_height: int = MAX_HEIGHT):
-    return explorer_model(program, inputs, expand_composites=expand, width=width, max_height=max_height)
+                 max_height: int = MAX_HEIGHT, presenting: bool = False):
+    return explorer_model(program, inputs, expand_composites=expand, width=width, max_height=max_height,
+                          presenting=presenting)
 
 
 @bounded_cache(8 << 20, spinner="Running backward on the engine…", refuse=program_refused)
@@ -44,13 +48,14 @@ def cached_accumulation(program: str, inputs: str, actions: tuple[str, ...]):
 # What a Step redraws, built once per program and step and shared by the sessions (a class stepping
 # through the slide example): the tables ready to send, the code panel's HTML.
 @bounded_cache(16 << 20, spinner=None, refuse=program_refused)
-def cached_step(program: str, inputs: str, expand: bool, width: int, max_height: int, frame: int, font: int):
-    return step_view(cached_model(program, inputs, expand, width, max_height), frame, font)
+def cached_step(program: str, inputs: str, expand: bool, width: int, max_height: int, presenting: bool, frame: int,
+                font: int, code_height: int | None):
+    return step_view(cached_model(program, inputs, expand, width, max_height, presenting), frame, font, code_height)
 
 
 @bounded_cache(4 << 20, spinner=None, refuse=program_refused)
-def cached_node_table(program: str, inputs: str, expand: bool, width: int, max_height: int):
-    return node_table_data(cached_model(program, inputs, expand, width, max_height).table)
+def cached_node_table(program: str, inputs: str, expand: bool, width: int, max_height: int, presenting: bool):
+    return node_table_data(cached_model(program, inputs, expand, width, max_height, presenting).table)
 
 
 @bounded_cache(1 << 20, spinner=None)
@@ -66,10 +71,11 @@ left, right, program_text, inputs_text = program_boxes(
     ns, 140 if not look.presenting else 200, lk=look, where=top[1],
     program_label="Program (one assignment per line; the last one is the output)")
 
-# presentation mode: the graph takes the page's width (beside the code it would be drawn too small)
+# presentation mode: the forward graph (values) over the backward graph (adjoints) in the left 62% of the page,
+# the step's caption above them and the code beside them, all on the first screen
 model_args = (program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)),
-              graph_px(look, HALF_WIDTH),
-              int(PRESENT_GRAPH_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT)
+              graph_px(look, HALF_WIDTH, PRESENT_GRAPH_SHARE),
+              int(PRESENT_PAIR_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT, look.presenting)
 try:
     model = cached_model(*model_args)
 except InputProblem as problem:
@@ -93,65 +99,107 @@ def step_text(shown) -> None:
         st.table(shown.contributions, hide_index=True)
 
 
+def gradient_graphs(frame: int) -> None:
+    """The forward graph and the gradient graph (Graphviz), with downloads."""
+    g1, g2 = st.columns(2)
+    with g1:
+        st.markdown("**Forward graph** (value, adjoint; the current step highlighted)")
+        show_dot(model.forward_dot(frame), look)
+    with g2:
+        st.markdown("**Gradient graph** — the engine ops the backward pass ran (create_graph=True)")
+        gdot = model.gradient_dot()
+        if gdot:
+            show_dot(gdot, look)
+        else:
+            st.info("No gradient graph for this program.")
+    dl = st.columns(3)
+    dl[0].download_button("Download graph (DOT)", model.forward_dot(), file_name="graph.dot",
+                          mime="text/vnd.graphviz")
+    if gdot:
+        dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
+                              mime="text/vnd.graphviz")
+    svg = model.forward_svg()
+    if svg is not None:
+        dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
+    else:
+        dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
+
+
+def node_table_view() -> None:
+    """Every node's value and adjoint, with each input's central-difference check."""
+    node_table = cached_node_table(*model_args)  # a Styler (coloured rows) is made afresh each time
+    st.table(node_table if node_table is not None else node_table_styler(model.table), hide_index=True)
+    st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
+               "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an "
+               "input of more than 8 elements is checked along 3 random directions v instead (autodiff "
+               "predicts ⟨∂f/∂x, v⟩). A red row is a check that failed, with the reason; the amber row is "
+               "the op where it starts.")
+
+
 def draw(step: int) -> None:
     """Everything that shows the step (1-based): header, caption, contributions, graphs, code, the link.
 
-    In presentation mode the graph takes the page's whole width under the header (the engine's code
-    below it), so that the step buttons, the caption and the graph fit one 1080p screen.
+    In presentation mode: :func:`present_step`.
     """
     frame = step - 1
     font = code_font_px(look.presenting)
-    shown = cached_step(*model_args, frame, font)
+    shown = cached_step(*model_args, frame, font, PRESENT_CODE_PX if look.presenting else None)
+    if look.presenting:
+        present_step(shown, frame)
+        return
     step_text(shown)
     tab_anim, tab_graphs, tab_table = st.tabs(["Animated graph", "Graph and gradient graph", "Table of nodes"])
     with tab_anim:
-        graph_col, side_col = (st.container(), st.container()) if look.presenting else st.columns(2)
+        graph_col, side_col = st.columns(2)
         with graph_col:
             st.checkbox("Show tanh, softmax, … as the primitives the engine ran", key=ns.key("expand"),
                         help="Composite functions are built from primitives (tanh(y) = 2·sigmoid(2y) − 1); the "
                              "graph draws each as one node unless this is ticked.")
             show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look,
                       key=ns.key("figure"))
+            st.markdown("**The backward graph** as the slides draw it: x̄ nodes, each edge reversed carrying its "
+                        "contribution, the sum at a fan-out")
+            show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look), look,
+                      key=ns.key("backward_figure"))
         with side_col:
             # the engine's own source (inspect); the lines this step ran highlighted
             st.markdown("**The engine's code** — the lines this step ran are highlighted (×n: n times)")
             st.html(shown.code_html)
             st.caption(shown.code_caption)
+            st.markdown("**The lecture's backward_pass** — the same step's work")
+            st.html(shown.lecture_html)
             with st.expander("backpropagate, topological_sort and the HW2 protocol (is_leaf, is_constant, "
                              "chain_rule, accumulate_derivative)"):
                 st.html(cached_protocol_html(font))
     with tab_graphs:
-        g1, g2 = st.columns(2)
-        with g1:
-            st.markdown("**Forward graph** (value, adjoint; the current step highlighted)")
-            show_dot(model.forward_dot(frame), look)
-        with g2:
-            st.markdown("**Gradient graph** — the engine ops the backward pass ran (create_graph=True)")
-            gdot = model.gradient_dot()
-            if gdot:
-                show_dot(gdot, look)
-            else:
-                st.info("No gradient graph for this program.")
-        dl = st.columns(3)
-        dl[0].download_button("Download graph (DOT)", model.forward_dot(), file_name="graph.dot",
-                              mime="text/vnd.graphviz")
-        if gdot:
-            dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
-                                  mime="text/vnd.graphviz")
-        svg = model.forward_svg()
-        if svg is not None:
-            dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
-        else:
-            dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
+        gradient_graphs(frame)
     with tab_table:
-        node_table = cached_node_table(*model_args)  # a Styler (coloured rows) is made afresh each time
-        st.table(node_table if node_table is not None else node_table_styler(model.table), hide_index=True)
-        st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
-                   "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an "
-                   "input of more than 8 elements is checked along 3 random directions v instead (autodiff "
-                   "predicts ⟨∂f/∂x, v⟩). A red row is a check that failed, with the reason; the amber row is "
-                   "the op where it starts.")
+        node_table_view()
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step})
+
+
+def present_step(shown, frame: int) -> None:
+    """Presentation mode: the step's caption over the forward and backward graphs, the code beside them (the
+    engine's walk and VJP, the lecture's backward_pass); the tables and the other views under them."""
+    st.markdown(shown.header)
+    left, right = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
+    with left:
+        show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look, key=ns.key("figure"))
+        show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look), look,
+                  key=ns.key("backward_figure"))
+    with right:
+        st.html(shown.lecture_html)
+        st.html(shown.code_html)
+        st.html(SCROLL_TO_HIGHLIGHT, unsafe_allow_javascript=True)
+    if shown.contributions is not None:
+        st.table(shown.contributions, hide_index=True)
+    st.caption(shown.code_caption)
+    tab_graphs, tab_table = st.tabs(["Graph and gradient graph", "Table of nodes"])
+    with tab_graphs:
+        gradient_graphs(frame)
+    with tab_table:
+        node_table_view()
+    publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": frame + 1})
 
 
 stepper(ns, model.n_frames, draw)

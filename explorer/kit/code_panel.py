@@ -191,7 +191,6 @@ def walk_blocks(strategy: str) -> list[CodeBlock]:
 # above the one that built the event. A step lights the line that took the node's adjoint, the VJP call,
 # the addition to the running total and the leaf's accumulation, never an observer call.
 _WORK = {
-    "visit": re.compile(r"^\s*(adjoint|d) = "),                  # the node's adjoint, taken
     "send": re.compile(r"\.chain_rule\("),                       # the VJP call
     "accumulate": re.compile(r"\+ contribution"),                 # total = prev + contribution
     "leaf": re.compile(r"\.accumulate_derivative\("),            # a leaf's .grad += adjoint
@@ -232,7 +231,10 @@ def mark_events(blocks: list[CodeBlock], events: list) -> dict[int, list]:
         _, path, line = where
         for i, b in enumerate(blocks):
             if _contains(b, path, line):
-                n = work_line(b, getattr(e, "kind", ""), line)
+                if e.kind == "visit":  # taking a node is no work of its own: its VJP call or accumulation is
+                    placed.setdefault(i, []).append(e)
+                    break
+                n = work_line(b, e.kind, line)
                 if e.kind == "send":
                     if (i, n, e.node, e.step) in calls:
                         break
@@ -314,6 +316,41 @@ def frame_code(trace, frameset, index: int, strategy: str | None = None) -> Code
     return CodeView(walk + extra, caption)
 
 
+# The lecture's own reverse mode, short, beside the engine's: the same step lights the same work in both
+LECTURE_BACKWARD_PASS = (
+    "def backward_pass(f, order):  # order: output first\n"
+    "    bar = {f: 1.0}            # f̄ = 1\n"
+    "    for v in order:           # v̄ is complete here\n"
+    "        if v.is_leaf():\n"
+    "            v.grad += bar[v]\n"
+    "            continue\n"
+    "        for u, vjp in v.inputs_and_vjps():\n"
+    "            contribution = vjp(bar[v])  # v̄·∂v/∂u\n"
+    "            bar[u] = bar.get(u, 0) + contribution\n"
+    "    return bar"
+)
+_LECTURE_WORK = {"leaf": "v.grad +=", "send": "contribution = vjp(",
+                 "accumulate": "bar[u] = bar.get("}
+
+
+def lecture_block(events: list | None = None) -> CodeBlock:
+    """The lecture's short ``backward_pass`` (pseudo-code, numbered from 1), with the lines that do the work
+    of ``events`` (the engine's events of one step) marked as the engine's own lines are."""
+    lines = list(enumerate(LECTURE_BACKWARD_PASS.split("\n"), start=1))
+    b = CodeBlock("the lecture's backward_pass", "lecture 5 (pseudo-code)", lines, {}, "reference")
+    for e in events or []:
+        needle = _LECTURE_WORK.get(getattr(e, "kind", ""))
+        for n, text in lines:
+            if needle and needle in text:
+                b.marks[n] = b.marks.get(n, 0) + 1
+    return b
+
+
+def step_events(trace, frameset, index: int) -> list:
+    """The backward events frame ``index`` shows (none for a forward frame)."""
+    return _frame_parts(trace, frameset, index)[2]
+
+
 # ---------------------------------------------------------------------------
 # HTML
 
@@ -326,25 +363,29 @@ _CSS = """
 .adx-code .t .p {{ font-weight: 400; color: #4b5563; }}
 .adx-code .l {{ display: flex; }}
 .adx-code .c {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2ch; text-indent: -2ch; }}
-.adx-code .n {{ color: #6b7280; text-align: right; width: 3.2em; padding-right: 0.6em; flex: none; user-select: none; }}
-.adx-code .m {{ color: #92400e; width: 2.6em; flex: none; font-weight: 700; }}
+.adx-code .n {{ color: #6b7280; text-align: right; width: 2.6em; padding-right: 0.5em; flex: none; user-select: none; }}
+.adx-code .m {{ color: #92400e; width: 1.9em; flex: none; font-weight: 700; }}
 .adx-code .l.hl {{ background: #fde68a; }}
 .adx-code .l.hl .n {{ color: #111827; font-weight: 700; }}
 .adx-code .l.vjp.hl {{ background: #bfdbfe; }}
 """
 
 
-def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = "code-panel") -> str:
+def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = "code-panel",
+            max_height_px: int | None = None) -> str:
     """The blocks as an HTML fragment (one ``<style>`` and a ``div`` per block).
 
     Code is text: every line and title is escaped. Highlighted lines carry class ``hl`` and every
     line ``data-line`` (its number in the file), so a browser test can read where the highlight is.
+    ``max_height_px``: the panel scrolls beyond this height (presentation mode: one screen);
+    :data:`SCROLL_TO_HIGHLIGHT` brings its first highlighted line into view.
     """
     blocks = view.blocks if isinstance(view, CodeView) else view
 
     def indent(text: str) -> int:
         return len(text) - len(text.lstrip(" "))
-    out = [f"<style>{_CSS.format(font=int(font_px))}</style>", f'<div data-testid="{html.escape(test_id)}">']
+    box = f' class="adx-scroll" style="max-height: {int(max_height_px)}px; overflow-y: auto"' if max_height_px else ""
+    out = [f"<style>{_CSS.format(font=int(font_px))}</style>", f'<div data-testid="{html.escape(test_id)}"{box}>']
     for b in blocks:
         out.append(f'<div class="adx-code" data-role="{html.escape(b.role)}">'
                    f'<div class="t">{html.escape(b.title)} <span class="p">· {html.escape(b.path)}</span></div>')
@@ -360,6 +401,17 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
         out.append("</div>")
     out.append("</div>")
     return "".join(out)
+
+
+# a fixed script (no data in it): each scrolling code panel centres the highlighted lines of its first block
+# that has any (the walk), so the lines a step ran are on screen however long the code is
+SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = () => document.querySelectorAll('.adx-scroll').forEach(box => {
+  const first = [...box.querySelectorAll('.adx-code')].find(b => b.querySelector('.l.hl'));
+  const hl = first ? first.querySelectorAll('.l.hl') : []; if (!hl.length) { box.scrollTop = 0; return; }
+  const at = el => el.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+  const top = at(hl[0]), bottom = at(hl[hl.length - 1]) + hl[hl.length - 1].offsetHeight;
+  box.scrollTop = Math.max(0, (top + bottom) / 2 - box.clientHeight / 2); });
+  go(); setTimeout(go, 150); setTimeout(go, 600); })();</script>"""
 
 
 def failed_code(strategy: str, error: str) -> CodeView:

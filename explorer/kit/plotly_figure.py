@@ -323,7 +323,7 @@ def _esc(s: str) -> str:
 def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None, *, width: int = DESIGN_WIDTH,
                 rankdir: str = "auto", edge_labels: bool = True, max_height: int = MAX_HEIGHT,
                 duration_ms: int = 700, title: bool = True, use_dot: bool = True,
-                palette: dict[str, str] | None = None) -> dict:
+                palette: dict[str, str] | None = None, edge_color: str = EDGE) -> dict:
     """The figure as a plain dict (no validation, fast), with one Plotly frame per Frame.
 
     Pass ``drawing`` (from :func:`plan`) to reuse a placement (e.g. the same graph under several
@@ -331,7 +331,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     ``layout.meta`` records the scale and fonts, so tests and :func:`~explorer.kit.figures.style_graph_figure`
     can read sizes back. ``palette`` maps each node state used by the frames to its fill (default: the
     backpropagation states of :data:`STATE_FILL`); every fill must keep :data:`TEXT` and :data:`ADJOINT`
-    readable (WCAG AA).
+    readable (WCAG AA). ``edge_color``: the edges' colour (the backward graph's are :data:`ADJOINT`).
     """
     fill_of = palette or STATE_FILL
     d = drawing or plan(frameset, graph, width, rankdir, edge_labels, max_height, use_dot)
@@ -430,9 +430,9 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     ax, ay = _path(arrows)
     static_edges = [
         {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
-         "line": {"color": EDGE, "width": 1.6 * s}, "name": "edges"},
-        {"type": "scatter", "x": ax, "y": ay, "mode": "lines", "fill": "toself", "fillcolor": EDGE,
-         "hoverinfo": "skip", "showlegend": False, "line": {"color": EDGE, "width": 1}, "name": "arrowheads"},
+         "line": {"color": edge_color, "width": (1.6 if edge_color == EDGE else 2.4) * s}, "name": "edges"},
+        {"type": "scatter", "x": ax, "y": ay, "mode": "lines", "fill": "toself", "fillcolor": edge_color,
+         "hoverinfo": "skip", "showlegend": False, "line": {"color": edge_color, "width": 1}, "name": "arrowheads"},
     ]
     dynamic = frame_data(first)
     dyn_start = len(static_edges)

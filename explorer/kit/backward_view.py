@@ -1,0 +1,86 @@
+"""The backward pass as the slides draw it: a graph of its own, stepping with the forward one.
+
+Each node of the forward graph has an adjoint node named as the lecture names it (``x̄3``, ``f̄``);
+each edge is reversed (the adjoint flows from a consumer back to its input), drawn in the backward
+colour and labelled with the contribution it carried; a node used more than once (fan-out) writes
+its adjoint as the sum of what it received, in the order it arrived: ``x̄1 = 1 + 367.04 = 368.04``.
+Built from the forward animation's frames (themselves built from the engine's recorded events):
+nothing is recomputed here.
+"""
+from __future__ import annotations
+
+from engine.explain.graph import Graph
+
+from .frames import Frame, FrameSet
+from .labels import bar
+from .plotly_figure import ADJOINT, figure_dict, plan
+
+# the backward graph mirrors the forward one: its sources (the output's adjoint) where the output is
+MIRROR = {"LR": "RL", "RL": "LR", "BT": "TB", "TB": "BT"}
+
+
+def _fan_out_line(terms: list[str], expected: int, total: str) -> str:
+    """The adjoint of a node with ``expected`` consumers, as the slides write it."""
+    if expected <= 1:
+        return f"= {total}" if total else ""
+    if len(terms) < expected:
+        return f"= {' + '.join(terms)} + … ({len(terms)} of {expected})"
+    return f"= {' + '.join(terms)} = {total}"
+
+
+def values_only(fs: FrameSet) -> FrameSet:
+    """The forward animation without adjoints or contributions (the backward graph beside it carries them)."""
+    frames = [Frame(f.index, f.phase, f.caption, list(f.active_nodes), list(f.active_edges), list(f.node_text),
+                    list(f.node_state), [], [], f.warning) for f in fs.frames]
+    return FrameSet(list(fs.node_ids), frames, fs.truncated, fs.forward_per_frame, fs.backward_per_frame,
+                    list(fs.heads), list(fs.edges), list(fs.hover))
+
+
+def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
+    """The frames of the backward graph for the forward animation ``fs`` over ``graph``.
+
+    Node ``i`` of the result is the adjoint of node ``i`` of ``fs`` (same ids, so one frame index
+    shows the same moment in both); edge ``k`` is edge ``k`` of ``fs`` reversed. In forward frames
+    the backward graph is empty (its nodes 'idle'); in backward frames a node holds its running sum.
+    """
+    names = {n.id: n.name for n in graph.nodes}
+    ids = fs.node_ids
+    n = len(ids)
+    edges = fs.edges or [(e.src, e.dst) for e in graph.edges]
+    out_edges: dict[int, list[int]] = {}
+    for k, (src, _dst) in enumerate(edges):
+        out_edges.setdefault(src, []).append(k)
+    heads = [bar(names.get(i, str(i))) for i in ids]
+    arrived: dict[int, int] = {}  # edge -> the frame its contribution arrived (the terms' order)
+    frames: list[Frame] = []
+    for f in fs.frames:
+        backward = f.phase != "forward"
+        edge_text = list(f.edge_text) if backward and f.edge_text else [""] * len(edges)
+        for k, t in enumerate(edge_text):
+            if t and k not in arrived:
+                arrived[k] = f.index
+        text = []
+        for i, nid in enumerate(ids):
+            adj = f.node_adjoint[i] if backward and f.node_adjoint else ""
+            total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
+            ks = sorted((k for k in out_edges.get(nid, []) if edge_text[k]), key=lambda k: (arrived[k], k))
+            text.append(_fan_out_line([edge_text[k] for k in ks], len(out_edges.get(nid, [])), total)
+                        if adj else "")
+        states = ["idle" if (not backward or s == "computed") else s for s in f.node_state]
+        frames.append(Frame(f.index, f.phase, f.caption, list(f.active_nodes) if backward else [],
+                            [(d, s) for s, d in f.active_edges] if backward else [], text, states, [],
+                            edge_text, f.warning))
+    return FrameSet(list(ids), frames, fs.truncated, fs.forward_per_frame, fs.backward_per_frame, heads,
+                    [(d, s) for s, d in edges], [f"adjoint of {names.get(i, i)}" for i in ids])
+
+
+def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_options) -> dict:
+    """The backward graph's figure: laid out as the mirror of ``forward_figure`` (its rankdir reversed),
+    every edge in the backward colour (:data:`explorer.kit.plotly_figure.ADJOINT`)."""
+    rankdir = MIRROR.get(((forward_figure.get("layout") or {}).get("meta") or {}).get("rankdir"), "auto")
+    bfs = backward_frameset(fs, graph)
+    width = figure_options.pop("width", None) or ((forward_figure.get("layout") or {}).get("meta") or {}).get(
+        "design_width", 460)
+    drawing = plan(bfs, graph, width, rankdir,
+                   max_height=figure_options.pop("max_height", 620))
+    return figure_dict(bfs, graph, drawing, edge_color=ADJOINT, **figure_options)
