@@ -18,7 +18,8 @@ from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value, max_abs_difference
 from .kit.frames import FrameSet, build_frames
 from .kit.layout import collapse_big, collapse_composites
-from .kit.plotly_figure import figure_dict, plan
+from .kit.backward_view import backward_frameset
+from .kit.plotly_figure import ADJOINT, figure_dict, plan
 from .kit.programs import InputProblem, parse
 
 STRATEGY_LABELS = {
@@ -56,10 +57,26 @@ class OrderView:
     lost_step: int | None = None   # first frame where a contribution is lost (the wrong gradient starts)
 
     moments: list[Moment] = field(default_factory=list)   # where this order goes wrong, in step order
+    backward_figure: dict = field(default_factory=dict)  # the backward graph in the slides' notation
 
     @property
     def n_frames(self) -> int:
         return len(self.frameset.frames) if self.frameset is not None else 0
+
+    def verdict_line(self, frame: int) -> tuple[str, str]:
+        """``(kind, Markdown)`` of the one line under the order's name at ``frame``: what has gone wrong so
+        far and nothing about what is to come ('ok' | 'wrong' | 'right'), so that no step is given away."""
+        shown = self.moments_until(frame)
+        if self.error and frame >= self.n_frames - 1:
+            return "wrong", f"✗ failed: {self.error}"
+        if shown:
+            m = shown[-1]  # the latest: the earlier ones were this line at their own steps
+            return "wrong", f"✗ step {m.frame + 1}: {m.text}"
+        if frame >= self.n_frames - 1:
+            if self.wrong:
+                return "wrong", "✗ wrong gradient for " + ", ".join(w["input"] for w in self.wrong)
+            return "right", "✓ every gradient matches the topological order's"
+        return "ok", "so far every node was taken with all its contributions"
 
     @property
     def verdict_frame(self) -> int | None:
@@ -99,11 +116,13 @@ ORDER_WIDTH = 460   # px per graph: two orders side by side in a 1400 px window 
 
 
 def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...],
-                 width: int = ORDER_WIDTH) -> OrdersModel:
+                 width: int = ORDER_WIDTH, back_max_height: int = 620) -> OrdersModel:
     """The same program backpropagated with each strategy (the real engine each time).
 
     Every order is drawn on one placement (nodes stay put when comparing), planned for ``width`` px
-    from the texts of all orders' frames.
+    from the texts of all orders' frames; so is every order's backward graph (``kit/backward_view``:
+    x̄ nodes, reversed edges with their contributions, fan-out sums), at most ``back_max_height`` px tall.
+    A node finalised too early is drawn wrong (red) from the step it is finalised.
     """
     program, inputs = parse(program_text, inputs_text)
     try:
@@ -138,7 +157,6 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
             continue
         trace = shown_traces[s]     # the engine's events as drawn (composites as one node)
         frameset = framesets[s]
-        figure = packed_figure(figure_dict(frameset, shown, drawing))   # compact: four of them must fit the cache
         wrong = []
         for name, correct in reference.grads.items():
             got = trace.grads.get(name)
@@ -148,9 +166,39 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
                 wrong.append({"input": name, "this order gives": fmt_value(got), "correct": fmt_value(correct)})
         dropped = [e.text for e in trace.backward if e.kind == "lost"]
         lost_step = next((f.index for f in frameset.frames if "lost" in f.node_state), None)
-        views[s] = OrderView(s, trace, frameset, figure, wrong, dropped, getattr(trace, "error", None), lost_step,
-                             wrong_moments(trace, frameset))
+        moments = wrong_moments(trace, frameset)
+        mark_finalised_early(frameset, moments)
+        # compact (packed frames): four orders' figures, forward and backward, must fit the cache
+        views[s] = OrderView(s, trace, frameset, packed_figure(figure_dict(frameset, shown, drawing)), wrong,
+                             dropped, getattr(trace, "error", None), lost_step, moments)
+    backs = {s: backward_frameset(v.frameset, shown) for s, v in views.items() if v.frameset is not None}
+    if backs:  # one placement for every order's backward graph too
+        any_back = next(iter(backs.values()))
+        union_back = FrameSet(any_back.node_ids, [f for b in backs.values() for f in b.frames],
+                              heads=any_back.heads, edges=any_back.edges)
+        # right to left (the output's adjoint at the right, under where the output is) when it fits the
+        # column without shrinking much: short, so the caption and the verdict stay beside it
+        back_drawing = plan(union_back, shown, width, "RL", max_height=back_max_height, label_room=False)
+        if back_drawing.viewport is not None or back_drawing.scale < 0.9:
+            back_drawing = plan(union_back, shown, width, "auto-reversed", max_height=back_max_height,
+                                label_room=False)
+        for s, b in backs.items():
+            views[s].backward_figure = packed_figure(figure_dict(b, shown, back_drawing, edge_color=ADJOINT))
     return OrdersModel(program, inputs, drawing, reference.grads, views)
+
+
+def mark_finalised_early(frameset, moments: list[Moment]) -> None:
+    """A node finalised before all its contributions arrived is drawn wrong ('early') from that step on."""
+    index = {name: i for i, name in enumerate(frameset.heads)}
+    for m in moments:
+        if m.kind != "finalised":
+            continue
+        i = next((j for j, h in enumerate(frameset.heads) if h == m.node or h.startswith(m.node + " =")), None)
+        if i is None:
+            continue
+        for f in frameset.frames[m.frame:]:
+            if f.node_state[i] != "active":
+                f.node_state[i] = "early"
 
 
 def _backward_frames(frameset) -> tuple[int | None, int]:
@@ -207,7 +255,7 @@ def order_rows(strategies: tuple[str, ...], side_by_side: bool) -> list[list[str
     return [items[i:i + per_row] for i in range(0, len(items), per_row)]
 
 
-PRESENT_ORDER_PX = 560  # presentation mode: the tallest graph that still leaves the buttons and captions on screen
+PRESENT_BACK_PX = 600  # presentation mode: each order's backward graph, under its verdict and caption, ends on screen
 
 
 def fits_half_width(model: "OrdersModel", zoom: float = 1.0, max_height: float | None = None) -> bool:

@@ -7,10 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
-from explorer.kit.code_panel import font_px as code_font_px, to_html
+from explorer.kit.code_panel import SCROLL_TO_HIGHLIGHT, font_px as code_font_px, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
-from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_ORDER_PX, STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
+from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
                                       deep_chain_results, fits_half_width, order_rows, orders_model,
                                       path_recursion_costs_within)
 from explorer.kit.budget import bounded_cache
@@ -31,13 +31,15 @@ ctx = start_page(
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "orders": DEFAULT_ORDERS,
               "step": 1, "depth": 3000})
 ns, look = ctx.ns, ctx.look
+PRESENT_CODE_PX = 300  # each order's code scrolls beyond this in presentation mode (its lit lines in view)
 for msg in ctx.link_problems:
     st.warning(msg)
 
 
 @bounded_cache(64 << 20, spinner="Running every order on the engine…", refuse=program_refused)
-def cached_orders(program: str, inputs: str, orders: tuple[str, ...], width: int = ORDER_WIDTH):
-    return orders_model(program, inputs, orders, width)
+def cached_orders(program: str, inputs: str, orders: tuple[str, ...], width: int = ORDER_WIDTH,
+                  back_max_height: int = 620):
+    return orders_model(program, inputs, orders, width, back_max_height)
 
 
 @bounded_cache(4 << 20, spinner="Backpropagating a deep chain…")
@@ -49,17 +51,22 @@ head = st.columns([2.2, 3, 1.3] if look.presenting else [3, 1], vertical_alignme
 with head[-1]:
     presentation_toggle()
 head[0].multiselect("Orders to compare", ALL, key=ns.key("orders"), format_func=lambda s: STRATEGY_LABELS[s],
-                    on_change=release_focus_next_run)
+                    on_change=release_focus_next_run,
+                    label_visibility="collapsed" if look.presenting else "visible")
 release_focus()
 c1, c2, program_text, inputs_text = program_boxes(ns, lk=look, where=head[1])
 orders = tuple(s for s in ALL if s in st.session_state[ns.key("orders")]) or ("topological",)
 try:
-    model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5))
-    # no room side by side (the graph would shrink, or in presentation mode grow taller than a screen):
-    # stacked, each the page's full width
-    side_by_side = len(orders) > 1 and fits_half_width(model, graph_scale(look), PRESENT_ORDER_PX)
-    if not side_by_side:
-        model = cached_orders(program_text, inputs_text, orders, graph_px(look, DESIGN_WIDTH))
+    if look.presenting:  # two backward graphs side by side, each under its order's verdict and caption
+        model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5),
+                              int(PRESENT_BACK_PX / graph_scale(look)))
+        side_by_side = len(orders) > 1
+    else:
+        model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5))
+        # no room side by side (the graph would shrink): stacked, each the page's full width
+        side_by_side = len(orders) > 1 and fits_half_width(model)
+        if not side_by_side:
+            model = cached_orders(program_text, inputs_text, orders, graph_px(look, DESIGN_WIDTH))
 except InputProblem as problem:
     show_input_problem(problem, c1, c2, program_text, inputs_text)
     model = None
@@ -75,45 +82,45 @@ if model is not None:
                 with col:
                     draw_order(model.views[s], step)
         # each order's own code, read from the running engine; the lines this step ran are highlighted
-        st.markdown("#### Each order's own code at this step")
+        st.markdown("**Each order's own code at this step** — the lines that did the step's work are lit")
         for col, s in zip(st.columns(len(orders)), orders):
             code = model.views[s].code(step - 1)
-            col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
-            col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}"))
+            if not look.presenting:
+                col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
+            col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}",
+                             max_height_px=PRESENT_CODE_PX if look.presenting else None))
+        if look.presenting:
+            st.html(SCROLL_TO_HIGHLIGHT, unsafe_allow_javascript=True)
         publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step})
 
     def draw_order(view, step: int) -> None:
-        st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}")
+        """One order at the 1-based step: its name and verdict line (what has gone wrong so far, nothing
+        about what is to come), the step's caption, its graphs."""
         if not view.n_frames:
+            st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}")
             if view.error:
                 st.error(f"This order failed: {md_escape(view.error)}")
             return
         k = min(step, view.n_frames) - 1
         fr = view.frameset.frames[k]
+        kind, line = view.verdict_line(k)
+        colour = {"ok": "gray", "wrong": "red", "right": "green"}[kind]
+        st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}\n:{colour}[**{md_escape(line)}**]")
         st.markdown(f"**Step {k + 1} of {view.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
-        shown = view.moments_until(k)
-        for m in shown:  # the step where this order goes wrong is marked above its graph
-            if m.frame == k:
-                st.error(f"⚠ This step — **Step {m.frame + 1}: {md_escape(m.text)}**", icon=":material/error:")
-        verdict = view.verdict_frame
-        if verdict is not None and k < verdict:
-            st.caption(f"Watch step {verdict + 1}: this order goes wrong there.")
-        elif verdict is None:
-            st.caption("Every node waits for all its contributions before passing its adjoint on.")
-        # the caption above says what the step did, unclipped: the graph has no title of its own
-        show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,
-                  key=ns.key(f"fig_{view.strategy}"))
-        for m in shown:  # the earlier moments stay listed under the graph
-            if m.frame != k:
-                st.warning(f"**Step {m.frame + 1}: {md_escape(m.text)}**")
+        if not look.presenting:  # the forward graph (values and adjoints) over the backward graph
+            show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,
+                      key=ns.key(f"fig_{view.strategy}"))
+        if view.backward_figure:
+            show_plot(style_graph_figure(still_graph(view.backward_figure, k, title=False), look), look,
+                      key=ns.key(f"back_{view.strategy}"))
+        if look.presenting:
+            return
+        for m in view.moments_until(k):  # every moment so far, listed under the graphs
+            st.warning(f"**Step {m.frame + 1}: {md_escape(m.text)}**")
         if view.error:
             st.error(f"This order failed: {md_escape(view.error)}")
-        elif verdict is not None and k >= verdict:
-            st.error("**Wrong gradient** for " + md_escape(", ".join(w["input"] for w in view.wrong)))
+        elif view.wrong and k == view.n_frames - 1:
             st.table(pd.DataFrame(view.wrong), hide_index=True)
-        elif verdict is None and k == view.n_frames - 1:
-            st.success("Gradients match the topological order: " +
-                       ", ".join(f"∂f/∂{name}" for name in model.correct))
 
     stepper(ns, model.n_frames, draw, label="Step (all orders together)")
 else:

@@ -63,6 +63,10 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
         for i, nid in enumerate(ids):
             adj = f.node_adjoint[i] if backward and f.node_adjoint else ""
             total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
+            if ", lost " in total:  # a broken order: what arrived too late is never added
+                kept, lost = total.split(", lost ", 1)
+                text.append(f"= {kept}, {lost} lost")
+                continue
             ks = sorted((k for k in out_edges.get(nid, []) if edge_text[k]), key=lambda k: (arrived[k], k))
             text.append(_fan_out_line([edge_text[k] for k in ks], len(out_edges.get(nid, [])), total)
                         if adj else "")
@@ -77,7 +81,7 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
 def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_options) -> dict:
     """The backward graph's figure: laid out as the mirror of ``forward_figure`` (its rankdir reversed),
     every edge in the backward colour (:data:`explorer.kit.plotly_figure.ADJOINT`)."""
-    rankdir = MIRROR.get(((forward_figure.get("layout") or {}).get("meta") or {}).get("rankdir"), "auto")
+    rankdir = MIRROR.get(((forward_figure.get("layout") or {}).get("meta") or {}).get("rankdir"), "auto-reversed")
     bfs = backward_frameset(fs, graph)
     width = figure_options.pop("width", None) or ((forward_figure.get("layout") or {}).get("meta") or {}).get(
         "design_width", 460)

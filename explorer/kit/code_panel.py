@@ -408,7 +408,8 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
 SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = () => document.querySelectorAll('.adx-scroll').forEach(box => {
   const first = [...box.querySelectorAll('.adx-code')].find(b => b.querySelector('.l.hl'));
   const hl = first ? first.querySelectorAll('.l.hl') : []; if (!hl.length) { box.scrollTop = 0; return; }
-  const at = el => el.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+  const k = box.getBoundingClientRect().height / (box.offsetHeight || 1) || 1;  // a scaled page (projector)
+  const at = el => (el.getBoundingClientRect().top - box.getBoundingClientRect().top) / k + box.scrollTop;
   const top = at(hl[0]), bottom = at(hl[hl.length - 1]) + hl[hl.length - 1].offsetHeight;
   box.scrollTop = Math.max(0, (top + bottom) / 2 - box.clientHeight / 2); });
   go(); setTimeout(go, 150); setTimeout(go, 600); })();</script>"""

@@ -49,12 +49,12 @@ ADJOINT = "#9a3412"       # adjoints / tangents / contributions: the second colo
 EDGE = "#6b7280"
 HOT = "#ea580c"
 STATE_FILL = {"idle": "#f3f4f6", "computed": "#dbeafe", "waiting": "#fef3c7", "complete": "#dcfce7",
-              "active": "#fde047", "leaf": "#86efac", "lost": "#fee2e2"}
-STATE_ORDER = ("idle", "computed", "waiting", "complete", "active", "leaf", "lost")
+              "active": "#fde047", "leaf": "#86efac", "lost": "#fee2e2", "early": "#fecaca"}
+STATE_ORDER = ("idle", "computed", "waiting", "complete", "active", "leaf", "lost", "early")
 KIND_BORDER = {"input": "#1e40af", "op": "#374151", "group": "#6d28d9", "constant": "#6b7280"}
 STATE_LABEL = {"idle": "not computed", "computed": "value known", "waiting": "adjoint partly received",
                "complete": "adjoint complete", "active": "being processed", "leaf": "gradient done",
-               "lost": "contribution lost"}
+               "lost": "contribution lost", "early": "finalised too early: wrong"}
 
 Point = tuple[float, float]
 
@@ -113,7 +113,8 @@ def _longest(texts) -> int:
 
 
 def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: str = "auto",
-         edge_labels: bool = True, max_height: int = MAX_HEIGHT, use_dot: bool = True) -> Drawing:
+         edge_labels: bool = True, max_height: int = MAX_HEIGHT, use_dot: bool = True,
+         label_room: bool = True) -> Drawing:
     """Measure every node's text over all frames, place the graph, and choose the scale.
 
     Args:
@@ -121,6 +122,8 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         rankdir: "LR", "BT" or "auto" (left to right when it fits, else bottom-up, whichever is larger).
         edge_labels: reserve room for the contribution sent back along each edge.
         max_height: px the drawing may take before it is shrunk.
+        label_room: lay the graph out with room for each edge label (dot places it); False: a compact
+            layout, each label beside its edge's middle where it is free (a backward graph on a projector).
     """
     ids = frameset.node_ids
     heads = frameset.heads or [graph.node(i).name for i in ids]
@@ -145,7 +148,7 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         label_chars = [max(map(len, set(col))) for col in zip(*(f.edge_text for f in frames))]
     links = []
     for k, (s, d) in enumerate(edges):
-        if label_chars[k]:
+        if label_chars[k] and label_room:
             links.append(Link(s, d, (label_chars[k] * CHAR_W * EDGE_FONT + 16, LINE_H * EDGE_FONT + 8)))
         else:
             links.append(Link(s, d))
@@ -154,7 +157,8 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
     def fit(p: Placement) -> float:
         return min(1.0, (width - 20) / max(p.width + 20, 1), max_height / max(p.height + 20, 1))
 
-    order = ["LR", "BT"] if rankdir == "auto" else [rankdir]
+    # "auto-reversed": a backward graph, its edges reversed: output first, at the left or at the top
+    order = {"auto": ["LR", "BT"], "auto-reversed": ["RL", "TB"]}.get(rankdir, [rankdir])
     best: tuple[float, Placement] | None = None
     for rd in order:
         p = place(boxes, links, rd, use_dot=use_dot)
@@ -188,14 +192,17 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
     for k, e in enumerate(p.edges):
         if not k % 32:
             check_deadline()   # the search grows with edges x boxes: layout work counts against the deadline
-        if not label_chars[k] or e.label_at is None:
+        at = e.label_at
+        if at is None and label_chars[k] and polys[k]:  # laid out without room for it: beside its middle
+            at = polys[k][len(polys[k]) // 2]
+        if not label_chars[k] or at is None:
             out.append(None)
             continue
         w = label_chars[k] * CHAR_W * EDGE_FONT / 2 + 2
         h = LINE_H * EDGE_FONT / 2 + 1
         spot = None
         for dx, dy in offsets:
-            x, y = e.label_at[0] + dx, e.label_at[1] + dy
+            x, y = at[0] + dx, at[1] + dy
             r = (x - w, y - h, x + w, y + h)
             if any(_overlap(r, b) for b in boxes) or any(_overlap(r, t) for t in taken):
                 continue
@@ -422,7 +429,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     def frame_data(f: Frame) -> list[dict]:
         h1, h2 = hot(f)
         val, adj, lab = texts(f)
-        return [h1, h2, *fills(f), outline(f, {"lost"}, "#b91c1c", 3 * s, False),
+        return [h1, h2, *fills(f), outline(f, {"lost", "early"}, "#b91c1c", 3 * s, False),
                 outline(f, set(), "#111827", 3.5 * s, True), val, adj, lab]
 
     first = frameset.frames[0]
