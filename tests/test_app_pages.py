@@ -292,7 +292,15 @@ def test_sigmoid_quiz_preset_at_the_notes_values():
 
 
 def _code_panels(at) -> list[str]:
-    return [e.proto.body for e in at.get("html") if "adx-code" in e.proto.body and "code-reference" not in e.proto.body]
+    return [e.proto.body for e in at.get("html") if "adx-code" in e.proto.body and "code-reference" not in e.proto.body
+            and "code-lecture" not in e.proto.body]
+
+
+def _lit_text(panel: str) -> list[str]:
+    """The text of each highlighted line (unescaped)."""
+    import html as _html
+    return [_html.unescape(t) for t in re.findall(r'<div class="l hl[^"]*" data-line="\d+">.*?<span class="c">(.*?)</span>',
+                                                    panel)]
 
 
 def _highlighted(panel: str) -> list[str]:
@@ -308,7 +316,15 @@ def test_explorer_code_panel_follows_the_step():
     for _ in range(6):  # back to the step that takes x6 = exp(x5) (frame 8 of 14)
         button(at, "Back").click().run()
     (panel,) = _code_panels(at)
-    assert "Exp.vjp" in panel and "Tensor.chain_rule" in panel and len(_highlighted(panel)) >= 5
+    assert "Exp.vjp" in panel and "Tensor.chain_rule" in panel and len(_highlighted(panel)) >= 4
+    lit = [t.strip() for t in _lit_text(panel)]
+    # the work of the step, not the observer's lines: the VJP call, the running total, the op's VJP
+    assert "for parent, contribution in node.chain_rule(adjoint):" in lit
+    assert "total = contribution if prev is None else prev + contribution" in lit
+    assert not any("observer" in t or "emit(" in t for t in lit)
+    lecture = next(e.proto.body for e in at.get("html") if "code-lecture" in e.proto.body)
+    assert [t.strip() for t in _lit_text(lecture)] == ["contribution = vjp(bar[v])  # v̄·∂v/∂u",
+                                                       "bar[u] = bar.get(u, 0) + contribution"]
     before = _highlighted(panel)
     button(at, "Step").click().run()
     (after,) = _code_panels(at)
@@ -337,38 +353,41 @@ def order_headers(at: AppTest) -> list[str]:
 
 
 def test_orders_verdict_appears_from_the_step_where_it_happens():
+    """No spoilers: nothing says where an order goes wrong before that step; from the step where x1 is
+    finalised too early, the verdict line says so and x1 is drawn wrong in that order's backward graph."""
     at = page(ORDERS).run()
     no_exceptions(at)
-    # step 1: no verdict yet, only where to look
-    assert not any("Wrong gradient" in e.value for e in at.error)
-    assert "LOST" not in texts(at) and "finalised" not in texts(at)
-    assert "Watch step 8" in texts(at)
     assert any("RecursionError" in e.value for e in at.error)  # the deep-chain demo, not a crash
-    for _ in range(6):
+    for k in range(1, 8):  # steps 1-7: not a word about step 8, nothing finalised, nothing lost
+        t = texts(at).replace("\\", "")  # Markdown escapes
+        assert "step 8" not in t.lower() and "finalised" not in t and "LOST" not in t and "✗" not in t, k
+        assert t.count("so far every node was taken with all its contributions") == 2
         button(at, "Step").click().run()
-    assert at.session_state["orders_step"] == 7 and not any("Wrong gradient" in e.value for e in at.error)
-    # step 8: BFS takes x1 holding 1 of its 2 contributions; that step is marked, the verdict starts
-    button(at, "Step").click().run()
-    marked = [e.value for e in at.error if e.value.startswith("⚠ This step")]
-    assert len(marked) == 1 and "Step 8: x1 finalised with 1 of 2 contributions" in marked[0]
-    assert any("Wrong gradient" in e.value and "x1" in e.value for e in at.error)
-    wrong = next(t.value for t in at.table if "this order gives" in t.value.columns)
-    assert list(wrong["input"]) == ["x1"] and list(wrong["this order gives"]) == ["1"]
-    assert "LOST" not in texts(at)  # not yet: the late contribution arrives at step 11
+    assert at.session_state["orders_step"] == 8
+    t = texts(at).replace("\\", "")  # Markdown escapes
+    assert "✗ step 8: x1 finalised with 1 of 2 contributions" in t and "LOST" not in t
+    assert t.count("so far every node was taken with all its contributions") == 1  # the topological order
+    # x1 is drawn wrong from this step in BFS's backward graph (and not in the topological one's)
+    fills = [[tr for tr in sp["data"] if tr.get("name") == "fill:early"] for sp in plotly_specs(at)
+             if any(tr.get("name") == "fill:early" for tr in sp["data"])]
+    assert sum(1 for f in fills if f[0]["x"] != [None]) == 2  # BFS's forward and backward graphs
+    assert any("Step 8: x1 finalised" in w.value for w in at.warning)
     for _ in range(3):
         button(at, "Step").click().run()
-    marked = [e.value for e in at.error if e.value.startswith("⚠ This step")]
-    assert len(marked) == 1 and "Step 11: LOST" in marked[0] and "reached x1" in marked[0]
+    t = texts(at).replace("\\", "")  # Markdown escapes
+    assert "✗ step 11: LOST: the contribution 367.04 reached x1" in t
     assert any("Step 8: x1 finalised" in w.value for w in at.warning)  # the earlier moment stays listed
     button(at, "End").click().run()
-    assert any("match the topological order" in s.value for s in at.success)
+    assert "✓ every gradient matches the topological order's" in texts(at)
+    wrong = next(t.value for t in at.table if "this order gives" in t.value.columns)
+    assert list(wrong["input"]) == ["x1"] and list(wrong["this order gives"]) == ["1"]
 
 
 def test_orders_switching_orders_and_stepping_together():
     at = page(ORDERS).run()
     at.multiselect(key="orders_orders").set_value(["topological", "path_recursion"]).run()
     no_exceptions(at)
-    assert len(plotly_specs(at)) == 2 + 1  # two graphs + the cost plot
+    assert len(plotly_specs(at)) == 2 * 2 + 1  # each order: forward and backward graphs; the cost plot
     for _ in range(7):
         button(at, "Step").click().run()
     heads = order_headers(at)
