@@ -35,6 +35,8 @@ ctx = start_page(
             **{name: LinkField(kind, None) for name, kind in OPTION_KIND.items()}},
     defaults={"net": "mlp", "level": "auto", "step": 1, "sig": None, **{name: None for name in OPTION_KIND}})
 ns, look = ctx.ns, ctx.look
+PRESENT_GRAPH_SHARE = 0.62  # presentation mode: the graph's share of the page's width; the current op beside it
+PRESENT_NET_GRAPH_PX = 640  # and its height: the rest of the first screen under the buttons and the caption
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -162,16 +164,43 @@ def show_tensor(where, value, title: str, key: str, scale: float | None = None, 
         show_table(pd.DataFrame([lk.stats]), look, where=where)
 
 
+def this_step(m, narrow: bool = False) -> None:
+    """The current op: its node, its VJP's formula, its value and the adjoint it holds now."""
+    st.markdown("##### This step")
+    if m.node is None:
+        st.caption(m.title)
+        return
+    node = rec.node(m.node)
+    st.markdown(f"**{node.label}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}** · "
+                f"layer *{node.layer}*")
+    st.markdown(f"VJP: `{m.formula}`")
+    a, b = (st.container(), st.container()) if narrow else st.columns(2)
+    show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node))
+    if m.adjoint is not None:
+        show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node))
+
+
 def draw(step: int) -> None:
     """Header, graph, this step's VJP and the node inspector at the 1-based ``step``; the link."""
     frame = step - 1
     m = moment(ex, frame)
-    st.markdown(f"#### Step {step} of {ex.n_frames} · {m.phase}\n{m.title}")
+    if look.presenting:  # one line: the graph gets the room
+        st.markdown(f"**Step {step} of {ex.n_frames} · {m.phase}** — {m.title}")
+    else:
+        st.markdown(f"#### Step {step} of {ex.n_frames} · {m.phase}\n{m.title}")
     # one frame, stepped by the page's buttons; the header above says what it shows, in full
-    size = ({"width": graph_px(look, VIEW_WIDTH), "max_height": int(PRESENT_GRAPH_MAX_PX / graph_scale(look))}
-            if look.presenting else {})
+    # presentation mode: the graph at the screen's height, the current op's values beside it
+    size = ({"width": graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE),
+             "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look))} if look.presenting else {})
     fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=False)
-    show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
+    if look.presenting:
+        graph_col, step_col = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
+        with graph_col:
+            show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
+        with step_col:
+            this_step(m, narrow=True)
+    else:
+        show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
                        file_name=f"{key}_{level}.dot", mime="text/vnd.graphviz",
                        help="The graph of this view as Graphviz DOT (final values and adjoints), from the "
@@ -181,19 +210,8 @@ def draw(step: int) -> None:
 
     left, right = st.columns([3, 2])
     with left:
-        st.markdown("##### This step")
-        if m.node is None:
-            st.caption(m.title)
-        else:
-            node = rec.node(m.node)
-            st.markdown(f"**{node.label}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}** · "
-                        f"layer *{node.layer}*")
-            st.markdown(f"VJP: `{m.formula}`")
-            a, b = st.columns(2)
-            show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node))
-            if m.adjoint is not None:
-                show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"),
-                            analysis.adjoint_scale(rec, m.node))
+        if not look.presenting:
+            this_step(m)
         if m.detail is not None:
             d = m.detail
             if d.products:
