@@ -197,7 +197,7 @@ def mark_finalised_early(frameset, moments: list[Moment]) -> None:
         if i is None:
             continue
         for f in frameset.frames[m.frame:]:
-            if f.node_state[i] != "active":
+            if f.node_state[i] not in ("active", "lost"):  # being taken, or a contribution lost: shown as such
                 f.node_state[i] = "early"
 
 

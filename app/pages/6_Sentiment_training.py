@@ -70,11 +70,12 @@ busy = run is not None and not run.snapshot().done
 
 # --- settings -----------------------------------------------------------------------------
 top = st.columns([4, 1])
-top[0].markdown(
-    "The network of HW2, built with our engine's `nn` modules and trained by our engine on the real data: "
-    "each sentence is the **mean of its GloVe word vectors** (padding excluded), then "
-    "`Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → sigmoid`. Training runs in a worker process "
-    "of the server (a few at a time; others wait their turn); the page only reads its progress.")
+if not look.presenting:  # on a projector the lecturer says it; the curves get the room
+    top[0].markdown(
+        "The network of HW2, built with our engine's `nn` modules and trained by our engine on the real data: "
+        "each sentence is the **mean of its GloVe word vectors** (padding excluded), then "
+        "`Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → sigmoid`. Training runs in a worker process "
+        "of the server (a few at a time; others wait their turn); the page only reads its progress.")
 with top[1]:
     presentation_toggle()
 
@@ -135,8 +136,9 @@ def _one_click(key: str) -> None:
     _start()
 
 
-st.caption("One click: sets the boxes below and starts training.")
-c = st.columns([1.2, 0.8, 1.6])
+if not look.presenting:
+    st.caption("One click: sets the boxes below and starts training.")
+c = one_click = st.columns([1.2, 0.8, 1.6, 0.9] if look.presenting else [1.2, 0.8, 1.6])
 c[0].button(ONE_CLICK["hw2"][0], icon=":material/play_arrow:", on_click=_one_click, args=("hw2",),
             width="stretch", help=f"{PRESETS['hw2'].note}. Sets the boxes below and starts.")
 c[1].button(ONE_CLICK["full"][0], icon=":material/play_arrow:", on_click=_one_click, args=("full",),
@@ -145,7 +147,10 @@ c[2].button(ONE_CLICK["relu"][0], icon=":material/play_arrow:", on_click=_one_cl
             width="stretch", help="A large learning rate, 0.25, with Adam: watch the dead-ReLU plot and the "
                                   "ReLU box of the network turn red, and accuracy stall at one class.")
 
-with st.container(border=True):
+# presentation mode: the settings fold away once a run exists, so the live curves and the network fill the screen
+settings_box = (st.expander("Settings: dataset, epochs, batch, learning rate, optimizer, …", expanded=run is None)
+                if look.presenting else st.container(border=True))
+with settings_box:
     c = st.columns([3, 1, 1, 1, 1])
     c[0].selectbox("Dataset", list(DATASETS), format_func=DATASETS.get, key=k("dataset"), disabled=busy)
     subset = S[k("dataset")] == "subset"
@@ -243,8 +248,9 @@ if S[k("dataset")] == "own":
         else:
             st.info("Upload a file or paste sentences, then press **Start training**.")
 
-st.button("Start training", icon=":material/play_arrow:", type="primary", on_click=_start,
-          help="Starts a new run (stopping the current one, if any)")
+(one_click[3] if look.presenting else st).button("Start training", icon=":material/play_arrow:", type="primary",
+                                        on_click=_start, help="Starts a new run (stopping the current one, if any)",
+                                        width="stretch" if look.presenting else "content")
 if S.get(k("error")):
     st.error(md_escape(S[k("error")]))
 
@@ -304,7 +310,7 @@ def live_view() -> None:
                 on_click=_pause_resume, disabled=snap.done, width="stretch")
     b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=snap.done, width="stretch")
     started = snap.started
-    if started is not None:
+    if started is not None and not look.presenting:
         st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
                    f"sentences · {started.n_params:,} parameters · backend `{started.config['backend']}` · GloVe: "
                    f"{md_escape(started.glove_source)} · {len(started.unknown_words)} distinct words without "
@@ -321,34 +327,46 @@ def live_view() -> None:
         st.info(f"Every training process of the server is busy: this run is number {snap.queue_position} in the "
                 "queue and starts by itself when one is free.", icon=":material/hourglass_top:")
     target = _hw2_target(r)
-    m = st.columns(4)
     last = snap.epochs[-1] if snap.epochs else None
-    m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
-    m[1].metric("Train loss", f"{last.train_loss:.4f}" if last else "–")
     val_now = latest_val_accuracy(snap)
-    m[2].metric("Validation accuracy", f"{val_now:.1%}" if val_now is not None else "–")
-    best = last.best_val_accuracy if last else None
-    m[3].metric("Best validation accuracy", f"{best:.1%}" if best is not None else "–",
-                delta=f"{best - target:+.1%} vs HW2's 75% target" if best is not None and target else None,
-                help=f"epoch {last.best_epoch}: the checkpoint kept for after training" if best is not None else None)
+    if look.presenting and last is not None:  # one line: the curves get the room
+        best = last.best_val_accuracy
+        parts = [f"epoch **{last.epoch} / {snap.total_epochs}**", f"train loss **{last.train_loss:.4f}**"]
+        if val_now is not None:
+            parts.append(f"validation accuracy **{val_now:.1%}**")
+        if best is not None:
+            parts.append(f"best **{best:.1%}**" + (f" ({best - target:+.1%} vs HW2's 75% target)" if target else ""))
+        st.markdown(" · ".join(parts))
+    if not look.presenting:
+        m = st.columns(4)
+        m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
+        m[1].metric("Train loss", f"{last.train_loss:.4f}" if last else "–")
+        m[2].metric("Validation accuracy", f"{val_now:.1%}" if val_now is not None else "–")
+        best = last.best_val_accuracy if last else None
+        m[3].metric("Best validation accuracy", f"{best:.1%}" if best is not None else "–",
+                    delta=f"{best - target:+.1%} vs HW2's 75% target" if best is not None and target else None,
+                    help=f"epoch {last.best_epoch}: the checkpoint kept for after training" if best is not None
+                    else None)
     # Vega-Lite, not Plotly, for what updates every second: Streamlit updates its data in place, where a
     # Plotly chart is remounted at every change (it flashed empty while training)
-    h = int(look.figure_height * 0.55)
-    g = st.columns(2)
+    h = int(look.figure_height * (0.4 if look.presenting else 0.55))
+    look_now = last_look(snap)
+    # presentation mode: the curves and the network picture side by side, on the first screen
+    g = st.columns([1, 1, 0.75] if look.presenting else [1, 1])
     g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
     g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
-
-    look_now = last_look(snap)
-    st.markdown("##### A look inside, while it trains")
-    left, right = st.columns([2, 5])
     # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
     net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="TB")
     svg = cached_svg(net_dot)
+
+    st.markdown("##### A look inside, while it trains")
+    left, right = st.columns([2, 5])
+    picture_col = g[2] if look.presenting else left
     if svg is not None:
-        left.image(svg, width="stretch")
+        picture_col.image(svg, width="stretch")
     else:   # no Graphviz on the server: the browser lays the same DOT out
-        left.graphviz_chart(net_dot, width="stretch")
-        left.caption(NO_SERVER_GRAPHVIZ)
+        picture_col.graphviz_chart(net_dot, width="stretch")
+        picture_col.caption(NO_SERVER_GRAPHVIZ)
     with right:
         st.markdown(units_title(look_now))
         st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, look.figure_font,

@@ -187,9 +187,14 @@ def fit_screen_rules(design: tuple[int, int] = DESIGN_SCREEN) -> list[str]:
         'width: calc(100vw / var(--fit)) !important; height: calc(100vh / var(--fit)) !important; }',
         '[data-testid="stAppViewContainer"], [data-testid="stAppViewContainer"] > div, [data-testid="stMain"] '
         '{ height: calc(100vh / var(--fit)) !important; max-height: none !important; }',
-        '[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] > [data-testid="stPlotlyChart"]) '
-        '{ transform: scale(calc(1 / var(--fit))); transform-origin: 0 0; }',
-        '[data-testid="stPlotlyChart"] .js-plotly-plot { transform: scale(var(--fit)); transform-origin: 0 0; }',
+        # charts size themselves to the width (and Plotly's to the height) they measure on screen: the element
+        # holding one is drawn at full size (1 / z), so they measure their layout size, and the chart inside it
+        # is scaled back with the page
+        '[data-testid="stElementContainer"]:has(> [data-testid="stFullScreenFrame"] '
+        ':is([data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"])) '
+        '{ transform: scale(calc(1 / var(--fit))); transform-origin: 0 0; pointer-events: none; }',
+        '[data-testid="stPlotlyChart"] .js-plotly-plot, [data-testid="stVegaLiteChart"] > :is(svg, canvas) '
+        '{ transform: scale(var(--fit)); transform-origin: 0 0; pointer-events: auto; }',
     ]
 
 
