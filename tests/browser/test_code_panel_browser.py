@@ -22,10 +22,15 @@ def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle,
     wait_idle(page)
     lines0, titles0 = _state(page)
     assert titles0[0].startswith("engine.autodiff.propagate") and any("Add.vjp" in t for t in titles0)
-    assert len(lines0) >= 5
-    # the highlighted lines are the engine's source as the file has it: the walk's emit of NodeVisited is one
+    assert len(lines0) >= 4
+    # the highlighted lines are the engine's source as the file has it, and the ones doing the work: the VJP
+    # call and the addition to the running total (twice: f sends to x1 and to x6), never an observer call
     texts = page.locator('[data-testid="code-panel"] .l.hl').all_inner_texts()
-    assert any("emit(NodeVisited(node, d, step))" in t for t in texts)
+    assert any("node.chain_rule(adjoint)" in t for t in texts)
+    assert any("prev + contribution" in t and "×2" in t for t in texts)
+    assert not any("observer" in t for t in texts)
+    lecture = page.locator('[data-testid="code-lecture"] .l.hl').all_inner_texts()
+    assert any("bar.get(u, 0) + contribution" in t for t in lecture)
     shot(page, "code_panel_step7")
 
     page.get_by_role("button", name="Step").click()
@@ -41,3 +46,6 @@ def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle,
     assert any("accumulate_derivative" in t for t in titles2) and lines2 != lines1
     highlighted = page.locator('[data-testid="code-panel"] .l.hl').all_inner_texts()
     assert any("self.grad =" in t for t in highlighted)
+    assert any("node.accumulate_derivative(adjoint)" in t for t in highlighted)  # the walk's own line
+    lecture = page.locator('[data-testid="code-lecture"] .l.hl').all_inner_texts()
+    assert any("v.grad += bar[v]" in t for t in lecture)
