@@ -61,6 +61,9 @@ for msg in ctx.link_problems:
 S = st.session_state
 
 
+PRESENT_NETWORK_PX = 1500  # presentation mode: the network picture's width under the curves (its text ~ 18 px)
+
+
 def k(name: str) -> str:
     return ns.key(name)
 
@@ -304,7 +307,7 @@ def live_view() -> None:
     snap = r.snapshot()
     # the run's own buttons live in the fragment: a click reruns only the fragment, never racing the
     # full-page rerun against the fragment's timer (a full rerun could leave the timer unscheduled)
-    b = st.columns([1, 1, 4])
+    b = st.columns([1, 1, 4], vertical_alignment="center")
     paused = r.control.paused
     b[0].button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
                 on_click=_pause_resume, disabled=snap.done, width="stretch")
@@ -317,7 +320,8 @@ def live_view() -> None:
                    f"a GloVe vector ({started.unknown_train_tokens:,} training / {started.unknown_val_tokens:,} "
                    "validation tokens) share one fixed random vector")
     # the text is its own element: a progress bar's text lagged the metrics below by seconds in the browser
-    st.markdown(progress_text(snap))
+    progress_line = (b[2] if look.presenting else st).empty()  # presentation mode: the figures join it below
+    progress_line.markdown(progress_text(snap))
     st.progress(snap.progress)
     if snap.finished is not None and snap.finished.status == "error":
         st.error(md_escape(snap.finished.error))
@@ -336,7 +340,7 @@ def live_view() -> None:
             parts.append(f"validation accuracy **{val_now:.1%}**")
         if best is not None:
             parts.append(f"best **{best:.1%}**" + (f" ({best - target:+.1%} vs HW2's 75% target)" if target else ""))
-        st.markdown(" · ".join(parts))
+        progress_line.markdown(progress_text(snap) + "  \n" + " · ".join(parts))
     if not look.presenting:
         m = st.columns(4)
         m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
@@ -349,21 +353,22 @@ def live_view() -> None:
                     else None)
     # Vega-Lite, not Plotly, for what updates every second: Streamlit updates its data in place, where a
     # Plotly chart is remounted at every change (it flashed empty while training)
-    h = int(look.figure_height * (0.4 if look.presenting else 0.55))
+    h = int(look.figure_height * (0.2 if look.presenting else 0.55))
     look_now = last_look(snap)
-    # presentation mode: the curves and the network picture side by side, on the first screen
-    g = st.columns([1, 1, 0.75] if look.presenting else [1, 1])
+    # presentation mode: the curves, and the network picture left to right under them, on the first screen
+    g = st.columns([1, 1])
     g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
     g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
     # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
-    net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="TB")
+    net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="LR" if look.presenting else "TB")
     svg = cached_svg(net_dot)
+    picture_col = st.container() if look.presenting else None
 
     st.markdown("##### A look inside, while it trains")
     left, right = st.columns([2, 5])
-    picture_col = g[2] if look.presenting else left
+    picture_col = picture_col or left
     if svg is not None:
-        picture_col.image(svg, width="stretch")
+        picture_col.image(svg, width=PRESENT_NETWORK_PX if look.presenting else "stretch")
     else:   # no Graphviz on the server: the browser lays the same DOT out
         picture_col.graphviz_chart(net_dot, width="stretch")
         picture_col.caption(NO_SERVER_GRAPHVIZ)
