@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,13 @@ def readable_figure(spec: dict, lk: Look) -> dict:
     for name, axis in list(layout.items()):
         if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
             tick = max(_num((axis.get("tickfont") or {}).get("size")), floor)
+            extra = {}
             if axis.get("type") == "log":  # 2s and 5s between the decades come at 3/4 of the tick size
                 tick = max(tick, -(-floor * 4 // 3))
+                if "dtick" not in axis:
+                    extra["dtick"] = log_dtick(spec, name, tick)
             layout[name] = {**axis, "tickfont": {**(axis.get("tickfont") or {}), "size": tick},
-                            "title": _sized_title(axis.get("title"), floor)}
+                            "title": _sized_title(axis.get("title"), floor), **extra}
     if layout.get("title") is not None:
         layout["title"] = _sized_title(layout["title"], floor)
     layout["legend"] = {**(layout.get("legend") or {}),
@@ -77,6 +81,31 @@ def readable_figure(spec: dict, lk: Look) -> dict:
     if spec.get("frames"):
         out["frames"] = [_lift_fonts(f, floor) for f in spec["frames"]]
     return out
+
+
+def log_dtick(spec: dict, axis_name: str, tick_px: float, across_px: float | None = None) -> Any:
+    """Plotly's ``dtick`` for a log axis whose labels must not touch at ``tick_px``: every digit between
+    the decades ("D1") where a decade is tall enough for nine labels, 1, 2 and 5 ("D2") where it holds three,
+    else the decades alone (1). ``across_px``: the axis's length (default: the figure's height less its
+    margins for a y axis, 800 px for an x axis, what a column of the presentation page gives)."""
+    import math
+    lay = spec.get("layout") or {}
+    letter = axis_name[0]
+    values = [v for tr in spec.get("data") or [] for v in (tr.get(letter) or [])
+              if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0]
+    if across_px is None:
+        if letter == "y":
+            m = lay.get("margin") or {}
+            across_px = float(lay.get("height") or 450) - float(m.get("t", 100)) - float(m.get("b", 120))
+        else:
+            across_px = 800.0
+    decades = max(math.log10(max(values) / min(values)), 0.5) + 0.2 if values else 3.0
+    per_decade = max(across_px, 50.0) / decades
+    if per_decade >= 9 * tick_px * 1.3:
+        return "D1"
+    if per_decade >= 3 * tick_px * 1.6:
+        return "D2"
+    return 1
 
 
 def _sized_title(title, floor: float) -> dict:
