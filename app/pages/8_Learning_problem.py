@@ -25,6 +25,7 @@ ctx = start_page(
     defaults={"surface": L.DEFAULT_SURFACE, "lr": S0.lr_default, "batch": 0, "w1": S0.start[0], "w2": S0.start[1],
               "step": 0, "x0": 0.0, "eta": 0.1})
 ns, look = ctx.ns, ctx.look
+PRESENT_CONTOUR_PX = 500  # presentation mode: the contour plot's height (it ends within the first 1080 px)
 if look.presenting:
     st.html(present_css(True))
 for msg in ctx.link_problems:
@@ -73,10 +74,11 @@ with head[1]:
     presentation_toggle()
 surface = st.session_state[ns.key("surface")]
 S = L.SURFACES[surface]
-st.markdown("Learning = choosing parameters w that make a loss small. For a classifier the loss is the "
-            "**cross-entropy**: the average of −log(probability the model gives the right label). "
-            f"Here: `{S.formula}`. With many classes the loss takes the model's logits and works in log space: "
-            "[Cross-entropy on logits](Cross_entropy_on_logits), the lecture's opening example.")
+if not look.presenting:  # on a projector the lecturer says it: the contours get the room
+    st.markdown("Learning = choosing parameters w that make a loss small. For a classifier the loss is the "
+                "**cross-entropy**: the average of −log(probability the model gives the right label). "
+                f"Here: `{S.formula}`. With many classes the loss takes the model's logits and works in log "
+                "space: [Cross-entropy on logits](Cross_entropy_on_logits), the lecture's opening example.")
 
 # learning rate: snap a linked value to the choices
 lr_now = min(S.lr_choices, key=lambda v: abs(v - float(st.session_state[ns.key("lr")])))
@@ -89,7 +91,9 @@ c[0].select_slider("Learning rate η", S.lr_choices, key=ns.key("lr"), on_change
 for col, (name, value) in zip(c[1:], S.lr_examples.items()):
     col.button(f"{name} (η = {value:g})", key=ns.key(f"lr_{name}"), on_click=_set_lr, args=(value,),
                width="stretch")
-c2 = st.columns([2, 1, 1])
+with (st.expander("Gradient from all examples or mini-batches · start point", expanded=False) if look.presenting
+      else st.container()):
+    c2 = st.columns([2, 1, 1])
 c2[0].selectbox("Gradient from", L.BATCH_CHOICES, key=ns.key("batch"), on_change=_restart,
                 disabled=surface != "logistic",
                 format_func=lambda b: "all 10 examples (gradient descent)" if b == 0 else
@@ -114,8 +118,10 @@ st.markdown(
     f"{L._v(cur.delta)} → L = {cur.loss_next:.4g}")
 left, right = st.columns([3, 2])
 with left:
-    show_plot(L.contour_figure(surface, cached_grid(surface), path, step, look, w_min), look,
-              key=ns.key("contours"))
+    contours = L.contour_figure(surface, cached_grid(surface), path, step, look, w_min)
+    if look.presenting:  # under the controls and the step's line, within the first screen
+        contours.update_layout(height=PRESENT_CONTOUR_PX)
+    show_plot(contours, look, key=ns.key("contours"))
 with right:
     st.markdown(f"**η = {lr:g}: {badge}** — {why}.")
     st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
