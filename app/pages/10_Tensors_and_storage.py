@@ -1,4 +1,6 @@
-"""Tensors, storage and views: the engine's flat storage, shape, strides and offset drawn as boxes; permute shares storage, view of non-contiguous data raises the engine's ViewError and contiguous() copies; broadcasting's backward is a sum over the broadcast axes, embedding's a scatter-add; one op timed on every backend.
+"""A tensor as flat storage read through shape, strides and offset: views that share it, broadcasting's and embedding's backward.
+
+Tensors, storage and views: the engine's flat storage, shape, strides and offset drawn as boxes; permute shares storage, view of non-contiguous data raises the engine's ViewError and contiguous() copies; broadcasting's backward is a sum over the broadcast axes, embedding's a scatter-add; one op timed on every backend.
 """
 from __future__ import annotations
 
@@ -56,7 +58,8 @@ head[0].markdown("A tensor is a **flat storage** buffer read through a **shape**
                  "`offset + i·strides[0] + j·strides[1]`. Views change only shape, strides and offset.")
 
 # --- storage, shape, strides, offset ----------------------------------------------------------------------
-st.subheader("Storage, shape, strides and offset (the engine's TensorData)")
+if not look.presenting:  # on a projector the boxes follow the formula above at once
+    st.subheader("Storage, shape, strides and offset (the engine's TensorData)")
 chain_now = st.session_state[ns.key("chain")]
 st.session_state[ns.key("chain_preset")] = chain_now if chain_now in M.CHAIN_PRESETS and \
     st.session_state[ns.key("base")] == "3x4" else OWN

@@ -1,4 +1,6 @@
-"""Exercises: the lecture notes' exercises posed one at a time with answer boxes; the engine computes every answer and checks yours with a tolerance, and "Reveal" shows the worked steps with a link to the page (and step) that shows them.
+"""The notes' exercises one at a time, answers checked by the engine, the worked steps on reveal.
+
+Exercises: the lecture notes' exercises posed one at a time with answer boxes; the engine computes every answer and checks yours with a tolerance, and "Reveal" shows the worked steps with a link to the page (and step) that shows them.
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Type a small program, set its inputs, and step through the engine's forward pass and then its backward pass: values, the contribution sent along each edge, the running sum at fan-out nodes, and a central-difference check of every gradient.
+"""The slide example's graph evaluated in topological order, then its backward graph: x̄ adjoints, the contribution on each edge, the sum at a fan-out, and the engine's lines that ran.
+
+Type a small program, set its inputs, and step through the engine's forward pass and then its backward pass: values, the contribution sent along each edge, the running sum at fan-out nodes, and a central-difference check of every gradient.
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Check the engine's gradients against finite differences: sweep the step h on log-log plots in float64 and float32, central differences (error ∝ h²) beside forward differences (∝ h), with the error model's slopes and its best h marked, and compare every input's autodiff gradient with its finite-difference estimate.
+"""Finite-difference error against h on log-log axes, in float64 and float32, with the best h the error model predicts.
+
+Check the engine's gradients against finite differences: sweep the step h on log-log plots in float64 and float32, central differences (error ∝ h²) beside forward differences (∝ h), with the error model's slopes and its best h marked, and compare every input's autodiff gradient with its finite-difference estimate.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ ctx = start_page(
             "index": LinkField("int", 0, minimum=0)},
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "wrt": "", "h": 1e-6, "index": 0})
 ns, look = ctx.ns, ctx.look
+PRESENT_SWEEP_PX = 550  # presentation mode: each sweep's height, its best-h caption under it on the first screen
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -78,9 +81,11 @@ element = f"[{int(index)}]" if size > 1 else ""
 figs = st.columns(2)
 for col, dtype in zip(figs, ("float64", "float32")):
     with col:
-        show_plot(sweep_figure(model.sweep, dtype, look,
-                               title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}"),
-                  look, key=ns.key(f"sweep_fig_{dtype}"), theme=None)
+        fig = sweep_figure(model.sweep, dtype, look,
+                           title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}")
+        if look.presenting:  # the best-h caption under it stays on the first screen
+            fig.update_layout(height=PRESENT_SWEEP_PX)
+        show_plot(fig, look, key=ns.key(f"sweep_fig_{dtype}"), theme=None)
         st.markdown(best_h_text(model.sweep, dtype))
 st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h for forward differences (pale "
            "bands: h²|f'''|/6 and h|f''|/2, with the engine's own higher derivatives). Small h: f(x+h) and "

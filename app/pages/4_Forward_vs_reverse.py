@@ -1,4 +1,6 @@
-"""Forward mode with dual numbers stepping through the same graph (each node carries its value and its derivative forward), the number of passes and ops each mode needs for a full Jacobian of R^n → R^m as n and m vary, how large a full Jacobian is against the vector a VJP carries, and the memory reverse mode keeps for its backward pass as batch and depth grow (the notes' count, this engine's and the strict minimum, at any size).
+"""Dual numbers carrying value and tangent forward; the passes a full Jacobian needs in each mode; the memory reverse mode keeps.
+
+Forward mode with dual numbers stepping through the same graph (each node carries its value and its derivative forward), the number of passes and ops each mode needs for a full Jacobian of R^n → R^m as n and m vary, how large a full Jacobian is against the vector a VJP carries, and the memory reverse mode keeps for its backward pass as batch and depth grow (the notes' count, this engine's and the strict minimum, at any size).
 """
 from __future__ import annotations
 

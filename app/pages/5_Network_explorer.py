@@ -1,4 +1,6 @@
-"""Pick a network (logistic regression, MLP, the lecture's sentiment network, HW2's network, a residual block, an attention head, an unrolled RNN, or your own layers) and step through its real forward and backward pass at tensor level: shapes, values, adjoints, each VJP with its actual matrices, fan-out sums, the memory kept for backward, and a gradient check.
+"""A real network's forward and backward pass at tensor level: shapes, heatmaps of values and adjoints, each VJP's products.
+
+Pick a network (logistic regression, MLP, the lecture's sentiment network, HW2's network, a residual block, an attention head, an unrolled RNN, or your own layers) and step through its real forward and backward pass at tensor level: shapes, values, adjoints, each VJP with its actual matrices, fan-out sums, the memory kept for backward, and a gradient check.
 """
 from __future__ import annotations
 

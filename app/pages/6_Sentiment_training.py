@@ -1,4 +1,6 @@
-"""Train HW2's sentiment network (GloVe word vectors averaged, two linear layers) on SST-2, a built-in corpus or your own sentences, live: loss and accuracy curves, a look inside the layers (norms, update ratios, dead ReLUs), pause / resume / stop, runs compared, then inspect the best checkpoint's validation errors and try your own sentences.
+"""HW2's sentiment network trained live on SST-2: loss and accuracy curves, and a look inside (norms, dead ReLUs).
+
+Train HW2's sentiment network (GloVe word vectors averaged, two linear layers) on SST-2, a built-in corpus or your own sentences, live: loss and accuracy curves, a look inside the layers (norms, update ratios, dead ReLUs), pause / resume / stop, runs compared, then inspect the best checkpoint's validation errors and try your own sentences.
 """
 from __future__ import annotations
 

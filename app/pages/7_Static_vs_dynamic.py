@@ -1,4 +1,6 @@
-"""The same program as a static (TensorFlow 1 style) graph and as an eager, dynamic one: run a fetch with a feed dict and watch only the nodes it needs light up, the gradient nodes gradients() adds, a loop unrolled for several lengths, constant folding before and after, and a training step captured once and replayed.
+"""One program as a static graph run with a feed dict and as the graph the eager run recorded; what gradients() adds.
+
+The same program as a static (TensorFlow 1 style) graph and as an eager, dynamic one: run a fetch with a feed dict and watch only the nodes it needs light up, the gradient nodes gradients() adds, a loop unrolled for several lengths, constant folding before and after, and a training step captured once and replayed.
 """
 from __future__ import annotations
 

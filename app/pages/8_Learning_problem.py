@@ -1,4 +1,6 @@
-"""The learning problem: a classifier's cross-entropy over two parameters drawn as contours, and gradient descent on it one step at a time (Δw = −η∇L from the engine's gradients) with a learning rate that is too small, about right or divergent; why the step works (Taylor), SGD's pseudo-code, and the lecture's exercise 1.
+"""Gradient descent stepping down a classifier's loss contours: Δw = −η∇L from the engine, with a learning rate too small, about right or divergent.
+
+The learning problem: a classifier's cross-entropy over two parameters drawn as contours, and gradient descent on it one step at a time (Δw = −η∇L from the engine's gradients) with a learning rate that is too small, about right or divergent; why the step works (Taylor), SGD's pseudo-code, and the lecture's exercise 1.
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Topological sort as the slides teach it (the queue method: take a node with no unprocessed inputs) step by step, beside the depth-first post-order that engine.topological_sort really returns; then click the nodes in an order of your own and the app says whether it is a valid topological order.
+"""The slides' queue method taking one node at a time, beside the order the engine's depth-first sort returns; your own order checked edge by edge.
+
+Topological sort as the slides teach it (the queue method: take a node with no unprocessed inputs) step by step, beside the depth-first post-order that engine.topological_sort really returns; then click the nodes in an order of your own and the app says whether it is a valid topological order.
 """
 from __future__ import annotations
 
