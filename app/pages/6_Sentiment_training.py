@@ -152,8 +152,9 @@ c[2].button(ONE_CLICK["relu"][0], icon=":material/play_arrow:", on_click=_one_cl
             width="stretch", help="A large learning rate, 0.25, with Adam: watch the dead-ReLU plot and the "
                                   "ReLU box of the network turn red, and accuracy stall at one class.")
 
-# presentation mode: the settings fold away once a run exists, so the live curves and the network fill the screen
-settings_box = (st.expander("Settings: dataset, epochs, batch, learning rate, optimizer, …", expanded=run is None)
+# presentation mode: the settings are folded (the one-click presets set them), so the live curves and the network
+# fill the screen
+settings_box = (st.expander("Settings: dataset, epochs, batch, learning rate, optimizer, …", expanded=False)
                 if look.presenting else st.container(border=True))
 with settings_box:
     c = st.columns([3, 1, 1, 1, 1])
@@ -399,7 +400,15 @@ def live_view() -> None:
 
 live_view()
 
-if run is None:
+if run is None and look.presenting:  # the picture the live view redraws while it trains, at the same place
+    before = SentimentNet(hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]))
+    net_dot = network_dot(before, None, look.figure_font, rankdir="LR")
+    svg = cached_svg(net_dot)
+    if svg is not None:
+        st.image(svg, width=PRESENT_NETWORK_PX)
+    else:
+        st.graphviz_chart(net_dot)
+elif run is None:
     with st.expander("The network (layers collapsed)", expanded=True):
         show_plot(style_graph_figure(network_figure(SentimentNet(hidden=int(S[k("hidden")]),
                                                                  dropout=float(S[k("dropout")]))), look),

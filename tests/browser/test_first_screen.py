@@ -1,0 +1,209 @@
+"""The lecture hall: what the class must see at once fits the first screen of a projector.
+
+Each page opens in presentation mode (``?present=1``) in headless Chromium at 1920 x 1080 (the design), 1366 x 768
+and 1280 x 720, and the bounding boxes of its named elements (the graphs, the step's caption, the code panels,
+the verdict lines, the step buttons) must lie inside the window without scrolling. A smaller projector shows
+the 1920 x 1080 page scaled as a whole (``explorer.kit.presentation.fit_screen_rules``), so the boxes read here
+are the ones on screen. The caption that carries the step's number is at least 24 px on the design screen, and
+no two tick labels of a chart's axis overlap (the log axes' minor labels did).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
+SIZES = [(1920, 1080), (1366, 768), (1280, 720)]
+STEP_BUTTONS = ("Start", "Back", "Play", "Step", "End")
+CAPTION_MIN_PX = 24
+
+# page (with its link's state) -> the named elements of its first screen:
+#   ("graphs", n)       the first n charts (Plotly) of the page
+#   ("text", regex)     the element whose text matches (a caption, a verdict line, a title)
+#   ("caption", regex)  the same, and its font is at least CAPTION_MIN_PX at 1920 x 1080
+#   ("testid", id)      the element with that data-testid (the code panels)
+#   ("buttons", names)  the step buttons
+#   ("graph_top", n)    the first 200 px of the first chart (a page whose graph is taller than a screen)
+#   ("picture", 1)      the network picture (Graphviz)
+FIRST_SCREEN = {
+    "": [("text", r"^1 · "), ("text", r"^11 · ")],
+    "Expression_explorer?step=10": [
+        ("graphs", 2), ("caption", r"^take x3: x̄3 = 244\.69"), ("text", r"^Step 10 of 14"),
+        ("testid", "code-panel"), ("testid", "code-lecture"), ("buttons", STEP_BUTTONS)],
+    "Backprop_orders?step=8": [
+        ("graphs", 2), ("text", r"^so far every node was taken with all its contributions"),
+        ("text", r"^✗ step 8: x1 finalised with 1 of 2 contributions"),
+        ("caption", r"^Step 8 of 14 · backward: take x6"), ("caption", r"^Step 8 of 14 · backward: take x1"),
+        ("buttons", STEP_BUTTONS)],
+    "Gradient_check": [("graphs", 2), ("caption", r"^float64: best h = .*4\.6e-06"),
+                       ("caption", r"^float32: best h = ")],
+    "Forward_vs_reverse": [("graphs", 1), ("text", r"^Step 1 of \d+"), ("buttons", STEP_BUTTONS)],
+    "Network_explorer?step=30&level=layer": [
+        ("graphs", 2), ("caption", r"^Step 30 of \d+ · backward"), ("text", r"^This step$"),
+        ("buttons", STEP_BUTTONS)],
+    "Sentiment_training": [("picture", 1), ("text", r"^HW2: 450/100"), ("text", r"^Start training$")],
+    "Static_vs_dynamic": [("graph_top", 1)],
+    "Learning_problem": [("graphs", 1), ("caption", r"^Step 0: w = "), ("buttons", ("Start", "Back", "Step", "End"))],
+    "Topological_sort": [("graphs", 1), ("caption", r"^Step 1 of 7"), ("buttons", STEP_BUTTONS)],
+    "Tensors_and_storage": [("graphs", 2), ("text", r"offset \+ i·strides\[0\]")],
+    "Exercises": [("text", r"^Exercise 1 · "), ("text", r"^Check my answers$")],
+}
+
+
+@pytest.fixture(params=SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def screen(request, browser):
+    w, h = request.param
+    context = browser.new_context(viewport={"width": w, "height": h})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        yield pg, w, h
+    finally:
+        context.close()
+
+
+def open_presenting(pg, url: str, wait_idle) -> None:
+    pg.goto(url)
+    wait_idle(pg, timeout=120)
+    pg.wait_for_timeout(600)  # charts draw after the script run ends
+    wait_idle(pg, timeout=120)
+
+
+def named_boxes(pg, wants) -> list[tuple[str, dict | None, float | None]]:
+    """(name, bounding box, font px) of each named element of ``wants``."""
+    main = pg.locator('[data-testid="stMain"]')
+    out = []
+    for kind, arg in wants:
+        if kind in ("graphs", "graph_top"):
+            charts = main.locator(".js-plotly-plot")
+            for i in range(arg):
+                box = charts.nth(i).bounding_box() if charts.count() > i else None
+                if box is not None and kind == "graph_top":
+                    box = {**box, "height": min(box["height"], 200)}
+                out.append((f"chart {i + 1}", box, None))
+        elif kind in ("text", "caption"):
+            el = main.get_by_text(re.compile(arg)).first
+            box = el.bounding_box() if el.count() else None
+            px = el.evaluate("e => parseFloat(getComputedStyle(e).fontSize)") if el.count() else None
+            out.append((f"{kind} {arg!r}", box, px if kind == "caption" else None))
+        elif kind == "picture":  # a network drawn by Graphviz: on the server (an image) or in the browser
+            el = main.locator('[data-testid="stImage"] img, [data-testid="stGraphVizChart"] svg').first
+            out.append(("network picture", el.bounding_box() if el.count() else None, None))
+        elif kind == "testid":
+            el = main.locator(f'[data-testid="{arg}"]').first
+            out.append((arg, el.bounding_box() if el.count() else None, None))
+        elif kind == "buttons":
+            for name in arg:
+                el = main.get_by_role("button", name=re.compile(rf"^\W*{name}\b")).first
+                out.append((f"button {name}", el.bounding_box() if el.count() else None, None))
+    return out
+
+
+@pytest.mark.parametrize("path", list(FIRST_SCREEN))
+def test_the_first_screen_holds_what_the_class_must_see(screen, app_url, wait_idle, path):
+    pg, w, h = screen
+    sep = "&" if "?" in path else "?"
+    open_presenting(pg, f"{app_url}/{path}{sep}present=1", wait_idle)
+    assert pg.locator('[data-testid="stException"]').count() == 0
+    problems = []
+    for name, box, px in named_boxes(pg, FIRST_SCREEN[path]):
+        if box is None:
+            problems.append(f"{name}: not drawn")
+            continue
+        if box["y"] < -0.5 or box["y"] + box["height"] > h + 0.5 or box["x"] < -0.5 or box["x"] + box["width"] > w + 0.5:
+            problems.append(f"{name}: {({k: round(v) for k, v in box.items()})} is not within {w} x {h}")
+        if px is not None and w == 1920 and px < CAPTION_MIN_PX - 0.05:
+            problems.append(f"{name}: {px} px, less than {CAPTION_MIN_PX} px")
+    SHOTS.mkdir(parents=True, exist_ok=True)  # the first screen as the class sees it, to look at
+    pg.screenshot(path=str(SHOTS / f"first_screen_{w}x{h}_{path.split('?')[0] or 'Home'}.png"))
+    assert problems == [], f"/{path} at {w} x {h}: " + "; ".join(problems)
+
+
+def test_backprop_orders_stand_side_by_side(screen, app_url, wait_idle):
+    """Two orders, two graphs at the same height, the broken one to the right, each under its verdict line."""
+    pg, w, h = screen
+    open_presenting(pg, f"{app_url}/Backprop_orders?step=11&present=1", wait_idle)
+    charts = pg.locator('[data-testid="stMain"] .js-plotly-plot')
+    a, b = charts.nth(0).bounding_box(), charts.nth(1).bounding_box()
+    assert b["x"] >= a["x"] + a["width"] - 1 and abs(a["height"] - b["height"]) < 2
+    for box in (a, b):
+        assert box["y"] + box["height"] <= h + 0.5
+    verdicts = [pg.get_by_text(re.compile(r"^so far every node")).first.bounding_box(),
+                pg.get_by_text(re.compile(r"^✗ step 11: LOST")).first.bounding_box()]
+    assert verdicts[0]["y"] < a["y"] and verdicts[1]["y"] < b["y"] and verdicts[1]["x"] >= a["x"] + a["width"] - 1
+
+
+TICKS_JS = """() => {
+  const out = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((plot, p) => {
+    for (const axis of ['xtick', 'ytick']) {
+      const groups = {};
+      plot.querySelectorAll(`.${axis} text`).forEach(t => {
+        const sub = t.closest('[class*="subplot"], .cartesianlayer') || plot;
+        const key = (sub.getAttribute('class') || '') + (t.closest('g[class*="axislayer"]') ? '' : '');
+        const r = t.getBoundingClientRect();
+        if (r.width < 1 || !t.textContent.trim()) return;
+        (groups[key] = groups[key] || []).push({text: t.textContent, x: r.x, y: r.y, w: r.width, h: r.height});
+      });
+      for (const boxes of Object.values(groups)) {
+        for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+          const a = boxes[i], b = boxes[j];
+          const ox = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+          const oy = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+          if (ox > 1 && oy > 1) out.push(`chart ${p + 1} ${axis}: '${a.text}' and '${b.text}'`);
+        }
+      }
+    }
+  });
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("path", ["Forward_vs_reverse", "Gradient_check", "Learning_problem"])
+def test_log_axes_tick_labels_do_not_overlap(big_page_1920, app_url, wait_idle, path):
+    open_presenting(big_page_1920, f"{app_url}/{path}?present=1", wait_idle)
+    assert big_page_1920.evaluate(TICKS_JS) == []
+
+
+@pytest.fixture
+def big_page_1920(browser):
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+def test_sentiment_training_shows_curves_and_network_while_training(browser, app_url, wait_idle):
+    """While a run trains, the settings fold away and the live curves and the network picture fill the first
+    screen, at every projector size (one run, the window resized)."""
+    context = browser.new_context(viewport={"width": 1920, "height": 1080})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        open_presenting(pg, f"{app_url}/Sentiment_training?present=1", wait_idle)
+        pg.get_by_role("button", name=re.compile(r"^\W*HW2: 450/100")).first.click()
+        pg.get_by_text(re.compile(r"^epoch \d+ / 250")).first.wait_for(timeout=60_000)
+        for w, h in SIZES:
+            pg.set_viewport_size({"width": w, "height": h})
+            pg.wait_for_timeout(1200)
+            main = pg.locator('[data-testid="stMain"]')
+            boxes = {"loss curve": main.locator('[data-testid="stVegaLiteChart"] svg').nth(0).bounding_box(),
+                     "accuracy curve": main.locator('[data-testid="stVegaLiteChart"] svg').nth(1).bounding_box(),
+                     "network": main.locator('[data-testid="stImage"] img, [data-testid="stGraphVizChart"] svg')
+                     .first.bounding_box(),
+                     "figures": main.get_by_text(re.compile(r"^epoch \d+ / 250")).first.bounding_box()}
+            for name, box in boxes.items():
+                assert box is not None and box["y"] + box["height"] <= h + 0.5 and box["y"] >= 0, \
+                    f"{name} at {w} x {h}: {box}"
+            settings = main.get_by_text(re.compile(r"^Learning rate$"))
+            assert settings.count() == 0 or not settings.first.is_visible()  # folded away
+        main.get_by_role("button", name=re.compile(r"^\W*Stop")).first.click()
+    finally:
+        context.close()
