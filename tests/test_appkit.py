@@ -179,6 +179,22 @@ def test_play_never_runs_faster_than_its_speed(gaps, seconds):
     assert all(b - a >= 0.5 * seconds for a, b in zip([0.0] + moves, moves))
 
 
+def test_play_keeps_to_its_schedule_when_a_rerun_is_slow():
+    """Play at 1 s/step with its timer ticking every quarter step and every step's rerun taking 0.6 s:
+    13 steps still take 13 s (the rerun's time does not add to each step, as it did: 28 s)."""
+    from explorer.kit.state import play_interval
+    s, now, moves = start_playing(1, 14, 0.0), 0.0, []
+    while s.playing and now < 100:
+        now += play_interval(1.0)
+        nxt = play_tick(s, 14, now, 1.0)
+        if nxt.step != s.step:
+            moves.append(now)
+            now += 0.6  # drawing the step
+        s = nxt
+    assert len(moves) == 13 and 12.5 <= moves[-1] <= 13.5, moves
+    assert all(0.5 <= b - a <= 1.5 for a, b in zip(moves, moves[1:]))
+
+
 # --- presentation mode: every text a class reads --------------------------------------------------------
 
 def _font_sizes(node, path=""):

@@ -18,7 +18,7 @@ from .figures import PrebuiltFigure, static_frame
 from .formatting import md_escape
 from .plotly_figure import LINE_H
 from .presentation import Look, css, look, readable_dot, readable_figure
-from .state import DEFAULT_SPEED, SPEEDS, Namespace, PlayState, clamp_step, play_tick, start_playing
+from .state import DEFAULT_SPEED, SPEEDS, Namespace, PlayState, clamp_step, play_interval, play_tick, start_playing
 
 PRESENT_KEY = "presenting"  # plain (non-widget) key shared by all pages
 PRESENT_FIELD = LinkField("bool", False)
@@ -284,7 +284,7 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
         state.step, state.playing, state.last_move
 
     if state.playing:
-        @st.fragment(run_every=seconds)
+        @st.fragment(run_every=play_interval(seconds))
         def play_clock() -> None:
             due = play_tick(current(), n_steps, time.monotonic(), SPEEDS[st.session_state[speed_key]])
             if due.step != st.session_state[key] or not due.playing:

@@ -1,0 +1,99 @@
+"""The lecture hall (issue 21), without a browser: the backward graph in the slides' notation read from its
+figure data, the orders' verdict lines that give nothing away, the log axes' labels, the projector scaling."""
+from __future__ import annotations
+
+import pytest
+
+from explorer.backprop_orders import orders_model
+from explorer.expression_explorer import explorer_model
+from explorer.kit import presets
+from explorer.kit.backward_view import backward_frameset, values_only
+from explorer.kit.plotly_figure import ADJOINT, EDGE
+from explorer.kit.presentation import PRESENTING, fit_screen_rules, log_dtick, readable_figure
+
+SLIDE, AT = presets.DEFAULT.program, presets.DEFAULT.inputs
+
+
+@pytest.fixture(scope="module")
+def slide():
+    return explorer_model(SLIDE, AT)
+
+
+def _trace(fig: dict, name: str) -> dict:
+    return next(tr for tr in fig["data"] if tr.get("name") == name)
+
+
+def _frame_text(fig: dict, frame: int, name: str) -> list[str]:
+    """The texts of trace ``name`` at ``frame`` (the frame's own copy when it has one)."""
+    names = [tr.get("name") for tr in fig["data"]]
+    fr = fig["frames"][frame]
+    idx = names.index(name)
+    if idx in fr["traces"]:
+        return fr["data"][fr["traces"].index(idx)]["text"]
+    return fig["data"][idx]["text"]
+
+
+def test_backward_graph_names_adjoints_reverses_edges_and_writes_the_fan_out_sum(slide):
+    fig = slide.backward_figure
+    heads = _trace(fig, "node")["text"]
+    assert sorted(heads) == sorted(["x̄1", "x̄2", "x̄3", "x̄4", "x̄5", "x̄6", "f̄"])
+    # every edge reversed, drawn in the backward colour
+    assert _trace(fig, "edges")["line"]["color"] == ADJOINT == _trace(fig, "arrowheads")["fillcolor"]
+    assert slide.figure["data"][0]["line"]["color"] == EDGE  # the forward graph keeps its grey
+    bfs = backward_frameset(slide.frameset, slide.shown_trace.graph.without_constants())
+    assert bfs.edges == [(d, s) for s, d in slide.frameset.edges]
+    # step 10 (frame 9): x3 sends 367.04 to x1, whose adjoint is the sum of what it received, in order
+    values = _frame_text(fig, 9, "value")
+    assert "= 1 + 367.04 = 368.04" in values
+    assert "367.04" in _frame_text(fig, 9, "edge label")
+    # step 7: x1 holds one of its two contributions; forward steps show no adjoint at all
+    assert "= 1 + … (1 of 2)" in _frame_text(fig, 6, "value")
+    assert all(t == "" for t in _frame_text(fig, 3, "value"))
+
+
+def test_the_projector_forward_graph_carries_values_only(slide):
+    only = values_only(slide.frameset)
+    assert all(not f.node_adjoint and not f.edge_text for f in only.frames)
+    assert [f.node_text for f in only.frames] == [f.node_text for f in slide.frameset.frames]
+
+
+def test_orders_verdict_lines_give_nothing_away():
+    m = orders_model(SLIDE, AT, ("topological", "bfs_first_touch"))
+    bfs, topo = m.views["bfs_first_touch"], m.views["topological"]
+    for k in range(7):  # steps 1-7: the same neutral line for both orders
+        assert bfs.verdict_line(k) == topo.verdict_line(k) == (
+            "ok", "so far every node was taken with all its contributions")
+    kind, line = bfs.verdict_line(7)  # step 8: x1 is taken holding 1 of its 2 contributions
+    assert kind == "wrong" and line.startswith("✗ step 8: x1 finalised with 1 of 2 contributions")
+    assert bfs.verdict_line(10)[1].startswith("✗ step 11: LOST: the contribution 367.04 reached x1")
+    assert topo.verdict_line(topo.n_frames - 1) == ("right", "✓ every gradient matches the topological order's")
+    # x1 is drawn wrong from step 8 on, never before; the topological order never draws one
+    i = bfs.frameset.heads.index("x1")
+    states = [f.node_state[i] for f in bfs.frameset.frames]
+    assert "early" not in states[:7] and all(s in ("early", "lost", "active") for s in states[7:])
+    assert not any("early" in f.node_state for f in topo.frameset.frames)
+    back = bfs.backward_figure
+    fill = [tr for tr in back["frames"][7]["data"] if tr.get("name") == "fill:early"]
+    assert fill and fill[0]["x"] != [None]
+
+
+@pytest.mark.parametrize("height, values, expected", [
+    (480, [1, 100], "D2"),      # two decades in ~260 px: 1, 2 and 5 fit, every digit does not
+    (480, [1e-12, 1], 1),       # twelve decades: the decades alone
+    (2000, [1, 10], "D1"),      # one decade across the screen: every digit
+])
+def test_log_axis_labels_fit_their_decades(height, values, expected):
+    spec = {"data": [{"type": "scatter", "x": [1, 2], "y": values}],
+            "layout": {"height": height, "yaxis": {"type": "log"}}}
+    assert log_dtick(spec, "yaxis", 24) == expected
+    lifted = readable_figure(spec, PRESENTING)["layout"]["yaxis"]
+    assert lifted["dtick"] == log_dtick(spec, "yaxis", lifted["tickfont"]["size"])
+    assert readable_figure({**spec, "layout": {**spec["layout"], "yaxis": {"type": "log", "dtick": 1}}},
+                           PRESENTING)["layout"]["yaxis"]["dtick"] == 1  # a figure's own choice stays
+
+
+def test_a_smaller_projector_shows_the_design_page_scaled():
+    rules = "\n".join(fit_screen_rules())
+    assert "calc(100vw / 1920px)" in rules and "calc(100vh / 1080px)" in rules and "scale(var(--fit))" in rules
+    # charts measure their layout size: their element drawn at 1 / z, the chart inside scaled back
+    assert "scale(calc(1 / var(--fit)))" in rules and "pointer-events: none" in rules
