@@ -103,7 +103,8 @@ def step_text(shown) -> None:
 
 def gradient_graphs(frame: int) -> None:
     """The forward graph and the gradient graph (Graphviz), with downloads."""
-    g1, g2 = st.columns(2)
+    # on a projector each at its natural size across the page (side by side, both were cut off at the right)
+    g1, g2 = (st.container(), st.container()) if look.presenting else st.columns(2)
     with g1:
         st.markdown("**Forward graph** (value, adjoint; the current step highlighted)")
         show_dot(model.forward_dot(frame), look)

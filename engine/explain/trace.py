@@ -145,6 +145,7 @@ class _Recorder:
         self.last_adjoint: dict[int, Any] = {}
         self._visit_sum: dict[int, Any] = {}
         self._where: list | None = None  # of the event being recorded
+        self.adjoint_of: dict[int, list[int]] = {}  # unique id of an adjoint tensor -> the nodes it is the adjoint of
 
     def _id(self, t) -> int:
         nid = self.id_of.get(t.unique_id)
@@ -163,6 +164,9 @@ class _Recorder:
         self._where = [loc.function, loc.file, loc.line] if loc is not None else None
         if isinstance(ev, NodeVisited):
             nid = self._id(ev.node)
+            held = self.adjoint_of.setdefault(getattr(ev.adjoint, "unique_id", id(ev.adjoint)), [])
+            if nid not in held:
+                held.append(nid)
             if not ev.node.is_leaf():
                 self.vjp_calls += 1
             val = plain_value(ev.adjoint)
@@ -276,15 +280,22 @@ def _backward_trace(fw: ForwardRun, strategy: str, create_graph: bool) -> Trace:
         grads[name] = plain_value(g) if g is not None else plain_value(np.zeros(leaf.shape))
     nonfinite = [f"{s.text}" for s in fw.steps if not s.finite]
     nonfinite += [f"gradient of {k} is not finite" for k, v in grads.items() if not is_finite(v)]
-    gg = gradient_graph_from(bops, fw, seed) if create_graph and error is None else None
+    gg = gradient_graph_from(bops, fw, seed, rec.adjoint_of) if create_graph and error is None else None
     order = [fw.id_of[t.unique_id] for t in autodiff.topological_sort(out)] if out.requires_grad else []
     return Trace(strategy if isinstance(strategy, str) else strategy.name, fw.graph, fw.steps, rec.events,
                  grads, rec.last_adjoint, rec.vjp_calls, len(bops), len(fw.steps), rec.n_events, error, gg,
                  nonfinite, order)
 
 
-def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor) -> Graph:
-    """The graph of engine ops the backward pass built (with create_graph=True)."""
+def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor,
+                        adjoint_of: Mapping[int, list[int]] | None = None) -> Graph:
+    """The graph of engine ops the backward pass built (with create_graph=True).
+
+    A tensor that is a node's complete adjoint (the backward pass took the node holding it: ``adjoint_of``,
+    unique id -> nodes) is named as the slides name it, ``x̄5`` (when an addition handed one tensor on to
+    several nodes, after the first: x̄3 and x̄4 are x̄5); the seed is the output's, ``f̄``; the other results
+    (single contributions, a VJP's inner products) are ``g1``, ``g2``, ... in the order they ran.
+    """
     names: dict[int, str] = {}
     fwd_uid = {t.unique_id: nid for nid, t in fw.tensor_of.items()}
     k = 0
@@ -293,10 +304,15 @@ def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor) -> Graph:
         names[r.out.unique_id] = f"g{k}"
     for name, leaf in fw.leaves.items():
         if leaf.grad is not None and leaf.grad.unique_id in names:
-            names[leaf.grad.unique_id] = f"∂f/∂{name}"
+            names[leaf.grad.unique_id] = bar(name)
+    # one tensor handed on by an addition is every receiver's adjoint: named after the first node that held it
+    adjoint_names = {t_uid: bar(fw.graph.nodes[nids[0]].name) for t_uid, nids in (adjoint_of or {}).items() if nids}
+    for t_uid, name in adjoint_names.items():
+        if t_uid in names:
+            names[t_uid] = name
     for t_uid, nid in fwd_uid.items():
         names.setdefault(t_uid, fw.graph.nodes[nid].name)
-    names[seed.unique_id] = "1 (seed)"
+    names[seed.unique_id] = adjoint_names.get(seed.unique_id, bar(fw.graph.nodes[fw.graph.output].name))
     g, id_of, tensor_of = graph_from_records(bops, names)
     for node in g.nodes:
         t = tensor_of[node.id]
