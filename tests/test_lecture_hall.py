@@ -79,7 +79,8 @@ def test_orders_verdict_lines_give_nothing_away():
 
 @pytest.mark.parametrize("height, values, expected", [
     (480, [1, 100], "D2"),      # two decades in ~260 px: 1, 2 and 5 fit, every digit does not
-    (480, [1e-12, 1], 1),       # twelve decades: the decades alone
+    (480, [1e-4, 1], 1),        # four decades: the decades alone
+    (480, [1e-12, 1], 2),       # twelve decades in 260 px: every other one
     (2000, [1, 10], "D1"),      # one decade across the screen: every digit
 ])
 def test_log_axis_labels_fit_their_decades(height, values, expected):

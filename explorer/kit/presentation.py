@@ -86,7 +86,7 @@ def readable_figure(spec: dict, lk: Look) -> dict:
 def log_dtick(spec: dict, axis_name: str, tick_px: float, across_px: float | None = None) -> Any:
     """Plotly's ``dtick`` for a log axis whose labels must not touch at ``tick_px``: every digit between
     the decades ("D1") where a decade is tall enough for nine labels, 1, 2 and 5 ("D2") where it holds three,
-    else the decades alone (1). ``across_px``: the axis's length (default: the figure's height less its
+    else the decades alone (1), or every k-th decade (k) where even those would touch. ``across_px``: the axis's length (default: the figure's height less its
     margins for a y axis, 800 px for an x axis, what a column of the presentation page gives)."""
     import math
     lay = spec.get("layout") or {}
@@ -105,7 +105,7 @@ def log_dtick(spec: dict, axis_name: str, tick_px: float, across_px: float | Non
         return "D1"
     if per_decade >= 3 * tick_px * 1.6:
         return "D2"
-    return 1
+    return max(1, math.ceil(tick_px * 1.6 / per_decade))  # every k-th decade (10⁻⁶ is taller than 10)
 
 
 def _sized_title(title, floor: float) -> dict:
