@@ -96,7 +96,9 @@ def log_dtick(spec: dict, axis_name: str, tick_px: float, across_px: float | Non
     if across_px is None:
         if letter == "y":
             m = lay.get("margin") or {}
-            across_px = float(lay.get("height") or 450) - float(m.get("t", 100)) - float(m.get("b", 120))
+            # less the x axis's labels and title under the plot (inside the bottom margin only when it is large)
+            across_px = (float(lay.get("height") or 450) - float(m.get("t", 100)) - float(m.get("b", 120))
+                         - max(0.0, 2.5 * tick_px - float(m.get("b", 120))))
         else:
             across_px = 800.0
     decades = max(math.log10(max(values) / min(values)), 0.5) + 0.2 if values else 3.0
