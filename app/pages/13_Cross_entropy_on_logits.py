@@ -1,4 +1,6 @@
-"""The lecture's opening example: loss = CrossEntropyLoss()(logits, labels); loss.backward() built from the engine's ops (log_softmax, then the label's negative log-likelihood), its gradient softmax − one-hot checked, why the loss takes logits (naive softmax-then-log overflows, log_softmax does not), and slide 7's two questions answered by the pages that show them.
+"""The lecture's opening line, loss = CrossEntropyLoss()(logits, labels), built from the engine's ops: its gradient softmax − one-hot, and why the loss takes logits.
+
+The lecture's opening example: loss = CrossEntropyLoss()(logits, labels); loss.backward() built from the engine's ops (log_softmax, then the label's negative log-likelihood), its gradient softmax − one-hot checked, why the loss takes logits (naive softmax-then-log overflows, log_softmax does not), and slide 7's two questions answered by the pages that show them.
 """
 from __future__ import annotations
 
