@@ -64,7 +64,7 @@ def bench_rerun(target: int, repeats: int, tmpdir: Path) -> dict:
     from streamlit.testing.v1 import AppTest
     text, inputs_text, nodes = program_with_nodes(target)
     wrapper = tmpdir / "explorer_timed.py"
-    wrapper.write_text(_WRAPPER.format(page=str(ROOT / "app" / "pages" / "1_Expression_explorer.py")))
+    wrapper.write_text(_WRAPPER.format(page=str(ROOT / "app" / "pages" / "3_Expression_explorer.py")))
     at = AppTest.from_file(str(wrapper), default_timeout=120)
     at.query_params["expr"] = text
     at.query_params["at"] = inputs_text

@@ -2,9 +2,9 @@
 slide example) and a training poll of Sentiment training (its live fragment, once a second per student).
 
     python3 benchmarks/step_cost.py                  # both, 30 reruns each
-    python3 benchmarks/step_cost.py --page 1 --reruns 60
-    python3 benchmarks/step_cost.py --page 6 --profile 25   # + the 25 costliest functions (cProfile)
-    python3 benchmarks/step_cost.py --page 6 --warm 40      # polls later in the run (longer curves)
+    python3 benchmarks/step_cost.py --page 3 --reruns 60      # page 3: the Expression explorer
+    python3 benchmarks/step_cost.py --page 11 --profile 25    # page 11 (Sentiment training) + the 25 costliest functions
+    python3 benchmarks/step_cost.py --page 11 --warm 40       # polls later in the run (longer curves)
 
 Each page runs through streamlit's AppTest (the real page script, headless, on this machine).
 
@@ -134,10 +134,10 @@ def measure(label: str, clock: ScriptClock, rerun, n: int, profile: int) -> dict
     return row
 
 
-def page1(clock: ScriptClock, n: int, profile: int, timeout: float) -> dict:
+def explorer_step(clock: ScriptClock, n: int, profile: int, timeout: float) -> dict:
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(next(PAGES.glob("1_*.py"))), default_timeout=timeout).run()
+    at = AppTest.from_file(str(next(PAGES.glob("*_Expression_explorer.py"))), default_timeout=timeout).run()
     assert not at.exception, [e.value for e in at.exception]
     for _ in range(3):  # warm: the model and the step's pictures are cached after the first visit of each
         at.button(key="explorer_step_fwd").click().run()
@@ -152,13 +152,13 @@ def page1(clock: ScriptClock, n: int, profile: int, timeout: float) -> dict:
     # a first pass over all 14 steps warms any per-step cache, as the 50 students of a class do for each other
     for _ in range(14):
         step()
-    return measure("page 1: Step (slide example)", clock, step, n, profile)
+    return measure("page 3 (Expression explorer): Step (slide example)", clock, step, n, profile)
 
 
-def page6(clock: ScriptClock, n: int, profile: int, timeout: float, warm: float = 0.0) -> dict:
+def training_poll(clock: ScriptClock, n: int, profile: int, timeout: float, warm: float = 0.0) -> dict:
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(next(PAGES.glob("6_*.py"))), default_timeout=timeout)
+    at = AppTest.from_file(str(next(PAGES.glob("*_Sentiment_training.py"))), default_timeout=timeout)
     at.query_params["epochs"] = "3000"
     at.run()
     next(b for b in at.button if b.label == "Start training").click().run()
@@ -186,7 +186,7 @@ def page6(clock: ScriptClock, n: int, profile: int, timeout: float, warm: float 
         for _ in range(3):
             poll()
         snap = run.snapshot()
-        row = measure(f"page 6: training poll (fragment), after {len(snap.epochs)} epochs", clock, poll, n, profile)
+        row = measure(f"page 11 (Sentiment training): training poll (fragment), after {len(snap.epochs)} epochs", clock, poll, n, profile)
         snap = run.snapshot()
         print(f"    (the run had {len(snap.epochs)} epochs, {len(snap.batch_x)} loss points and "
               f"{len(snap.other_events)} looks inside at the end)")
@@ -198,20 +198,21 @@ def page6(clock: ScriptClock, n: int, profile: int, timeout: float, warm: float 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--page", type=int, choices=(1, 6), action="append", help="1, 6 or both (default)")
+    # the pages' numbers in app/pages (the lecture's order): 3 Expression explorer, 11 Sentiment training
+    ap.add_argument("--page", type=int, choices=(3, 11), action="append", help="3, 11 or both (default)")
     ap.add_argument("--reruns", type=int, default=30)
     ap.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cumulative)")
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--warm", type=float, default=0.0,
-                    help="page 6: let the run train this many seconds before polling (longer curves)")
+                    help="page 11: let the run train this many seconds before polling (longer curves)")
     args = ap.parse_args(argv)
     clock = ScriptClock()
     clock.install()
-    for p in args.page or [1, 6]:
-        if p == 1:
-            page1(clock, args.reruns, args.profile, args.timeout)
+    for p in args.page or [3, 11]:
+        if p == 3:
+            explorer_step(clock, args.reruns, args.profile, args.timeout)
         else:
-            page6(clock, args.reruns, args.profile, args.timeout, args.warm)
+            training_poll(clock, args.reruns, args.profile, args.timeout, args.warm)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Backprop orders (page 2): the same graph backpropagated by the correct and by broken strategies.
+"""Backprop orders (page 5): the same graph backpropagated by the correct and by broken strategies.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cross-entropy on logits (page 13): the lecture's opening example, computed by the engine (no Streamlit here).
+"""Cross-entropy on logits (page 1): the lecture's opening example, computed by the engine (no Streamlit here).
 
 Slide 7 opens with ``loss = CrossEntropyLoss()(logits, labels); loss.backward()`` and asks two questions:
 how is backward implemented, and in what order? This module builds that loss from the engine's own ops

@@ -1,4 +1,4 @@
-"""Exercises (page 11): the lecture notes' exercises, each answered by the engine and checked with a tolerance.
+"""Exercises (page 12): the lecture notes' exercises, each answered by the engine and checked with a tolerance.
 
 Every answer here is computed when the exercise is built, by running the engine (``engine.grad``,
 ``engine.vjp``, traces of the backward pass, ``jacobian_costs``, the static graph's ``Session`` ...):

@@ -1,4 +1,4 @@
-"""Expression explorer (page 1): one program run on the engine, stepped forward and backward.
+"""Expression explorer (page 3): one program run on the engine, stepped forward and backward.
 
 No Streamlit here: the page calls :func:`explorer_model` through its cache.
 """

@@ -1,4 +1,4 @@
-"""Forward vs reverse (page 4): dual numbers through the graph, Jacobian costs, memory kept for backward.
+"""Forward vs reverse (page 7): dual numbers through the graph, Jacobian costs, memory kept for backward.
 """
 from __future__ import annotations
 

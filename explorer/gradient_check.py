@@ -1,4 +1,4 @@
-"""Gradient check (page 3): finite differences against autodiff, and the error versus h.
+"""Gradient check (page 6): finite differences against autodiff, and the error versus h.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The learning problem (page 8): a loss over two parameters, and gradient descent on it, step by step.
+"""The learning problem (page 2): a loss over two parameters, and gradient descent on it, step by step.
 
 Every number comes from the engine: the loss surface is the engine's cross-entropy evaluated on a grid
 (one batched engine computation), each step's gradient is ``engine.grad`` of the loss, the curvature

@@ -1,4 +1,4 @@
-"""Tensors, storage and views (page 10): what a tensor really is, from the engine's own objects.
+"""Tensors, storage and views (page 8): what a tensor really is, from the engine's own objects.
 
 * :func:`run_chain` runs a typed chain of layout calls (``x.permute(1, 0).contiguous().view(12)``) on
   an engine tensor of the pure-Python backend and records, after every call, the ``TensorData`` the

@@ -1,4 +1,4 @@
-"""Topological sort (page 9): the slides' queue method step by step beside the engine's own DFS order,
+"""Topological sort (page 4): the slides' queue method step by step beside the engine's own DFS order,
 and a check of an order the student clicks together.
 
 Everything starts from a program run on the engine (``engine.explain.run_forward``): the graph is the

@@ -53,7 +53,7 @@ def test_home_links_every_page_and_lists_backends():
 
 # --- Expression explorer ----------------------------------------------------
 
-EXPLORER = "1_Expression_explorer.py"
+EXPLORER = "3_Expression_explorer.py"
 
 
 def header(at: AppTest) -> str:
@@ -345,7 +345,7 @@ def test_orders_code_panels_show_each_strategys_own_code():
 
 # --- Backprop orders ----------------------------------------------------------
 
-ORDERS = "2_Backprop_orders.py"
+ORDERS = "5_Backprop_orders.py"
 
 
 def order_headers(at: AppTest) -> list[str]:
@@ -456,7 +456,7 @@ def test_orders_bad_program():
 
 # --- Gradient check -----------------------------------------------------------
 
-GRADCHECK = "3_Gradient_check.py"
+GRADCHECK = "6_Gradient_check.py"
 
 
 def test_gradcheck_sweep_and_table():
@@ -516,7 +516,7 @@ def test_gradcheck_bad_expression():
 
 # --- Forward vs reverse ---------------------------------------------------------
 
-FWDREV = "4_Forward_vs_reverse.py"
+FWDREV = "7_Forward_vs_reverse.py"
 
 
 def test_forward_mode_steps_dual_numbers():
@@ -581,7 +581,7 @@ def test_forward_vs_reverse_checkpointing_cost_table_and_micro_batches():
 
 def test_relu_saved_tensor_is_named_the_same_on_both_memory_pages():
     from engine.explain.costs import RELU_SAVED
-    for name in (FWDREV, "5_Network_explorer.py"):
+    for name in (FWDREV, "10_Network_explorer.py"):
         at = page(name).run()
         no_exceptions(at)
         assert RELU_SAVED in texts(at), name
@@ -589,15 +589,15 @@ def test_relu_saved_tensor_is_named_the_same_on_both_memory_pages():
 
 def test_program_survives_a_visit_to_another_page():
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=TIMEOUT).run()
-    at.switch_page("pages/1_Expression_explorer.py").run()
+    at.switch_page("pages/3_Expression_explorer.py").run()
     at.text_area(key="explorer_expr").input("f = x * x * x")
     at.text_area(key="explorer_at").input("x = 2")
     at.run()
     button(at, "Step").click().run()
-    at.switch_page("pages/3_Gradient_check.py").run()
+    at.switch_page("pages/6_Gradient_check.py").run()
     no_exceptions(at)
     assert "explorer_expr" not in at.session_state  # Streamlit dropped the widget's state...
-    at.switch_page("pages/1_Expression_explorer.py").run()
+    at.switch_page("pages/3_Expression_explorer.py").run()
     no_exceptions(at)
     assert at.text_area(key="explorer_expr").value == "f = x * x * x"  # ...and the page restored it
     assert at.session_state["explorer_step"] == 2
@@ -711,7 +711,7 @@ def test_a_preset_pick_releases_the_keyboard_focus_once():
     assert header(at).startswith("#### Step 2 of")
 
 
-XENT = "13_Cross_entropy_on_logits.py"
+XENT = "1_Cross_entropy_on_logits.py"
 
 
 def test_cross_entropy_page_opening_example():
@@ -728,7 +728,7 @@ def test_cross_entropy_page_opening_example():
 
 
 def test_gradient_check_page_shows_the_notes_checks():
-    at = page("3_Gradient_check.py").run()
+    at = page("6_Gradient_check.py").run()
     no_exceptions(at)
     table = next(t.value for t in at.table if "the notes" in t.value.columns)
     assert list(table["the notes"]) == ["8.9e-16", "3.5e-17", "1.1e-16", "0", "2.8e-17", "2.1e-17", "9.0e-15",
@@ -738,7 +738,7 @@ def test_gradient_check_page_shows_the_notes_checks():
 
 def test_a_vector_output_works_in_every_section_of_page_1():
     """``expr=f = 2*x&at=x = [1, 2]`` crashed the accumulation section (backward() of a vector, issue 26)."""
-    at = page("1_Expression_explorer.py")
+    at = page("3_Expression_explorer.py")
     at.query_params["expr"] = "f = 2*x"
     at.query_params["at"] = "x = [1, 2]"
     at.run()

@@ -283,7 +283,7 @@ def test_the_pages_use_no_unbounded_streamlit_cache():
 
 def test_the_attack_link_is_an_error_under_the_box_not_a_crash():
     from streamlit.testing.v1 import AppTest
-    at = AppTest.from_file(str(ROOT / "app" / "pages" / "1_Expression_explorer.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "app" / "pages" / "3_Expression_explorer.py"), default_timeout=60)
     at.query_params["expr"] = SIX_AXES_PROGRAM
     at.query_params["at"] = SIX_AXES_INPUTS
     at.run()

@@ -22,7 +22,7 @@ SLIDE = presets.DEFAULT          # f = x1 + exp(1.5*x1 + 2*x2) at x1 = 3, x2 = 0
 # --- follow ------------------------------------------------------------------------------------------
 
 def test_page_names_ignore_the_number_and_find_the_file():
-    assert fl.page_id("/x/app/pages/2_Backprop_orders.py") == "Backprop_orders"
+    assert fl.page_id("/x/app/pages/5_Backprop_orders.py") == "Backprop_orders"
     assert fl.page_id("/x/app/Home.py") == "Home"
     assert fl.page_script(APP, "Backprop_orders").startswith("pages/")
     assert fl.page_script(APP, "Backprop_orders").endswith("_Backprop_orders.py")

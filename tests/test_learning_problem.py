@@ -11,7 +11,7 @@ import engine
 from explorer import learning_problem as L
 from explorer.kit.presentation import NORMAL, PRESENTING
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "8_Learning_problem.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "2_Learning_problem.py")
 
 
 def _numpy_loss(surface: str, w: np.ndarray) -> float:

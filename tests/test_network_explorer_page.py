@@ -12,7 +12,7 @@ from explorer.network_explorer.explore import explore, moment
 from explorer.network_explorer.frames import n_frames
 from explorer.network_explorer.presets import OPTIONS
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "5_Network_explorer.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "10_Network_explorer.py")
 TIMEOUT = 120
 
 

@@ -13,7 +13,7 @@ from explorer.sentiment_training.views import (DataChoice, accuracy_chart, forma
                                                network_dot, network_figure,
                              progress_text)
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "6_Sentiment_training.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "11_Sentiment_training.py")
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import static_vs_dynamic as M
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "7_Static_vs_dynamic.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "9_Static_vs_dynamic.py")
 TIMEOUT = 120
 
 

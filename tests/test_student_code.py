@@ -273,7 +273,7 @@ def test_a_correct_solution_animates_like_the_engine():
 # --- the page, headless -------------------------------------------------------------------------
 
 
-PAGE = ROOT / "app" / "pages" / "12_Your_HW2_code.py"
+PAGE = ROOT / "app" / "pages" / "13_Your_HW2_code.py"
 
 
 def _texts(at) -> str:

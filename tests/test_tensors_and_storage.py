@@ -12,7 +12,7 @@ from engine.tensor_data import TensorData
 from explorer import tensors_and_storage as M
 from explorer.kit.presentation import NORMAL, PRESENTING
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "10_Tensors_and_storage.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "8_Tensors_and_storage.py")
 
 
 def _numpy_chain(calls, base_shape):

@@ -11,7 +11,7 @@ import engine
 from engine import explain as ex
 from explorer import topological_sort as T
 
-PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "9_Topological_sort.py")
+PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "4_Topological_sort.py")
 
 
 def _respects_edges(model, order) -> bool:

@@ -213,7 +213,7 @@ def test_the_page_shows_the_queue_and_a_refusal(glove, monkeypatch):
     monkeypatch.setattr(TrainingPool, "_shared", pool)
     busy = TrainingRun(trainer(glove), pool=pool).start()
     try:
-        page = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "6_Sentiment_training.py")
+        page = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "11_Sentiment_training.py")
         at = AppTest.from_file(page, default_timeout=60).run()
         next(b for b in at.button if b.label == "Start training").click().run()
         assert not at.exception

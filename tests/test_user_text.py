@@ -77,7 +77,7 @@ def test_ascii_numbers_still_read():
 
 
 def test_a_link_warning_shows_the_links_text_escaped():
-    at = page("1_Expression_explorer.py")
+    at = page("3_Expression_explorer.py")
     at.query_params["step"] = PHISH
     at.run()
     assert not at.exception
@@ -86,7 +86,7 @@ def test_a_link_warning_shows_the_links_text_escaped():
 
 
 def test_an_orders_link_warning_is_escaped_too():
-    at = page("2_Backprop_orders.py")
+    at = page("5_Backprop_orders.py")
     at.query_params["orders"] = f"topological,{PHISH}"
     at.run()
     assert not at.exception
@@ -95,7 +95,7 @@ def test_an_orders_link_warning_is_escaped_too():
 
 
 def test_out_of_range_step_in_a_link_is_reported_once():
-    at = page("1_Expression_explorer.py")
+    at = page("3_Expression_explorer.py")
     at.query_params["step"] = "99"
     at.run()
     assert not at.exception
@@ -108,12 +108,12 @@ def test_out_of_range_step_in_a_link_is_reported_once():
 
 
 def test_out_of_range_index_and_batch_in_a_link_are_reported():
-    at = page("3_Gradient_check.py")
+    at = page("6_Gradient_check.py")
     at.query_params["index"] = "50"
     at.run()
     assert not at.exception
     assert any("'index' ignored: 50 is outside 0 to 0" in w.value.replace("\\", "") for w in at.warning)
-    at = page("5_Network_explorer.py")
+    at = page("10_Network_explorer.py")
     at.query_params["net"] = "mlp"
     at.query_params["batch"] = "1000"
     at.run()
@@ -125,7 +125,7 @@ def test_out_of_range_index_and_batch_in_a_link_are_reported():
 
 
 def test_a_program_error_quotes_the_program_escaped():
-    at = page("1_Expression_explorer.py")
+    at = page("3_Expression_explorer.py")
     at.query_params["expr"] = "f = '[a](http://ev.il)'"
     at.run()
     assert not at.exception
@@ -149,7 +149,7 @@ def test_bad_dropout_probabilities_are_parse_errors(text):
 
 
 def test_a_bad_layers_link_is_an_error_message_not_a_traceback():
-    at = page("5_Network_explorer.py")
+    at = page("10_Network_explorer.py")
     at.query_params["net"] = "custom"
     at.query_params["layers"] = "linear 4, dropout 1.2.3, linear 2"
     at.run()

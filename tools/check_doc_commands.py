@@ -133,16 +133,21 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python benchmarks/app_rerun.py": "python benchmarks/app_rerun.py --quick",
     "python benchmarks/explain_frames.py": "python benchmarks/explain_frames.py",
     "python benchmarks/network_frames.py": "python benchmarks/network_frames.py --nodes 100 --repeat 1",
-    "python benchmarks/app_latency.py": "python benchmarks/app_latency.py --page 9 --budget 5 --options 2",
-    "python benchmarks/app_latency.py --budget 60": "python benchmarks/app_latency.py --page 9 --budget 5 --options 2",
-    "python benchmarks/request_bounds.py": "python benchmarks/request_bounds.py --pages 1,9",
-    "python benchmarks/request_bounds.py --pages 5,6": "python benchmarks/request_bounds.py --pages 9",
-    "python benchmarks/request_bounds.py --pages 13": "python benchmarks/request_bounds.py --pages 13",
+    "python benchmarks/app_latency.py": "python benchmarks/app_latency.py --page 4 --budget 5 --options 2",
+    "python benchmarks/app_latency.py --budget 60": "python benchmarks/app_latency.py --page 4 --budget 5 --options 2",
+    "python benchmarks/request_bounds.py": "python benchmarks/request_bounds.py --pages 3,4",
+    "python benchmarks/request_bounds.py --pages 5,6": "python benchmarks/request_bounds.py --pages 4",
+    "python benchmarks/request_bounds.py --pages 1": "python benchmarks/request_bounds.py --pages 1",
     "python benchmarks/load_test.py --students 1 --trainers 16 --seconds 15":
         "python benchmarks/load_test.py --students 1 --trainers 1 --seconds 4 --epochs 5",
-    "python benchmarks/step_cost.py": "python benchmarks/step_cost.py --page 1 --reruns 3",
-    "python benchmarks/step_cost.py [--page 1|6] [--warm S]": "python benchmarks/step_cost.py --page 6 --reruns 3",
+    "python benchmarks/step_cost.py": "python benchmarks/step_cost.py --page 3 --reruns 3",
+    "python benchmarks/step_cost.py [--page 3|11] [--warm S]": "python benchmarks/step_cost.py --page 11 --reruns 3",
     "python benchmarks/load_test.py": "python benchmarks/load_test.py --students 2 --trainers 0 --seconds 4",
+    "python benchmarks/play_speed.py": "python benchmarks/play_speed.py --runs 1",
+    "python benchmarks/click_to_paint.py":
+        "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
+    "python benchmarks/click_to_paint.py --clicks 6":
+        "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
     "python3 benchmarks/load_test.py --seconds 40":
         "python3 benchmarks/load_test.py --students 2 --trainers 0 --seconds 4",
     "python3 benchmarks/load_test.py --students 25 50 --trainers 0 5 --replicas 2 --seconds 40":

@@ -2,7 +2,7 @@
 session, the join link and its QR code, and the lecturer's histogram. No Streamlit here (the widgets
 are in :mod:`explorer.kit.class_widgets`).
 
-A page is named by its file name without the number (``9_Topological_sort.py`` -> ``Topological_sort``,
+A page is named by its file name without the number (``4_Topological_sort.py`` -> ``Topological_sort``,
 the path Streamlit serves it at), so renumbering the pages changes nothing in a class.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ _PAGE_FILE = re.compile(r"^(?:\d+_)?(?P<name>[A-Za-z0-9_]+)\.py$")
 
 
 def page_id(script_path: str | Path) -> str:
-    """The page a script is: ``.../pages/2_Backprop_orders.py`` -> ``Backprop_orders``; ``Home.py`` -> ``Home``."""
+    """The page a script is: ``.../pages/5_Backprop_orders.py`` -> ``Backprop_orders``; ``Home.py`` -> ``Home``."""
     m = _PAGE_FILE.match(Path(script_path).name)
     if not m:
         raise ValueError(f"{Path(script_path).name!r} is not a page file")

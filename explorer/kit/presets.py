@@ -25,7 +25,7 @@ PRESETS: tuple[Preset, ...] = (
     Preset("x·x·x (fan-out of three)", "f = x * x * x", "x = 2"),
     Preset("Gradient accumulation (notes: 20 → 40): f = 5·x·x", "f = 5 * x * x", "x = 2"),
     Preset("(x1 + x2)·exp(x1)", "f = (x1 + x2) * exp(x1)", "x1 = 1, x2 = 2"),
-    # slide 7's opening: cross-entropy on logits = logsumexp(z) − z[label] (explorer.cross_entropy, page 13)
+    # slide 7's opening: cross-entropy on logits = logsumexp(z) − z[label] (explorer.cross_entropy, page 1)
     Preset("Cross-entropy on logits (slide 7): logsumexp(z) − z[label]",
            "m = max(z)\nlse = m + log(sum(exp(z - m)))\nloss = lse - y @ z", "z = [2, 1, -1], y = [0, 1, 0]"),
     Preset("Small tensor example: W @ x + b", "y = W @ x + b\nf = sum(tanh(y))",

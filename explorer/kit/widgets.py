@@ -393,7 +393,7 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
     """Large first/back/forward/last buttons (keyboard: Home, Left, Right, End) and a scrub slider.
 
     The step lives in ``st.session_state[ns.key(name)]``; returns it clamped to ``[0, n_frames-1]``.
-    The older, 0-based stepper without Play, kept for page 8, whose step k is the k-th gradient-descent
+    The older, 0-based stepper without Play, kept for the Learning problem page, whose step k is the k-th gradient-descent
     iterate w_k (w_0 is the start); every other stepped page uses :func:`stepper`.
     """
     where = where or st

@@ -26,7 +26,7 @@ from .report import StudentReport
 
 OPTION = "--student-code"
 CLASS_SERVER_ENV = "AUTODIFF_CLASS_SERVER"
-ORDER_WIDTH = 460      # px per graph: the two orders side by side in a 1400 px window (as page 2)
+ORDER_WIDTH = 460      # px per graph: the two orders side by side in a 1400 px window (as Backprop orders)
 # px a graph may be tall before it shrinks (at most to the renderer's MIN_SCALE): both graphs, whole, on the first
 # screen under the step buttons (measured in Chromium: 1400x900 normal; presenting at 1920x1080, 1366x768 and
 # 1280x720, where a graph too tall to shrink legibly is shown through the renderer's window that follows the step)

@@ -33,7 +33,7 @@ def broken_app_url(tmp_path_factory, start_streamlit):
 
 
         page_logic.explorer_model = broken
-        runpy.run_path({str(ROOT / "app" / "pages" / "1_Expression_explorer.py")!r}, run_name="__main__")
+        runpy.run_path({str(ROOT / "app" / "pages" / "3_Expression_explorer.py")!r}, run_name="__main__")
         """))
     log = folder / "server.log"
     with start_streamlit(script, log) as url:
