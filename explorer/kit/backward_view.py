@@ -85,6 +85,14 @@ def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_o
     bfs = backward_frameset(fs, graph)
     width = figure_options.pop("width", None) or ((forward_figure.get("layout") or {}).get("meta") or {}).get(
         "design_width", 460)
-    drawing = plan(bfs, graph, width, rankdir,
-                   max_height=figure_options.pop("max_height", 620))
+    max_height = figure_options.pop("max_height", 620)
+    drawing = plan(bfs, graph, width, rankdir, max_height=max_height)
+    # too big for its place: the contributions beside their edges instead of room made for them between the
+    # ranks, then the other direction (a long chain on a projector); never a window that hides nodes
+    for rd, room in ((rankdir, False), ("auto-reversed", False)):
+        if drawing.viewport is None and drawing.scale >= 0.9:
+            break
+        candidate = plan(bfs, graph, width, rd, max_height=max_height, label_room=room)
+        if candidate.viewport is None or drawing.viewport is not None and candidate.scale > drawing.scale:
+            drawing = candidate
     return figure_dict(bfs, graph, drawing, edge_color=ADJOINT, **figure_options)
