@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer.kit import presets
-from explorer.kit.code_panel import SCROLL_TO_HIGHLIGHT, font_px as code_font_px
+from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
@@ -193,7 +193,7 @@ def present_step(shown, frame: int) -> None:
     with right:
         st.html(shown.lecture_html)
         st.html(shown.code_html)
-        st.html(SCROLL_TO_HIGHLIGHT, unsafe_allow_javascript=True)
+        st.html(scroll_to_highlight(frame), unsafe_allow_javascript=True)
     if shown.contributions is not None:
         st.table(shown.contributions, hide_index=True)
     st.caption(shown.code_caption)

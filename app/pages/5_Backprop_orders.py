@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
-from explorer.kit.code_panel import SCROLL_TO_HIGHLIGHT, font_px as code_font_px, to_html
+from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
 from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
@@ -92,7 +92,7 @@ if model is not None:
             col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}",
                              max_height_px=PRESENT_CODE_PX if look.presenting else None))
         if look.presenting:
-            st.html(SCROLL_TO_HIGHLIGHT, unsafe_allow_javascript=True)
+            st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
         publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step})
 
     def draw_order(view, step: int) -> None:

@@ -405,6 +405,12 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
 
 # a fixed script (no data in it): each scrolling code panel centres the highlighted lines of its first block
 # that has any (the walk), so the lines a step ran are on screen however long the code is
+def scroll_to_highlight(step: int) -> str:
+    """:data:`SCROLL_TO_HIGHLIGHT` marked with the step it follows: Streamlit re-runs a script element only when
+    its content changes, and a Step replaces the panels (the same script would leave them at the top)."""
+    return SCROLL_TO_HIGHLIGHT.replace("<script>", f"<script>/* step {int(step)} */", 1)
+
+
 SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = () => document.querySelectorAll('.adx-scroll').forEach(box => {
   const first = [...box.querySelectorAll('.adx-code')].find(b => b.querySelector('.l.hl'));
   const hl = first ? first.querySelectorAll('.l.hl') : []; if (!hl.length) { box.scrollTop = 0; return; }

@@ -207,3 +207,25 @@ def test_sentiment_training_shows_curves_and_network_while_training(browser, app
         main.get_by_role("button", name=re.compile(r"^\W*Stop")).first.click()
     finally:
         context.close()
+
+
+LIT_IN_VIEW_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(box => {
+  const b = box.getBoundingClientRect();
+  const first = [...box.querySelectorAll('.adx-code')].find(c => c.querySelector('.l.hl'));
+  if (!first) return null;
+  return [...first.querySelectorAll('.l.hl')].every(l => { const r = l.getBoundingClientRect();
+                                                         return r.top >= b.top - 1 && r.bottom <= b.bottom + 1; });
+})"""
+
+
+@pytest.mark.parametrize("path", ["Expression_explorer?step=8", "Backprop_orders?step=8"])
+def test_the_code_panels_keep_the_lit_lines_in_view_as_steps_go(big_page_1920, app_url, wait_idle, path):
+    """The engine's code scrolls inside its panel on a projector: the lines the step ran stay in view, on the
+    first step shown and after each Step (a Step replaces the panels)."""
+    pg = big_page_1920
+    open_presenting(pg, f"{app_url}/{path}&present=1", wait_idle)
+    for _ in range(3):
+        assert pg.evaluate(LIT_IN_VIEW_JS) and all(v is not False for v in pg.evaluate(LIT_IN_VIEW_JS))
+        pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
+        wait_idle(pg, timeout=120)
+        pg.wait_for_timeout(800)
