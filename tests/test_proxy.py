@@ -142,7 +142,10 @@ def test_the_websocket_runs_a_page_through_the_proxy_on_the_cookies_replica(prox
                 if fm.WhichOneof("type") == "script_finished":
                     return fm.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY, served
 
-    ok, served = asyncio.run(run_page())
+    # in a thread of its own: after the browser tests, Playwright's loop may be running in this one
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        ok, served = pool.submit(asyncio.run, run_page()).result()
     assert ok and served == replica
 
 
