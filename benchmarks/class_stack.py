@@ -95,6 +95,11 @@ class ClassStack:
                 time.sleep(0.05)
         raise RuntimeError("redis-server did not start")
 
+    def stop_redis(self) -> None:
+        """Stop Redis (every class is lost: it keeps nothing on disk)."""
+        stop(self.redis)
+        self.redis = None
+
     def restart_redis(self, down_s: float = 1.0) -> None:
         """Stop Redis (every class is lost: no persistence), wait ``down_s``, start it again."""
         stop(self.redis)

@@ -2,67 +2,27 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
 import threading
 import time
 
 import pytest
 
+from benchmarks.class_stack import ClassStack, find
 from explorer.classroom import broker as cb
 
-REDIS = shutil.which("redis-server")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class RedisServer:
-    """A real ``redis-server`` on a loopback port, without persistence (a restart forgets everything)."""
-
-    def __init__(self, tmp):
-        self.port, self.tmp, self.proc = _free_port(), tmp, None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--dir", str(self.tmp)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            self.proc.wait(10)
-            self.proc = None
+REDIS = find("redis-server")
 
 
 @pytest.fixture
 def redis_server(tmp_path):
+    """A real ``redis-server`` on a loopback port, keeping nothing on disk (a restart forgets everything)."""
     if REDIS is None:
         if os.environ.get("CI"):
             pytest.fail("redis-server is missing: .ci/run installs Debian's redis-server")
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
+    server = ClassStack(tmp_path, replicas=0)
+    with server:
+        yield server
 
 
 @pytest.fixture(params=["in-process", "redis"])
@@ -73,7 +33,7 @@ def replicas(request, tmp_path):
         yield b, b
         return
     server = request.getfixturevalue("redis_server")
-    a, b = cb.RedisBroker(server.url), cb.RedisBroker(server.url)
+    a, b = cb.RedisBroker(server.redis_url), cb.RedisBroker(server.redis_url)
     yield a, b
     a.stop()
     b.stop()
@@ -188,17 +148,17 @@ def test_text_is_bounded_and_classes_expire():
 
 
 def test_redis_going_away_is_reported_and_recovered(redis_server):
-    lecturer, student = cb.RedisBroker(redis_server.url), cb.RedisBroker(redis_server.url)
+    lecturer, student = cb.RedisBroker(redis_server.redis_url), cb.RedisBroker(redis_server.redis_url)
     try:
         code, secret = lecturer.create("Expression_explorer", {"step": "3"})
         assert student.state(code).params["step"] == "3"
-        redis_server.stop()
+        redis_server.stop_redis()
         with pytest.raises(cb.BrokerUnavailable):
             lecturer.publish(code, secret, "Expression_explorer", {"step": "4"})
         assert wait_for(lambda: not student.connected, timeout=5)
         with pytest.raises(cb.BrokerUnavailable):
             student.state(code)
-        redis_server.start()                     # back, empty (no persistence)
+        redis_server.start_redis()               # back, empty (no persistence)
         # the lecturer's session brings its class back under the same code; students need nothing
         assert wait_for(lambda: lecturer.restore(code, secret, "Expression_explorer", {"step": "4"}) >= 1)
         assert wait_for(lambda: student.state(code).params["step"] == "4", timeout=5)

@@ -9,86 +9,28 @@ from __future__ import annotations
 
 import http.cookiejar
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from benchmarks.class_stack import HAPROXY_CONFIG, ClassStack, find, stop
+
 ROOT = Path(__file__).resolve().parents[1]
-CONFIG = ROOT / "deploy" / "haproxy.cfg"
-HAPROXY = shutil.which("haproxy") or ("/usr/sbin/haproxy" if os.path.exists("/usr/sbin/haproxy") else None)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url: str, timeout: float = 90.0, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(url)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+CONFIG = HAPROXY_CONFIG
 
 
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory):
-    if HAPROXY is None:
+    missing = [p for p in ("haproxy", "redis-server") if find(p) is None]
+    if missing:
         if os.environ.get("CI"):
-            pytest.fail("haproxy is missing: .ci/run installs Debian's haproxy")
-        pytest.skip("haproxy is not installed (apt-get install haproxy)")
-    logs = tmp_path_factory.mktemp("proxy")
-    replicas = {}
-    procs = []
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    try:
-        for name in ("app1", "app2"):
-            port = _free_port()
-            out = open(logs / f"{name}.log", "wb")
-            p = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
-                                  "--server.address", "127.0.0.1", "--server.port", str(port)],
-                                 cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-            procs.append(p)
-            replicas[name] = (port, p)
-        for port, p in replicas.values():
-            _wait_http(f"http://127.0.0.1:{port}/_stcore/health", proc=p)
-        front = _free_port()
-        henv = dict(os.environ, HAPROXY_BIND=f"127.0.0.1:{front}",
-                    APP1_ADDR=f"127.0.0.1:{replicas['app1'][0]}", APP2_ADDR=f"127.0.0.1:{replicas['app2'][0]}")
-        check = subprocess.run([HAPROXY, "-c", "-f", str(CONFIG)], env=henv, capture_output=True, text=True)
-        assert check.returncode == 0, check.stdout + check.stderr
-        hp = subprocess.Popen([HAPROXY, "-db", "-f", str(CONFIG)], env=henv, stdout=open(logs / "haproxy.log", "wb"),
-                              stderr=subprocess.STDOUT)
-        procs.append(hp)
-        url = f"http://127.0.0.1:{front}"
-        _wait_http(url + "/_stcore/health", proc=hp)
-        yield url, replicas
-    finally:
-        for p in reversed(procs):
-            _stop(p)
+            pytest.fail(f"{', '.join(missing)} missing: .ci/run installs Debian's haproxy and redis-server")
+        pytest.skip(f"not installed: {', '.join(missing)} (apt-get install haproxy redis-server)")
+    stack = ClassStack(tmp_path_factory.mktemp("proxy"), replicas=2)
+    with stack:
+        yield stack.url, stack.apps
 
 
 def _opener():
@@ -159,7 +101,7 @@ def test_a_failed_replica_sends_its_browsers_to_the_other(proxied):
             break
     else:
         pytest.fail("no browser was sent to app2")
-    _stop(replicas["app2"][1])
+    stop(replicas["app2"][1])
     deadline = time.monotonic() + 30
     served = None
     while time.monotonic() < deadline:
