@@ -143,7 +143,7 @@ def _button(at: AppTest, label: str):
 
 def _texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.success]
-    parts += [w.value for w in at.warning]
+    parts += [w.value for w in at.warning] + [i.value for i in at.info]
     return "\n".join(map(str, parts)).replace("\\", "")     # as shown (Markdown escapes removed)
 
 
@@ -212,8 +212,10 @@ def test_students_follow_the_lecturer_answer_and_see_the_reveal():
     assert "The engine's answer: x3" in _texts(lec) and "50% of the class got it right" in _texts(lec)
     students[0].run()
     assert "you were right" in _texts(students[0])
+    assert any("you were right" in s.value for s in students[0].success)          # green for the right one
     students[1].run()
     assert "you answered x4" in _texts(students[1])
+    assert not any("you answered" in s.value for s in students[1].success)      # not green for a wrong one
     _button(lec, "End class").click().run()
     with pytest.raises(cb.ClassNotFound):
         broker.state(code)

@@ -76,7 +76,7 @@ def test_page_renders_idle():
     assert not at.exception, [e.value for e in at.exception]
     assert "press **Start training**" in texts(at)
     # one-click presets, then Start; Pause / Stop appear with a run
-    assert [b.label for b in at.button] == ["HW2: 450/100, 250 epochs", "Full SST-2",
+    assert [b.label for b in at.main.button] == ["HW2: 450/100, 250 epochs", "Full SST-2",
                                             "HW2 with lr 0.25: watch the ReLUs die", "Start training"]
     assert at.selectbox(key="sentiment_dataset").value == "builtin"
     assert "numpy" in at.selectbox(key="sentiment_backend").options
@@ -447,7 +447,7 @@ def test_live_charts_send_what_pandas_sent_and_the_runner_keeps_the_columns():
     relu = nodes["relu"].get_attributes()
     assert "dead: " in relu["label"] and relu["fillcolor"].strip('"').startswith("#ff")
     assert "Linear(50, 32)" in nodes["fc1"].get_attributes()["label"]
-    assert graph.get_rankdir().strip('"') == "TB" and "measured after epoch" in graph.get_label()
+    assert graph.get_rankdir().strip('"') == "TB" and ("measured during epoch" in graph.get_label() or "measured after epoch" in graph.get_label())
     assert [e.get_source().strip('"') for e in graph.get_edges()][:2] == ["input", "mean"]
 
 

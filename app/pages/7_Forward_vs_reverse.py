@@ -105,9 +105,14 @@ if model is not None:
         with t:
             st.table(pd.DataFrame(model.table[:step - 1] or [{"node": "(inputs only)"}]), hide_index=True)
             rev = model.reverse_grads.get(seed)
-            st.markdown(f"Forward mode, one pass: **d f / d {seed} = {fmt_value(model.run.output_tangent)}**  \n"
-                        f"Reverse mode, one backward pass, every input at once: "
-                        + ", ".join(f"∂f/∂{k} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
+            if step < model.n_frames:   # no spoiler: the pass's result is told when the walk reaches it
+                st.markdown(f"Forward mode, one pass: **d f / d {seed}** is the output's tangent, known at the "
+                            f"last step ({model.n_frames}); reverse mode gives every input's gradient in one "
+                            "backward pass.")
+            else:
+                st.markdown(f"Forward mode, one pass: **d f / d {seed} = {fmt_value(model.run.output_tangent)}**  \n"
+                            f"Reverse mode, one backward pass, every input at once: "
+                            + ", ".join(f"∂f/∂{k} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
             if isinstance(rev, list):  # a tensor input (scalars are plain floats)
                 st.caption("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum "
                            "of the reverse-mode gradient's elements.")

@@ -413,10 +413,12 @@ def _question_card(code: str) -> None:
                     share = fl.right_share(t)
                 except (BrokerUnavailable, ClassNotFound):
                     share = None
-                verdict = "" if mine is None else (" · you were right" if q.is_right(mine) else
-                                                   f" · you answered {mine}")
-                st.success(md_escape(f"The engine's answer: {q.answer}{verdict}" +
-                                     (f" · {share:.0%} of the class got it right" if share is not None else "")))
+                right = mine is not None and q.is_right(mine)
+                verdict = "" if mine is None else (" · you were right" if right else f" · you answered {mine}")
+                text = md_escape(f"The engine's answer: {q.answer}{verdict}" +
+                                 (f" · {share:.0%} of the class got it right" if share is not None else ""))
+                # green for a right answer only; a wrong or missing one is told without the colour of success
+                (st.success if right else st.info)(text)
                 return
             value = None
             if q.kind == "choice":

@@ -317,20 +317,18 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
     else:  # a 1400 px window with the sidebar: the buttons' labels and key hints need a row of their own
         cols = [*st.columns(5), *st.columns([4, 1.3], vertical_alignment="center")]
     keys = ("Home", "Left", "P", "Right", "End") if shortcuts else (None,) * 5
-    # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not)
+    # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not). No tooltips:
+    # the buttons show their key, and a tooltip stayed over the program box after every click on a projector
     cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 1}, shortcut=keys[0],
-                   icon=":material/first_page:", width="stretch", help="Go to step 1 (Home)")
+                   icon=":material/first_page:", width="stretch")
     cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
-                   icon=":material/chevron_left:", width="stretch", help="One step back (Left arrow)")
+                   icon=":material/chevron_left:", width="stretch")
     cols[2].button("Pause" if playing else "Play", key=key + "_play", on_click=_play_pause, shortcut=keys[2],
-                   icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch",
-                   help="Play the steps one after another at the chosen speed; press again to pause (P)")
+                   icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch")
     cols[3].button("Step", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[3],
-                   icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch",
-                   help="One step forward (Right arrow)")
+                   icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch")
     cols[4].button("End", key=key + "_last", on_click=_move, kwargs={"to": n_steps}, shortcut=keys[4],
-                   icon=":material/last_page:", icon_position="right", width="stretch",
-                   help=f"Go to the last step, {n_steps} (End)")
+                   icon=":material/last_page:", icon_position="right", width="stretch")
     if n_steps > 1:
         # the slider has a key of its own: a value the browser sends while Play runs may be one step old
         # (it was read before the last step was drawn) and must not move the step back
@@ -415,15 +413,13 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
     keys = ("Home", "Left", "Right", "End") if shortcuts else (None,) * 4
     # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not)
     cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 0}, shortcut=keys[0],
-                   icon=":material/first_page:", width="stretch", help="Go to the first step (Home)")
+                   icon=":material/first_page:", width="stretch")
     cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
-                   icon=":material/chevron_left:", width="stretch", help="One step back (Left arrow)")
+                   icon=":material/chevron_left:", width="stretch")
     cols[2].button("Step", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[2],
-                   icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch",
-                   help="One step forward (Right arrow)")
+                   icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch")
     cols[3].button("End", key=key + "_last", on_click=_move, kwargs={"to": last}, shortcut=keys[3],
-                   icon=":material/last_page:", icon_position="right", width="stretch",
-                   help="Go to the last step (End)")
+                   icon=":material/last_page:", icon_position="right", width="stretch")
     if last > 0:
         cols[4].slider(label, 0, last, key=key, label_visibility="collapsed")
     else:

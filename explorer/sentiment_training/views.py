@@ -501,7 +501,8 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
     total = sum(layer.n_params for layer in layers)
     caption = f"{total:,} trainable parameters\\n(word vectors are fixed)"
     if look is not None:
-        caption += f"\\nmeasured after epoch {look.position:.2f}"
+        epoch = int(look.position) + 1      # position = epoch - 1 + batch / batches: inside this epoch
+        caption += f"\\nmeasured during epoch {epoch}" if look.position % 1 else f"\\nmeasured after epoch {epoch - 1}"
     out = ["digraph network {", f"rankdir={_dot_attrs({'x': rankdir})[2:]};", "bgcolor=transparent;",
            "nodesep=0.25;", "ranksep=0.3;", f"label={_dot_attrs({'x': caption})[2:]};", f"fontsize={font_size};",
            f'node [shape=box, style="rounded,filled", fontname=Helvetica, fontsize={font_size}];']
