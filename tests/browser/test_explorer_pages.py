@@ -88,7 +88,7 @@ def test_explorer_deep_link_and_presentation(page, app_url, wait_idle, shot):
     assert step_header(page).startswith("Step 7 of")  # step= is 1-based, as the header
     shot(page, "explorer_presentation")
     # presentation mode folds the boxes into an expander titled with the program and its inputs
-    expect(page.locator('[data-testid="stExpander"] summary').first).to_contain_text(params["expr"])
+    expect(page.locator('[data-testid="stMain"] [data-testid="stExpander"] summary').first).to_contain_text(params["expr"])
     assert page.locator('[data-testid="stSidebar"]').is_hidden()  # presentation mode: no chrome
     shot(page, "explorer_presentation")
 

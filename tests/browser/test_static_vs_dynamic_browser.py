@@ -57,7 +57,7 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     wait_idle(page)
     page.locator('[data-testid="stExpander"] [data-testid="stPlotlyChart"] .main-svg').first.wait_for()
     assert page.locator('[data-testid="stExpander"] [data-testid="stPlotlyChart"] g.textpoint').count() >= 40
-    page.locator('[data-testid="stExpander"]').first.screenshot(path=str(shot(page, "static_compiled")))
+    page.locator('[data-testid="stMain"] [data-testid="stExpander"]').first.screenshot(path=str(shot(page, "static_compiled")))
 
 
 def _open(page, url, wait_idle):
