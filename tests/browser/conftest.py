@@ -74,17 +74,23 @@ def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> Non
 
 
 @contextlib.contextmanager
-def streamlit_server(script: str | Path, log: Path, extra_env: dict[str, str] | None = None):
-    """``streamlit run script`` on a free loopback port, from the repo root (so the repo's own
-    ``.streamlit/config.toml`` applies), with this checkout's code first on the path; yields the URL."""
+def streamlit_server(script: str | Path, log: Path, extra_env: dict[str, str] | None = None,
+                     app_args: tuple[str, ...] = (), drop_env: tuple[str, ...] = ()):
+    """``streamlit run script [-- app_args]`` on a free loopback port, from the repo root (so the repo's own
+    ``.streamlit/config.toml`` applies), with this checkout's code first on the path and the variables in
+    ``drop_env`` removed; yields the URL."""
     port = _free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
            "--server.address", "127.0.0.1", "--server.port", str(port),
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    if app_args:
+        cmd += ["--", *app_args]
     # this checkout's code first (not another checkout's editable install): test configuration only
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.pop("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", None)  # the app's own setting: no tracebacks in browsers
     env.update(extra_env or {})
+    for name in drop_env:
+        env.pop(name, None)
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"

@@ -5,12 +5,6 @@ The shared server (``app_url``) runs without the opt-in and must refuse; a secon
 """
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,39 +19,11 @@ SOLUTION = ROOT / "tests" / "student_solutions" / "bfs_first_touch.py"
 
 
 @pytest.fixture(scope="module")
-def student_app_url(tmp_path_factory, browser):   # ``browser``: skipped where the harness skips
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def student_app_url(tmp_path_factory, browser, start_streamlit):   # ``browser``: skipped where the harness skips
     log = tmp_path_factory.mktemp("streamlit-student") / "server.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", "app/Home.py", "--server.headless", "true",
-           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none", "--", "--student-code", str(SOLUTION)]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    env.pop("AUTODIFF_CLASS_SERVER", None)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "streamlit did not start"
-            time.sleep(0.3)
+    with start_streamlit("app/Home.py", log, app_args=("--student-code", str(SOLUTION)),
+                         drop_env=("AUTODIFF_CLASS_SERVER",)) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_without_the_opt_in_the_page_runs_nothing(page, app_url, wait_idle):
