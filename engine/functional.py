@@ -5,6 +5,9 @@ free, because it is only a composition of ``engine.ops`` primitives.
 """
 from __future__ import annotations
 
+import numbers
+from typing import NamedTuple
+
 import numpy as np
 
 from . import ops
@@ -35,6 +38,45 @@ def clamp(x: Tensor, min=None, max=None) -> Tensor:  # noqa: A002  (PyTorch's na
     if max is not None:
         x = minimum(x, max)
     return x
+
+
+class MaxResult(NamedTuple):
+    """What ``max(x, dim)`` returns, as ``torch.return_types.max``: a pair that unpacks
+    (``values, indices = x.max(1)``) and names its parts."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """The maximum over ``dim`` (one dim, several, or all when None): values only, as ``torch.amax``.
+    Tied maxima share the gradient evenly."""
+    return ops.max(x, dim, keepdim)
+
+
+def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001  (PyTorch's name)
+    """PyTorch's ``max``: with no ``dim``, the largest element (a 0-d tensor); with one ``dim``, a
+    :class:`MaxResult` of ``values`` (differentiable) and ``indices`` (int64, the first of tied maxima,
+    no gradient).
+
+    The gradient reaches the maxima through ``values`` only. Tied maxima share it evenly (as
+    ``torch.amax``; ``torch.max(dim)`` gives it all to the returned index): the same gradient when the
+    maximum is unique.
+
+    Raises:
+        TypeError: ``dim`` is not one integer (several dims: :func:`amax`).
+        IndexError: ``dim`` is out of range.
+    """
+    if dim is None:
+        return ops.max(x, None, keepdim)
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"max(dim) takes one integer dim, got {dim!r}; for several dims use amax(x, dims)")
+    dim = ops._norm_dim(int(dim), x.ndim)
+    values = ops.max(x, dim, keepdim)
+    indices = ops.argmax(x, dim)
+    if keepdim and x.ndim:
+        indices = ops.unsqueeze(indices, dim)
+    return MaxResult(values, indices)
 
 
 def tanh(x: Tensor) -> Tensor:

@@ -50,9 +50,10 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """p <- p - lr * (g + weight_decay p), with optional (PyTorch-style) momentum."""
+    """p <- p - lr * (g + weight_decay p), with optional (PyTorch-style) momentum. ``lr`` has no
+    default: a learning rate is the one choice every training run makes on purpose."""
 
-    def __init__(self, params, lr: float = 0.1, momentum: float = 0.0, weight_decay: float = 0.0):
+    def __init__(self, params, lr: float, momentum: float = 0.0, weight_decay: float = 0.0):
         super().__init__(params, lr)
         self.momentum, self.weight_decay = _checked("momentum", momentum), _checked("weight decay", weight_decay)
         self.velocity: dict[int, object] = {}

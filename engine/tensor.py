@@ -11,6 +11,7 @@ hooks (explain layer, graph capture) what ran.
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 import weakref
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ import numpy as np
 
 from . import autodiff
 from .backends import Backend, get_backend
-from .dtypes import DType, as_dtype, float32, float64, int64
+from .dtypes import DType, as_dtype, bool_, float32, float64, int64
 
 _ids = itertools.count(1)
 _F64 = np.float64   # the data of a 0-d float64 tensor on the NumPy backend: the scalar fast path's values
@@ -39,9 +40,16 @@ class _State(threading.local):
         self.grad_enabled = True
         self.forward_mode = 0     # >0 while jvp() runs: tangents are propagated
         self.hooks: list[Callable] = []
+        self.releasing = 0        # while backward() releases its graph: that pass's number (see chain_rule)
 
 
 _state = _State()
+_backward_passes = itertools.count(1)
+
+
+class GraphReleasedError(RuntimeError):
+    """A backward pass reached a node whose saved context an earlier ``backward()`` released
+    (PyTorch's "Trying to backward through the graph a second time")."""
 
 
 def is_grad_enabled() -> bool:
@@ -210,8 +218,10 @@ class Tensor:
 
     # op / params / _a / _b / _n: how this tensor was made (op None: a leaf, or made with no gradient
     # to record); one or two inputs sit in _a / _b, more as a tuple in _a; _n counts them.
+    # _released: 0 while the node's saved context is there, else the number of the backward() pass
+    # that ran its VJP and released it (set on nodes only: a leaf has no VJP)
     __slots__ = ("_data", "backend", "requires_grad", "grad", "unique_id", "tangent", "name",
-                 "op", "params", "_a", "_b", "_n", "__weakref__")
+                 "op", "params", "_a", "_b", "_n", "_released", "__weakref__")
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
     def __init__(self, data, requires_grad: bool = False, dtype=None, backend: "str | Backend" = "numpy",
@@ -263,6 +273,7 @@ class Tensor:
             self._n = 0
         else:
             self.op, self.params, self._a, self._b, self._n = h.op, h.params, h._a, h._b, h._n
+            self._released = 0
 
     operands = property(_operands, doc="""The op's operands as recorded: tensors, and any Python number
         the op was given (``y * 1.5`` keeps ``1.5`` as a number, as PyTorch keeps a scalar operand; it
@@ -312,9 +323,23 @@ class Tensor:
             n *= s
         return n
 
-    @property
-    def size(self) -> int:
-        return self.numel()
+    def size(self, dim: int | None = None) -> "tuple[int, ...] | int":
+        """The shape (``x.size()``, a tuple as PyTorch's ``torch.Size`` is), or the length of one
+        dimension (``x.size(dim)``, an int; negative dims count from the end). ``numel()`` counts elements.
+
+        Raises:
+            IndexError: ``dim`` is out of range.
+            TypeError: ``dim`` is not an integer.
+        """
+        shape = self.shape
+        if dim is None:
+            return shape
+        d = operator.index(dim)
+        n = len(shape)
+        if not -n <= d < n:
+            have = f"a tensor of {n} dims (dims {-n} to {n - 1})" if n else "a 0-d tensor (it has no dims)"
+            raise IndexError(f"dimension {d} out of range for {have}")
+        return shape[d]
 
     @property
     def data(self):
@@ -397,7 +422,16 @@ class Tensor:
     def chain_rule(self, d_output: "Tensor"):
         # (input, its VJP contribution) for each input the VJP gave one: HW2's protocol hands out
         # Variables with Tensor derivatives only, never a number operand (``1.5`` in ``1.5 * x1``)
+        releasing = _state.releasing
+        released = self._released
+        if released and released != releasing:  # the same pass may call a VJP again (path recursion)
+            raise GraphReleasedError(
+                f"Trying to backward through the graph a second time: node '{self.op.name}' (#{self.unique_id}) "
+                f"released what it saved for backward when an earlier backward() ran its VJP. Pass "
+                f"backward(retain_graph=True) to the earlier call if you need to backward through the graph again.")
         grads = self.op.vjp(self, d_output)
+        if releasing:
+            self._released = releasing  # after the VJP ran: a failed VJP leaves the node as it was
         if self._n == 2:  # most nodes: no zip, no filtering loop (the scalar chain's backward, per node)
             da, db = grads
             if da is None:
@@ -412,12 +446,19 @@ class Tensor:
             x = x.contiguous()  # through the op, so trace_ops (graph capture) sees where .grad came from
         self.grad = x if self.grad is None else self.grad + x
 
-    def backward(self, grad: "Tensor | None" = None, create_graph: bool = False,
+    def backward(self, grad: "Tensor | None" = None, retain_graph: bool | None = None, create_graph: bool = False,
                  strategy: "str | autodiff.TraversalStrategy" = "topological", observer=None) -> None:
         """Backpropagate from this tensor and accumulate into the leaves' ``.grad``.
 
+        As PyTorch: each node whose VJP ran releases what it saved for backward, so a second
+        ``backward()`` through the same graph raises :class:`GraphReleasedError`, unless the
+        earlier call passed ``retain_graph=True``. The graph's structure and values stay (they are
+        what the app draws); ``engine.grad`` / ``engine.vjp`` and ``chain_rule`` called directly
+        release nothing.
+
         Args:
             grad: d(something)/d(self); defaults to 1 for a one-element tensor.
+            retain_graph: keep the graph for another backward pass (default: ``create_graph``).
             create_graph: record the backward pass as a graph (for higher-order derivatives).
             strategy: traversal strategy (see ``engine.autodiff``).
             observer: receives every backward event.
@@ -425,6 +466,7 @@ class Tensor:
         Raises:
             RuntimeError: when the tensor does not require grad, or ``grad`` is missing
                 for a tensor with more than one element.
+            GraphReleasedError: the pass reached a node an earlier ``backward()`` released.
         """
         if not self.requires_grad:
             raise RuntimeError("backward() on a tensor that does not require grad "
@@ -438,8 +480,16 @@ class Tensor:
             grad = as_tensor_like(grad, self)
             if grad.shape != self.shape:
                 raise RuntimeError(f"grad of shape {grad.shape} does not match output shape {self.shape}")
-        with set_grad_enabled(create_graph):
-            autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)
+        if retain_graph is None:
+            retain_graph = create_graph
+        st = _state
+        outer = st.releasing
+        st.releasing = 0 if retain_graph else next(_backward_passes)
+        try:
+            with set_grad_enabled(create_graph):
+                autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)
+        finally:
+            st.releasing = outer
 
     def detach(self) -> "Tensor":
         return Tensor._make(self._data, self.backend)
@@ -530,7 +580,8 @@ class Tensor:
     def tanh(self): return _F.tanh(self)
     def sum(self, dim=None, keepdim=False): return _ops.sum(self, dim, keepdim)
     def mean(self, dim=None, keepdim=False): return _F.mean(self, dim, keepdim)
-    def max(self, dim=None, keepdim=False): return _ops.max(self, dim, keepdim)
+    def max(self, dim=None, keepdim=False): return _F.max(self, dim, keepdim)
+    def amax(self, dim=None, keepdim=False): return _F.amax(self, dim, keepdim)
     def argmax(self, dim=None): return _ops.argmax(self, dim)
     def softmax(self, dim=-1): return _F.softmax(self, dim)
     def log_softmax(self, dim=-1): return _F.log_softmax(self, dim)
@@ -558,11 +609,14 @@ def _dims_arg(args) -> tuple[int, ...]:
 
 
 def _infer_dtype(data) -> DType:
-    """PyTorch's rule: integer data (Python ints, NumPy integer arrays) gives int64; float32 arrays
-    stay float32; any other number is float64 (a teaching tool compares with central differences)."""
+    """PyTorch's rule: integer data (Python ints, NumPy integer arrays) gives int64; bool data (``True``,
+    lists of bools, NumPy bool arrays) gives bool; float32 arrays stay float32; any other number is
+    float64 (a teaching tool compares with central differences)."""
     if isinstance(data, float):
         return float64
-    if isinstance(data, int) and not isinstance(data, bool):
+    if isinstance(data, bool):
+        return bool_
+    if isinstance(data, int):
         return int64
     arr = data if isinstance(data, (np.ndarray, np.generic)) else np.asarray(data)
     kind = arr.dtype.kind
@@ -571,7 +625,7 @@ def _infer_dtype(data) -> DType:
     if kind in "iu":
         return int64
     if kind == "b":
-        return float64
+        return bool_
     raise TypeError(f"cannot make a tensor from data of NumPy dtype {arr.dtype}")
 
 
@@ -583,12 +637,13 @@ def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backen
         data: a number, (nested) list, NumPy array or Tensor.
         requires_grad: whether gradients should be accumulated into ``.grad``.
         dtype: ``engine.float64`` / ``engine.float32`` / ``engine.int64`` or their names.
-            Default, as PyTorch: int64 for integer data (Python ints, NumPy integer arrays), the
-            array's own dtype for float32 / float64 arrays, float64 for other numbers (PyTorch
-            would say float32; a teaching tool compares against central differences).
+            Default, as PyTorch: int64 for integer data (Python ints, NumPy integer arrays), bool for
+            bool data (``True``, ``[True, False]``, NumPy bool arrays), the array's own dtype for
+            float32 / float64 arrays, float64 for other numbers (PyTorch would say float32; a
+            teaching tool compares against central differences).
 
     Raises:
-        TypeError: ``requires_grad`` on integer data (only floating-point tensors take gradients).
+        TypeError: ``requires_grad`` on integer or bool data (only floating-point tensors take gradients).
         backend: ``"numpy"`` (default), ``"python"`` or ``"cuda"``.
         name: an optional label (the explorer shows it).
     """
@@ -668,8 +723,15 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
         t.name = None
         return t
     if isinstance(x, (int, float, bool)):
-        # a Python number joins the tensor's dtype (float data stays float; an int with an int is int)
-        dt = like.dtype if like.dtype.is_floating or type(x) is int else float64
+        # a Python number joins the tensor's dtype, as in PyTorch: float data stays float, a bool joins
+        # anything, an int joins an int tensor and makes a bool one int64, a float makes any other float64
+        ld = like.dtype
+        if ld.is_floating or type(x) is bool:
+            dt = ld
+        elif type(x) is int:
+            dt = int64 if ld is bool_ else ld
+        else:
+            dt = float64
         return Tensor._make(be.array(x, dt), be)
     if isinstance(x, np.ndarray) and x.dtype.kind in "iu":
         return Tensor._make(be.array(x, int64), be)
@@ -719,6 +781,7 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
     out.tangent = None
     out.name = None
     out.op, out.params = op, params
+    out._released = 0
     n = out._n = len(inputs)
     if n == 1:
         out._a, out._b = inputs[0], None
@@ -764,6 +827,7 @@ def _scalar_node(op, be: Backend, data, a, b, n: int, rg: bool, params=None) -> 
     t.name = None
     if rg and _state.grad_enabled:
         t.op, t.params, t._a, t._b, t._n = op, params, a, b, n
+        t._released = 0
         t.requires_grad = True
     else:
         t.op = None

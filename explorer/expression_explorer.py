@@ -372,7 +372,8 @@ def accumulation_rows(program_text: str, inputs_text: str, actions: list[str]) -
     """Each input's and constant's ``.grad`` after a sequence of real engine calls on one forward graph.
 
     The program runs forward once on fresh leaves; then, in order, ``"backward"`` calls
-    ``output.backward()`` (no zeroing: ``accumulate_derivative`` adds into ``.grad``) and
+    ``output.backward(retain_graph=True)`` (no zeroing: ``accumulate_derivative`` adds into ``.grad``;
+    ``retain_graph`` keeps the graph for the next call, as PyTorch needs it too) and
     ``"zero_grad"`` calls ``zero_grad()`` on every input (``.grad`` becomes None). Constants
     (``is_constant``) are never visited by the backward pass, so their ``.grad`` stays None.
     Returns one row per state, the first one right after the forward pass.
@@ -408,12 +409,13 @@ def accumulation_rows(program_text: str, inputs_text: str, actions: list[str]) -
     # backward() needs a scalar (PyTorch's rule); a vector output is seeded with ones, as the graph above
     # is: the gradient of sum(output), and the call says so
     seed = None if out.numel() == 1 else ops.ones_like(out)
-    call = "backward()" if seed is None else (f"backward(ones): {name} has {out.numel()} elements, so, as in the "
-                                              f"graph above, the gradient of sum({name})")
+    call = ("backward(retain_graph=True)" if seed is None else
+            f"backward(ones, retain_graph=True): {name} has {out.numel()} elements, so, as in the "
+            f"graph above, the gradient of sum({name})")
     for k, action in enumerate(actions, start=1):
         if action == "backward":
             if out.requires_grad:
-                out.backward(seed)
+                out.backward(seed, retain_graph=True)  # the same graph again: keep it, as PyTorch must
             rows.append(row(k, call))
         else:
             for leaf in fw.leaves.values():

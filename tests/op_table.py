@@ -112,9 +112,10 @@ OP_TABLE: list[OpCase] = [
            lambda a: a.sum((0, 2), keepdims=True), [(2, 3, 4)]),
     OpCase("mean", lambda a: a.mean(0), lambda a: a.mean(0), [(3, 4)]),
     OpCase("max_all", lambda a: a.max(), np.max, [(3, 4)], "distinct"),
-    OpCase("max_dim", lambda a: a.max(1), lambda a: a.max(1), [(3, 4)], "distinct"),
-    OpCase("max_dim_keepdim", lambda a: a.max(0, keepdim=True), lambda a: a.max(0, keepdims=True),
+    OpCase("max_dim", lambda a: a.amax(1), lambda a: a.max(1), [(3, 4)], "distinct"),
+    OpCase("max_dim_keepdim", lambda a: a.amax(0, keepdim=True), lambda a: a.max(0, keepdims=True),
            [(3, 4)], "distinct"),
+    OpCase("max_dim_values", lambda a: a.max(-1).values, lambda a: a.max(-1), [(3, 4)], "distinct"),
     OpCase("matmul", lambda a, b: a @ b, np.matmul, [(2, 3), (3, 4)]),
     OpCase("matmul_batched", lambda a, b: a @ b, np.matmul, [(2, 2, 3), (2, 3, 2)]),
     OpCase("matmul_broadcast_batch", lambda a, b: a @ b, np.matmul, [(2, 2, 3), (3, 2)]),
@@ -150,7 +151,7 @@ OP_TABLE: list[OpCase] = [
     OpCase("fan_out", lambda x: x * x * x + x.exp() * x, lambda x: x ** 3 + np.exp(x) * x, [(3,)]),
     # primitives that composites reach only inside a VJP, or that have no gradient: their own rows
     OpCase("step", lambda a: ops.step(a) * a, lambda a: np.where(a > 0, a, 0.0), [(2, 3)], "relu"),
-    OpCase("argmax", lambda a: a.max(1) * ops.argmax(a, 1), lambda a: a.max(1) * a.argmax(1), [(3, 4)], "distinct"),
+    OpCase("argmax", lambda a: a.amax(1) * ops.argmax(a, 1), lambda a: a.max(1) * a.argmax(1), [(3, 4)], "distinct"),
     OpCase("cast_to_int", lambda a: ops.cast(a * 4.0, "int64") * a, lambda a: (a * 4.0).astype(np.int64) * a,
            [(2, 3)], "nonzero"),
     # float32 rounding is ~6e-8 |x|: a wide step keeps central differences above it
@@ -169,7 +170,7 @@ OP_TABLE: list[OpCase] = [
     OpCase("uniform", lambda a: a * ops.step(ops.uniform(a.shape, a)) * ops.step(1.0 - ops.uniform(a.shape, a)),
            lambda a: a, [(3, 4)]),
     # a 0-d tensor takes dim 0 / -1 as PyTorch does (softmax of a scalar is 1)
-    OpCase("reduce_0d_dim", lambda x: x.sum(0) * x.max(-1) + x.mean(0) + x.softmax(-1) * x + x.logsumexp(0),
+    OpCase("reduce_0d_dim", lambda x: x.sum(0) * x.amax(-1) + x.mean(0) + x.softmax(-1) * x + x.logsumexp(0),
            lambda x: x * x + x + x + x, [()]),
 ]
 

@@ -211,7 +211,7 @@ def test_a_step_through_max_compiles_and_replays_bit_identically():
 
         def step(x):
             opt.zero_grad()
-            loss = (engine.max(x * w, 1) + engine.max(x.relu() + w * 0.0)).sum()  # relu gives ties
+            loss = (engine.max(x * w, 1).values + engine.max(x.relu() + w * 0.0)).sum()  # relu gives ties
             loss.backward()
             opt.step()
             return loss, w.grad

@@ -123,7 +123,7 @@ def jacobian_costs(program: Program | str, inputs: Mapping[str, Any] | str,
             seed = np.zeros(out.shape)
             seed.reshape(-1)[k] = 1.0
             if out.requires_grad:
-                out.backward(tensor(seed))
+                out.backward(tensor(seed), retain_graph=True)  # one pass per row, through one graph
             row = [(leaf.grad.numpy() if leaf.grad is not None else np.zeros(leaf.shape)).reshape(-1)
                    for name, leaf in run.leaves.items() if name in wrt]
             rows.append(np.concatenate(row) if row else np.zeros(0))

@@ -167,7 +167,7 @@ def network_jacobian_costs(n: int, m: int, seed: int = 0) -> NetworkJacobianCost
             x.grad = None
             e = np.zeros(m)
             e[k] = 1.0
-            y.backward(tensor(e))
+            y.backward(tensor(e), retain_graph=True)  # one pass per row, through one graph
             rows.append(x.grad.numpy())
     reverse_ops = count[0]
     with no_grad():

@@ -240,7 +240,8 @@ def record_backward(output: Tensor, id_of: dict[int, int], names: dict[int, str]
     error = None
     try:
         with np.errstate(all="ignore"), trace_ops(hook):
-            output.backward(seed, create_graph=create_graph, strategy=strategy, observer=rec)
+            # retain_graph: recording a pass leaves the graph as it found it (the caller may run it again)
+            output.backward(seed, retain_graph=True, create_graph=create_graph, strategy=strategy, observer=rec)
     except RecursionError:
         error = (f"RecursionError: maximum recursion depth exceeded (Python's limit is "
                  f"{sys.getrecursionlimit()} frames; the graph is deeper than that)")
