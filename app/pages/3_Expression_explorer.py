@@ -225,7 +225,7 @@ def _accumulate(action: str | None) -> None:
 full = len(st.session_state[accum_key]) >= MAX_ACCUMULATION_ACTIONS
 ac = st.columns([1.4, 1.4, 1, 3])
 ac[0].button("backward() again", key=ns.key("accum_backward"), on_click=_accumulate, args=("backward",), disabled=full,
-             help="output.backward() on the same graph, without zeroing: .grad += the new gradient")
+             help="output.backward(retain_graph=True) on the same graph, without zeroing: .grad += the new gradient")
 ac[1].button("zero_grad()", key=ns.key("accum_zero"), on_click=_accumulate, args=("zero_grad",), disabled=full,
              help="x.zero_grad() on every input: .grad = None, as a training loop does before each backward")
 ac[2].button("Start over", key=ns.key("accum_reset"), on_click=_accumulate, args=(None,))
@@ -234,6 +234,7 @@ if full:
 st.table(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key])), hide_index=True)
 st.caption("Every call above is the real engine on one forward graph. backward() adds into .grad "
            "(accumulate_derivative: +=), so a second backward without zeroing doubles it — the notes' 20 → 40 "
-           "(preset “Gradient accumulation”). zero_grad() sets .grad to None; training loops call it before "
+           "(preset “Gradient accumulation”). As in PyTorch, a backward() through a graph already used needs "
+           "retain_graph=True on the call before. zero_grad() sets .grad to None; training loops call it before "
            "each backward. Constants take no gradient (is_constant): the backward pass never visits them and "
            "their .grad stays None.")
