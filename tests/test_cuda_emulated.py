@@ -176,6 +176,21 @@ def test_dtype_rules(emu):
     np.testing.assert_array_equal(np_of(emu, emu.binary("pow", i, emu.array(2, int64))), [9, 4, 25])
 
 
+def test_bool_tensors_and_max_dim_as_pytorch(emu):
+    """tensor(True) is bool on this backend too; numbers join it as in PyTorch; a bool condition selects;
+    max(dim) gives values with a gradient and int64 indices without one (tests/test_torch_conventions.py)."""
+    b = tensor([True, False, True], backend=emu)
+    assert b.dtype is bool_ and tensor(True, backend=emu).dtype is bool_
+    assert (b + 1).dtype is int64 and (b + 1).tolist() == [2, 1, 2]
+    assert (b * 2.5).dtype is float64 and (b + b).dtype is bool_ and b.sum().dtype is int64
+    x = tensor([[1.0, 5.0, 2.0], [7.0, -1.0, 3.0]], backend=emu, requires_grad=True)
+    np.testing.assert_array_equal(engine.where(x > 2.0, x, 0.0).numpy(), [[0, 5, 0], [7, 0, 3]])
+    values, indices = x.max(1)
+    assert values.tolist() == [5.0, 7.0] and indices.tolist() == [1, 0] and indices.dtype is int64
+    values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 0], [1, 0, 0]])
+
+
 # --- reductions -------------------------------------------------------------------
 
 @settings(max_examples=40, deadline=None)

@@ -53,6 +53,7 @@ _BINARY_FUNCTOR = {
     "ge": "OpGe", "eq": "OpEq", "ne": "OpNe",
 }
 _INT_UNARY = INT_UNARY_OPS  # stay integer; the rest compute in float64
+_LOGICAL = ("add", "mul", "maximum", "minimum")  # on two bools: or, and, or, and
 _FLOATS = ("float32", "float64")
 _NUMERIC = ("float32", "float64", "int64")
 
@@ -387,19 +388,21 @@ class CudaBackend(Backend):
     def binary(self, op, a, b):
         if op not in BINARY_OPS:
             raise ValueError(f"unknown binary kernel {op!r}")
+        # bool with bool stays bool, as in NumPy and PyTorch (add: or, mul: and); computed in int64 here
+        logical = op in _LOGICAL and as_dtype(a.dtype) is bool_ and as_dtype(b.dtype) is bool_
         dt, (a, b) = self._promote(op, a, b)
         shape, (ea, eb) = self._broadcast(a, b)
         out = self._empty(shape, bool_ if op in COMPARISONS else dt)
         n = out.size
         if n == 0:
-            return out
+            return self.astype(out, bool_) if logical else out
         grid, block = self._grid(n)
         if a.flags.c_contiguous and b.flags.c_contiguous and a.shape == b.shape:
             self.rt.launch(zip_name("contig", dt.name, op), grid, block, (a, b, out, np.int64(n)))
         else:
             meta = elementwise_meta(shape, self._el_strides(ea), self._el_strides(eb), contiguous_strides(shape))
             self.rt.launch(zip_name("strided", dt.name, op), grid, block, (ea, eb, out, np.int64(n), self._meta(meta)))
-        return out
+        return self.astype(out, bool_) if logical else out
 
     def where(self, cond, a, b):
         cond = self.astype(cond, bool_)
