@@ -151,6 +151,24 @@ def test_max_takes_one_dim_and_amax_several(torch):
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-12)
 
 
+def test_max_dim_and_size_in_a_static_graph():
+    """A static graph's tensors answer size() and max(dim) too (the indices abstractly evaluated as int64)."""
+    from engine import static
+    a = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 1.0]])
+    g = static.Graph()
+    with g.as_default():
+        x = static.placeholder((2, 3), name="x")
+        values, indices = engine.max(x, 1)
+        _, kept = x.max(0, keepdim=True)
+        (gx,) = static.gradients(values.sum(), [x])
+    assert x.size() == (2, 3) and x.size(-1) == 3 and indices.dtype is engine.int64 and kept.size() == (1, 3)
+    v, i, k, d = static.Session(g).run([values, indices, kept, gx], {x: a})
+    np.testing.assert_array_equal(v, a.max(1))
+    np.testing.assert_array_equal(i, a.argmax(1))
+    np.testing.assert_array_equal(k, a.argmax(0)[None])
+    np.testing.assert_array_equal(d, a == a.max(1, keepdims=True))
+
+
 def test_amax_splits_ties_as_pytorch(torch):
     """Tied maxima share the gradient evenly, as torch.amax; max(dim)'s values are amax's values."""
     a = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, -1.0]])
