@@ -52,6 +52,13 @@ class GraphReleasedError(RuntimeError):
     (PyTorch's "Trying to backward through the graph a second time")."""
 
 
+def _released(node: "Tensor") -> GraphReleasedError:
+    return GraphReleasedError(
+        f"Trying to backward through the graph a second time: node '{node.op.name}' (#{node.unique_id}) released "
+        f"what it saved for backward when an earlier backward() ran its VJP. Pass backward(retain_graph=True) "
+        f"to the earlier call if you need to backward through the graph again.")
+
+
 def is_grad_enabled() -> bool:
     return _state.grad_enabled
 
@@ -422,16 +429,12 @@ class Tensor:
     def chain_rule(self, d_output: "Tensor"):
         # (input, its VJP contribution) for each input the VJP gave one: HW2's protocol hands out
         # Variables with Tensor derivatives only, never a number operand (``1.5`` in ``1.5 * x1``)
-        releasing = _state.releasing
-        released = self._released
-        if released and released != releasing:  # the same pass may call a VJP again (path recursion)
-            raise GraphReleasedError(
-                f"Trying to backward through the graph a second time: node '{self.op.name}' (#{self.unique_id}) "
-                f"released what it saved for backward when an earlier backward() ran its VJP. Pass "
-                f"backward(retain_graph=True) to the earlier call if you need to backward through the graph again.")
+        releasing = _state.releasing  # nonzero while a backward() without retain_graph runs
+        if self._released and self._released != releasing:
+            raise _released(self)  # an earlier backward() ran this VJP and released the node
         grads = self.op.vjp(self, d_output)
         if releasing:
-            self._released = releasing  # after the VJP ran: a failed VJP leaves the node as it was
+            self._released = releasing  # after the VJP ran (this pass may run it again: path recursion)
         if self._n == 2:  # most nodes: no zip, no filtering loop (the scalar chain's backward, per node)
             da, db = grads
             if da is None:
