@@ -26,7 +26,8 @@ __all__ = [
     "grad", "vjp", "jvp", "gradcheck", "GradcheckError", "GradcheckReport",
     "zeros", "ones", "full", "randn", "manual_seed",
     "backpropagate", "topological_sort", "available_backends", "BackendUnavailable", "BroadcastError",
-    "exp", "log", "relu", "sigmoid", "tanh", "matmul", "where", "sum", "max", "amax", "MaxResult", "mean", "softmax", "log_softmax",
+    "exp", "log", "relu", "sigmoid", "tanh", "matmul", "where", "sum", "max", "amax", "MaxResult", "mean", "softmax",
+    "log_softmax",
     "logsumexp", "linear", "dropout", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
     "autodiff", "backends", "checkpoint", "functional", "nn", "ops", "optim",
 ]
