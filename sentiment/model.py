@@ -115,7 +115,14 @@ class SentimentNet(nn.Module):
     def loss(self, embeddings: Tensor, mask: Tensor | None, labels, scope: ScopeFn = _no_scope
              ) -> tuple[Tensor, Tensor]:
         """HW2's loss: mean binary cross-entropy of sigmoid(logits) against ``labels`` (B,); also the logits."""
-        z = self.logits(embeddings, mask, scope)
+        return self._loss_of_logits(self.logits(embeddings, mask, scope), labels, scope)
+
+    def loss_of_pooled(self, pooled: Tensor, labels, scope: ScopeFn = _no_scope) -> tuple[Tensor, Tensor]:
+        """:meth:`loss` from sentence vectors (B, D) that :meth:`pool` made (or the same numbers made
+        elsewhere: the trainer's sparse mode sums the word vectors itself); also the logits."""
+        return self._loss_of_logits(self.logits_of_pooled(pooled, scope), labels, scope)
+
+    def _loss_of_logits(self, z: Tensor, labels, scope: ScopeFn) -> tuple[Tensor, Tensor]:
         with scope("sigmoid"):
             p = F.sigmoid(z)
         with scope("BCE loss"):

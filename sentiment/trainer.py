@@ -38,7 +38,7 @@ from engine.tensor import Tensor, no_grad
 
 from .data import Dataset
 from .embeddings import PAD, UNK, EncodedDataset, GloVe, shared_encoding, tokenize
-from .model import SentimentNet, batch_tensors
+from .model import SentimentNet
 
 OPTIMIZERS = ("adam", "sgd")
 LR_SCHEDULES = ("constant", "cosine")
@@ -290,16 +290,44 @@ def looks_at(step: int, n_batches: int, epochs: int) -> bool:
 def row_sums(ids: np.ndarray, grads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct word ids of a batch (padding left out) and, for each, the sum of the gradient rows of
     its positions: ids (B, L), grads (B, L, D) -> (rows (U,), sums (U, D)). Each sum adds its positions in
-    batch order (a stable sort, then ``np.add.reduceat``)."""
+    batch order (a stable sort, then ``np.add.reduceat``). Grads (B, D): one row per sentence, the gradient
+    of each of its positions (a sentence sum's gradient reaches each of its words unchanged): the same sums
+    as the (B, L, D) rows it stands for, without building them."""
     flat = ids.reshape(-1)
-    order = np.argsort(flat, kind="stable")
-    flat = flat[order]
-    # the first position of each distinct id after the sort, padding (id 0, first if any) left out
-    first = np.flatnonzero(np.concatenate(([flat[0] != PAD], (flat[1:] != flat[:-1]) & (flat[1:] != PAD))))
-    if not len(first):
-        return flat[:0], grads.reshape(len(order), -1)[:0]
-    g = np.take(grads.reshape(len(order), -1), order[first[0]:], axis=0)  # padding rows come first: not copied
-    return flat[first], np.add.reduceat(g, first - first[0], axis=0)
+    positions = np.flatnonzero(flat != PAD)  # padding left out before sorting: most of a padded batch
+    positions = positions[np.argsort(flat[positions], kind="stable")]
+    flat = flat[positions]
+    per_sentence = grads.ndim == ids.ndim
+    dim = grads.shape[-1] if per_sentence else int(np.prod(grads.shape[ids.ndim:], dtype=np.int64))
+    if not len(flat):
+        return flat, np.zeros((0, dim), grads.dtype)
+    # the first position of each distinct id after the sort
+    first = np.flatnonzero(np.concatenate(([True], flat[1:] != flat[:-1])))
+    if per_sentence:  # position p of the flattened (B, L) ids is in sentence p // L
+        g = np.take(grads.reshape(len(grads), -1), positions // ids.shape[-1], axis=0)
+    else:
+        g = np.take(grads.reshape(ids.size, -1), positions, axis=0)
+    return flat[first], np.add.reduceat(g, first, axis=0)
+
+
+def _numpy_sentence_sums(table: np.ndarray, ids: np.ndarray, group: int = 64) -> np.ndarray:
+    """:meth:`SentimentTrainer._sentence_sums` on NumPy with a zero padding row: sentences of similar
+    extent (up to the last word) gathered together, ``group`` at a time, each group trimmed to its longest
+    (the trailing padding a sentence skips adds zeros: no bit changes). The probe's 200 sentences are padded
+    to 51 words for ~10 real ones each: this adds ~2,000 vectors instead of ~10,000."""
+    n, width = ids.shape
+    real = ids != PAD
+    extent = width - np.argmax(real[:, ::-1], axis=1)  # one past each sentence's last word (>= 1 word each)
+    if n <= group:
+        x = np.take(table, np.ascontiguousarray(ids[:, :int(extent.max())].T), axis=0)
+        return np.add.reduce(x, axis=0)
+    order = np.argsort(extent, kind="stable")
+    out = np.empty((n, table.shape[1]), table.dtype)
+    for start in range(0, n, group):
+        rows = order[start:start + group]
+        x = np.take(table, np.ascontiguousarray(ids[rows, :int(extent[rows[-1]])].T), axis=0)
+        out[rows] = np.add.reduce(x, axis=0)
+    return out
 
 
 def _check_finite(loss: Tensor) -> None:
@@ -402,30 +430,63 @@ class SentimentTrainer:
     def _forward_backward(self, words: Tensor, mask: Tensor, labels: Tensor) -> tuple:
         """Forward, BCE, backward: ``(loss, logits, *gradients)`` (no update: the trainer checks the loss
         first). ``words`` are the batch's ids (gathered here), or in sparse mode its word vectors, a leaf
-        whose gradient comes last. Replayed by ``engine.static.compile`` when ``self.compiled``."""
+        whose gradient comes last. Replayed by ``engine.static.compile`` when ``self.compiled``.
+
+        In sparse mode ``words`` are the sentences' word-vector sums and ``mask`` their lengths, and the
+        mean is their quotient: :meth:`SentimentNet.pool`'s numbers bit for bit (see :meth:`_sentence_sums`),
+        with no (B, L, D) tensor in the graph (PyTorch's ``EmbeddingBag`` does the same)."""
         for p in self._grad_params:
             p.grad = None
-        emb = words if self._sparse else F.embedding(words, self._table)
-        loss, logits = self.model.loss(emb, mask, labels)
+        if self._sparse:  # words: the sentences' word-vector sums (B, D), a leaf; mask: their lengths (B, 1)
+            loss, logits = self.model.loss_of_pooled(words / mask, labels)
+        else:
+            loss, logits = self.model.loss(F.embedding(words, self._table), mask, labels)
         loss.backward()
-        return (loss, logits, *[p.grad for p in self._grad_params], *([emb.grad] if self._sparse else []))
+        return (loss, logits, *[p.grad for p in self._grad_params], *([words.grad] if self._sparse else []))
 
     def batch_inputs(self, idx: np.ndarray) -> tuple[np.ndarray, tuple[Tensor, Tensor, Tensor]]:
         """``ids, (words, mask (B, L), labels (B,))`` of training examples ``idx``: the ids are a slice of the
         padded id array built once by the vocabulary (trimmed to the batch's longest sentence, word dropout
-        applied); ``words`` is them as a tensor, or in sparse mode their word vectors (a leaf to differentiate)."""
+        applied); ``words`` is them as a tensor. In sparse mode ``words`` is the sentences' word-vector sums
+        (B, D), a leaf to differentiate, and ``mask`` their lengths (B, 1)."""
         enc, be = self.encoded_train, self.backend
         ids = enc.batch_ids(idx)
         if self.config.word_dropout > 0:
             ids = self._drop_words(ids)
         as_tensor = Tensor._make
-        words = as_tensor(be.array(ids, as_dtype("int64")), be)
+        labels = as_tensor(be.array(enc.labels[idx].astype(np.float64), self.dtype), be)
+        real = ids != PAD
         if self._sparse:
-            with no_grad():
-                words = as_tensor(F.embedding(words, self._table)._data, be, requires_grad=True)
-        return ids, (words,
-                     as_tensor(be.array((ids != PAD).astype(np.float64), self.dtype), be),
-                     as_tensor(be.array(enc.labels[idx].astype(np.float64), self.dtype), be))
+            lengths = real.sum(axis=1, keepdims=True).astype(np.float64)
+            return ids, (as_tensor(self._sentence_sums(ids), be, requires_grad=True),
+                         as_tensor(be.array(lengths, self.dtype), be), labels)
+        return ids, (as_tensor(be.array(ids, as_dtype("int64")), be),
+                     as_tensor(be.array(real.astype(np.float64), self.dtype), be), labels)
+
+    def _sentence_sums(self, ids: np.ndarray):
+        """Each sentence's sum of word vectors: padded ids (B, L) -> a (B, D) backend array, the numbers of
+        :meth:`SentimentNet.pool`'s ``(embeddings * mask).sum(1)`` bit for bit (each sum adds its positions in
+        order; a padding position adds the padding row, zero, where the pool adds a vector times 0).
+
+        The vectors are gathered position-major, (L, B, D), so that each position adds one contiguous (B, D)
+        slab: NumPy's sum over the middle axis of (B, L, D) goes element by element, and with the mask
+        multiply and its gradient it took more than half of the full SST-2 preset's step."""
+        be = self.backend
+        table = self._table._data
+        pad_is_zero = not np.any(be.to_numpy(be.index(table, PAD)))  # always, unless a loaded table says otherwise
+        if isinstance(table, np.ndarray) and pad_is_zero:
+            return _numpy_sentence_sums(table, ids)
+        x = be.gather(table, be.array(np.ascontiguousarray(ids.T), as_dtype("int64")))
+        if not pad_is_zero:  # masked as pool does
+            x = be.binary("mul", x, be.array((ids.T != PAD)[:, :, None].astype(np.float64), self.dtype))
+        return be.reduce("sum", x, (0,), False)
+
+    def _pooled(self, ids: np.ndarray) -> Tensor:
+        """:meth:`SentimentNet.pool`'s sentence vectors (B, D) for padded ids (B, L), the same bits, without
+        the (B, L, D) tensor (call under no_grad)."""
+        be = self.backend
+        lengths = be.array((ids != PAD).sum(axis=1, keepdims=True).astype(np.float64), self.dtype)
+        return Tensor._make(self._sentence_sums(ids), be) / Tensor._make(lengths, be)
 
     def train_step(self, idx: np.ndarray, look: bool = False) -> tuple[float, int, tuple[LayerLook, ...] | None]:
         """One optimisation step on examples ``idx``: ``(batch loss, number correct, layer looks)``.
@@ -509,8 +570,7 @@ class SentimentTrainer:
             with no_grad():
                 pooled = self._probe_pooled
                 if pooled is None:
-                    idx = np.arange(min(PROBE_SENTENCES, len(enc)))
-                    pooled = self.model.pool(*batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table))
+                    pooled = self._pooled(enc.batch_ids(np.arange(min(PROBE_SENTENCES, len(enc)))))
                     if not self.config.train_embeddings:  # frozen word vectors: the sentence vectors are too
                         self._probe_pooled = pooled
                 h = self.model.hidden_of_pooled(pooled).numpy()
@@ -541,8 +601,7 @@ class SentimentTrainer:
         chunks = []
         for start in range(0, len(enc), bs):
             idx = slice(start, min(start + bs, len(enc)))
-            emb, mask = batch_tensors(None, enc.batch_ids(idx), table_tensor=self._table)
-            chunks.append((idx, self.model.pool(emb, mask)))
+            chunks.append((idx, self._pooled(enc.batch_ids(idx))))
         if enc is self.encoded_val and not self.config.train_embeddings:
             self._val_pooled = chunks
         return chunks

@@ -258,6 +258,51 @@ def test_row_sums_add_each_words_gradient_rows_and_skip_padding():
     assert rows.shape == (0,) and sums.shape == (0, 2)
 
 
+def test_row_sums_of_per_sentence_rows_equal_the_padded_positions_rows():
+    """Sparse mode's gradient is one row per sentence (its sum's): the same word sums, bit for bit, as the
+    (B, L, D) rows of every position it stands for; a broken reading (positions' sentence wrong) fails."""
+    from sentiment.trainer import row_sums
+    rng = np.random.default_rng(1)
+    ids = rng.integers(1, 30, size=(64, 20))
+    ids[rng.random(ids.shape) < 0.4] = 0  # padding inside and after sentences (word dropout)
+    per_sentence = rng.standard_normal((64, 5))
+    rows, sums = row_sums(ids, per_sentence)
+    rows_full, sums_full = row_sums(ids, np.repeat(per_sentence[:, None, :], 20, axis=1))
+    np.testing.assert_array_equal(rows, rows_full)
+    np.testing.assert_array_equal(sums, sums_full)
+    want = [per_sentence[np.nonzero(ids == r)[0]].sum(axis=0) for r in rows]
+    np.testing.assert_allclose(sums, want, rtol=1e-12)
+    _, wrong = row_sums(ids.T.copy().T, per_sentence[::-1].copy())
+    assert not np.allclose(wrong, want)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "python"])
+@pytest.mark.parametrize("n", [7, 200])
+def test_sentence_sums_give_the_masked_pools_bits(glove, backend, n):
+    """The trainer's sentence vectors (sparse steps, looks, validation) are SentimentNet.pool's numbers bit for
+    bit: sums in word order without the (B, L, D) tensor, grouped by length on NumPy when there are many."""
+    tr, va = builtin_split(60)
+    trainer = SentimentTrainer(tr, va, glove, TrainConfig(backend=backend, train_embeddings=True,
+                                                          sparse_embeddings=True))
+    rng = np.random.default_rng(n)
+    vocab = len(trainer.vocabulary)
+    ids = rng.integers(1, vocab, size=(n, 23))
+    lengths = rng.integers(1, 24, size=n)
+    ids[np.arange(23)[None, :] >= lengths[:, None]] = 0
+    ids = trainer._drop_words(ids) if n > 10 else ids  # padding between words too
+    table = trainer._table
+    table._data = trainer.backend.array(rng.standard_normal((vocab, glove.dim)) * np.r_[0.0, np.ones(vocab - 1)][:, None],
+                                        trainer.dtype)  # trained-looking vectors; padding row zero
+    with no_grad():
+        want = trainer.model.pool(*batch_tensors(None, ids, table_tensor=table)).numpy()
+        got = trainer._pooled(ids).numpy()
+    np.testing.assert_array_equal(got, want)
+    with no_grad():  # a table whose padding row is not zero: masked like the pool
+        table._data = trainer.backend.array(rng.standard_normal((vocab, glove.dim)), trainer.dtype)
+        np.testing.assert_array_equal(trainer._pooled(ids).numpy(),
+                                      trainer.model.pool(*batch_tensors(None, ids, table_tensor=table)).numpy())
+
+
 def test_sparse_word_vectors_follow_sparse_adam_and_move_only_where_a_batch_has_words(glove):
     """sparse_embeddings: the same gradient as the dense table's (its rows), applied by Adam's sparse rule."""
     tr, va = small_data()
