@@ -316,11 +316,9 @@ def _numpy_sentence_sums(table: np.ndarray, ids: np.ndarray, group: int = 64) ->
     (the trailing padding a sentence skips adds zeros: no bit changes). The probe's 200 sentences are padded
     to 51 words for ~10 real ones each: this adds ~2,000 vectors instead of ~10,000."""
     n, width = ids.shape
-    real = ids != PAD
-    extent = width - np.argmax(real[:, ::-1], axis=1)  # one past each sentence's last word (>= 1 word each)
-    if n <= group:
-        x = np.take(table, np.ascontiguousarray(ids[:, :int(extent.max())].T), axis=0)
-        return np.add.reduce(x, axis=0)
+    if n <= group:  # one group (a training batch: its ids are already trimmed to its longest sentence)
+        return np.add.reduce(np.take(table, np.ascontiguousarray(ids.T), axis=0), axis=0)
+    extent = width - np.argmax(ids[:, ::-1] != PAD, axis=1)  # one past each sentence's last word (>= 1 each)
     order = np.argsort(extent, kind="stable")
     out = np.empty((n, table.shape[1]), table.dtype)
     for start in range(0, n, group):
@@ -688,7 +686,7 @@ class SentimentTrainer:
                         t_look = time.perf_counter()
                         active = self.relu_activity()
                         yield InsideLook(epoch, b + 1, epoch - 1 + (b + 1) / n_batches, layers,
-                                         float((active == 0).mean()), tuple(float(a) for a in active))
+                                         float((active == 0).mean()), tuple(active.tolist()))
                         paused_s += time.perf_counter() - t_look   # a look is not training time
                 if status != "completed":
                     elapsed += time.perf_counter() - t_epoch - paused_s
