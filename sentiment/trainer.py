@@ -401,7 +401,7 @@ class SentimentTrainer:
                                   seed=cfg.seed)
         opt = optim.Adam if cfg.optimizer == "adam" else optim.SGD
         self.optimizer = opt(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        # sparse: the step differentiates the batch's gathered word vectors, and only their rows are updated
+        # sparse: the step differentiates the batch's sentence sums; only its words' rows are updated
         self._sparse = cfg.train_embeddings and cfg.sparse_embeddings
         self._table = Tensor._make(self.backend.array(self.vocabulary.table, self.dtype), self.backend,
                                    requires_grad=cfg.train_embeddings and not self._sparse)

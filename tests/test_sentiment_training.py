@@ -291,8 +291,9 @@ def test_sentence_sums_give_the_masked_pools_bits(glove, backend, n):
     ids[np.arange(23)[None, :] >= lengths[:, None]] = 0
     ids = trainer._drop_words(ids) if n > 10 else ids  # padding between words too
     table = trainer._table
-    table._data = trainer.backend.array(rng.standard_normal((vocab, glove.dim)) * np.r_[0.0, np.ones(vocab - 1)][:, None],
-                                        trainer.dtype)  # trained-looking vectors; padding row zero
+    vectors = rng.standard_normal((vocab, glove.dim))
+    vectors[0] = 0.0  # trained-looking vectors; the padding row zero, as the trainer keeps it
+    table._data = trainer.backend.array(vectors, trainer.dtype)
     with no_grad():
         want = trainer.model.pool(*batch_tensors(None, ids, table_tensor=table)).numpy()
         got = trainer._pooled(ids).numpy()
