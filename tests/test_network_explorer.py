@@ -40,6 +40,25 @@ def test_events_match_engine_gradients(key):
         np.testing.assert_array_equal(step.adjoint, parts[-1].total)
 
 
+def test_backward_is_recorded_by_the_explain_trace():
+    """One recorder: the network's backward steps are engine.explain's events grouped by step, and the
+    frames read those same events (not a translation of the steps back into events)."""
+    from engine.explain.trace import BackwardEvent
+    from explorer.network_explorer.frames import build_view, to_graph, to_trace
+    rec = record(build("mlp"))
+    assert rec.events and all(isinstance(e, BackwardEvent) for e in rec.events)
+    visits = [e for e in rec.events if e.kind == "visit"]
+    assert [e.node for e in visits] == [s.node for s in rec.backward]
+    sends = [(e.node, e.parent) for e in rec.events if e.kind == "send"]
+    assert sends == [(c.source, c.target) for s in rec.backward for c in s.contributions]
+    assert [e.node for e in rec.events if e.kind == "leaf"] == [s.node for s in rec.backward
+                                                                 if s.leaf_grad is not None]
+    assert to_trace(rec, to_graph(rec)).backward == rec.events
+    first = next(e for e in rec.events if e.kind == "send")
+    assert first.value is None and ("array" in first.text or "scalar" in first.text)
+    assert any("→" in f.caption for f in build_view(rec).frames.frames)
+
+
 @pytest.mark.parametrize("key", list(PRESETS))
 def test_gradient_check_table(key):
     table = analysis.gradient_check(build(key), coords=2)

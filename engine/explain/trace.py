@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -134,11 +134,19 @@ def run_forward(program: Program | str, inputs: Mapping[str, Any] | str, dtype: 
 
 
 class _Recorder:
-    """Observer turning the core's events (with live tensors) into plain BackwardEvents."""
+    """Observer turning the core's events (with live tensors) into BackwardEvents.
 
-    def __init__(self, id_of: dict[int, int], names: dict[int, str]):
+    ``value_of`` turns a tensor (or array) into the event's value (plain JSON data by default; a caller
+    that shows whole arrays keeps copies), ``describe`` turns that value into the event's text.
+    """
+
+    def __init__(self, id_of: dict[int, int], names: dict[int, str],
+                 value_of: Callable[[Any], Any] = plain_value, describe: Callable[[Any], str] = fmt):
         self.id_of = id_of
         self.names = names
+        self.value_of = value_of
+        self.describe = describe
+        self.position: tuple[int | None, str | None] = (None, None)   # (step, kind) of the latest event
         self.events: list[BackwardEvent] = []
         self.n_events = 0
         self.vjp_calls = 0
@@ -161,6 +169,7 @@ class _Recorder:
         if not self.n_events % 256:  # a long backward pass (path recursion) stops at the request's deadline
             check_deadline()
         loc = getattr(ev, "where", None)
+        self.position = (getattr(ev, "step", None), _KIND.get(type(ev)))
         self._where = [loc.function, loc.file, loc.line] if loc is not None else None
         if isinstance(ev, NodeVisited):
             nid = self._id(ev.node)
@@ -169,38 +178,38 @@ class _Recorder:
                 held.append(nid)
             if not ev.node.is_leaf():
                 self.vjp_calls += 1
-            val = plain_value(ev.adjoint)
+            val = self.value_of(ev.adjoint)
             arr = ev.adjoint.numpy()
             if nid in self._visit_sum:
                 # visited again (path recursion): by linearity the adjoint is the sum over visits
                 self._visit_sum[nid] = self._visit_sum[nid] + arr
-                self.last_adjoint[nid] = plain_value(self._visit_sum[nid])
+                self.last_adjoint[nid] = self.value_of(self._visit_sum[nid])
             else:
                 self._visit_sum[nid] = arr
                 self.last_adjoint.setdefault(nid, val)
             self._add("visit", ev.step, nid, None, val, None, None,
-                      f"take {self._name(nid)}: adjoint {self._bar(nid)} = {fmt(val)}")
+                      f"take {self._name(nid)}: adjoint {self._bar(nid)} = {self.describe(val)}")
         elif isinstance(ev, ContributionSent):
             nid, pid = self._id(ev.node), self._id(ev.parent)
-            val = plain_value(ev.contribution)
+            val = self.value_of(ev.contribution)
             self._add("send", ev.step, nid, pid, val, None, None,
-                      f"{self._name(nid)} → {self._name(pid)}: VJP contribution {fmt(val)}")
+                      f"{self._name(nid)} → {self._name(pid)}: VJP contribution {self.describe(val)}")
         elif isinstance(ev, FanOutAccumulated):
             pid = self._id(ev.parent)
-            val = plain_value(ev.total)
+            val = self.value_of(ev.total)
             self.last_adjoint[pid] = val
             self._add("accumulate", ev.step, pid, None, val, ev.received, ev.expected,
-                      f"{self._bar(pid)} = {fmt(val)} ({ev.received} of {ev.expected} received)")
+                      f"{self._bar(pid)} = {self.describe(val)} ({ev.received} of {ev.expected} received)")
         elif isinstance(ev, LeafAccumulated):
             nid = self._id(ev.node)
-            val = plain_value(ev.derivative)
+            val = self.value_of(ev.derivative)
             self._add("leaf", ev.step, nid, None, val, None, None,
-                      f"{self._name(nid)}.grad += {fmt(val)}")
+                      f"{self._name(nid)}.grad += {self.describe(val)}")
         elif isinstance(ev, ContributionLost):
             pid = self._id(ev.parent)
-            val = plain_value(ev.contribution)
+            val = self.value_of(ev.contribution)
             self._add("lost", ev.step, pid, None, val, ev.received, ev.expected,
-                      f"LOST: {fmt(val)} reached {self._name(pid)} after it was passed on "
+                      f"LOST: {self.describe(val)} reached {self._name(pid)} after it was passed on "
                       f"({ev.received} of {ev.expected})")
 
     def _bar(self, nid: int) -> str:
@@ -212,28 +221,43 @@ class _Recorder:
                                              expected, text, self._where))
 
 
+_KIND = {NodeVisited: "visit", ContributionSent: "send", FanOutAccumulated: "accumulate", LeafAccumulated: "leaf",
+         ContributionLost: "lost"}
+
+
 def bar(name: str) -> str:
     """The lecture's adjoint notation: x5 -> x̄5."""
     return name[:1] + "\u0304" + name[1:] if name else name
 
 
+class BackwardOp:
+    """An engine op the backward pass ran, and where: the step and kind of the latest event before it
+    (kind 'visit': inside that node's VJP, before it sent anything)."""
+    __slots__ = ("op", "inputs", "out", "step", "after")
+
+
 def record_backward(output: Tensor, id_of: dict[int, int], names: dict[int, str], leaves: Mapping[str, Tensor],
-                    strategy: str = "topological", create_graph: bool = False, seed: Tensor | None = None):
+                    strategy: str = "topological", create_graph: bool = False, seed: Tensor | None = None,
+                    value_of: Callable[[Any], Any] = plain_value, describe: Callable[[Any], str] = fmt,
+                    on_op: Callable[[BackwardOp], None] | None = None):
     """Run the real backward pass with ``strategy`` and an observer; catch and report failures.
 
-    Returns ``(recorder, error, backward_records)`` where backward_records are the engine ops the
-    backward pass ran (``trace_ops``).
-    """
-    rec = _Recorder(id_of, names)
-    ops_run: list = []
+    ``value_of`` / ``describe`` make an event's value and its text (see :class:`_Recorder`); ``on_op`` is
+    called with each :class:`BackwardOp` as it runs (to copy its arrays before later ops reuse them).
 
-    class _R:
-        __slots__ = ("op", "inputs", "out")
+    Returns ``(recorder, error, backward_records)`` where backward_records are the engine ops the
+    backward pass ran (``trace_ops``), as :class:`BackwardOp`.
+    """
+    rec = _Recorder(id_of, names, value_of, describe)
+    ops_run: list[BackwardOp] = []
 
     def hook(op, inputs, params, out):
-        r = _R()
+        r = BackwardOp()
         r.op, r.inputs, r.out = op.name, inputs, out
+        r.step, r.after = rec.position
         ops_run.append(r)
+        if on_op is not None:
+            on_op(r)
 
     for t in leaves.values():
         t.grad = None

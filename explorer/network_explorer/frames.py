@@ -1,7 +1,7 @@
-"""A recording as the explain layer's data: Graph + Trace, then its layout, frames and figure.
+"""A recording as the explain layer's data (``Graph`` + ``Trace``), then its layout, frames and figure.
 
-The explain layer (``engine.explain``) owns layout, frames, DOT and the Plotly figure. Here the
-tensor-level recording is only *translated* into its plain data (``Graph``, ``ForwardStep``,
+The page kit (``explorer.kit``: layout, frames, Plotly figure) draws every graph of the app; here the
+tensor-level recording becomes its ``Graph`` (the backward events already are ``engine.explain``'s
 ``BackwardEvent``), for two views over the same frame indices:
 
 * op view: one node per primitive (scalar constants folded away);
@@ -18,7 +18,7 @@ from engine.explain.graph import Graph, GraphEdge, GraphNode, plain_value
 from explorer.kit.labels import formula, heading, num, shape_text
 from explorer.kit.layout import collapse_groups
 from explorer.kit.plotly_figure import Drawing, plan
-from engine.explain.trace import BackwardEvent, ForwardStep, Trace, bar
+from engine.explain.trace import BackwardEvent, ForwardStep, Trace
 
 from .analysis import format_shape
 from .recording import Recording
@@ -54,36 +54,16 @@ def to_graph(rec: Recording) -> Graph:
 
 
 def to_trace(rec: Recording, graph: Graph) -> Trace:
-    """The recording's forward op list and backward events as the explain layer's ``Trace``."""
+    """The recording's forward op list and its backward trace (``rec.events``) as a ``Trace``."""
     forward = []
     for i, nid in enumerate(rec.forward_order):
         n = rec.node(nid)
         args = ", ".join(rec.node(p).label for p in n.parents)
         forward.append(ForwardStep(i, nid, n.op, list(n.parents), None, list(n.shape),
                                    f"{n.label} = {n.op}({args}) → {format_shape(n.shape)}"))
-    events: list[BackwardEvent] = []
-
-    def add(kind, step, node, parent, value, received, expected, text):
-        # values stay in the recording (the page draws them); frames only need who, when and how many
-        events.append(BackwardEvent(len(events), kind, step, node, parent, value, received, expected, text))
-
-    grads = {}
-    for s in rec.backward:
-        name = _name(rec, s.node)
-        add("visit", s.index, s.node, None, None, None, None,
-            f"take {name} {format_shape(s.adjoint.shape)}: its adjoint {bar(rec.node(s.node).label)} is complete")
-        for c in s.contributions:
-            add("send", s.index, s.node, c.target, None, None, None,
-                f"{rec.node(s.node).label} → {rec.node(c.target).label}: VJP contribution "
-                f"{format_shape(c.value.shape)}")
-            add("accumulate", s.index, c.target, None, None, c.received, c.expected,
-                f"{bar(rec.node(c.target).label)} ({c.received} of {c.expected} received)")
-        if s.leaf_grad is not None:
-            grads[rec.node(s.node).label] = plain_value(s.leaf_grad)
-            add("leaf", s.index, s.node, None, None, None, None,
-                f"{rec.node(s.node).label}.grad += {format_shape(s.leaf_grad.shape)}")
-    return Trace("topological", graph, forward, events, grads, {},
-                 sum(1 for s in rec.backward if s.leaf_grad is None), 0, len(forward), len(events))
+    grads = {rec.node(s.node).label: plain_value(s.leaf_grad) for s in rec.backward if s.leaf_grad is not None}
+    return Trace("topological", graph, forward, list(rec.events), grads, {},
+                 sum(1 for s in rec.backward if s.leaf_grad is None), 0, len(forward), len(rec.events))
 
 
 @dataclass

@@ -1,22 +1,23 @@
 """Record one real forward + backward pass of a network at tensor level.
 
 The forward op list comes from ``engine.trace_ops`` (every primitive, in execution order,
-with the layer its ``scope`` named). The backward pass is ``loss.backward`` with an observer:
-the events ``NodeVisited``, ``ContributionSent``, ``FanOutAccumulated`` and
-``LeafAccumulated`` are turned into one :class:`BackwardStep` per visited node. The ops the
-engine runs *inside* each VJP are traced too, so a step can show the actual matrices that
-were multiplied and which saved tensors the VJP read.
+with the layer its ``scope`` named). The backward pass is recorded by ``engine.explain``'s trace
+(``record_backward``: the app's one recorder of the observer's events), keeping whole arrays; its
+events are grouped into one :class:`BackwardStep` per visited node. The ops the engine runs
+*inside* each VJP come with the trace too, so a step can show the actual matrices that were
+multiplied and which saved tensors the VJP read.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from engine import autodiff
 from engine.explain.parser import check_deadline
+from engine.explain.trace import BackwardEvent, record_backward
 from engine.tensor import Tensor, trace_ops
+from explorer.kit.labels import shape_text
 
 from .presets import Network, Scope
 
@@ -169,6 +170,7 @@ class Recording:
     layers: list[Layer]
     loss: float
     loss_node: int
+    events: list[BackwardEvent] = field(default_factory=list)   # engine.explain's trace of the backward pass
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id]
@@ -269,34 +271,20 @@ def record(network: Network) -> Recording:
         raise ValueError(f"the network's loss must be a scalar, got shape {loss.shape}")
     loss_node = ids[loss.unique_id]
 
-    steps: list[BackwardStep] = []
-    state = {"collect": False}
+    names = {nid: n.label for nid, n in enumerate(nodes)}
+    vjp_ops: dict[int, list[VjpOp]] = {}
 
-    def on_backward_op(op, inputs, params, out):
+    def on_op(r) -> None:   # copied as it runs: later ops may reuse the buffers
         check_deadline()
-        if state["collect"] and steps:
-            steps[-1].vjp_ops.append(VjpOp(op.name, [t.numpy().copy() for t in inputs], out.numpy().copy(),
-                                           [ids.get(t.unique_id) for t in inputs]))
+        if r.after == "visit":   # inside this step's VJP (before it sent anything)
+            vjp_ops.setdefault(r.step, []).append(VjpOp(r.op, [t.numpy().copy() for t in r.inputs],
+                                                        r.out.numpy().copy(), [ids.get(t.unique_id) for t in r.inputs]))
 
-    def observer(event):
-        if isinstance(event, autodiff.NodeVisited):
-            steps.append(BackwardStep(len(steps), ids[event.node.unique_id], event.adjoint.numpy().copy()))
-            state["collect"] = True
-        elif isinstance(event, autodiff.ContributionSent):
-            state["collect"] = False   # chain_rule is over; what follows is the fan-out sum
-            steps[-1].contributions.append(Contribution(
-                len(steps) - 1, ids[event.node.unique_id], ids[event.parent.unique_id],
-                event.contribution.numpy().copy(), 0, 0, np.empty(0)))
-        elif isinstance(event, autodiff.FanOutAccumulated):
-            c = steps[-1].contributions[-1]
-            c.received, c.expected, c.total = event.received, event.expected, event.total.numpy().copy()
-        elif isinstance(event, autodiff.LeafAccumulated):
-            state["collect"] = False
-            steps[-1].leaf_grad = event.derivative.numpy().copy()
-
-    with trace_ops(on_backward_op):
-        loss.backward(observer=observer)
-
+    recorder, error, _ = record_backward(loss, ids, names, network.leaves(), value_of=_array_copy,
+                                         describe=_shape_words, on_op=on_op)
+    if error is not None:
+        raise RuntimeError(error)
+    steps = _steps(recorder.events, vjp_ops)
     for s in steps:
         nodes[s.node].adjoint = s.adjoint
 
@@ -310,4 +298,31 @@ def record(network: Network) -> Recording:
         layer.nodes.append(n.id)
         if n.kind == "op":
             layer.output = n.id
-    return Recording(network, nodes, forward_order, steps, layers, float(loss.item()), loss_node)
+    # the events themselves stay as frames need them: who, when and how many (the arrays are in ``steps``)
+    events = [replace(e, value=None) for e in recorder.events]
+    return Recording(network, nodes, forward_order, steps, layers, float(loss.item()), loss_node, events)
+
+
+def _shape_words(a: np.ndarray) -> str:
+    return f"a {shape_text(a.shape)} array" if a.ndim else "a scalar"
+
+
+def _array_copy(x) -> np.ndarray:
+    return (x.numpy() if isinstance(x, Tensor) else np.asarray(x)).copy()
+
+
+def _steps(events: list[BackwardEvent], vjp_ops: dict[int, list[VjpOp]]) -> list[BackwardStep]:
+    """The recorded events grouped by step (one node processed per step), with their arrays."""
+    steps: list[BackwardStep] = []
+    for e in events:
+        if e.kind == "visit":
+            steps.append(BackwardStep(len(steps), e.node, e.value, vjp_ops=vjp_ops.get(e.step, [])))
+        elif e.kind == "send":
+            steps[-1].contributions.append(Contribution(len(steps) - 1, e.node, e.parent, e.value, 0, 0,
+                                                        np.empty(0)))
+        elif e.kind == "accumulate":
+            c = steps[-1].contributions[-1]
+            c.received, c.expected, c.total = e.received, e.expected, e.value
+        elif e.kind == "leaf":
+            steps[-1].leaf_grad = e.value
+    return steps
