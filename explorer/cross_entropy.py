@@ -18,6 +18,7 @@ from engine import functional as F
 
 from .exercises import page_link
 from .kit import presets
+from .kit.labels import num
 from .kit.reference import ReferenceFailed, in_reference_process
 
 # one example, three classes: logits z (a model's output), the label is class 1 (one-hot y);
@@ -132,7 +133,7 @@ def stability_rows(scales=SCALES, label: int = 2, dtype: str = "float64") -> lis
                 loss.backward()
             out[name] = (loss.item(), z.grad.numpy())
         rows.append({"logits": "(" + ", ".join(f"{v * s:g}" for v in BASE_LOGITS) + ")",
-                     "exp(max z)": f"{np.exp(np.float64(max(BASE_LOGITS) * s)):.3g}"
+                     "exp(max z)": num(np.exp(np.float64(max(BASE_LOGITS) * s)))
                      if max(BASE_LOGITS) * s < limit else f"inf (overflow in {dtype})",
                      "naive: −log(softmax(z)[2])": _num(out["naive"][0]),
                      "naive: ∂loss/∂z": _vec(out["naive"][1]),
@@ -142,7 +143,7 @@ def stability_rows(scales=SCALES, label: int = 2, dtype: str = "float64") -> lis
 
 
 def _num(v: float) -> str:
-    return f"{v:.6g}" if np.isfinite(v) else str(v)
+    return num(v) if np.isfinite(v) else str(v)
 
 
 def _vec(a: np.ndarray) -> str:

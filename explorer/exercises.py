@@ -17,6 +17,7 @@ import numpy as np
 
 import engine
 from engine import explain as ex
+from engine.explain.numbers import DIGITS, num
 
 from .lecture_kit import AnswerError, parse_answer
 
@@ -48,7 +49,7 @@ class Part:
         """The engine's answer as the app prints it."""
         if self.choices:
             return str(self.answer)
-        digits = 2 if self.tolerance.factor is not None else 6  # an order of magnitude: two digits say it
+        digits = 2 if self.tolerance.factor is not None else DIGITS  # an order of magnitude: two digits say it
         return format_value(self.answer, digits) + (f" {self.unit}" if self.unit else "")
 
 
@@ -70,13 +71,11 @@ class Verdict:
     message: str
 
 
-def format_value(v: Any, digits: int = 6) -> str:
+def format_value(v: Any, digits: int = DIGITS) -> str:
+    """An answer (a number or nested list of numbers) in the app's one precision."""
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(format_value(x, digits) for x in v) + "]"
-    v = float(v)
-    if v == int(v) and abs(v) < 1e12:
-        return str(int(v))
-    return f"{v:.{digits}g}"
+    return num(v, digits)
 
 
 def _flat(v) -> list[float] | None:
@@ -290,10 +289,10 @@ def _ex7() -> Exercise:
         "in float64, and in float32? (an order of magnitude: within a factor 5 counts)",
         [Part("h64", "best h, float64 ≈", h64, Tolerance(factor=5.0)),
          Part("h32", "best h, float32 ≈", h32, Tolerance(factor=5.0))],
-        [f"The engine's unit roundoff (the largest u with 1 + u == 1 in its add): ε = {eps64:.3g} (float64), "
-         f"{eps32:.3g} (float32).",
+        [f"The engine's unit roundoff (the largest u with 1 + u == 1 in its add): ε = {num(eps64, 3)} (float64), "
+         f"{num(eps32, 3)} (float32).",
          "d/dh (C·h² + ε|f|/h) = 0 gives h ∝ ε^(1/3) (taking C ≈ |f|): "
-         f"**{h64:.2g}** in float64, **{h32:.2g}** in float32.",
+         f"**{num(h64, 2)}** in float64, **{num(h32, 2)}** in float32.",
          "The notes' measured table is best near 1e-6 (float64) and 1e-2 (float32): the same orders of magnitude."],
         page_link("Gradient_check", {}), "Gradient check: the error against h, both dtypes")
 

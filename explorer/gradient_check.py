@@ -13,7 +13,8 @@ from engine import explain as ex
 from engine.explain import ExpressionError, costs
 
 from .kit.budget import check_program, finite_difference_checks
-from .kit.formatting import check_difference, fmt_check, fmt_number, fmt_value
+from .kit.formatting import check_difference, fmt_check, fmt_value
+from .kit.labels import num
 from .kit.presentation import Look
 from .kit.programs import InputProblem, parse
 from .kit.reference import ReferenceFailed, in_reference_process
@@ -101,8 +102,8 @@ def best_h_text(sweep, dtype: str) -> str:
         return (f"**{dtype}**: best h = {best:.1e}, the lowest point of the sweep (f''' = 0 here, so central "
                 "differences have no truncation error: only rounding is left).")
     f, _, _, d3 = sweep.derivatives
-    text = (f"**{dtype}**: best h = (3ε|f| / |f'''|)^(1/3) = **{best:.1e}**, with ε = {m.eps:.2g}, "
-            f"|f| = {fmt_number(abs(f))}, f''' = {fmt_number(d3)} (the engine's third derivative, nested grad).")
+    text = (f"**{dtype}**: best h = (3ε|f| / |f'''|)^(1/3) = **{best:.1e}**, with ε = {num(m.eps, 2)}, "
+            f"|f| = {num(abs(f))}, f''' = {num(d3)} (the engine's third derivative, nested grad).")
     if lowest is not None and not (best / 3 <= lowest <= best * 3):
         text += (f" The sweep's lowest point, h = {lowest:.1e}, is a lucky cancellation of rounding errors, "
                  "not a better step.")

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import engine
 from engine import functional as F
 
+from .kit.labels import num
 from .kit.presentation import Look
 from .lecture_kit import readable
 
@@ -224,15 +225,15 @@ def exercise1(x0: float = 0.0, lr: float = 0.1, steps: int = 5) -> list[Exercise
 # --- tables and figures ------------------------------------------------------------------------------------
 
 def _v(a) -> str:
-    return "(" + ", ".join(f"{float(x):.4g}" for x in np.asarray(a).ravel()) + ")"
+    return "(" + ", ".join(num(x) for x in np.asarray(a).ravel()) + ")"
 
 
 def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
     """Rows of the steps taken so far (the last one is the update about to be applied)."""
     rows = []
     for s in path[:upto + 1]:
-        rows.append({"k": s.k, "w_k": _v(s.w), "L(w_k)": f"{s.loss:.4g}", "∇L": _v(s.grad),
-                     f"Δw = −{lr:g}·∇L": _v(s.delta), "w_k+1": _v(s.w_next), "L(w_k+1)": f"{s.loss_next:.4g}",
+        rows.append({"k": s.k, "w_k": _v(s.w), "L(w_k)": num(s.loss), "∇L": _v(s.grad),
+                     f"Δw = −{lr:g}·∇L": _v(s.delta), "w_k+1": _v(s.w_next), "L(w_k+1)": num(s.loss_next),
                      **({"batch": ",".join(map(str, s.batch))} if s.batch else {})})
     return rows
 

@@ -23,6 +23,7 @@ import engine
 from engine import functional as F
 from engine import static as tf
 from engine.explain.graph import graph_from_output
+from engine.explain.numbers import num
 from engine.static import Graph, Node, Session
 
 # fill colours by node kind / role (legend order)
@@ -354,7 +355,7 @@ def graph_dot(graph: Graph, evaluated: list[int] | None = None, upto: int | None
             else f"{n.name}" if n.kind == "update" else f"{n.label}"
         label = f"{head}\n{_shape(n.shape)}"
         if n.kind == "constant" and n.value is not None and n.shape == ():
-            label = f"{head} = {float(np.asarray(graph.backend.to_numpy(n.value))):.4g}"
+            label = f"{head} = {num(np.asarray(graph.backend.to_numpy(n.value)))}"
         if n.note:
             label += f"\n({n.note.split(':')[0]})"
         attrs = {"label": _q(label), "shape": shape, "fillcolor": _q(_fill(n))}
@@ -439,7 +440,7 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
             heads[n.id] = n.name
         value = ""
         if n.kind == "constant" and n.value is not None and n.shape == ():
-            value = "= " + f"{float(np.asarray(graph.backend.to_numpy(n.value))):.5g}"
+            value = "= " + num(np.asarray(graph.backend.to_numpy(n.value)))
         texts[n.id] = value or shape_text(n.shape)
         state = _role(n)
         if evaluated is not None:

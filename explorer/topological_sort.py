@@ -241,7 +241,7 @@ def queue_table(model: SortModel, upto: int) -> list[dict]:
                      "no unprocessed inputs (queue)": ", ".join(model.name(i) for i in s.ready),
                      "taken": model.name(s.taken),
                      "computes": _computes(model, s.taken),
-                     "value": fmt(s.value, 6)})
+                     "value": fmt(s.value)})
     return rows
 
 
@@ -251,7 +251,7 @@ def _computes(model: SortModel, nid: int) -> str:
 
 def computes_text(model: SortModel, nid: int) -> str:
     """ "(an input) = 3" or "= 1.5 * x1 = 4.5": what taking the node computes, with the engine's value."""
-    value = fmt(model.graph.node(nid).value, 6)
+    value = fmt(model.graph.node(nid).value)
     if model.graph.node(nid).op == "leaf":
         return f"(an input) = {value}"
     return f"= {_computes(model, nid)} = {value}"
@@ -295,7 +295,7 @@ def graph_figure(model: SortModel, states: dict[int, str], notes: dict[int, str]
                   [notes.get(i, "") for i in ids], [states.get(i, "waiting") for i in ids])
     # the longest second line any node can show: its value, or a badge "#12 ✗ before x10"
     longest = max((len(n.name) for n in graph.nodes), default=2)
-    room = Frame(1, "still", "", [], [], [max(f"= {fmt(graph.node(i).value, 5)}",
+    room = Frame(1, "still", "", [], [], [max(f"= {fmt(graph.node(i).value)}",
                                              f"#{len(ids)} ✗ before {'m' * longest}", key=len) for i in ids],
                  ["waiting"] * len(ids))
     fs = FrameSet(ids, [frame], heads=heads, edges=edges, hover=heads)
@@ -333,7 +333,7 @@ def queue_notes(model: SortModel, step: int) -> dict[int, str]:
     the others (not computed yet)."""
     s = model.queue_steps[step]
     done = {*s.processed, s.taken}
-    return {nid: f"= {fmt(model.graph.node(nid).value, 5)}" if nid in done else "= ?" for nid in model.node_ids}
+    return {nid: f"= {fmt(model.graph.node(nid).value)}" if nid in done else "= ?" for nid in model.node_ids}
 
 
 def queue_states(model: SortModel, step: int) -> dict[int, str]:

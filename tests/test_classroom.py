@@ -312,7 +312,7 @@ def test_a_number_question_is_typed_checked_to_the_tolerance_and_rate_limited():
     assert broker.tally(code, 1).histogram == {"244.7": 1}
     lec.run()
     _button(lec, "Reveal").click().run()
-    assert "The engine's answer: 244.692 · 100% of the class got it right" in _texts(lec)
+    assert "The engine's answer: 244.69 · 100% of the class got it right" in _texts(lec)
     s.run()
     assert "you were right" in _texts(s)
 

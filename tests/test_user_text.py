@@ -14,7 +14,7 @@ from engine.explain import ExpressionError, parse_inputs, parse_program
 from engine.explain import parser as parser_module
 from explorer.expression_explorer import explorer_model
 from explorer.kit.deeplink import DeepLinkError, LinkField, LinkSchema, decode_values
-from explorer.kit.formatting import code_span, hover_escape, md_escape
+from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.programs import InputProblem
 from explorer.network_explorer.presets import PresetError, parse_layers
 
@@ -48,8 +48,7 @@ def test_md_escape_leaves_nothing_for_markdown_to_read():
     assert unescaped("[a](b)") == {"[", "]", "(", ")"}  # the helper itself finds what is live
 
 
-def test_hover_and_code_span_escaping():
-    assert hover_escape("<b>B</b> & <a href=x>") == "&lt;b&gt;B&lt;/b&gt; &amp; &lt;a href=x&gt;"
+def test_code_span_escaping():
     assert code_span("good") == "`good`"
     assert unescaped(code_span("`")) == set() and "`" in code_span("`")
 

@@ -14,6 +14,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import md_escape
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.labels import num
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
                                   still_graph)
@@ -147,7 +148,7 @@ vcols[0].radio("View", ["layer", "op"], horizontal=True, on_change=_level_change
 rec = ex.rec
 if not look.presenting:
     vcols[1].caption(f"{len(rec.forward_order)} primitive ops · {len(rec.backward)} backward steps · "
-                     f"{len(rec.layers)} layers · loss = {rec.loss:.6g}. Switching views keeps the step.")
+                     f"{len(rec.layers)} layers · loss = {num(rec.loss)}. Switching views keeps the step.")
 
 
 def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False) -> None:
@@ -159,7 +160,7 @@ def show_tensor(where, value, title: str, key: str, scale: float | None = None, 
         return
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
-        show_plot(heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{zmax:.2g}", font=look.figure_font,
+        show_plot(heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}", font=look.figure_font,
                           zmax=zmax, narrow=narrow), look, key=key, where=where, config={"displayModeBar": False})
     else:
         where.markdown(f"**{title}** {analysis.format_shape(lk.shape)} — too large for a heatmap")
@@ -263,7 +264,7 @@ def draw(step: int) -> None:
         show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"), scale)
         more = f" ({len(fs.parts) - len(shown)} more not drawn)" if len(fs.parts) > len(shown) else ""
         st.caption(f"Sum of the {len(fs.parts)} contributions, as the engine accumulated them "
-                   f"(‖sum‖ = {analysis.look(fs.total).stats['norm']:.4g}){more}. One colour scale for the row: "
+                   f"(‖sum‖ = {num(analysis.look(fs.total).stats['norm'])}){more}. One colour scale for the row: "
                    "a contribution's colours read against the sum's.")
     publish_link(ctx, {"net": key, "level": level_choice if level_choice == "auto" else level, "step": step,
                        **options})

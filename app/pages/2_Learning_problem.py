@@ -10,6 +10,7 @@ import streamlit as st
 from explorer import learning_problem as L
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, start_page, step_controls
 
@@ -116,8 +117,8 @@ badge = {"too small": ":orange[:material/hourglass_bottom: too small]",
          "about right": ":green[:material/check_circle: about right]",
          "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]"}[kind]
 st.markdown(
-    f"#### Step {cur.k}: w = {L._v(cur.w)}, L = {cur.loss:.4g} → Δw = −η∇L = −{lr:g}·{L._v(cur.grad)} = "
-    f"{L._v(cur.delta)} → L = {cur.loss_next:.4g}")
+    f"#### Step {cur.k}: w = {L._v(cur.w)}, L = {num(cur.loss)} → Δw = −η∇L = −{lr:g}·{L._v(cur.grad)} = "
+    f"{L._v(cur.delta)} → L = {num(cur.loss_next)}")
 left, right = st.columns([3, 2])
 with left:
     contours = L.contour_figure(surface, cached_grid(surface), path, step, look, w_min)
@@ -127,10 +128,10 @@ with left:
 with right:
     st.markdown(f"**η = {lr:g}: {badge}** — {why}.")
     st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
-                f"eigenvalue λ = {lam:.3g}, so steps with **η > 2/λ = {crit:.3g}** overshoot there.")
+                f"eigenvalue λ = {num(lam)}, so steps with **η > 2/λ = {num(crit)}** overshoot there.")
     show_plot(L.loss_curve_figure(path, step, loss_min, look), look, key=ns.key("curve"))
-    st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{cur.predicted_change:.4g}**; "
-                f"the engine measured **{cur.loss_next - cur.loss:.4g}**.")
+    st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{num(cur.predicted_change)}**; "
+                f"the engine measured **{num(cur.loss_next - cur.loss)}**.")
 rows = L.step_rows(path, step, lr)
 st.table(pd.DataFrame(rows[-6:]))
 st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at w_k"
@@ -162,13 +163,13 @@ ex_rows = L.exercise1(x0, eta)
 r0 = ex_rows[0]
 st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0 − η·f′(x0) = "
             f"{x0:g} − {eta:g}·({r0.slope:g}) "
-            f"= **{r0.x_next:.6g}**.")
+            f"= **{num(r0.x_next)}**.")
 ec = st.columns([3, 2])
 with ec[0]:
     show_plot(L.exercise1_figure(ex_rows, look), look, key=ns.key("ex1"))
 with ec[1]:
-    st.table(pd.DataFrame([{"k": r.k, "x_k": f"{r.x:.6g}", "f(x_k)": f"{r.f:.6g}", "f′(x_k)": f"{r.slope:.6g}",
-                            "x_k+1": f"{r.x_next:.6g}"} for r in ex_rows]))
+    st.table(pd.DataFrame([{"k": r.k, "x_k": num(r.x), "f(x_k)": num(r.f), "f′(x_k)": num(r.slope),
+                            "x_k+1": num(r.x_next)} for r in ex_rows]))
 
 publish_link(ctx, {"surface": surface, "lr": lr, "batch": batch, "w1": w1, "w2": w2, "step": step,
                    "x0": x0, "eta": eta})

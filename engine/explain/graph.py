@@ -7,6 +7,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..tensor import Tensor
+from .numbers import DIGITS, num
 
 VALUE_LIMIT = 64  # tensors with more elements keep a summary instead of every value
 
@@ -34,16 +35,17 @@ def _nested(v):
     return _finite_or_str(v)
 
 
-def fmt(value, digits: int = 4) -> str:
-    """Short text for a plain value (as stored in nodes/events)."""
+def fmt(value, digits: int = DIGITS) -> str:
+    """Short text for a plain value (as stored in nodes/events): numbers by :func:`num`, lists by their first
+    four numbers."""
     if value is None:
         return "…"
     if isinstance(value, str):
         return value
     if isinstance(value, (int, float)):
-        return f"{value:.{digits}g}"
+        return num(value, digits)
     flat = np.asarray(value, dtype=object).ravel().tolist()
-    body = ", ".join(fmt(v, 3) for v in flat[:4])
+    body = ", ".join(fmt(v, digits) for v in flat[:4])
     return f"[{body}{', …' if len(flat) > 4 else ''}]"
 
 

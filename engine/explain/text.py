@@ -4,18 +4,19 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from .graph import fmt
+from .numbers import num
 from .trace import Trace
 
 
 def table(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
-    """A left-aligned text table of dict rows (floats shown with 6 significant digits)."""
+    """A left-aligned text table of dict rows (numbers by the one formatter, :func:`num`)."""
     if not rows:
         return "(no rows)"
     cols = list(columns) if columns is not None else list(rows[0].keys())
 
     def cell(v: Any) -> str:
         if isinstance(v, float):
-            return f"{v:.6g}"
+            return num(v)
         if isinstance(v, list):
             return fmt(v)
         return "" if v is None else str(v)

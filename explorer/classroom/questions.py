@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from engine.explain import ExpressionError
+from engine.explain.numbers import num
 from engine.explain.trace import bar
 from explorer.kit.budget import check_program
 from explorer.kit.programs import InputProblem, parse
@@ -42,7 +43,7 @@ def _scalar(value: Any) -> float | None:
 
 
 def _number(x: float) -> str:
-    return f"{x:.6g}"
+    return num(x)
 
 
 def backward_step_index(frameset, frame: int) -> int:

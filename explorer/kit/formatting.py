@@ -2,12 +2,12 @@
 no UI)."""
 from __future__ import annotations
 
-import html
-import math
 import re
 from typing import Any
 
 import numpy as np
+
+from engine.explain.numbers import DIGITS, num
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
@@ -27,49 +27,28 @@ def code_span(text: object) -> str:
     return md_escape(text) if "`" in text or "\n" in text else f"`{text}`"
 
 
-def hover_escape(text: object) -> str:
-    """User text for Plotly hover labels and titles, which read a subset of HTML (``<b>``, ``<a href>``)."""
-    return html.escape(str(text), quote=False)
-
-
-def fmt_number(x: float, digits: int = 5) -> str:
-    """Compact, readable, in the one precision of the app (5 significant digits): 20.086, 1.2e-08, -3."""
-    if x is None:
-        return ""
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == 0:
-        return "0"
-    if 1e-4 <= abs(x) < 10 ** digits:
-        return f"{x:.{digits}g}"
-    return f"{x:.{max(digits - 1, 1)}e}"
-
-
-def fmt_value(v: Any, digits: int = 5, max_items: int = 6) -> str:
+def fmt_value(v: Any, digits: int = DIGITS, max_items: int = 6) -> str:
     """A float or nested list (as the explain layer stores tensor values) as short text."""
     if v is None:
         return ""
     if isinstance(v, (int, float, np.floating, np.integer)):
-        return fmt_number(float(v), digits)
+        return num(float(v), digits)
     arr = np.asarray(v, dtype=float)
     if arr.ndim == 0:
-        return fmt_number(float(arr), digits)
-    flat = [fmt_number(x, digits) for x in arr.ravel()[:max_items]]
+        return num(float(arr), digits)
+    flat = [num(x, digits) for x in arr.ravel()[:max_items]]
     more = ", …" if arr.size > max_items else ""
     shape = "×".join(map(str, arr.shape))
     return f"[{', '.join(flat)}{more}] ({shape})"
 
 
-def fmt_check(fd: Any, digits: int = 5) -> str:
+def fmt_check(fd: Any, digits: int = DIGITS) -> str:
     """A central-difference result as text: per element (a number or list), or, for a larger input,
     the estimates along random directions (:class:`engine.explain.costs.DirectionalDifferences`)."""
     estimates = getattr(fd, "estimates", None)
     if estimates is None:
         return fmt_value(fd, digits)
-    return f"along {len(estimates)} random directions v: " + ", ".join(fmt_number(e, digits) for e in estimates)
+    return f"along {len(estimates)} random directions v: " + ", ".join(num(e, digits) for e in estimates)
 
 
 def check_difference(auto: Any, fd: Any) -> float | None:

@@ -1,40 +1,22 @@
 """What a node says: ``x3 = 1.5·x1``, its value in five significant digits, its shape.
 
 Plain functions over the explain layer's graph; no UI. One precision everywhere a class reads a
-number (captions, node labels, edge labels, tables): :data:`DIGITS` significant digits. Hover texts
-carry the full value (:func:`full_value`).
+number (captions, node labels, edge labels, tables): :data:`DIGITS` significant digits, by the app's
+one formatter :func:`num` (``engine.explain.numbers``, re-exported here). Hover texts carry the full
+value (:func:`full_value`).
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from engine.explain.graph import Graph
+from engine.explain.numbers import DIGITS, num  # noqa: F401  (the one formatter, re-exported for the kit)
 
-DIGITS = 5
 MINUS = "\u2212"
 
 _INFIX = {"add": "+", "mul": "·", "div": "/", "matmul": "@", "pow": "^"}
-
-
-def num(x: Any, digits: int = DIGITS) -> str:
-    """A number in ``digits`` significant digits: 368.04, 244.69, 1.5, -5, 1e-08, inf."""
-    if x is None:
-        return ""
-    if isinstance(x, str):
-        return x
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == 0:
-        return "0"
-    if 1e-4 <= abs(x) < 10 ** digits:
-        return f"{x:.{digits}g}"
-    return f"{x:.{max(digits - 1, 1)}e}".replace("e+0", "e+").replace("e-0", "e-")
 
 
 def shape_text(shape) -> str:

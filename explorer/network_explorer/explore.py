@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.kit.frames import FrameSet
+from explorer.kit.labels import num
 from explorer.kit.plotly_figure import figure_dict, plan
 
 from . import analysis, cost
@@ -127,7 +128,7 @@ def moment(ex: Explored, frame: int) -> Moment:
     if phase == "inputs":
         return Moment(phase, "Inputs and parameters (leaves): nothing computed yet")
     if phase == "done":
-        return Moment(phase, f"Done: loss = {rec.loss:.5g}; every leaf holds its gradient")
+        return Moment(phase, f"Done: loss = {num(rec.loss)}; every leaf holds its gradient")
     if phase == "forward":
         node = rec.node(rec.forward_order[i])
         args = ", ".join(rec.node(p).label for p in node.parents)
@@ -150,7 +151,7 @@ def graph_dot(ex: Explored, level: str) -> str:
     from explorer.kit.dot import to_dot
     v = ex.views[level]
     return to_dot(v.graph, frame=v.frames.frames[-1], frameset=v.frames,
-                  title=f"{ex.network.title}: {level} view, loss = {ex.rec.loss:.5g}")
+                  title=f"{ex.network.title}: {level} view, loss = {num(ex.rec.loss)}")
 
 
 def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zmax: float | None = None,
@@ -168,8 +169,8 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     if zmax is None:
         zmax = analysis.magnitude(m)
     zmax = zmax if zmax > 0 else 1.0
-    digits = ".3g" if m.shape[1] <= 4 and not narrow else ".2g"   # narrow: a third of a column
-    text = np.vectorize(lambda v: f"{v:{digits}}")(m) if m.size <= 60 else None
+    digits = 3 if m.shape[1] <= 4 and not narrow else 2   # a heatmap cell holds fewer digits (narrow: a third of a column)
+    text = np.vectorize(lambda v: num(v, digits))(m) if m.size <= 60 else None
     fig = go.Figure(go.Heatmap(z=m, colorscale="RdBu", zmin=-zmax, zmax=zmax, text=text,
                                texttemplate="%{text}" if text is not None else None, showscale=False,
                                textfont=dict(size=max(font - 2, 9))))

@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pyarrow as pa
-import pydot
 
 from engine.tensor import Tensor, no_grad
 from sentiment.data import (MAX_SENTENCE_CHARS, MAX_USER_BYTES, DataFormatError, Dataset, builtin_split,
@@ -23,6 +22,7 @@ from sentiment.data import (MAX_SENTENCE_CHARS, MAX_USER_BYTES, DataFormatError,
 from sentiment.trainer import InsideLook, SentimentTrainer
 
 from ..kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
+from ..kit.labels import num
 from .runner import LOOK_METRICS, RunSnapshot
 
 TARGET_ACCURACY = 0.75
@@ -513,7 +513,7 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
         attrs = {}
         if layer.name in stats:
             st_ = stats[layer.name]
-            label += (f"\\n‖W‖ {st_.weight_norm:.3g}\\n‖∂L/∂W‖ {st_.grad_norm:.2g}"
+            label += (f"\\n‖W‖ {num(st_.weight_norm, 3)}\\n‖∂L/∂W‖ {num(st_.grad_norm, 2)}"
                       f"\\n‖ΔW‖/‖W‖ {st_.update_ratio:.1e}")
         if layer.name == "relu" and look is not None:
             n_dead = int(round(look.dead_relu * len(look.active)))
@@ -527,7 +527,7 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
         if b.name in stats and grads:
             # thickness: the layer's gradient norm against the largest one now (log scale, 1 to 6 px)
             rel = np.log10(max(stats[b.name].grad_norm, 1e-12) / max(grads))
-            attrs = {"penwidth": f"{max(1.0, 6.0 + 1.5 * rel):.1f}", "label": f"∂L/∂W {stats[b.name].grad_norm:.2g}",
+            attrs = {"penwidth": f"{max(1.0, 6.0 + 1.5 * rel):.1f}", "label": f"∂L/∂W {num(stats[b.name].grad_norm, 2)}",
                      "fontsize": str(font_size - 1)}
         out.append(f'"{a.name}" -> "{b.name}"' + (f" [{_dot_attrs(attrs)}]" if attrs else "") + ";")
     out.append("}")
