@@ -12,7 +12,7 @@ from explorer import cross_entropy as C
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, start_page
+from explorer.kit.widgets import presentation_toggle, publish_link, show_table, start_page
 
 ctx = start_page("Cross-entropy on logits", "xent",
                  fields={"dtype": LinkField("str", "float64", choices=("float64", "float32"))},
@@ -67,7 +67,7 @@ with left:
         table[f"z{k}"] = np.round(b.logits[:, k], 4)
     for k in range(classes):
         table[f"p{k}"] = np.round(b.probs[:, k], 4)
-    st.dataframe(table, hide_index=True)
+    show_table(table, look)
     st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
                "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
 with right:
@@ -79,8 +79,7 @@ with right:
     else:
         st.markdown(f"Against `torch.nn.functional.cross_entropy` on the same logits: loss differs by "
                     f"**{b.torch_loss_difference:.1e}**, ∂loss/∂z by **{b.torch_grad_difference:.1e}**.")
-st.dataframe(pd.DataFrame(np.round(b.grad_logits, 5), columns=[f"∂loss/∂z{k}" for k in range(classes)]),
-             hide_index=True)
+show_table(pd.DataFrame(np.round(b.grad_logits, 5), columns=[f"∂loss/∂z{k}" for k in range(classes)]), look)
 
 st.subheader("Why the loss takes logits: log_softmax is stable, softmax-then-log is not")
 dtype = st.radio("dtype", ["float64", "float32"], key=ns.key("dtype"), horizontal=True)
@@ -88,7 +87,7 @@ st.markdown("The label is class 2, the smallest logit. Naively, `log(exp(z) / su
             "once the largest logit passes log(max float) (709.8 in float64, 88.7 in float32) exp gives inf, "
             "inf/inf is nan, and the loss and every gradient are lost. `log_softmax(z) = z − logsumexp(z)`, with "
             "logsumexp(z) = m + log(Σ exp(z − m)) and m = max z, never exponentiates anything above 0.")
-st.table(pd.DataFrame(cached_stability(dtype)), hide_index=True)
+show_table(cached_stability(dtype), look, static=True)
 
 st.subheader("Step through its graph")
 st.markdown("For one example with three classes (logits z, label 1 as a one-hot y), the loss written with the "

@@ -4,7 +4,6 @@ The learning problem: a classifier's cross-entropy over two parameters drawn as 
 """
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from explorer import learning_problem as L
@@ -12,7 +11,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, start_page, step_controls
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page, step_controls
 
 S0 = L.SURFACES[L.DEFAULT_SURFACE]
 ctx = start_page(
@@ -133,7 +132,7 @@ with right:
     st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{num(cur.predicted_change)}**; "
                 f"the engine measured **{num(cur.loss_next - cur.loss)}**.")
 rows = L.step_rows(path, step, lr)
-st.table(pd.DataFrame(rows[-6:]))
+show_table(rows[-6:], look, static=True)
 st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at w_k"
            + (" on the mini-batch listed (SGD: a new shuffle every epoch)." if batch else "."))
 
@@ -168,8 +167,8 @@ ec = st.columns([3, 2])
 with ec[0]:
     show_plot(L.exercise1_figure(ex_rows, look), look, key=ns.key("ex1"))
 with ec[1]:
-    st.table(pd.DataFrame([{"k": r.k, "x_k": num(r.x), "f(x_k)": num(r.f), "f′(x_k)": num(r.slope),
-                            "x_k+1": num(r.x_next)} for r in ex_rows]))
+    show_table([{"k": r.k, "x_k": num(r.x), "f(x_k)": num(r.f), "f′(x_k)": num(r.slope),
+                "x_k+1": num(r.x_next)} for r in ex_rows], look, static=True)
 
 publish_link(ctx, {"surface": surface, "lr": lr, "batch": batch, "w1": w1, "w2": w2, "step": step,
                    "x0": x0, "eta": eta})

@@ -18,9 +18,9 @@ from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation
                                           table_data)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, program_refused
-from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, graph_px, preset_picker, presentation_toggle, program_boxes,
-                                  publish_link, show_dot, show_input_problem, show_plot, start_page, stepper,
-                                  still_graph)
+from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, graph_px, presentation_toggle, preset_picker, program_boxes,
+                                  publish_link, show_dot, show_input_problem, show_plot, show_table, start_page,
+                                  stepper, still_graph)
 
 ctx = start_page(
     "Expression explorer", "explorer",
@@ -98,7 +98,7 @@ def step_text(shown) -> None:
     """Header, caption and contributions of a step (:class:`explorer.expression_explorer.StepView`)."""
     st.markdown(shown.header)
     if shown.contributions is not None:
-        st.table(shown.contributions, hide_index=True)
+        show_table(shown.contributions, look, static=True)
 
 
 def gradient_graphs(frame: int) -> None:
@@ -131,7 +131,7 @@ def gradient_graphs(frame: int) -> None:
 def node_table_view() -> None:
     """Every node's value and adjoint, with each input's central-difference check."""
     node_table = cached_node_table(*model_args)  # a Styler (coloured rows) is made afresh each time
-    st.table(node_table if node_table is not None else node_table_styler(model.table), hide_index=True)
+    show_table(node_table if node_table is not None else node_table_styler(model.table), look, static=True)
     st.caption("Adjoint = ∂f/∂node after the whole backward pass. For inputs, the central difference "
                "(f(x+h) − f(x−h)) / 2h is computed by running the engine twice more per input element; an "
                "input of more than 8 elements is checked along 3 random directions v instead (autodiff "
@@ -195,7 +195,7 @@ def present_step(shown, frame: int) -> None:
         st.html(shown.code_html)
         st.html(scroll_to_highlight(frame), unsafe_allow_javascript=True)
     if shown.contributions is not None:
-        st.table(shown.contributions, hide_index=True)
+        show_table(shown.contributions, look, static=True)
     st.caption(shown.code_caption)
     tab_graphs, tab_table = st.tabs(["Graph and gradient graph", "Table of nodes"])
     with tab_graphs:
@@ -231,7 +231,7 @@ ac[1].button("zero_grad()", key=ns.key("accum_zero"), on_click=_accumulate, args
 ac[2].button("Start over", key=ns.key("accum_reset"), on_click=_accumulate, args=(None,))
 if full:
     ac[3].caption(f"{MAX_ACCUMULATION_ACTIONS} calls at most: Start over.")
-st.table(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key])), hide_index=True)
+show_table(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key])), look, static=True)
 st.caption("Every call above is the real engine on one forward graph. backward() adds into .grad "
            "(accumulate_derivative: +=), so a second backward without zeroing doubles it — the notes' 20 → 40 "
            "(preset “Gradient accumulation”). As in PyTorch, a backward() through a graph already used needs "

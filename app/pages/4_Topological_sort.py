@@ -4,7 +4,6 @@ Topological sort as the slides teach it (the queue method: take a node with no u
 """
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from explorer import topological_sort as T
@@ -12,7 +11,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, start_page, stepper
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page, stepper
 
 ctx = start_page(
     "Topological sort", "topo",
@@ -68,7 +67,7 @@ def draw(step: int) -> None:
     show_plot(style_graph_figure(T.graph_figure(model, T.queue_states(model, frame), T.queue_notes(model, frame),
                                                 taken=qs.taken), look), look, key=ns.key("queue_graph"))
     st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
-    st.table(pd.DataFrame(T.queue_table(model, frame)), hide_index=True)
+    show_table(T.queue_table(model, frame), look, static=True)
 
 
 stepper(ns, n, draw, label="Queue step")
@@ -83,7 +82,7 @@ st.markdown(
 reads = " → ".join(model.name(i) for i in model.dfs_reads)
 st.markdown(f"The engine's DFS read the inputs of: **{md_escape(reads)}** (recorded while the engine's own "
             "function ran).")
-st.table(pd.DataFrame(T.order_rows(model)), hide_index=True)
+show_table(T.order_rows(model), look, static=True)
 both = [T.check_order(model, model.queue_order()).valid, T.check_order(model, model.post_order()).valid]
 st.caption("Both orders checked by the same test as your order below: "
            + ("both valid" if all(both) else "one is NOT valid (a bug)")

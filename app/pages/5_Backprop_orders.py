@@ -122,7 +122,7 @@ if model is not None:
         if view.error:
             st.error(f"This order failed: {md_escape(view.error)}")
         elif view.wrong and k == view.n_frames - 1:
-            st.table(pd.DataFrame(view.wrong), hide_index=True)
+            show_table(view.wrong, look, static=True)
 
     stepper(ns, model.n_frames, draw, label="Step (all orders together)")
 else:
@@ -192,7 +192,7 @@ with right:
             if job.finished:
                 stats = job.table()
                 st.markdown(bfs_rate_text(stats))
-                st.table(pd.DataFrame(stats), hide_index=True)
+                show_table(stats, look, static=True)
                 return
             st.progress(job.done / job.n_graphs,
                         text=f"Backpropagating random graphs with every order: {job.done} of {job.n_graphs}")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
@@ -14,8 +13,8 @@ from explorer.kit.deeplink import LinkField
 from explorer.gradient_check import best_h_text, gradcheck_model, notes_checks, sweep_figure
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
-from explorer.kit.widgets import (clamp_linked, preset_picker, presentation_toggle, program_boxes, publish_link,
-                                  show_input_problem, show_plot, start_page)
+from explorer.kit.widgets import (clamp_linked, presentation_toggle, preset_picker, program_boxes, publish_link,
+                                  show_input_problem, show_plot, show_table, start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
@@ -93,14 +92,14 @@ st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h
            "(ε ≈ 6e-8) than in float64 (ε ≈ 1.1e-16). The best h minimises the sum. For a tensor input the "
            "sweep perturbs the chosen element.")
 st.subheader(f"Every input at h = {h:.0e}")
-st.table(pd.DataFrame(model.table), hide_index=True)
+show_table(model.table, look, static=True)
 
 st.subheader("The notes' checks, computed now")
 st.markdown("The lecture notes check their framework's gradients several ways. The same checks on this engine, run "
             "when the page opens (largest absolute difference; float64). The Jacobian J of f: Rⁿ → Rᵐ is the "
             "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ; a VJP gives ȳᵀJ without ever building it, so building it once, for a "
             "small case, is a check.")
-st.table(pd.DataFrame(cached_notes_checks()), hide_index=True)
+show_table(cached_notes_checks(), look, static=True)
 st.caption("Differences of 1e-17 to 1e-15 are float64 rounding (ε ≈ 1.1e-16 relative to values of order 1); 0 "
            "means the two computations did the same float operations. The random-graph figure is dominated by the "
            "finite difference's own error (h² truncation plus ε/h rounding, see the sweep above), not by autodiff; "

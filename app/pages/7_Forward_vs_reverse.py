@@ -5,7 +5,6 @@ Forward mode with dual numbers stepping through the same graph (each node carrie
 from __future__ import annotations
 
 
-import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
@@ -17,8 +16,8 @@ from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SC
                                         memory_series, memory_table, micro_batch_rows, pass_costs)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
-from explorer.kit.widgets import (graph_px, preset_picker, presentation_toggle, program_boxes, publish_link,
-                                  show_input_problem, show_plot, start_page, stepper, still_graph)
+from explorer.kit.widgets import (graph_px, presentation_toggle, preset_picker, program_boxes, publish_link,
+                                  show_input_problem, show_plot, show_table, start_page, stepper, still_graph)
 
 ctx = start_page(
     "Forward vs reverse", "fwdrev",
@@ -103,7 +102,7 @@ if model is not None:
             show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look),
                       look, key=ns.key("figure"))
         with t:
-            st.table(pd.DataFrame(model.table[:step - 1] or [{"node": "(inputs only)"}]), hide_index=True)
+            show_table(model.table[:step - 1] or [{"node": "(inputs only)"}], look, static=True)
             rev = model.reverse_grads.get(seed)
             if step < model.n_frames:   # no spoiler: the pass's result is told when the walk reaches it
                 st.markdown(f"Forward mode, one pass: **d f / d {seed}** is the output's tangent, known at the "
@@ -142,7 +141,7 @@ show_plot(where=p[1], fig=line_plot(series["vary_m"], title=f"n = {fixed}, m var
 st.markdown("**What one gradient costs** (the notes' table: reverse mode's gradient of a scalar loss costs about "
             "two forward passes more, whatever the number of inputs). Counted now on the engine running a 4-layer "
             "ReLU MLP, width 256, batch 128:")
-st.table(pd.DataFrame(cached_pass_costs()), hide_index=True)
+show_table(cached_pass_costs(), look, static=True)
 st.caption("The backward pass runs two matmuls per layer (x̄ = ḡWᵀ and W̄ = xᵀḡ) against the forward's one; the first "
            "layer's input is data (no x̄), hence 2.75 rather than 3. Forward mode carries one tangent beside each "
            "value (h·W and ḣ·W): 2, but for one direction only. Counts, not times: on a shared server a time ratio "
@@ -157,7 +156,7 @@ j_out = js[1].number_input("d_out (output width)", 1, 1_000_000, 4096, key=ns.ke
 j_batch = js[2].number_input("batch", 1, 1_000_000, 2048, key=ns.key("jac_batch"))
 j_dtype = js[3].selectbox("dtype", ["float64", "float32"], key=ns.key("jac_dtype"))
 size_rows, passes = jacobian_size_table(int(j_in), int(j_out), int(j_batch), j_dtype)
-st.table(pd.DataFrame(size_rows), hide_index=True)
+show_table(size_rows, look, static=True)
 st.markdown(f"Building the whole-batch Jacobian would take **{passes['forward']:,} forward (JVP) passes**, one "
             f"per input number, or **{passes['reverse']:,} backward (VJP) passes**, one per output number. "
             "Training needs the gradient of one scalar loss: **one** backward pass, whose VJPs carry vectors "
@@ -186,7 +185,7 @@ e_depth = e[0].number_input("layers L", 1, MAX_SCALE_DEPTH, 10, key=ns.key("ex9_
 e_width = e[1].number_input("width", 1, 1_000_000, 4096, key=ns.key("ex9_width"))
 e_batch = e[2].number_input("batch", 1, 1_000_000, 512, key=ns.key("ex9_batch"))
 e_dtype = e[3].selectbox("dtype", ["float32", "float64"], key=ns.key("ex9_dtype"))
-st.table(pd.DataFrame(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype)), hide_index=True)
+show_table(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype), look, static=True)
 st.markdown(f"Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps z = hW + b (for its mask). "
             f"That is the notes' count, 2 per layer minus the network's input: **2L − 1 = {2 * int(e_depth) - 1}**. "
             f"This engine also keeps hW, because its History keeps every input of every op although the bias add's "
@@ -216,7 +215,7 @@ else:
                                          x_title="forward + backward (ms)", y_title="peak MB", look=look),
               lk=look, key=ns.key("ck_plot"))
     with kc[1]:
-        st.dataframe(pd.DataFrame(ck_rows), hide_index=True, height=260)
+        show_table(ck_rows, look, height=260)
         st.caption("Same gradients in every policy (last column, against keep all). Checkpointing every √L keeps "
                    "√L segment inputs plus one segment's activations at a time: memory ~ 2√L buffers for one "
                    "extra forward pass; recompute-all keeps one buffer at the price of quadratic forward work.")
@@ -227,4 +226,4 @@ st.markdown("Accumulation is a pitfall when it is forgotten (a second `backward(
             "split a batch of 64 into k micro-batches, call `backward()` on each loss scaled by 1/k, and only then "
             "step. The gradient is the full batch's (the **effective batch size** stays 64) while each backward "
             "keeps a k-th of the activations.")
-st.table(pd.DataFrame(cached_micro_batches()), hide_index=True)
+show_table(cached_micro_batches(), look, static=True)

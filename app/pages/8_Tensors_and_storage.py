@@ -4,7 +4,6 @@ Tensors, storage and views: the engine's flat storage, shape, strides and offset
 """
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 import engine
@@ -12,7 +11,7 @@ from explorer import tensors_and_storage as M
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, start_page
+from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page
 
 OWN = "(your own chain)"
 ctx = start_page(
@@ -78,7 +77,7 @@ except M.ChainError as e:
     st.error(f"**Chain not accepted** — {md_escape(str(e))}", icon=":material/block:")
     run = None
 if run is not None:
-    st.table(pd.DataFrame(M.chain_rows(run)), hide_index=True)
+    show_table(M.chain_rows(run), look, static=True)
     if run.error:
         st.error(f"The engine raised **{md_escape(run.error_type)}** at `{run.error_at}`:\n\n"
                  f"{md_escape(run.error)}", icon=":material/error:")
@@ -109,11 +108,11 @@ st.markdown(f"y = x + b with x of shape (3, 2) and b of shape {br.b_shape or '()
             f"b̄ = G summed over axes {br.summed_axes} (`sum_to_shape`; the engine ran {', '.join(br.backward_ops)}).")
 bc = st.columns(3)
 bc[0].markdown("**G = ȳ** (upstream)")
-bc[0].table(M.matrix_frame(br.g), hide_index=True, hide_header=True)
+show_table(M.matrix_frame(br.g), look, where=bc[0], static=True, hide_header=True)
 bc[1].markdown("**x̄ = G** (same shape, nothing to sum)")
-bc[1].table(M.matrix_frame(br.x_grad), hide_index=True, hide_header=True)
+show_table(M.matrix_frame(br.x_grad), look, where=bc[1], static=True, hide_header=True)
 bc[2].markdown(f"**b̄** from the engine: `{M.fmt_tree(br.b_grad)}`")
-bc[2].table(M.matrix_frame(br.b_grad), hide_index=True, hide_header=True)
+show_table(M.matrix_frame(br.b_grad), look, where=bc[2], static=True, hide_header=True)
 
 # --- embedding's backward ----------------------------------------------------------------------------------
 st.subheader("An embedding's backward is a scatter-add (exercise 12)")
@@ -131,7 +130,7 @@ if ids is not None:
                   + ", ".join(f"g{k} = {M.fmt_tree(row)}" for k, row in enumerate(er.upstream))
                   + f". Backward the engine ran **{', '.join(er.backward_ops)}**: every g_k is *added* into the row "
                   "it was read from; a repeated word collects the sum, rows never read get 0.")
-    e[1].table(pd.DataFrame(M.embedding_rows(er)), hide_index=True)
+    show_table(M.embedding_rows(er), look, where=e[1], static=True)
 
 # --- backends ----------------------------------------------------------------------------------------------
 st.subheader("The same op on every backend")
@@ -151,10 +150,10 @@ st.caption(f"Backends on this machine: {', '.join(available)}"
              "finishes in about a second.")
 if go_run:
     timings = cached_timings(op, n, tuple(available))
-    st.table(pd.DataFrame(M.timing_rows(timings)), hide_index=True)
+    show_table(M.timing_rows(timings), look, static=True)
 if len(available) > 1:
     st.markdown("**Do the backends agree bit for bit?** Each kernel kind on the same data, against `numpy`:")
-    st.table(pd.DataFrame(cached_agreement(tuple(available))), hide_index=True)
+    show_table(cached_agreement(tuple(available)), look, static=True)
     st.caption(M.BACKEND_NOTE)
 
 publish_link(ctx, {"chain": chain_text, "base": base, "bshape": st.session_state[ns.key("bshape")],

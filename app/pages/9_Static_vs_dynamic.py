@@ -6,7 +6,6 @@ from __future__ import annotations
 
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from explorer.kit.budget import bounded_cache
@@ -208,8 +207,8 @@ st.subheader("Where this engine sits: the framework map")
 st.markdown("A framework wants three things at once; eager and static graphs trade them off, and each framework "
             "below picks its way to get gradients and speed. The last column is what this engine does for each.")
 # st.table wraps its cells (a dataframe would cut these sentences), at any size
-st.table(pd.DataFrame([{"goal": g, "means": m, "in this engine": e} for g, m, e in M.FRAMEWORK_GOALS]), hide_index=True)
-st.table(pd.DataFrame(M.FRAMEWORKS), hide_index=True)
+show_table([{"goal": g, "means": m, "in this engine": e} for g, m, e in M.FRAMEWORK_GOALS], look, static=True)
+show_table(M.FRAMEWORKS, look, static=True)
 st.caption("`torch.compile`, `tf.function` and `jax.jit` all trace eager Python into a graph once and then run the "
            "graph: that is `engine.compile` in section 4. TensorFlow 1 asks for the graph up front: `engine.static` in "
            "sections 1-3.")

@@ -366,20 +366,36 @@ def show_plot(fig: Any, lk: Look, *, key: str, where=None, config: dict | None =
 PRESENT_TABLE_ROWS = 25
 
 
-def show_table(data: Any, lk: Look, *, where=None, **dataframe_args) -> None:
-    """A table a class can read: ``st.dataframe`` normally; in presentation mode ``st.table`` (HTML, so it
-    takes the large fonts; a dataframe is drawn on a canvas at a fixed size), cut to its first
-    ``PRESENT_TABLE_ROWS`` rows with a note saying so."""
+def show_table(data: Any, lk: Look, *, where=None, static: bool = False, hide_index: bool = True,
+               **table_args) -> None:
+    """Every table of the app: one a class can read.
+
+    ``st.dataframe`` normally (``table_args`` go to it); ``static`` tables (a few rows of sentences or
+    numbers whose cells should wrap) and every table in presentation mode are ``st.table`` (HTML, so it
+    takes the large fonts; a dataframe is drawn on a canvas at a fixed size), cut in presentation mode to
+    the first ``PRESENT_TABLE_ROWS`` rows with a note saying so. ``data``: rows (list of dicts), a
+    DataFrame, a pyarrow Table or a pandas Styler (shown whole)."""
     import pandas as pd
+    from pandas.io.formats.style import Styler
 
     where = where or st
-    if not lk.presenting:
-        where.dataframe(data, hide_index=True, **dataframe_args)
+    if not lk.presenting and not static:
+        where.dataframe(data, hide_index=hide_index, **table_args)
         return
-    df = data if isinstance(data, pd.DataFrame) else pd.DataFrame(data)
-    where.table(df.head(PRESENT_TABLE_ROWS), hide_index=True)
-    if len(df) > PRESENT_TABLE_ROWS:
+    if isinstance(data, Styler):
+        where.table(data, hide_index=hide_index, **_table_only(table_args))
+        return
+    df = data if isinstance(data, pd.DataFrame) else (data.to_pandas() if hasattr(data, "to_pandas")
+                                                      else pd.DataFrame(data))
+    cut = lk.presenting and len(df) > PRESENT_TABLE_ROWS
+    where.table(df.head(PRESENT_TABLE_ROWS) if cut else df, hide_index=hide_index, **_table_only(table_args))
+    if cut:
         where.caption(f"The first {PRESENT_TABLE_ROWS} of {len(df):,} rows (all of them outside presentation mode).")
+
+
+def _table_only(args: dict) -> dict:
+    # width/height/column_config size a dataframe's canvas; an HTML table keeps its natural size
+    return {k: v for k, v in args.items() if k in ("hide_header", "border")}
 
 
 def show_dot(dot: str, lk: Look, *, where=None, **graphviz_args) -> None:
