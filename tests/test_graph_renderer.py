@@ -236,14 +236,17 @@ def test_without_graphviz_the_page_still_draws_and_says_so(monkeypatch):
 
 
 def test_layout_cache_is_bounded_by_bytes():
-    class Blob:
-        def __init__(self, n):
-            self.n = n
-    c = gl.ByteCache(1000)
-    for k in range(10):
-        c.put(str(k), Blob(k), 300)
-    assert c.total_bytes <= 1000 and len(c) == 3
-    assert c.get("9") is not None and c.get("0") is None
+    """The layout memo is the app's one byte-bounded LRU (budget.ByteLRU), sized by the layouts' own bytes."""
+    from explorer.kit.budget import ByteLRU
+    assert isinstance(gl.cache(), ByteLRU) and gl.cache().max_bytes == gl.CACHE_BYTES
+    gl.cache().clear()
+    boxes = [gl.Box(i, 40, 20) for i in range(4)]
+    links = [gl.Link(i, i + 1) for i in range(3)]
+    placed = gl.place(boxes, links)
+    if placed.engine == "fallback":
+        pytest.skip("no Graphviz: nothing is cached")
+    assert len(gl.cache()) == 1 and 0 < gl.cache().bytes <= gl.CACHE_BYTES
+    assert gl.place(boxes, links) is placed          # a hit: the same layout object
 
 
 def test_dot_work_sends_huge_layouts_to_the_plain_layout():

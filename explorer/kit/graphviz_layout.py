@@ -23,12 +23,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from engine.explain.parser import seconds_left
+
+from .budget import ByteLRU
 
 DOT_PROGRAMS = ("graphviz-pure", "dot")
 DOT_TIMEOUT_S = 20.0
@@ -163,53 +163,11 @@ def run_dot(source: str, fmt: str = "svg", timeout: float | None = None) -> byte
     return run.stdout
 
 
-class ByteCache:
-    """A thread-safe LRU mapping whose values report their own size (``nbytes()``)."""
-
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[str, object] = OrderedDict()
-        self._sizes: dict[str, int] = {}
-        self._total = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: str):
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
-
-    def put(self, key: str, value, size: int) -> None:
-        with self._lock:
-            if key in self._items:
-                self._total -= self._sizes[key]
-            self._items[key] = value
-            self._sizes[key] = size + len(key)
-            self._total += self._sizes[key]
-            self._items.move_to_end(key)
-            while self._total > self.max_bytes and len(self._items) > 1:
-                old, _ = self._items.popitem(last=False)
-                self._total -= self._sizes.pop(old)
-
-    @property
-    def total_bytes(self) -> int:
-        return self._total
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._sizes.clear()
-            self._total = 0
+# a memo of a pure function (same DOT text, same answer); the app's one byte-bounded LRU class
+_CACHE = ByteLRU(CACHE_BYTES)
 
 
-_CACHE = ByteCache(CACHE_BYTES)   # a memo of a pure function (same DOT text, same answer)
-
-
-def cache() -> ByteCache:
+def cache() -> ByteLRU:
     """The layout cache (for tests and benchmarks)."""
     return _CACHE
 
@@ -325,8 +283,8 @@ def place(boxes: Sequence[Box], links: Sequence[Link], rankdir: str = "LR", node
     if prog is None:
         return fallback_place(boxes, links, rankdir, nodesep, ranksep, NO_DOT_NOTE)
     key = os.path.basename(prog) + "\n" + src
-    hit = _CACHE.get(key)
-    if hit is not None:
+    found, hit = _CACHE.get(key)
+    if found:
         return hit
     try:
         out = run_dot(src, "json0")
@@ -334,7 +292,7 @@ def place(boxes: Sequence[Box], links: Sequence[Link], rankdir: str = "LR", node
     except (GraphvizUnavailable, GraphvizFailed, RuntimeError, ValueError, KeyError) as e:
         return fallback_place(boxes, links, rankdir, nodesep, ranksep,
                               f"Graphviz failed ({type(e).__name__}), so this is a plainer layout.")
-    _CACHE.put(key, placed, placed.nbytes())
+    _CACHE.put(key, placed, placed.nbytes() + len(key))
     return placed
 
 
