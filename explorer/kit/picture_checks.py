@@ -93,13 +93,14 @@ def _shrink(r: Rect, d: float) -> Rect:
 
 
 def _seg_hits_rect(p: Point, q: Point, r: Rect) -> bool:
-    """Liang-Barsky: does segment pq enter the open rectangle r?"""
+    """Liang-Barsky: does segment pq meet the closed rectangle r (a segment that only touches its border
+    counts, as in the renderer's ``plotly_figure._segment_rect``: the check is as strict as the drawing)?"""
     x0, y0 = p
     dx, dy = q[0] - p[0], q[1] - p[1]
     t0, t1 = 0.0, 1.0
     for pk, qk in ((-dx, x0 - r[0]), (dx, r[2] - x0), (-dy, y0 - r[1]), (dy, r[3] - y0)):
         if pk == 0:
-            if qk <= 0:
+            if qk < 0:
                 return False
         else:
             t = qk / pk
@@ -107,7 +108,7 @@ def _seg_hits_rect(p: Point, q: Point, r: Rect) -> bool:
                 t0 = max(t0, t)
             else:
                 t1 = min(t1, t)
-            if t0 >= t1:
+            if t0 > t1:
                 return False
     return True
 
