@@ -6,8 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
-import engine
-from explorer.kit.pages import discover_pages
+from explorer.kit.pages import available_backends, discover_pages
 from explorer.kit.widgets import presentation_toggle, start_page
 
 APP_DIR = Path(__file__).resolve().parent
@@ -40,7 +39,7 @@ for start in range(0, len(pages), per_row):
                 st.caption(info.summary)
 
 st.subheader("Engine backends on this machine")
-backends = engine.available_backends()
+backends = available_backends()
 st.write(", ".join(f"`{b}`" for b in backends))
 st.caption("`numpy` is the default; `python` runs every kernel as plain Python loops over strided storage; "
            "`cuda` appears where CuPy and an NVIDIA GPU are present.")

@@ -9,7 +9,7 @@ import numpy as np
 from .backends import get_backend, seed_all
 from .dtypes import as_dtype, float64
 from .tensor_data import check_size
-from .tensor import Tensor, _dims_arg, _state, no_grad, set_grad_enabled, tensor
+from .tensor import Tensor, _dims_arg, _state, full_like, no_grad, set_grad_enabled, tensor
 
 
 # ---------------------------------------------------------------------------
@@ -103,7 +103,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
             out = f(*args)
         if not isinstance(out, Tensor) or out.numel() != 1:
             raise TypeError("grad(f) needs f to return a one-element Tensor")
-        one = Tensor._make(out.backend.full(out.shape, 1.0, out.dtype), out.backend)
+        one = full_like(out, 1.0)
         grads = _derivatives(out, leaves, one, create_graph=nested)
         return grads[0] if single else grads
 
@@ -167,7 +167,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 
 def _zeros_like(t: Tensor) -> Tensor:
-    return Tensor._make(t.backend.full(t.shape, 0.0, t.dtype), t.backend)
+    return full_like(t, 0.0)
 
 
 # ---------------------------------------------------------------------------

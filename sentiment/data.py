@@ -356,6 +356,8 @@ def download_sst2(cache_dir: "str | Path", url: str = SST2_URL, timeout: float =
 # ---------------------------------------------------------------------------
 # your own data: labelled sentences as CSV or TSV
 
+SST2_SIZES = (67_349, 872)        # SST-2's training and validation sentences (GLUE's train.tsv / dev.tsv)
+
 MAX_USER_BYTES = 5_000_000        # 5 MB per file or pasted text (SST-2's train.tsv, 3.8 MB, fits)
 MAX_USER_ROWS = 100_000           # examples per file
 MAX_SENTENCE_CHARS = 2_000        # per sentence (SST-2's longest has 267)

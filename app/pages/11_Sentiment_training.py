@@ -6,49 +6,29 @@ from __future__ import annotations
 
 import streamlit as st
 
-import engine
-from explorer.kit.budget import ServerBusy, bounded_cache, check_server_memory
+from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
-from explorer.sentiment_training.runner import (TrainingRefused, TrainingRun, streamlit_session_id,
-                                               streamlit_session_watch)
-from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, TARGET_ACCURACY,
-                                               DataChoice, accuracy_chart, checkpoint_text, compare_figure,
-                                               compare_rows, inside_charts, keep_run, last_look, latest_val_accuracy,
-                                               load_choice, NO_SERVER_GRAPHVIZ, loss_chart, network_dot,
-                                               network_figure, network_svg, own_data, predict_sentence, progress_text,
-                                               record_run, too_large, units_chart, units_title, validation_table,
-                                               word_order_demo)
-from sentiment.data import (MAX_SENTENCE_CHARS, MAX_USER_BYTES, MAX_USER_ROWS, DataFormatError, DataTooLarge,
-                            SST2NotFound)
-from sentiment.embeddings import GloveNotFound, load_glove
-from sentiment.model import SentimentNet
-from sentiment.trainer import LR_SCHEDULES, PRESETS, SentimentTrainer, TrainConfig, validation_interval
-
-DEFAULTS = {"dataset": "builtin", "n_train": 450, "n_val": 100, "epochs": 30, "batch_size": 10, "lr": 0.01,
-            "optimizer": "adam", "hidden": 32, "dropout": 0.5, "seed": 0, "backend": "numpy", "shuffle": True,
-            "weight_decay": 0.0, "lr_schedule": "constant", "word_dropout": 0.0, "train_embeddings": False}
-SETTINGS = ("epochs", "batch_size", "lr", "optimizer", "hidden", "dropout", "seed", "shuffle", "weight_decay",
-            "lr_schedule", "word_dropout", "train_embeddings")
-
-EXAMPLE_SENTENCE = "a gorgeous , witty film that is never boring"
-
-# one click: the settings of a preset, then training starts (label, dataset, (n_train, n_val), config)
-ONE_CLICK = {
-    "hw2": (PRESETS["hw2"].label, "subset", (PRESETS["hw2"].n_train, PRESETS["hw2"].n_val), PRESETS["hw2"].config),
-    "full": (PRESETS["full"].label, "full", (450, 100), PRESETS["full"].config),
-    "relu": ("HW2 with lr 0.25: watch the ReLUs die", "subset", (PRESETS["hw2"].n_train, PRESETS["hw2"].n_val),
-             PRESETS["hw2"].train_config(lr=0.25)),
-}
+from explorer.sentiment_training.runner import TrainingRun, streamlit_session_id, streamlit_session_watch
+from explorer.sentiment_training.settings import (DEFAULTS, EXAMPLE_SENTENCE, LR_SCHEDULES, MAX_N_TRAIN, MAX_N_VAL,
+                                                  MAX_SENTENCE_CHARS, MAX_USER_BYTES, MAX_USER_ROWS, ONE_CLICK,
+                                                  PRESETS, RUN_FIELDS, RunRefused, available_backends, hw2_target,
+                                                  one_click_values, read_own_input, start_run, untrained_network)
+from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
+                                               accuracy_chart, checkpoint_text, compare_figure, compare_rows,
+                                               inside_charts, keep_run, last_look, latest_val_accuracy, loss_chart,
+                                               network_dot, network_figure, network_svg, predict_sentence,
+                                               progress_text, record_run, too_large, units_chart, units_title,
+                                               validation_table, word_order_demo)
 
 ctx = start_page(
     "Sentiment training", "sentiment",
     fields={"dataset": LinkField("str", "builtin", choices=tuple(DATASETS)),
-            "n_train": LinkField("int", 450, minimum=1, maximum=67349),
-            "n_val": LinkField("int", 100, minimum=1, maximum=872),
+            "n_train": LinkField("int", 450, minimum=1, maximum=MAX_N_TRAIN),
+            "n_val": LinkField("int", 100, minimum=1, maximum=MAX_N_VAL),
             "epochs": LinkField("int", 30, minimum=1, maximum=10000),
             "batch_size": LinkField("int", 10, minimum=1, maximum=4096),
             "lr": LinkField("float", 0.01, minimum=1e-6, maximum=10.0),
@@ -98,46 +78,21 @@ def _start() -> None:
         old.stop()
         _keep_current_run()
     try:
-        check_server_memory("a new training run")   # near the replica's memory limit: no new run
-    except ServerBusy as e:
-        S[k("error")] = f"Training refused: {e}"
-        S[k("run")] = None
-        return
-    try:
-        choice = DataChoice(S[k("dataset")], int(S[k("n_train")]), int(S[k("n_val")]))
-        glove = load_glove()
-        train, val = load_choice(choice, own=S[k("own")])
-        cfg = TrainConfig(epochs=int(S[k("epochs")]), batch_size=int(S[k("batch_size")]), lr=float(S[k("lr")]),
-                          optimizer=S[k("optimizer")], hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]),
-                          seed=int(S[k("seed")]), backend=S[k("backend")], shuffle=bool(S[k("shuffle")]),
-                          weight_decay=float(S[k("weight_decay")]), lr_schedule=S[k("lr_schedule")],
-                          word_dropout=float(S[k("word_dropout")]), train_embeddings=bool(S[k("train_embeddings")]),
-                          sparse_embeddings=bool(S[k("train_embeddings")]),
-                          eval_every=validation_interval(len(train), int(S[k("batch_size")])))
-        trainer = SentimentTrainer(train, val, glove, cfg)
-    except (SST2NotFound, GloveNotFound, DataFormatError, ValueError, engine.BackendUnavailable) as e:
-        S[k("error")] = f"{type(e).__name__}: {e}"
-        S[k("run")] = None
-        return
-    try:
-        run = TrainingRun(trainer, keep_alive=streamlit_session_watch(), owner=streamlit_session_id()).start()
-    except TrainingRefused as e:
-        S[k("error")] = f"Training refused: {e}"
+        run, label = start_run({name: S[k(name)] for name in RUN_FIELDS}, S[k("own")],
+                               keep_alive=streamlit_session_watch(), owner=streamlit_session_id())
+    except RunRefused as e:
+        S[k("error")] = str(e)
         S[k("run")] = None
         return
     S[k("error")] = None
     S[k("run")] = run
     S[k("run_number")] += 1
-    S[k("run_dataset")] = (f"SST-2 {choice.n_train}/{choice.n_val}" if choice.kind == "subset" else
-                           {"builtin": "built-in", "full": "SST-2 full", "own": "your data"}[choice.kind])
+    S[k("run_dataset")] = label
 
 
 def _one_click(key: str) -> None:
-    _, dataset, (n_train, n_val), cfg = ONE_CLICK[key]
-    S[k("dataset")], S[k("n_train")], S[k("n_val")] = dataset, n_train, n_val
-    for name in SETTINGS:
-        S[k(name)] = getattr(cfg, name)
-    S[k("backend")] = "numpy"
+    for name, value in one_click_values(key).items():
+        S[k(name)] = value
     _start()
 
 
@@ -160,8 +115,8 @@ with settings_box:
     c = st.columns([3, 1, 1, 1, 1])
     c[0].selectbox("Dataset", list(DATASETS), format_func=DATASETS.get, key=k("dataset"), disabled=busy)
     subset = S[k("dataset")] == "subset"
-    c[1].number_input("Training sentences", 1, 67349, key=k("n_train"), disabled=busy or not subset)
-    c[2].number_input("Validation sentences", 1, 872, key=k("n_val"), disabled=busy or not subset)
+    c[1].number_input("Training sentences", 1, MAX_N_TRAIN, key=k("n_train"), disabled=busy or not subset)
+    c[2].number_input("Validation sentences", 1, MAX_N_VAL, key=k("n_val"), disabled=busy or not subset)
     c[3].number_input("Epochs", 1, 10000, key=k("epochs"), disabled=busy)
     c[4].number_input("Batch size", 1, 4096, key=k("batch_size"), disabled=busy)
     c = st.columns([1, 1, 1, 1, 1, 1, 1])
@@ -171,7 +126,7 @@ with settings_box:
     c[2].number_input("Hidden units", 1, 512, key=k("hidden"), disabled=busy)
     c[3].number_input("Dropout", 0.0, 0.95, key=k("dropout"), step=0.05, disabled=busy)
     c[4].number_input("Seed", 0, 2**31 - 1, key=k("seed"), disabled=busy)
-    c[5].selectbox("Backend", engine.available_backends(), key=k("backend"), disabled=busy,
+    c[5].selectbox("Backend", available_backends(), key=k("backend"), disabled=busy,
                    help="numpy: fast. python: every kernel as Python loops (slow; use the built-in corpus). "
                         "cuda: where a GPU is present.")
     c[6].checkbox("Shuffle", key=k("shuffle"), disabled=busy,
@@ -199,32 +154,12 @@ with settings_box:
 # --- your own data (kept in this browser session only) --------------------------------------------
 def _read_own() -> None:
     """Parse what the user gave (an uploaded file wins over pasted text); keep it or the error."""
-    up, val_up, pasted = S.get(k("own_file")), S.get(k("own_val_file")), S.get(k("own_paste"), "")
-    S[k("own")], S[k("own_error")], S[k("error")] = None, None, None
-    why = too_large(pasted, MAX_USER_BYTES)
-    if why is not None:   # refused text is never kept: the box is emptied (it held 20 MB per session before)
+    up, val_up = S.get(k("own_file")), S.get(k("own_val_file"))
+    got = read_own_input((up.name, up.getvalue()) if up is not None else None,
+                         (val_up.name, val_up.getvalue()) if val_up is not None else None, S.get(k("own_paste"), ""))
+    S[k("own")], S[k("own_error")], S[k("error")] = got.own, got.error, None
+    if got.clear_paste:
         S[k("own_paste")] = ""
-        S[k("own_error")] = f"pasted text: {why}; the box was emptied (upload a file of at most 5 MB instead)"
-        return
-    if up is None and not (pasted or "").strip():
-        return
-    try:
-        for f in (up, val_up):
-            if f is not None and f.size > MAX_USER_BYTES:
-                raise DataFormatError(f.name, None, f"{f.size:,} bytes, more than the limit of {MAX_USER_BYTES:,}")
-        if up is not None:
-            S[k("own")] = own_data(up.getvalue(), up.name, val_up.getvalue() if val_up is not None else None,
-                                   val_up.name if val_up is not None else "validation file")
-        else:
-            S[k("own")] = own_data(pasted, "pasted text", val_up.getvalue() if val_up is not None else None,
-                                   val_up.name if val_up is not None else "validation file")
-    except DataTooLarge as e:   # refused for its size: a pasted text is not kept either
-        S[k("own_error")] = str(e)
-        if up is None:
-            S[k("own_paste")] = ""
-            S[k("own_error")] += "; the box was emptied"
-    except DataFormatError as e:
-        S[k("own_error")] = str(e)
 
 
 if S[k("dataset")] == "own":
@@ -288,12 +223,6 @@ def _check_sentence() -> None:
         S[k("text")] = EXAMPLE_SENTENCE
 
 
-def _hw2_target(r: TrainingRun) -> float | None:
-    """HW2's 75% target belongs to HW2's subset (the first 450 / 100 sentences of SST-2) only."""
-    n_train, n_val = len(r.trainer.train_data), len(r.trainer.val_data) if r.trainer.val_data is not None else 0
-    return TARGET_ACCURACY if S[k("run_dataset")] == "SST-2 450/100" and (n_train, n_val) == (450, 100) else None
-
-
 @bounded_cache(4 << 20, spinner=None)
 def cached_svg(dot: str) -> str | None:
     return network_svg(dot)   # Graphviz on the server; the network only changes with each new look inside
@@ -333,7 +262,7 @@ def live_view() -> None:
     if snap.queue_position is not None:
         st.info(f"Every training process of the server is busy: this run is number {snap.queue_position} in the "
                 "queue and starts by itself when one is free.", icon=":material/hourglass_top:")
-    target = _hw2_target(r)
+    target = hw2_target(S[k("run_dataset")], r.trainer)
     last = snap.epochs[-1] if snap.epochs else None
     val_now = latest_val_accuracy(snap)
     if look.presenting and last is not None:  # one line: the curves get the room
@@ -401,7 +330,7 @@ def live_view() -> None:
 live_view()
 
 if run is None and look.presenting:  # the picture the live view redraws while it trains, at the same place
-    before = SentimentNet(hidden=int(S[k("hidden")]), dropout=float(S[k("dropout")]))
+    before = untrained_network(S[k("hidden")], S[k("dropout")])
     net_dot = network_dot(before, None, look.figure_font, rankdir="LR")
     svg = cached_svg(net_dot)
     if svg is not None:
@@ -410,8 +339,7 @@ if run is None and look.presenting:  # the picture the live view redraws while i
         st.graphviz_chart(net_dot)
 elif run is None:
     with st.expander("The network (layers collapsed)", expanded=True):
-        show_plot(style_graph_figure(network_figure(SentimentNet(hidden=int(S[k("hidden")]),
-                                                                 dropout=float(S[k("dropout")]))), look),
+        show_plot(style_graph_figure(network_figure(untrained_network(S[k("hidden")], S[k("dropout")])), look),
                   look, key=k("network_graph"))
         st.caption("Grey stages have no parameters. Padding: a batch is padded with zero vectors to its longest "
                    "sentence and the mean divides by each sentence's real length, so a prediction never depends "

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-import engine
 from explorer import tensors_and_storage as M
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.pages import available_backends
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page
 
@@ -134,7 +134,7 @@ if ids is not None:
 
 # --- backends ----------------------------------------------------------------------------------------------
 st.subheader("The same op on every backend")
-available = engine.available_backends()
+available = available_backends()
 b = st.columns([2, 1, 1])
 b[0].selectbox("Op", list(M.BENCH_OPS), key=ns.key("op"), format_func=lambda k: M.BENCH_OPS[k][0])
 sizes = M.BENCH_OPS[st.session_state[ns.key("op")]][1]

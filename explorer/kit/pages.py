@@ -1,4 +1,5 @@
-"""Find the app's pages (``app/pages/N_Title_words.py``) without running them, for the Home page."""
+"""Find the app's pages (``app/pages/N_Title_words.py``) without running them, for the Home page, and the engine's
+backends on this machine (pages import no ``engine`` themselves)."""
 from __future__ import annotations
 
 import ast
@@ -6,7 +7,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import engine
 from engine.explain.parser import parse_python
+
+def available_backends() -> list[str]:
+    """The engine's backends this machine can run (numpy and python always; cuda with CuPy and a GPU)."""
+    return engine.available_backends()
+
 
 _PAGE = re.compile(r"^(?P<num>\d+)_(?P<name>[A-Za-z0-9_]+)\.py$")
 

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import pyarrow as pa
 
 from engine.tensor import Tensor, no_grad
-from sentiment.data import (MAX_SENTENCE_CHARS, MAX_USER_BYTES, DataFormatError, Dataset, builtin_split,
+from sentiment.data import (MAX_SENTENCE_CHARS, MAX_USER_BYTES, SST2_SIZES, DataFormatError, Dataset, builtin_split,
                             load_sst2, parse_labelled)
 from sentiment.trainer import InsideLook, SentimentTrainer
 
@@ -33,7 +33,7 @@ HW2_SIZES = (450, 100)     # HW2's subset: its 75% target belongs to this settin
 DATASETS = {
     "builtin": "Built-in corpus (hand-written, no download)",
     "subset": "SST-2, HW2 subset (first N train / first M validation)",
-    "full": "SST-2, full (67,349 train / 872 validation)",
+    "full": f"SST-2, full ({SST2_SIZES[0]:,} train / {SST2_SIZES[1]:,} validation)",
     "own": "Your own data (upload a CSV / TSV file or paste sentences)",
 }
 

@@ -1,0 +1,57 @@
+"""Pages hold widgets and layout only: read every file of app/ (its AST, nothing runs) for what belongs in
+explorer/ modules instead."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).resolve().parents[1] / "app"
+FILES = sorted(APP.rglob("*.py"))
+LOGIC_PACKAGES = ("engine", "sentiment")   # reached through the explorer's page modules, never from a page
+
+
+def _imported_packages(tree: ast.AST) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def _direct_tables(tree: ast.AST) -> list[int]:
+    """Lines calling Streamlit's table or dataframe (``st.table(df)``, ``cols[0].dataframe(df)``) with data."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("table", "dataframe")
+            and (node.args or any(k.arg == "data" for k in node.keywords))]
+
+
+def test_the_walk_sees_every_page():
+    assert APP / "Home.py" in FILES and len([f for f in FILES if f.parent.name == "pages"]) >= 13
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(APP)))
+def test_no_page_imports_engine_or_sentiment(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bad = [f"line {line}: {name}" for line, name in _imported_packages(tree)
+           if name.split(".")[0] in LOGIC_PACKAGES]
+    assert not bad, f"{path.name} imports {bad}: move that logic into an explorer/ module"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(APP)))
+def test_every_table_goes_through_the_kit(path):
+    lines = _direct_tables(ast.parse(path.read_text(encoding="utf-8")))
+    assert not lines, f"{path.name} lines {lines}: use explorer.kit.widgets.show_table"
+
+
+def test_the_checks_can_fail():
+    """The walkers find what they look for (else the tests above would pass on anything)."""
+    tree = ast.parse("import engine\nfrom sentiment.data import x\nfrom engine.explain import y\nimport numpy\n"
+                     "st.table(df)\ncols[1].dataframe(data=df)\njob.table()\n")
+    names = [n for _, n in _imported_packages(tree) if n.split(".")[0] in LOGIC_PACKAGES]
+    assert names == ["engine", "sentiment.data", "engine.explain"]
+    assert _direct_tables(tree) == [5, 6]
