@@ -132,11 +132,6 @@ def torch_step_fn(params):
     return step, torch
 
 
-def time_step(step, batches: list, repeats: int, inner: int) -> float:
-    """Best-of-``repeats`` mean time per call over ``inner`` calls (cycling through ``batches``), in µs."""
-    return time_interleaved({"step": (step, batches)}, repeats, inner)["step"]
-
-
 #: the clocks a run can use: this process's CPU time (default: on a shared VM, wall time mostly
 #: measures the neighbours' load) or wall time
 CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}

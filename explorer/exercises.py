@@ -78,11 +78,6 @@ def format_value(v: Any, digits: int = DIGITS) -> str:
     return num(v, digits)
 
 
-def _flat(v) -> list[float] | None:
-    arr = np.asarray(v, dtype=float)
-    return arr.ravel().tolist() if arr.dtype != object else None
-
-
 def check(part: Part, text: str) -> Verdict:
     """The student's ``text`` against the engine's answer (never evaluated: see ``parse_answer``)."""
     if part.choices:

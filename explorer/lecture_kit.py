@@ -12,7 +12,7 @@ import re
 
 from engine.explain.parser import parse_python
 
-from .kit.formatting import md_escape  # noqa: F401  (the pages' one escaper, re-exported for pages 8-11)
+from .kit.formatting import md_escape  # noqa: F401  (the pages' one escaper, re-exported for the pages)
 
 MAX_ANSWER_CHARS = 400
 MAX_ANSWER_ITEMS = 64

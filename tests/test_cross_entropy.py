@@ -1,4 +1,4 @@
-"""Page 13: the lecture's opening example, cross-entropy on logits, computed by the engine."""
+"""Page 1: the lecture's opening example, cross-entropy on logits, computed by the engine."""
 import numpy as np
 import pytest
 

@@ -218,18 +218,3 @@ def test_plotly_figure_has_one_frame_per_step_and_does_not_move_nodes():
     assert fig.layout.updatemenus[0].buttons[0].label == "▶ Play"
     assert [s_["label"] for s_ in d["layout"]["sliders"][0]["steps"]][:2] == ["1", "2"]  # 1-based steps
     json.loads(fig.to_json())
-
-
-def test_forward_and_gradient_graph_in_one_dot():
-    from explorer.kit.dot import to_dot_with_gradients
-    tr = record_execution(SLIDE, X, create_graph=True)
-    dot = to_dot_with_gradients(tr)
-    parsed = pydot.graph_from_dot_data(dot)[0]
-    fwd = tr.graph.without_constants()
-    x6 = fwd.by_name("x6").id
-    # exp's VJP reads the forward value x6: a dashed edge from that forward node into the gradient graph
-    assert any(e.get_source() == f"n{x6}" and e.get_destination().startswith("g") and e.get("style") == "dashed"
-               for e in parsed.get_edges())
-    assert "x̄1 = add\\n368.04" in dot  # the slides' name of the adjoint
-    with pytest.raises(ValueError, match="create_graph=True"):
-        to_dot_with_gradients(record_execution(SLIDE, X))

@@ -1,4 +1,4 @@
-"""Page 4's additions: the Jacobian's definition, the notes' cost table, checkpointing measured, micro-batches."""
+"""Forward vs reverse (page 7): its additions: the Jacobian's definition, the notes' cost table, checkpointing measured, micro-batches."""
 import pytest
 
 from explorer import forward_vs_reverse as M

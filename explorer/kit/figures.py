@@ -26,7 +26,7 @@ def frame_window(n_frames: int, step: int, max_frames: int = MAX_BROWSER_FRAMES)
 def at_frame(fig: dict, step: int, max_frames: int = MAX_BROWSER_FRAMES, duration_ms: int | None = None) -> dict:
     """Figure dict whose visible data (and slider position) is frame ``step``; frames kept for Play.
 
-    Works on the plain dict from ``engine.explain.plotly_figure.figure_dict`` and copies only what it
+    Works on the plain dict from ``explorer.kit.plotly_figure.figure_dict`` and copies only what it
     changes, so the cached figure is never modified. A long animation is cut to a window of
     ``max_frames`` frames from ``step`` on (Play and the slider cover that window; the page's step
     buttons move the window), so a rerun never ships megabytes of frames. ``duration_ms`` sets Play's

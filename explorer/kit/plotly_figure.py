@@ -3,7 +3,7 @@
 Plotly only, no Streamlit. Every page that draws a graph goes through :func:`figure_dict`:
 
 1. each node becomes a box just big enough for its lines (``x3 = 1.5·x1``, the value, the adjoint in a
-   second colour), measured conservatively from font size x characters (:func:`text_size`);
+   second colour), measured conservatively from font size x characters (:func:`text_width`);
 2. Graphviz ``dot`` places the boxes and routes the edges (:mod:`explorer.kit.graphviz_layout`), with
    room reserved for edge labels (the contribution sent back along each edge);
 3. the figure draws boxes, Bézier edges with arrowheads and the texts in figure coordinates equal to
@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 import unicodedata
 from dataclasses import dataclass
-from typing import Sequence
 
 import plotly.graph_objects as go
 
@@ -52,9 +51,6 @@ STATE_FILL = {"idle": "#f3f4f6", "computed": "#dbeafe", "waiting": "#fef3c7", "c
               "active": "#fde047", "leaf": "#86efac", "lost": "#fee2e2", "early": "#fecaca"}
 STATE_ORDER = ("idle", "computed", "waiting", "complete", "active", "leaf", "lost", "early")
 KIND_BORDER = {"input": "#1e40af", "op": "#374151", "group": "#6d28d9", "constant": "#6b7280"}
-STATE_LABEL = {"idle": "not computed", "computed": "value known", "waiting": "adjoint partly received",
-               "complete": "adjoint complete", "active": "being processed", "leaf": "gradient done",
-               "lost": "contribution lost", "early": "finalised too early: wrong"}
 
 Point = tuple[float, float]
 
@@ -63,13 +59,6 @@ def text_width(text: str, font: float) -> float:
     """A conservative width (px) of one line: characters x ``CHAR_W`` x font (combining marks are free)."""
     n = sum(1 for ch in text if not unicodedata.combining(ch))
     return n * CHAR_W * font
-
-
-def text_size(lines: Sequence[str], font: float) -> tuple[float, float]:
-    """(width, height) in px of a block of lines."""
-    if not lines:
-        return 0.0, 0.0
-    return max(text_width(t, font) for t in lines), LINE_H * font * len(lines)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Page 12 (Your HW2 code): a student's ``topological_sort`` / ``backpropagate`` run on the engine's graphs.
+"""Page 13 (Your HW2 code): a student's ``topological_sort`` / ``backpropagate`` run on the engine's graphs.
 
 - :mod:`.graphs`    the graphs (engine only), the same in the sandbox and in the app
 - :mod:`.child`     the sandbox process (never imported by the app): limits, loading, recording proxies

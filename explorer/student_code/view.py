@@ -1,4 +1,4 @@
-"""Page 12 (Your HW2 code): the student's backward order animated beside the engine's, first wrong node marked.
+"""Page 13 (Your HW2 code): the student's backward order animated beside the engine's, first wrong node marked.
 
 The student's recorded protocol calls become the same plain events the engine's observer gives
 (``visit``, ``send``, ``accumulate``, ``leaf``, ``lost``), so the page kit draws both orders with one
