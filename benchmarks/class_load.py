@@ -41,10 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import websockets  # noqa: E402
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
 
 from benchmarks.class_stack import ClassStack  # noqa: E402
-from benchmarks.load_test import rerun_msg  # noqa: E402
+from benchmarks.load_test import read_run, rerun_msg  # noqa: E402
 
 PAGE = "Expression_explorer"
 STEP_RE = re.compile(r"Step (\d+) of (\d+)")
@@ -87,42 +86,20 @@ class Tab:
         """One rerun (``fragment``: a fragment's own), read until it finishes."""
         async with self.lock:
             await self.ws.send(payload)
-            buttons, ids, texts, autos, exc = {}, [], [], {}, []
-            end = time.monotonic() + timeout
-            while True:
-                raw = await asyncio.wait_for(self.ws.recv(), max(0.01, end - time.monotonic()))
-                fm = ForwardMsg()
-                fm.ParseFromString(raw)
-                kind = fm.WhichOneof("type")
-                if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                    el = fm.delta.new_element
-                    et = el.WhichOneof("type")
-                    if et == "button":
-                        buttons[el.button.label] = el.button.id
-                        ids.append(el.button.id)
-                    elif et == "exception":
-                        exc.append(el.exception.message[:200])
-                    elif et in ("markdown", "alert"):
-                        body = el.markdown.body if et == "markdown" else el.alert.body
-                        texts.append(body)
-                        m = STEP_RE.search(body)
-                        if m:
-                            self.step = int(m.group(1))
-                            self.seen.setdefault(self.step, time.monotonic())
-                elif kind == "auto_rerun":
-                    autos[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
-                elif kind == "script_finished":
-                    if fm.script_finished == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                        continue
-                    if fragment:
-                        self.autos.update(autos)
-                    else:                    # a full run names every timer on the page (gone ones are gone)
-                        self.autos = autos
-                    if exc:
-                        self.errors.extend(exc)
-                    ok = fm.script_finished in (ForwardMsg.FINISHED_SUCCESSFULLY,
-                                                ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
-                    return Run(ok and not exc, buttons, ids, texts, autos)
+            r = await read_run(self.ws, timeout, on_text=self._saw)
+            if fragment:
+                self.autos.update(r.autos)
+            else:                    # a full run names every timer on the page (gone ones are gone)
+                self.autos = r.autos
+            self.errors.extend(r.exceptions)
+            return Run(r.ok, r.buttons, r.button_ids, r.texts, r.autos)
+
+    def _saw(self, text: str) -> None:
+        """A step header shown: the step, and when it was first seen (as it arrives, not when the run ends)."""
+        m = STEP_RE.search(text)
+        if m:
+            self.step = int(m.group(1))
+            self.seen.setdefault(self.step, time.monotonic())
 
     async def timers(self, stop: asyncio.Event, only: str | None = None) -> None:
         """Send the automatic fragment reruns a browser sends, each at its interval."""

@@ -42,6 +42,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import websockets
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -183,6 +184,54 @@ def rerun_msg(page: str, query: str = "", triggers: tuple[str, ...] = (), fragme
 
 
 @dataclass
+class Reply:
+    """What one script run sent, read until its ``script_finished``."""
+    ok: bool                         # finished successfully, with no exception element
+    buttons: dict[str, str]          # label -> widget id
+    button_ids: list[str]            # every button's id, in order (widget keys are in them)
+    exceptions: list[str]
+    texts: list[str]                 # markdown and alert bodies
+    autos: dict[str, float]          # fragment id -> auto-rerun interval (s)
+
+
+async def read_run(ws, timeout: float, on_text: Callable[[str], None] | None = None) -> Reply:
+    """Read one script run's messages (a rerun message already sent) until it finishes; a run cut short by a
+    newer one (a fragment's poll) is waited through. ``on_text`` sees each text as it arrives."""
+    buttons: dict[str, str] = {}
+    ids: list[str] = []
+    exceptions: list[str] = []
+    texts: list[str] = []
+    autos: dict[str, float] = {}
+    end = time.monotonic() + timeout
+    while True:
+        raw = await asyncio.wait_for(ws.recv(), max(0.01, end - time.monotonic()))
+        fm = ForwardMsg()
+        fm.ParseFromString(raw)
+        kind = fm.WhichOneof("type")
+        if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
+            el = fm.delta.new_element
+            etype = el.WhichOneof("type")
+            if etype == "button":
+                buttons[el.button.label] = el.button.id
+                ids.append(el.button.id)
+            elif etype == "exception":
+                exceptions.append(el.exception.message[:200])
+            elif etype in ("markdown", "alert"):
+                body = el.markdown.body if etype == "markdown" else el.alert.body
+                texts.append(body)
+                if on_text is not None:
+                    on_text(body)
+        elif kind == "auto_rerun":
+            autos[fm.auto_rerun.fragment_id] = fm.auto_rerun.interval
+        elif kind == "script_finished":
+            status = fm.script_finished
+            if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                continue  # a newer run (a fragment's poll) took over; wait for it
+            ok = status in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
+            return Reply(ok and not exceptions, buttons, ids, exceptions, texts, autos)
+
+
+@dataclass
 class RunResult:
     ok: bool
     buttons: dict[str, str]
@@ -211,33 +260,9 @@ class Session:
         """Send one rerun and read until its ``script_finished``."""
         async with self._lock:
             await self.ws.send(payload)
-            buttons: dict[str, str] = {}
-            exceptions: list[str] = []
-            texts: list[str] = []
-            auto = None
-            end = time.monotonic() + timeout
-            while True:
-                raw = await asyncio.wait_for(self.ws.recv(), max(0.01, end - time.monotonic()))
-                fm = ForwardMsg()
-                fm.ParseFromString(raw)
-                kind = fm.WhichOneof("type")
-                if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
-                    el = fm.delta.new_element
-                    etype = el.WhichOneof("type")
-                    if etype == "button":
-                        buttons[el.button.label] = el.button.id
-                    elif etype == "exception":
-                        exceptions.append(el.exception.message[:200])
-                    elif etype in ("markdown", "alert"):
-                        texts.append(el.markdown.body if etype == "markdown" else el.alert.body)
-                elif kind == "auto_rerun":
-                    auto = (fm.auto_rerun.interval, fm.auto_rerun.fragment_id)
-                elif kind == "script_finished":
-                    status = fm.script_finished
-                    if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
-                        continue  # a newer run (a fragment's poll) took over; wait for it
-                    ok = status in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
-                    return RunResult(ok and not exceptions, buttons, exceptions, auto, texts)
+            r = await read_run(self.ws, timeout)
+            auto = next(((interval, fid) for fid, interval in reversed(r.autos.items())), None)
+            return RunResult(r.ok, r.buttons, r.exceptions, auto, r.texts)
 
 
 @dataclass

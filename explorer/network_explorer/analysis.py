@@ -11,7 +11,7 @@ from engine.explain.parser import check_deadline
 from engine.tensor import Tensor, kept_for_backward
 
 from .presets import Network
-from .recording import BackwardStep, Recording, Summary, same
+from .recording import BackwardStep, Recording, Summary, same, statistics
 
 def vjp_formula(op: str) -> str:
     """The VJP text of a primitive (its ``formula``); leaves and no-gradient ops say what happens to them.
@@ -60,12 +60,7 @@ def look(value: np.ndarray | None, max_cells: int = HEATMAP_MAX_CELLS) -> Tensor
     if isinstance(value, Summary):   # a large tensor kept compactly: its statistics, never a heatmap
         return TensorLook(value.shape, None, dict(value.stats))
     arr = np.asarray(value, dtype=np.float64)
-    finite = arr[np.isfinite(arr)] if arr.size else arr
-    stats = {"mean": float(finite.mean()) if finite.size else float("nan"),
-             "std": float(finite.std()) if finite.size else float("nan"),
-             "min": float(finite.min()) if finite.size else float("nan"),
-             "max": float(finite.max()) if finite.size else float("nan"),
-             "norm": float(np.sqrt((finite ** 2).sum())), "numel": float(arr.size)}
+    stats = statistics(arr)
     matrix = None
     if arr.size <= max_cells:
         matrix = arr.reshape(1, -1) if arr.ndim <= 1 else arr.reshape(-1, arr.shape[-1])

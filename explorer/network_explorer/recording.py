@@ -50,14 +50,22 @@ class Summary:
         a = np.asarray(arr)
         f = a.astype(np.float64, copy=False)
         finite = f[np.isfinite(f)] if f.size else f
-        stats = {"mean": float(finite.mean()) if finite.size else float("nan"),
-                 "std": float(finite.std()) if finite.size else float("nan"),
-                 "min": float(finite.min()) if finite.size else float("nan"),
-                 "max": float(finite.max()) if finite.size else float("nan"),
-                 "norm": float(np.sqrt((finite ** 2).sum())), "numel": float(a.size)}
-        return cls(tuple(a.shape), a.dtype.name, int(a.nbytes), stats,
+        return cls(tuple(a.shape), a.dtype.name, int(a.nbytes), statistics(a),
                    float(np.abs(finite).max()) if finite.size else 0.0, bool((a != 0).any()),
                    hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=16).digest())
+
+
+def statistics(arr: np.ndarray) -> dict[str, float]:
+    """What the page shows of a tensor too large for a heatmap: mean, std, min, max over its finite numbers
+    (nan when there are none), the 2-norm and the element count."""
+    f = np.asarray(arr).astype(np.float64, copy=False)
+    finite = f[np.isfinite(f)] if f.size else f
+    some = finite.size > 0
+    return {"mean": float(finite.mean()) if some else float("nan"),
+            "std": float(finite.std()) if some else float("nan"),
+            "min": float(finite.min()) if some else float("nan"),
+            "max": float(finite.max()) if some else float("nan"),
+            "norm": float(np.sqrt((finite ** 2).sum())), "numel": float(f.size)}
 
 
 def compacted(value):
