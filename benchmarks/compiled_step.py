@@ -55,14 +55,6 @@ def bench(batch: int, hidden: int, repeats: int, inner: int) -> dict[str, float]
     return time_interleaved(cases, repeats, inner)
 
 
-def report(title: str, res: dict[str, float]) -> None:
-    print(f"\n## {title}")
-    refs = [r for r in (TORCH, NUMPY) if r in res]
-    print(f"{'implementation':34s} {'µs/step':>10s} " + " ".join(f"{'vs ' + r:>24s}" for r in refs))
-    for name, us in res.items():
-        print(f"{name:34s} {us:10.1f} " + " ".join(f"{us / res[r]:>23.2f}x" for r in refs))
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
@@ -80,12 +72,12 @@ def main(argv=None) -> None:
     print(f"trace: {s.traced_ops} ops recorded, {s.replayed_ops} replayed, {s.leaves} leaves read per replay")
     r, i = (3, 100) if args.quick else (7, 320)
     small = bench(10, 32, r, i)
-    report("HW2 step, batch 10, hidden 32", small)
+    bench_hw2.report("HW2 step, batch 10, hidden 32", small)
     if TORCH not in small:
         print("PyTorch is not installed: no PyTorch column (pip install torch, CPU build).")
     if not args.small_only:
         r, i = (3, 16) if args.quick else (5, 32)
-        report("HW2 step, batch 512, hidden 1024", bench(512, 1024, r, i))
+        bench_hw2.report("HW2 step, batch 512, hidden 1024", bench(512, 1024, r, i))
     if not ok:
         sys.exit(1)
 
