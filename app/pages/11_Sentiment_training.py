@@ -10,6 +10,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
+from explorer.kit.labels import num
 from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
 from explorer.sentiment_training.runner import TrainingRun, streamlit_session_id, streamlit_session_watch
@@ -267,7 +268,7 @@ def live_view() -> None:
     val_now = latest_val_accuracy(snap)
     if look.presenting and last is not None:  # one line: the curves get the room
         best = last.best_val_accuracy
-        parts = [f"epoch **{last.epoch} / {snap.total_epochs}**", f"train loss **{last.train_loss:.4f}**"]
+        parts = [f"epoch **{last.epoch} / {snap.total_epochs}**", f"train loss **{num(last.train_loss)}**"]
         if val_now is not None:
             parts.append(f"validation accuracy **{val_now:.1%}**")
         if best is not None:
@@ -276,7 +277,7 @@ def live_view() -> None:
     if not look.presenting:
         m = st.columns(4)
         m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
-        m[1].metric("Train loss", f"{last.train_loss:.4f}" if last else "–")
+        m[1].metric("Train loss", num(last.train_loss) if last else "–")
         m[2].metric("Validation accuracy", f"{val_now:.1%}" if val_now is not None else "–")
         best = last.best_val_accuracy if last else None
         m[3].metric("Best validation accuracy", f"{best:.1%}" if best is not None else "–",

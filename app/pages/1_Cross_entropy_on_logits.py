@@ -11,6 +11,7 @@ import streamlit as st
 from explorer import cross_entropy as C
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.labels import num
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, show_table, start_page
 
@@ -71,7 +72,7 @@ with left:
     st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
                "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
 with right:
-    st.markdown(f"loss = mean over the batch of −log_softmax(z)[label] = **{b.loss:.6f}**")
+    st.markdown(f"loss = mean over the batch of −log_softmax(z)[label] = **{num(b.loss)}**")
     st.markdown(f"∂loss/∂z = (softmax(z) − onehot(label)) / batch: the engine's backward differs from that "
                 f"formula by **{b.formula_difference:.1e}**.")
     if b.torch_loss_difference is None:

@@ -11,6 +11,7 @@ import streamlit as st
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
+from explorer.kit.labels import num
 from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page
 from explorer import static_vs_dynamic as M
 
@@ -193,7 +194,7 @@ if demo:
     mc[2].metric("eager µs / step", f"{demo['eager_us']:.0f}")
     mc[3].metric("replayed µs / step", f"{demo['compiled_us']:.0f}")
     st.markdown(f"Losses of 21 steps identical to eager mode, bit for bit: **{demo['identical']}** "
-                f"(first {demo['losses'][0]:.6f}, last {demo['losses'][-1]:.6f}); {demo['distinct_losses']} different "
+                f"(first {num(demo['losses'][0])}, last {num(demo['losses'][-1])}); {demo['distinct_losses']} different "
                 "losses in 21 steps: each replay draws a new dropout mask. Timings are this server's, measured "
                 "while the page ran.")
     with st.expander(f"The captured step as a static graph: {M.breakdown_text(demo['breakdown'])}"):

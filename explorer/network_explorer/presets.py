@@ -20,6 +20,7 @@ from engine import nn, ops
 from engine.backends import get_backend
 from engine.nn import Parameter
 from engine.tensor import Tensor, no_grad, tensor
+from explorer.kit.labels import num
 
 
 class Scope:
@@ -230,8 +231,8 @@ def sentiment(sentence: str = DEFAULT_SENTENCE, hidden: int = 6, label: int = 1,
         pool_first = F.softmax(model.fc2(model.fc1(F.mean(e, 0, keepdim=True)).relu()), -1).numpy()[0, 1]
     repeated = sorted({t for t in tokens if tokens.count(t) > 1})
     notes = [f"Vectors: {source}.", f"Tokens: {tokens}; table rows (vocabulary): {vocab}.",
-             f"Same weights, two orders: per word then average gives P(positive) = {per_word:.4f}; "
-             f"average first (HW2's order) gives {pool_first:.4f}."]
+             f"Same weights, two orders: per word then average gives P(positive) = {num(per_word)}; "
+             f"average first (HW2's order) gives {num(pool_first)}."]
     if repeated:
         notes.append(f"Repeated word(s) {repeated}: the embedding's backward (scatter-add) adds two rows of "
                      f"the upstream gradient into one table row.")
