@@ -9,7 +9,8 @@ import numpy as np
 from .backends import get_backend, seed_all
 from .dtypes import as_dtype, float64
 from .tensor_data import check_size
-from .tensor import Tensor, _dims_arg, _state, full_like, no_grad, set_grad_enabled, tensor
+from .ops import ones_like, zeros_like
+from .tensor import Tensor, _dims_arg, _state, no_grad, set_grad_enabled, tensor
 
 
 # ---------------------------------------------------------------------------
@@ -76,12 +77,12 @@ def _differentiable_inputs(args) -> tuple[list[Tensor], bool]:
 def _derivatives(out: Tensor, inputs: Sequence[Tensor], cotangent: Tensor, create_graph: bool) -> tuple:
     from .autodiff import derivatives_at
     if not out.requires_grad:
-        return tuple(_zeros_like(x) for x in inputs)
+        return tuple(zeros_like(x) for x in inputs)
     from .ops import cast
     with set_grad_enabled(create_graph):
         found = derivatives_at(out, cotangent, inputs)
         # a mixed-dtype op promotes the adjoint; each derivative keeps its input's dtype
-        return tuple(_zeros_like(x) if found.get(x.unique_id) is None else cast(found[x.unique_id], x.dtype)
+        return tuple(zeros_like(x) if found.get(x.unique_id) is None else cast(found[x.unique_id], x.dtype)
                      for x in inputs)
 
 
@@ -103,7 +104,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
             out = f(*args)
         if not isinstance(out, Tensor) or out.numel() != 1:
             raise TypeError("grad(f) needs f to return a one-element Tensor")
-        one = full_like(out, 1.0)
+        one = ones_like(out)
         grads = _derivatives(out, leaves, one, create_graph=nested)
         return grads[0] if single else grads
 
@@ -161,13 +162,9 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
             out = f(*leaves)
     finally:
         _state.forward_mode -= 1
-    tangent = out.tangent if out.tangent is not None else _zeros_like(out)
+    tangent = out.tangent if out.tangent is not None else zeros_like(out)
     out.tangent = None
     return out, tangent
-
-
-def _zeros_like(t: Tensor) -> Tensor:
-    return full_like(t, 0.0)
 
 
 # ---------------------------------------------------------------------------

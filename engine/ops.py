@@ -1133,10 +1133,13 @@ def gather(table: Tensor, indices) -> Tensor:
 
 
 def zeros_like(a: Tensor) -> Tensor:
+    """A constant of ``a``'s shape, dtype and backend holding zeros (a missing gradient or tangent)."""
     return Tensor._make(a.backend.full(a.shape, 0.0, a.dtype), a.backend)
 
 
 def ones_like(a: Tensor) -> Tensor:
+    """A constant of ``a``'s shape, dtype and backend holding ones (the seed of a backward pass): the one
+    place the engine, its explain tools and the student sandbox make it."""
     return Tensor._make(a.backend.full(a.shape, 1.0, a.dtype), a.backend)
 
 

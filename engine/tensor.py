@@ -478,7 +478,7 @@ class Tensor:
             if self.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for one-element outputs; "
                                    f"this output has shape {self.shape}: pass backward(grad=...)")
-            grad = full_like(self, 1.0)
+            grad = _ops.ones_like(self)
         else:
             grad = as_tensor_like(grad, self)
             if grad.shape != self.shape:
@@ -707,12 +707,6 @@ def _graph_parameters(output: Tensor) -> list[Tensor]:
         else:
             stack.extend(t._history.inputs)
     return list(params.values())
-
-
-def full_like(like: Tensor, value: float) -> Tensor:
-    """A constant of ``like``'s shape, dtype and backend, every element ``value`` (the ones a backward pass
-    is seeded with, the zeros of a missing gradient): the one place such a tensor is made."""
-    return Tensor._make(like.backend.full(like.shape, value, like.dtype), like.backend)
 
 
 def as_tensor_like(x, like: Tensor) -> Tensor:

@@ -12,7 +12,7 @@ import numpy as np
 from .. import autodiff, ops
 from ..autodiff import NodeVisited
 from ..strategies import STRATEGY_NAMES, PathRecursion, WorkLimitExceeded
-from ..tensor import Tensor, full_like, tensor, trace_ops
+from ..tensor import Tensor, tensor, trace_ops
 from .parser import parse_inputs, parse_program
 from .trace import Trace, record_execution, record_tensor
 
@@ -178,7 +178,7 @@ def _gradients(out: Tensor, leaves: dict[str, Tensor], strategy) -> tuple[dict, 
     count = _Count()
     error = None
     if out.requires_grad:
-        seed = full_like(out, 1.0)
+        seed = ops.ones_like(out)
         try:
             with np.errstate(all="ignore"), trace_ops(count.op):
                 autodiff.backpropagate(out, seed, strategy, count)

@@ -11,7 +11,8 @@ import numpy as np
 from .. import autodiff
 from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
 from ..strategies import ContributionLost, WorkLimitExceeded
-from ..tensor import Tensor, full_like, tensor, trace_ops
+from ..ops import ones_like
+from ..tensor import Tensor, tensor, trace_ops
 from .graph import Graph, fmt, graph_from_records, is_finite, plain_value
 from .parser import ExpressionError, Program, check_deadline, parse_inputs, parse_program
 
@@ -293,7 +294,7 @@ def _backward_trace(fw: ForwardRun, strategy: str, create_graph: bool) -> Trace:
     names = {n.id: n.name for n in fw.graph.nodes}
     out = fw.output
     # the seed d out / d out: ones (for a non-scalar output, the gradient of sum(output))
-    seed = full_like(out, 1.0)
+    seed = ones_like(out)
     grads: dict[str, Any] = {}
     error = None
     rec = _Recorder(fw.id_of, names)
@@ -385,7 +386,7 @@ def record_tensor(output: Tensor, leaves: Mapping[str, Tensor], strategy: str = 
         steps.append(ForwardStep(len(steps), n.id, n.op, ins, n.value, n.shape,
                                  f"{n.name} = {n.op}({args}) = {fmt(n.value)}", is_finite(n.value)))
     if seed is None:
-        seed = full_like(output, 1.0)
+        seed = ones_like(output)
     rec, error, bops = record_backward(output, id_of, node_names, leaves, strategy, create_graph, seed)
     grads = {name: (plain_value(t.grad) if t.grad is not None else None) for name, t in leaves.items()}
     order = [id_of[t.unique_id] for t in autodiff.topological_sort(output) if t.unique_id in id_of]

@@ -237,7 +237,7 @@ def _call(fn, limit_s: float, *args):
 
 def run_graph(mod, key: str, root: Path, limit_s: float, max_vjp_calls: int) -> dict:
     """The student's ``topological_sort`` and ``backpropagate`` on graph ``key`` (each on a fresh build)."""
-    from engine.tensor import full_like
+    from engine.ops import ones_like
     from .graphs import build, spec_for
     out: dict = {"type": "graph", "key": key}
     built = build(spec_for(key))
@@ -257,7 +257,7 @@ def run_graph(mod, key: str, root: Path, limit_s: float, max_vjp_calls: int) -> 
             out["sort"]["error"]["kind"] = "exception"
     built = build(spec_for(key))
     rec = Recording(built, max_vjp_calls)
-    seed = full_like(built.output, 1.0)
+    seed = ones_like(built.output)
     error = None
     try:
         _call(mod.backpropagate, limit_s, rec.proxy(built.output), seed)
