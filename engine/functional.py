@@ -12,21 +12,24 @@ import numpy as np
 
 from . import ops
 from .dtypes import int64
-from .ops import _norm_dims, exp, log, relu, sigmoid, where  # noqa: F401  (re-exported)
+from .ops import _norm_dims, exp, log, relu, sigmoid, typed, where  # noqa: F401  (re-exported)
 from .tensor import Tensor, as_tensor_like, is_grad_enabled  # noqa: F401
 
 
+@typed()
 def abs(x: Tensor) -> Tensor:
     """|x| = relu(x) + relu(-x)."""
     return ops.relu(x) + ops.relu(ops.neg(x))
 
 
+@typed(tensors=2)
 def maximum(a: Tensor, b) -> Tensor:
     """Elementwise max (gradient to the larger input; ties go to ``a``)."""
     b = as_tensor_like(b, a)
     return ops.where(ops.compare("ge", a, b), a, b)
 
 
+@typed(tensors=2)
 def minimum(a: Tensor, b) -> Tensor:
     b = as_tensor_like(b, a)
     return ops.where(ops.compare("le", a, b), a, b)
@@ -79,11 +82,19 @@ def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001  (PyTorch's n
     return MaxResult(values, indices)
 
 
+@typed()
+def sqrt(x: Tensor) -> Tensor:
+    """x ** 0.5."""
+    return ops.pow(x, 0.5)
+
+
+@typed()
 def tanh(x: Tensor) -> Tensor:
     """tanh(x) = 2 sigmoid(2x) - 1 (stable for large |x|)."""
     return 2.0 * ops.sigmoid(2.0 * x) - 1.0
 
 
+@typed(takes_dim=True)
 def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     dims = _norm_dims(dim, x.ndim)
     n = 1
@@ -92,6 +103,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return ops.sum(x, dims, keepdim) * (1.0 / n if n else float("nan"))  # mean of nothing: NaN (as NumPy, PyTorch)
 
 
+@typed(takes_dim=True)
 def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) without overflow: the max is subtracted first (and added back).
 
@@ -104,10 +116,12 @@ def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return out if keepdim else ops.reshape(out, [s for i, s in enumerate(x.shape) if i not in dims])
 
 
+@typed(takes_dim=True)
 def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
     return x - logsumexp(x, dim, keepdim=True)
 
 
+@typed(takes_dim=True)
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
     return ops.exp(log_softmax(x, dim))
 

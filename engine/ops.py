@@ -16,10 +16,12 @@ from __future__ import annotations
 import builtins
 import numbers
 import operator
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
+from .backends.base import declare_kernel
 from .dtypes import as_dtype, bool_, float64
 from .tensor import Op, Tensor, apply, as_tensor_like
 from .tensor_data import check_size
@@ -70,21 +72,113 @@ def _pair(a, b, like: Tensor | None = None):
 
 
 # ---------------------------------------------------------------------------
-# elementwise binary (broadcasting)
+# declarations
+#
+# One primitive = one class below: its name, how backends find its forward kernel, its VJP and JVP,
+# what it saves for backward (``saves``: input positions; ``needs_output``), its formula and picture
+# label, and whether typed programs may call it (``typed``). What other parts of the engine and the
+# app need is read from these classes: the backends' kernel names (``Unary`` / ``Binary`` /
+# ``declare_kernel``), the parser's allowed functions and the program help (``typed_functions``),
+# picture labels (``label_of``). Adding an elementwise op: a class here, its kernel in each backend
+# (numpy and python tables, an ``Op<Name>`` functor in engine/kernels/elementwise.cu), a test row.
 
 
-class Add(Op):
-    name = "add"
-    formula = "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)"
-    scalar = operator.add
+class Unary(Op):
+    """An elementwise primitive of one input whose forward is the backend kernel named after it
+    (``Backend.unary(name, a)``): declaring the op declares the kernel, which each backend finds by
+    that name in its own table. ``keeps_int``: an integer input keeps its dtype (else float64)."""
 
-    @staticmethod
-    def forward(ctx, a, b):
-        return ctx.backend.binary("add", a, b)
+    keeps_int = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            declare_kernel("unary", cls.name, keeps_int=cls.keeps_int)
+            if cls.typed:
+                _declare_typed(TypedFunction(cls.name, cls.call, 1, False))
+
+    @classmethod
+    def forward(cls, ctx, a):
+        return ctx.backend.unary(cls.name, a)
 
     @classmethod
     def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "binary", "add")
+        return cls._backend_kernel(ctx, dtypes, "unary", cls.name)
+
+    @classmethod
+    def call(cls, a: Tensor) -> Tensor:
+        """The op on tensor ``a`` (its public function: ``engine.ops.exp = Exp.call``)."""
+        return apply(cls, (a,))
+
+
+class Binary(Op):
+    """An elementwise, broadcasting primitive of two inputs whose forward is the backend kernel
+    named after it (``Backend.binary(name, a, b)``)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            declare_kernel("binary", cls.name)
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        return ctx.backend.binary(cls.name, a, b)
+
+    @classmethod
+    def kernel(cls, ctx, dtypes=()):
+        return cls._backend_kernel(ctx, dtypes, "binary", cls.name)
+
+
+@dataclass(frozen=True)
+class TypedFunction:
+    """A function typed programs may call by ``name``: ``fn(*tensors)`` or ``fn(*tensors, dim)``."""
+    name: str
+    fn: Callable
+    tensors: int        # how many tensor arguments
+    takes_dim: bool     # an optional integer ``dim`` may follow them
+
+
+_TYPED: dict[str, TypedFunction] = {}
+
+
+def _declare_typed(t: TypedFunction) -> None:
+    if _TYPED.setdefault(t.name, t) is not t:
+        raise ValueError(f"typed function {t.name!r} declared twice")
+
+
+def typed(tensors: int = 1, takes_dim: bool = False) -> Callable[[Callable], Callable]:
+    """Decorator: typed programs may call this function (a composite, or a primitive's function that
+    takes a ``dim``) by its name. Unary primitives declare it with ``typed = True`` instead."""
+    def mark(fn: Callable) -> Callable:
+        _declare_typed(TypedFunction(fn.__name__, fn, tensors, takes_dim))
+        return fn
+    return mark
+
+
+def typed_functions() -> dict[str, TypedFunction]:
+    """Every function typed programs may call, by name, in declaration order (primitives, then the
+    composites of ``engine.functional``)."""
+    from . import functional  # noqa: F401  (its composites declare themselves when imported)
+    return dict(_TYPED)
+
+
+def label_of(op_name: str) -> str:
+    """The picture label template of primitive ``op_name`` (``"{0} + {1}"``), "" when it has none
+    (pictures then write ``name(args)``) or no primitive has that name."""
+    from .tensor import _OPS_BY_NAME
+    op = _OPS_BY_NAME.get(op_name)
+    return op.label if op is not None else ""
+
+
+# ---------------------------------------------------------------------------
+# elementwise binary (broadcasting)
+
+
+class Add(Binary):
+    name = "add"
+    label = "{0} + {1}"
+    formula = "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)"
+    scalar = operator.add
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -100,18 +194,11 @@ class Add(Op):
         return ta if tb is None else ta + tb
 
 
-class Mul(Op):
+class Mul(Binary):
     name = "mul"
+    label = "{0}·{1}"
     formula = "ā = sum_to_shape(ḡ ⊙ b),  b̄ = sum_to_shape(ḡ ⊙ a)"
     scalar = operator.mul
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return ctx.backend.binary("mul", a, b)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "binary", "mul")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -128,19 +215,12 @@ class Mul(Op):
         return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
 
-class Div(Op):
+class Div(Binary):
     name = "div"
+    label = "{0} / {1}"
     formula = "ā = ḡ / b,  b̄ = −ḡ ⊙ a / b²   (each summed back to its shape)"
     scalar = operator.truediv
     needs_output = True
-
-    @staticmethod
-    def forward(ctx, a, b):
-        return ctx.backend.binary("div", a, b)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "binary", "div")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -163,6 +243,7 @@ class Pow(Op):
     """``a ** c`` for a constant exponent ``c`` (a Python number)."""
 
     name = "pow"
+    label = "{0}^{1}"
     formula = "x̄ = ḡ ⊙ c·x^(c−1)"
 
     @staticmethod
@@ -185,22 +266,19 @@ class Pow(Op):
         return ta * (c * pow(a, c - 1)) if c != 0 else ta * 0.0
 
 
+declare_kernel("binary", "pow")  # Pow's forward: the exponent is a parameter, made an array of a's dtype
+
+
 # ---------------------------------------------------------------------------
 # elementwise unary
 
 
-class Neg(Op):
+class Neg(Unary):
     name = "neg"
+    label = "−{0}"
+    keeps_int = True
     formula = "x̄ = −ḡ"
     scalar = operator.neg
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.unary("neg", a)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "unary", "neg")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -211,14 +289,11 @@ class Neg(Op):
         return neg(ta)
 
 
-class Reciprocal(Op):
+class Reciprocal(Unary):
     name = "reciprocal"
+    label = "1 / {0}"
     formula = "x̄ = −ḡ ⊙ y²   (y = 1/x)"
     needs_output = True
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.unary("reciprocal", a)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -231,19 +306,12 @@ class Reciprocal(Op):
         return neg(ta) * (out * out)
 
 
-class Exp(Op):
+class Exp(Unary):
     name = "exp"
+    typed = True
     formula = "x̄ = ḡ ⊙ y   (y = exp x, kept from the forward pass)"
     scalar = np.exp
     needs_output = True
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.unary("exp", a)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "unary", "exp")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -254,18 +322,11 @@ class Exp(Op):
         return ta * ctx.output.detach()
 
 
-class Log(Op):
+class Log(Unary):
     name = "log"
+    typed = True
     formula = "x̄ = ḡ / x"
     scalar = np.log
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.unary("log", a)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "unary", "log")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -276,17 +337,11 @@ class Log(Op):
         return ta / ctx.inputs[0]
 
 
-class Relu(Op):
+class Relu(Unary):
     name = "relu"
+    typed = True
+    keeps_int = True
     formula = "x̄ = ḡ ⊙ 1[x > 0]   (the mask is recomputed from the kept input x)"
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.unary("relu", a)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "unary", "relu")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -297,7 +352,7 @@ class Relu(Op):
         return ta * step(ctx.inputs[0])
 
 
-class Sigmoid(Op):
+class Sigmoid(Unary):
     """Fused sigmoid: 1 / (1 + exp(-a)).
 
     A composite of neg/exp/add/reciprocal gives the same numbers; this fused
@@ -306,17 +361,10 @@ class Sigmoid(Op):
     """
 
     name = "sigmoid"
+    typed = True
     formula = "x̄ = ḡ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)"
     scalar = staticmethod(lambda a: 1.0 / (1.0 + np.exp(-a)))  # the backend's sigmoid, same bits
     needs_output = True
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.unary("sigmoid", a)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "unary", "sigmoid")
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -356,27 +404,27 @@ class Cast(Op):
 
 
 class Compare(Op):
+    """Elementwise comparison; ``params`` names the kernel (``lt le gt ge eq ne``), the result is bool."""
+
     name = "compare"
     differentiable = False
+    kinds = ("lt", "le", "gt", "ge", "eq", "ne")
 
     @staticmethod
     def forward(ctx, a, b):
         return ctx.backend.binary(ctx.params, a, b)
 
 
-class Step(Op):
+for _kind in Compare.kinds:
+    declare_kernel("binary", _kind, comparison=True)
+
+
+class Step(Unary):
     """1 where a > 0 else 0, in a's dtype (the ReLU mask)."""
 
     name = "step"
+    keeps_int = True
     differentiable = False
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.unary("step", a)
-
-    @classmethod
-    def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "unary", "step")
 
 
 class Uniform(Op):
@@ -409,6 +457,10 @@ class Argmax(Op):
 
 # the fused ops' forwards, written once over a backend's KernelSet: methods in eager mode, raw
 # kernels (NumPy's ufuncs, constants made once) in a replay; the same kernel calls either way
+# (the helper kernels they call beyond the ops' own: sub, maximum; and Adam's sqrt, engine/optim.py)
+declare_kernel("binary", "sub")
+declare_kernel("binary", "maximum")
+declare_kernel("unary", "sqrt")
 
 
 def _bce(k, p, y):
@@ -616,6 +668,7 @@ class MatMul(Op):
     """Matrix product with NumPy's rules (1-D operands, batched and broadcast batch dims)."""
 
     name = "matmul"
+    label = "{0} @ {1}"
     formula = "Ā = Ḡ Bᵀ,  B̄ = Aᵀ Ḡ   (batch dims summed back)"
 
     @staticmethod
@@ -902,12 +955,10 @@ def div(a, b, like=None) -> Tensor:
     return apply(Div, _pair(a, b, like))
 
 
-def neg(a: Tensor) -> Tensor:
-    return apply(Neg, (a,))
+neg = Neg.call
 
 
-def reciprocal(a: Tensor) -> Tensor:
-    return apply(Reciprocal, (a,))
+reciprocal = Reciprocal.call
 
 
 def pow(a: Tensor, exponent) -> Tensor:
@@ -925,24 +976,19 @@ def rpow(base, exponent: Tensor) -> Tensor:
     return exp(mul(exponent, log(b)))
 
 
-def exp(a: Tensor) -> Tensor:
-    return apply(Exp, (a,))
+exp = Exp.call
 
 
-def log(a: Tensor) -> Tensor:
-    return apply(Log, (a,))
+log = Log.call
 
 
-def relu(a: Tensor) -> Tensor:
-    return apply(Relu, (a,))
+relu = Relu.call
 
 
-def sigmoid(a: Tensor) -> Tensor:
-    return apply(Sigmoid, (a,))
+sigmoid = Sigmoid.call
 
 
-def step(a: Tensor) -> Tensor:
-    return apply(Step, (a,))
+step = Step.call
 
 
 def cast(a: Tensor, dtype) -> Tensor:
@@ -992,10 +1038,12 @@ def argmax(a: Tensor, dim: int | None = None) -> Tensor:
     return apply(Argmax, (a,), None if dim is None or a.ndim == 0 else _norm_dim(dim, a.ndim))
 
 
+@typed(takes_dim=True)
 def sum(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return apply(Sum, (a,), (_norm_dims(dim, a.ndim), bool(keepdim)))
 
 
+@typed(takes_dim=True)
 def max(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when None); values only."""
     return apply(Max, (a,), (_norm_dims(dim, a.ndim), bool(keepdim)))
@@ -1019,6 +1067,7 @@ def permute(a: Tensor, order: Sequence[int]) -> Tensor:
     return apply(Permute, (a,), order)
 
 
+@typed()
 def transpose(a: Tensor, d0: int = -2, d1: int = -1) -> Tensor:
     nd = a.ndim
     order = list(range(nd))

@@ -122,16 +122,22 @@ class Op:
 
     Everything else the engine knows about an op is said here too: ``formula`` (its VJP in the
     lecture's notation, for display: ḡ is the adjoint arriving at the output y, x̄ / ā / b̄ the
-    contributions sent back), ``random`` (draws from the backend's generator: never
-    folded, always replayed) and ``scalar`` (the scalar fast path's kernel). A subclass that sets
-    its own ``name`` is registered under it (``engine.ops.primitive(name)``).
+    contributions sent back), ``label`` (how a picture writes the op over its arguments' names,
+    ``"{0} + {1}"``; empty: ``name(args)``), ``typed`` (typed programs may call it by its name),
+    ``saves`` (the positions of the inputs its VJP and JVP read; ``needs_output``: they read the
+    output too), ``random`` (draws from the backend's generator: never folded, always replayed) and
+    ``scalar`` (the scalar fast path's kernel). A subclass that sets its own ``name`` is registered
+    under it (``engine.ops.primitive(name)``). ``engine.ops`` holds the declarations.
     """
 
     name = "?"
     differentiable = True
     needs_output = False  # VJP/JVP uses the output tensor (kept through a weak reference)
+    saves: tuple[int, ...] | None = None  # inputs the VJP/JVP read (None: all of them)
     random = False
     formula = ""
+    label = ""
+    typed = False
     scalar: Callable | None = None
 
     def __init_subclass__(cls, **kwargs):

@@ -102,7 +102,7 @@ def test_binary_broadcast_on_strided_views(emu, data):
     shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
     bshape = tuple(s if data.draw(st.booleans()) else 1 for s in shape)[data.draw(st.integers(0, ndim)):]
     a, b = _layout(data.draw, shape), _layout(data.draw, bshape)
-    op = data.draw(st.sampled_from(["add", "sub", "mul", "maximum", "minimum", "gt", "eq"]))
+    op = data.draw(st.sampled_from(["add", "sub", "mul", "maximum", "gt", "eq"]))
     dt = data.draw(st.sampled_from([float32, float64]))
     ta = emu.array(a, dt)
     # build a permuted / sliced view on the device from a contiguous copy of its base
@@ -115,7 +115,7 @@ def test_binary_broadcast_on_strided_views(emu, data):
         a = np.concatenate([a, a], 0)[::-1][::-2]
     tb = _to_backend_view(emu, b, dt)
     ref = getattr(np, {"add": "add", "sub": "subtract", "mul": "multiply", "maximum": "maximum",
-                       "minimum": "minimum", "gt": "greater", "eq": "equal"}[op])(a.astype(dt.numpy), b.astype(dt.numpy))
+                       "gt": "greater", "eq": "equal"}[op])(a.astype(dt.numpy), b.astype(dt.numpy))
     out = emu.binary(op, ta, tb)
     assert emu.dtype(out) == (bool_ if op in ("gt", "eq") else dt)
     np.testing.assert_array_equal(np_of(emu, out), ref)
@@ -143,22 +143,25 @@ def test_unary_and_contiguous_on_permuted_views(emu, data):
     ref = x.transpose(order)
     np.testing.assert_array_equal(np_of(emu, emu.contiguous(t)), ref)
     assert emu.is_contiguous(emu.contiguous(t))
-    np.testing.assert_allclose(np_of(emu, emu.unary("tanh", t)), np.tanh(ref), rtol=1e-14)
+    np.testing.assert_allclose(np_of(emu, emu.unary("sigmoid", t)), 1 / (1 + np.exp(-ref)), rtol=1e-14)
     np.testing.assert_array_equal(np_of(emu, emu.unary("relu", t)), np.maximum(ref, 0))
 
 
 def test_special_values_match_numpy(emu):
+    """Every declared kernel (engine.ops declares them; a new op's kernel is checked here unasked) gives
+    the NumPy backend's values on zeros, infinities, NaN and overflowing inputs."""
+    from engine.backends.base import BINARY_OPS, UNARY_OPS
+    from engine.backends.numpy_backend import NumpyBackend
+    ref_be = NumpyBackend()
     x = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 800.0, -800.0])
-    t = emu.array(x, float64)
+    t, y = emu.array(x, float64), emu.array(x[::-1].copy(), float64)
     with np.errstate(all="ignore"):
-        for op, ref in [("exp", np.exp(x)), ("log", np.log(x)), ("sqrt", np.sqrt(x)), ("sign", np.sign(x)),
-                        ("abs", np.abs(x)), ("reciprocal", 1 / x), ("sigmoid", 1 / (1 + np.exp(-x))),
-                        ("relu", np.maximum(x, 0)), ("step", (x > 0).astype(float))]:
-            np.testing.assert_array_equal(np_of(emu, emu.unary(op, t)), ref, err_msg=op)
-        y = emu.array(x[::-1].copy(), float64)
-        for op, ref in [("maximum", np.maximum(x, x[::-1])), ("minimum", np.minimum(x, x[::-1])),
-                        ("div", x / x[::-1]), ("pow", np.power(x, x[::-1]))]:
-            np.testing.assert_array_equal(np_of(emu, emu.binary(op, t, y)), ref, err_msg=op)
+        for op in sorted(UNARY_OPS):
+            np.testing.assert_allclose(np_of(emu, emu.unary(op, t)), ref_be.unary(op, x), rtol=1e-15, atol=0,
+                                       err_msg=op)
+        for op in sorted(BINARY_OPS):
+            np.testing.assert_array_equal(np_of(emu, emu.binary(op, t, y)), ref_be.binary(op, x, x[::-1].copy()),
+                                          err_msg=op)
 
 
 def test_dtype_rules(emu):

@@ -62,6 +62,42 @@ def test_every_primitive_has_an_op_table_row():
     assert not missing, f"primitives without an op-table row: {missing}"
 
 
+def test_backends_have_exactly_the_declared_kernels():
+    """engine.ops declares every elementwise kernel (an op's own, named after it, or a helper a fused op
+    or Adam calls); each backend has those and no other (a kernel no declaration uses is dead code)."""
+    import re
+    from engine.backends import base, numpy_backend, python_backend
+    from engine.backends.cuda_backend import KERNEL_DIR, functor_name
+    assert {"exp", "relu", "sqrt"} <= base.UNARY_OPS and {"add", "pow", "sub", "lt"} <= base.BINARY_OPS
+    for mod in (numpy_backend, python_backend):
+        assert set(mod._UNARY) == base.UNARY_OPS, mod.__name__
+        assert set(mod._BINARY) == base.BINARY_OPS, mod.__name__
+    structs = set(re.findall(r"^struct (Op\w+)", (KERNEL_DIR / "elementwise.cu").read_text(), re.M))
+    assert structs == {functor_name(k) for k in base.UNARY_OPS | base.BINARY_OPS} | {"OpIdentity"}
+    with pytest.raises(ValueError, match="both unary and binary"):
+        base.declare_kernel("binary", "exp")
+
+
+def test_typed_programs_parser_and_help_read_the_declarations():
+    """The parser's allowed functions, the program help and the pictures' labels come from the
+    declarations (a primitive's ``typed`` / ``label``, ``@typed`` on a composite), not from lists."""
+    from engine.explain.parser import ALLOWED_FUNCTIONS
+    from engine.ops import PRIMITIVES, typed_functions
+    from explorer.kit.labels import formula
+    from explorer.kit.widgets import PROGRAM_HELP
+    declared = typed_functions()
+    assert list(ALLOWED_FUNCTIONS) == list(declared)
+    assert {op.name for op in PRIMITIVES if op.typed} <= set(declared)
+    assert {"exp", "relu", "sum", "max", "tanh", "softmax", "maximum", "minimum", "sqrt"} <= set(declared)
+    words = PROGRAM_HELP.replace(".", " ").split()
+    assert all(name in words for name in declared), PROGRAM_HELP
+    assert ALLOWED_FUNCTIONS["maximum"][1:] == (2, False) and ALLOWED_FUNCTIONS["softmax"][1:] == (1, True)
+    for op in PRIMITIVES:
+        if op.label:
+            assert formula(op.name, ["a", "b"][:op.label.count("{")]) == op.label.format("a", "b")
+    assert formula("exp", ["x"]) == "exp(x)"
+
+
 @pytest.mark.parametrize("case", OP_TABLE, ids=lambda c: c.name)
 def test_float32_forward(case, backend):
     rng = np.random.default_rng(4)
@@ -229,7 +265,9 @@ def test_every_primitive_carries_its_own_knowledge():
     """PRIMITIVES is collected from the Op subclasses themselves; each says its VJP in the lecture's
     notation (for display), whether it draws random numbers, and how a replay runs it."""
     from engine.ops import PRIMITIVES, Op
-    defined = {v for v in vars(engine.ops).values() if isinstance(v, type) and issubclass(v, Op) and v is not Op}
+    classes = {v for v in vars(engine.ops).values() if isinstance(v, type) and issubclass(v, Op) and v is not Op}
+    defined = {v for v in classes if "name" in vars(v)}
+    assert classes - defined == {engine.ops.Unary, engine.ops.Binary}   # the bases that find kernels by name
     assert set(PRIMITIVES) == defined and len(PRIMITIVES) == len(defined)
     for op in PRIMITIVES:
         assert engine.ops.primitive(op.name) is op

@@ -4,10 +4,12 @@ A backend owns an opaque array type (``numpy.ndarray``, ``TensorData``,
 ``cupy.ndarray``) and a small set of kernels. Engine code only ever calls these
 methods on the backend that a tensor carries; it never picks a backend itself.
 
-Kernel names:
-    unary:   neg exp log reciprocal relu step sqrt abs sign tanh sigmoid
-    binary:  add sub mul div pow maximum minimum lt le gt ge eq ne   (broadcasting)
-    reduce:  sum max                                               (over given axes)
+Elementwise kernels are named by the declarations in ``engine.ops`` (an elementwise primitive's
+kernel is named after the op; the few helper kernels that fused ops and optimisers call are declared
+there too), which fill :data:`UNARY_OPS` / :data:`BINARY_OPS` when the engine is imported. Each
+backend keys its own kernel table by those names; ``tests/test_ops.py`` checks that every backend
+has exactly the declared kernels (none missing, none that no declaration uses).
+Reductions: ``sum`` and ``max`` over given axes.
 """
 from __future__ import annotations
 
@@ -20,10 +22,33 @@ import numpy as np
 
 from ..dtypes import DType
 
-UNARY_OPS = ("neg", "exp", "log", "reciprocal", "relu", "step", "sqrt", "abs", "sign", "tanh", "sigmoid")
-BINARY_OPS = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "lt", "le", "gt", "ge", "eq", "ne")
-COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
-INT_UNARY_OPS = ("neg", "relu", "step", "abs", "sign")  # keep an integer input's dtype; the rest give float64
+# the declared kernel names (filled by engine.ops through declare_kernel; never written elsewhere)
+UNARY_OPS: set[str] = set()
+BINARY_OPS: set[str] = set()
+COMPARISONS: set[str] = set()     # binary kernels giving bool
+INT_UNARY_OPS: set[str] = set()   # unary kernels that keep an integer input's dtype (the rest give float64)
+
+
+def declare_kernel(kind: str, name: str, *, keeps_int: bool = False, comparison: bool = False) -> None:
+    """Declare an elementwise kernel every backend must provide under ``name``.
+
+    Args:
+        kind: ``"unary"`` or ``"binary"`` (broadcasting).
+        keeps_int: (unary) an integer input gives an integer result (neg, relu, step).
+        comparison: (binary) the result is bool.
+    Raises:
+        ValueError: an unknown kind, or a name declared under the other kind.
+    """
+    if kind not in ("unary", "binary"):
+        raise ValueError(f"kernel kind must be 'unary' or 'binary', got {kind!r}")
+    other = BINARY_OPS if kind == "unary" else UNARY_OPS
+    if name in other:
+        raise ValueError(f"kernel {name!r} is declared both unary and binary")
+    (UNARY_OPS if kind == "unary" else BINARY_OPS).add(name)
+    if keeps_int:
+        INT_UNARY_OPS.add(name)
+    if comparison:
+        COMPARISONS.add(name)
 
 
 class KernelSet:

@@ -42,16 +42,14 @@ MAX_GRID_Z = 65535
 
 # C++ type of each engine dtype
 CTYPE = {"float32": "float", "float64": "double", "int64": "long long", "bool": "bool"}
-_UNARY_FUNCTOR = {
-    "neg": "OpNeg", "exp": "OpExp", "log": "OpLog", "reciprocal": "OpReciprocal", "relu": "OpRelu",
-    "step": "OpStep", "sqrt": "OpSqrt", "abs": "OpAbs", "sign": "OpSign", "tanh": "OpTanh",
-    "sigmoid": "OpSigmoid",
-}
-_BINARY_FUNCTOR = {
-    "add": "OpAdd", "sub": "OpSub", "mul": "OpMul", "div": "OpDiv", "pow": "OpPow",
-    "maximum": "OpMaximum", "minimum": "OpMinimum", "lt": "OpLt", "le": "OpLe", "gt": "OpGt",
-    "ge": "OpGe", "eq": "OpEq", "ne": "OpNe",
-}
+
+
+def functor_name(op: str) -> str:
+    """The C++ functor (in elementwise.cu) of a declared kernel: ``Op`` + its name in CamelCase
+    (``exp`` -> ``OpExp``); declaring a kernel in ``engine.ops`` and writing that struct is all it takes."""
+    return "Op" + "".join(part.capitalize() for part in op.split("_"))
+
+
 _INT_UNARY = INT_UNARY_OPS  # stay integer; the rest compute in float64
 _LOGICAL = ("add", "mul", "maximum", "minimum")  # on two bools: or, and, or, and
 _FLOATS = ("float32", "float64")
@@ -68,7 +66,7 @@ def map_name(kind: str, tin: str, tout: str, functor: str) -> str:
 
 def zip_name(kind: str, t: str, op: str) -> str:
     tout = "bool" if op in COMPARISONS else t
-    return f"zip_{kind}<{CTYPE[t]}, {CTYPE[tout]}, {_BINARY_FUNCTOR[op]}>"
+    return f"zip_{kind}<{CTYPE[t]}, {CTYPE[tout]}, {functor_name(op)}>"
 
 
 def reduce_name(op: str, t: str) -> str:
@@ -84,13 +82,13 @@ def kernel_names() -> dict[str, list[str]]:
     """Every template instantiation the backend launches, per kernel file."""
     elementwise = []
     for kind in ("contig", "strided"):
-        for op, functor in _UNARY_FUNCTOR.items():
+        for op in sorted(UNARY_OPS):
             for t in (_NUMERIC if op in _INT_UNARY else _FLOATS):
-                elementwise.append(map_name(kind, t, t, functor))
+                elementwise.append(map_name(kind, t, t, functor_name(op)))
         for tin in CTYPE:  # casts (and copies) between every pair of dtypes
             for tout in CTYPE:
                 elementwise.append(map_name(kind, tin, tout, "OpIdentity"))
-        for op in BINARY_OPS:
+        for op in sorted(BINARY_OPS):
             for t in (_FLOATS if op == "div" else _NUMERIC):
                 elementwise.append(zip_name(kind, t, op))
     elementwise += [f"where_strided<{CTYPE[t]}>" for t in CTYPE]
@@ -368,7 +366,7 @@ class CudaBackend(Backend):
         if dt == bool_ or (not dt.is_floating and op not in _INT_UNARY):
             a = self.astype(a, int64 if op in _INT_UNARY else float64)
             dt = as_dtype(a.dtype)
-        return self._map(a, _UNARY_FUNCTOR[op], dt)
+        return self._map(a, functor_name(op), dt)
 
     def _promote(self, op: str, *arrays):
         dt = as_dtype(arrays[0].dtype)

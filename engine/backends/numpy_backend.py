@@ -44,13 +44,10 @@ _UNARY = {
     "log": np.log,
     "reciprocal": np.reciprocal,
     "sqrt": np.sqrt,
-    "abs": np.abs,
-    "sign": np.sign,
-    "tanh": np.tanh,
 }
 _BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
-    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum,
+    "pow": np.power, "maximum": np.maximum,
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "eq": np.equal, "ne": np.not_equal,
 }

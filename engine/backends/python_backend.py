@@ -17,7 +17,7 @@ import numpy as np
 from ..dtypes import DType, bool_, float32, float64, int64
 from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_shape,
                            prod)
-from .base import INT_UNARY_OPS, Backend, ThreadRandom
+from .base import COMPARISONS, INT_UNARY_OPS, Backend, ThreadRandom
 
 _TYPECODE_DTYPE = {"d": float64, "f": float32, "q": int64, "b": bool_}
 _RANK = {"b": 0, "q": 1, "f": 2, "d": 3}
@@ -64,10 +64,6 @@ def _sigmoid(x):
     return e / (1.0 + e)
 
 
-def _sign(x):
-    return (x > 0) - (x < 0) if x == x else math.nan
-
-
 def _sqrt(x):
     return math.sqrt(x) if x >= 0 else math.nan
 
@@ -78,24 +74,17 @@ def _maximum(x, y):
     return x if x >= y else y
 
 
-def _minimum(x, y):
-    if x != x or y != y:
-        return math.nan
-    return x if x <= y else y
-
-
 _UNARY = {
     "neg": lambda x: -x, "exp": _exp, "log": _log, "reciprocal": lambda x: _div(1.0, x),
     "relu": lambda x: x if x > 0 else 0.0 * x if x == x else x, "step": lambda x: 1.0 if x > 0 else 0.0,
-    "sqrt": _sqrt, "abs": abs, "sign": _sign, "tanh": math.tanh, "sigmoid": _sigmoid,
+    "sqrt": _sqrt, "sigmoid": _sigmoid,
 }
 _BINARY = {
     "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": _div,
-    "pow": _pow, "maximum": _maximum, "minimum": _minimum,
+    "pow": _pow, "maximum": _maximum,
     "lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,
     "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y,
 }
-_CMP = {"lt", "le", "gt", "ge", "eq", "ne"}
 
 
 def _new(values, shape, typecode) -> TensorData:
@@ -158,7 +147,7 @@ class PythonBackend(Backend):
     def unary(self, op, a):
         f = _UNARY[op]
         st = a.storage
-        # integers stay integers under neg / relu / step / abs / sign (as on NumPy and CUDA)
+        # integers stay integers under the kernels declared keeps_int (as on NumPy and CUDA)
         tc = a.typecode if a.typecode in "df" else "q" if op in INT_UNARY_OPS else "d"
         return _new([f(st[p]) for p in a.positions()], a.shape, tc)
 
@@ -168,7 +157,7 @@ class PythonBackend(Backend):
         ea, eb = a.expand(shape), b.expand(shape)  # stride-0 views: broadcasting is index maths
         sa, sb = ea.storage, eb.storage
         vals = [f(sa[p], sb[q]) for p, q in zip(ea.positions(), eb.positions())]
-        if op in _CMP:
+        if op in COMPARISONS:
             tc = "b"
         else:
             tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode

@@ -20,7 +20,6 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from .. import functional as F
 from .. import ops
 from ..tensor import Tensor, as_tensor_like, trace_ops
 
@@ -103,31 +102,16 @@ def seconds_left() -> float | None:
     return max(0.0, min(d[0] - time.thread_time(), d[1] - time.monotonic()))
 
 
-def _dim_fn(fn: Callable, default=None) -> Callable:
-    def call(x, dim=default):
-        return fn(x, dim)
-    return call
-
-
-# name -> (callable(tensor, *ints), number of tensor args, allows an integer `dim`)
+# name -> (callable(tensor, *ints), number of tensor args, allows an integer `dim`): derived from the
+# engine's declarations (``typed = True`` on a primitive, ``@typed`` on a function), never listed here
 ALLOWED_FUNCTIONS: dict[str, tuple[Callable, int, bool]] = {
-    "exp": (ops.exp, 1, False),
-    "log": (ops.log, 1, False),
-    "sigmoid": (ops.sigmoid, 1, False),
-    "relu": (ops.relu, 1, False),
-    "tanh": (F.tanh, 1, False),
-    "abs": (F.abs, 1, False),
-    "sqrt": (lambda x: ops.pow(x, 0.5), 1, False),
-    "sum": (_dim_fn(ops.sum), 1, True),
-    "mean": (_dim_fn(F.mean), 1, True),
-    "max": (_dim_fn(ops.max), 1, True),
-    "logsumexp": (_dim_fn(F.logsumexp), 1, True),
-    "softmax": (_dim_fn(F.softmax, -1), 1, True),
-    "log_softmax": (_dim_fn(F.log_softmax, -1), 1, True),
-    "transpose": (lambda x: ops.transpose(x), 1, False),
-    "maximum": (F.maximum, 2, False),
-    "minimum": (F.minimum, 2, False),
-}
+    t.name: (t.fn, t.tensors, t.takes_dim) for t in ops.typed_functions().values()}
+
+
+def allowed_text() -> str:
+    """What a typed program may use, for a help text: operators, numbers, names and every allowed function."""
+    return "+ - * / ** @, numbers, names, and " + " ".join(ALLOWED_FUNCTIONS)
+
 
 _BINOPS: dict[type, tuple[str, Callable]] = {
     ast.Add: ("+", lambda a, b: a + b),

@@ -33,8 +33,6 @@ __device__ __forceinline__ float ek_log(float x) { return logf(x); }
 __device__ __forceinline__ double ek_log(double x) { return log(x); }
 __device__ __forceinline__ float ek_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double ek_sqrt(double x) { return sqrt(x); }
-__device__ __forceinline__ float ek_tanh(float x) { return tanhf(x); }
-__device__ __forceinline__ double ek_tanh(double x) { return tanh(x); }
 __device__ __forceinline__ float ek_pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ double ek_pow(double x, double y) { return pow(x, y); }
 __device__ __forceinline__ long long ek_pow(long long x, long long y) {

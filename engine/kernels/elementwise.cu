@@ -12,6 +12,8 @@
 #include "common.cuh"
 
 // ---- unary functors ---------------------------------------------------------
+// One struct per kernel declared in engine/ops.py, named Op + the kernel's name in CamelCase
+// (engine.backends.cuda_backend.functor_name); OpIdentity is the cast / copy.
 struct OpIdentity { template <typename T> __device__ T operator()(T x) const { return x; } };
 struct OpNeg { template <typename T> __device__ T operator()(T x) const { return -x; } };
 struct OpExp { template <typename T> __device__ T operator()(T x) const { return ek_exp(x); } };
@@ -22,11 +24,6 @@ struct OpRelu {
 };
 struct OpStep { template <typename T> __device__ T operator()(T x) const { return x > T(0) ? T(1) : T(0); } };
 struct OpSqrt { template <typename T> __device__ T operator()(T x) const { return ek_sqrt(x); } };
-struct OpAbs { template <typename T> __device__ T operator()(T x) const { return x < T(0) ? -x : x; } };
-struct OpSign {
-    template <typename T> __device__ T operator()(T x) const { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
-};
-struct OpTanh { template <typename T> __device__ T operator()(T x) const { return ek_tanh(x); } };
 struct OpSigmoid {
     // exp of a non-positive number only: no overflow for large |x|.
     template <typename T> __device__ T operator()(T x) const {
@@ -45,11 +42,6 @@ struct OpPow { template <typename T> __device__ T operator()(T a, T b) const { r
 struct OpMaximum {  // NaN-propagating, as numpy.maximum
     template <typename T> __device__ T operator()(T a, T b) const {
         return ek_isnan(a) ? a : (ek_isnan(b) ? b : (a >= b ? a : b));
-    }
-};
-struct OpMinimum {
-    template <typename T> __device__ T operator()(T a, T b) const {
-        return ek_isnan(a) ? a : (ek_isnan(b) ? b : (a <= b ? a : b));
     }
 };
 struct OpLt { template <typename T> __device__ bool operator()(T a, T b) const { return a < b; } };

@@ -134,7 +134,7 @@ class SymbolicBackend(Backend):
 
     # --- kernels: shape and dtype inference only ----------------------------------------------
     def unary(self, op, a):
-        # as the backends: integers stay integers only under neg / relu / step / abs / sign
+        # as the backends: integers stay integers only under the kernels declared keeps_int
         dt = a.dtype if a.dtype.is_floating or op in INT_UNARY_OPS else float64
         return Abstract(a.shape, dt)
 

@@ -13,10 +13,10 @@ import numpy as np
 
 from engine.explain.graph import Graph
 from engine.explain.numbers import DIGITS, num  # noqa: F401  (the one formatter, re-exported for the kit)
+from engine.ops import label_of
 
 MINUS = "\u2212"
 
-_INFIX = {"add": "+", "mul": "·", "div": "/", "matmul": "@", "pow": "^"}
 
 
 def shape_text(shape) -> str:
@@ -74,16 +74,11 @@ def formula(op: str, args: list[str]) -> str:
         return f"{a} + {b}"
     if op == "sub" and len(args) == 2:
         return f"{args[0]} {MINUS} {args[1]}"
-    if op == "neg" and len(args) == 1:
-        return f"{MINUS}{args[0]}"
-    if op == "reciprocal" and len(args) == 1:
-        return f"1 / {args[0]}"
-    if op in _INFIX and len(args) == 2:
-        a, b = args
-        if _neg_literal(b):
-            b = f"({MINUS}{_unminus(b)})"
-        sym = _INFIX[op]
-        return f"{a}{sym}{b}" if sym in ("·", "^") else f"{a} {sym} {b}"
+    template = label_of(op)  # the primitive's own declaration (engine.ops): "{0} + {1}", "−{0}"
+    if template and template.count("{") == len(args):
+        if len(args) == 2 and _neg_literal(args[1]):
+            args = [args[0], f"({MINUS}{_unminus(args[1])})"]
+        return template.format(*args)
     if op in ("leaf", "group") or not args:
         return ""
     return f"{op}({', '.join(args)})"

@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 import streamlit as st
 
+from engine.explain.parser import allowed_text
+
 from . import class_widgets
 from .deeplink import LinkField, LinkSchema
 from .figures import PrebuiltFigure, static_frame
@@ -168,8 +170,7 @@ def release_focus() -> None:
                 unsafe_allow_javascript=True)
 
 
-PROGRAM_HELP = ("Allowed: + - * / ** @, numbers, names, and exp log sigmoid relu tanh sum mean max softmax "
-                "log_softmax logsumexp abs sqrt transpose. Press Ctrl+Enter to run.")
+PROGRAM_HELP = f"Allowed: {allowed_text()}. Press Ctrl+Enter to run."  # the engine's declared functions
 INPUTS_HELP = "name = value, separated by commas or lines; values are numbers or lists like [[1, 2], [3, 4]]"
 
 
