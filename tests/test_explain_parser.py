@@ -58,7 +58,7 @@ def test_bad_inputs_are_typed_errors(text, fragment):
 
 
 @pytest.mark.parametrize("text, fragment, line, col", [
-    ('f = x1 + __import__("os")', "`__import__` is not an allowed function; allowed: abs, exp", 1, 10),
+    ('f = x1 + __import__("os")', "`__import__` is not an allowed function; allowed: abs, ", 1, 10),
     ("f = x1.real", "attribute access", 1, 5),
     ("f = x1[0]", "indexing", 1, 5),
     ("f = (lambda a: a)(x1)", "only plain function calls", 1, 5),
