@@ -337,6 +337,36 @@ class Log(Unary):
         return ta / ctx.inputs[0]
 
 
+class Sin(Unary):
+    name = "sin"
+    typed = True
+    formula = "x̄ = ḡ ⊙ cos x"
+    scalar = np.sin
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (g * cos(ctx.inputs[0]),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return ta * cos(ctx.inputs[0])
+
+
+class Cos(Unary):
+    name = "cos"
+    typed = True
+    formula = "x̄ = −ḡ ⊙ sin x"
+    scalar = np.cos
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        return (neg(g) * sin(ctx.inputs[0]),)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return neg(ta) * sin(ctx.inputs[0])
+
+
 class Relu(Unary):
     name = "relu"
     typed = True
@@ -980,6 +1010,8 @@ exp = Exp.call
 
 
 log = Log.call
+sin = Sin.call
+cos = Cos.call
 
 
 relu = Relu.call

@@ -42,6 +42,8 @@ _UNARY = {
     "neg": np.negative,
     "exp": np.exp,
     "log": np.log,
+    "sin": np.sin,
+    "cos": np.cos,
     "reciprocal": np.reciprocal,
     "sqrt": np.sqrt,
 }

@@ -57,6 +57,14 @@ def _pow(x, y):
     return math.nan if isinstance(r, complex) else r
 
 
+def _sin(x):
+    return math.sin(x) if math.isfinite(x) else math.nan  # math.sin(inf) raises; NumPy gives nan
+
+
+def _cos(x):
+    return math.cos(x) if math.isfinite(x) else math.nan
+
+
 def _sigmoid(x):
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -77,7 +85,7 @@ def _maximum(x, y):
 _UNARY = {
     "neg": lambda x: -x, "exp": _exp, "log": _log, "reciprocal": lambda x: _div(1.0, x),
     "relu": lambda x: x if x > 0 else 0.0 * x if x == x else x, "step": lambda x: 1.0 if x > 0 else 0.0,
-    "sqrt": _sqrt, "sigmoid": _sigmoid,
+    "sqrt": _sqrt, "sigmoid": _sigmoid, "sin": _sin, "cos": _cos,
 }
 _BINARY = {
     "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": _div,

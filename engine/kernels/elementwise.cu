@@ -23,6 +23,8 @@ struct OpRelu {
     template <typename T> __device__ T operator()(T x) const { return (x > T(0) || ek_isnan(x)) ? x : T(0); }
 };
 struct OpStep { template <typename T> __device__ T operator()(T x) const { return x > T(0) ? T(1) : T(0); } };
+struct OpSin { template <typename T> __device__ T operator()(T x) const { return ek_sin(x); } };
+struct OpCos { template <typename T> __device__ T operator()(T x) const { return ek_cos(x); } };
 struct OpSqrt { template <typename T> __device__ T operator()(T x) const { return ek_sqrt(x); } };
 struct OpSigmoid {
     // exp of a non-positive number only: no overflow for large |x|.
