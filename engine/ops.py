@@ -176,6 +176,7 @@ def label_of(op_name: str) -> str:
 
 class Add(Binary):
     name = "add"
+    saves = ()
     label = "{0} + {1}"
     formula = "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)"
     scalar = operator.add
@@ -196,6 +197,7 @@ class Add(Binary):
 
 class Mul(Binary):
     name = "mul"
+    saves = (0, 1)
     label = "{0}·{1}"
     formula = "ā = sum_to_shape(ḡ ⊙ b),  b̄ = sum_to_shape(ḡ ⊙ a)"
     scalar = operator.mul
@@ -217,8 +219,9 @@ class Mul(Binary):
 
 class Div(Binary):
     name = "div"
+    saves = (1,)
     label = "{0} / {1}"
-    formula = "ā = ḡ / b,  b̄ = −ḡ ⊙ a / b²   (each summed back to its shape)"
+    formula = "ā = ḡ / b,  b̄ = −ḡ ⊙ y / b   (y = a / b kept; each summed back to its shape)"
     scalar = operator.truediv
     needs_output = True
 
@@ -226,12 +229,12 @@ class Div(Binary):
     def vjp(cls, ctx, g):
         a, b = ctx.operands  # either may be a Python number (no gradient)
         ga = sum_to_shape(g / b, a.shape) if _takes_grad(a) else None
-        gb = sum_to_shape(neg(g * a) / (b * b), b.shape) if _takes_grad(b) else None
+        gb = sum_to_shape(neg(g * ctx.output) / b, b.shape) if _takes_grad(b) else None  # a/b² = y/b
         return ga, gb
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
-        a, b = ctx.inputs
+        b = ctx.inputs[1]
         out = ctx.output.detach()
         if tb is None:
             return ta / b
@@ -243,6 +246,7 @@ class Pow(Op):
     """``a ** c`` for a constant exponent ``c`` (a Python number)."""
 
     name = "pow"
+    saves = (0,)
     label = "{0}^{1}"
     formula = "x̄ = ḡ ⊙ c·x^(c−1)"
 
@@ -275,6 +279,7 @@ declare_kernel("binary", "pow")  # Pow's forward: the exponent is a parameter, m
 
 class Neg(Unary):
     name = "neg"
+    saves = ()
     label = "−{0}"
     keeps_int = True
     formula = "x̄ = −ḡ"
@@ -291,6 +296,7 @@ class Neg(Unary):
 
 class Reciprocal(Unary):
     name = "reciprocal"
+    saves = ()
     label = "1 / {0}"
     formula = "x̄ = −ḡ ⊙ y²   (y = 1/x)"
     needs_output = True
@@ -308,6 +314,7 @@ class Reciprocal(Unary):
 
 class Exp(Unary):
     name = "exp"
+    saves = ()
     typed = True
     formula = "x̄ = ḡ ⊙ y   (y = exp x, kept from the forward pass)"
     scalar = np.exp
@@ -324,6 +331,7 @@ class Exp(Unary):
 
 class Log(Unary):
     name = "log"
+    saves = (0,)
     typed = True
     formula = "x̄ = ḡ / x"
     scalar = np.log
@@ -339,6 +347,7 @@ class Log(Unary):
 
 class Sin(Unary):
     name = "sin"
+    saves = (0,)
     typed = True
     formula = "x̄ = ḡ ⊙ cos x"
     scalar = np.sin
@@ -354,6 +363,7 @@ class Sin(Unary):
 
 class Cos(Unary):
     name = "cos"
+    saves = (0,)
     typed = True
     formula = "x̄ = −ḡ ⊙ sin x"
     scalar = np.cos
@@ -369,17 +379,21 @@ class Cos(Unary):
 
 class Relu(Unary):
     name = "relu"
+    saves = ()
     typed = True
     keeps_int = True
-    formula = "x̄ = ḡ ⊙ 1[x > 0]   (the mask is recomputed from the kept input x)"
+    formula = "x̄ = ḡ ⊙ 1[y > 0]   (the mask from the kept output y = relu x: y > 0 exactly where x > 0)"
+    needs_output = True
 
+    # where(y > 0, ḡ, 0): a bool mask and one result (ḡ ⊙ step(y) made a float mask too: one more
+    # batch-sized buffer at the backward pass's peak, benchmarks/step_memory.py)
     @classmethod
     def vjp(cls, ctx, g):
-        return (g * step(ctx.inputs[0]),)
+        return (where(compare("gt", ctx.output, 0.0), g, 0.0),)
 
     @classmethod
     def jvp(cls, ctx, ta):
-        return ta * step(ctx.inputs[0])
+        return where(compare("gt", ctx.output.detach(), 0.0), ta, 0.0)
 
 
 class Sigmoid(Unary):
@@ -391,6 +405,7 @@ class Sigmoid(Unary):
     """
 
     name = "sigmoid"
+    saves = ()
     typed = True
     formula = "x̄ = ḡ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)"
     scalar = staticmethod(lambda a: 1.0 / (1.0 + np.exp(-a)))  # the backend's sigmoid, same bits
@@ -409,6 +424,7 @@ class Sigmoid(Unary):
 
 class Cast(Op):
     name = "cast"
+    saves = ()
     formula = "x̄ = cast(ḡ, x.dtype)"
 
     @staticmethod
@@ -528,6 +544,7 @@ class BinaryCrossEntropy(Op):
     """
 
     name = "binary_cross_entropy"
+    saves = (0, 1)
     formula = "p̄ = ḡ ⊙ (p − y) / max(p(1 − p), 1e-12)   (fused BCE; bce_grad op)"
 
     @staticmethod
@@ -561,6 +578,7 @@ class BCEGrad(Op):
     """d BCE / d p = (p - y) / max(p (1 - p), 1e-12) (PyTorch's clamp of the denominator)."""
 
     name = "bce_grad"
+    saves = (0, 1)
     formula = "p̄ = ḡ ⊙ (p² − 2py + y) / (p(1 − p))²,  ȳ = −ḡ / (p(1 − p))"
 
     @staticmethod
@@ -616,6 +634,7 @@ class DropoutMask(Op):
 
 class Sum(Op):
     name = "sum"
+    saves = ()
     formula = "x̄ = expand(ḡ, x.shape)   (every summed element receives ḡ)"
 
     @staticmethod
@@ -646,6 +665,7 @@ class Max(Op):
     """Max over dims. The gradient is split evenly between tied maxima (as ``torch.amax``)."""
 
     name = "max"
+    saves = (0,)
     formula = "x̄ = ḡ ⊙ (x == max) / (number of ties)"
     needs_output = True
 
@@ -698,6 +718,7 @@ class MatMul(Op):
     """Matrix product with NumPy's rules (1-D operands, batched and broadcast batch dims)."""
 
     name = "matmul"
+    saves = (0, 1)
     label = "{0} @ {1}"
     formula = "Ā = Ḡ Bᵀ,  B̄ = Aᵀ Ḡ   (batch dims summed back)"
 
@@ -754,6 +775,7 @@ class MatMul(Op):
 
 class Permute(Op):
     name = "permute"
+    saves = ()
     formula = "x̄ = permute(ḡ, inverse order)"
 
     @staticmethod
@@ -781,6 +803,7 @@ class View(Op):
     """Reshape without copying; fails on non-contiguous data (as PyTorch's ``view``)."""
 
     name = "view"
+    saves = ()
     formula = "x̄ = reshape(ḡ, x.shape)"
 
     @staticmethod
@@ -800,6 +823,7 @@ class Reshape(Op):
     """Reshape: a view when the layout allows it, else a copy."""
 
     name = "reshape"
+    saves = ()
     formula = "x̄ = reshape(ḡ, x.shape)"
 
     @staticmethod
@@ -823,6 +847,7 @@ class Expand(Op):
     """Broadcast to a larger shape (stride-0 view). Its VJP is ``sum_to_shape``."""
 
     name = "expand"
+    saves = ()
     formula = "x̄ = sum_to_shape(ḡ, x.shape)   (the broadcast copies add up)"
 
     @staticmethod
@@ -844,6 +869,7 @@ class Expand(Op):
 
 class Contiguous(Op):
     name = "contiguous"
+    saves = ()
     formula = "x̄ = ḡ"
 
     @staticmethod
@@ -863,6 +889,7 @@ class GetItem(Op):
     """Basic indexing (ints and slices) as a view. VJP: add into zeros at the same place."""
 
     name = "getitem"
+    saves = ()
     formula = "x̄ = zeros(x.shape) with ḡ added at the indexed place (index_add)"
 
     @staticmethod
@@ -880,6 +907,7 @@ class GetItem(Op):
 
 class IndexAdd(Op):
     name = "index_add"
+    saves = ()
     formula = "s̄ = ḡ[key]"
 
     @staticmethod
@@ -902,6 +930,7 @@ class IndexAdd(Op):
 
 class Where(Op):
     name = "where"
+    saves = (0,)
     formula = "ā = where(c, ḡ, 0),  b̄ = where(c, 0, ḡ)"
 
     @staticmethod
@@ -928,6 +957,7 @@ class Gather(Op):
     """Embedding lookup: rows of ``table`` at integer ``indices``. VJP: scatter-add."""
 
     name = "gather"
+    saves = (1,)
     formula = "T̄ = scatter_add(zeros(T.shape), idx, ḡ): row idx[i] += ḡ[i]  (a repeated index adds twice)"
 
     @staticmethod
@@ -948,6 +978,7 @@ class ScatterAdd(Op):
     """Zeros of a shape with rows of ``src`` added at ``indices`` (repeated rows add up)."""
 
     name = "scatter_add"
+    saves = (1,)
     formula = "s̄ = gather(ḡ, idx)"
 
     @staticmethod

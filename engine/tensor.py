@@ -171,6 +171,11 @@ class Op:
         raise NotImplementedError(f"no JVP rule for op '{cls.name}'")
 
 
+def _saved_inputs(op: type[Op], inputs: tuple) -> tuple:
+    keep = op.saves
+    return inputs if keep is None else tuple(inputs[i] for i in keep)
+
+
 def _operands(rec) -> tuple:
     """The operands a History or a node keeps in its slots: one or two in ``_a`` / ``_b``, more as a
     tuple in ``_a``; ``_n`` counts them."""
@@ -210,13 +215,14 @@ class History:
 
     @property
     def saved(self) -> tuple["Tensor", ...]:
-        """What this op keeps for its backward pass: its inputs (held by the graph; the VJP may read
-        any of them) and, for an op whose VJP reads it, its output (held weakly, listed while alive)."""
+        """What this op keeps for its backward pass: the inputs its VJP reads (``Op.saves``) and, for
+        an op whose VJP reads it, its output (held weakly, listed while alive)."""
+        inputs = _saved_inputs(self.op, self.inputs)
         if self._out is not None:
             out = self._out()
             if out is not None:
-                return self.inputs + (out,)
-        return self.inputs
+                return inputs + (out,)
+        return inputs
 
     @property
     def output(self) -> "Tensor":
@@ -308,9 +314,10 @@ class Tensor:
 
     @property
     def saved(self) -> tuple["Tensor", ...]:
-        """What this op keeps for its backward pass: its inputs (the VJP may read any of them) and,
-        for an op whose VJP reads it, its output: this tensor."""
-        inputs = self.inputs
+        """What this op keeps for its backward pass: the inputs its VJP reads (``Op.saves``; the graph
+        reaches the others through edges that keep no value, see :class:`_Unsaved`) and, for an op
+        whose VJP reads it, its output: this tensor."""
+        inputs = _saved_inputs(self.op, self.inputs)
         return inputs + (self,) if self.op.needs_output else inputs
 
     @property
@@ -659,11 +666,10 @@ def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backen
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, backend=backend, name=name)
 
 
-def kept_for_backward(output: Tensor) -> list[Tensor]:
-    """The tensors the graph of ``output`` keeps alive for the backward pass, each once: every op's
-    ``History.saved``, except leaves that require grad (parameters exist anyway). Empty for a tensor
-    computed under ``no_grad``."""
-    kept: dict[int, Tensor] = {}
+def saved_for_backward(output: Tensor) -> list[tuple[Tensor, Tensor]]:
+    """Every (op node, tensor it saves) pair in the graph of ``output``: what the ops' VJPs will read,
+    as the graph really holds it (a tensor two ops save appears twice; parameters included)."""
+    pairs: list[tuple[Tensor, Tensor]] = []
     seen: set[int] = set()
     stack = [output]
     while stack:
@@ -671,13 +677,21 @@ def kept_for_backward(output: Tensor) -> list[Tensor]:
         if t.unique_id in seen:
             continue
         seen.add(t.unique_id)
-        h = t._history
-        if h is None:
+        if t.op is None:
             continue
-        for s in h.saved:
-            if not (s._history is None and s.requires_grad):
-                kept.setdefault(s.unique_id, s)
-            stack.append(s)
+        pairs.extend((t, s) for s in t.saved)
+        stack.extend(t.inputs)
+    return pairs
+
+
+def kept_for_backward(output: Tensor) -> list[Tensor]:
+    """The tensors the graph of ``output`` keeps alive for the backward pass, each once: every op's
+    ``saved``, except leaves that require grad (parameters exist anyway). Empty for a tensor
+    computed under ``no_grad``."""
+    kept: dict[int, Tensor] = {}
+    for _, s in saved_for_backward(output):
+        if not (s.op is None and s.requires_grad):
+            kept.setdefault(s.unique_id, s)
     return list(kept.values())
 
 
@@ -713,6 +727,66 @@ def _graph_parameters(output: Tensor) -> list[Tensor]:
         else:
             stack.extend(t._history.inputs)
     return list(params.values())
+
+
+class _Unsaved(Tensor):
+    """A graph edge to a tensor whose value no backward rule reads (the consuming op's ``saves``
+    leaves it out, and its own op does not read its output): it carries that tensor's history, id,
+    shape and dtype, and reaches the value only while the tensor is alive elsewhere. So the graph
+    keeps no buffer for it (PyTorch's keeps none either): ``z = h @ W + b`` is freed once the caller
+    drops it, though ``relu(z)``'s backward walk still goes through z's node."""
+
+    __slots__ = ("_ref", "_shape", "_dtype")
+
+    @property
+    def _data(self):
+        t = self._ref()
+        if t is None:
+            raise RuntimeError(f"this {self.op.name} result was not saved for backward (no backward rule "
+                               "reads it) and is no longer alive; keep a reference to read its value")
+        return t._data
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> DType:
+        return self._dtype
+
+
+def value_kept(t: Tensor) -> bool:
+    """Whether ``t``'s value can still be read: False only for a graph edge (reached by walking a graph's
+    inputs) to a result no backward rule reads once nothing else holds it (see :class:`_Unsaved`)."""
+    return type(t) is not _Unsaved or t._ref() is not None
+
+
+def _unsaved(t: Tensor) -> Tensor:
+    """``t`` as the graph holds an input no rule reads: itself when its value must stay (a leaf, a
+    result whose own VJP reads it, already an edge), else an :class:`_Unsaved` edge."""
+    if t.op is None or t.op.needs_output or type(t) is not Tensor:
+        return t
+    e = _new(_Unsaved)
+    e._ref, e._shape, e._dtype = weakref.ref(t), t.shape, t.dtype
+    e.backend, e.requires_grad, e.grad, e.tangent, e.name = t.backend, t.requires_grad, None, None, t.name
+    e.unique_id, e.op, e.params, e._a, e._b, e._n = t.unique_id, t.op, t.params, t._a, t._b, t._n
+    return e
+
+
+def _release_unsaved(out: Tensor, keep: tuple[int, ...]) -> None:
+    """Replace, in ``out``'s input slots, each input its op's VJP does not read by an edge that keeps
+    no value (see :class:`_Unsaved`)."""
+    n = out._n
+    if n == 1:
+        if 0 not in keep:
+            out._a = _unsaved(out._a)
+    elif n == 2:
+        if 0 not in keep:
+            out._a = _unsaved(out._a)
+        if 1 not in keep:
+            out._b = _unsaved(out._b)
+    else:
+        out._a = tuple(t if i in keep else _unsaved(t) for i, t in enumerate(out._a))
 
 
 def as_tensor_like(x, like: Tensor) -> Tensor:
@@ -817,6 +891,8 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
     if not requires_grad:  # no gradient to record: keep no inputs alive
         out.op = out.params = out._a = out._b = None
         out._n = 0
+    elif op.saves is not None and n:  # keep only what the VJP reads (Op.saves)
+        _release_unsaved(out, op.saves)
     hooks = st.hooks
     if hooks:
         for hook in list(hooks):

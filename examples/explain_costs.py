@@ -44,14 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nActivation memory for backward: MLP of {args.depth} x (Linear {args.width} + ReLU), batch {args.batch},"
           f" {args.dtype}\n")
     m = activation_memory(args.depth, args.width, args.batch, args.dtype)
-    print(table([{"layer": lay.layer, "kept by the engine (bytes)": lay.kept_bytes,
-                  "notes' rule (bytes)": lay.notes_bytes, "strict minimum (bytes)": lay.minimum_bytes}
-                 for lay in m.layers]
-                + [{"layer": "total", "kept by the engine (bytes)": m.kept_total,
-                    "notes' rule (bytes)": m.notes_total, "strict minimum (bytes)": m.minimum_total}]))
-    print(f"\nparameters: {m.parameter_bytes} bytes. The input x is not counted. Kept = buffers the recorded graph"
-          "\nreally holds (layer input, matmul output, bias-add output); the notes' rule = Linear input + ReLU input;"
-          "\nstrict minimum = ReLU output, shared with the next Linear.")
+    print(table([{"layer": lay.layer, "tensors saved": lay.saved_tensors, "kept by the engine (bytes)": lay.kept_bytes,
+                  "notes' rule (bytes)": lay.notes_bytes} for lay in m.layers]
+                + [{"layer": "total", "tensors saved": m.saved_total, "kept by the engine (bytes)": m.kept_total,
+                    "notes' rule (bytes)": m.notes_total}]))
+    print(f"\nparameters: {m.parameter_bytes} bytes. The input x is not counted. Saved = what each op's VJP reads"
+          "\n(Linear: its input h; ReLU: its output y), 2L - 1 tensors as the notes' rule; kept = the buffers behind them"
+          "\n(y is also the next Linear's input: L buffers); the notes' rule keeps ReLU's input z instead, 2L - 1 buffers.")
     print("\nThe notes' exercise 9: 10 layers x 4096, batch 512, float32\n")
     print(table(memory_at_scale(10, 4096, 512, "float32").rows()))
     return 0

@@ -309,25 +309,12 @@ def _ex8() -> Exercise:
 
 
 def mlp_buffers_per_notes(depth: int) -> tuple[int, int]:
-    """(buffers the notes count, distinct buffers the engine's graph holds) for a depth-``depth`` Linear + ReLU MLP.
-
-    The engine builds the network at a tiny size and reads its graph: every matmul keeps its input
-    (for W̄ = xᵀȳ) and every ReLU keeps its input (for the mask); the notes count these two per layer,
-    minus the network's input, which is the data itself.
+    """(tensors saved for backward, distinct buffers they fill) for a depth-``depth`` Linear + ReLU MLP,
+    read from the engine's graph (``engine.explain.costs.mlp_saved_counts``): every matmul keeps its input
+    (for W̄ = xᵀȳ) and every ReLU its output (for the mask), minus the network's input, the data itself.
     """
-    x = engine.tensor(np.ones((2, 3)))
-    layers = [engine.nn.Linear(3, 3, seed=k) for k in range(depth)]
-    h = x
-    for lay in layers:
-        h = lay(h).relu()
-    kept: list = []
-    for node in engine.topological_sort(h):
-        hist = node.history
-        if hist is not None and hist.op.name in ("matmul", "relu"):
-            kept.append(hist.inputs[0])
-    distinct = {id(t.data) for t in kept}
-    per_notes = len(kept) - sum(1 for t in kept if t is x)
-    return per_notes, len(distinct)
+    from engine.explain.costs import mlp_saved_counts
+    return mlp_saved_counts(depth)
 
 
 def _ex9() -> Exercise:
@@ -345,13 +332,13 @@ def _ex9() -> Exercise:
               hints=[(total / 2 ** 20, "that is in MiB (2²⁰ bytes); the question asks for MB (10⁶ bytes)"),
                      (2 * depth * nbytes / 1e6, "the network's input is the data itself: not counted")])],
         [f"The engine's graph of the network (built small) keeps for backward, per layer, the matmul's input (for "
-         f"W̄ = xᵀȳ) and the ReLU's input (for its mask): {count + 1} buffers, minus the input x → "
+         f"W̄ = xᵀȳ) and what the ReLU's mask needs: {count + 1} saved tensors, minus the input x → "
          f"**{count}** = 2·{depth} − 1.",
          f"One {batch} × {width} float32 buffer is {nbytes:,} bytes "
          f"(`engine.zeros({batch}, {width}, dtype='float32')`).",
          f"{count} × {nbytes:,} = {total:,} bytes ≈ **{total / 1e6:.1f} MB** ({total / 2 ** 20:.0f} MiB).",
-         f"The engine's graph itself holds {distinct} distinct buffers of that size here (it also keeps each "
-         "matmul's output as the bias add's input)."],
+         f"The engine's graph itself holds {distinct} distinct buffers of that size here: its ReLU keeps its output "
+         "(the notes keep the input z), which is also the next layer's saved input."],
         page_link("Forward_vs_reverse", {}), "Forward vs reverse: memory kept as batch and depth grow")
 
 

@@ -79,13 +79,12 @@ def jacobian_cost_series(max_n: int, fixed: int) -> dict[str, dict[str, tuple[li
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 MEMORY_LINES = ("kept by this engine (measured)", "the notes' rule: 2 buffers per layer",
-                "strict minimum: ReLU output shared", "parameters (for comparison)")
+                "parameters (for comparison)")
 
 
 def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tuple[list, list]]]:
     """Bytes kept for backward by a ReLU MLP of ``width`` in float32, versus batch (at ``depth``) and
-    versus depth (at ``batch``): measured on the engine, the notes' rule, the strict minimum, and
-    the parameters (the network's input is not counted; see ``engine.explain.costs``)."""
+    versus depth (at ``batch``): measured on the engine, the notes' rule and the parameters (the network's input is not counted; see ``engine.explain.costs``)."""
     out: dict[str, dict[str, tuple[list, list]]] = {}
     # versus depth: the network of x layers is the first x layers of the deepest one (same layers, same
     # seeds, each layer charged what it adds), so one run gives every depth (it was one run per depth)
@@ -105,8 +104,8 @@ def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tup
 
     def at_batch(b: int) -> costs.MemoryReport:
         return costs.MemoryReport(depth, full.width, b, full.dtype, full.in_features,
-                                  [costs.LayerMemory(lay.layer, lay.kept_bytes // batch * b,
-                                                     lay.minimum_bytes // batch * b, lay.notes_bytes // batch * b)
+                                  [costs.LayerMemory(lay.layer, lay.kept_bytes // batch * b, lay.saved_tensors,
+                                                     lay.notes_bytes // batch * b)
                                    for lay in full.layers], full.parameter_bytes)
 
     for which, xs_all in (("vs_batch", list(BATCHES)),
@@ -114,8 +113,7 @@ def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tup
         lines: dict[str, tuple[list, list]] = {label: ([], []) for label in MEMORY_LINES}
         for x in xs_all:
             rep = at_batch(x) if which == "vs_batch" else prefix(x)
-            for label, v in zip(MEMORY_LINES, (rep.kept_total, rep.notes_total, rep.minimum_total,
-                                               rep.parameter_bytes)):
+            for label, v in zip(MEMORY_LINES, (rep.kept_total, rep.notes_total, rep.parameter_bytes)):
                 lines[label][0].append(x)
                 lines[label][1].append(v)
         out[which] = lines
@@ -123,11 +121,24 @@ def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tup
 
 
 def memory_table(depth: int, width: int, batch: int, dtype: str = "float32") -> list[dict]:
-    """The three counts of memory kept for backward at any size (the notes' exercise 9: 10, 4096, 512),
-    from the engine measured on a small copy of the network and scaled (``costs.memory_at_scale``)."""
+    """Memory kept for backward at any size (the notes' exercise 9: 10, 4096, 512), the engine's (measured
+    on a small copy of the network and scaled, ``costs.memory_at_scale``) beside the notes' rule."""
     s = costs.memory_at_scale(depth, width, batch, dtype)
-    return [{"count": r["count"], "what is kept": r["what is kept"], "buffers of batch × width": r["buffers"],
-             "bytes": f"{r['bytes']:,}", "MB": f"{r['MB']:,.1f}", "MiB": f"{r['MiB']:,.1f}"} for r in s.rows()]
+    return [{"count": r["count"], "what is kept": r["what is kept"], "tensors saved": r["tensors saved"],
+             "buffers of batch × width": r["buffers"], "bytes": f"{r['bytes']:,}", "MB": f"{r['MB']:,.1f}",
+             "MiB": f"{r['MiB']:,.1f}"} for r in s.rows()]
+
+
+def memory_sentence(depth: int, width: int, batch: int, dtype: str = "float32") -> str:
+    """The table's reading: the notes' 2L − 1 beside the engine's measured count of saved tensors and buffers."""
+    s = costs.memory_at_scale(depth, width, batch, dtype)
+    rule = 2 * s.depth - 1
+    verdict = "the rule" if s.engine_saved == rule else f"not the rule's {rule}"
+    return (f"Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps what its mask needs. The notes count "
+            f"2 per layer minus the network's input: **2L − 1 = {rule}**. Measured on this engine's graph (each op "
+            f"keeps only what its VJP reads; the bias add keeps nothing): **{s.engine_saved} tensors saved = "
+            f"{verdict}**, held in {s.engine_buffers} buffers. {costs.RELU_SAVED} The engine's count is measured on a "
+            "4-wide copy of the network (same depth) and scaled: every buffer it keeps is one batch × width buffer.")
 
 
 def jacobian_size_table(width_in: int, width_out: int, batch: int, dtype: str) -> tuple[list[dict], dict]:

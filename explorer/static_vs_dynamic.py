@@ -235,7 +235,8 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
     counted: list[str] = []
     forward: list[int] = []
     runs_backward = with_gradients or (with_train and key != "lecture")
-    with engine.trace_ops(lambda op, *_: counted.append(op.name)):
+    results: list = []   # every result stays alive until the eager graph is drawn with its values
+    with engine.trace_ops(lambda op, inputs, params, out: (counted.append(op.name), results.append(out))):
         ran = eager_fn({k: val for k, (_, val) in feeds.items()}, before_backward=lambda: forward.append(len(counted)),
                        backward=runs_backward)
     forward.append(len(counted))    # no backward: every op ran forward

@@ -549,15 +549,17 @@ def test_forward_vs_reverse_jacobian_sizes_and_memory_of_exercise_9():
     assert list(sizes["size"]) == ["67.1 MB", "67.1 MB", "16.4 kB"]  # one example: the two Jacobians agree
     mem = next(t.value for t in at.table if "buffers of batch × width" in t.value.columns)
     rows = dict(zip(mem["count"], mem["MB"]))
-    assert rows["the notes' rule"] == "159.4" and rows["strict minimum"] == "83.9"
-    assert "2L − 1 = 19" in texts(at) and "keeps its input z" in texts(at)
+    assert rows["the notes' rule"] == "159.4" and rows["this engine (measured)"] == "83.9"
+    # the engine's count, read from its graph, is the notes' rule; ReLU's saved output is the next Linear's input
+    assert "2L − 1 = 19" in texts(at) and "19 tensors saved = the rule" in texts(at)
+    assert "keeps its output" in texts(at)
     at.number_input(key="fwdrev_ex9_depth").set_value(3).run()
     mem = next(t.value for t in at.table if "buffers of batch × width" in t.value.columns)
-    assert list(mem["buffers of batch × width"]) == [8, 5, 3]
+    assert list(mem["tensors saved"]) == [5, 5] and list(mem["buffers of batch × width"]) == [3, 5]
     specs = plotly_specs(at)
     names = [d["name"] for d in specs[4]["data"]]
     assert names == ["kept by this engine (measured)", "the notes' rule: 2 buffers per layer",
-                     "strict minimum: ReLU output shared", "parameters (for comparison)"]
+                     "parameters (for comparison)"]
 
 
 def test_forward_vs_reverse_checkpointing_cost_table_and_micro_batches():

@@ -141,14 +141,16 @@ def test_activation_memory_measured_on_the_engine_and_scaling():
     m = activation_memory(depth=3, width=16, batch=8, dtype="float32")
     buf = 8 * 16 * 4
     assert len(m.layers) == 3
-    assert all(layer.kept_bytes >= layer.notes_bytes >= layer.minimum_bytes > 0 for layer in m.layers)
-    # without the input x: layer 1 keeps hW and z, later layers h, hW and z (3L - 1 buffers)
-    assert [layer.kept_bytes for layer in m.layers] == [2 * buf, 3 * buf, 3 * buf]
-    assert m.notes_total == (2 * 3 - 1) * buf and m.minimum_total == 3 * buf
+    # read from the graph: layer 1 saves ReLU's output, later layers also their Linear's input (the previous
+    # ReLU's output): 2L - 1 saved tensors, the notes' rule, in L buffers
+    assert [layer.saved_tensors for layer in m.layers] == [1, 2, 2] and m.saved_total == 2 * 3 - 1
+    assert [layer.kept_bytes for layer in m.layers] == [buf, buf, buf]
+    assert m.notes_total == (2 * 3 - 1) * buf
     m2 = activation_memory(depth=3, width=16, batch=16, dtype="float32")
     assert m2.kept_total == 2 * m.kept_total            # linear in batch
     m3 = activation_memory(depth=6, width=16, batch=8, dtype="float32")
     assert m3.kept_total - m.kept_total == 3 * m.layers[1].kept_bytes  # linear in depth
+    assert m3.saved_total == 2 * 6 - 1
     m64 = activation_memory(depth=3, width=16, batch=8, dtype="float64")
     assert m64.kept_total == 2 * m.kept_total
     assert m.parameter_bytes == 3 * (16 * 16 + 16) * 4
@@ -159,12 +161,13 @@ def test_memory_at_scale_is_the_measurement_scaled_and_gives_the_notes_exercise_
         s = memory_at_scale(depth, width, batch, dtype)
         m = activation_memory(depth, width, batch, dtype)
         assert s.engine_bytes == m.kept_total and s.notes_bytes == m.notes_total
-        assert s.minimum_bytes == m.minimum_total and s.parameter_bytes == m.parameter_bytes
+        assert s.engine_saved == m.saved_total and s.parameter_bytes == m.parameter_bytes
     ex9 = memory_at_scale(10, 4096, 512, "float32")  # the notes: (2*10 - 1) * 512 * 4096 * 4 bytes
     assert ex9.notes_buffers == 19 and ex9.notes_bytes == 159_383_552
     rows = {r["count"]: r for r in ex9.rows()}
     assert rows["the notes' rule"]["MB"] == 159.4 and rows["the notes' rule"]["MiB"] == 152.0
-    assert ex9.engine_buffers == 29 and ex9.minimum_buffers == 10
+    assert ex9.engine_saved == 19 == ex9.notes_buffers and ex9.engine_buffers == 10
+    assert rows["this engine (measured)"]["tensors saved"] == rows["the notes' rule"]["tensors saved"] == 19
     with pytest.raises(ValueError, match="depth"):
         memory_at_scale(5000, 4, 4)
     with pytest.raises(ValueError, match="positive"):

@@ -118,6 +118,7 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python examples/graph_pictures.py": "python examples/graph_pictures.py slide",
     # benchmarks/README.md
     "python benchmarks/hw2_step.py": "python benchmarks/hw2_step.py --quick",
+    "python benchmarks/step_memory.py": "python benchmarks/step_memory.py --quick",
     "python benchmarks/compiled_step.py": "python benchmarks/compiled_step.py --quick --small-only",
     "python benchmarks/compiled_step.py --quick": "python benchmarks/compiled_step.py --quick --small-only",
     "python benchmarks/scalar_chain.py": "python benchmarks/scalar_chain.py --nodes 2000 --repeats 1",

@@ -281,8 +281,9 @@ with tab_mem:
                 f"(the VJPs actually read {mem.read_bytes:,} bytes of them). Trainable leaves are not counted. "
                 f"Under `no_grad` nothing is kept: 0 bytes.")
     show_table(pd.DataFrame(memory_rows(mem)), look)
-    st.caption("This engine's History keeps every input of every op alive; the last column shows which "
-               "ones the backward pass really read (traced while the VJPs ran). " + analysis.RELU_SAVED)
+    st.caption("Each op keeps only what its VJP reads (its declared saved inputs, and its output where the rule "
+               "reads it); the last column shows which ops' backward really read each one (traced while the VJPs "
+               "ran). " + analysis.RELU_SAVED)
     sc = st.columns(max(len(ex.sweeps), 1))
     for c, (opt, rows) in zip(sc, ex.sweeps.items()):
         show_plot(sweep_figure(rows, opt, font=look.figure_font), look, key=ns.key(f"sweep_{opt}"), where=c)

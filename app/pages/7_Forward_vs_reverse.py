@@ -1,6 +1,6 @@
 """Dual numbers carrying value and tangent forward; the passes a full Jacobian needs in each mode; the memory reverse mode keeps.
 
-Forward mode with dual numbers stepping through the same graph (each node carries its value and its derivative forward), the number of passes and ops each mode needs for a full Jacobian of R^n → R^m as n and m vary, how large a full Jacobian is against the vector a VJP carries, and the memory reverse mode keeps for its backward pass as batch and depth grow (the notes' count, this engine's and the strict minimum, at any size).
+Forward mode with dual numbers stepping through the same graph (each node carries its value and its derivative forward), the number of passes and ops each mode needs for a full Jacobian of R^n → R^m as n and m vary, how large a full Jacobian is against the vector a VJP carries, and the memory reverse mode keeps for its backward pass as batch and depth grow (the notes' 2L − 1 beside this engine's measured count, at any size).
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, style_graph_figure
 from explorer.kit.formatting import fmt_value
-from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH, RELU_SAVED,
+from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH,
                                         checkpoint_runs, dual_model, jacobian_cost_series, jacobian_size_table,
-                                        memory_series, memory_table, micro_batch_rows, pass_costs)
+                                        memory_sentence, memory_series, memory_table, micro_batch_rows, pass_costs)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
 from explorer.kit.widgets import (graph_px, presentation_toggle, preset_picker, program_boxes, publish_link,
@@ -165,8 +165,8 @@ st.markdown(f"Building the whole-batch Jacobian would take **{passes['forward']:
 st.subheader("Memory reverse mode keeps for the backward pass")
 st.caption("Reverse mode must keep the values its VJPs need until the backward pass reaches them, so the "
            "memory grows with batch × depth. A ReLU MLP (float32), without its input x: measured, every buffer "
-           "the engine's recorded graph holds; the notes' rule, two batch × width buffers per layer; the strict "
-           "minimum, one per layer; and the parameters. Forward mode keeps no graph: each value and its tangent "
+           "the engine's recorded graph holds (each op keeps only what its VJP reads); the notes' rule, two "
+           "batch × width buffers per layer; and the parameters. Forward mode keeps no graph: each value and its tangent "
            "can be freed once the next layer has used them.")
 m = st.columns(3)
 depth = m[0].slider("depth (layers)", 1, 32, 8, key=ns.key("mem_depth"))
@@ -186,12 +186,7 @@ e_width = e[1].number_input("width", 1, 1_000_000, 4096, key=ns.key("ex9_width")
 e_batch = e[2].number_input("batch", 1, 1_000_000, 512, key=ns.key("ex9_batch"))
 e_dtype = e[3].selectbox("dtype", ["float32", "float64"], key=ns.key("ex9_dtype"))
 show_table(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype), look, static=True)
-st.markdown(f"Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps z = hW + b (for its mask). "
-            f"That is the notes' count, 2 per layer minus the network's input: **2L − 1 = {2 * int(e_depth) - 1}**. "
-            f"This engine also keeps hW, because its History keeps every input of every op although the bias add's "
-            f"VJP never reads it: 3L − 1 = {3 * int(e_depth) - 1}. The strict minimum shares one buffer per layer: "
-            f"L = {int(e_depth)}. {RELU_SAVED} The engine's count is measured on a 4-wide copy of the network "
-            "(same depth) and scaled: every buffer it keeps is one batch × width buffer.")
+st.markdown(memory_sentence(int(e_depth), int(e_width), int(e_batch), e_dtype))
 
 st.divider()
 st.subheader("Trading time for memory: activation recomputation (checkpointing)")

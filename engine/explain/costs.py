@@ -409,27 +409,25 @@ def h_sweep(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str | 
 # ---------------------------------------------------------------------------
 # activation memory
 #
-# Three counts of what an MLP of L x (Linear + ReLU) keeps for its backward pass, all without the
-# network's input x (the caller's data, alive anyway; the notes subtract it too):
-#   this engine (measured): every input of every op stays referenced by the graph's History:
-#       the Linear's input h, the matmul output m = hW (kept by the bias add, whose VJP never
-#       reads it) and z = m + b (kept by ReLU, which recomputes its mask 1[z > 0] from it): 3L - 1.
-#   the notes' rule: two buffers per layer, the Linear's input (for dW = hᵀ ḡ) and ReLU's saved
-#       input z (for its mask): 2L - 1.
-#   strict minimum: ReLU's mask can come from its output instead (relu(z) > 0 exactly when
-#       z > 0), and that output is the next Linear's input, kept anyway: one shared buffer per
-#       layer, L.
+# What an MLP of L x (Linear + ReLU) keeps for its backward pass, without the network's input x (the
+# caller's data, alive anyway; the notes subtract it too) and the weights (they exist anyway):
+#   the notes' rule: two saved tensors per layer, the Linear's input h (for W̄ = hᵀḡ) and, for ReLU's
+#       mask, its input z: 2L - 1, each its own buffer.
+#   this engine, measured on its graph: each op keeps only what its VJP reads (``Op.saves``): the matmul
+#       its inputs h and W, the bias add nothing, ReLU its output y (1[y > 0] is the mask). Counted as
+#       the ops save them that is 2L - 1 tensors, the rule; ReLU k's output is Linear k+1's input, one
+#       tensor saved by two ops, so they fill L buffers (PyTorch's ReLU saves its output too).
 
-RELU_SAVED = ("ReLU's VJP needs its mask 1[z > 0]. This engine's ReLU keeps its input z (the "
-              "pre-activation) and recomputes the mask from it; since relu(z) > 0 exactly where z > 0, a "
-              "framework may keep ReLU's output instead, which the next Linear keeps anyway as its input.")
+RELU_SAVED = ("ReLU's VJP needs its mask 1[z > 0]. This engine's ReLU keeps its output y = relu(z) and reads "
+              "the mask from it (y > 0 exactly where z > 0), as PyTorch's does; the notes keep its input z. That "
+              "output is also the next Linear's saved input, so one buffer serves both.")
 
 
 @dataclass
 class LayerMemory:
     layer: int
-    kept_bytes: int           # measured: buffers the engine's graph holds for this layer's backward
-    minimum_bytes: int        # strict minimum: the layer's ReLU output (shared with the next Linear)
+    kept_bytes: int           # measured: buffers this layer adds to what the engine's graph holds for backward
+    saved_tensors: int        # measured: tensors this layer's ops save (a tensor two ops save counts twice)
     notes_bytes: int = 0      # the notes' rule: the Linear's input and ReLU's input z
 
 
@@ -448,8 +446,8 @@ class MemoryReport:
         return sum(layer.kept_bytes for layer in self.layers)
 
     @property
-    def minimum_total(self) -> int:
-        return sum(layer.minimum_bytes for layer in self.layers)
+    def saved_total(self) -> int:
+        return sum(layer.saved_tensors for layer in self.layers)
 
     @property
     def notes_total(self) -> int:
@@ -457,7 +455,7 @@ class MemoryReport:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["kept_total"], d["minimum_total"], d["notes_total"] = self.kept_total, self.minimum_total, self.notes_total
+        d["kept_total"], d["saved_total"], d["notes_total"] = self.kept_total, self.saved_total, self.notes_total
         return d
 
 
@@ -471,53 +469,84 @@ def _check_sizes(**sizes: int) -> None:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
 
 
+def _mlp(depth: int, in_features: int, width: int, batch: int, dtype: str, seed: int):
+    """Run an MLP's forward pass; returns (each layer's output, input x, layers, the unique id each layer's
+    ops start at)."""
+    from .. import nn
+    from ..tensor import next_unique_id
+    rng = np.random.default_rng(seed)
+    layers = [nn.Linear(in_features if k == 0 else width, width, dtype=dtype, seed=seed + k) for k in range(depth)]
+    x = tensor(rng.standard_normal((batch, in_features)), dtype=dtype)
+    h, outs, starts = x, [], []
+    for lay in layers:
+        starts.append(next_unique_id())
+        h = lay(h).relu()
+        outs.append(h)
+    return outs, x, layers, starts
+
+
+def _saved_per_layer(h, x, layers, starts: list[int]) -> list[int]:
+    """Tensors each layer's ops save (read from the graph: ``engine.tensor.saved_for_backward``), leaving
+    out the input x and the weights (views of them, such as Wᵀ, too)."""
+    from ..tensor import saved_for_backward
+    skip = {p.backend.buffer(p.data)[0] for lay in layers for p in lay.parameters()}
+    skip.add(x.backend.buffer(x.data)[0])
+    counts = [0] * len(layers)
+    for node, t in saved_for_backward(h):
+        if t.backend.buffer(t.data)[0] in skip:
+            continue
+        k = max(i for i, start in enumerate(starts) if node.unique_id >= start)
+        counts[k] += 1
+    return counts
+
+
 def activation_memory(depth: int, width: int, batch: int, dtype: str = "float32", in_features: int | None = None,
                       seed: int = 0) -> MemoryReport:
     """Bytes of intermediate values the backward pass keeps for an MLP (Linear + ReLU) x depth.
 
-    Measured: the engine runs the forward pass (NumPy backend) and counts what its graph keeps for
-    backward (``engine.tensor.kept_bytes``: every op's saved tensors, each buffer once, neither a
-    parameter nor the input x); a layer is charged what its ops add to that. Beside it, per layer, the notes' rule (Linear input + ReLU input, the first layer's input
-    being x) and the strict minimum (the ReLU output only); see the comment above.
+    Measured: the engine runs the forward pass (NumPy backend) and its graph is read: the tensors each
+    layer's ops save (``engine.tensor.saved_for_backward``) and the bytes of the distinct buffers behind
+    them (``engine.tensor.kept_bytes``: each buffer once, neither a parameter nor the input x); a layer
+    is charged what its ops add. Beside them, per layer, the notes' rule (Linear input + ReLU input, the
+    first layer's input being x); see the comment above.
 
     Raises:
         ValueError: a size that is not a positive integer, or a network too large to run
             (depth x width x batch > 5e7; :func:`memory_at_scale` gives any size).
     """
-    from .. import nn
     _check_sizes(depth=depth, width=width, batch=batch)
     if depth * width * batch > 50_000_000:
         raise ValueError("this MLP is too large to run for a measurement (depth*width*batch > 5e7); "
                          "memory_at_scale computes any size from a small run")
     in_features = in_features or width
     itemsize = _itemsize(dtype)
-    rng = np.random.default_rng(seed)
-    layers = [nn.Linear(in_features if k == 0 else width, width, dtype=dtype, seed=seed + k) for k in range(depth)]
-    x = tensor(rng.standard_normal((batch, in_features)), dtype=dtype)
-    h, before, result = x, 0, []
-    for k, lay in enumerate(layers):
-        h = lay(h).relu()
+    outs, x, layers, starts = _mlp(depth, in_features, width, batch, dtype, seed)
+    saved = _saved_per_layer(outs[-1], x, layers, starts)
+    buffer = batch * width * itemsize
+    result, before = [], 0
+    for k, h in enumerate(outs):  # the graph after layer k is the graph of layer k's output
         total = kept_bytes(h, exclude=[x])
-        kept, before = total - before, total
-        buffer = batch * width * itemsize
-        result.append(LayerMemory(k + 1, kept, buffer, buffer * (1 if k == 0 else 2)))
+        result.append(LayerMemory(k + 1, total - before, saved[k], buffer * (1 if k == 0 else 2)))
+        before = total
     pbytes = sum(p.numel() * itemsize for lay in layers for p in lay.parameters())
     return MemoryReport(depth, width, batch, as_dtype(dtype).name, in_features, result, pbytes)
 
 
 @functools.lru_cache(maxsize=256)
-def _small_kept_total(depth: int, width: int, batch: int, dtype: str) -> int:
-    """What the engine's graph keeps for backward after the whole MLP (the sum of
-    :func:`activation_memory`'s per-layer counts), counted once at the end rather than after every layer
-    (that is quadratic in depth: 3.6 s at depth 1000). Remembered per size: it depends on nothing else."""
-    from .. import nn
-    rng = np.random.default_rng(0)
-    layers = [nn.Linear(width, width, dtype=dtype, seed=k) for k in range(depth)]
-    x = tensor(rng.standard_normal((batch, width)), dtype=dtype)
-    h = x
-    for lay in layers:
-        h = lay(h).relu()
-    return kept_bytes(h, exclude=[x])
+def _small_mlp_counts(depth: int, width: int, batch: int, dtype: str) -> tuple[int, int]:
+    """(tensors saved, bytes of distinct buffers kept) for backward after the whole MLP, counted once at the
+    end rather than after every layer (that is quadratic in depth: 3.6 s at depth 1000). Remembered per
+    size: it depends on nothing else."""
+    outs, x, layers, starts = _mlp(depth, width, width, batch, dtype, 0)
+    return sum(_saved_per_layer(outs[-1], x, layers, starts)), kept_bytes(outs[-1], exclude=[x])
+
+
+def mlp_saved_counts(depth: int) -> tuple[int, int]:
+    """(tensors the engine's graph saves for backward, distinct buffers they fill) for a depth-``depth``
+    Linear + ReLU MLP, without the input x and the weights, read from a small copy of the network."""
+    _check_sizes(depth=depth)
+    saved, kept = _small_mlp_counts(int(depth), 4, 2, "float64")
+    return saved, kept // (4 * 2 * 8)
 
 
 @dataclass
@@ -528,9 +557,9 @@ class MemoryAtScale:
     batch: int
     dtype: str
     buffer_bytes: int         # one batch x width buffer
-    engine_buffers: int       # measured on this engine (3L - 1)
-    notes_buffers: int        # the notes' rule (2L - 1)
-    minimum_buffers: int      # strict minimum, ReLU output shared with the next Linear (L)
+    engine_saved: int         # measured on this engine: tensors its ops save (2L - 1)
+    engine_buffers: int       # measured on this engine: the distinct buffers they fill (L)
+    notes_buffers: int        # the notes' rule (2L - 1 tensors, each its own buffer)
     parameter_bytes: int
 
     @property
@@ -541,26 +570,21 @@ class MemoryAtScale:
     def notes_bytes(self) -> int:
         return self.notes_buffers * self.buffer_bytes
 
-    @property
-    def minimum_bytes(self) -> int:
-        return self.minimum_buffers * self.buffer_bytes
-
     def rows(self) -> list[dict]:
-        """One row per count: what is kept, buffers, bytes, MB and MiB."""
+        """One row per count: what is kept, tensors saved, buffers, bytes, MB and MiB."""
         out = []
-        for label, rule, n in (("this engine (measured)", "every input of every op: h, hW, z per layer",
-                                self.engine_buffers),
-                               ("the notes' rule", "Linear input h + ReLU input z per layer", self.notes_buffers),
-                               ("strict minimum", "ReLU output only (it is the next Linear's input)",
-                                self.minimum_buffers)):
+        for label, rule, saved, n in (
+                ("this engine (measured)", "Linear input h + ReLU output y per layer (y is the next Linear's input)",
+                 self.engine_saved, self.engine_buffers),
+                ("the notes' rule", "Linear input h + ReLU input z per layer", self.notes_buffers, self.notes_buffers)):
             b = n * self.buffer_bytes
-            out.append({"count": label, "what is kept": rule, "buffers": n, "bytes": b,
+            out.append({"count": label, "what is kept": rule, "tensors saved": saved, "buffers": n, "bytes": b,
                         "MB": round(b / 1e6, 1), "MiB": round(b / 2 ** 20, 1)})
         return out
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d.update(engine_bytes=self.engine_bytes, notes_bytes=self.notes_bytes, minimum_bytes=self.minimum_bytes)
+        d.update(engine_bytes=self.engine_bytes, notes_bytes=self.notes_bytes)
         return d
 
 
@@ -570,9 +594,10 @@ MAX_SCALE_DEPTH = 1000
 def memory_at_scale(depth: int, width: int, batch: int, dtype: str = "float32") -> MemoryAtScale:
     """Memory kept for backward by an MLP of any size (e.g. the notes' exercise 9: 10 x 4096, batch 512).
 
-    The engine runs the same network at width 4, batch 2 and its kept buffers are counted
-    (:func:`activation_memory`); every one of them is one batch x width buffer (the graph's
-    structure does not depend on the sizes), so the count scales exactly to the sizes asked for.
+    The engine runs the same network at width 4, batch 2 and its graph is read: the tensors its ops save
+    and the buffers behind them (:func:`activation_memory`); every one of them is one batch x width
+    buffer (the graph's structure does not depend on the sizes), so the count scales exactly to the
+    sizes asked for.
 
     Raises:
         ValueError: a size that is not a positive integer, or depth > 1000.
@@ -581,14 +606,14 @@ def memory_at_scale(depth: int, width: int, batch: int, dtype: str = "float32") 
     if depth > MAX_SCALE_DEPTH:
         raise ValueError(f"depth must be at most {MAX_SCALE_DEPTH}, got {depth}")
     small_w, small_b = 4, 2
-    kept_total = _small_kept_total(int(depth), small_w, small_b, as_dtype(dtype).name)
+    saved, kept_total = _small_mlp_counts(int(depth), small_w, small_b, as_dtype(dtype).name)
     unit = small_w * small_b * _itemsize(dtype)
     engine_buffers, rest = divmod(kept_total, unit)
     if rest:  # would mean a kept buffer of another shape: then the scaling below would be wrong
         raise AssertionError(f"kept {kept_total} bytes is not a whole number of {unit}-byte buffers")
     itemsize = _itemsize(dtype)
     return MemoryAtScale(int(depth), int(width), int(batch), as_dtype(dtype).name, int(batch) * int(width) * itemsize,
-                         int(engine_buffers), 2 * int(depth) - 1, int(depth),
+                         int(saved), int(engine_buffers), 2 * int(depth) - 1,
                          int(depth) * (int(width) * int(width) + int(width)) * itemsize)
 
 

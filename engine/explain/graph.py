@@ -6,7 +6,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..tensor import Tensor, value_kept
 from .numbers import DIGITS, num
 
 VALUE_LIMIT = 64  # tensors with more elements keep a summary instead of every value
@@ -183,7 +183,8 @@ def graph_from_records(records: Iterable, names: dict[int, str], groups: dict[in
             else:
                 const_count[0] += 1
                 name = f"c{const_count[0]}"
-        nodes.append(GraphNode(nid, name, op, kind, _shape(t), plain_value(t), groups.get(t.unique_id),
+        value = plain_value(t) if value_kept(t) else None   # a value no VJP reads may be gone: "(not recorded)"
+        nodes.append(GraphNode(nid, name, op, kind, _shape(t), value, groups.get(t.unique_id),
                                exprs.get(t.unique_id, ""), uid=t.unique_id))
         id_of[t.unique_id] = nid
         tensor_of[nid] = t

@@ -216,16 +216,22 @@ def kept_bytes(loss: Tensor) -> int:
 
 
 def memory_report(rec: Recording) -> MemoryReport:
-    """Every non-trainable tensor the recorded graph referenced for backward, with the ops whose
-    VJP actually read it (found by tracing the ops run inside each VJP)."""
+    """Every non-trainable tensor the recorded graph keeps for backward (what each op declares it saves:
+    ``Op.saves``, its output when ``Op.needs_output``), with the ops whose VJP actually read it (found by
+    tracing the ops run inside each VJP)."""
+    from engine.ops import primitive
     read_by: dict[int, list[str]] = {}
     for s in rec.backward:
         for r in s.reads:
             read_by.setdefault(r, []).append(rec.node(s.node).label)
     referenced: set[int] = set()
+    in_graph = {s.node for s in rec.backward}   # ops whose result fed the loss (a detached max did not)
     for n in rec.nodes:
-        if n.kind == "op" and n.requires_grad:
-            referenced.update(n.parents)
+        if n.kind == "op" and n.requires_grad and n.id in in_graph:
+            op = primitive(n.op)
+            referenced.update(n.parents if op.saves is None else [n.parents[i] for i in op.saves])
+            if op.needs_output:
+                referenced.add(n.id)
     rows = []
     for nid in sorted(referenced):
         n = rec.node(nid)

@@ -1,0 +1,107 @@
+"""Save for backward: each op keeps only what its VJP reads (Op.saves, Op.needs_output).
+
+An input no rule reads is reached by the graph through a graph-only edge: once the caller drops the
+tensor its buffer is freed, as in PyTorch. Checked with weak references (the buffer really goes away),
+with the gradients (still exact) and, for an L-layer MLP, with the notes' 2L - 1 count.
+"""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import engine
+from engine import nn, ops, tensor
+from engine.tensor import kept_bytes, kept_for_backward, saved_for_backward
+
+# op applied to a non-leaf input u (u = 1.5 * x, so u could be freed), whether the graph keeps u after
+# the caller drops it, and the NumPy gradient of sum(op(u) * r) with respect to x
+R = np.array([[0.3, -1.2, 0.7], [1.1, 0.4, -0.6]])
+CASES = [
+    ("add", lambda u, c: u + c, False, lambda u, c: 1.5 * R),
+    ("sum", lambda u, c: u.sum(), False, lambda u, c: 1.5 * np.full_like(u, R.sum())),
+    ("neg", lambda u, c: -u, False, lambda u, c: -1.5 * R),
+    ("exp", lambda u, c: u.exp(), False, lambda u, c: 1.5 * np.exp(u) * R),
+    ("sigmoid", lambda u, c: u.sigmoid(), False, lambda u, c: 1.5 * R / (1 + np.exp(-u)) * (1 - 1 / (1 + np.exp(-u)))),
+    ("relu", lambda u, c: u.relu(), False, lambda u, c: 1.5 * R * (u > 0)),
+    ("reshape", lambda u, c: u.reshape(3, 2).reshape(2, 3), False, lambda u, c: 1.5 * R),
+    ("transpose", lambda u, c: u.T.T, False, lambda u, c: 1.5 * R),
+    ("mul", lambda u, c: u * c, True, lambda u, c: 1.5 * c * R),
+    ("log_of_exp", lambda u, c: u.exp().log(), False, lambda u, c: 1.5 * R),
+    ("sin", lambda u, c: ops.sin(u), True, lambda u, c: 1.5 * np.cos(u) * R),
+    ("div_numerator", lambda u, c: u / c, False, lambda u, c: 1.5 / c * R),
+    ("div_denominator", lambda u, c: c / u, True, lambda u, c: -1.5 * c / u ** 2 * R),
+]
+
+
+@pytest.mark.parametrize("name, fn, keeps, grad", CASES, ids=[c[0] for c in CASES])
+def test_an_op_keeps_an_input_only_when_its_vjp_reads_it(name, fn, keeps, grad, backend):
+    xv = np.array([[0.5, -1.0, 2.0], [1.5, -0.3, 0.8]])
+    cv = np.array([[1.2, 0.7, -0.9], [2.0, 1.1, -1.3]])
+    x = tensor(xv, requires_grad=True, backend=backend)
+    c = tensor(cv, backend=backend)
+    u = x * 1.5
+    alive = weakref.ref(u)
+    out = fn(u, c)
+    if out.shape != R.shape:
+        out = out * tensor(np.ones(R.shape), backend=backend)
+    del u
+    gc.collect()
+    assert (alive() is not None) == keeps, f"{name}: the graph {'dropped' if keeps else 'kept'} its input"
+    (out * tensor(R, backend=backend)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), grad(1.5 * xv, cv), rtol=1e-12, atol=1e-12)
+
+
+def test_each_op_says_what_it_saves():
+    """The count per op, read from the graph: add nothing, mul both inputs, exp and relu their output,
+    matmul its inputs, log its input."""
+    x = tensor(np.ones((2, 3)), requires_grad=True)
+    w = tensor(np.ones((3, 4)), requires_grad=True)
+    u = x * 2.0
+    assert len((u + u).saved) == 0
+    assert [t is u for t in (u * u).saved] == [True, True]
+    e = u.exp()
+    assert len(e.saved) == 1 and e.saved[0] is e
+    r = u.relu()
+    assert len(r.saved) == 1 and r.saved[0] is r
+    m = u @ w
+    assert [t is s for t, s in zip(m.saved, (u, w))] == [True, True]
+    lg = u.log()
+    assert len(lg.saved) == 1 and lg.saved[0] is u
+
+
+def test_a_value_dropped_by_the_graph_says_so_when_read():
+    x = tensor(np.ones(3), requires_grad=True)
+    y = (x * 2.0 + 1.0).exp()   # add keeps neither input: x * 2.0 is reached by a graph-only edge
+    (edge,) = [p for p in y.parents[0].parents if p.op_name == "mul"]
+    gc.collect()
+    with pytest.raises(RuntimeError, match="not saved for backward"):
+        edge.numpy()
+    assert edge.shape == (3,) and edge.dtype == engine.float64   # shape and dtype stay known
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5])
+def test_an_mlp_keeps_the_notes_2l_minus_1_saved_tensors_in_l_buffers(depth):
+    """L x (Linear + ReLU): each Linear saves its input h, each ReLU its output (the mask's source):
+    2L - 1 saved tensors beside the input x and the weights, as the notes count; ReLU k's output is
+    Linear k+1's input, so they are L buffers. The pre-activations z = hW + b and hW are freed."""
+    batch, width = 4, 3
+    x = tensor(np.random.default_rng(0).standard_normal((batch, width)))
+    layers = [nn.Linear(width, width, seed=k) for k in range(depth)]
+    h, pre = x, []
+    for lay in layers:
+        z = lay(h)
+        pre.append(weakref.ref(z))
+        h = z.relu()
+        del z
+    gc.collect()
+    assert all(r() is None for r in pre)   # no pre-activation is kept
+    weights = {p.backend.buffer(p.data)[0] for lay in layers for p in lay.parameters()}
+    saved = [t for _, t in saved_for_backward(h) if t is not x and t.backend.buffer(t.data)[0] not in weights]
+    assert len(saved) == 2 * depth - 1
+    assert len({t.unique_id for t in saved}) == depth
+    assert kept_bytes(h, exclude=[x]) == depth * batch * width * 8
+    h.sum().backward()
+    assert all(p.grad is not None for lay in layers for p in lay.parameters())
