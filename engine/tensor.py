@@ -736,7 +736,19 @@ class _Unsaved(Tensor):
     keeps no buffer for it (PyTorch's keeps none either): ``z = h @ W + b`` is freed once the caller
     drops it, though ``relu(z)``'s backward walk still goes through z's node."""
 
-    __slots__ = ("_ref", "_shape", "_dtype")
+    __slots__ = ("_ref", "_shape", "_dtype", "_own_released")
+
+    @property
+    def _released(self) -> int:   # one flag per node: the tensor's own while it is alive (see chain_rule)
+        t = self._ref()
+        return t._released if t is not None else self._own_released
+
+    @_released.setter
+    def _released(self, value: int) -> None:
+        t = self._ref()
+        if t is not None:
+            t._released = value
+        self._own_released = value
 
     @property
     def _data(self):
@@ -770,6 +782,7 @@ def _unsaved(t: Tensor) -> Tensor:
     e._ref, e._shape, e._dtype = weakref.ref(t), t.shape, t.dtype
     e.backend, e.requires_grad, e.grad, e.tangent, e.name = t.backend, t.requires_grad, None, None, t.name
     e.unique_id, e.op, e.params, e._a, e._b, e._n = t.unique_id, t.op, t.params, t._a, t._b, t._n
+    e._own_released = t._released
     return e
 
 

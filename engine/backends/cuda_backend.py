@@ -51,7 +51,7 @@ def functor_name(op: str) -> str:
 
 
 _INT_UNARY = INT_UNARY_OPS  # stay integer; the rest compute in float64
-_LOGICAL = ("add", "mul", "maximum", "minimum")  # on two bools: or, and, or, and
+_LOGICAL = ("add", "mul", "maximum")  # on two bools: or, and, or
 _FLOATS = ("float32", "float64")
 _NUMERIC = ("float32", "float64", "int64")
 
