@@ -105,3 +105,21 @@ def test_an_mlp_keeps_the_notes_2l_minus_1_saved_tensors_in_l_buffers(depth):
     assert kept_bytes(h, exclude=[x]) == depth * batch * width * 8
     h.sum().backward()
     assert all(p.grad is not None for lay in layers for p in lay.parameters())
+
+
+def test_a_second_backward_through_an_edge_that_keeps_no_value_raises():
+    """backward() releases each node it ran (PyTorch's retain_graph rule); a node reached through an edge
+    that keeps no value is the same node: a second pass raises there too, and retain_graph allows it."""
+    from engine.tensor import GraphReleasedError
+    x = tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
+    z = x * 2.0
+    y = ((z + 1.0).exp() + z * z).sum()   # z: kept by the mul, reached without its value through the add
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * (2 * np.exp(2 * x.numpy() + 1) + 8 * x.numpy()), rtol=1e-12)
+    with pytest.raises(GraphReleasedError):
+        y.backward()
+    del z
+    gc.collect()
+    with pytest.raises(GraphReleasedError):
+        y.backward()
