@@ -389,11 +389,15 @@ class Relu(Unary):
     # batch-sized buffer at the backward pass's peak, benchmarks/step_memory.py)
     @classmethod
     def vjp(cls, ctx, g):
-        return (where(compare("gt", ctx.output, 0.0), g, 0.0),)
+        y = ctx.output
+        zero = as_tensor_like(0.0, y)   # one constant for the comparison and the zeros
+        return (where(compare("gt", y, zero), g, zero),)
 
     @classmethod
     def jvp(cls, ctx, ta):
-        return where(compare("gt", ctx.output.detach(), 0.0), ta, 0.0)
+        y = ctx.output.detach()
+        zero = as_tensor_like(0.0, y)
+        return where(compare("gt", y, zero), ta, zero)
 
 
 class Sigmoid(Unary):

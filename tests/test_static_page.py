@@ -157,8 +157,8 @@ def test_code_shown_builds_the_graph_drawn():
     assert "backward" not in plain.eager_code and len(plain.eager_graph.nodes) == 6
     grads = M.build_example("lecture", with_gradients=True)
     assert "gradients(sum(h), [W, b])" in grads.static_code and "sum(h).backward()" in grads.eager_code
-    # sum(h) and 11 gradient nodes (ReLU's VJP is where(y > 0, ḡ, 0): the comparison and its two constants)
-    assert grads.gradients_added == len(grads.graph.nodes) - 6 == 12
+    # sum(h) and 10 gradient nodes (ReLU's VJP is where(y > 0, ḡ, 0): the comparison and its constant 0)
+    assert grads.gradients_added == len(grads.graph.nodes) - 6 == 11
     train = M.build_example("logreg", with_gradients=False, with_train=True)
     assert "minimize(loss)" in train.static_code and "gradients(" not in train.static_code
 
