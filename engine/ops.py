@@ -89,21 +89,25 @@ class Unary(Op):
     that name in its own table. ``keeps_int``: an integer input keeps its dtype (else float64)."""
 
     keeps_int = False
+    #: the backend kernel the forward runs: the first class of the chain to name itself declares it;
+    #: a subclass that only renames itself (a test's spy) keeps its parent's kernel, declaring none
+    kernel_name: str | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
+        if "name" in cls.__dict__ and cls.kernel_name is None:
+            cls.kernel_name = cls.name
             declare_kernel("unary", cls.name, keeps_int=cls.keeps_int)
             if cls.typed:
                 _declare_typed(TypedFunction(cls.name, cls.call, 1, False))
 
     @classmethod
     def forward(cls, ctx, a):
-        return ctx.backend.unary(cls.name, a)
+        return ctx.backend.unary(cls.kernel_name, a)
 
     @classmethod
     def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "unary", cls.name)
+        return cls._backend_kernel(ctx, dtypes, "unary", cls.kernel_name)
 
     @classmethod
     def call(cls, a: Tensor) -> Tensor:
@@ -115,18 +119,21 @@ class Binary(Op):
     """An elementwise, broadcasting primitive of two inputs whose forward is the backend kernel
     named after it (``Backend.binary(name, a, b)``)."""
 
+    kernel_name: str | None = None  # as Unary's
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "name" in cls.__dict__:
+        if "name" in cls.__dict__ and cls.kernel_name is None:
+            cls.kernel_name = cls.name
             declare_kernel("binary", cls.name)
 
     @classmethod
     def forward(cls, ctx, a, b):
-        return ctx.backend.binary(cls.name, a, b)
+        return ctx.backend.binary(cls.kernel_name, a, b)
 
     @classmethod
     def kernel(cls, ctx, dtypes=()):
-        return cls._backend_kernel(ctx, dtypes, "binary", cls.name)
+        return cls._backend_kernel(ctx, dtypes, "binary", cls.kernel_name)
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,28 @@ def test_backends_have_exactly_the_declared_kernels():
         base.declare_kernel("binary", "exp")
 
 
+def test_a_renamed_subclass_keeps_its_parents_kernel_and_declares_none():
+    """A subclass that only renames an op (a test's spy, a user's instrumented op) runs its parent's
+    kernel: it adds no kernel every backend would then lack (CI found the CUDA kernels, the emulator
+    and the exact-kernels check above failing after such a spy ran earlier in the same session)."""
+    from engine.backends import base
+    from engine.ops import Exp, Mul
+    from engine.tensor import apply
+
+    class RenamedMul(Mul):
+        name = "renamed_mul_for_test"
+
+    class RenamedExp(Exp):
+        name = "renamed_exp_for_test"
+
+    assert RenamedMul.kernel_name == "mul" and RenamedExp.kernel_name == "exp"
+    assert "renamed_mul_for_test" not in base.BINARY_OPS | base.UNARY_OPS
+    assert "renamed_exp_for_test" not in base.BINARY_OPS | base.UNARY_OPS
+    a = tensor([1.0, 2.0], requires_grad=True)
+    y = apply(RenamedMul, (a, apply(RenamedExp, (a,))))
+    np.testing.assert_array_equal(y.numpy(), np.array([1.0, 2.0]) * np.exp([1.0, 2.0]))
+
+
 def test_typed_programs_parser_and_help_read_the_declarations():
     """The parser's allowed functions, the program help and the pictures' labels come from the
     declarations (a primitive's ``typed`` / ``label``, ``@typed`` on a composite), not from lists."""
