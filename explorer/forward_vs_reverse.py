@@ -348,3 +348,97 @@ def micro_batch_rows(batch: int = 64, width: int = 32, depth: int = 3, splits=(1
                      "backward calls before the step": k, "kept per backward (KB)": f"{kept / 1e3:.1f}",
                      "max |Δ gradient| vs one batch": f"{diff:.1e}"})
     return rows
+
+
+@dataclass(frozen=True)
+class HW2Kept:
+    """What the HW2 network's graph keeps for backward, read from the graph (``rows``), and the count the
+    notes' rule predicts for its activations (``rule`` = 2L − 1 for its ``layers`` Linear layers)."""
+    batch: int
+    layers: int
+    rule: int
+    activations: int
+    activation_bytes: int
+    rows: list[dict]
+
+    @property
+    def sentence(self) -> str:
+        verdict = "equal to the rule" if self.activations == self.rule else f"not the rule's {self.rule}"
+        return (f"HW2's network has L = {self.layers} Linear layers, so the notes' rule predicts "
+                f"**2L − 1 = {self.rule}** activations kept for backward. Its real graph (training mode, batch "
+                f"{self.batch}) keeps **{self.activations} activations**: {verdict} "
+                f"({self.activation_bytes:,} bytes). The other rows are not activations: the network's input "
+                "(the rule's 'minus the input'), the weights (they exist anyway), dropout's mask, the labels "
+                "and the batch mean's scalars.")
+
+
+def hw2_kept_for_backward(batch: int = 10, seed: int = 0) -> HW2Kept:
+    """Build HW2's network (:class:`sentiment.model.SentimentNet`: Linear(50, 32) → ReLU → Dropout(0.5) →
+    Linear(32, 1) → sigmoid → BCE) on ``batch`` random sentence vectors, and read every tensor its graph
+    keeps for backward (``engine.tensor.saved_for_backward``), each once, with the stages that keep it.
+
+    Raises:
+        ValueError: ``batch`` not a positive integer or over 10,000.
+    """
+    from contextlib import contextmanager
+
+    from engine import tensor
+    from engine.nn import Linear
+    from engine.tensor import next_unique_id, saved_for_backward
+    from sentiment.model import SentimentNet
+
+    if not 1 <= int(batch) <= 10_000:
+        raise ValueError(f"batch must be between 1 and 10,000, got {batch}")
+    starts: list[tuple[int, str]] = []
+
+    @contextmanager
+    def scope(name: str):
+        starts.append((next_unique_id(), name))
+        yield
+
+    def stage(t) -> str:
+        return next((name for start, name in reversed(starts) if t.unique_id > start), "input")
+
+    rng = np.random.default_rng(seed)
+    net = SentimentNet(seed=seed)
+    net.train()
+    x = tensor(rng.normal(size=(int(batch), net.embedding_dim)), name="sentence vectors")
+    labels = tensor((rng.random(int(batch)) < 0.5).astype(np.float64), name="labels")
+    loss, _ = net.loss_of_pooled(x, labels, scope=scope)
+
+    keepers: dict[int, tuple[object, list[str]]] = {}
+    for node, saved in saved_for_backward(loss):
+        kept = keepers.setdefault(saved.unique_id, (saved, []))
+        if stage(node) not in kept[1]:
+            kept[1].append(stage(node))
+
+    def is_parameter(t) -> bool:
+        while t.op is not None and t.op.name in ("permute", "reshape", "expand", "view"):
+            t = t.inputs[0]
+        return t.op is None and t.requires_grad
+
+    rows, activations, act_bytes = [], 0, 0
+    for saved, by in keepers.values():
+        nbytes = int(saved.numpy().nbytes)
+        if saved is x:
+            what, desc = "network input (sentence vectors)", "x"
+        elif saved is labels:
+            what, desc = "labels (data)", "labels"
+        elif is_parameter(saved):
+            what, desc = "parameter", f"weight of {stage(saved)}"
+        elif saved.ndim == 0:
+            what, desc = "scalar", f"scalar of {stage(saved)}"
+        elif saved.op is None:
+            what, desc = ("dropout's mask" if stage(saved) == "Dropout" else "constant"), f"made in {stage(saved)}"
+        else:
+            what, desc = "activation", f"output of {stage(saved)} ({saved.op.name})"
+        counted = what == "activation"
+        if counted:
+            activations += 1
+            act_bytes += nbytes
+        rows.append({"tensor": desc, "shape": "×".join(map(str, saved.shape)) or "scalar",
+                     "kept by": ", ".join(sorted(by)), "what": what, "counted by the rule": "yes" if counted else "no",
+                     "bytes": nbytes})
+    rows.sort(key=lambda r: (r["counted by the rule"] != "yes", r["what"], r["tensor"]))
+    layers = sum(isinstance(m, Linear) for m in (net.fc1, net.relu, net.dropout, net.fc2))
+    return HW2Kept(int(batch), layers, 2 * layers - 1, activations, act_bytes, rows)

@@ -553,6 +553,11 @@ def test_forward_vs_reverse_jacobian_sizes_and_memory_of_exercise_9():
     # the engine's count, read from its graph, is the notes' rule; ReLU's saved output is the next Linear's input
     assert "2L − 1 = 19" in texts(at) and "19 tensors saved = the rule" in texts(at)
     assert "keeps its output" in texts(at)
+    # HW2's own network, read from its graph: 3 activations = 2L - 1 (L = 2), the other kept tensors named
+    hw2 = next(t.value for t in at.table if "counted by the rule" in t.value.columns)
+    assert list(hw2["counted by the rule"]).count("yes") == 3
+    assert {"parameter", "network input (sentence vectors)", "dropout's mask"} <= set(hw2["what"])
+    assert "2L − 1 = 3" in texts(at) and "keeps **3 activations**: equal to the rule" in texts(at)
     at.number_input(key="fwdrev_ex9_depth").set_value(3).run()
     mem = next(t.value for t in at.table if "buffers of batch × width" in t.value.columns)
     assert list(mem["tensors saved"]) == [5, 5] and list(mem["buffers of batch × width"]) == [3, 5]

@@ -42,3 +42,33 @@ def test_checkpoint_work_is_estimated_and_refused_before_running():
     assert M.checkpoint_work(64, 64) <= M.MAX_CHECKPOINT_MACS
     with pytest.raises(RequestRefused, match="multiply-adds"):
         M.checkpoint_runs(128, 128)
+
+
+def test_hw2_network_keeps_2L_minus_1_activations_measured_on_its_graph():
+    """Page 7's HW2 table: every tensor the real HW2 graph (sentiment.model.SentimentNet, training mode)
+    keeps for backward, each labelled; the activations among them are the notes' 2L - 1 (L = 2)."""
+    from explorer.forward_vs_reverse import hw2_kept_for_backward
+    k = hw2_kept_for_backward(batch=10)
+    assert k.layers == 2 and k.rule == 3
+    acts = [r for r in k.rows if r["counted by the rule"] == "yes"]
+    assert len(acts) == k.activations == k.rule == 3
+    by = {r["tensor"]: r["kept by"].split(", ") for r in acts}
+    assert "ReLU" in by["output of ReLU (relu)"] and "Linear 2" in by["output of Dropout (mul)"]
+    assert "sigmoid" in by["output of sigmoid (sigmoid)"]
+    assert sorted(r["tensor"] for r in acts) == ["output of Dropout (mul)", "output of ReLU (relu)",
+                                                 "output of sigmoid (sigmoid)"]
+    kinds = {r["what"] for r in k.rows}
+    assert {"network input (sentence vectors)", "parameter"} <= kinds
+    # every row is a real saved tensor of the graph: shapes follow the batch
+    k20 = hw2_kept_for_backward(batch=20)
+    assert k20.activations == 3 and k20.activation_bytes == 2 * k.activation_bytes
+    assert "2L − 1 = 3" in k.sentence and "3 activations" in k.sentence
+
+
+def test_hw2_count_fails_if_an_op_kept_an_extra_activation(monkeypatch):
+    """The count reads the graph: declare that ReLU also keeps its input z₁ and the activations are 4."""
+    from engine import ops
+    from explorer.forward_vs_reverse import hw2_kept_for_backward
+    relu = next(op for op in ops.PRIMITIVES if op.name == "relu")
+    monkeypatch.setattr(relu, "saves", (0,))
+    assert hw2_kept_for_backward(batch=10).activations == 4

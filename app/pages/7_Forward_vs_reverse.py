@@ -12,8 +12,9 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, style_graph_figure
 from explorer.kit.formatting import fmt_value
 from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH,
-                                        checkpoint_runs, dual_model, jacobian_cost_series, jacobian_size_table,
-                                        memory_sentence, memory_series, memory_table, micro_batch_rows, pass_costs)
+                                        checkpoint_runs, dual_model, hw2_kept_for_backward, jacobian_cost_series,
+                                        jacobian_size_table, memory_sentence, memory_series, memory_table,
+                                        micro_batch_rows, pass_costs)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
 from explorer.kit.widgets import (graph_px, presentation_toggle, preset_picker, program_boxes, publish_link,
@@ -187,6 +188,12 @@ e_batch = e[2].number_input("batch", 1, 1_000_000, 512, key=ns.key("ex9_batch"))
 e_dtype = e[3].selectbox("dtype", ["float32", "float64"], key=ns.key("ex9_dtype"))
 show_table(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype), look, static=True)
 st.markdown(memory_sentence(int(e_depth), int(e_width), int(e_batch), e_dtype))
+
+st.markdown("**HW2's network, measured on its graph** (Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → "
+            "sigmoid → BCE, training mode, HW2's batch of 10): every tensor the graph keeps for backward.")
+hw2_kept = hw2_kept_for_backward(batch=10)
+show_table(hw2_kept.rows, look, static=True)
+st.markdown(hw2_kept.sentence)
 
 st.divider()
 st.subheader("Trading time for memory: activation recomputation (checkpointing)")
