@@ -109,6 +109,14 @@ def check(part: Part, text: str) -> Verdict:
     return Verdict(False, "Not quite. Try again, or reveal the worked steps.")
 
 
+def feedback_line(part: Part, verdict: Verdict) -> str:
+    """The line shown under a checked answer, a sentence of its own after the answer's name ("f′(x0): not quite.
+    Try again…", never "f′(x0) = Not quite."); plain text (the page escapes it)."""
+    name = part.prompt.rstrip().rstrip("=:≈").rstrip()
+    message = verdict.message[:1].lower() + verdict.message[1:] if verdict.message else ""
+    return f"{name}: {message}" if name else verdict.message
+
+
 def _shape_ok(v) -> bool:
     try:
         np.asarray(v, dtype=float)

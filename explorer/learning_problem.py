@@ -271,7 +271,9 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                       font=dict(size=look.figure_font), margin=dict(l=10, r=10, t=40, b=10),
                       title=dict(text=f"{s.label.split(' (')[0]}: step {cur.k} of {len(path)}",
                                  font=dict(size=look.figure_font + 1)),
-                      legend=dict(orientation="h", y=-0.12, font=dict(size=look.figure_font)),
+                      # the legend to the right of the square plot, top-aligned: under it, it sat on the w1 axis title
+                      legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top",
+                                  font=dict(size=look.figure_font)),
                       xaxis=dict(title="w1", range=[s.extent[0], s.extent[1]], constrain="domain"),
                       yaxis=dict(title="w2", range=[s.extent[2], s.extent[3]], scaleanchor="x", scaleratio=1))
     return readable(fig, look)

@@ -217,3 +217,14 @@ def test_page_deep_link_opens_an_exercise_revealed():
     _ok(at.run())
     md = "\n".join(m.value for m in at.markdown)
     assert "Exercise 9" in md and "159.4 MB" in md and "2·10 − 1" in md
+
+
+def test_feedback_reads_as_a_sentence_after_the_answers_name():
+    """'f′(x0) = Not quite.' read as if the answer were the words 'Not quite': the verdict follows the name."""
+    ex = E.build("gradient_step")
+    slope = ex.parts[0]
+    wrong = E.feedback_line(slope, E.check(slope, "12345"))
+    right = E.feedback_line(slope, E.check(slope, str(slope.answer)))
+    assert wrong.startswith("f′(x0): not quite") and "= Not" not in wrong
+    assert right.startswith("f′(x0): correct: the engine gets ")
+    assert E.feedback_line(ex.parts[1], E.Verdict(False, "No answer yet.")) == "x1: no answer yet."

@@ -553,3 +553,39 @@ def test_the_recording_and_the_gradient_check_stop_at_the_requests_deadline():
             time.sleep(0.001)
             with pytest.raises(ExpressionError, match="more than the 0 s of computing"):
                 work()
+
+
+def test_the_node_inspector_shows_only_what_the_walk_has_computed_by_the_step():
+    """No spoilers: at step 1 nothing but the leaves' values; a fan-out node's adjoint is its running sum of the
+    contributions received so far (k of n), the final adjoint only once the last one arrived."""
+    from explorer.network_explorer.explore import held_at
+    from explorer.network_explorer.frames import frame_span
+    from explorer.network_explorer.tables import fan_out_rows
+    ex = explore("sentiment", {"sentence": "a good good movie"})
+    rec = ex.rec
+    fan = next(c.target for s in rec.backward for c in s.contributions if c.expected > 1)
+    first_op = rec.forward_order[0]
+    start = held_at(ex, first_op, 0)
+    assert start.value is None and start.adjoint is None
+    assert all(held_at(ex, n.id, 0).value is not None for n in rec.nodes if n.kind != "op")
+    assert held_at(ex, fan, 0).adjoint is None and held_at(ex, fan, 1).adjoint is None
+    parts = rec.contributions_to(fan)
+    seen = []
+    for frame in range(ex.n_frames):
+        phase, _s, stop = frame_span(rec, frame, *ex.per_frame)
+        h = held_at(ex, fan, frame)
+        if phase != "backward":
+            continue
+        arrived = [c for c in parts if c.step <= stop - 1]
+        assert h.arrived == len(arrived)
+        if not arrived:
+            assert h.adjoint is None
+        else:
+            np.testing.assert_array_equal(h.adjoint, arrived[-1].total)
+            assert ("final" in h.adjoint_note) == (len(arrived) == len(parts))
+            rows = fan_out_rows(rec, fan, h.arrived)
+            assert len(rows) == len(arrived) + 1
+        seen.append(h.arrived)
+    assert seen[0] == 0 and seen[-1] == len(parts) and sorted(seen) == seen
+    done = held_at(ex, fan, ex.n_frames - 1)
+    np.testing.assert_array_equal(done.adjoint, rec.node(fan).adjoint)

@@ -110,6 +110,24 @@ def test_layout_figure_draws_every_box_with_readable_text():
     assert min(a.font.size for a in M.layout_figure(run.last, PRESENTING).layout.annotations) >= 15
 
 
+def test_the_row_names_stand_above_their_rows_not_on_the_first_box():
+    """'storage' and 'tensor' were centred left of the first box and ran into it: each stands above its row now,
+    starting where the row starts, clear of the boxes and of the position numbers under the storage row."""
+    run = M.run_chain("x.permute(1, 0)")
+    for look in (NORMAL, PRESENTING):
+        fig = M.layout_figure(run.last, look, "t")
+        names = {a.text: a for a in fig.layout.annotations if a.text in ("storage", "tensor")}
+        assert set(names) == {"storage", "tensor"}
+        tops = sorted({round(s.y1, 6) for s in fig.layout.shapes}, reverse=True)
+        storage_top, tensor_top = tops[0], max(t for t in tops if t < -0.5)
+        positions = min(a.y for a in fig.layout.annotations if a.font.size < look.figure_font and a.y > -1)
+        for name, row_top in (("storage", storage_top), ("tensor", tensor_top)):
+            a = names[name]
+            assert a.xanchor == "left" and a.x >= fig.layout.xaxis.range[0]
+            assert row_top + 0.2 < a.y < fig.layout.yaxis.range[1] - 0.2
+        assert names["tensor"].y < positions - 0.45   # under the storage row's position numbers
+
+
 @pytest.mark.parametrize("label", list(M.B_SHAPES))
 def test_broadcast_backward_sums_over_the_broadcast_axes(label):
     shape = M.B_SHAPES[label]

@@ -20,7 +20,7 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, 
                                   still_graph)
 from explorer.network_explorer.frames import VIEW_WIDTH
 from explorer.network_explorer import analysis
-from explorer.network_explorer.explore import explore, graph_dot, heatmap, moment, sweep_figure
+from explorer.network_explorer.explore import explore, graph_dot, heatmap, held_at, moment, sweep_figure
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_rows, note_levels)
@@ -242,12 +242,20 @@ def draw(step: int) -> None:
         n = rec.node(pick)
         st.markdown(f"op `{n.op}` · shape **{analysis.format_shape(n.shape)}** · {n.nbytes} bytes")
         st.caption(f"VJP: {analysis.vjp_formula(n.op)}")
-        show_tensor(st, n.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick))
-        show_tensor(st, n.adjoint, "final adjoint", ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick))
+        held = held_at(ex, pick, frame)   # only what the walk has computed by this step: no spoilers
+        if held.value is None:
+            st.caption(f"value: {held.value_note}")
+        else:
+            show_tensor(st, held.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick))
+        if held.adjoint is None:
+            st.caption(held.adjoint_note)
+        else:
+            show_tensor(st, held.adjoint, held.adjoint_note, ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick))
         parts = rec.contributions_to(pick)
-        if len(parts) > 1:
-            st.markdown(f"**Fan-out: {len(parts)} contributions**")
-            show_table(pd.DataFrame(fan_out_rows(rec, pick)), look)
+        if len(parts) > 1 and held.arrived:
+            st.markdown(f"**Fan-out: {held.arrived} of {len(parts)} contributions so far**"
+                        if held.arrived < len(parts) else f"**Fan-out: {len(parts)} contributions**")
+            show_table(pd.DataFrame(fan_out_rows(rec, pick, held.arrived)), look)
 
     # the fan-out sums this step completes, across the page's width (in a column their heatmaps were cut off)
     for fs in m.fan_out:

@@ -71,19 +71,18 @@ if checked:
     for part in exercise.parts:
         given = st.session_state.get(ns.key(f"ans_{key}_{part.key}"))
         if given is None or str(given).strip() == "":
-            verdicts[key][part.key] = (False, "No answer yet.")
+            verdicts[key][part.key] = (False, E.feedback_line(part, E.Verdict(False, "No answer yet.")))
             continue
         v = E.check(part, str(given))
-        verdicts[key][part.key] = (v.correct, v.message)
+        verdicts[key][part.key] = (v.correct, E.feedback_line(part, v))
     st.session_state[ns.key("verdicts")] = verdicts
 for part in exercise.parts:
     got = verdicts.get(key, {}).get(part.key)
     if got is None:
         continue
     ok, message = got
-    label = md_escape(part.prompt)
     show = st.success if ok else st.error
-    show(f"{label} {md_escape(message)}", icon=":material/check_circle:" if ok else ":material/cancel:")
+    show(md_escape(message), icon=":material/check_circle:" if ok else ":material/cancel:")
 
 st.toggle("Reveal the worked steps", key=ns.key("reveal"))
 if st.session_state[ns.key("reveal")]:

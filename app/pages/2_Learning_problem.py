@@ -153,22 +153,27 @@ st.code("for epoch in range(num_epochs):\n"
         "            p.grad = None                               # zero_grad: else the next backward adds to it",
         language="python")
 
-st.subheader("Lecture exercise 1: f(x) = (x − 3)², one step from x0 = 0 with η = 0.1")
-e = st.columns(2)
+st.subheader("Lecture exercise 1: f(x) = (x − 3)², one step of gradient descent")
+st.markdown("Work it out before revealing: from x0 with learning rate η, what is f′(x0), and where does one step "
+            "x1 = x0 − η·f′(x0) land? The lecture's numbers are x0 = 0, η = 0.1; "
+            "[Exercises](Exercises) checks an answer.")
+e = st.columns([1, 1, 2], vertical_alignment="bottom")
 e[0].number_input("x0", -100.0, 100.0, key=ns.key("x0"), step=0.5)
 e[1].number_input("η", 0.001, 2.0, key=ns.key("eta"), step=0.05, format="%.3f")
 x0, eta = float(st.session_state[ns.key("x0")]), float(st.session_state[ns.key("eta")])
-ex_rows = L.exercise1(x0, eta)
-r0 = ex_rows[0]
-st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0 − η·f′(x0) = "
-            f"{x0:g} − {eta:g}·({r0.slope:g}) "
-            f"= **{num(r0.x_next)}**.")
-ec = st.columns([3, 2])
-with ec[0]:
-    show_plot(L.exercise1_figure(ex_rows, look), look, key=ns.key("ex1"))
-with ec[1]:
-    show_table([{"k": r.k, "x_k": num(r.x), "f(x_k)": num(r.f), "f′(x_k)": num(r.slope),
-                "x_k+1": num(r.x_next)} for r in ex_rows], look, static=True)
+# the answer only on request: the Exercises page asks the same question (no spoilers)
+if e[2].toggle("Reveal the engine's step", key=ns.key("ex1_reveal")):
+    ex_rows = L.exercise1(x0, eta)
+    r0 = ex_rows[0]
+    st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0 − η·f′(x0) = "
+                f"{x0:g} − {eta:g}·({r0.slope:g}) "
+                f"= **{num(r0.x_next)}**.")
+    ec = st.columns([3, 2])
+    with ec[0]:
+        show_plot(L.exercise1_figure(ex_rows, look), look, key=ns.key("ex1"))
+    with ec[1]:
+        show_table([{"k": r.k, "x_k": num(r.x), "f(x_k)": num(r.f), "f′(x_k)": num(r.slope),
+                    "x_k+1": num(r.x_next)} for r in ex_rows], look, static=True)
 
 publish_link(ctx, {"surface": surface, "lr": lr, "batch": batch, "w1": w1, "w2": w2, "step": step,
                    "x0": x0, "eta": eta})

@@ -146,6 +146,50 @@ def moment(ex: Explored, frame: int) -> Moment:
                   node.id, detail.formula, node.value, step.adjoint, detail, fans)
 
 
+@dataclass
+class Held:
+    """What the node inspector may show of one node at one frame: only what the walk has computed so far."""
+
+    value: np.ndarray | None          # None: the forward pass has not reached the node yet
+    value_note: str
+    adjoint: np.ndarray | None        # None: nothing received yet (or the backward pass has not started)
+    adjoint_note: str
+    arrived: int                      # contributions received so far (the fan-out table's rows shown)
+
+
+def held_at(ex: Explored, node_id: int, frame: int) -> Held:
+    """The node's value and adjoint as the walk holds them at ``frame`` (0-based), never a later one's.
+
+    Forward: an op's value once its op has run, a leaf's from the start; no adjoint yet. Backward: the running
+    sum of the contributions received so far (the loss: the seed once it is taken); done: the final adjoint."""
+    rec = ex.rec
+    node = rec.node(node_id)
+    phase, _start, stop = frame_span(rec, frame, *ex.per_frame)
+    done_forward = phase in ("backward", "done") or (
+        phase == "forward" and node_id in rec.forward_order[:stop])
+    if node.kind != "op" or done_forward:
+        value, value_note = node.value, "value"
+    else:
+        value, value_note = None, "not computed yet: the forward pass has not reached it"
+    parts = rec.contributions_to(node_id)
+    if phase == "done":
+        return Held(value, value_note, node.adjoint, "final adjoint", len(parts))
+    if phase != "backward":
+        return Held(value, value_note, None, "adjoint: not yet (the backward pass has not started)", 0)
+    last = stop - 1
+    if node_id == rec.loss_node:
+        seeded = any(s.node == node_id for s in rec.backward[:last + 1])
+        return Held(value, value_note, node.adjoint if seeded else None,
+                    "adjoint (the seed, 1)" if seeded else "adjoint: not seeded yet", 0)
+    arrived = [c for c in parts if c.step <= last]
+    if not arrived:
+        return Held(value, value_note, None, f"adjoint: nothing received yet (0 of {len(parts)})", 0)
+    c = arrived[-1]
+    note = ("final adjoint" if len(arrived) == len(parts) else
+            f"adjoint so far ({len(arrived)} of {len(parts)} contributions)")
+    return Held(value, value_note, c.total, note, len(arrived))
+
+
 def graph_dot(ex: Explored, level: str) -> str:
     """Graphviz DOT text of one view (the explain layer's ``to_dot``), as of the last frame."""
     from explorer.kit.dot import to_dot

@@ -37,13 +37,20 @@ def zero_reason(rec, source: int, target: int, value) -> str:
     return "0"
 
 
-def fan_out_rows(rec, node_id: int) -> list[dict]:
+def fan_out_rows(rec, node_id: int, arrived: int | None = None) -> list[dict]:
     """One row per contribution a fan-out node received (with the backward step that sent it and, for a
-    zero contribution, why it is zero), then the sum."""
-    fs = fan_out_sum(rec, node_id)
+    zero contribution, why it is zero), then the sum; only the first ``arrived`` contributions (those the walk
+    has sent so far) and their running sum when given."""
+    parts = rec.contributions_to(node_id)
+    shown = parts if arrived is None else parts[:arrived]
     rows = [{"from": rec.node(c.source).label, "backward step": str(c.step + 1), "‖contribution‖": _norm(c.value),
-             "note": zero_reason(rec, c.source, node_id, c.value)} for c in rec.contributions_to(node_id)]
-    rows.append({"from": "= sum", "backward step": "", "‖contribution‖": _norm(fs.total), "note": ""})
+             "note": zero_reason(rec, c.source, node_id, c.value)} for c in shown]
+    if arrived is None or arrived >= len(parts):
+        rows.append({"from": "= sum", "backward step": "", "‖contribution‖": _norm(fan_out_sum(rec, node_id).total),
+                     "note": ""})
+    elif shown:
+        rows.append({"from": f"= sum so far ({len(shown)} of {len(parts)})", "backward step": "",
+                     "‖contribution‖": _norm(shown[-1].total), "note": ""})
     return rows
 
 
