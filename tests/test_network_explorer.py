@@ -589,3 +589,34 @@ def test_the_node_inspector_shows_only_what_the_walk_has_computed_by_the_step():
     assert seen[0] == 0 and seen[-1] == len(parts) and sorted(seen) == seen
     done = held_at(ex, fan, ex.n_frames - 1)
     np.testing.assert_array_equal(done.adjoint, rec.node(fan).adjoint)
+
+
+def test_a_window_that_follows_the_step_cuts_no_text():
+    """Presentation mode's op view is too big to shrink legibly, so it shows a window that follows the step;
+    the boxes the window cuts keep no text (their labels were cut mid-word at the window's edge)."""
+    from explorer.kit.figures import graph_scale
+    from explorer.kit.plotly_figure import FONT, LINE_H
+    from explorer.kit.presentation import PRESENTING
+    from explorer.kit.widgets import graph_px
+    from explorer.network_explorer.frames import VIEW_WIDTH
+    ex = explore("mlp", {})
+    size = {"width": graph_px(PRESENTING, VIEW_WIDTH, 0.62), "max_height": int(640 / graph_scale(PRESENTING))}
+    cut_any = False
+    for frame in (5, 20, 40):
+        fig = ex.figure("op", frame, animate=False, **size)
+        assert fig["layout"]["meta"]["window"]
+        (x0, x1), (y0, y1) = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
+        drawing = ex.drawing("op", **size)
+        p, ids = drawing.placement, drawing.node_ids
+        boxes = {(round(p.centers[i][0], 1), round(p.centers[i][1], 1)): p.sizes[i] for i in ids}
+        for tr in fig["data"]:
+            if tr.get("mode") != "text" or tr.get("name") == "edge label":
+                continue
+            for x, y, t in zip(tr["x"], tr["y"], tr["text"]):
+                w = next(sz[0] for (cx, cy), sz in boxes.items() if abs(cx - x) < 0.2)
+                if not t:
+                    cut_any = True
+                    continue
+                half = LINE_H * FONT / 2
+                assert x0 <= x - w / 2 and x + w / 2 <= x1 and y0 <= y - half and y + half <= y1, (tr["name"], t)
+    assert cut_any   # the window did cut boxes: the check above had something to check

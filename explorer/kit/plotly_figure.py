@@ -527,6 +527,8 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                  "design_width": d.width, "engine": p.engine, "rankdir": p.rankdir, "char_w": CHAR_W,
                  "line_h": LINE_H},
     }
+    if windows and not animated:
+        _blank_cut_text(windows[0], p, ids, slot_xy, heads_trace, val, adj, lab, label_edges, spots)
     if animated:
         steps = [{"method": "animate", "label": str(f.index + 1),
                   "args": [[str(f.index)], {"mode": "immediate", "frame": {"duration": 0, "redraw": True},
@@ -546,6 +548,23 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                               "pad": {"t": 56}, "font": {"size": TITLE_FONT},
                               "currentvalue": {"prefix": "step ", "font": {"size": TITLE_FONT}}}]
     return {"data": data, "layout": layout, "frames": frames if animated else []}
+
+
+def _blank_cut_text(window, p, ids, slot_xy, heads_trace, val, adj, lab, label_edges, spots) -> None:
+    """A window that follows the step cuts the boxes at its edges: their text would be cut mid-word ("add#31 =
+    indices#29 + indice"), so a line of a node's text that the window would cut is left out (the box stays: the
+    graph goes on), and so is an edge label that would cross the window's edge."""
+    (x0, x1), (y0, y1) = window
+
+    def inside(cx: float, cy: float, half_w: float, half_h: float) -> bool:
+        return x0 <= cx - half_w and cx + half_w <= x1 and y0 <= cy - half_h and cy + half_h <= y1
+
+    for trace, kind in ((heads_trace, "head"), (val, "value"), (adj, "adjoint")):
+        # a line of text is as wide as its box at most, one line high
+        trace["text"] = [t if inside(x, y, p.sizes[ids[i]][0] / 2, LINE_H * FONT / 2) else ""
+                         for t, i, x, y in zip(trace["text"], slot_xy[kind][0], trace["x"], trace["y"])]
+    lab["text"] = [t if inside(spots[k][0], spots[k][1], len(t) * CHAR_W * EDGE_FONT / 2, LINE_H * EDGE_FONT / 2)
+                   else "" for t, k in zip(lab["text"], label_edges)]
 
 
 def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[float]]]:
