@@ -507,7 +507,8 @@ def eager_figure(graph, width: int = STATIC_WIDTH, caption: str = "") -> dict:
 
 BRANCH_CODE = ("def f(x):\n"
                "    h = x * w\n"
-               "    if h.sum() > 0:      # Python looks at a value\n"
+               "    # Python looks at a value:\n"
+               "    if h.sum() > 0:\n"
                "        return relu(h)\n"
                "    return -h")
 

@@ -236,6 +236,9 @@ def test_opt_in_is_off_by_default_and_refused_on_a_class_server(tmp_path):
     server = V.opt_in(["--student-code", str(f)], {"AUTODIFF_CLASS_SERVER": "1"})
     assert not server.enabled and "class server" in server.refused
     assert "does not exist" in V.opt_in(["--student-code", str(tmp_path / "nope.py")], {}).refused
+    off = V.opt_in([], {})   # the page shows the reason in words and the start commands as code blocks
+    assert "off" in off.reason and V.START_COMMANDS[0] not in off.reason and V.START_COMMANDS[0] in off.refused
+    assert on.reason is None
 
 
 def test_the_first_wrong_node_is_marked_beside_the_engines_order():

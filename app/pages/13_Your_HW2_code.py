@@ -22,12 +22,19 @@ ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
-head = st.columns([3.8, 2.2, 1], vertical_alignment="bottom")
+head = st.columns([3.6, 2.0, 1.6], vertical_alignment="bottom")  # the toggle's column fits its whole label
 with head[-1]:
     presentation_toggle()
 optin = V.opt_in()
 if not optin.enabled:
-    head[0].info(optin.refused, icon=":material/lock:")
+    # across the page's width, each command on a line of its own (in a half-width box they wrapped mid-option)
+    with st.container(border=True):
+        st.info(optin.reason, icon=":material/lock:")
+        st.markdown("On your own machine, start the explorer naming your file or your HW2 folder "
+                    "(or `.../minitorch/autodiff.py`):")
+        st.code(V.START_COMMANDS[0], language="bash")
+        st.markdown("Or check it without the app:")
+        st.code(V.START_COMMANDS[1], language="bash")
     st.markdown("This page runs **your** `topological_sort` and `backpropagate` (HW2, problem 1) on the lecture's "
                 "graphs and animates your backward order beside the engine's, marking the first node whose "
                 "adjoint differs and saying why. Your code runs in a separate process with a time and a memory "

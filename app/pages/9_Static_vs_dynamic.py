@@ -31,9 +31,11 @@ def cached_rnn_rows(lengths: tuple[int, ...]):
     return M.unrolled_rnn_rows(lengths)
 
 
-legend = " ".join(f"<span style='background:{M.COLOURS[k]};border:1px solid #9ca3af;padding:1px 6px;"
-                  f"border-radius:4px;margin-right:6px'>{label}</span>" for k, label in M.LEGEND)
-legend += f"<span style='background:{M.LIT};padding:1px 6px;border-radius:4px'>evaluated by the run</span>"
+# each chip on one line (a narrow row moves a whole chip down instead of breaking it in two)
+CHIP = "display:inline-block;white-space:nowrap;padding:1px 6px;border-radius:4px;margin:0 6px 4px 0"
+legend = " ".join(f"<span style='background:{M.COLOURS[k]};border:1px solid #9ca3af;{CHIP}'>{label}</span>"
+                  for k, label in M.LEGEND)
+legend += f"<span style='background:{M.LIT};{CHIP}'>evaluated by the run</span>"
 
 # --- 1. one program, two ways ------------------------------------------------------------------------
 st.subheader("Build once, run with a feed dict")
@@ -144,11 +146,12 @@ st.markdown("##### A branch that depends on the data")
 bd = M.branch_demo()
 bc = st.columns([2, 3, 3])
 bc[0].code(M.BRANCH_CODE, language="python")
-bc[0].error(f"**As a static graph** — `if h.sum() > 0` on a placeholder: {bd.static_error}", icon="🚫")
 for col, xv, took, graph, key in zip(bc[1:], bd.inputs, bd.branches, bd.graphs, ("pos", "neg")):
     col.markdown(f"**Eagerly, x = {np.array2string(xv, precision=2)}**: takes `{took}`")
     show_plot(style_graph_figure(M.eager_figure(graph, width=M.HALF_WIDTH), look), look,
               key=ns.key(f"branch_{key}"), where=col)
+# across the page's width, under the code and both graphs (in the code's column it wrapped to 10 lines)
+st.error(f"**As a static graph** — `if h.sum() > 0` on a placeholder: {bd.static_error}", icon="🚫")
 st.caption("Eager mode runs the Python `if` on a real number, so each input records the graph of the branch it "
            "took (the sum that decided is not in the graph: nothing flows from it to the output). A static graph "
            "is built before any value exists, so the `if` cannot be decided: TensorFlow 1 needs the branch as a "

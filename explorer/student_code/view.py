@@ -52,10 +52,17 @@ class OptIn:
     def enabled(self) -> bool:
         return self.path is not None and self.refused is None
 
+    @property
+    def reason(self) -> str | None:
+        """``refused`` without the how-to-start hint (the page shows the commands as code blocks of their own)."""
+        return None if self.refused is None else self.refused.replace(" " + START_HINT, "")
 
+
+START_COMMANDS = (f"streamlit run app/Home.py -- {OPTION} PATH/TO/llmsys_hw2",
+                  "python -m explorer.student_code PATH")
 START_HINT = (f"On your own machine, start the explorer naming your file or your HW2 folder: "
-              f"`streamlit run app/Home.py -- {OPTION} PATH/TO/llmsys_hw2` (or `.../minitorch/autodiff.py`). "
-              f"Or, without the app: `python -m explorer.student_code PATH`.")
+              f"`{START_COMMANDS[0]}` (or `.../minitorch/autodiff.py`). "
+              f"Or, without the app: `{START_COMMANDS[1]}`.")
 
 
 def opt_in(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> OptIn:
