@@ -1,6 +1,7 @@
 """Sentiment training page, headless (AppTest): start, live state, pause/stop, results after training."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -47,7 +48,7 @@ def values(v) -> list[float]:
 def progress_texts(at: AppTest) -> list[str]:
     """The progress line (its own Markdown element, above the bar)."""
     return [m.value for m in at.markdown if m.value.startswith(("Epoch ", "Finished", "Stopped", "Failed",
-                                                                 "Starting", "Waiting"))]
+                                                                 "Starting", "Waiting", "Replay"))]
 
 
 def vega_charts(at: AppTest) -> list[tuple[dict, "object"]]:
@@ -61,7 +62,9 @@ def vega_charts(at: AppTest) -> list[tuple[dict, "object"]]:
 
 
 def vega(at: AppTest, title: str):
-    return next((spec, data) for spec, data in vega_charts(at) if spec.get("title") == title)
+    def text(t):  # a title with a subtitle is an object
+        return t.get("text") if isinstance(t, dict) else t
+    return next((spec, data) for spec, data in vega_charts(at) if text(spec.get("title")) == title)
 
 
 def stop_run(at: AppTest) -> None:
@@ -486,3 +489,57 @@ def test_no_training_starts_when_the_server_is_near_its_memory_limit(monkeypatch
     assert not at.exception
     assert at.session_state["sentiment_run"] is None
     assert "the server is busy, try again" in " ".join(e.value for e in at.error)
+
+
+def test_a_finished_run_replays_its_own_numbers_at_lecture_speed():
+    """HW2 trains in seconds: the replay shows the recorded run as it stood at each point of training (every
+    number the run's own, none from later), paced by the clock, and ends on the recorded run."""
+    from explorer.sentiment_training.replay import Replay, replay_text, snapshot_at
+    from explorer.sentiment_training.runner import TrainingRun
+    from sentiment.trainer import SentimentTrainer, TrainConfig
+    train, val = load_choice(DataChoice("builtin"))
+    run = TrainingRun(SentimentTrainer(train, val, load_glove(), TrainConfig(epochs=6, lr=0.05)))
+    run.start()
+    assert run.join(60)
+    snap = run.snapshot()
+    with pytest.raises(ValueError):
+        snapshot_at(dataclasses.replace(snap, finished=None), 1.0)
+    seen = []
+    for position in (0.0, 0.5, 2.0, 3.7, 6.0):
+        at = snapshot_at(snap, position)
+        assert at.epochs == snap.epochs[:len(at.epochs)] and all(e.epoch <= position for e in at.epochs)
+        assert at.batch_x == snap.batch_x[:len(at.batch_x)] and all(x <= position + 1e-9 for x in at.batch_x)
+        assert at.batch_loss == snap.batch_loss[:len(at.batch_x)]
+        assert all(x <= position + 1e-9 for x in at.look_columns["position"])
+        assert at.epoch_columns["val_accuracy"] == [e.val_accuracy for e in at.epochs]
+        seen.append(len(at.epochs))
+        if position < 6:
+            assert not at.done and at.status == "replaying"
+            assert len(at.epochs) == int(position) and 0 <= at.progress <= position / 6 + 1e-9
+        else:
+            assert at is snap
+    assert seen == [0, 0, 2, 3, 6]
+    last = snapshot_at(snap, 3.7).epochs[-1]   # the charts draw what the run had: its best so far at epoch 3
+    _, spec = accuracy_chart(snapshot_at(snap, 3.7))
+    assert f"best checkpoint: epoch {last.best_epoch}" in spec["title"]["subtitle"]
+    rp = Replay(started_at=100.0, seconds=40.0)
+    assert rp.position(100.0, 6) == 0 and rp.position(120.0, 6) == 3.0 and rp.position(150.0, 6) == 6
+    assert not rp.over(139.0) and rp.over(140.0)
+    assert "epoch 3 / 6" in replay_text(snap, snapshot_at(snap, 3.2), rp)
+
+
+def test_the_replay_button_replays_the_run_on_the_page():
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    at.number_input(key="sentiment_epochs").set_value(4).run()
+    button(at, "Start training").click().run()
+    wait_run(at)
+    at.selectbox(key="sentiment_replay_pace").set_value(60).run()
+    button(at, "Replay slowly").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["sentiment_replay"] is not None
+    assert any(t.startswith("Replay at lecture speed, 60 s") for t in progress_texts(at)), progress_texts(at)
+    _, loss = vega(at, "Training loss (binary cross-entropy)")
+    assert len(loss[loss["series"] == "epoch mean loss"]) < 4     # the run as it stood early on
+    button(at, "End replay").click().run()
+    assert at.session_state["sentiment_replay"] is None
+    assert any(t.startswith("Finished after 4/4 epochs") for t in progress_texts(at)), progress_texts(at)

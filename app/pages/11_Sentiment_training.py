@@ -4,6 +4,8 @@ Train HW2's sentiment network (GloVe word vectors averaged, two linear layers) o
 """
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from explorer.kit.budget import bounded_cache
@@ -13,6 +15,7 @@ from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.labels import num
 from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
+from explorer.sentiment_training.replay import DEFAULT_PACE, PACES, Replay, replay_text, snapshot_at
 from explorer.sentiment_training.runner import TrainingRun, streamlit_session_id, streamlit_session_watch
 from explorer.sentiment_training.settings import (DEFAULTS, EXAMPLE_SENTENCE, LR_SCHEDULES, MAX_N_TRAIN, MAX_N_VAL,
                                                   MAX_SENTENCE_CHARS, MAX_USER_BYTES, MAX_USER_ROWS, ONE_CLICK,
@@ -37,7 +40,7 @@ ctx = start_page(
             "seed": LinkField("int", 0, minimum=0, maximum=2**31 - 1)},  # the Seed box's range
     defaults={**DEFAULTS, "run": None, "text": EXAMPLE_SENTENCE, "text_refused": None,
               "errors_only": False, "own": None, "own_error": None, "kept": [], "run_number": 0,
-              "run_dataset": "", "compare_metric": "val_accuracy"})
+              "run_dataset": "", "compare_metric": "val_accuracy", "replay": None, "replay_pace": DEFAULT_PACE})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
@@ -53,6 +56,9 @@ def k(name: str) -> str:
 
 run: TrainingRun | None = S[k("run")]
 busy = run is not None and not run.snapshot().done
+if busy or run is None:
+    S[k("replay")] = None
+replaying = S[k("replay")] is not None   # a finished run replayed at lecture speed (its own recorded numbers)
 
 # --- settings -----------------------------------------------------------------------------
 top = st.columns([4, 1])
@@ -216,6 +222,12 @@ def _stop() -> None:
         r.stop()
 
 
+def _replay() -> None:
+    """Start (or end) the replay of the finished run; the page runs again in full to start (stop) its timer."""
+    S[k("replay")] = None if S[k("replay")] is not None else Replay(time.monotonic(), float(S[k("replay_pace")]))
+    S[k("replay_rerun")] = True
+
+
 def _check_sentence() -> None:
     """A sentence over the limit is refused and dropped from the session (the box holds the default again)."""
     why = too_large(S.get(k("text")), MAX_SENTENCE_CHARS)
@@ -230,21 +242,36 @@ def cached_svg(dot: str) -> str | None:
 
 
 # --- live view (a fragment that polls the run while it trains) --------------------------------
-@st.fragment(run_every=1.0 if busy else None)
+@st.fragment(run_every=1.0 if busy else 0.5 if replaying else None)
 def live_view() -> None:
     r: TrainingRun | None = S[k("run")]
     if r is None:
         st.info("Choose a dataset and press **Start training** (or a one-click preset above). The curves grow "
                 "here while the engine trains.")
         return
-    snap = r.snapshot()
+    if S.pop(k("replay_rerun"), False):
+        st.rerun()   # the whole page: the fragment's timer starts (stops) with the replay
+    snap = recorded = r.snapshot()
+    rp: Replay | None = S[k("replay")] if recorded.done else None
+    if rp is not None:
+        if rp.over(time.monotonic()):
+            S[k("replay")] = None
+            st.rerun()
+        snap = snapshot_at(recorded, rp.position(time.monotonic(), recorded.total_epochs))
     # the run's own buttons live in the fragment: a click reruns only the fragment, never racing the
     # full-page rerun against the fragment's timer (a full rerun could leave the timer unscheduled)
-    b = st.columns([1, 1, 4], vertical_alignment="center")
+    b = st.columns([1, 1, 1.3, 1, 3.2], vertical_alignment="center")
     paused = r.control.paused
     b[0].button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
-                on_click=_pause_resume, disabled=snap.done, width="stretch")
-    b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=snap.done, width="stretch")
+                on_click=_pause_resume, disabled=recorded.done, width="stretch")
+    b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=recorded.done, width="stretch")
+    # a run of a few seconds is over before the class sees it: replay its recorded numbers at lecture speed
+    b[2].button("End replay" if rp else "Replay slowly", icon=":material/replay:", on_click=_replay,
+                disabled=not recorded.done, width="stretch",
+                help="Replays the finished run's own recorded numbers (losses, accuracies, the look inside) as "
+                     "they came, spread over the chosen time, so that the class watches the curves grow.")
+    b[3].selectbox("Replay pace", PACES, key=k("replay_pace"), format_func=lambda s: f"over {s} s",
+                   label_visibility="collapsed", disabled=not recorded.done or rp is not None)
     started = snap.started
     if started is not None and not look.presenting:
         st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
@@ -253,8 +280,8 @@ def live_view() -> None:
                    f"a GloVe vector ({started.unknown_train_tokens:,} training / {started.unknown_val_tokens:,} "
                    "validation tokens) share one fixed random vector")
     # the text is its own element: a progress bar's text lagged the metrics below by seconds in the browser
-    progress_line = (b[2] if look.presenting else st).empty()  # presentation mode: the figures join it below
-    progress_line.markdown(progress_text(snap))
+    progress_line = (b[4] if look.presenting else st).empty()  # presentation mode: the figures join it below
+    progress_line.markdown(replay_text(recorded, snap, rp) if rp else progress_text(snap))
     st.progress(snap.progress)
     if snap.finished is not None and snap.finished.status == "error":
         st.error(md_escape(snap.finished.error))
@@ -273,7 +300,8 @@ def live_view() -> None:
             parts.append(f"validation accuracy **{val_now:.1%}**")
         if best is not None:
             parts.append(f"best **{best:.1%}**" + (f" ({best - target:+.1%} vs HW2's 75% target)" if target else ""))
-        progress_line.markdown(progress_text(snap) + "  \n" + " · ".join(parts))
+        progress_line.markdown((replay_text(recorded, snap, rp) if rp else progress_text(snap)) + "  \n"
+                               + " · ".join(parts))
     if not look.presenting:
         m = st.columns(4)
         m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
