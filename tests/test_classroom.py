@@ -91,10 +91,25 @@ def test_step_questions_are_the_next_recorded_backward_step():
     assert adj.kind == "number" and float(adj.answer) == pytest.approx(visit.value, rel=1e-5)
     send = got["The contribution x5 → x3"]
     assert float(send.answer) == pytest.approx(244.69193226422038, rel=1e-5)
-    # before the backward pass: the output is taken first with adjoint 1
-    first = {p.label: p for p in qs.expression_questions(SLIDE.program, SLIDE.inputs, 1)}
+    # at the last forward step: the output is taken first with adjoint 1
+    first = {p.label: p for p in qs.expression_questions(SLIDE.program, SLIDE.inputs, 6)}
     assert first["Which node is taken next?"].answer == "f" and first["The adjoint of f"].answer == "1"
     assert qs.expression_questions(SLIDE.program, SLIDE.inputs, 14) == []      # the walk is over
+
+
+def test_forward_steps_ask_about_the_forward_pass():
+    """At a forward step the class is asked for the value computed next (the engine's recorded forward step),
+    never about the backward pass it has not reached."""
+    tr = ex.record_execution(SLIDE.program, SLIDE.inputs, strategy="topological")
+    for step in range(1, 6):
+        got = qs.expression_questions(SLIDE.program, SLIDE.inputs, step)
+        assert len(got) == 1 and got[0].kind == "number", [p.label for p in got]
+        assert not any(w in got[0].prompt for w in ("backward", "adjoint", "contribution", "taken"))
+        fstep = tr.forward[step - 1]
+        name = tr.graph.node(fstep.node).name
+        assert got[0].label == f"The value of {name}" and f"computes {name} = {fstep.op}(" in got[0].prompt
+        assert float(got[0].answer) == pytest.approx(float(fstep.value), rel=1e-5)
+        assert str(got[0].answer) not in got[0].prompt
 
 
 def test_the_checked_answer_uses_the_exercises_tolerance():
@@ -333,3 +348,11 @@ def test_every_stepped_page_is_followed_with_the_lecturers_link():
         assert [t.value for t in stu.title] == [t.value for t in lec.title], name
         shared = {k: v for k, v in dict(lec.query_params).items() if k != "present"}
         assert {k: v for k, v in dict(stu.query_params).items() if k != "present"} == shared, name
+
+
+def test_a_following_phone_hides_the_page_controls_but_not_the_class_card():
+    css = fl.phone_follow_css()
+    assert css.startswith("<style>@media (max-width: 640px)") and css.endswith("</style>")
+    for control in ("stButton", "stTextArea", "stSelectbox", "stSlider", "stCheckbox"):
+        assert f".{control}" in css
+    assert f":not(.st-key-{fl.FOLLOW_BOX_KEY} *)" in css     # the status line and question card stay

@@ -106,13 +106,15 @@ def _one_click(key: str) -> None:
 if not look.presenting:
     st.caption("One click: sets the boxes below and starts training.")
 c = one_click = st.columns([1.2, 0.8, 1.6, 0.9] if look.presenting else [1.2, 0.8, 1.6])
-c[0].button(ONE_CLICK["hw2"][0], icon=":material/play_arrow:", on_click=_one_click, args=("hw2",),
-            width="stretch", help=f"{PRESETS['hw2'].note}. Sets the boxes below and starts.")
-c[1].button(ONE_CLICK["full"][0], icon=":material/play_arrow:", on_click=_one_click, args=("full",),
-            width="stretch", help=f"{PRESETS['full'].note}. Sets the boxes below and starts.")
-c[2].button(ONE_CLICK["relu"][0], icon=":material/play_arrow:", on_click=_one_click, args=("relu",),
-            width="stretch", help="A large learning rate, 0.25, with Adam: watch the dead-ReLU plot and the "
-                                  "ReLU box of the network turn red, and accuracy stall at one class.")
+# on a projector no tooltips: after the click the pointer rests on the button and its tooltip covered the run's
+# buttons and progress line
+tips = {"hw2": f"{PRESETS['hw2'].note}. Sets the boxes below and starts.",
+        "full": f"{PRESETS['full'].note}. Sets the boxes below and starts.",
+        "relu": "A large learning rate, 0.25, with Adam: watch the dead-ReLU plot and the ReLU box of the network "
+                "turn red, and accuracy stall at one class."}
+for col, name in zip(c, ("hw2", "full", "relu")):
+    col.button(ONE_CLICK[name][0], icon=":material/play_arrow:", on_click=_one_click, args=(name,),
+               width="stretch", help=None if look.presenting else tips[name])
 
 # presentation mode: the settings are folded (the one-click presets set them), so the live curves and the network
 # fill the screen
@@ -267,9 +269,7 @@ def live_view() -> None:
     b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=recorded.done, width="stretch")
     # a run of a few seconds is over before the class sees it: replay its recorded numbers at lecture speed
     b[2].button("End replay" if rp else "Replay slowly", icon=":material/replay:", on_click=_replay,
-                disabled=not recorded.done, width="stretch",
-                help="Replays the finished run's own recorded numbers (losses, accuracies, the look inside) as "
-                     "they came, spread over the chosen time, so that the class watches the curves grow.")
+                disabled=not recorded.done, width="stretch")   # no tooltip: it stayed over the settings
     b[3].selectbox("Replay pace", PACES, key=k("replay_pace"), format_func=lambda s: f"over {s} s",
                    label_visibility="collapsed", disabled=not recorded.done or rp is not None)
     started = snap.started

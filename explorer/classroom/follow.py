@@ -50,6 +50,34 @@ def shared_params(params: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in params.items() if k != "present"}
 
 
+PHONE_MAX_PX = 640               # a viewport this narrow is a phone: a following student sees the class's view only
+FOLLOW_BOX_KEY = "class_follow"  # the container of the student's status line and question card
+# the page's own controls (Streamlit's widget classes): on a phone a following student cannot use them (the
+# lecturer's step overrides them) and they pushed the graph several screens down
+PAGE_CONTROLS = ("stTextInput", "stTextArea", "stSelectbox", "stMultiSelect", "stNumberInput", "stSlider",
+                 "stRadio", "stCheckbox", "stButton", "stDownloadButton", "stLinkButton", "stToggle",
+                 "stSelectSlider")
+
+
+# what a column shows the class (kept even when it also holds a control)
+CLASS_CONTENT = ("stMarkdown", "stPlotlyChart", "stVegaLiteChart", "stImage", "stGraphVizChart", "stDataFrame",
+                 "stTable", "stCode", "stHtml", "stAlert", "stMetric", "stTabs", "stExpander", "stLatex")
+
+
+def phone_follow_css() -> str:
+    """A ``<style>`` block for a following student: below :data:`PHONE_MAX_PX` the main area shows the class's view
+    (the step, its caption, the figures, the question card) without the page's controls, which come back with
+    Detach (the block is only sent while following)."""
+    controls = ", ".join(f".{c}" for c in PAGE_CONTROLS)
+    content = ", ".join(f".{c}" for c in CLASS_CONTENT)
+    # a column of controls only goes as a whole (its empty box and gap stayed: a phone stacks columns)
+    return ("<style>@media (max-width: %dpx) { [data-testid=\"stMain\"] "
+            ".stElementContainer:has(:is(%s)):not(.st-key-%s *), "
+            "[data-testid=\"stMain\"] [data-testid=\"stColumn\"]:has(:is(%s)):not(:has(:is(%s))):not(.st-key-%s *)"
+            " { display: none !important; } }</style>"
+            % (PHONE_MAX_PX, controls, FOLLOW_BOX_KEY, controls, content, FOLLOW_BOX_KEY))
+
+
 def question_marker(qid: int | None, revealed: bool = False) -> str:
     """The :data:`QUESTION_PARAM` value for the question on screen ("" for none)."""
     return "" if qid is None else f"{int(qid)}{'r' if revealed else ''}"

@@ -62,9 +62,32 @@ def backward_step_index(frameset, frame: int) -> int:
     return (frame - first + 1) * per
 
 
+def forward_questions(trace, frameset, step: int) -> list[Proposal]:
+    """The question at 1-based ``step`` when the next frame is a forward one: the value of the node the forward
+    pass computes next (a question about the backward pass there would ask about what the class has not met)."""
+    frames = frameset.frames
+    frame = step - 1
+    if not 0 <= frame < len(frames) - 1 or frames[frame + 1].phase != "forward" or not frames[frame + 1].active_nodes:
+        return []
+    g = trace.graph
+    nid = frames[frame + 1].active_nodes[-1]
+    node = g.node(nid)
+    value = _scalar(node.value)
+    fstep = next((s for s in trace.forward if s.node == nid), None)
+    if value is None or fstep is None:
+        return []
+    args = ", ".join(g.node(i).name for i in fstep.inputs)
+    return [Proposal(f"The value of {node.name}", f"The forward pass computes {node.name} = {fstep.op}({args}) next. "
+                     "What is its value?", "number", _number(value), QUESTION_RTOL)]
+
+
 def step_questions(trace, frameset, step: int) -> list[Proposal]:
-    """The questions at 1-based ``step`` of a stepped backward pass: which node is taken next, the adjoint it
-    holds, and the value of the first contribution it sends (scalars only: one number to type)."""
+    """The questions at 1-based ``step``: before a forward frame, the value computed next
+    (:func:`forward_questions`); before a backward step, which node is taken next, the adjoint it holds, and the
+    value of the first contribution it sends (scalars only: one number to type)."""
+    frames = frameset.frames
+    if 0 <= step - 1 < len(frames) - 1 and frames[step].phase == "forward":
+        return forward_questions(trace, frameset, step)
     groups = trace.steps()
     k = backward_step_index(frameset, step - 1)
     if k >= len(groups):

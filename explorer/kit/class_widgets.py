@@ -380,9 +380,12 @@ def _student_view() -> None:
         cols[1].button("Detach", key="class_detach", on_click=_detach, width="stretch",
                        help="Explore on your own; Rejoin brings you back to the lecturer's step.")
 
-    status()
-    if not detached and state is not None and marker:
-        _question_card(code)
+    with st.container(key=fl.FOLLOW_BOX_KEY):   # kept when a phone hides the page's controls (below)
+        status()
+        if not detached and state is not None and marker:
+            _question_card(code)
+    if not detached:
+        st.html(fl.phone_follow_css())
 
 
 def _detach() -> None:

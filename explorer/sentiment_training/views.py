@@ -295,14 +295,12 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
         layers.append({"data": {"values": [{"target": target, "label": f"HW2 target {target:.0%}"}]},
                        "mark": {"type": "rule", "strokeDash": [8, 5], "color": "gray", "strokeWidth": 2},
                        "encoding": {"y": {"field": "target", "type": "quantitative", "scale": {"domain": [0, 1]}}}})
-        layers.append({"data": {"values": [{"target": target, "label": f"HW2 target {target:.0%}"}]},
-                       "mark": {"type": "text", "align": "left", "dx": 4, "dy": -8, "x": 0, "color": "gray",
-                                "fontSize": font_size},
-                       "encoding": {"y": {"field": "target", "type": "quantitative", "scale": {"domain": [0, 1]}},
-                                    "text": {"field": "label"}}})
     # the checkpoint named in the subtitle: a label beside the diamond ran into the curves and the chart's edge
-    title = {"text": "Accuracy per epoch", "subtitle": f"◆ {best[0]['label']} ({best[0]['accuracy']:.1%})" if best
-             else " ", "subtitleColor": "#7f1d1d", "subtitleFontSize": font_size}
+    # and so is HW2's target line (its label on the line sat on the curves' first epochs)
+    named = ([f"◆ {best[0]['label']} ({best[0]['accuracy']:.1%})"] if best else []) + \
+        ([f"- - HW2 target {target:.0%}"] if target is not None else [])
+    title = {"text": "Accuracy per epoch", "subtitle": " · ".join(named) or " ", "subtitleColor": "#7f1d1d",
+             "subtitleFontSize": font_size}
     spec = {"title": title, "height": height, "config": _config(font_size), "autosize": FIT_X, "layer": layers}
     return data, spec
 
