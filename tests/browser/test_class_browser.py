@@ -123,6 +123,9 @@ def test_a_lecturer_and_two_students_on_two_replicas(browser, stack, wait_idle):
     assert width <= PHONE["width"] + 1
     assert pg.get_by_role("button", name="Ask the class").count() == 0
     assert pg.get_by_role("button", name="Reveal").count() == 0
+    # following on a phone: the class's view only (the page's own controls come back with Detach)
+    assert not pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.is_visible()
+    assert pg.get_by_role("button", name="Detach").is_visible()
     for ctx, _ in students:
         ctx.close()
     lec_ctx.close()
