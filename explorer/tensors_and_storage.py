@@ -269,7 +269,7 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
     # storage row at the top
     top = 0.0
     # each row's name above its first box, left-aligned (beside the box, centred, it ran into the box)
-    text(-0.04, top + 1.2, "storage", font, "#334155", xanchor="left")
+    text(-0.04, top + 1.15, "storage", font, "#334155", xanchor="left")
     for p in range(n):
         rect(p, top, _colour(p) if p in used else "#e5e7eb", dash=p not in used)
         text(p + 0.46, top + 0.46, f"{lay.storage[p]:g}", font)
@@ -278,8 +278,8 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
     shape = lay.shape or (1,)
     cols = shape[-1] if len(shape) >= 1 else 1
     rows_total = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-    y0 = -2.5
-    text(-0.04, y0 + 1.2, "tensor", font, "#334155", xanchor="left")
+    y0 = -2.4
+    text(-0.04, y0 + 1.15, "tensor", font, "#334155", xanchor="left")
     k = 0
     for r in range(rows_total):
         gap = 0.35 * (r // shape[-2]) if len(shape) >= 3 else 0.0  # a gap between 2-D blocks
@@ -292,8 +292,9 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
             k += 1
     # the picture keeps boxes square: its height follows the width it will get (half a page) and the rows
     x_span = max(n, cols) + 0.6
-    y_lo, y_hi = y0 - rows_total * box - 0.5 - (0.35 * (rows_total // shape[-2]) if len(shape) >= 3 else 0), 1.7
-    unit_px = (1920 * 0.47 if look.presenting else 1100 * 0.45) / x_span  # (no sidebar when presenting)
+    y_lo, y_hi = y0 - rows_total * box - 0.5 - (0.35 * (rows_total // shape[-2]) if len(shape) >= 3 else 0), 1.6
+    # px per unit as before the row names moved above their rows (the picture keeps its size on a projector)
+    unit_px = (1920 * 0.47 if look.presenting else 1100 * 0.45) / (x_span + 1.0)  # (no sidebar when presenting)
     height = int(min(max((y_hi - y_lo) * unit_px + (60 if title else 20), 220), look.figure_height))
     fig.update_layout(shapes=shapes, annotations=ann, showlegend=False,
                       xaxis=dict(visible=False, range=[-0.3, x_span - 0.3], fixedrange=True),

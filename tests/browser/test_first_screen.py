@@ -2,7 +2,7 @@
 
 Each page opens in presentation mode (``?present=1``) in headless Chromium at 1920 x 1080 (the design), 1366 x 768
 and 1280 x 720, and the bounding boxes of its named elements (the graphs, the step's caption, the code panels,
-the verdict lines, the step buttons) must lie inside the window without scrolling. A smaller projector shows
+the verdict lines, the step buttons) must lie inside the window without scrolling, none on top of another. A smaller projector shows
 the 1920 x 1080 page scaled as a whole (``explorer.kit.presentation.fit_screen_rules``), so the boxes read here
 are the ones on screen. The caption that carries the step's number is at least 24 px on the design screen, and
 no two tick labels of a chart's axis overlap (the log axes' minor labels did).
@@ -51,6 +51,13 @@ FIRST_SCREEN = {
     "Topological_sort": [("graphs", 1), ("caption", r"^Step 1 of 7"), ("buttons", STEP_BUTTONS)],
     "Tensors_and_storage": [("graphs", 2), ("text", r"offset \+ i·strides\[0\]")],
     "Exercises": [("text", r"^Exercise 1 · "), ("text", r"^Check my answers$")],
+    "Cross_entropy_on_logits": [("text", r"^Slide 7"), ("text", r"# how\? in what order\?"),
+                                ("text", r"^The same with this engine"), ("text", r"^How is backward implemented\?"),
+                                ("text", r"^In what order\?")],
+    # the shared server runs no student code: the opt-in's reason and both commands (the opted-in page's two
+    # graphs are checked at the three sizes by test_student_code_browser.py, on a server of its own)
+    "Your_HW2_code": [("text", r"^Running your own code is off"), ("text", r"^streamlit run app/Home\.py"),
+                      ("text", r"^python -m explorer\.student_code")],
 }
 
 
@@ -103,6 +110,13 @@ def named_boxes(pg, wants) -> list[tuple[str, dict | None, float | None]]:
     return out
 
 
+def overlap(a: dict, b: dict) -> float:
+    """The smaller side of two boxes' intersection in px (0 or less: apart)."""
+    w = min(a["x"] + a["width"], b["x"] + b["width"]) - max(a["x"], b["x"])
+    h = min(a["y"] + a["height"], b["y"] + b["height"]) - max(a["y"], b["y"])
+    return min(w, h)
+
+
 @pytest.mark.parametrize("path", list(FIRST_SCREEN))
 def test_the_first_screen_holds_what_the_class_must_see(screen, app_url, wait_idle, path):
     pg, w, h = screen
@@ -110,7 +124,11 @@ def test_the_first_screen_holds_what_the_class_must_see(screen, app_url, wait_id
     open_presenting(pg, f"{app_url}/{path}{sep}present=1", wait_idle)
     assert pg.locator('[data-testid="stException"]').count() == 0
     problems = []
-    for name, box, px in named_boxes(pg, FIRST_SCREEN[path]):
+    boxes = named_boxes(pg, FIRST_SCREEN[path])
+    for (n1, b1, _), (n2, b2, _) in ((a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]):
+        if b1 and b2 and overlap(b1, b2) > 1:   # no two named elements on top of each other
+            problems.append(f"{n1} and {n2} overlap")
+    for name, box, px in boxes:
         if box is None:
             problems.append(f"{name}: not drawn")
             continue
