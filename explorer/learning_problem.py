@@ -259,7 +259,8 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                        showarrow=True, arrowhead=3, arrowsize=1.4, arrowwidth=look.edge_width + 1,
                        arrowcolor="#b91c1c", text="")
     fig.add_trace(go.Scatter(x=[xs[-2]], y=[ys[-2]], mode="markers+text", name=f"w_{cur.k}",
-                             text=[f"w_{cur.k}"], textposition="bottom left",
+                             # beside the point, not under it (a start near the bottom edge had its label cut)
+                             text=[f"w_{cur.k}"], textposition="middle left", cliponaxis=False,
                              textfont=dict(size=look.figure_font + 2, color="#7c2d12"),
                              marker=dict(size=look.node_size * 0.55, color="#b91c1c", line=dict(width=2, color="white"))))
     if w_min is not None:
