@@ -199,7 +199,7 @@ def test_page_checks_answers_and_reveals_steps():
     at.text_input(key="exercises_ans_gradient_step_x1").set_value("<b>0.5</b>")
     next(b for b in at.button if b.label == "Check my answers").click().run()
     _ok(at)
-    assert "Correct" in at.success[0].value and "Could not read" in at.error[0].value
+    assert "correct" in at.success[0].value and "could not read" in at.error[0].value
     assert "<b>" not in at.error[0].value  # the typed text is never echoed raw
     at.toggle(key="exercises_reveal").set_value(True).run()
     _ok(at)

@@ -139,7 +139,11 @@ def _md(at) -> str:
 def test_page_steps_and_switches_learning_rate():
     at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
     assert "#### Step 0: w = (3, -2.5)" in _md(at)
+    # exercise 1 poses the question; the engine's step only on request (the Exercises page asks it too)
+    assert "f′(x0) = -6" not in _md(at) and "**0.6**" not in _md(at)
+    at.toggle(key="learn_ex1_reveal").set_value(True).run()
     assert "f′(x0) = -6" in _md(at) and "**0.6**" in _md(at)
+    at.toggle(key="learn_ex1_reveal").set_value(False).run()
     next(b for b in at.button if b.label == "Step").click().run()
     _ok(at)
     assert at.session_state["learn_step"] == 1 and at.query_params["step"] == "1"

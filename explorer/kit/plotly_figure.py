@@ -582,6 +582,9 @@ def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[flo
     out = []
     for f in frameset.frames:
         pts = [p.centers[i] for i in f.active_nodes if i in p.centers]
+        if pts and (max(x for x, _ in pts) - min(x for x, _ in pts) > vw or
+                    max(y for _, y in pts) - min(y for _, y in pts) > vh):
+            pts = pts[:1]   # more than a window holds (a network's inputs): the first, not the empty middle
         if pts:
             center = (sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts))
         cx, cy = clamp(center[0], vw + 2 * margin, p.width), clamp(center[1], vh + 2 * margin, p.height)
