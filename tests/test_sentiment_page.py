@@ -61,10 +61,14 @@ def vega_charts(at: AppTest) -> list[tuple[dict, "object"]]:
     return out
 
 
+def title_of(spec: dict):
+    """A chart's title text (a title with a subtitle is an object)."""
+    t = spec.get("title")
+    return t.get("text") if isinstance(t, dict) else t
+
+
 def vega(at: AppTest, title: str):
-    def text(t):  # a title with a subtitle is an object
-        return t.get("text") if isinstance(t, dict) else t
-    return next((spec, data) for spec, data in vega_charts(at) if text(spec.get("title")) == title)
+    return next((spec, data) for spec, data in vega_charts(at) if title_of(spec) == title)
 
 
 def stop_run(at: AppTest) -> None:
@@ -306,7 +310,7 @@ def test_inside_view_updates_while_training():
             time.sleep(0.05)
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        titles = [spec.get("title") for spec, _ in vega_charts(at)]
+        titles = [title_of(spec) for spec, _ in vega_charts(at)]
         assert {"weight norm ‖W‖", "gradient norm ‖∂L/∂W‖", "update / weight ‖ΔW‖/‖W‖", "dead ReLU units"} <= set(titles)
         _, dead = vega(at, "dead ReLU units")
         first = len(dead)
