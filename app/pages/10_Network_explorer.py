@@ -193,7 +193,7 @@ def draw(step: int) -> None:
         st.markdown(f"#### Step {step} of {ex.n_frames} · {m.phase}\n{m.title}")
     # one frame, stepped by the page's buttons; the header above says what it shows, in full
     # presentation mode: the graph at the screen's height, the current op's values beside it
-    size = ({"width": graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE),
+    size = ({"width": graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE), "whole_text_only": True,
              "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look))} if look.presenting else {})
     fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=False)
     if look.presenting:

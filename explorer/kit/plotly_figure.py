@@ -319,7 +319,7 @@ def _esc(s: str) -> str:
 def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None, *, width: int = DESIGN_WIDTH,
                 rankdir: str = "auto", edge_labels: bool = True, max_height: int = MAX_HEIGHT,
                 duration_ms: int = 700, title: bool = True, use_dot: bool = True,
-                palette: dict[str, str] | None = None, edge_color: str = EDGE) -> dict:
+                palette: dict[str, str] | None = None, edge_color: str = EDGE, whole_text_only: bool = False) -> dict:
     """The figure as a plain dict (no validation, fast), with one Plotly frame per Frame.
 
     Pass ``drawing`` (from :func:`plan`) to reuse a placement (e.g. the same graph under several
@@ -328,6 +328,8 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     can read sizes back. ``palette`` maps each node state used by the frames to its fill (default: the
     backpropagation states of :data:`STATE_FILL`); every fill must keep :data:`TEXT` and :data:`ADJOINT`
     readable (WCAG AA). ``edge_color``: the edges' colour (the backward graph's are :data:`ADJOINT`).
+    ``whole_text_only``: a one-frame drawing shown through a window (too big to shrink legibly) leaves out the
+    text lines the window would cut (a projector: nobody pans; elsewhere the cut text is there to pan to).
     """
     fill_of = palette or STATE_FILL
     d = drawing or plan(frameset, graph, width, rankdir, edge_labels, max_height, use_dot)
@@ -527,7 +529,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                  "design_width": d.width, "engine": p.engine, "rankdir": p.rankdir, "char_w": CHAR_W,
                  "line_h": LINE_H},
     }
-    if windows and not animated:
+    if windows and not animated and whole_text_only:
         _blank_cut_text(windows[0], p, ids, slot_xy, heads_trace, val, adj, lab, label_edges, spots)
     if animated:
         steps = [{"method": "animate", "label": str(f.index + 1),
@@ -582,9 +584,6 @@ def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[flo
     out = []
     for f in frameset.frames:
         pts = [p.centers[i] for i in f.active_nodes if i in p.centers]
-        if pts and (max(x for x, _ in pts) - min(x for x, _ in pts) > vw or
-                    max(y for _, y in pts) - min(y for _, y in pts) > vh):
-            pts = pts[:1]   # more than a window holds (a network's inputs): the first, not the empty middle
         if pts:
             center = (sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts))
         cx, cy = clamp(center[0], vw + 2 * margin, p.width), clamp(center[1], vh + 2 * margin, p.height)

@@ -55,10 +55,11 @@ class Explored:
         return len(v.frames.frames) * len(v.graph.nodes) <= ANIMATION_LIMIT
 
     def figure(self, level: str, frame: int, animate: bool | None = None, width: int | None = None,
-               max_height: int | None = None) -> dict:
+               max_height: int | None = None, whole_text_only: bool = False) -> dict:
         """The graph figure (a plain Plotly dict from the explain layer): with every frame (Play /
         slider in the browser) when ``animate`` (default: when small), else only frame ``frame``
-        (stepping happens on the server; every frame of a big network is megabytes to send)."""
+        (stepping happens on the server; every frame of a big network is megabytes to send). ``whole_text_only``:
+        see :func:`explorer.kit.plotly_figure.figure_dict` (presentation mode)."""
         v = self.views[level]
         if self.animated(level) if animate is None else animate:
             if level not in self.figures:
@@ -67,7 +68,7 @@ class Explored:
         frame = min(max(frame, 0), len(v.frames.frames) - 1)
         one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
                        hover=v.frames.hover)
-        return figure_dict(one, v.graph, self.drawing(level, width, max_height))
+        return figure_dict(one, v.graph, self.drawing(level, width, max_height), whole_text_only=whole_text_only)
 
     def drawing(self, level: str, width: int | None = None, max_height: int | None = None):
         """The view's drawing, or one laid out again for ``width`` x ``max_height`` px (presentation mode,
