@@ -262,16 +262,22 @@ def live_view() -> None:
         snap = snapshot_at(recorded, rp.position(time.monotonic(), recorded.total_epochs))
     # the run's own buttons live in the fragment: a click reruns only the fragment, never racing the
     # full-page rerun against the fragment's timer (a full rerun could leave the timer unscheduled)
-    b = st.columns([1, 1, 1.3, 1, 3.2], vertical_alignment="center")
-    paused = r.control.paused
-    b[0].button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
-                on_click=_pause_resume, disabled=recorded.done, width="stretch")
-    b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=recorded.done, width="stretch")
-    # a run of a few seconds is over before the class sees it: replay its recorded numbers at lecture speed
-    b[2].button("End replay" if rp else "Replay slowly", icon=":material/replay:", on_click=_replay,
-                disabled=not recorded.done, width="stretch")   # no tooltip: it stayed over the settings
-    b[3].selectbox("Replay pace", PACES, key=k("replay_pace"), format_func=lambda s: f"over {s} s",
-                   label_visibility="collapsed", disabled=not recorded.done or rp is not None)
+    # once the run is over, the replay's button and pace; on a projector they take the place of Pause and Stop
+    # (over, they do nothing), so that the progress line keeps its width and the network stays on the screen
+    projector_done = look.presenting and recorded.done
+    b = st.columns([1.3, 1, 4] if projector_done else [1, 1, 1.3, 1, 3.2] if recorded.done else [1, 1, 4],
+                   vertical_alignment="center")
+    if not projector_done:
+        paused = r.control.paused
+        b[0].button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
+                    on_click=_pause_resume, disabled=recorded.done, width="stretch")
+        b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=recorded.done, width="stretch")
+    if recorded.done:   # a run of a few seconds is over before the class sees it: replay its recorded numbers
+        rb, pace = (b[0], b[1]) if projector_done else (b[2], b[3])
+        rb.button("End replay" if rp else "Replay slowly", icon=":material/replay:", on_click=_replay,
+                  width="stretch")   # no tooltip: it stayed over the settings after the click
+        pace.selectbox("Replay pace", PACES, key=k("replay_pace"), format_func=lambda s: f"over {s} s",
+                       label_visibility="collapsed", disabled=rp is not None)
     started = snap.started
     if started is not None and not look.presenting:
         st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
@@ -280,7 +286,7 @@ def live_view() -> None:
                    f"a GloVe vector ({started.unknown_train_tokens:,} training / {started.unknown_val_tokens:,} "
                    "validation tokens) share one fixed random vector")
     # the text is its own element: a progress bar's text lagged the metrics below by seconds in the browser
-    progress_line = (b[4] if look.presenting else st).empty()  # presentation mode: the figures join it below
+    progress_line = (b[-1] if look.presenting else st).empty()  # presentation mode: the figures join it below
     progress_line.markdown(replay_text(recorded, snap, rp) if rp else progress_text(snap))
     st.progress(snap.progress)
     if snap.finished is not None and snap.finished.status == "error":
