@@ -51,6 +51,11 @@ def cached_checkpoints(width: int, batch: int):
     return checkpoint_runs(width, batch)
 
 
+@bounded_cache(1 << 20, spinner="Building HW2's network and reading its graph…")
+def cached_hw2_kept(batch: int):
+    return hw2_kept_for_backward(batch=batch)
+
+
 @bounded_cache(1 << 20, spinner="Accumulating micro-batch gradients…")
 def cached_micro_batches():
     return micro_batch_rows()
@@ -191,7 +196,7 @@ st.markdown(memory_sentence(int(e_depth), int(e_width), int(e_batch), e_dtype))
 
 st.markdown("**HW2's network, measured on its graph** (Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → "
             "sigmoid → BCE, training mode, HW2's batch of 10): every tensor the graph keeps for backward.")
-hw2_kept = hw2_kept_for_backward(batch=10)
+hw2_kept = cached_hw2_kept(10)
 show_table(hw2_kept.rows, look, static=True)
 st.markdown(hw2_kept.sentence)
 
