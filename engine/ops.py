@@ -46,16 +46,21 @@ def _norm_dims(dim, ndim: int) -> tuple[int, ...]:
     return dims if ndim else ()  # a 0-d tensor accepts dim 0 / -1 (as PyTorch) but has no axis to reduce
 
 
-def sum_to_shape(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+def sum_to_shape(g, shape: tuple[int, ...], backend=None):
     """Undo broadcasting: sum ``g`` over the dims that were broadcast to reach its shape.
 
-    This is the only place in the engine where broadcasting is undone.
+    This is the only place in the engine where broadcasting is undone. ``g`` is a Tensor, or with
+    ``backend`` given one of its raw arrays (a VJP on arrays, ``Op.vjp_arrays``: the same backend
+    calls the engine ops make).
     """
-    gshape = g.shape
+    gshape = g.shape  # a Tensor's, or a raw array's own (every backend's array carries its shape)
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    if backend is not None:
+        out = backend.reduce("sum", g, dims, True) if dims else g
+        return backend.reshape(out, shape) if out.shape != shape else out
     out = sum(g, dims, keepdim=True) if dims else g
     return reshape(out, shape) if out.shape != shape else out
 
@@ -195,6 +200,13 @@ class Add(Binary):
         gb = sum_to_shape(g, b.shape) if _takes_grad(b) else None
         return ga, gb
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        a, b = ctx.operands
+        be = ctx.backend
+        return (sum_to_shape(g, a.shape, be) if _takes_grad(a) else None,
+                sum_to_shape(g, b.shape, be) if _takes_grad(b) else None)
+
     @classmethod
     def jvp(cls, ctx, ta, tb):
         if ta is None:
@@ -215,6 +227,15 @@ class Mul(Binary):
         ga = sum_to_shape(g * b, a.shape) if _takes_grad(a) else None
         gb = sum_to_shape(g * a, b.shape) if _takes_grad(b) else None
         return ga, gb
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        a, b = ctx.operands
+        if type(a) is float or type(b) is float:
+            return None  # a number operand: vjp makes its constant
+        be = ctx.backend
+        return (sum_to_shape(be.binary("mul", g, b._data), a.shape, be) if a.requires_grad else None,
+                sum_to_shape(be.binary("mul", g, a._data), b.shape, be) if b.requires_grad else None)
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
@@ -237,6 +258,18 @@ class Div(Binary):
         a, b = ctx.operands  # either may be a Python number (no gradient)
         ga = sum_to_shape(g / b, a.shape) if _takes_grad(a) else None
         gb = sum_to_shape(neg(g * ctx.output) / b, b.shape) if _takes_grad(b) else None  # a/b² = y/b
+        return ga, gb
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        a, b = ctx.operands
+        if type(a) is float or type(b) is float:
+            return None
+        be, bd = ctx.backend, b._data
+        ga = sum_to_shape(be.binary("div", g, bd), a.shape, be) if a.requires_grad else None
+        gb = None
+        if b.requires_grad:
+            gb = sum_to_shape(be.binary("div", be.unary("neg", be.binary("mul", g, ctx.output._data)), bd), b.shape, be)
         return ga, gb
 
     @classmethod
@@ -296,6 +329,10 @@ class Neg(Unary):
     def vjp(cls, ctx, g):
         return (neg(g),)
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        return (ctx.backend.unary("neg", g),)
+
     @classmethod
     def jvp(cls, ctx, ta):
         return neg(ta)
@@ -331,6 +368,10 @@ class Exp(Unary):
     def vjp(cls, ctx, g):
         return (g * ctx.output,)
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        return (ctx.backend.binary("mul", g, ctx.output._data),)
+
     @classmethod
     def jvp(cls, ctx, ta):
         return ta * ctx.output.detach()
@@ -346,6 +387,10 @@ class Log(Unary):
     @classmethod
     def vjp(cls, ctx, g):
         return (g / ctx.inputs[0],)
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        return (ctx.backend.binary("div", g, ctx.inputs[0]._data),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -400,6 +445,12 @@ class Relu(Unary):
         zero = as_tensor_like(0.0, y)   # one constant for the comparison and the zeros
         return (where(compare("gt", y, zero), g, zero),)
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        be, y = ctx.backend, ctx.output._data
+        zero = be.kernels(be.dtype(y)).const(0.0)
+        return (be.where(be.binary("gt", y, zero), g, zero),)
+
     @classmethod
     def jvp(cls, ctx, ta):
         y = ctx.output.detach()
@@ -426,6 +477,13 @@ class Sigmoid(Unary):
     def vjp(cls, ctx, g):
         out = ctx.output
         return (g * (out * (1.0 - out)),)
+
+    # 1 − y as one subtraction where vjp adds the negation: the same bits (IEEE a − b is a + (−b))
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        be, y = ctx.backend, ctx.output._data
+        one = be.kernels(be.dtype(y)).const(1.0)
+        return (be.binary("mul", g, be.binary("mul", y, be.binary("sub", one, y))),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -573,6 +631,15 @@ class BinaryCrossEntropy(Op):
         gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if y.requires_grad else None
         return gp, gy
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        p, y = ctx.operands
+        if y.requires_grad:
+            return None  # a learned target: vjp's logs
+        be, pd = ctx.backend, p._data
+        grad = _bce_grad(be.kernels(be.dtype(pd)), pd, y._data)  # BCEGrad's forward
+        return sum_to_shape(be.binary("mul", g, grad), p.shape, be), None
+
     @classmethod
     def jvp(cls, ctx, tp, ty):
         p, y = ctx.inputs
@@ -666,6 +733,16 @@ class Sum(Op):
             g = reshape(g, _kept_shape(a.shape, dims))
         return (expand(g, a.shape),)
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        (a,) = ctx.operands
+        dims, keepdim = ctx.params
+        be, shape = ctx.backend, a.shape
+        if not keepdim:
+            kept = _kept_shape(shape, dims)
+            g = be.reshape(g, kept) if kept != g.shape else g
+        return (be.expand(g, shape) if shape != g.shape else g,)
+
     @classmethod
     def jvp(cls, ctx, ta):
         dims, keepdim = ctx.params
@@ -725,6 +802,11 @@ def _swap_last(t: Tensor) -> Tensor:
     return transpose(t, -1, -2)
 
 
+def _swap_order(ndim: int) -> tuple[int, ...]:
+    """The permutation :func:`_swap_last` applies to a tensor of ``ndim`` (≥ 2) dims."""
+    return tuple(range(ndim - 2)) + (ndim - 1, ndim - 2)
+
+
 class MatMul(Op):
     """Matrix product with NumPy's rules (1-D operands, batched and broadcast batch dims)."""
 
@@ -769,6 +851,24 @@ class MatMul(Op):
             gb = reshape(gb, b_shape) if b_vec else gb
         return ga, gb
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        a, b = ctx.operands
+        if a.ndim < 2 or b.ndim < 2:
+            return None  # a vector operand: vjp's reshapes
+        be = ctx.backend
+        ga = gb = None
+        if a.requires_grad:
+            ga = sum_to_shape(be.matmul(g, be.permute(b._data, _swap_order(b.ndim))), a.shape, be)
+        if b.requires_grad:
+            ad = a._data
+            if b.ndim == 2 and len(g.shape) == 2 and not be.is_contiguous(b._data):
+                gb = be.permute(be.matmul(be.permute(g, (1, 0)), ad), (1, 0))
+            else:
+                gb = be.matmul(be.permute(ad, _swap_order(a.ndim)), g)
+            gb = sum_to_shape(gb, b.shape, be)
+        return ga, gb
+
     @classmethod
     def jvp(cls, ctx, ta, tb):
         a, b = ctx.inputs
@@ -805,6 +905,14 @@ class Permute(Op):
             inverse[o] = i
         return (permute(g, tuple(inverse)),)
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        order = ctx.params
+        inverse = [0] * len(order)
+        for i, o in enumerate(order):
+            inverse[o] = i
+        return (ctx.backend.permute(g, tuple(inverse)),)
+
     @classmethod
     def jvp(cls, ctx, ta):
         return permute(ta, ctx.params)
@@ -824,6 +932,11 @@ class View(Op):
     @classmethod
     def vjp(cls, ctx, g):
         return (reshape(g, ctx.inputs[0].shape),)
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        shape = ctx.operands[0].shape
+        return (ctx.backend.reshape(g, shape) if shape != g.shape else g,)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -849,6 +962,11 @@ class Reshape(Op):
     def vjp(cls, ctx, g):
         return (reshape(g, ctx.inputs[0].shape),)
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        shape = ctx.operands[0].shape
+        return (ctx.backend.reshape(g, shape) if shape != g.shape else g,)
+
     @classmethod
     def jvp(cls, ctx, ta):
         return reshape(ta, ctx.params)
@@ -872,6 +990,10 @@ class Expand(Op):
     @classmethod
     def vjp(cls, ctx, g):
         return (sum_to_shape(g, ctx.inputs[0].shape),)
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        return (sum_to_shape(g, ctx.operands[0].shape, ctx.backend),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -955,6 +1077,14 @@ class Where(Op):
         ga = sum_to_shape(where(cond, g, zero), a.shape) if a.requires_grad else None
         gb = sum_to_shape(where(cond, zero, g), b.shape) if b.requires_grad else None
         return None, ga, gb
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        cond, a, b = ctx.operands
+        be, c = ctx.backend, cond._data
+        zero = be.full(g.shape, 0.0, be.dtype(g))
+        return (None, sum_to_shape(be.where(c, g, zero), a.shape, be) if a.requires_grad else None,
+                sum_to_shape(be.where(c, zero, g), b.shape, be) if b.requires_grad else None)
 
     @classmethod
     def jvp(cls, ctx, tc, ta, tb):

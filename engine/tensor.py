@@ -117,6 +117,7 @@ class Op:
 
     forward(ctx, *arrays) -> array   runs on the backend (ctx.backend) with raw arrays
     vjp(ctx, g) -> tuple             one gradient (Tensor or None) per input, in engine ops
+    vjp_arrays(ctx, g) -> tuple      optional: the same VJP on raw arrays (see below)
     jvp(ctx, *tangents) -> Tensor    tangent of the output from input tangents (None = zero)
     kernel(ctx, dtypes) -> callable  what a captured step's replay calls (default: forward)
 
@@ -128,6 +129,14 @@ class Op:
     output too), ``random`` (draws from the backend's generator: never folded, always replayed) and
     ``scalar`` (the scalar fast path's kernel). A subclass that sets its own ``name`` is registered
     under it (``engine.ops.primitive(name)``). ``engine.ops`` holds the declarations.
+
+    ``vjp_arrays(ctx, g)`` (None: the op has none) is ``vjp`` once more, on the backend's raw arrays:
+    ``g`` and the result's entries are arrays (None: no gradient), and it makes the backend calls
+    ``vjp``'s engine ops would make, in the same order, so it gives the same bits (tests/test_ops.py
+    compares them on every row). ``chain_rule`` takes it only for a backward pass that records
+    nothing and that nobody watches (no ``create_graph``, no ``trace_ops`` hook, no forward mode:
+    see :func:`_vjp_on_arrays`), where each engine op of ``vjp`` would cost a Tensor and a dispatch
+    for nothing (``benchmarks/hw2_step.py``). It may return None to leave a case to ``vjp``.
     """
 
     name = "?"
@@ -139,6 +148,7 @@ class Op:
     label = ""
     typed = False
     scalar: Callable | None = None
+    vjp_arrays: Callable | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -169,6 +179,24 @@ class Op:
     @classmethod
     def jvp(cls, ctx: "History", *tangents):
         raise NotImplementedError(f"no JVP rule for op '{cls.name}'")
+
+
+def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
+    """``node``'s VJP contributions from its op's ``vjp_arrays``, each array made a Tensor once; None
+    when the op has no such rule, when the pass must see its engine ops (``create_graph`` records them,
+    a ``trace_ops`` hook watches them: graph capture, the explain tools; forward mode carries tangents
+    through them) or when ``g`` is a scalar fast-path value (its ops already skip the dispatch)."""
+    fast = node.op.vjp_arrays
+    if fast is None:
+        return None
+    st = _state
+    if st.grad_enabled or st.hooks or st.forward_mode or type(g._data) is _F64 or node.backend.deferred:
+        return None
+    arrays = fast(node, g._data)
+    if arrays is None:
+        return None
+    be, make = node.backend, Tensor._make
+    return tuple(None if a is None else make(a, be) for a in arrays)
 
 
 def _saved_inputs(op: type[Op], inputs: tuple) -> tuple:
@@ -445,7 +473,9 @@ class Tensor:
         releasing = _state.releasing  # nonzero while a backward() without retain_graph runs
         if self._released and self._released != releasing:
             raise _released(self)  # an earlier backward() ran this VJP and released the node
-        grads = self.op.vjp(self, d_output)
+        grads = _vjp_on_arrays(self, d_output)  # None: a pass that records or is watched (Op.vjp_arrays)
+        if grads is None:
+            grads = self.op.vjp(self, d_output)
         if releasing:
             self._released = releasing  # after the VJP ran (this pass may run it again: path recursion)
         if self._n == 2:  # most nodes: no zip, no filtering loop (the scalar chain's backward, per node)

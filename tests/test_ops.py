@@ -1,4 +1,6 @@
 """Op table on every backend: forward vs NumPy, gradients vs central differences (float64)."""
+import importlib
+
 import numpy as np
 import pytest
 
@@ -46,6 +48,60 @@ def test_second_order_matches_central_differences(case, backend):
     tol = {"eps": 1e-5, "atol": 1e-6, "rtol": 1e-5, **case.gradcheck}
     report = engine.gradcheck(h, leaves, n_directions=2, seed=7, **tol)
     assert report.ok, str(report)
+
+
+def _grads_both_ways(case, backend, dtype, seed=8):
+    """The row's gradients along a random cotangent from one graph, twice: through the ops' VJPs
+    written with engine ops (a ``trace_ops`` hook watches the pass, as graph capture and the explain
+    tools do) and through their ``vjp_arrays`` (nobody watches). Also which ops took the array path."""
+    T = importlib.import_module("engine.tensor")   # the module (engine.tensor is also the function)
+    rng = np.random.default_rng(seed)
+    xs = [tensor(x.astype(dtype), requires_grad=True, backend=backend) for x in case.inputs(rng)]
+    out = case.fn(*xs)
+    r = tensor(rng.standard_normal(out.shape).astype(dtype), backend=backend)
+    with engine.trace_ops(lambda *_: None):
+        out.backward(r, retain_graph=True)
+    watched = [x.grad.numpy().copy() for x in xs]
+    for x in xs:
+        x.grad = None
+    took, real = set(), T._vjp_on_arrays
+
+    def spy(node, g):   # the real function; records which ops answered with arrays
+        res = real(node, g)
+        if res is not None:
+            took.add(node.op.name)
+        return res
+
+    T._vjp_on_arrays = spy
+    try:
+        out.backward(r)
+    finally:
+        T._vjp_on_arrays = real
+    return watched, [x.grad.numpy() for x in xs], took
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("case", OP_TABLE, ids=lambda c: c.name)
+def test_vjp_on_arrays_gives_the_engine_ops_bits(case, backend, dtype):
+    """An op's ``vjp_arrays`` (the backward pass nobody watches and nothing records) gives exactly the
+    bits of its ``vjp`` in engine ops (what create_graph, graph capture and the explain tools run):
+    the eager and the compiled training step stay bit-identical."""
+    watched, fast, _ = _grads_both_ways(case, backend, dtype)
+    for w, f in zip(watched, fast):
+        assert w.dtype == f.dtype
+        np.testing.assert_array_equal(f, w)
+
+
+def test_every_vjp_on_arrays_runs_in_the_op_table():
+    """Each op declaring ``vjp_arrays`` takes that path in some row (so the test above compares it), and
+    a watched pass never does."""
+    from engine.ops import PRIMITIVES
+    declared = {op.name for op in PRIMITIVES if op.vjp_arrays is not None}
+    assert {"add", "mul", "sum", "matmul", "permute", "relu", "sigmoid", "binary_cross_entropy"} <= declared
+    took = set()
+    for case in OP_TABLE:
+        took |= _grads_both_ways(case, "numpy", np.float64)[2]
+    assert took == declared
 
 
 def test_every_primitive_has_an_op_table_row():
