@@ -195,8 +195,25 @@ def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
     arrays = fast(node, g._data)
     if arrays is None:
         return None
-    be, make = node.backend, Tensor._make
-    return tuple(None if a is None else make(a, be) for a in arrays)
+    be = node.backend
+    if len(arrays) == 2:  # most ops: no generator
+        da, db = arrays
+        return (None if da is None else _leaf_of(da, be)), (None if db is None else _leaf_of(db, be))
+    return tuple(None if a is None else _leaf_of(a, be) for a in arrays)
+
+
+def _leaf_of(data, be: Backend) -> "Tensor":
+    """``Tensor._make(data, be)`` inlined: a constant holding ``data`` (one per VJP contribution)."""
+    t = _new(Tensor)
+    t._data = data
+    t.backend = be
+    t.requires_grad = False
+    t.grad = None
+    t.op = None
+    t.unique_id = next(_ids)
+    t.tangent = None
+    t.name = None
+    return t
 
 
 def _saved_inputs(op: type[Op], inputs: tuple) -> tuple:
@@ -529,13 +546,13 @@ class Tensor:
         if retain_graph is None:
             retain_graph = create_graph
         st = _state
-        outer = st.releasing
+        outer, grad_mode = st.releasing, st.grad_enabled
         st.releasing = 0 if retain_graph else next(_backward_passes)
+        st.grad_enabled = bool(create_graph)  # set_grad_enabled's work, without a generator per pass
         try:
-            with set_grad_enabled(create_graph):
-                autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)
+            autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)
         finally:
-            st.releasing = outer
+            st.releasing, st.grad_enabled = outer, grad_mode
 
     def detach(self) -> "Tensor":
         return Tensor._make(self._data, self.backend)

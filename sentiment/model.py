@@ -39,8 +39,11 @@ from engine.tensor import Tensor
 ScopeFn = Callable[[str], ContextManager]
 
 
+_NO_SCOPE = nullcontext()   # reusable: it holds nothing (one object for every layer of every step)
+
+
 def _no_scope(name: str) -> ContextManager:
-    return nullcontext()
+    return _NO_SCOPE
 
 
 class SentimentNet(nn.Module):
