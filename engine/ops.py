@@ -40,6 +40,8 @@ def _norm_dim(d: int, ndim: int) -> int:
 def _norm_dims(dim, ndim: int) -> tuple[int, ...]:
     if dim is None:
         return tuple(range(ndim))
+    if type(dim) is int and 0 <= dim < ndim:  # the common case, without the checks below
+        return (dim,)
     if isinstance(dim, numbers.Integral):  # NumPy integers too
         dim = (dim,)
     dims = tuple(sorted({int(_norm_dim(d, ndim)) for d in dim}))
@@ -596,6 +598,14 @@ def _dropout_mask(k, shape, p):
     return k.mul(keep, k.const(1.0 / (1.0 - p)))
 
 
+def _fused_kernels(be, p, y):
+    """The kernels an eager fused op runs on arrays ``p`` and ``y``: the backend's raw ones (the same bits,
+    no dispatch per call) when the two share a dtype and ``p`` is not 0-d, else its methods (the engine's
+    promotion rule; a 0-d result stays an array)."""
+    dt = be.dtype(p)
+    return be.kernels(dt, raw=len(p.shape) > 0 and be.dtype(y) == dt)
+
+
 def _fused_kernel(body, ctx, dtypes):
     """A replay kernel running ``body`` on raw kernels when all operands share a dtype (else None)."""
     if len(set(dtypes)) != 1:
@@ -618,7 +628,7 @@ class BinaryCrossEntropy(Op):
 
     @staticmethod
     def forward(ctx, p, y):
-        return _bce(ctx.backend.kernels(ctx.backend.dtype(p)), p, y)
+        return _bce(_fused_kernels(ctx.backend, p, y), p, y)
 
     @classmethod
     def kernel(cls, ctx, dtypes=()):
@@ -636,8 +646,8 @@ class BinaryCrossEntropy(Op):
         p, y = ctx.operands
         if y.requires_grad:
             return None  # a learned target: vjp's logs
-        be, pd = ctx.backend, p._data
-        grad = _bce_grad(be.kernels(be.dtype(pd)), pd, y._data)  # BCEGrad's forward
+        be, pd, yd = ctx.backend, p._data, y._data
+        grad = _bce_grad(_fused_kernels(be, pd, yd), pd, yd)  # BCEGrad's forward
         return sum_to_shape(be.binary("mul", g, grad), p.shape, be), None
 
     @classmethod
@@ -661,7 +671,7 @@ class BCEGrad(Op):
 
     @staticmethod
     def forward(ctx, p, y):
-        return _bce_grad(ctx.backend.kernels(ctx.backend.dtype(p)), p, y)
+        return _bce_grad(_fused_kernels(ctx.backend, p, y), p, y)
 
     @classmethod
     def kernel(cls, ctx, dtypes=()):
@@ -1229,12 +1239,13 @@ def binary_cross_entropy(p: Tensor, y) -> Tensor:
     """
     y = as_tensor_like(y, p)
     for what, t in (("input", p), ("target", y)):
-        if not t.backend.deferred and t.numel():
-            v = t.numpy()
-            out = (v < 0) | (v > 1)
-            if out.any():
-                bad = v[out].flat[0]
-                raise ValueError(f"binary_cross_entropy: every {what} element must be between 0 and 1, got {bad}")
+        if t.op is Sigmoid or t.backend.deferred or not t.numel():
+            continue  # a sigmoid's values lie in [0, 1] (or are NaN)
+        v = t.numpy()
+        # the smallest and largest non-NaN values (fmin / fmax skip NaN): two reductions, no mask per call
+        if np.fmin.reduce(v, axis=None) < 0 or np.fmax.reduce(v, axis=None) > 1:
+            bad = v[(v < 0) | (v > 1)].flat[0]
+            raise ValueError(f"binary_cross_entropy: every {what} element must be between 0 and 1, got {bad}")
     return apply(BinaryCrossEntropy, (p, y))
 
 

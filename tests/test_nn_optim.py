@@ -266,6 +266,21 @@ def test_binary_cross_entropy_passes_nan_on_for_the_trainer_to_report():
     assert np.isnan(F.binary_cross_entropy(tensor([0.5, float("nan")]), [1.0, 0.0]).item())
 
 
+def test_binary_cross_entropy_finds_a_bad_value_beside_nan():
+    """NaN passes, but it does not hide a value outside [0, 1] elsewhere in the tensor."""
+    with pytest.raises(ValueError, match=r"input.*got -0.5"):
+        F.binary_cross_entropy(tensor([float("nan"), -0.5, 0.5]), [1.0, 0.0, 1.0])
+    with pytest.raises(ValueError, match=r"target.*got 3.0"):
+        F.binary_cross_entropy(tensor([0.5, 0.5]), [float("nan"), 3.0])
+
+
+def test_binary_cross_entropy_of_a_sigmoid_matches_pytorch_at_the_extremes():
+    """A sigmoid's output is not checked again (it lies in [0, 1]); the loss still clamps its logs at -100."""
+    z = tensor([-200.0, 0.0, 200.0], dtype="float32", requires_grad=True)
+    loss = F.binary_cross_entropy(F.sigmoid(z), [1.0, 0.0, 0.0])
+    np.testing.assert_allclose(loss.item(), (100.0 + np.log(2.0) + 100.0) / 3, rtol=1e-6)
+
+
 def test_binary_cross_entropy_refuses_targets_outside_0_1():
     with pytest.raises(ValueError, match=r"target.*between 0 and 1"):
         F.binary_cross_entropy(tensor([0.5, 0.5]), [2.0, 0.0])
