@@ -40,8 +40,10 @@ def _norm_dim(d: int, ndim: int) -> int:
 def _norm_dims(dim, ndim: int) -> tuple[int, ...]:
     if dim is None:
         return tuple(range(ndim))
-    if type(dim) is int and 0 <= dim < ndim:  # the common case, without the checks below
+    if type(dim) is int and 0 <= dim < ndim:  # the common cases, without the checks below
         return (dim,)
+    if type(dim) is tuple and len(dim) == 1 and type(dim[0]) is int and 0 <= dim[0] < ndim:
+        return dim
     if isinstance(dim, numbers.Integral):  # NumPy integers too
         dim = (dim,)
     dims = tuple(sorted({int(_norm_dim(d, ndim)) for d in dim}))
@@ -1292,6 +1294,8 @@ def transpose(a: Tensor, d0: int = -2, d1: int = -1) -> Tensor:
 
 
 def _resolve_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
+    if len(shape) == 1 and type(shape[0]) is int and (shape[0] == -1 or shape[0] == numel):
+        return (numel,)  # a flatten (``reshape(-1)``), without the general checks below
     shape = tuple(int(s) for s in shape)
     check_size([s for s in shape if s != -1])   # before any -1 is inferred from a wrapped product
     if shape.count(-1) > 1:

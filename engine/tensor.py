@@ -488,7 +488,8 @@ class Tensor:
         # (input, its VJP contribution) for each input the VJP gave one: HW2's protocol hands out
         # Variables with Tensor derivatives only, never a number operand (``1.5`` in ``1.5 * x1``)
         releasing = _state.releasing  # nonzero while a backward() without retain_graph runs
-        if self._released and self._released != releasing:
+        released = self._released
+        if released and released != releasing:
             raise _released(self)  # an earlier backward() ran this VJP and released the node
         grads = _vjp_on_arrays(self, d_output)  # None: a pass that records or is watched (Op.vjp_arrays)
         if grads is None:
