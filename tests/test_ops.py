@@ -74,6 +74,11 @@ def _grads_both_ways(case, backend, dtype, seed=8):
 
     T._vjp_on_arrays = spy
     try:
+        with engine.trace_ops(lambda *_: None):   # watched: never the array path
+            out.backward(r, retain_graph=True)
+        assert not took, took
+        for x in xs:
+            x.grad = None
         out.backward(r)
     finally:
         T._vjp_on_arrays = real
@@ -102,6 +107,30 @@ def test_every_vjp_on_arrays_runs_in_the_op_table():
     for case in OP_TABLE:
         took |= _grads_both_ways(case, "numpy", np.float64)[2]
     assert took == declared
+
+
+def test_a_watched_hw2_backward_pass_still_runs_every_engine_op():
+    """The explain tools and graph capture watch the backward pass with ``trace_ops``: they still see the
+    VJPs' engine ops, one by one (the array path is for passes nobody watches), and the gradients of the
+    watched and the unwatched pass of HW2's step are the same bits."""
+    from sentiment.model import SentimentNet
+    rng = np.random.default_rng(0)
+    net = SentimentNet(50, 8, dropout=0.5, dtype="float32", seed=0)
+    x = tensor(rng.standard_normal((4, 6, 50)).astype(np.float32))
+    y = tensor(np.array([1.0, 0.0, 1.0, 1.0], np.float32))
+    engine.manual_seed(3)
+    loss, _ = net.loss(x, None, y)
+    ran = []
+    with engine.trace_ops(lambda op, *_: ran.append(op.name)):
+        loss.backward(retain_graph=True)
+    assert ran == ["mul", "reshape", "expand", "bce_grad", "mul", "neg", "add", "mul", "mul", "reshape", "sum",
+                   "reshape", "permute", "matmul", "permute", "matmul", "mul", "compare", "where", "sum", "reshape",
+                   "permute", "matmul", "permute", "permute", "permute"]
+    watched = [p.grad.numpy().copy() for p in net.parameters()]
+    net.zero_grad()
+    loss.backward()
+    for w, p in zip(watched, net.parameters()):
+        np.testing.assert_array_equal(p.grad.numpy(), w)
 
 
 def test_every_primitive_has_an_op_table_row():
