@@ -205,6 +205,9 @@ class TraversalStrategy:
 
     name = "?"
     correct = True  # whether it gives the right gradients in general
+    # runs each node's VJP at most once per pass: then ``backward()`` may free what a node saved right
+    # after its VJP (PyTorch does; a strategy that calls a VJP again, as path recursion does, must not)
+    once_per_node = False
 
     def run(self, variable: Variable, deriv: Any, observer: Observer | None) -> None:
         raise NotImplementedError
@@ -214,9 +217,20 @@ class Topological(TraversalStrategy):
     """Reverse topological order: a node is processed once its adjoint is complete."""
 
     name = "topological"
+    once_per_node = True
 
     def run(self, variable, deriv, observer=None):
-        propagate(topological_sort(variable), {variable.unique_id: deriv}, observer)
+        order = topological_sort(variable)
+        # unobserved, the walk lets go of each node once taken: what only that node held (the values it
+        # saved for backward, once backward() released them) is freed during the pass, not after it
+        propagate(order if observer is not None else _taken(order), {variable.unique_id: deriv}, observer)
+
+
+def _taken(order: list) -> Iterable:
+    """The nodes of ``order``, each forgotten by the list as it is handed out."""
+    for i, node in enumerate(order):
+        order[i] = None
+        yield node
 
 
 def derivatives_at(variable: Variable, deriv: Any, targets: Iterable[Variable]) -> dict[int, Any]:

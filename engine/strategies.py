@@ -52,6 +52,7 @@ class BfsFirstTouch(TraversalStrategy):
 
     name = "bfs_first_touch"
     correct = False
+    once_per_node = True  # a node is taken once (later contributions are lost)
 
     def run(self, variable, deriv, observer=None):
         emit = observer or _noop
@@ -143,6 +144,7 @@ class RecursiveDfs(TraversalStrategy):
 
     name = "recursive_dfs"
     correct = True
+    once_per_node = True
 
     def run(self, variable, deriv, observer=None):
         order: list = []

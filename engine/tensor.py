@@ -41,6 +41,8 @@ class _State(threading.local):
         self.forward_mode = 0     # >0 while jvp() runs: tangents are propagated
         self.hooks: list[Callable] = []
         self.releasing = 0        # while backward() releases its graph: that pass's number (see chain_rule)
+        self.freeing = False      # ...and frees what each node saved right after its VJP (see _drop_saved)
+        self.copies: dict[int, list] = {}  # while freeing: edges made to nodes not yet processed (_released_edge)
 
 
 _state = _State()
@@ -361,7 +363,9 @@ class Tensor:
     def saved(self) -> tuple["Tensor", ...]:
         """What this op keeps for its backward pass: the inputs its VJP reads (``Op.saves``; the graph
         reaches the others through edges that keep no value, see :class:`_Unsaved`) and, for an op
-        whose VJP reads it, its output: this tensor."""
+        whose VJP reads it, its output: this tensor. Empty once a ``backward()`` released the node."""
+        if self._released:
+            return ()
         inputs = _saved_inputs(self.op, self.inputs)
         return inputs + (self,) if self.op.needs_output else inputs
 
@@ -470,6 +474,8 @@ class Tensor:
         # the tensors this one was computed from (a number operand is no node: it takes no gradient)
         if self.op is None:
             return ()
+        if _state.freeing:  # the sort of a backward() that frees as it goes
+            return _handles(self)
         n = self._n
         if n == 2:
             a, b = self._a, self._b
@@ -496,6 +502,8 @@ class Tensor:
             grads = self.op.vjp(self, d_output)
         if releasing:
             self._released = releasing  # after the VJP ran (this pass may run it again: path recursion)
+            if _state.freeing:  # ...unless its strategy runs each VJP once: then free what it saved now
+                _drop_saved(self)
         if self._n == 2:  # most nodes: no zip, no filtering loop (the scalar chain's backward, per node)
             da, db = grads
             if da is None:
@@ -516,9 +524,14 @@ class Tensor:
 
         As PyTorch: each node whose VJP ran releases what it saved for backward, so a second
         ``backward()`` through the same graph raises :class:`GraphReleasedError`, unless the
-        earlier call passed ``retain_graph=True``. The graph's structure and values stay (they are
-        what the app draws); ``engine.grad`` / ``engine.vjp`` and ``chain_rule`` called directly
-        release nothing.
+        earlier call passed ``retain_graph=True``. Released means freed, during the pass: right
+        after a node's VJP its input slots become edges that keep no value, so a saved buffer
+        nothing else holds (a ReLU's output, a dropout mask) goes as soon as the last VJP that read
+        it has run, as PyTorch frees saved tensors (the strategies that run a VJP more than once,
+        ``path_recursion``, only mark the nodes). The graph's structure stays, and every value a
+        caller still holds; a picture that reads the graph's values after backward passes
+        ``retain_graph=True`` (engine.explain does). ``engine.grad`` / ``engine.vjp`` and
+        ``chain_rule`` called directly release nothing.
 
         Args:
             grad: d(something)/d(self); defaults to 1 for a one-element tensor.
@@ -547,13 +560,16 @@ class Tensor:
         if retain_graph is None:
             retain_graph = create_graph
         st = _state
-        outer, grad_mode = st.releasing, st.grad_enabled
+        outer, grad_mode = (st.releasing, st.freeing, st.copies), st.grad_enabled
         st.releasing = 0 if retain_graph else next(_backward_passes)
+        # an observer's events hold every node and contribution anyway: an observed pass only marks
+        st.freeing = not retain_graph and observer is None and autodiff.get_strategy(strategy).once_per_node
+        st.copies = {}
         st.grad_enabled = bool(create_graph)  # set_grad_enabled's work, without a generator per pass
         try:
             autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)
         finally:
-            st.releasing, st.grad_enabled = outer, grad_mode
+            (st.releasing, st.freeing, st.copies), st.grad_enabled = outer, grad_mode
 
     def detach(self) -> "Tensor":
         return Tensor._make(self._data, self.backend)
@@ -802,8 +818,10 @@ class _Unsaved(Tensor):
     def _data(self):
         t = self._ref()
         if t is None:
-            raise RuntimeError(f"this {self.op.name} result was not saved for backward (no backward rule "
-                               "reads it) and is no longer alive; keep a reference to read its value")
+            what = f"{self.op.name} result" if self.op is not None else "constant"
+            raise RuntimeError(f"this {what} was not saved for backward (no backward rule reads it, or a "
+                               "backward() without retain_graph=True released it) and is no longer alive; "
+                               "keep a reference to read its value")
         return t._data
 
     @property
@@ -826,12 +844,64 @@ def _unsaved(t: Tensor) -> Tensor:
     result whose own VJP reads it, already an edge), else an :class:`_Unsaved` edge."""
     if t.op is None or t.op.needs_output or type(t) is not Tensor:
         return t
+    return _edge(t)
+
+
+def _edge(t: Tensor) -> _Unsaved:
+    """An edge to ``t`` that keeps no value (see :class:`_Unsaved`): its history, id, shape and dtype."""
     e = _new(_Unsaved)
     e._ref, e._shape, e._dtype = weakref.ref(t), t.shape, t.dtype
     e.backend, e.requires_grad, e.grad, e.tangent, e.name = t.backend, t.requires_grad, None, None, t.name
-    e.unique_id, e.op, e.params, e._a, e._b, e._n = t.unique_id, t.op, t.params, t._a, t._b, t._n
-    e._own_released = t._released
+    e.unique_id, e.op = t.unique_id, t.op
+    if t.op is None:  # a constant
+        e._own_released = 0
+    else:
+        e.params, e._a, e._b, e._n, e._own_released = t.params, t._a, t._b, t._n, t._released
     return e
+
+
+def _released_edge(t):
+    """``t`` as a released node holds its input: an edge that keeps no value (see :class:`_Unsaved`),
+    except for a parameter (a leaf that takes a gradient: it lives anyway) and a number operand."""
+    if type(t) is not Tensor or (t.op is None and t.requires_grad):
+        return t
+    e = _edge(t)  # a node (a needs_output one too: its VJP has read it by now) or a constant
+    if t.op is not None and t._released != _state.releasing:
+        # t's own VJP is still to run: the edge copied t's slots, and must let go of them when t does
+        _state.copies.setdefault(t.unique_id, []).append(e)
+    return e
+
+
+def _handles(node: Tensor) -> tuple[Tensor, ...]:
+    """``node``'s parents as the sort of a freeing ``backward()`` holds them: a node whose own VJP does
+    not read its value as an edge that keeps none (see :class:`_Unsaved`), so the pass's order does not
+    keep that value alive until the node's turn (PyTorch's graph holds no outputs either: a Linear's
+    input is freed when the Linear's backward has run, before the backward of the op that made it)."""
+    _state.freeing = False
+    try:
+        parents = node.parents
+    finally:
+        _state.freeing = True
+    return tuple(_edge(p) if type(p) is Tensor and p.op is not None and not p.op.needs_output
+                 and type(p._data) is not _F64 else p for p in parents)  # a scalar's value costs nothing
+
+
+def _drop_saved(node: Tensor) -> None:
+    """Free what ``node`` saved for backward, right after its VJP ran in a releasing pass: every input
+    slot becomes an edge that keeps no value: in the node, in its edge's target when that is alive, and in
+    the edges its consumers made to it when they were released (they copied its slots)."""
+    n = node._n
+    if n == 1:
+        a, b = _released_edge(node._a), None
+    elif n == 2:
+        a, b = _released_edge(node._a), _released_edge(node._b)
+    else:
+        a, b = tuple(_released_edge(t) for t in node._a), None
+    # one node, several objects holding its slots: each gets the same edges (new copies of copies would
+    # multiply along a chain)
+    for c in (node, node._ref() if type(node) is _Unsaved else None, *_state.copies.pop(node.unique_id, ())):
+        if c is not None:
+            c._a, c._b = a, b
 
 
 def _release_unsaved(out: Tensor, keep: tuple[int, ...]) -> None:
