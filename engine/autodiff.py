@@ -239,7 +239,7 @@ def derivatives_at(variable: Variable, deriv: Any, targets: Iterable[Variable]) 
     What ``engine.grad`` and ``engine.vjp`` need, also when nested: the reverse walk of
     :class:`Topological`, returning the adjoints that reach ``targets``.
     """
-    return propagate(topological_sort(variable), {variable.unique_id: deriv},
+    return propagate(_taken(topological_sort(variable)), {variable.unique_id: deriv},
                      targets=[t.unique_id for t in targets], accumulate=False)
 
 

@@ -26,7 +26,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .autodiff import derivatives_at
-from .tensor import Op, Tensor, apply, is_grad_enabled, kept_bytes, no_grad, set_grad_enabled, tensor, trace_ops
+from .tensor import (Op, Tensor, apply, is_grad_enabled, kept_bytes, no_grad, releasing, set_grad_enabled, tensor,
+                     trace_ops)
 
 MODES = ("keep_all", "every", "sqrt", "recompute_all")
 
@@ -103,7 +104,8 @@ class Checkpoint(Op):
             leaves = [_fresh(a, a.requires_grad) for a in args]
             with set_grad_enabled(True):
                 out = seg.fns[0](*leaves)
-            found = derivatives_at(out, g, leaves + captured)
+            with releasing():  # the recomputed graph is walked once: free it as it goes, as backward() does
+                found = derivatives_at(out, g, leaves + captured)
             return tuple(found.get(t.unique_id) for t in leaves + captured)
         totals: dict[int, Tensor] = {}
         for i in range(len(seg.fns) - 1, -1, -1):
@@ -114,7 +116,8 @@ class Checkpoint(Op):
             leaf = _fresh(a, True)
             with set_grad_enabled(True):
                 out = seg.fns[i](leaf)
-            found = derivatives_at(out, g, [leaf] + captured)
+            with releasing():
+                found = derivatives_at(out, g, [leaf] + captured)
             for t in captured:
                 d = found.get(t.unique_id)
                 if d is not None:

@@ -142,7 +142,7 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         raise ValueError(f"dropout probability must be in [0, 1), got {p}")
     if not training or p == 0.0:
         return x
-    return x * ops.dropout_mask(x, p)
+    return ops.dropout(x, p)
 
 
 def binary_cross_entropy(p: Tensor, target, reduction: str = "mean") -> Tensor:

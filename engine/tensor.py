@@ -49,6 +49,21 @@ _state = _State()
 _backward_passes = itertools.count(1)
 
 
+@contextmanager
+def releasing(release: bool = True, free: bool = True) -> Iterator[None]:
+    """The backward passes run inside release the nodes whose VJPs they run (``release``) and free
+    what each saved right after its VJP (``free``: for walks that run each VJP once); neither, inside
+    a pass that does, when ``release`` is False (``retain_graph=True``)."""
+    st = _state
+    outer = st.releasing, st.freeing, st.copies
+    st.releasing = next(_backward_passes) if release else 0
+    st.freeing, st.copies = release and free, {}
+    try:
+        yield
+    finally:
+        st.releasing, st.freeing, st.copies = outer
+
+
 class GraphReleasedError(RuntimeError):
     """A backward pass reached a node whose saved context an earlier ``backward()`` released
     (PyTorch's "Trying to backward through the graph a second time")."""

@@ -61,6 +61,7 @@ class OpCase:
 
 IDX = np.array([[0, 2, 2], [3, 0, 1]])  # row 2 and row 0 used twice: scatter-add must sum
 INDEX_KEY = (slice(1, None), slice(None, None, 2))
+DROPOUT_KEEP = np.array([[True, False, True, True], [False, True, True, False], [True, True, False, True]])
 
 
 def _idx(like):
@@ -165,9 +166,11 @@ OP_TABLE: list[OpCase] = [
     OpCase("bce_soft_targets", lambda p, y: ops.binary_cross_entropy(p, y), _np_bce, [(4,), (4,)], "prob"),
     OpCase("bce_grad", lambda p, y: apply(ops.BCEGrad, (p, y)),
            lambda p, y: (p - y) / np.maximum(p * (1 - p), 1e-12), [(4,), (4,)], "prob"),
-    # random primitives inside deterministic functions: a mask is 0 or 1/(1-p); uniform draws lie in (0, 1)
-    OpCase("dropout_mask", lambda a: a + (lambda m: m * (m - 2.0))(ops.dropout_mask(a, 0.5)), lambda a: a,
-           [(3, 4)]),
+    # random primitives inside deterministic functions: a mask is True or False; uniform draws lie in (0, 1)
+    OpCase("dropout_mask", lambda a: a + (lambda m: m * (m - 1.0))(ops.dropout_mask(a, 0.5).to(dtype=a.dtype)),
+           lambda a: a, [(3, 4)]),
+    OpCase("dropout", lambda a: apply(ops.Dropout, (a, engine.tensor(DROPOUT_KEEP, backend=a.backend)), 1.0 / 0.3),
+           lambda a: a * DROPOUT_KEEP / 0.3, [(3, 4)]),
     OpCase("uniform", lambda a: a * ops.step(ops.uniform(a.shape, a)) * ops.step(1.0 - ops.uniform(a.shape, a)),
            lambda a: a, [(3, 4)]),
     # a 0-d tensor takes dim 0 / -1 as PyTorch does (softmax of a scalar is 1)

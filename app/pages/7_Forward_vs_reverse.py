@@ -210,8 +210,8 @@ st.markdown("`engine.checkpoint.checkpoint(fn, x)` runs a segment without record
             "allocations during forward + backward (traced); time is the best of five untraced rounds, each "
             "timing every policy and depth once in turn.")
 k = st.columns([1, 1, 3])
-ck_width = k[0].select_slider("width", [32, 64, 128], value=64, key=ns.key("ck_width"))
-ck_batch = k[1].select_slider("batch", [16, 32, 64, 128], value=64, key=ns.key("ck_batch"))
+ck_width = k[0].select_slider("width", [32, 64, 128], value=32, key=ns.key("ck_width"))
+ck_batch = k[1].select_slider("batch", [16, 32, 64, 128], value=128, key=ns.key("ck_batch"))
 try:
     ck_series, ck_rows = cached_checkpoints(int(ck_width), int(ck_batch))
 except RuntimeError as refused:   # RequestRefused: the size's estimated work is over the page's budget
@@ -225,7 +225,10 @@ else:
         show_table(ck_rows, look, height=260)
         st.caption("Same gradients in every policy (last column, against keep all). Checkpointing every √L keeps "
                    "√L segment inputs plus one segment's activations at a time: memory ~ 2√L buffers for one "
-                   "extra forward pass; recompute-all keeps one buffer at the price of quadratic forward work.")
+                   "extra forward pass; recompute-all keeps one buffer at the price of quadratic forward work. "
+                   "`backward()` frees each node's saved values right after its VJP ran (as PyTorch does), so "
+                   "every policy's peak also holds the gradients of the weights: checkpointing pays when a layer's "
+                   "activations (batch × width) outweigh its weights (width²); at batch ≤ width keep all wins.")
 
 st.subheader("Gradient accumulation on purpose: micro-batches")
 st.markdown("Accumulation is a pitfall when it is forgotten (a second `backward()` without `zero_grad` turns 20 into "
