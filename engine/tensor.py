@@ -914,9 +914,10 @@ def _drop_saved(node: Tensor) -> None:
         a, b = tuple(_released_edge(t) for t in node._a), None
     # one node, several objects holding its slots: each gets the same edges (new copies of copies would
     # multiply along a chain)
+    released = node._released
     for c in (node, node._ref() if type(node) is _Unsaved else None, *_state.copies.pop(node.unique_id, ())):
         if c is not None:
-            c._a, c._b = a, b
+            c._a, c._b, c._released = a, b, released
 
 
 def _release_unsaved(out: Tensor, keep: tuple[int, ...]) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 import engine
 from engine import nn, ops, tensor
-from engine.tensor import kept_bytes, kept_for_backward, saved_for_backward
+from engine.tensor import Op, apply, kept_bytes, kept_for_backward, saved_for_backward
 
 # op applied to a non-leaf input u (u = 1.5 * x, so u could be freed), whether the graph keeps u after
 # the caller drops it, and the NumPy gradient of sum(op(u) * r) with respect to x
@@ -123,3 +123,90 @@ def test_a_second_backward_through_an_edge_that_keeps_no_value_raises():
     gc.collect()
     with pytest.raises(GraphReleasedError):
         y.backward()
+
+
+class _Probe(Op):
+    """Identity whose VJP notes which of ``refs`` are alive when it runs (no ``name``: not registered)."""
+    saves = ()
+
+    @staticmethod
+    def forward(ctx, a):
+        return a.copy()
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        ctx.params["alive"] = [r() is not None for r in ctx.params["refs"]]
+        return (g,)
+
+
+def _mlp_with_probe(depth: int):
+    """L x (Linear + ReLU) over probe(x): the probe's VJP runs last, while the pass is still going."""
+    rng = np.random.default_rng(3)
+    x = tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    layers = [nn.Linear(3, 3, seed=k) for k in range(depth)]
+    seen: dict = {"refs": []}
+    h = apply(_Probe, (x,), seen)
+    for lay in layers:
+        h = lay(h).relu()
+        seen["refs"].append(weakref.ref(h))   # each ReLU's output: saved by the ReLU and the next Linear
+    loss = (h * h).sum()
+    del h
+    gc.collect()
+    return x, loss, seen
+
+
+def test_backward_frees_what_each_node_saved_during_the_pass():
+    """As PyTorch: the saved activations are gone before the pass ends (the first layer's VJP sees none
+    alive), not when backward() returns; with retain_graph=True every one stays for the next pass."""
+    x, loss, seen = _mlp_with_probe(4)
+    assert all(r() is not None for r in seen["refs"])       # kept for backward after the forward pass
+    loss.backward(retain_graph=True)
+    assert seen["alive"] == [True] * 4
+    g_retained = x.grad.numpy().copy()
+    x.grad = None
+    nodes = [(t.unique_id, t.op_name) for t in engine.topological_sort(loss)]
+    loss.backward()
+    assert seen["alive"] == [False] * 4                       # freed during the pass
+    np.testing.assert_array_equal(x.grad.numpy(), g_retained)  # the same bits either way
+    assert kept_for_backward(loss) == [] and loss.saved == ()
+    assert [(t.unique_id, t.op_name) for t in engine.topological_sort(loss)] == nodes  # the structure stays
+
+
+def test_a_second_backward_after_freeing_raises_a_clear_error():
+    from engine.tensor import GraphReleasedError
+    x, loss, _ = _mlp_with_probe(2)
+    loss.backward()
+    with pytest.raises(GraphReleasedError, match=r"second time.*retain_graph=True"):
+        loss.backward()
+    relu = [t for t in engine.topological_sort(loss) if t.op_name == "relu"][0]
+    with pytest.raises(RuntimeError, match="released it"):
+        relu.numpy()                                          # a freed value says why when read
+
+
+def test_values_the_caller_holds_stay_and_only_strategies_that_run_each_vjp_once_free():
+    x = tensor(np.array([0.3, -0.4, 1.2]), requires_grad=True)
+    u = (x * 2.0).exp()
+    y = (u * u).sum()
+    y.backward()
+    np.testing.assert_allclose(u.numpy(), np.exp(2 * x.numpy()))   # held by the caller: still readable
+    for strategy, observer in (("path_recursion", None), ("topological", [].append)):
+        x, loss, seen = _mlp_with_probe(3)
+        loss.backward(strategy=strategy, observer=observer)       # reruns VJPs / holds every event: only marks
+        assert seen["alive"] == [True] * 3
+
+
+def test_dropout_keeps_a_bool_mask_and_not_its_input():
+    x = tensor(np.random.default_rng(4).standard_normal((6, 5)), requires_grad=True)
+    u = x * 1.5
+    alive = weakref.ref(u)
+    out = engine.functional.dropout(u, 0.4)
+    (mask,) = out.saved
+    assert mask.dtype == engine.bool_ and mask.shape == (6, 5)
+    del u
+    gc.collect()
+    assert alive() is None                    # dropout's VJP reads the mask only, as PyTorch's
+    r = np.random.default_rng(5).standard_normal((6, 5))
+    keep = mask.numpy()
+    (out * tensor(r)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 1.5 * r * keep / 0.6, rtol=1e-12)
+    np.testing.assert_array_equal(out.numpy() == 0, ~keep | (x.numpy() == 0))
