@@ -143,7 +143,7 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
                     return {"h": ht.numpy(), "x @ W": xwt.numpy(), "W (a variable)": W0, EAGER_OUTPUT: (ht, [xt, Wt, bt])}
                 total = ht.sum()
                 before_backward()
-                total.backward()
+                total.backward(retain_graph=True)  # the page draws this graph, values included, afterwards
                 return {"h": ht.numpy(), "x @ W": xwt.numpy(), "W (a variable)": W0, "d sum(h) / d W": Wt.grad.numpy(),
                         EAGER_OUTPUT: (total, [xt, Wt, bt])}
             loss_for_grad = None   # gradients(sum(h), ...) builds the sum: only with gradients()
@@ -172,7 +172,7 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
                 lt = F.binary_cross_entropy(pt, yt)
                 before_backward()
                 if backward:
-                    lt.backward()
+                    lt.backward(retain_graph=True)  # the page draws this graph, values included, afterwards
                 return {"loss": lt.numpy(), "p = sigmoid(x @ w + b)": pt.numpy(),
                         "d loss / d w": wt.grad.numpy() if backward else None,
                         EAGER_OUTPUT: (lt, [xt, yt, wt, bt])}
@@ -205,7 +205,7 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
                 lt = F.mse_loss(pt, yt)
                 before_backward()
                 if backward:
-                    lt.backward()
+                    lt.backward(retain_graph=True)  # the page draws this graph, values included, afterwards
                 return {"loss": lt.numpy(), "hidden": ht.numpy(), "prediction": pt.numpy(),
                         "d loss / d W1": W1t.grad.numpy() if backward else None, EAGER_OUTPUT: (lt, [xt, yt, W1t, c1t, W2t])}
             loss_for_grad = loss

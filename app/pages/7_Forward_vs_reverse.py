@@ -172,7 +172,9 @@ st.subheader("Memory reverse mode keeps for the backward pass")
 st.caption("Reverse mode must keep the values its VJPs need until the backward pass reaches them, so the "
            "memory grows with batch × depth. A ReLU MLP (float32), without its input x: measured, every buffer "
            "the engine's recorded graph holds (each op keeps only what its VJP reads); the notes' rule, two "
-           "batch × width buffers per layer; and the parameters. Forward mode keeps no graph: each value and its tangent "
+           "batch × width buffers per layer; and the parameters. `backward()` frees each buffer as soon as the last "
+           "VJP that reads it has run (as PyTorch does), so this is the most held at once, at the start of the "
+           "backward pass. Forward mode keeps no graph: each value and its tangent "
            "can be freed once the next layer has used them.")
 m = st.columns(3)
 depth = m[0].slider("depth (layers)", 1, 32, 8, key=ns.key("mem_depth"))
