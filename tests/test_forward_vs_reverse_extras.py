@@ -54,9 +54,9 @@ def test_hw2_network_keeps_2L_minus_1_activations_measured_on_its_graph():
     acts = [r for r in k.rows if r["counted by the rule"] == "yes"]
     assert len(acts) == k.activations == k.rule == 3
     by = {r["tensor"]: r["kept by"].split(", ") for r in acts}
-    assert "ReLU" in by["output of ReLU (relu)"] and "Linear 2" in by["output of Dropout (mul)"]
+    assert "ReLU" in by["output of ReLU (relu)"] and "Linear 2" in by["output of Dropout (dropout)"]
     assert "sigmoid" in by["output of sigmoid (sigmoid)"]
-    assert sorted(r["tensor"] for r in acts) == ["output of Dropout (mul)", "output of ReLU (relu)",
+    assert sorted(r["tensor"] for r in acts) == ["output of Dropout (dropout)", "output of ReLU (relu)",
                                                  "output of sigmoid (sigmoid)"]
     kinds = {r["what"] for r in k.rows}
     assert {"network input (sentence vectors)", "parameter"} <= kinds
