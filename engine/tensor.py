@@ -489,8 +489,8 @@ class Tensor:
         # the tensors this one was computed from (a number operand is no node: it takes no gradient)
         if self.op is None:
             return ()
-        if _state.freeing:  # the sort of a backward() that frees as it goes
-            return _handles(self)
+        if _state.freeing and (type(self) is not Tensor or type(self._data) is not _F64):
+            return _handles(self)  # the sort of a backward() that frees as it goes (a scalar's 8 bytes: not worth it)
         n = self._n
         if n == 2:
             a, b = self._a, self._b
@@ -517,7 +517,9 @@ class Tensor:
             grads = self.op.vjp(self, d_output)
         if releasing:
             self._released = releasing  # after the VJP ran (this pass may run it again: path recursion)
-            if _state.freeing:  # ...unless its strategy runs each VJP once: then free what it saved now
+            # ...and if its strategy runs each VJP once, free what it saved now (on the scalar path an
+            # 8-byte value is not worth an edge: benchmarks/scalar_chain.py)
+            if _state.freeing and (type(self) is not Tensor or type(self._data) is not _F64):
                 _drop_saved(self)
         if self._n == 2:  # most nodes: no zip, no filtering loop (the scalar chain's backward, per node)
             da, db = grads
