@@ -16,7 +16,7 @@ shrink towards zero and a prediction would depend on the other sentences of its 
 Loss: HW2's ``sigmoid`` then ``binary_cross_entropy`` (the engine's fused BCE primitive, whose logs
 are clamped at -100 as in PyTorch: no NaN or inf even where sigmoid rounds to exactly 0 or 1).
 
-Dropout is the engine's own ``nn.Dropout`` (the ``dropout_mask`` primitive), so its masks come from
+Dropout is the engine's own ``nn.Dropout`` (the ``dropout_mask`` primitive draws a bool mask, ``dropout`` applies it), so its masks come from
 the backend's per-thread generator: ``engine.manual_seed`` (or ``backend.seed``) makes a run
 reproducible, and ``engine.static.compile`` replays the mask op, drawing a fresh mask every step.
 """
