@@ -744,6 +744,12 @@ class Dropout(Op):
         x, keep = ctx.operands
         return (apply(Dropout, (g, keep), ctx.params) if x.requires_grad else None), None
 
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        x, keep = ctx.operands
+        be = ctx.backend
+        return (_dropout(be.kernels(be.dtype(g)), g, keep._data, ctx.params) if x.requires_grad else None), None
+
     @classmethod
     def jvp(cls, ctx, tx, tkeep):
         return apply(Dropout, (tx, ctx.operands[1]), ctx.params) if tx is not None else None
