@@ -576,12 +576,12 @@ class Tensor:
                 raise RuntimeError(f"grad of shape {grad.shape} does not match output shape {self.shape}")
         if retain_graph is None:
             retain_graph = create_graph
-        st = _state
+        # an observer's events hold every node and contribution anyway: an observed pass only marks
+        free = not retain_graph and observer is None and autodiff.get_strategy(strategy).once_per_node
+        st = _state  # (an unknown strategy raised above, before any state changed)
         outer, grad_mode = (st.releasing, st.freeing, st.copies), st.grad_enabled
         st.releasing = 0 if retain_graph else next(_backward_passes)
-        # an observer's events hold every node and contribution anyway: an observed pass only marks
-        st.freeing = not retain_graph and observer is None and autodiff.get_strategy(strategy).once_per_node
-        st.copies = {}
+        st.freeing, st.copies = free, {}
         st.grad_enabled = bool(create_graph)  # set_grad_enabled's work, without a generator per pass
         try:
             autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)

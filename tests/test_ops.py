@@ -124,7 +124,7 @@ def test_a_watched_hw2_backward_pass_still_runs_every_engine_op():
     with engine.trace_ops(lambda op, *_: ran.append(op.name)):
         loss.backward(retain_graph=True)
     assert ran == ["mul", "reshape", "expand", "bce_grad", "mul", "neg", "add", "mul", "mul", "reshape", "sum",
-                   "reshape", "permute", "matmul", "permute", "matmul", "mul", "compare", "where", "sum", "reshape",
+                   "reshape", "permute", "matmul", "permute", "matmul", "dropout", "compare", "where", "sum", "reshape",
                    "permute", "matmul", "permute", "permute", "permute"]
     watched = [p.grad.numpy().copy() for p in net.parameters()]
     net.zero_grad()

@@ -299,3 +299,14 @@ def test_sgd_steps_as_pytorch(kwargs, torch):
         opt.step()
         topt.step()
     np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-12)
+
+
+def test_an_unknown_strategy_leaves_no_pass_releasing():
+    x, y = _graph(engine, np.array([0.2, 0.4]))
+    with pytest.raises(ValueError, match="unknown traversal strategy"):
+        y.backward(strategy="sideways")
+    f = lambda t: (t * t).exp().sum()  # noqa: E731
+    _, vjp_fn = engine.vjp(f, tensor([0.1, 0.2]))
+    vjp_fn(tensor(1.0))
+    vjp_fn(tensor(1.0))               # engine.vjp releases nothing, also after a refused backward()
+    y.backward()
