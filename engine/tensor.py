@@ -877,10 +877,20 @@ def _edge(t: Tensor) -> _Unsaved:
     return e
 
 
+#: a buffer smaller than this is not worth freeing during backward: the edge that lets go of it costs ~1 µs
+#: and ~200 bytes (benchmarks/hw2_step.py's batch-10 step makes ~25 of them); freed when the graph goes
+FREE_MIN_BYTES = 16384
+
+
+def _worth_freeing(t: Tensor) -> bool:
+    return getattr(t._data, "nbytes", FREE_MIN_BYTES) >= FREE_MIN_BYTES
+
+
 def _released_edge(t):
     """``t`` as a released node holds its input: an edge that keeps no value (see :class:`_Unsaved`),
-    except for a parameter (a leaf that takes a gradient: it lives anyway) and a number operand."""
-    if type(t) is not Tensor or (t.op is None and t.requires_grad):
+    except for a parameter (a leaf that takes a gradient: it lives anyway), a number operand and a buffer
+    under ``FREE_MIN_BYTES``."""
+    if type(t) is not Tensor or (t.op is None and t.requires_grad) or not _worth_freeing(t):
         return t
     e = _edge(t)  # a node (a needs_output one too: its VJP has read it by now) or a constant
     if t.op is not None and t._released != _state.releasing:
@@ -900,7 +910,7 @@ def _handles(node: Tensor) -> tuple[Tensor, ...]:
     finally:
         _state.freeing = True
     return tuple(_edge(p) if type(p) is Tensor and p.op is not None and not p.op.needs_output
-                 and type(p._data) is not _F64 else p for p in parents)  # a scalar's value costs nothing
+                 and _worth_freeing(p) else p for p in parents)
 
 
 def _drop_saved(node: Tensor) -> None:

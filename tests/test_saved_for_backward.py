@@ -7,6 +7,7 @@ with the gradients (still exact) and, for an L-layer MLP, with the notes' 2L - 1
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
 import numpy as np
@@ -137,6 +138,12 @@ class _Probe(Op):
     def vjp(cls, ctx, g):
         ctx.params["alive"] = [r() is not None for r in ctx.params["refs"]]
         return (g,)
+
+
+@pytest.fixture(autouse=True)
+def _free_every_buffer(monkeypatch):
+    """These graphs are tiny: free their buffers too (backward() leaves ones under FREE_MIN_BYTES)."""
+    monkeypatch.setattr(sys.modules["engine.tensor"], "FREE_MIN_BYTES", 0)
 
 
 def _mlp_with_probe(depth: int):
