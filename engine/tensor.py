@@ -577,7 +577,8 @@ class Tensor:
         if retain_graph is None:
             retain_graph = create_graph
         # an observer's events hold every node and contribution anyway: an observed pass only marks
-        free = not retain_graph and observer is None and autodiff.get_strategy(strategy).once_per_node
+        free = (not retain_graph and observer is None and autodiff.get_strategy(strategy).once_per_node
+                and _holds_large_values(self))
         st = _state  # (an unknown strategy raised above, before any state changed)
         outer, grad_mode = (st.releasing, st.freeing, st.copies), st.grad_enabled
         st.releasing = 0 if retain_graph else next(_backward_passes)
@@ -884,6 +885,32 @@ FREE_MIN_BYTES = 16384
 
 def _worth_freeing(t: Tensor) -> bool:
     return getattr(t._data, "nbytes", FREE_MIN_BYTES) >= FREE_MIN_BYTES
+
+
+def _holds_large_values(root: Tensor, limit: int = 32) -> bool:
+    """Whether freeing during ``root``'s backward can pay: an op result of at least ``FREE_MIN_BYTES``
+    among the first ``limit`` nodes of its graph (leaves are the caller's). A graph of small buffers
+    (HW2's step at batch 10: every one under 3 kB) is freed when it goes, as before: freeing node by
+    node costs ~1-2 µs a node there (benchmarks/hw2_step.py) and would free less than that many bytes."""
+    stack, seen = [root], 0
+    while stack and seen < limit:
+        t = stack.pop()
+        seen += 1
+        kind = type(t)
+        if (kind is not Tensor and kind is not _Unsaved) or t.op is None:
+            continue
+        # an edge that keeps no value has no bytes to free, but the same history (its slots)
+        if kind is Tensor and getattr(t._data, "nbytes", 0) >= FREE_MIN_BYTES:
+            return True
+        n = t._n
+        if n == 1:
+            stack.append(t._a)
+        elif n == 2:
+            stack.append(t._a)
+            stack.append(t._b)
+        else:
+            stack.extend(t._a)
+    return False
 
 
 def _released_edge(t):
