@@ -981,16 +981,7 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
         return x
     be = like.backend
     if type(x) is float and type(like._data) is _F64:  # the scalar fast path: a float64 constant
-        t = _new(Tensor)
-        t._data = _F64(x)
-        t.backend = be
-        t.requires_grad = False
-        t.grad = None
-        t.op = None
-        t.unique_id = next(_ids)
-        t.tangent = None
-        t.name = None
-        return t
+        return _leaf_of(_F64(x), be)
     if isinstance(x, (int, float, bool)):
         # a Python number joins the tensor's dtype, as in PyTorch: float data stays float, a bool joins
         # anything, an int joins an int tensor and makes a bool one int64, a float makes any other float64
