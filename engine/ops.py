@@ -967,16 +967,9 @@ class Permute(Op):
         return permute(ta, ctx.params)
 
 
-class View(Op):
-    """Reshape without copying; fails on non-contiguous data (as PyTorch's ``view``)."""
-
-    name = "view"
-    saves = ()
-    formula = "x̄ = reshape(ḡ, x.shape)"
-
-    @staticmethod
-    def forward(ctx, a):
-        return ctx.backend.view(a, ctx.params)
+class _NewShape:
+    """The derivative rules of an op that only gives its input a new shape (View, Reshape): the adjoint
+    takes the input's shape back, the tangent the new one."""
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -992,7 +985,19 @@ class View(Op):
         return reshape(ta, ctx.params)
 
 
-class Reshape(Op):
+class View(_NewShape, Op):
+    """Reshape without copying; fails on non-contiguous data (as PyTorch's ``view``)."""
+
+    name = "view"
+    saves = ()
+    formula = "x̄ = reshape(ḡ, x.shape)"
+
+    @staticmethod
+    def forward(ctx, a):
+        return ctx.backend.view(a, ctx.params)
+
+
+class Reshape(_NewShape, Op):
     """Reshape: a view when the layout allows it, else a copy."""
 
     name = "reshape"
@@ -1006,19 +1011,6 @@ class Reshape(Op):
     @classmethod
     def kernel(cls, ctx, dtypes=()):
         return cls._backend_kernel(ctx, dtypes, "reshape", ctx.params)
-
-    @classmethod
-    def vjp(cls, ctx, g):
-        return (reshape(g, ctx.inputs[0].shape),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        shape = ctx.operands[0].shape
-        return (ctx.backend.reshape(g, shape) if shape != g.shape else g,)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return reshape(ta, ctx.params)
 
 
 class Expand(Op):
