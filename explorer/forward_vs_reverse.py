@@ -366,7 +366,7 @@ class HW2Kept:
         verdict = "equal to the rule" if self.activations == self.rule else f"not the rule's {self.rule}"
         return (f"HW2's network has L = {self.layers} Linear layers, so the notes' rule predicts "
                 f"**2L − 1 = {self.rule}** activations kept for backward. Its real graph (training mode, batch "
-                f"{self.batch}) keeps **{self.activations} activations**: {verdict} "
+                f"{self.batch}, float64 as the trainer runs it) keeps **{self.activations} activations**: {verdict} "
                 f"({self.activation_bytes:,} bytes). The other rows are not activations: the network's input "
                 "(the rule's 'minus the input'), the weights (they exist anyway), dropout's mask, the labels "
                 "and the batch mean's scalars.")
@@ -427,18 +427,27 @@ def hw2_kept_for_backward(batch: int = 10, seed: int = 0) -> HW2Kept:
         elif is_parameter(saved):
             what, desc = "parameter", f"weight of {stage(saved)}"
         elif saved.ndim == 0:
-            what, desc = "scalar", f"scalar of {stage(saved)}"
+            what, desc = "scalar", f"scalars of {stage(saved)}"
         elif saved.op is None:
-            what, desc = ("dropout's mask" if stage(saved) == "Dropout" else "constant"), f"made in {stage(saved)}"
+            what = "dropout's mask" if stage(saved) == "Dropout" else "constant"
+            desc = ("mask" if what == "dropout's mask" else "constant") + f" drawn by {stage(saved)}"
         else:
-            what, desc = "activation", f"output of {stage(saved)} ({saved.op.name})"
+            op_name = saved.op.name
+            desc = f"output of {stage(saved)}" + ("" if op_name == stage(saved).lower() else f" ({op_name})")
+            what = "activation"
         counted = what == "activation"
         if counted:
             activations += 1
             act_bytes += nbytes
-        rows.append({"tensor": desc, "shape": "×".join(map(str, saved.shape)) or "scalar",
-                     "kept by": ", ".join(sorted(by)), "what": what, "counted by the rule": "yes" if counted else "no",
-                     "bytes": nbytes})
+        row = {"tensor": desc, "shape": "×".join(map(str, saved.shape)) or "scalar", "dtype": saved.dtype.name,
+               "kept by": ", ".join(sorted(by)), "what": what, "counted by the rule": "yes" if counted else "no",
+               "bytes": nbytes}
+        same = next((r for r in rows if all(r[k] == row[k] for k in row if k not in ("bytes", "count"))), None)
+        if same is None:  # several tensors alike (the batch mean's two scalars): one row with their count
+            rows.append({"count": 1, **row})
+        else:
+            same["count"] += 1
+            same["bytes"] += nbytes
     rows.sort(key=lambda r: (r["counted by the rule"] != "yes", r["what"], r["tensor"]))
     layers = sum(isinstance(m, Linear) for m in (net.fc1, net.relu, net.dropout, net.fc2))
     return HW2Kept(int(batch), layers, 2 * layers - 1, activations, act_bytes, rows)

@@ -54,10 +54,13 @@ def test_hw2_network_keeps_2L_minus_1_activations_measured_on_its_graph():
     acts = [r for r in k.rows if r["counted by the rule"] == "yes"]
     assert len(acts) == k.activations == k.rule == 3
     by = {r["tensor"]: r["kept by"].split(", ") for r in acts}
-    assert "ReLU" in by["output of ReLU (relu)"] and "Linear 2" in by["output of Dropout (dropout)"]
-    assert "sigmoid" in by["output of sigmoid (sigmoid)"]
-    assert sorted(r["tensor"] for r in acts) == ["output of Dropout (dropout)", "output of ReLU (relu)",
-                                                 "output of sigmoid (sigmoid)"]
+    assert "ReLU" in by["output of ReLU"] and "Linear 2" in by["output of Dropout"]
+    assert "sigmoid" in by["output of sigmoid"]
+    assert sorted(r["tensor"] for r in acts) == ["output of Dropout", "output of ReLU", "output of sigmoid"]
+    # tensors alike share one row with their count (the batch mean's two scalars), and each row says its dtype
+    assert len({(r["tensor"], r["shape"], r["kept by"]) for r in k.rows}) == len(k.rows)
+    assert sum(r["count"] for r in k.rows if r["what"] == "scalar") == 2
+    assert {r["dtype"] for r in acts} == {"float64"} and "float64" in k.sentence
     kinds = {r["what"] for r in k.rows}
     assert {"network input (sentence vectors)", "parameter"} <= kinds
     # every row is a real saved tensor of the graph: shapes follow the batch

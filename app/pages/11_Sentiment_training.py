@@ -305,7 +305,7 @@ def live_view() -> None:
         if val_now is not None:
             parts.append(f"validation accuracy **{val_now:.1%}**")
         if best is not None:
-            parts.append(f"best **{best:.1%}**" + (f" ({best - target:+.1%} vs HW2's 75% target)" if target else ""))
+            parts.append(f"best **{best:.1%}**" + (f" ({(best - target) * 100:+.1f} points vs HW2's 75% target)" if target else ""))
         progress_line.markdown((replay_text(recorded, snap, rp) if rp else progress_text(snap)) + "  \n"
                                + " · ".join(parts))
     if not look.presenting:
@@ -315,7 +315,7 @@ def live_view() -> None:
         m[2].metric("Validation accuracy", f"{val_now:.1%}" if val_now is not None else "–")
         best = last.best_val_accuracy if last else None
         m[3].metric("Best validation accuracy", f"{best:.1%}" if best is not None else "–",
-                    delta=f"{best - target:+.1%} vs HW2's 75% target" if best is not None and target else None,
+                    delta=f"{(best - target) * 100:+.1f} points vs HW2's 75% target" if best is not None and target else None,
                     help=f"epoch {last.best_epoch}: the checkpoint kept for after training" if best is not None
                     else None)
     # Vega-Lite, not Plotly, for what updates every second: Streamlit updates its data in place, where a
