@@ -206,8 +206,10 @@ def test_sentiment_training_shows_curves_and_network_while_training(browser, app
     pg.set_default_timeout(60_000)
     try:
         open_presenting(pg, f"{app_url}/Sentiment_training?present=1", wait_idle)
-        pg.get_by_role("button", name=re.compile(r"^\W*HW2: 450")).first.click()
-        pg.get_by_text(re.compile(r"epoch \d+ / 250")).first.wait_for(timeout=60_000)
+        # the full SST-2 preset: minutes of training, so the checks below see a run still going (HW2's
+        # preset, compiled, can end within the seconds they take on a quiet machine: CI saw it end mid-test)
+        pg.get_by_role("button", name=re.compile(r"^\W*Full SST-2")).first.click()
+        pg.get_by_text(re.compile(r"epoch \d+ / \d+")).first.wait_for(timeout=120_000)
         for w, h in SIZES:
             pg.set_viewport_size({"width": w, "height": h})
             pg.wait_for_timeout(1200)
@@ -216,14 +218,16 @@ def test_sentiment_training_shows_curves_and_network_while_training(browser, app
                      "accuracy curve": main.locator('[data-testid="stVegaLiteChart"] svg').nth(1).bounding_box(),
                      "network": main.locator('[data-testid="stImage"] img, [data-testid="stGraphVizChart"] svg')
                      .first.bounding_box(),
-                     "figures": main.get_by_text(re.compile(r"epoch \d+ / 250")).first.bounding_box()}
+                     "figures": main.get_by_text(re.compile(r"epoch \d+ / \d+")).first.bounding_box()}
             for name, box in boxes.items():
                 assert box is not None and box["y"] + box["height"] <= h + 0.5 and box["y"] >= 0, \
                     f"{name} at {w} x {h}: {box}"
             settings = main.get_by_text(re.compile(r"^Learning rate$"))
             assert settings.count() == 0 or not settings.first.is_visible()  # folded away
         stop = main.get_by_role("button", name=re.compile(r"^\W*Stop")).first
-        if stop.is_enabled():      # HW2's 250 epochs may be over already (a few seconds compiled)
+        # the run is still going: stop it, the server is shared with other tests (after a run, on a projector,
+        # Replay takes Stop's place: no Stop button to wait 60 s for)
+        if stop.count() and stop.is_enabled():
             try:
                 stop.click(timeout=5_000)
             except Exception:  # noqa: BLE001 - it ended between the check and the click
