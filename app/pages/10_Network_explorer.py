@@ -23,7 +23,7 @@ from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import explore, graph_dot, heatmap, held_at, moment, sweep_figure
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
-                                             memory_rows, note_levels)
+                                             memory_caption, memory_rows, note_levels)
 
 OPTION_KIND = {o.name: ("str" if isinstance(o.default, str) else "float" if isinstance(o.default, float) else "int")
                for opts in OPTIONS.values() for o in opts}
@@ -132,7 +132,10 @@ if st.session_state[ns.key("sig")] not in (None, sig):
 st.session_state[ns.key("sig")] = sig
 
 level_choice = st.session_state[ns.key("level")]
-level = ex.default_level if level_choice == "auto" else level_choice
+# presentation mode: the graph at the screen's height, the current op's values beside it
+present_size = ({"width": graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE),
+                 "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look))} if look.presenting else {})
+level = ex.level_for(**present_size) if level_choice == "auto" else level_choice
 vcols = st.columns([2, 3]) if not look.presenting else [top[2], st.container()]
 
 
@@ -183,6 +186,61 @@ def this_step(m, narrow: bool = False) -> None:
         show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node))
 
 
+def vjp_products(m) -> None:
+    """The engine ops run inside this step's VJP, as heatmaps: left ⊙/@ right = result."""
+    d = m.detail
+    if d is None or not d.products:
+        return
+    st.markdown("**The VJP's actual products** (engine ops run inside this VJP)")
+    for j, ((op, ins, out), (in_scales, out_scale)) in enumerate(zip(d.products[:3], d.product_scales)):
+        cs = st.columns(len(ins) + 1)
+        sym = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add"}.get(op, op)
+        for c, (arr, nm, sc) in enumerate(zip(ins, ["left", "right"], in_scales)):
+            show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"), sc, narrow=True)
+        show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"), out_scale, narrow=True)
+
+
+def sent_lines(m) -> None:
+    """Where this step's contributions went (and a leaf's accumulation)."""
+    d = m.detail
+    if d is None:
+        return
+    if d.leaf_grad is not None:
+        st.success(f"{d.label}.grad += adjoint (shape {analysis.format_shape(d.leaf_grad.shape)})")
+    for s in d.sent:
+        status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
+        st.markdown(f"→ sent to **{s['label']}** {analysis.format_shape(s['value'].shape)} ({status})")
+
+
+def inspector(m, frame: int, cols) -> None:
+    """Any node as the walk holds it at ``frame``: the picker and its facts in ``cols[0]``, its value in
+    ``cols[1]``, its adjoint in ``cols[2]``."""
+    with cols[0]:
+        st.markdown("##### Inspect a node")
+        labels = inspect_labels(rec)
+        default_node = m.node if m.node in labels else next(iter(labels))
+        pick = st.selectbox("node", list(labels), index=list(labels).index(default_node),
+                            format_func=lambda i: labels[i], key=ns.key(f"inspect_{frame}"))
+        n = rec.node(pick)
+        st.markdown(f"op `{n.op}` · shape **{analysis.format_shape(n.shape)}** · {n.nbytes} bytes")
+        st.caption(f"VJP: {analysis.vjp_formula(n.op)}")
+    held = held_at(ex, pick, frame)   # only what the walk has computed by this step: no spoilers
+    if held.value is None:
+        cols[1].caption(f"value: {held.value_note}")
+    else:
+        show_tensor(cols[1], held.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick))
+    if held.adjoint is None:
+        cols[2].caption(held.adjoint_note)
+    else:
+        show_tensor(cols[2], held.adjoint, held.adjoint_note, ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick))
+    parts = rec.contributions_to(pick)
+    if len(parts) > 1 and held.arrived:
+        with cols[0]:
+            st.markdown(f"**Fan-out: {held.arrived} of {len(parts)} contributions so far**"
+                        if held.arrived < len(parts) else f"**Fan-out: {len(parts)} contributions**")
+            show_table(pd.DataFrame(fan_out_rows(rec, pick, held.arrived)), look)
+
+
 def draw(step: int) -> None:
     """Header, graph, this step's VJP and the node inspector at the 1-based ``step``; the link."""
     frame = step - 1
@@ -193,8 +251,7 @@ def draw(step: int) -> None:
         st.markdown(f"#### Step {step} of {ex.n_frames} · {m.phase}\n{m.title}")
     # one frame, stepped by the page's buttons; the header above says what it shows, in full
     # presentation mode: the graph at the screen's height, the current op's values beside it
-    size = ({"width": graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE), "whole_text_only": True,
-             "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look))} if look.presenting else {})
+    size = {**present_size, "whole_text_only": True} if look.presenting else {}
     fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=False)
     if look.presenting:
         graph_col, step_col = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
@@ -202,6 +259,7 @@ def draw(step: int) -> None:
             show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
         with step_col:
             this_step(m, narrow=True)
+            sent_lines(m)
     else:
         show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
@@ -211,51 +269,17 @@ def draw(step: int) -> None:
     st.caption("Node labels: name, output shape, and where its adjoint stands (k of n contributions received; ✓ once "
                "processed). Colours: blue computed, red waiting for more contributions, green complete, yellow active.")
 
-    left, right = st.columns([3, 2])
-    with left:
-        if not look.presenting:
+    if look.presenting:   # the step's lines stand beside the graph (above); its products and the inspector
+        vjp_products(m)      # across the page's width, nothing left empty beside them
+        inspector(m, frame, st.columns([1.2, 1, 1]))
+    else:
+        left, right = st.columns([3, 2])
+        with left:
             this_step(m)
-        if m.detail is not None:
-            d = m.detail
-            if d.products:
-                st.markdown("**The VJP's actual products** (engine ops run inside this VJP)")
-                for j, ((op, ins, out), (in_scales, out_scale)) in enumerate(zip(d.products[:3], d.product_scales)):
-                    cs = st.columns(len(ins) + 1)
-                    sym = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add"}.get(op, op)
-                    for c, (arr, nm, sc) in enumerate(zip(ins, ["left", "right"], in_scales)):
-                        show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"), sc,
-                                    narrow=True)
-                    show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"), out_scale, narrow=True)
-            if d.leaf_grad is not None:
-                st.success(f"{d.label}.grad += adjoint (shape {analysis.format_shape(d.leaf_grad.shape)})")
-            for s in d.sent:
-                status = (f"{s['received']} of {s['expected']} received" if s["expected"] > 1
-                          else "its only consumer")
-                st.markdown(f"→ sent to **{s['label']}** {analysis.format_shape(s['value'].shape)} ({status})")
-
-    with right:
-        st.markdown("##### Inspect a node")
-        labels = inspect_labels(rec)
-        default_node = m.node if m.node in labels else next(iter(labels))
-        pick = st.selectbox("node", list(labels), index=list(labels).index(default_node),
-                            format_func=lambda i: labels[i], key=ns.key(f"inspect_{frame}"))
-        n = rec.node(pick)
-        st.markdown(f"op `{n.op}` · shape **{analysis.format_shape(n.shape)}** · {n.nbytes} bytes")
-        st.caption(f"VJP: {analysis.vjp_formula(n.op)}")
-        held = held_at(ex, pick, frame)   # only what the walk has computed by this step: no spoilers
-        if held.value is None:
-            st.caption(f"value: {held.value_note}")
-        else:
-            show_tensor(st, held.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick))
-        if held.adjoint is None:
-            st.caption(held.adjoint_note)
-        else:
-            show_tensor(st, held.adjoint, held.adjoint_note, ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick))
-        parts = rec.contributions_to(pick)
-        if len(parts) > 1 and held.arrived:
-            st.markdown(f"**Fan-out: {held.arrived} of {len(parts)} contributions so far**"
-                        if held.arrived < len(parts) else f"**Fan-out: {len(parts)} contributions**")
-            show_table(pd.DataFrame(fan_out_rows(rec, pick, held.arrived)), look)
+            vjp_products(m)
+            sent_lines(m)
+        with right:
+            inspector(m, frame, (st.container(), st.container(), st.container()))
 
     # the fan-out sums this step completes, across the page's width (in a column their heatmaps were cut off)
     for fs in m.fan_out:
@@ -289,9 +313,7 @@ with tab_mem:
                 f"(the VJPs actually read {mem.read_bytes:,} bytes of them). Trainable leaves are not counted. "
                 f"Under `no_grad` nothing is kept: 0 bytes.")
     show_table(pd.DataFrame(memory_rows(mem)), look)
-    st.caption("Each op keeps only what its VJP reads (its declared saved inputs, and its output where the rule "
-               "reads it); the last column shows which ops' backward really read each one (traced while the VJPs "
-               "ran). " + analysis.RELU_SAVED)
+    st.caption(memory_caption(mem) + " " + analysis.RELU_SAVED)
     sc = st.columns(max(len(ex.sweeps), 1))
     for c, (opt, rows) in zip(sc, ex.sweeps.items()):
         show_plot(sweep_figure(rows, opt, font=look.figure_font), look, key=ns.key(f"sweep_{opt}"), where=c)

@@ -498,8 +498,13 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     y_range = [-margin, _r(p.height + margin)]
     plot_h = (p.height + 2 * margin) * s
     windows = _windows(frameset, d) if d.viewport else None
+    spare_px = 0.0   # a projector's still window trimmed to whole ranks: the height it gave back (bottom margin)
     if d.viewport:
         plot_h = (d.viewport[1] + 2 * margin) * s
+        if whole_text_only and len(frameset.frames) == 1 and p.rankdir in ("BT", "TB"):
+            windows = [_whole_ranks(windows[0], p, ids)]
+            spare_px = plot_h - (windows[0][1][1] - windows[0][1][0]) * s
+            plot_h -= spare_px
         x_range, y_range = windows[0]
 
     def axes(k: int) -> dict:
@@ -517,7 +522,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                        "layout": {"annotations": caption(f), **axes(k)}})
     top = int(((2 if title else 0) + note_lines) * LINE_H * TITLE_FONT + 16)
     animated = len(frameset.frames) > 1
-    bottom = 130 if animated else 8
+    bottom = (130 if animated else 8) + int(round(spare_px))
     layout = {
         "height": int(math.ceil(plot_h + top + bottom)), "annotations": caption(first),
         "margin": {"l": 8, "r": 8, "t": top, "b": bottom, "pad": 0},
@@ -527,7 +532,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
         "font": {"family": FONT_FAMILY, "size": TITLE_FONT, "color": TEXT},
         "meta": {"renderer": "graph", "scale": s, "window": bool(d.viewport), "font": FONT, "edge_font": EDGE_FONT, "title_font": TITLE_FONT,
                  "design_width": d.width, "engine": p.engine, "rankdir": p.rankdir, "char_w": CHAR_W,
-                 "line_h": LINE_H},
+                 "line_h": LINE_H, "spare_px": int(round(spare_px))},
     }
     if windows and not animated and whole_text_only:
         _blank_cut_text(windows[0], p, ids, slot_xy, heads_trace, val, adj, lab, label_edges, spots)
@@ -553,42 +558,125 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
 
 
 def _blank_cut_text(window, p, ids, slot_xy, heads_trace, val, adj, lab, label_edges, spots) -> None:
-    """A window that follows the step cuts the boxes at its edges: their text would be cut mid-word ("add#31 =
-    indices#29 + indice"), so a line of a node's text that the window would cut is left out (the box stays: the
-    graph goes on), and so is an edge label that would cross the window's edge."""
+    """A window that follows the step cuts the boxes at its edges. A projector shows each node whole or not at
+    all: a box the window cuts keeps no text (no line of it, so no box reads "scalar / adjoint ✓" without its
+    name, and nothing is cut mid-word); the box and its edges stay (the graph goes on). An edge label that would
+    cross the window's edge is left out too."""
     (x0, x1), (y0, y1) = window
 
     def inside(cx: float, cy: float, half_w: float, half_h: float) -> bool:
         return x0 <= cx - half_w and cx + half_w <= x1 and y0 <= cy - half_h and cy + half_h <= y1
 
+    whole = {i for i, nid in enumerate(ids) if inside(*p.centers[nid], p.sizes[nid][0] / 2, p.sizes[nid][1] / 2)}
     for trace, kind in ((heads_trace, "head"), (val, "value"), (adj, "adjoint")):
-        # a line of text is as wide as its box at most, one line high
-        trace["text"] = [t if inside(x, y, p.sizes[ids[i]][0] / 2, LINE_H * FONT / 2) else ""
-                         for t, i, x, y in zip(trace["text"], slot_xy[kind][0], trace["x"], trace["y"])]
+        trace["text"] = [t if i in whole else "" for t, i in zip(trace["text"], slot_xy[kind][0])]
     lab["text"] = [t if inside(spots[k][0], spots[k][1], len(t) * CHAR_W * EDGE_FONT / 2, LINE_H * EDGE_FONT / 2)
                    else "" for t, k in zip(lab["text"], label_edges)]
 
 
+def _whole_ranks(window, p, ids) -> tuple[list[float], list[float]]:
+    """The window's vertical range pulled in past the boxes its top and bottom edges cut (a bottom-up or
+    top-down drawing: those are whole ranks), so that a projector shows every rank it shows whole."""
+    (x0, x1), (y0, y1) = window
+    lo, hi = y0, y1
+    for nid in ids:
+        cy, h = p.centers[nid][1], p.sizes[nid][1]
+        a, b = cy - h / 2, cy + h / 2
+        if a < y0 < b:
+            lo = max(lo, b + 2)
+        if a < y1 < b:
+            hi = min(hi, a - 2)
+    if hi - lo < (y1 - y0) / 2:   # a box taller than half the window: keep the window as it was
+        return window
+    return [x0, x1], [_r(lo), _r(hi)]
+
+
+WINDOW_SEARCH_WORK = 4_000_000   # boxes² x frames above which a window is centred on the step without the search
+#                                  for fewer cut boxes (it costs ~ boxes² per frame)
+
+
+def _start_side(rankdir: str) -> tuple[int, int]:
+    """(axis, sign) of the side where the drawing's edges start (the graph's inputs): axis 0 = x, 1 = y;
+    sign +1 when they sit at the low end of that axis."""
+    return {"BT": (1, 1), "TB": (1, -1), "LR": (0, 1), "RL": (0, -1)}.get(rankdir, (1, 1))
+
+
+def _cuts(lo: float, hi: float, spans: list[tuple[float, float]]) -> int:
+    """How many of the intervals ``spans`` the window [lo, hi] cuts (neither wholly inside nor wholly outside)."""
+    return sum(1 for a, b in spans if (a < lo < b) or (a < hi < b))
+
+
+def _place_1d(want: float, size: float, total: float, margin: float, spans: list[tuple[float, float]],
+              must: list[tuple[float, float]]) -> float:
+    """The low edge of a window ``size`` long on one axis: near ``want`` (at most half a window away), inside
+    the drawing, keeping the ``must`` intervals (the step's nodes) whole, cutting as few ``spans`` (boxes) as it
+    can; ties go to the nearest."""
+    lo_min, lo_max = -margin, total + margin - size
+    if lo_min >= lo_max:
+        return (total - size) / 2
+    pad = 4.0
+    cands = {min(max(want, lo_min), lo_max)}
+    for a, b in spans:
+        cands.update((a - pad, b + pad, a - pad - size, b + pad - size))
+    best = None
+    for c in cands:
+        if not lo_min <= c <= lo_max or abs(c - want) > size / 2:
+            continue
+        hi = c + size
+        score = (sum(1 for a, b in must if a < c or b > hi), _cuts(c, hi, spans), abs(c - want))
+        if best is None or score < best[0]:
+            best = (score, c)
+    return best[1] if best else min(max(want, lo_min), lo_max)
+
+
 def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[float]]]:
-    """Per frame, the (x, y) ranges of a window of ``d.viewport`` centred on the highlighted nodes
-    (kept where the previous frame had it when nothing is highlighted), inside the drawing."""
+    """Per frame, the (x, y) ranges of a window of ``d.viewport`` on the highlighted nodes (kept where the
+    previous frame had it when nothing is highlighted), inside the drawing.
+
+    When the highlighted nodes do not fit in the window (the first frame highlights every leaf), the window
+    shows those where the drawing starts (its inputs: the bottom of a bottom-up drawing), as the walk does.
+    Near that spot, the window is moved (by at most half its size) to cut as few boxes as it can while keeping
+    the highlighted ones whole: a box cut at the window's edge is a box the class cannot read."""
     p = d.placement
     vw, vh = d.viewport
     margin = 10
+    size = (vw + 2 * margin, vh + 2 * margin)
+    axis, sign = _start_side(p.rankdir)
+    boxes = {i: (p.centers[i], p.sizes[i]) for i in d.node_ids if i in p.centers}
+    search = len(boxes) ** 2 * len(frameset.frames) <= WINDOW_SEARCH_WORK
 
-    def clamp(c: float, size: float, total: float) -> float:
-        lo, hi = size / 2 - margin, total + margin - size / 2
-        return min(max(c, lo), hi) if lo < hi else total / 2
+    def span(i: int, ax: int) -> tuple[float, float]:
+        (c, s) = boxes[i][0][ax], boxes[i][1][ax]
+        return c - s / 2, c + s / 2
 
-    center = (p.centers[p_out][0], p.centers[p_out][1]) if (p_out := d.node_ids[-1]) in p.centers else (0, 0)
+    center = boxes[d.node_ids[-1]][0] if d.node_ids and d.node_ids[-1] in boxes else (0.0, 0.0)
     out = []
     for f in frameset.frames:
-        pts = [p.centers[i] for i in f.active_nodes if i in p.centers]
-        if pts:
-            center = (sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts))
-        cx, cy = clamp(center[0], vw + 2 * margin, p.width), clamp(center[1], vh + 2 * margin, p.height)
-        out.append(([_r(cx - vw / 2 - margin), _r(cx + vw / 2 + margin)],
-                    [_r(cy - vh / 2 - margin), _r(cy + vh / 2 + margin)]))
+        act = [i for i in f.active_nodes if i in boxes]
+        if act:
+            # keep those that fit one window from the start side (the first highlighted along the walk's direction)
+            first = min(act, key=lambda i: sign * boxes[i][0][axis])
+            edge = span(first, axis)[0 if sign > 0 else 1]
+            reach = size[axis] - 2 * margin
+            act = [i for i in act if (span(i, axis)[1] - edge if sign > 0 else edge - span(i, axis)[0]) <= reach]
+            center = (sum(boxes[i][0][0] for i in act) / len(act), sum(boxes[i][0][1] for i in act) / len(act))
+        totals = (p.width, p.height)
+        lows = [0.0, 0.0]
+        for ax in (axis, 1 - axis):
+            want = center[ax] - size[ax] / 2
+            if not search:
+                lo_min, lo_max = -margin, totals[ax] + margin - size[ax]
+                lows[ax] = min(max(want, lo_min), lo_max) if lo_min < lo_max else (totals[ax] - size[ax]) / 2
+                continue
+            other = 1 - ax
+            if ax == axis:   # the rank axis first: every box counts
+                pool = list(boxes)
+            else:            # then across: the boxes in the chosen band
+                lo, hi = lows[other], lows[other] + size[other]
+                pool = [i for i in boxes if span(i, other)[1] > lo and span(i, other)[0] < hi]
+            lows[ax] = _place_1d(want, size[ax], totals[ax], margin, [span(i, ax) for i in pool],
+                                 [span(i, ax) for i in act])
+        out.append(([_r(lows[0]), _r(lows[0] + size[0])], [_r(lows[1]), _r(lows[1] + size[1])]))
     return out
 
 

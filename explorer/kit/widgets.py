@@ -471,7 +471,8 @@ def still_graph(fig: dict, frame: int, *, title: bool = True) -> dict:
         note = [a for a in lay.get("annotations") or [] if a.get("name") == "layout note"]
         note_px = sum((str(a.get("text", "")).count("<br>") + 1) * LINE_H * (a.get("font") or {}).get("size", 15)
                       for a in note)
-        top, bottom = (m.get("t", 0) if title else int(12 + note_px)), 12
+        # a projector's window trimmed to whole ranks keeps the height it gave back (the figure keeps its size)
+        top, bottom = (m.get("t", 0) if title else int(12 + note_px)), 12 + int(lay["meta"].get("spare_px", 0))
         if "height" in lay:
             lay["height"] = max(120, int(lay["height"] - (m.get("t", 0) - top) - (m.get("b", 0) - bottom)))
         lay["margin"] = {**m, "t": top, "b": bottom}

@@ -185,6 +185,8 @@ class MemoryRow:
     shape: tuple[int, ...]
     nbytes: int
     read_by: list[str]       # ops whose VJP read it in the recorded backward pass
+    kept_by: list[str] = field(default_factory=list)   # ops that saved it for their VJP
+    unread_because: str = ""  # a kept tensor no VJP read: why (the gradient it was kept for was not wanted)
 
 
 @dataclass
@@ -198,6 +200,10 @@ class MemoryReport:
     @property
     def read_bytes(self) -> int:
         return sum(r.nbytes for r in self.rows if r.read_by)
+
+    @property
+    def unread_bytes(self) -> int:
+        return self.total_bytes - self.read_bytes
 
 
 def kept_tensors(loss: Tensor) -> list[Tensor]:
@@ -224,21 +230,39 @@ def memory_report(rec: Recording) -> MemoryReport:
     for s in rec.backward:
         for r in s.reads:
             read_by.setdefault(r, []).append(rec.node(s.node).label)
-    referenced: set[int] = set()
+    kept_by: dict[int, list[int]] = {}          # tensor -> the ops that saved it
     in_graph = {s.node for s in rec.backward}   # ops whose result fed the loss (a detached max did not)
     for n in rec.nodes:
         if n.kind == "op" and n.requires_grad and n.id in in_graph:
             op = primitive(n.op)
-            referenced.update(n.parents if op.saves is None else [n.parents[i] for i in op.saves])
+            saved = list(n.parents if op.saves is None else [n.parents[i] for i in op.saves])
             if op.needs_output:
-                referenced.add(n.id)
+                saved.append(n.id)
+            for t in dict.fromkeys(saved):
+                kept_by.setdefault(t, []).append(n.id)
     rows = []
-    for nid in sorted(referenced):
+    for nid in sorted(kept_by):
         n = rec.node(nid)
         if n.kind in ("param", "input") and n.requires_grad:
             continue
-        rows.append(MemoryRow(n.label, n.kind, n.shape, n.nbytes, read_by.get(nid, [])))
+        readers = read_by.get(nid, [])
+        rows.append(MemoryRow(n.label, n.kind, n.shape, n.nbytes, readers,
+                              [rec.node(o).label for o in kept_by[nid]],
+                              "" if readers else _unread_because(rec, nid, kept_by[nid])))
     return MemoryReport(rows)
+
+
+def _unread_because(rec: Recording, tensor: int, savers: list[int]) -> str:
+    """Why no VJP read a kept tensor: an op saves its inputs for one another's gradients (a product's VJP for
+    one input multiplies by the other), so a tensor kept for the gradient of an input that takes none (data, a
+    constant) is never read."""
+    for o in savers:
+        op = rec.node(o)
+        others = [rec.node(p) for p in op.parents if p != tensor and not rec.node(p).requires_grad]
+        if others:
+            names = " and ".join(dict.fromkeys(p.label for p in others))
+            return f"kept by {op.label} for the gradient of {names}, which takes none"
+    return f"kept by {', '.join(rec.node(o).label for o in savers)}; this run's backward did not need it"
 
 
 def memory_sweep(key: str, sizes: list[int], vary: str = "batch", **options) -> list[dict]:

@@ -50,6 +50,16 @@ class Explored:
     def default_level(self) -> str:
         return default_level(self.rec)
 
+    def level_for(self, width: int | None = None, max_height: int | None = None) -> str:
+        """The view "auto" opens at ``width`` x ``max_height`` px (a projector's graph): the default level, but
+        the layer view when the op view would need a window there and the layer view does not (a projector shows
+        the whole network; the op view is one click away)."""
+        level = self.default_level
+        if level == "op" and (width or max_height) and self.drawing("op", width, max_height).viewport \
+                and not self.drawing("layer", width, max_height).viewport:
+            return "layer"
+        return level
+
     def animated(self, level: str) -> bool:
         v = self.views[level]
         return len(v.frames.frames) * len(v.graph.nodes) <= ANIMATION_LIMIT
@@ -232,6 +242,9 @@ def sweep_figure(rows: list[dict], option: str, font: int = 12) -> go.Figure:
                                 name="kept for backward"),
                      go.Scatter(x=xs, y=[r["bytes kept under no_grad"] for r in rows], mode="lines+markers",
                                 name="under no_grad")])
-    fig.update_layout(title=f"bytes kept vs {option}", xaxis_title=option, yaxis_title="bytes", height=280,
-                      margin=dict(l=10, r=10, t=40, b=10), font=dict(size=font), legend=dict(orientation="h"))
+    # the legend inside the plot's top-left corner, where the rising line leaves room (under the plot it sat on
+    # the x axis's tick labels)
+    fig.update_layout(title=f"bytes kept vs {option}", xaxis_title=option, yaxis_title="bytes", height=280 + 4 * font,
+                      margin=dict(l=10, r=10, t=40 + font, b=10), font=dict(size=font),
+                      legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.85)"))
     return fig

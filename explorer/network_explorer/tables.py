@@ -55,9 +55,23 @@ def fan_out_rows(rec, node_id: int, arrived: int | None = None) -> list[dict]:
 
 
 def memory_rows(mem) -> list[dict]:
-    """The tensors the graph keeps for backward, and which VJPs read them."""
+    """The tensors the graph keeps for backward, and which VJPs read them (a tensor none read: why)."""
     return [{"tensor": r.label, "kind": r.kind, "shape": format_shape(r.shape), "bytes": r.nbytes,
-             "read by VJP of": ", ".join(r.read_by) or "— (not read)"} for r in mem.rows]
+             "read by the VJP of": ", ".join(r.read_by) or f"none: {r.unread_because}"} for r in mem.rows]
+
+
+def memory_caption(mem) -> str:
+    """What the memory table shows, in words that agree with its rows: each op keeps what its VJP *may* read;
+    when some kept tensor was not read, the caption says so (and why) instead of claiming every one is read."""
+    unread = [r for r in mem.rows if not r.read_by]
+    head = ("Each op keeps what its VJP may read: its declared saved inputs, and its output where the rule reads "
+            "it. The last column shows which VJPs really read each one (traced while they ran).")
+    if not unread:
+        return head + " Here every kept tensor was read."
+    n = len(unread)
+    return (head + f" {n} of the {len(mem.rows)} {'was' if n == 1 else 'were'} kept but not read: an op keeps "
+            "its inputs for one another's gradients, and the gradient it kept "
+            f"{'it' if n == 1 else 'them'} for was not wanted here ({mem.unread_bytes:,} bytes).")
 
 
 def gradcheck_rows(check) -> list[dict]:
