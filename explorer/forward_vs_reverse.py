@@ -204,6 +204,18 @@ def dual_frames(run: DualRun):
 
 # --- the Jacobian, defined where the page first uses it ----------------------------------------------------
 
+# the memory section's words: one lead sentence the class reads, then what the lines are (for whoever looks closer)
+MEMORY_LEAD = ("**Reverse mode keeps every value its VJPs will need until the backward pass reaches them: memory grows "
+               "with batch × depth.** Forward mode keeps no graph.")
+MEMORY_DETAILS = (
+    "**kept by this engine (measured)**: every buffer the engine's recorded graph holds for a ReLU MLP in float32 "
+    "(its input x not counted);",
+    "**the notes' rule**: two batch × width buffers per layer; **parameters**: for comparison;",
+    "the most held at once, at the start of the backward pass: `backward()` frees each buffer once the last VJP "
+    "that reads it has run (as PyTorch does).",
+)
+
+
 JACOBIAN_DEFINITION = ("For f: Rⁿ → Rᵐ the **Jacobian** J is the m × n matrix of partial derivatives, "
                        "Jᵢⱼ = ∂yᵢ/∂xⱼ: row i is the gradient of output yᵢ, column j is how every output moves with "
                        "input xⱼ. Forward mode computes J·v (one column per pass, v = eⱼ); reverse mode computes "

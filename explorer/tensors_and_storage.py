@@ -304,6 +304,25 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
     return fig
 
 
+def axes_words(axes) -> str:
+    """``(0,)`` -> ``"axis 0"``, ``(0, 1)`` -> ``"axes 0 and 1"``: a lecture's words for the axes a sum runs over."""
+    axes = [int(a) for a in axes]
+    if not axes:
+        return "no axis"
+    if len(axes) == 1:
+        return f"axis {axes[0]}"
+    return "axes " + ", ".join(map(str, axes[:-1])) + f" and {axes[-1]}"
+
+
+def storage_sentence(last: "Layout") -> str:
+    """What the last view of a chain reads, in one sentence (Markdown): the same storage as x or a copy, and
+    whether its elements are in storage order (``view`` works) or not (``view`` refuses, ``contiguous()`` copies)."""
+    same = "the same storage object as x" if last.shares_base else "a storage of its own (copied)"
+    order = ("" if last.contiguous else " — **not contiguous**: its elements are not in storage order, so `view` "
+             "refuses it; `contiguous()` copies them into order.")
+    return f"`{last.expr}` reads **{same}**{order}"
+
+
 def fmt_tree(v) -> str:
     """``[9.0, 12.0]`` -> ``"[9, 12]"``: a nested list of numbers as short text."""
     if isinstance(v, (list, tuple)):

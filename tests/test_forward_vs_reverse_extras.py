@@ -76,3 +76,25 @@ def test_hw2_count_fails_if_an_op_kept_an_extra_activation(monkeypatch):
     relu = next(op for op in ops.PRIMITIVES if op.name == "relu")
     monkeypatch.setattr(relu, "saves", (0,))
     assert hw2_kept_for_backward(batch=10).activations == 4
+
+
+def test_the_memory_section_leads_with_one_sentence_and_details_apart():
+    """Above the memory sliders: one lead sentence the class reads (bold), the details as short lines under it
+    (a dense paragraph stood there); and no claim that each op keeps only what its VJP reads (an op keeps what
+    its VJP *may* read: the Network explorer's memory table shows kept tensors that no VJP read)."""
+    from explorer.forward_vs_reverse import MEMORY_DETAILS, MEMORY_LEAD
+    lead = MEMORY_LEAD.split("**")[1]
+    assert MEMORY_LEAD.startswith("**") and lead.count(". ") == 0 and len(lead.split()) <= 25
+    assert len(MEMORY_LEAD.split()) <= 35
+    assert 2 <= len(MEMORY_DETAILS) <= 4 and all(len(line.split()) <= 30 for line in MEMORY_DETAILS)
+    assert not any("only what its VJP reads" in t for t in (MEMORY_LEAD, *MEMORY_DETAILS))
+
+
+def test_log_axes_label_their_minor_ticks_in_full():
+    """A log axis's 2s and 5s read 20 and 50 ("100, 5, 2, 10" read as if 5 > 10)."""
+    from explorer.kit.figures import line_plot
+    from explorer.kit.presentation import NORMAL
+    fig = line_plot({"a": ([1, 2, 4], [1, 30, 100])}, title="t", x_title="x", y_title="y", look=NORMAL, log_y=True)
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.minorloglabels == "complete"
+    plain = line_plot({"a": ([1, 2], [1, 2])}, title="t", x_title="x", y_title="y", look=NORMAL)
+    assert plain.layout.yaxis.type is None and plain.layout.yaxis.minorloglabels is None

@@ -592,37 +592,128 @@ def test_the_node_inspector_shows_only_what_the_walk_has_computed_by_the_step():
     np.testing.assert_array_equal(done.adjoint, rec.node(fan).adjoint)
 
 
-def test_a_window_that_follows_the_step_cuts_no_text():
-    """Presentation mode's op view is too big to shrink legibly, so it shows a window that follows the step;
-    the boxes the window cuts keep no text (their labels were cut mid-word at the window's edge)."""
+def _present_size():
     from explorer.kit.figures import graph_scale
-    from explorer.kit.plotly_figure import FONT, LINE_H
     from explorer.kit.presentation import PRESENTING
     from explorer.kit.widgets import graph_px
     from explorer.network_explorer.frames import VIEW_WIDTH
+    return {"width": graph_px(PRESENTING, VIEW_WIDTH, 0.62), "max_height": int(640 / graph_scale(PRESENTING))}
+
+
+def _window_nodes(ex, fig, size):
+    """(node id, whole inside the window, its text lines) for every node of a one-frame windowed figure."""
+    (x0, x1), (y0, y1) = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
+    drawing = ex.drawing("op", **size)
+    p, ids = drawing.placement, drawing.node_ids
+    at = {(round(p.centers[i][0], 1)): i for i in ids}
+    lines: dict[int, list[str]] = {i: [] for i in ids}
+    for tr in fig["data"]:
+        if tr.get("mode") != "text" or tr.get("name") == "edge label":
+            continue
+        for x, y, t in zip(tr["x"], tr["y"], tr["text"]):
+            i = min(ids, key=lambda j: abs(p.centers[j][0] - x) + abs(p.centers[j][1] - y) * 0.01)
+            lines[i].append(t)
+    out = []
+    for i in ids:
+        (cx, cy), (w, h) = p.centers[i], p.sizes[i]
+        whole = x0 <= cx - w / 2 and cx + w / 2 <= x1 and y0 <= cy - h / 2 and cy + h / 2 <= y1
+        out.append((i, whole, lines[i]))
+    return out, (x0, x1, y0, y1), p
+
+
+def test_a_window_that_follows_the_step_labels_whole_boxes_only():
+    """Presentation mode's op view is too big to shrink legibly, so it shows a window that follows the step. A
+    node is labelled in full or not at all: every box wholly inside the window carries all its lines, a box the
+    window cuts carries none (a box reading "scalar / adjoint ✓" without its name was the defect); the window's
+    top and bottom edges cut no box (it shows whole ranks)."""
     ex = explore("mlp", {})
-    size = {"width": graph_px(PRESENTING, VIEW_WIDTH, 0.62), "max_height": int(640 / graph_scale(PRESENTING))}
-    cut_any = False
-    for frame in (5, 20, 40):
+    size = _present_size()
+    outside_any = False
+    for frame in (0, 5, 20, 30, 40, ex.n_frames - 1):
         fig = ex.figure("op", frame, animate=False, whole_text_only=True, **size)
         assert fig["layout"]["meta"]["window"]
-        (x0, x1), (y0, y1) = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
-        drawing = ex.drawing("op", **size)
-        p, ids = drawing.placement, drawing.node_ids
-        boxes = {(round(p.centers[i][0], 1), round(p.centers[i][1], 1)): p.sizes[i] for i in ids}
-        for tr in fig["data"]:
-            if tr.get("mode") != "text" or tr.get("name") == "edge label":
-                continue
-            for x, y, t in zip(tr["x"], tr["y"], tr["text"]):
-                w = next(sz[0] for (cx, cy), sz in boxes.items() if abs(cx - x) < 0.2)
-                if not t:
-                    cut_any = True
-                    continue
-                half = LINE_H * FONT / 2
-                assert x0 <= x - w / 2 and x + w / 2 <= x1 and y0 <= y - half and y + half <= y1, (tr["name"], t)
-    assert cut_any   # the window did cut boxes: the check above had something to check
+        nodes, (x0, x1, y0, y1), p = _window_nodes(ex, fig, size)
+        for i, whole, lines in nodes:
+            name = ex.rec.node(i).label
+            if whole:
+                assert lines and lines[0], (frame, name, lines)       # its head line (the name) is there
+            else:
+                assert not any(lines), (frame, name, lines)          # no line of a cut box
+                outside_any = True
+            cy, h = p.centers[i][1], p.sizes[i][1]
+            assert not (cy - h / 2 < y0 < cy + h / 2 or cy - h / 2 < y1 < cy + h / 2), (frame, name, "rank cut")
+    assert outside_any   # the window shows part of the graph: the check above had cut/outside boxes to check
+    # the figure keeps its height whatever the window gave back (the page under it does not jump between steps)
+    heights = {ex.figure("op", k, animate=False, whole_text_only=True, **size)["layout"]["height"] for k in (0, 20, 30)}
+    assert len(heights) == 1
     # elsewhere (a laptop, where the graph is panned) the cut text stays, to pan to
     kept = ex.figure("op", 5, animate=False, **size)
     assert sum(1 for tr in kept["data"] if tr.get("mode") == "text" for t in tr["text"] if not t) < \
         sum(1 for tr in ex.figure("op", 5, animate=False, whole_text_only=True, **size)["data"]
             if tr.get("mode") == "text" for t in tr["text"] if not t)
+
+
+@pytest.mark.parametrize("present", [True, False], ids=["projector", "laptop"])
+def test_at_step_1_the_window_shows_the_inputs(present):
+    """Step 1 highlights every leaf, more than one window holds: the window shows where the forward pass starts
+    (the data x, the first layer's weight and the first op), not the middle of the graph."""
+    ex = explore("mlp", {})
+    size = _present_size() if present else {}
+    fig = ex.figure("op", 0, animate=False, whole_text_only=True, **size)
+    assert fig["layout"]["meta"]["window"]
+    nodes, *_ = _window_nodes(ex, fig, size or {"width": None, "max_height": None})
+    whole = {ex.rec.node(i).label for i, w, _ in nodes if w}
+    first_op = ex.rec.node(ex.rec.forward_order[0]).label
+    assert {"x", "fc1.weight", first_op} <= whole, whole
+    assert ex.rec.node(ex.rec.loss_node).label not in whole
+
+
+def test_auto_opens_the_whole_network_on_a_projector():
+    """"auto" opens the layer view on a projector when the op view would need a window there and the layer view
+    does not; on a laptop (and for networks whose layer view needs a window too) it keeps the op view."""
+    size = _present_size()
+    mlp = explore("mlp", {})
+    assert mlp.drawing("op", **size).viewport and not mlp.drawing("layer", **size).viewport
+    assert mlp.level_for(**size) == "layer" and mlp.level_for() == "op"
+    rnn = explore("rnn", {})
+    assert rnn.level_for(**size) == rnn.default_level
+
+
+def test_every_kept_tensor_is_read_or_says_why_not():
+    """The memory table and its caption agree: a kept tensor no VJP read says which op kept it for which gradient
+    (one of that op's inputs that takes none); the caption counts them instead of claiming every one is read."""
+    from explorer.network_explorer.tables import memory_caption, memory_rows
+    for key in ("mlp", "hw2", "sentiment"):
+        ex = explore(key, {})
+        rows = memory_rows(ex.memory)
+        unread = [r for r in ex.memory.rows if not r.read_by]
+        for r, row in zip(ex.memory.rows, rows):
+            cell = row["read by the VJP of"]
+            if r.read_by:
+                assert cell == ", ".join(r.read_by)
+                continue
+            assert cell.startswith("none: kept by ") and r.kept_by and r.kept_by[0] in cell, cell
+            op = ex.rec.node_by_label(r.kept_by[0])
+            others = [ex.rec.node(q) for q in op.parents if ex.rec.node(q).label != r.label]
+            assert any(o.label in cell and not o.requires_grad for o in others), cell
+        caption = memory_caption(ex.memory)
+        assert "keeps only what its VJP reads" not in caption
+        assert (f"{len(unread)} of the {len(rows)}" in caption) if unread else ("every kept tensor was read" in caption)
+    # the check can fail: a report with an unread row gets the count, one without gets the other sentence
+    rep = analysis.MemoryReport([analysis.MemoryRow("t", "op", (2,), 16, [], ["mul#1"], "kept by mul#1 for c")])
+    assert "1 of the 1 was kept but not read" in memory_caption(rep)
+    assert "every kept tensor was read" in memory_caption(analysis.MemoryReport(
+        [analysis.MemoryRow("t", "op", (2,), 16, ["mul#1"], ["mul#1"])]))
+
+
+def test_the_memory_sweeps_legend_stays_off_the_axis():
+    """The legend sits inside the plot's top-left corner (under the plot it covered the x tick labels)."""
+    from explorer.network_explorer.explore import sweep_figure
+    ex = explore("mlp", {})
+    for opt, rows in ex.sweeps.items():
+        for font in (13, 20):
+            lg = sweep_figure(rows, opt, font=font).layout.legend
+            assert 0 <= lg.x <= 0.2 and 0.8 <= lg.y <= 1 and lg.yanchor == "top"
+            # and the corner is free: the rising line starts in the bottom-left
+            ys = [r["bytes kept"] for r in rows]
+            assert ys[0] < 0.5 * max(ys)

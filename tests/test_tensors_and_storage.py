@@ -202,7 +202,7 @@ def test_page_exercises_8_and_12_and_backends():
     at.query_params.update({"bshape": "(3, 1)", "ids": "2, 2", "op": "map_reduce", "n": "1000"})
     _ok(at.run())
     md = "\n".join(m.value for m in at.markdown)
-    assert "axes (1,)" in md and "scatter_add" in md
+    assert "summed over axis 1" in md and "scatter_add" in md
     at.radio(key="tensors_bshape").set_value("(2,)").run()
     assert "`[9, 12]`" in "\n".join(m.value for m in _ok(at).markdown)
     next(b for b in at.button if b.label == "Run on every backend").click().run()
@@ -221,3 +221,19 @@ def test_backend_agreement_says_which_kernels_are_bit_for_bit():
         assert float(r["max |difference|"]) < 1e-12
         assert (r["bit for bit equal to numpy"] == "yes") == (float(r["max |difference|"]) == 0.0)
     assert "bit for bit" in BACKEND_NOTE and "2.7e-15" in BACKEND_NOTE
+
+
+def test_the_lesson_sentence_and_the_axes_in_words():
+    """The sentence under the pictures says what the last view reads (the same storage or a copy; contiguous or
+    not, and what `view` / `contiguous()` do then); broadcasting's axes read "axis 0", not a Python tuple "(0,)"."""
+    import explorer.tensors_and_storage as M
+    permuted = M.run_chain("x.permute(1, 0)", (3, 4)).last
+    text = M.storage_sentence(permuted)
+    assert "the same storage object as x" in text and "not contiguous" in text and "`contiguous()` copies" in text
+    copied = M.run_chain("x.permute(1, 0).contiguous()", (3, 4)).last
+    text = M.storage_sentence(copied)
+    assert "a storage of its own" in text and "not contiguous" not in text
+    assert [M.axes_words(a) for a in [(0,), (1,), (0, 1), (0, 1, 2), ()]] == [
+        "axis 0", "axis 1", "axes 0 and 1", "axes 0, 1 and 2", "no axis"]
+    for shape in M.B_SHAPES.values():
+        assert "(" not in M.axes_words(M.broadcast_backward(shape).summed_axes)

@@ -11,7 +11,8 @@ from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, style_graph_figure
 from explorer.kit.formatting import fmt_value
-from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH,
+from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH, MEMORY_DETAILS,
+                                        MEMORY_LEAD,
                                         checkpoint_runs, dual_model, hw2_kept_for_backward, jacobian_cost_series,
                                         jacobian_size_table, memory_sentence, memory_series, memory_table,
                                         micro_batch_rows, pass_costs)
@@ -169,13 +170,8 @@ st.markdown(f"Building the whole-batch Jacobian would take **{passes['forward']:
             "like the last row.")
 
 st.subheader("Memory reverse mode keeps for the backward pass")
-st.caption("Reverse mode must keep the values its VJPs need until the backward pass reaches them, so the "
-           "memory grows with batch × depth. A ReLU MLP (float32), without its input x: measured, every buffer "
-           "the engine's recorded graph holds (each op keeps only what its VJP reads); the notes' rule, two "
-           "batch × width buffers per layer; and the parameters. `backward()` frees each buffer as soon as the last "
-           "VJP that reads it has run (as PyTorch does), so this is the most held at once, at the start of the "
-           "backward pass. Forward mode keeps no graph: each value and its tangent "
-           "can be freed once the next layer has used them.")
+st.markdown(MEMORY_LEAD)
+st.caption("\n".join(f"- {line}" for line in MEMORY_DETAILS))
 m = st.columns(3)
 depth = m[0].slider("depth (layers)", 1, 32, 8, key=ns.key("mem_depth"))
 batch = m[1].select_slider("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256], value=32, key=ns.key("mem_batch"))
@@ -223,8 +219,9 @@ else:
     show_plot(where=kc[0], fig=line_plot(ck_series, title="memory against time (one point per depth 4, 9, 16)",
                                          x_title="forward + backward (ms)", y_title="peak MB", look=look),
               lk=look, key=ns.key("ck_plot"))
+    # the table across the page's width, every row and header whole (in the right-hand column its headers were cut)
+    show_table(ck_rows, look, static=True)
     with kc[1]:
-        show_table(ck_rows, look, height=260)
         st.caption("Same gradients in every policy (last column, against keep all). Checkpointing every √L keeps "
                    "√L segment inputs plus one segment's activations at a time: memory ~ 2√L buffers for one "
                    "extra forward pass; recompute-all keeps one buffer at the price of quadratic forward work. "

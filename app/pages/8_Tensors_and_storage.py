@@ -82,19 +82,17 @@ if run is not None:
         st.error(f"The engine raised **{md_escape(run.error_type)}** at `{run.error_at}`:\n\n"
                  f"{md_escape(run.error)}", icon=":material/error:")
     last = run.last
+    if run.steps:   # the lesson first, above the pictures (under them it was below a projector's first screen)
+        st.markdown(M.storage_sentence(last))
     pics = st.columns(2)
     with pics[0]:
         show_plot(M.layout_figure(run.base, look, title=f"x: shape {run.base.shape}, strides {run.base.strides}"),
                   look, key=ns.key("fig_x"), config={"staticPlot": True})
     with pics[1]:
         if run.steps:
-            same = "the same storage object as x" if last.shares_base else "a storage of its own (copied)"
             show_plot(M.layout_figure(last, look, title=f"{last.expr}: shape {last.shape}, strides "
                                       f"{last.strides}, offset {last.offset}"),
                       look, key=ns.key("fig_last"), config={"staticPlot": True})
-            st.markdown(f"`{last.expr}` reads **{same}**"
-                        + ("" if last.contiguous else " — **not contiguous**: its elements are not in storage order, "
-                           "so `view` refuses it; `contiguous()` copies them into order.") + "")
     st.caption("Top row: the flat storage (position under each box; grey dotted boxes are not read by this "
                "tensor). Below: the tensor's elements in row-major order, each coloured like the storage box it "
                "reads, with @position.")
@@ -103,9 +101,10 @@ if run is not None:
 st.subheader("Broadcasting's backward is a sum over the broadcast axes (exercise 8)")
 st.radio("shape of b", list(M.B_SHAPES), key=ns.key("bshape"), horizontal=True)
 br = M.broadcast_backward(M.B_SHAPES[st.session_state[ns.key("bshape")]])
+axes = M.axes_words(br.summed_axes)
 st.markdown(f"y = x + b with x of shape (3, 2) and b of shape {br.b_shape or '()'}: b is stretched along "
-            f"axes {br.summed_axes} of y. Backward with upstream G: each copy of b sent its share back, so "
-            f"b̄ = G summed over axes {br.summed_axes} (`sum_to_shape`; the engine ran {', '.join(br.backward_ops)}).")
+            f"{axes} of y. Backward with upstream G: each copy of b sent its share back, so "
+            f"b̄ = G summed over {axes} (`sum_to_shape`; the engine ran {', '.join(br.backward_ops)}).")
 bc = st.columns(3)
 bc[0].markdown("**G = ȳ** (upstream)")
 show_table(M.matrix_frame(br.g), look, where=bc[0], static=True, hide_header=True)

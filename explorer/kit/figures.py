@@ -214,8 +214,9 @@ def line_plot(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, tit
                                  marker=dict(symbol="star", size=look.node_size * 0.6, line=dict(width=1))))
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, font=dict(size=look.figure_font),
                       height=int(look.figure_height * 0.8), legend=dict(orientation="h", y=-0.2))
+    # a log axis labels its 2s and 5s in full (20, 50), not as bare digits: "100, 5, 2, 10" read as 5 > 10
     if log_x:
-        fig.update_xaxes(type="log")
+        fig.update_xaxes(type="log", minorloglabels="complete")
     if log_y:
-        fig.update_yaxes(type="log")
+        fig.update_yaxes(type="log", minorloglabels="complete")
     return fig

@@ -503,7 +503,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
         plot_h = (d.viewport[1] + 2 * margin) * s
         if whole_text_only and len(frameset.frames) == 1 and p.rankdir in ("BT", "TB"):
             windows = [_whole_ranks(windows[0], p, ids)]
-            spare_px = plot_h - (windows[0][1][1] - windows[0][1][0]) * s
+            spare_px = float(math.floor(plot_h - (windows[0][1][1] - windows[0][1][0]) * s))
             plot_h -= spare_px
         x_range, y_range = windows[0]
 
