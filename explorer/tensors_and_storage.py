@@ -292,7 +292,10 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
             k += 1
     # the picture keeps boxes square: its height follows the width it will get (half a page) and the rows
     x_span = max(n, cols) + 0.6
-    y_lo, y_hi = y0 - rows_total * box - 0.5 - (0.35 * (rows_total // shape[-2]) if len(shape) >= 3 else 0), 1.6
+    # the last row's boxes end at y0 - (rows - 1) (each row is drawn upwards from its y): a small margin under
+    # them, not a row's worth of blank (that pushed the picture under a projector's first screen)
+    y_lo, y_hi = y0 - (rows_total - 1) * box - 0.3 - (0.35 * ((rows_total - 1) // shape[-2]) if len(shape) >= 3
+                                                       else 0), 1.6
     # px per unit as before the row names moved above their rows (the picture keeps its size on a projector)
     unit_px = (1920 * 0.47 if look.presenting else 1100 * 0.45) / (x_span + 1.0)  # (no sidebar when presenting)
     height = int(min(max((y_hi - y_lo) * unit_px + (60 if title else 20), 220), look.figure_height))

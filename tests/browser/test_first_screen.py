@@ -42,6 +42,11 @@ FIRST_SCREEN = {
     "Gradient_check": [("graphs", 2), ("caption", r"^float64: best h = .*4\.6e-06"),
                        ("caption", r"^float32: best h = ")],
     "Forward_vs_reverse": [("graphs", 1), ("text", r"^Step 1 of \d+"), ("buttons", STEP_BUTTONS)],
+    # step 1 as a lecturer opens it (auto: the whole network) and in the op view (a window on the inputs)
+    "Network_explorer": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
+                         ("buttons", STEP_BUTTONS)],
+    "Network_explorer?level=op": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
+                                  ("buttons", STEP_BUTTONS)],
     "Network_explorer?step=30&level=layer": [
         ("graphs", 2), ("caption", r"^Step 30 of \d+ · backward"), ("text", r"^This step$"),
         ("buttons", STEP_BUTTONS)],
@@ -49,7 +54,8 @@ FIRST_SCREEN = {
     "Static_vs_dynamic": [("graph_top", 1)],
     "Learning_problem": [("graphs", 1), ("caption", r"^Step 0: w = "), ("buttons", ("Start", "Back", "Step", "End"))],
     "Topological_sort": [("graphs", 1), ("caption", r"^Step 1 of 7"), ("buttons", STEP_BUTTONS)],
-    "Tensors_and_storage": [("graphs", 2), ("text", r"offset \+ i·strides\[0\]")],
+    "Tensors_and_storage": [("graphs", 2), ("text", r"offset \+ i·strides\[0\]"),
+                            ("text", r"reads the same storage object as x")],
     "Exercises": [("text", r"^Exercise 1 · "), ("text", r"^Check my answers$")],
     "Cross_entropy_on_logits": [("text", r"^Slide 7"), ("text", r"# how\? in what order\?"),
                                 ("text", r"^The same with this engine"), ("text", r"^How is backward implemented\?"),

@@ -117,3 +117,32 @@ def test_exercises_check_and_reveal(page, app_url, wait_idle, shot):
     assert "159.4 MB" in main.inner_text()
     assert _min_text_px(page) >= 18
     shot(page, "lecture_exercises_present_1920")
+
+
+HEADERS_JS = """(needle) => {
+  const table = Array.from(document.querySelectorAll('[data-testid="stMain"] table'))
+      .find(t => t.innerText.includes(needle));
+  if (!table) return null;
+  const main = document.querySelector('[data-testid="stMain"] [data-testid="stMainBlockContainer"]')
+      || document.querySelector('[data-testid="stMain"]');
+  const m = main.getBoundingClientRect();
+  return Array.from(table.querySelectorAll('th')).filter(th => th.innerText.trim()).map(th => {
+      const r = th.getBoundingClientRect();
+      return {text: th.innerText.trim(), left: r.left, right: r.right, fits: th.scrollWidth <= th.clientWidth + 1,
+              main_left: m.left, main_right: m.right}; });
+}"""
+
+
+def test_the_checkpointing_table_shows_every_header_whole(page, app_url, wait_idle, shot):
+    """At 1400 x 900 the checkpointing table's headers were cut ("peak during for…"): it now spans the page,
+    every header inside the main column and none of its text clipped."""
+    _open(page, f"{app_url}/Forward_vs_reverse", wait_idle, NORMAL)
+    page.get_by_text("Trading time for memory").first.scroll_into_view_if_needed()
+    page.get_by_text("max |Δ gradient| vs keep all").first.wait_for(timeout=180_000)
+    heads = page.evaluate(HEADERS_JS, "max |Δ gradient| vs keep all")
+    assert heads and {"policy", "peak during forward + backward (MB)", "max |Δ gradient| vs keep all"} <= \
+        {h["text"].replace("\n", " ") for h in heads}, heads
+    for h in heads:
+        assert h["main_left"] - 1 <= h["left"] and h["right"] <= h["main_right"] + 1 and h["fits"], h
+    page.get_by_text("Trading time for memory").first.scroll_into_view_if_needed()
+    shot(page, "forward_vs_reverse_checkpointing_1400")
