@@ -129,16 +129,19 @@ def memory_table(depth: int, width: int, batch: int, dtype: str = "float32") -> 
              "MiB": f"{r['MiB']:,.1f}"} for r in s.rows()]
 
 
-def memory_sentence(depth: int, width: int, batch: int, dtype: str = "float32") -> str:
-    """The table's reading: the notes' 2L − 1 beside the engine's measured count of saved tensors and buffers."""
+def memory_sentence(depth: int, width: int, batch: int, dtype: str = "float32") -> tuple[str, str]:
+    """The table's reading as (lead, details): the lead sets the notes' 2L − 1 beside the engine's measured count
+    of saved tensors (one sentence, for the class); the details say why each layer keeps what it keeps and how the
+    engine's count is measured."""
     s = costs.memory_at_scale(depth, width, batch, dtype)
     rule = 2 * s.depth - 1
-    verdict = "the rule" if s.engine_saved == rule else f"not the rule's {rule}"
-    return (f"Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps what its mask needs. The notes count "
-            f"2 per layer minus the network's input: **2L − 1 = {rule}**. Measured on this engine's graph (each op "
-            f"keeps only what its VJP reads; the bias add keeps nothing): **{s.engine_saved} tensors saved = "
-            f"{verdict}**, held in {s.engine_buffers} buffers. {costs.RELU_SAVED} The engine's count is measured on a "
-            "4-wide copy of the network (same depth) and scaled: every buffer it keeps is one batch × width buffer.")
+    verdict = "exactly the rule" if s.engine_saved == rule else f"not the rule's {rule}"
+    lead = (f"The notes count 2 tensors per layer minus the network's input: **2L − 1 = {rule}**; this engine's graph "
+            f"saves **{s.engine_saved} tensors** ({verdict}), held in {s.engine_buffers} buffers.")
+    details = ("Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps what its mask needs; the bias add "
+               f"keeps nothing. {costs.RELU_SAVED} The engine's count is measured on a 4-wide copy of the network "
+               "(same depth) and scaled: every buffer it keeps is one batch × width buffer.")
+    return lead, details
 
 
 def jacobian_size_table(width_in: int, width_out: int, batch: int, dtype: str) -> tuple[list[dict], dict]:

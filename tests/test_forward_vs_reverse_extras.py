@@ -98,3 +98,13 @@ def test_log_axes_label_their_minor_ticks_in_full():
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.minorloglabels == "complete"
     plain = line_plot({"a": ([1, 2], [1, 2])}, title="t", x_title="x", y_title="y", look=NORMAL)
     assert plain.layout.yaxis.type is None and plain.layout.yaxis.minorloglabels is None
+
+
+def test_exercise_9s_reading_leads_with_the_two_counts():
+    """Exercise 9's reading: one sentence with the rule's 2L − 1 and the engine's measured count (the class's
+    numbers), the why and the how apart; no claim that an op keeps only what its VJP reads."""
+    from explorer.forward_vs_reverse import memory_sentence
+    lead, details = memory_sentence(10, 4096, 512, "float32")
+    assert "**2L − 1 = 19**" in lead and "**19 tensors** (exactly the rule)" in lead and lead.count(". ") == 0
+    assert "Linear keeps its input h" in details and "4-wide copy" in details
+    assert "only what its VJP reads" not in lead + details

@@ -190,7 +190,9 @@ e_width = e[1].number_input("width", 1, 1_000_000, 4096, key=ns.key("ex9_width")
 e_batch = e[2].number_input("batch", 1, 1_000_000, 512, key=ns.key("ex9_batch"))
 e_dtype = e[3].selectbox("dtype", ["float32", "float64"], key=ns.key("ex9_dtype"))
 show_table(memory_table(int(e_depth), int(e_width), int(e_batch), e_dtype), look, static=True)
-st.markdown(memory_sentence(int(e_depth), int(e_width), int(e_batch), e_dtype))
+ex9_lead, ex9_details = memory_sentence(int(e_depth), int(e_width), int(e_batch), e_dtype)
+st.markdown(ex9_lead)
+st.caption(ex9_details)
 
 st.markdown("**HW2's network, measured on its graph** (Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → "
             "sigmoid → BCE, training mode, HW2's batch of 10): every tensor the graph keeps for backward.")
