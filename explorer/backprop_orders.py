@@ -183,7 +183,8 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
             back_drawing = plan(union_back, shown, width, "auto-reversed", max_height=back_max_height,
                                 label_room=False)
         for s, b in backs.items():
-            views[s].backward_figure = packed_figure(figure_dict(b, shown, back_drawing, edge_color=ADJOINT))
+            views[s].backward_figure = packed_figure(figure_dict(b, shown, back_drawing, edge_color=ADJOINT,
+                                                                     pending_edges=True))
     return OrdersModel(program, inputs, drawing, reference.grads, views)
 
 

@@ -51,6 +51,39 @@ FOLD_BEFORE_WIDTH = 600        # px: constant folding, before (its graph is ~560
 FOLD_AFTER_WIDTH = 260         # ... and after (~240 px), side by side in a 1400 px window
 LEGEND = [("placeholder", "placeholder (fed)"), ("variable", "Variable (state)"), ("constant", "constant"),
           ("op", "operation"), ("gradient", "gradient node (from gradients())"), ("update", "training update")]
+# the border the graph renderer draws around each kind of node (explorer.kit.plotly_figure.KIND_BORDER): a
+# legend chip wears its node's border, so the dotted one is explained where it is drawn
+_BORDER_KIND = {"placeholder": "input", "variable": "input", "constant": "constant"}
+# each chip on one line (a narrow row moves a whole chip down instead of breaking it in two)
+_CHIP = "display:inline-block;white-space:nowrap;padding:1px 6px;border-radius:4px;margin:0 6px 4px 0"
+
+
+def _chip(fill: str, kind: str, label: str) -> str:
+    """A legend chip: ``label`` on ``fill`` inside the border the renderer gives a node of ``kind``."""
+    import html
+    from .kit.plotly_figure import KIND_BORDER
+    width, style = ("2px", "solid") if kind == "input" else ("1px", "dotted" if kind == "constant" else "solid")
+    return (f"<span style='background:{fill};border:{width} {style} {KIND_BORDER.get(kind, KIND_BORDER['op'])};"
+            f"{_CHIP}'>{html.escape(label)}</span>")
+
+
+def legend_html() -> str:
+    """The static graph's legend: one chip per kind (its fill and border as drawn), and the run's colour."""
+    chips = [_chip(COLOURS[k], _BORDER_KIND.get(k, "op"), label) for k, label in LEGEND]
+    return " ".join(chips + [_chip(LIT, "op", "evaluated by the run")])
+
+
+# the graph an eager run records: each fill and border as drawn (the dotted border: no gradient flows there)
+EAGER_LEGEND = [("variable", "input", "parameter (requires_grad=True)"),
+                ("placeholder", "constant", "data (requires_grad=False)"),
+                ("constant", "constant", "constant (a number in the code)"), ("op", "op", "op it ran")]
+
+
+def eager_legend_html() -> str:
+    """The legend of :func:`eager_figure`: fills and borders as the renderer draws them, and what a dotted
+    border means."""
+    chips = " ".join(_chip(COLOURS[fill], kind, label) for fill, kind, label in EAGER_LEGEND)
+    return chips + " <span style='white-space:nowrap'>dotted border: no gradient flows to it</span>"
 
 
 @dataclass
@@ -507,7 +540,7 @@ def eager_figure(graph, width: int = STATIC_WIDTH, caption: str = "") -> dict:
 
 BRANCH_CODE = ("def f(x):\n"
                "    h = x * w\n"
-               "    # Python looks at a value:\n"
+               "    # a value decides:\n"
                "    if h.sum() > 0:\n"
                "        return relu(h)\n"
                "    return -h")
@@ -625,16 +658,6 @@ def unrolled_rnn_rows(lengths=(3, 6, 12), seed: int = 0) -> list[dict]:
                      "h_T equal": bool(np.array_equal(hv, he)),
                      "dh_T/dw equal": bool(np.isclose(gwv, gwe, rtol=1e-12, atol=0))})
     return rows
-
-
-def python_if_on_graph_tensor() -> str:
-    """What happens when Python control flow looks at a graph tensor (the error message)."""
-    g, x, w, h = rnn_static(3)
-    try:
-        bool(h > 0.5)
-    except tf.SymbolicValueError as e:
-        return str(e)
-    return "no error"  # pragma: no cover
 
 
 # --- constant folding --------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from html import unescape as html_unescape
 
 import pytest
 
@@ -13,8 +14,8 @@ from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated
 from engine.explain import record_execution
 from engine.explain.trace import run_forward
 from engine.tensor import Tensor
-from explorer.kit.code_panel import (CodeBlock, block, failed_code, frame_code, protocol_blocks, source_lines,
-                                     to_html)
+from explorer.kit.code_panel import (CodeBlock, block, failed_code, frame_code, gap_text, protocol_blocks,
+                                     source_lines, to_html)
 from explorer.kit.frames import build_frames
 
 SLIDE, AT = "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"
@@ -171,3 +172,37 @@ def test_html_escapes_code_and_marks_highlighted_lines():
     tr, fs = _slide()
     page = to_html(frame_code(tr, fs, _frame_of(fs, tr, "backward", "x6")))
     assert 'data-testid="code-panel"' in page and page.count(' hl') >= 4
+
+
+def test_a_jump_in_the_line_numbers_is_marked_where_the_docstring_was():
+    """propagate's docstring is left out: the panel says so between its signature and its body (146 went on at
+    166 with nothing in between), and only where numbers jump."""
+    from engine import autodiff
+    b = block(autodiff.propagate)
+    nums = [n for n, _ in b.lines]
+    jumps = [(a + 1, c - 1) for a, c in zip(nums, nums[1:]) if c > a + 1]
+    assert jumps, "propagate's docstring is no longer left out: this test lost its subject"
+    out = to_html([b])
+    gaps = re.findall(r'<div class="l gap" data-gap="(\d+)-(\d+)">', out)
+    assert [(int(a), int(c)) for a, c in gaps] == jumps
+    assert gap_text(*jumps[0]) in out and "the docstring" in gap_text(*jumps[0])
+    plain = CodeBlock("t", "x.py", [(1, "a = 1"), (2, "b = 2")])
+    assert "gap" not in to_html([plain]).split("</style>", 1)[1]
+
+
+def test_a_projector_panel_indents_by_two_so_the_lit_lines_fit_unwrapped():
+    b = CodeBlock("t", "x.py", [(1, "def f():"), (2, "    for a in b:"), (3, "        total = prev + contribution")],
+                  {3: 1})
+    narrow = to_html([b], 18, max_height_px=300)
+    wide = to_html([b], 13)
+    assert ">    total = prev + contribution<" in narrow and ">        total = prev + contribution<" in wide
+    assert 'class="adx-scroll"' in narrow and "adx-scroll" not in wide
+    # the engine's lines a step lights (the VJP call, the running total, the leaf's .grad) fit a projector's code
+    # column: 70 characters at 18 px (tests/browser/test_first_screen.py checks that none wraps)
+    from engine import autodiff
+    walk = block(autodiff.propagate)
+    lit = {n: t for n, t in walk.lines if any(k in t for k in (".chain_rule(", "+ contribution", ".accumulate_derivative("))}
+    assert len(lit) == 3
+    shown = re.findall(r'data-line="(\d+)"><span class="n">\d+</span><span class="m"></span><span class="c">([^<]*)<',
+                       to_html([walk], 18, max_height_px=300))
+    assert all(len(html_unescape(t)) <= 70 for n, t in shown if int(n) in lit), shown

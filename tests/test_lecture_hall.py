@@ -8,7 +8,9 @@ from explorer.backprop_orders import orders_model
 from explorer.expression_explorer import explorer_model
 from explorer.kit import presets
 from explorer.kit.backward_view import backward_frameset, values_only
-from explorer.kit.plotly_figure import ADJOINT, EDGE
+from explorer.kit.figures import at_frame
+from explorer.kit.plotly_figure import ADJOINT, EDGE, PENDING
+from explorer.kit.widgets import graph_px
 from explorer.kit.presentation import PRESENTING, fit_screen_rules, log_dtick, readable_figure
 
 SLIDE, AT = presets.DEFAULT.program, presets.DEFAULT.inputs
@@ -37,8 +39,9 @@ def test_backward_graph_names_adjoints_reverses_edges_and_writes_the_fan_out_sum
     fig = slide.backward_figure
     heads = _trace(fig, "node")["text"]
     assert sorted(heads) == sorted(["x̄1", "x̄2", "x̄3", "x̄4", "x̄5", "x̄6", "f̄"])
-    # every edge reversed, drawn in the backward colour
-    assert _trace(fig, "edges")["line"]["color"] == ADJOINT == _trace(fig, "arrowheads")["fillcolor"]
+    # every edge reversed; a sent contribution's edge in the backward colour, one still to come grey and dashed
+    assert _trace(fig, "sent edges")["line"]["color"] == ADJOINT == _trace(fig, "sent arrowheads")["fillcolor"]
+    assert _trace(fig, "edges")["line"]["color"] == PENDING and _trace(fig, "edges")["line"]["dash"] == "dash"
     assert slide.figure["data"][0]["line"]["color"] == EDGE  # the forward graph keeps its grey
     bfs = backward_frameset(slide.frameset, slide.shown_trace.graph.without_constants())
     assert bfs.edges == [(d, s) for s, d in slide.frameset.edges]
@@ -49,6 +52,35 @@ def test_backward_graph_names_adjoints_reverses_edges_and_writes_the_fan_out_sum
     # step 7: x1 holds one of its two contributions; forward steps show no adjoint at all
     assert "= 1 + … (1 of 2)" in _frame_text(fig, 6, "value")
     assert all(t == "" for t in _frame_text(fig, 3, "value"))
+
+
+def _sent_edges(fig: dict, frame: int) -> int:
+    """How many edges frame ``frame`` draws in the backward colour (segments of the "sent edges" trace)."""
+    xs = next(tr for tr in at_frame(fig, frame)["data"] if tr.get("name") == "sent edges")["x"]
+    return sum(1 for a, b in zip(xs, xs[1:] + [None]) if a is not None and b is None)
+
+
+def test_backward_edges_are_pending_until_their_contribution_is_sent(slide):
+    fig = slide.backward_figure
+    first_backward = next(f.index for f in slide.frameset.frames if f.phase != "forward")
+    assert _sent_edges(fig, first_backward - 1) == 0         # forward steps: every backward edge still pending
+    counts = [_sent_edges(fig, k) for k in range(first_backward, slide.n_frames)]
+    assert counts == sorted(counts) and counts[-1] == len(slide.frameset.edges)   # one by one, all sent at the end
+    # step 10: every edge but x̄4 → x̄2 carries its contribution; that one is still pending
+    assert _sent_edges(fig, 9) == len(slide.frameset.edges) - 1
+    assert [t for t in _frame_text(fig, 9, "edge label") if t] == [t for t in slide.frameset.frames[9].edge_text if t]
+
+
+def test_every_contribution_is_written_on_its_edge_on_a_projector():
+    """The presentation layout's backward graph places a label on every edge (x̄5 → x̄3 had none)."""
+    from explorer.kit.figures import graph_scale
+    m = explorer_model(SLIDE, AT, width=graph_px(PRESENTING, 460, 0.54),
+                       max_height=int(300 / graph_scale(PRESENTING)), presenting=True)
+    fig = m.backward_figure
+    assert len(_trace(fig, "edge label")["x"]) == len(m.frameset.edges)
+    assert fig["layout"]["meta"]["scale"] * 14 * graph_scale(PRESENTING) >= 18   # still readable from the back
+    assert sorted(t for t in _frame_text(fig, m.n_frames - 1, "edge label")) == sorted(
+        m.frameset.frames[-1].edge_text)
 
 
 def test_the_projector_forward_graph_carries_values_only(slide):
@@ -75,6 +107,10 @@ def test_orders_verdict_lines_give_nothing_away():
     back = bfs.backward_figure
     fill = [tr for tr in back["frames"][7]["data"] if tr.get("name") == "fill:early"]
     assert fill and fill[0]["x"] != [None]
+    # the orders' backward graphs draw a contribution still to come as the Expression explorer does: pending
+    for view in (bfs, topo):
+        assert _trace(view.backward_figure, "edges")["line"]["color"] == PENDING
+        assert _sent_edges(view.backward_figure, 3) == 0 < _sent_edges(view.backward_figure, 8)
 
 
 @pytest.mark.parametrize("height, values, expected", [

@@ -223,8 +223,12 @@ def test_page_default_runs_the_lecture_graph():
     assert len(graphs(at)) == 7
     assert M.LIT in graphs(at)[0]
     assert "matmul → add → relu" in texts(at)
-    table = at.dataframe[1].value  # the unrolled-loop table
+    table = at.dataframe[0].value  # the unrolled-loop table (the counts over steps are an HTML table)
     assert list(table["length T"]) == [3, 6, 12]
+    assert set(table["h_T equal"]) == {"yes"}   # one convention for True in every table: no ticks beside "true"
+    assert len(at.table) == 1 + 2 and list(at.table[0].value.columns)[-1] == "eager: graphs"  # whole, no cut column
+    # the recurrent loop's section carries no note about `if` (the branch below is where it is explained, once)
+    assert sum("control flow such as" in t for t in texts(at).split("\n")) == 1
 
 
 def test_page_fetch_feed_and_error():
@@ -306,3 +310,29 @@ def test_exercise_11_link_opens_the_training_step_lit():
     ok(at.run())
     assert at.selectbox(key="static_fetch").value == "train step (SGD)"
     assert "Evaluated **25 of 28**" in texts(at) and "68 nodes built once, 54 evaluated" in texts(at)
+
+
+def test_legends_wear_the_borders_the_graphs_draw():
+    """The dotted border the renderer draws around a node that takes no gradient (a constant, eager data) is in
+    the legends: each chip has its node's fill and border, and the eager legend says what dotted means."""
+    from explorer.kit.plotly_figure import KIND_BORDER
+    static = M.legend_html()
+    assert f"1px dotted {KIND_BORDER['constant']}" in static and f"2px solid {KIND_BORDER['input']}" in static
+    assert static.count("<span") == len(M.LEGEND) + 1
+    eager = M.eager_legend_html()
+    assert "dotted border: no gradient flows to it" in eager
+    fig = M.eager_figure(M.build_example("lecture").eager_graph)
+    dotted = [tr for tr in fig["data"] if tr.get("name") == "box:constant"]
+    assert dotted and dotted[0]["line"]["dash"] == "dot" and dotted[0]["x"] != [None]   # x is drawn dotted
+    assert f"background:{M.COLOURS['placeholder']};border:1px dotted" in eager       # ... and its chip is
+
+
+def test_branch_code_fits_its_box():
+    """The branch example's code box is a third of the row at 1400 px: no line longer than 24 characters."""
+    assert max(map(len, M.BRANCH_CODE.split("\n"))) <= 24
+
+
+def test_tables_write_true_and_false_one_way():
+    from explorer.kit.widgets import yes_no
+    rows = yes_no([{"a": True, "b": np.bool_(False), "c": 1, "d": "x"}])
+    assert rows == [{"a": "yes", "b": "no", "c": 1, "d": "x"}]

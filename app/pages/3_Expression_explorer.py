@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from explorer.kit import presets
+from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
@@ -28,7 +29,7 @@ ctx = start_page(
             "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
-PRESENT_GRAPH_SHARE = 0.64  # of the page's width: the two graphs; the code takes the rest
+PRESENT_GRAPH_SHARE = 0.54  # of the page's width: the two graphs; the code takes the rest (its lit lines unwrapped)
 PRESENT_PAIR_MAX_PX = 300    # each graph's drawing: two of them, the caption and the buttons fit 1080 px
 PRESENT_CODE_PX = 300        # the engine's code panel scrolls beyond this (its lit lines kept in view)
 for msg in ctx.link_problems:
@@ -164,6 +165,7 @@ def draw(step: int) -> None:
                         "contribution, the sum at a fan-out")
             show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look), look,
                       key=ns.key("backward_figure"))
+            st.html(backward_legend_html())
         with side_col:
             # the engine's own source (inspect); the lines this step ran highlighted
             st.markdown("**The engine's code** — the lines this step ran are highlighted (×n: n times)")
@@ -190,6 +192,7 @@ def present_step(shown, frame: int) -> None:
         show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look, key=ns.key("figure"))
         show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look), look,
                   key=ns.key("backward_figure"))
+        st.html(backward_legend_html())
     with right:
         st.html(shown.lecture_html)
         st.html(shown.code_html)

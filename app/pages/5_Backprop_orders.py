@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer.kit import presets
+from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
@@ -83,6 +84,7 @@ if model is not None:
             for col, s in zip(cols, row):
                 with col:
                     draw_order(model.views[s], step)
+        st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
         # each order's own code, read from the running engine; the lines this step ran are highlighted
         st.markdown("**Each order's own code at this step** — the lines that did the step's work are lit")
         for col, s in zip(st.columns(len(orders)), orders):

@@ -31,11 +31,7 @@ def cached_rnn_rows(lengths: tuple[int, ...]):
     return M.unrolled_rnn_rows(lengths)
 
 
-# each chip on one line (a narrow row moves a whole chip down instead of breaking it in two)
-CHIP = "display:inline-block;white-space:nowrap;padding:1px 6px;border-radius:4px;margin:0 6px 4px 0"
-legend = " ".join(f"<span style='background:{M.COLOURS[k]};border:1px solid #9ca3af;{CHIP}'>{label}</span>"
-                  for k, label in M.LEGEND)
-legend += f"<span style='background:{M.LIT};{CHIP}'>evaluated by the run</span>"
+legend = M.legend_html()
 
 # --- 1. one program, two ways ------------------------------------------------------------------------
 st.subheader("Build once, run with a feed dict")
@@ -109,30 +105,33 @@ if not result.error:
             st.caption(M.gradients_note(ex))
         if ex.with_train and st.session_state[ns.key("fetch")] == "train step (SGD)":
             st.caption(M.training_note(ex, result.counted))
-        show_table(M.counts_over_steps(ex), look)
+        show_table(M.counts_over_steps(ex), look, static=True)  # HTML: its cells wrap, no column cut off
 
 st.markdown("##### The graph the eager run recorded")
 eg = ex.eager_graph
 st.markdown(M.eager_count_text(ex))
+st.html(f"<div style='font-size:0.85rem'>{M.eager_legend_html()}</div>")
 show_plot(style_graph_figure(M.eager_figure(eg), look), look,
           key=ns.key(f"eager_graph_{example}_{ex.with_gradients or ex.with_train}"))
-st.caption("The same code builds this graph *while it computes*; the next step records a new one. Blue: data, "
-           "green: parameters (requires_grad), grey: constants.")
+st.caption("The same code builds this graph *while it computes*; the next step records a new one.")
 
 # --- 2. control flow --------------------------------------------------------------------------------
 st.divider()
 st.subheader("Control flow: a recurrent step unrolled")
-st.markdown("h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<sub>0</sub> = 0. Eagerly, the Python "
-            "loop simply runs and the recorded graph grows with it. A static graph is built by running the "
-            "loop *while building*, so each length needs a graph of its own.", unsafe_allow_html=True)
 rows = cached_rnn_rows((3, 6, 12))
-show_table(rows, look)
-st.caption(M.rnn_note(rows))
-# presentation mode: the graph gets the page's whole width (its text is never shrunk to fit a column)
-rc = st.columns([1.4, 3]) if not look.presenting else [st.container(), st.container()]
+# presentation mode: the recurrence, the loop's code and the graph side by side under the heading (one screen
+# at every projector size), the counts under them
+rc = st.columns([1, 1.55]) if look.presenting else None
+(rc[0] if look.presenting else st).markdown(
+    "h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<sub>0</sub> = 0. Eagerly, the Python loop simply "
+    "runs and the recorded graph grows with it. A static graph is built by running the loop *while building*, so "
+    "each length needs a graph of its own.", unsafe_allow_html=True)
+if not look.presenting:
+    show_table(rows, look)
+    st.caption(M.rnn_note(rows))
+    rc = st.columns([1.4, 3])
 rc[0].select_slider("Draw the static graph for T =", options=[3, 6, 12], key=ns.key("length"))
 rc[0].code("for t in range(T):\n    h = sigmoid(h * w + x[t])", language="python", wrap_lines=True)
-rc[0].caption("Python `if` on a graph tensor fails: " + M.python_if_on_graph_tensor())
 rc[0].checkbox("draw every op (not one box per step)", key=ns.key("rnn_ops"))
 T = int(st.session_state[ns.key("length")])
 g_rnn, _, _, _ = M.rnn_static(T)
@@ -141,10 +140,13 @@ with rc[1]:
               key=ns.key("rnn_graph"))
     st.caption(f"Static graph for T = {T}: {len(g_rnn.nodes)} nodes (x is one placeholder of length {T}; each "
                "step adds getitem, mul, add, sigmoid).")
+if look.presenting:
+    show_table(rows, look)
+    st.caption(M.rnn_note(rows))
 
 st.markdown("##### A branch that depends on the data")
 bd = M.branch_demo()
-bc = st.columns([2, 3, 3])
+bc = st.columns([2.3, 3, 3])  # the code's longest line whole at 1400 px
 bc[0].code(M.BRANCH_CODE, language="python")
 for col, xv, took, graph, key in zip(bc[1:], bd.inputs, bd.branches, bd.graphs, ("pos", "neg")):
     col.markdown(f"**Eagerly, x = {np.array2string(xv, precision=2)}**: takes `{took}`")

@@ -87,12 +87,35 @@ def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_o
         "design_width", 460)
     max_height = figure_options.pop("max_height", 620)
     drawing = plan(bfs, graph, width, rankdir, max_height=max_height)
+
+    def better(d) -> tuple:
+        # never a window that hides nodes; then every contribution on its edge (a label with no free spot is
+        # left out: the slide example's x̄5 → x̄3 lost its 244.69 on a projector); then the larger drawing
+        return d.viewport is None, sum(d.edge_labels), d.scale
+
     # too big for its place: the contributions beside their edges instead of room made for them between the
-    # ranks, then the other direction (a long chain on a projector); never a window that hides nodes
+    # ranks, then the other direction (a long chain on a projector)
     for rd, room in ((rankdir, False), ("auto-reversed", False)):
         if drawing.viewport is None and drawing.scale >= 0.9:
             break
         candidate = plan(bfs, graph, width, rd, max_height=max_height, label_room=room)
-        if candidate.viewport is None or drawing.viewport is not None and candidate.scale > drawing.scale:
+        if better(candidate) > better(drawing):
             drawing = candidate
-    return figure_dict(bfs, graph, drawing, edge_color=ADJOINT, **figure_options)
+    return figure_dict(bfs, graph, drawing, edge_color=ADJOINT, pending_edges=True, **figure_options)
+
+
+def legend_html() -> str:
+    """What the backward graph's edges say: sent (the backward colour, its contribution written on it), not sent
+    yet (grey, dashed) and sent in this step (the highlight colour)."""
+    from .plotly_figure import HOT, PENDING
+
+    def line(colour: str, dash: str = "") -> str:
+        d = f" stroke-dasharray='6 4'" if dash else ""
+        return (f"<svg width='34' height='10' style='vertical-align:middle'><line x1='0' y1='5' x2='34' y2='5' "
+                f"stroke='{colour}' stroke-width='3'{d}/></svg>")
+
+    items = [(line(ADJOINT), "contribution sent (written on its edge)"), (line(PENDING, "dash"), "not sent yet"),
+             (line(HOT), "this step")]
+    return ("<div data-testid='backward-legend' style='line-height:1.6'>" + "".join(
+        f"<span style='display:inline-block;white-space:nowrap;margin-right:1.2em'>{svg} {text}</span>"
+        for svg, text in items) + "</div>")

@@ -363,12 +363,19 @@ _CSS = """
 .adx-code .t .p {{ font-weight: 400; color: #4b5563; }}
 .adx-code .l {{ display: flex; }}
 .adx-code .c {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2ch; text-indent: -2ch; }}
-.adx-code .n {{ color: #6b7280; text-align: right; width: 2.6em; padding-right: 0.5em; flex: none; user-select: none; }}
-.adx-code .m {{ color: #92400e; width: 1.9em; flex: none; font-weight: 700; }}
+.adx-code .n {{ color: #6b7280; text-align: right; width: 2.1em; padding-right: 0.4em; flex: none; user-select: none; }}
+.adx-code .m {{ color: #92400e; width: 1.5em; flex: none; font-weight: 700; }}
 .adx-code .l.hl {{ background: #fde68a; }}
 .adx-code .l.hl .n {{ color: #111827; font-weight: 700; }}
 .adx-code .l.vjp.hl {{ background: #bfdbfe; }}
+.adx-code .l.gap .c {{ color: #6b7280; font-style: italic; }}
 """
+
+
+def gap_text(first: int, last: int) -> str:
+    """The row shown where a block's line numbers jump: the lines left out (the docstring: :func:`source_lines`
+    drops it and nothing else)."""
+    return f"… lines {first}–{last}: the docstring" if last > first else f"… line {first}: the docstring"
 
 
 def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = "code-panel",
@@ -378,7 +385,9 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
     Code is text: every line and title is escaped. Highlighted lines carry class ``hl`` and every
     line ``data-line`` (its number in the file), so a browser test can read where the highlight is.
     ``max_height_px``: the panel scrolls beyond this height (presentation mode: one screen);
-    :data:`SCROLL_TO_HIGHLIGHT` brings its first highlighted line into view.
+    :data:`SCROLL_TO_HIGHLIGHT` brings its first highlighted line into view. Such a projector panel indents
+    each level by 2 columns instead of 4 (the same code, narrower), so the lines a step lights fit its column
+    without wrapping.
     """
     blocks = view.blocks if isinstance(view, CodeView) else view
 
@@ -391,8 +400,16 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
                    f'<div class="t">{html.escape(b.title)} <span class="p">· {html.escape(b.path)}</span></div>')
         # drop the indentation every shown line shares (a method's class level): narrow columns
         common = min((indent(t) for _, t in b.lines if t.strip()), default=0)
+        prev = None
         for n, text in b.lines:
+            if prev is not None and n > prev + 1:  # lines left out (a docstring): say so where the numbers jump
+                out.append(f'<div class="l gap" data-gap="{prev + 1}-{n - 1}"><span class="n">⋮</span>'
+                           f'<span class="m"></span><span class="c">{html.escape(gap_text(prev + 1, n - 1))}'
+                           '</span></div>')
+            prev = n
             text = text[common:]
+            if max_height_px:
+                text = " " * (indent(text) // 2) + text.lstrip(" ")
             count = b.marks.get(n)
             cls = "l" + (" hl" if count else "") + (" vjp" if b.role in ("vjp", "forward") else "")
             mark = f"×{count}" if count and count > 1 else ("▶" if count else "")
@@ -411,13 +428,25 @@ def scroll_to_highlight(step: int) -> str:
     return SCROLL_TO_HIGHLIGHT.replace("<script>", f"<script>/* step {int(step)} */", 1)
 
 
+# Whole rows only: the window starts at a row's top and ends at the last row that fits under its height (a
+# half-cut line at the top or bottom of the panel reads as clipped code).
 SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = () => document.querySelectorAll('.adx-scroll').forEach(box => {
+  const max = parseFloat(box.dataset.max || box.style.maxHeight) || box.clientHeight; box.dataset.max = max;
+  box.style.maxHeight = max + 'px';
   const first = [...box.querySelectorAll('.adx-code')].find(b => b.querySelector('.l.hl'));
-  const hl = first ? first.querySelectorAll('.l.hl') : []; if (!hl.length) { box.scrollTop = 0; return; }
+  const hl = first ? first.querySelectorAll('.l.hl') : [];
   const k = box.getBoundingClientRect().height / (box.offsetHeight || 1) || 1;  // a scaled page (projector)
   const at = el => (el.getBoundingClientRect().top - box.getBoundingClientRect().top) / k + box.scrollTop;
-  const top = at(hl[0]), bottom = at(hl[hl.length - 1]) + hl[hl.length - 1].offsetHeight;
-  box.scrollTop = Math.max(0, (top + bottom) / 2 - box.clientHeight / 2); });
+  let want = 0;
+  if (hl.length) { const top = at(hl[0]), bottom = at(hl[hl.length - 1]) + hl[hl.length - 1].offsetHeight;
+                   want = Math.min(top, Math.max(0, (top + bottom) / 2 - max / 2)); }
+  const rows = [...box.querySelectorAll('.adx-code .t, .adx-code .l')].map(r => [at(r), at(r) + r.offsetHeight]);
+  // the first row at or below the wanted top (at or above the first lit row: the lit rows stay whole in view)
+  let start = Infinity; for (const [t] of rows) { if (t >= want - 0.5) start = Math.min(start, t); }
+  if (!isFinite(start)) start = 0;
+  let end = start; for (const [t, b] of rows) { if (t >= start - 0.5 && b <= start + max + 0.5) end = Math.max(end, b); }
+  if (end > start) box.style.maxHeight = (end - start) + 'px';
+  box.scrollTop = start; });
   go(); setTimeout(go, 150); setTimeout(go, 600); })();</script>"""
 
 

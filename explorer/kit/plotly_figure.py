@@ -46,6 +46,7 @@ FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
 TEXT = "#111827"          # names and values
 ADJOINT = "#9a3412"       # adjoints / tangents / contributions: the second colour
 EDGE = "#6b7280"
+PENDING = "#9ca3af"       # a backward edge whose contribution has not been sent yet (dashed)
 HOT = "#ea580c"
 STATE_FILL = {"idle": "#f3f4f6", "computed": "#dbeafe", "waiting": "#fef3c7", "complete": "#dcfce7",
               "active": "#fde047", "leaf": "#86efac", "lost": "#fee2e2", "early": "#fecaca"}
@@ -150,7 +151,12 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
     order = {"auto": ["LR", "BT"], "auto-reversed": ["RL", "TB"]}.get(rankdir, [rankdir])
     best: tuple[float, Placement] | None = None
     for rd in order:
-        p = place(boxes, links, rd, use_dot=use_dot)
+        # a compact layout writes each label beside its edge: left to right, a rank gap as wide as the longest
+        # label, so a short edge between two ranks has room for its label (x̄5 → x̄3 on a projector had none)
+        gap = 30.0
+        if not label_room and any(label_chars) and rd in ("LR", "RL"):
+            gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 12)
+        p = place(boxes, links, rd, ranksep=gap, use_dot=use_dot)
         s = fit(p)
         if best is None or s > best[0] + 1e-9:
             best = (s, p)
@@ -176,7 +182,7 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
              for i, c in p.centers.items()]
     taken: list[tuple[float, float, float, float]] = []
     out: list[Point | None] = []
-    offsets = [(0.0, 0.0)] + [(dx * r, dy * r) for r in (6, 12, 18, 26, 34) for dx, dy in
+    offsets = [(0.0, 0.0)] + [(dx * r, dy * r) for r in (6, 12, 18, 26, 34, 42) for dx, dy in
                               ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1))]
     for k, e in enumerate(p.edges):
         if not k % 32:
@@ -319,7 +325,8 @@ def _esc(s: str) -> str:
 def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None, *, width: int = DESIGN_WIDTH,
                 rankdir: str = "auto", edge_labels: bool = True, max_height: int = MAX_HEIGHT,
                 duration_ms: int = 700, title: bool = True, use_dot: bool = True,
-                palette: dict[str, str] | None = None, edge_color: str = EDGE, whole_text_only: bool = False) -> dict:
+                palette: dict[str, str] | None = None, edge_color: str = EDGE, whole_text_only: bool = False,
+                pending_edges: bool = False) -> dict:
     """The figure as a plain dict (no validation, fast), with one Plotly frame per Frame.
 
     Pass ``drawing`` (from :func:`plan`) to reuse a placement (e.g. the same graph under several
@@ -330,6 +337,9 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     readable (WCAG AA). ``edge_color``: the edges' colour (the backward graph's are :data:`ADJOINT`).
     ``whole_text_only``: a one-frame drawing shown through a window (too big to shrink legibly) leaves out the
     text lines the window would cut (a projector: nobody pans; elsewhere the cut text is there to pan to).
+    ``pending_edges``: every edge is drawn dashed in :data:`PENDING` ("edges") and, frame by frame, those that
+    carry a label (the contribution sent along them) again in ``edge_color`` ("sent edges"): a backward graph
+    shows which contributions are still to come.
     """
     fill_of = palette or STATE_FILL
     d = drawing or plan(frameset, graph, width, rankdir, edge_labels, max_height, use_dot)
@@ -417,20 +427,36 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
         lab = {"type": "scatter", "text": [_esc(f.edge_text[k]) if f.edge_text else "" for k in label_edges]}
         return val, adj, lab
 
+    def sent(f: Frame) -> list[dict]:
+        if not pending_edges:
+            return []
+        ks = [k for k, t in enumerate(f.edge_text or []) if t and k < len(line_xy)]
+        lx = [v for k in ks for v in line_xy[k][0]]
+        ly = [v for k in ks for v in line_xy[k][1]]
+        ax = [v for k in ks for v in arrow_xy[k][0]]
+        ay = [v for k in ks for v in arrow_xy[k][1]]
+        return [{"type": "scatter", "x": lx or [None], "y": ly or [None], "mode": "lines", "hoverinfo": "skip",
+                 "showlegend": False, "name": "sent edges", "line": {"color": edge_color, "width": 2.4 * s}},
+                {"type": "scatter", "x": ax or [None], "y": ay or [None], "mode": "lines", "fill": "toself",
+                 "fillcolor": edge_color, "hoverinfo": "skip", "showlegend": False, "name": "sent arrowheads",
+                 "line": {"color": edge_color, "width": 1}}]
+
     def frame_data(f: Frame) -> list[dict]:
         h1, h2 = hot(f)
         val, adj, lab = texts(f)
-        return [h1, h2, *fills(f), outline(f, {"lost", "early"}, "#b91c1c", 3 * s, False),
+        return [*sent(f), h1, h2, *fills(f), outline(f, {"lost", "early"}, "#b91c1c", 3 * s, False),
                 outline(f, set(), "#111827", 3.5 * s, True), val, adj, lab]
 
     first = frameset.frames[0]
     ex, ey = _path(lines_e)
     ax, ay = _path(arrows)
+    base = PENDING if pending_edges else edge_color
     static_edges = [
         {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
-         "line": {"color": edge_color, "width": (1.6 if edge_color == EDGE else 2.4) * s}, "name": "edges"},
-        {"type": "scatter", "x": ax, "y": ay, "mode": "lines", "fill": "toself", "fillcolor": edge_color,
-         "hoverinfo": "skip", "showlegend": False, "line": {"color": edge_color, "width": 1}, "name": "arrowheads"},
+         "line": {"color": base, "width": (1.6 if base in (EDGE, PENDING) else 2.4) * s,
+                  **({"dash": "dash"} if pending_edges else {})}, "name": "edges"},
+        {"type": "scatter", "x": ax, "y": ay, "mode": "lines", "fill": "toself", "fillcolor": base,
+         "hoverinfo": "skip", "showlegend": False, "line": {"color": base, "width": 1}, "name": "arrowheads"},
     ]
     dynamic = frame_data(first)
     dyn_start = len(static_edges)

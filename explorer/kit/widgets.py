@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import time
 from typing import Any, Callable
 
+import numpy as np
 import streamlit as st
 
 from engine.explain.parser import allowed_text
@@ -380,6 +381,8 @@ def show_table(data: Any, lk: Look, *, where=None, static: bool = False, hide_in
     from pandas.io.formats.style import Styler
 
     where = where or st
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        data = yes_no(data)
     if not lk.presenting and not static:
         where.dataframe(data, hide_index=hide_index, **table_args)
         return
@@ -392,6 +395,12 @@ def show_table(data: Any, lk: Look, *, where=None, static: bool = False, hide_in
     where.table(df.head(PRESENT_TABLE_ROWS) if cut else df, hide_index=hide_index, **_table_only(table_args))
     if cut:
         where.caption(f"The first {PRESENT_TABLE_ROWS} of {len(df):,} rows (all of them outside presentation mode).")
+
+
+def yes_no(rows: list[dict]) -> list[dict]:
+    """Rows with every True / False cell written "yes" / "no": one convention in every table (a dataframe
+    drew ticks where an HTML table wrote "true")."""
+    return [{k: ("yes" if v else "no") if isinstance(v, (bool, np.bool_)) else v for k, v in r.items()} for r in rows]
 
 
 def _table_only(args: dict) -> dict:

@@ -33,7 +33,8 @@ FIRST_SCREEN = {
     "": [("text", r"^1 · "), ("text", r"^11 · ")],
     "Expression_explorer?step=10": [
         ("graphs", 2), ("caption", r"^take x3: x̄3 = 244\.69"), ("text", r"^Step 10 of 14"),
-        ("testid", "code-panel"), ("testid", "code-lecture"), ("buttons", STEP_BUTTONS)],
+        ("testid", "code-panel"), ("testid", "code-lecture"), ("testid", "backward-legend"),
+        ("buttons", STEP_BUTTONS)],
     "Backprop_orders?step=8": [
         ("graphs", 2), ("text", r"^so far every node was taken with all its contributions"),
         ("text", r"^✗ step 8: x1 finalised with 1 of 2 contributions"),
@@ -251,10 +252,24 @@ LIT_IN_VIEW_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(box 
 })"""
 
 
+# every row of a scrolling code panel whole or out of view (a half-cut line at its top or bottom read as clipped
+# code), and the lit rows of the Expression explorer's panel one line each (its lit line wrapped)
+ROWS_WHOLE_JS = """() => [...document.querySelectorAll('.adx-scroll')].flatMap((box, p) => {
+  const b = box.getBoundingClientRect(); const out = [];
+  const rows = [...box.querySelectorAll('.adx-code .l, .adx-code .t')];
+  const line = Math.min(...rows.map(r => r.getBoundingClientRect().height).filter(h => h > 0));
+  rows.forEach(r => { const q = r.getBoundingClientRect();
+    const inside = q.top >= b.top - 1 && q.bottom <= b.bottom + 1, outside = q.bottom <= b.top + 1 || q.top >= b.bottom - 1;
+    if (!inside && !outside) out.push(`panel ${p + 1}: row ${r.dataset.line || 'title'} cut at the panel's edge`);
+    if (r.classList.contains('hl') && box.getAttribute('data-testid') === 'code-panel' && q.height > line * 1.5)
+      out.push(`panel ${p + 1}: lit row ${r.dataset.line} wraps`); });
+  return out; })"""
+
+
 @pytest.mark.parametrize("path", ["Expression_explorer?step=8", "Backprop_orders?step=8"])
 def test_the_code_panels_keep_the_lit_lines_in_view_as_steps_go(big_page_1920, app_url, wait_idle, path):
     """The engine's code scrolls inside its panel on a projector: the lines the step ran stay in view, on the
-    first step shown and after each Step (a Step replaces the panels)."""
+    first step shown and after each Step (a Step replaces the panels), every row whole or out of view."""
     pg = big_page_1920
     open_presenting(pg, f"{app_url}/{path}&present=1", wait_idle)
     for _ in range(3):
@@ -265,6 +280,7 @@ def test_the_code_panels_keep_the_lit_lines_in_view_as_steps_go(big_page_1920, a
         except Exception:  # noqa: BLE001 - the assertion below says what was wrong
             pass
         assert pg.evaluate(LIT_IN_VIEW_JS) and all(v is not False for v in pg.evaluate(LIT_IN_VIEW_JS))
+        assert pg.evaluate(ROWS_WHOLE_JS) == []
         pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
         wait_idle(pg, timeout=120)
         pg.wait_for_timeout(800)

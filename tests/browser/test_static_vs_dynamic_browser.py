@@ -85,3 +85,25 @@ def test_switching_program_keeps_the_node_kinds(page, app_url, wait_idle, shot):
         page.wait_for_timeout(500)
         assert page.evaluate(FILLS, 0) == fresh[key], program
     shot(page, "static_after_switching")
+
+
+def test_the_unrolled_loop_fits_one_projector_screen_under_its_heading(browser, app_url, wait_idle):
+    """Presentation mode at 1366 x 768: with the control-flow section's heading at the top of the screen, the
+    T = 6 graph is whole on screen beside the loop's code (it sat below the fold, under the table)."""
+    context = browser.new_context(viewport={"width": 1366, "height": 768})
+    pg = context.new_page()
+    pg.set_default_timeout(60_000)
+    try:
+        _open(pg, f"{app_url}/Static_vs_dynamic?present=1", wait_idle)
+        heading = pg.get_by_text(re.compile(r"^Control flow: a recurrent step unrolled")).first
+        heading.evaluate("e => e.scrollIntoView({block: 'start'})")
+        pg.wait_for_timeout(800)
+        top = heading.bounding_box()
+        graph = pg.locator('[data-testid="stPlotlyChart"]').nth(2)
+        assert "step 6: h6" in graph.inner_text()
+        box = graph.bounding_box()
+        code = pg.get_by_text(re.compile(r"^for t in range\(T\)")).first.bounding_box()
+        assert top["y"] <= box["y"] and box["y"] + box["height"] <= 768 + 0.5, (top, box)
+        assert code["x"] + code["width"] <= box["x"] and code["y"] + code["height"] <= 768   # side by side
+    finally:
+        context.close()
