@@ -238,7 +238,7 @@ def queue_table(model: SortModel, upto: int) -> list[dict]:
     rows = []
     for s in model.queue_steps[:upto + 1]:
         rows.append({"step": s.index + 1,
-                     "no unprocessed inputs (queue)": ", ".join(model.name(i) for i in s.ready),
+                     "ready (queue)": ", ".join(model.name(i) for i in s.ready),
                      "taken": model.name(s.taken),
                      "computes": _computes(model, s.taken),
                      "value": fmt(s.value)})
@@ -247,6 +247,17 @@ def queue_table(model: SortModel, upto: int) -> list[dict]:
 
 def _computes(model: SortModel, nid: int) -> str:
     return model.computes.get(nid, "")
+
+
+def step_header(model: SortModel, frame: int) -> str:
+    """The header of the queue method's 0-based ``frame`` (Markdown, names escaped): the ready nodes, as the
+    legend names them, and the one taken with what it computes ("ready: x4 → take x4 = 2 * x2 = 1"; it read
+    "no unprocessed inputs: x4", as if x4 were an unprocessed input)."""
+    from .kit.formatting import md_escape
+    qs = model.queue_steps[frame]
+    ready = ", ".join(model.name(i) for i in qs.ready)
+    return (f"#### Step {frame + 1} of {len(model.queue_steps)} · ready: **{md_escape(ready)}** → take "
+            f"**{md_escape(model.name(qs.taken))}** {md_escape(computes_text(model, qs.taken))}")
 
 
 def computes_text(model: SortModel, nid: int) -> str:
@@ -309,7 +320,7 @@ def graph_figure(model: SortModel, states: dict[int, str], notes: dict[int, str]
 
 
 QUEUE_LEGEND = [("processed", "processed"), ("taken", "taken now (thick outline)"),
-                ("ready", "ready: no unprocessed input"), ("waiting", "waiting for an input")]
+                ("ready", "ready (queue): no unprocessed input"), ("waiting", "waiting for an input")]
 ORDER_LEGEND = [("clicked", "placed (#k: its position)"), ("violated", "placed before one of its inputs"),
                 ("waiting", "not placed yet")]
 

@@ -55,8 +55,8 @@ def test_slide_example_queue_values_are_the_lectures():
     assert taken["x5"] == pytest.approx(5.5) and taken["x6"] == pytest.approx(244.69193226)
     assert taken["x7"] == pytest.approx(247.69193226)
     rows = T.queue_table(model, 1)
-    assert rows[0]["no unprocessed inputs (queue)"] == "x1, x2" and rows[0]["taken"] == "x1"
-    assert rows[1]["no unprocessed inputs (queue)"] == "x2, x3"
+    assert rows[0]["ready (queue)"] == "x1, x2" and rows[0]["taken"] == "x1"
+    assert rows[1]["ready (queue)"] == "x2, x3"
     assert model.computes[model.id_of("x3")] == "1.5 * x1"
 
 
@@ -171,3 +171,14 @@ def test_page_deep_link_restores_preset_step_and_order():
     at.selectbox(key="topo_preset").set_value("cube").run()
     _ok(at)
     assert at.session_state["topo_step"] == 1 and at.session_state["topo_order"] == []
+
+
+def test_the_step_header_names_the_ready_nodes_as_the_legend_does():
+    """Step 4 of the slide example: x4 alone is ready; the header says "ready", the word of the legend and the
+    table ("no unprocessed inputs: x4" read as if x4 were an unprocessed input)."""
+    m = T.sort_model(T.DEFAULT_PRESET)
+    head = T.step_header(m, 3)
+    assert head.replace("\\", "").startswith("#### Step 4 of 7 · ready: **x4** → take **x4** = 2 * x2 = 1")
+    assert "no unprocessed inputs:" not in head
+    assert any(label.startswith("ready (queue)") for _, label in T.QUEUE_LEGEND)
+    assert "ready (queue)" in T.queue_table(m, 3)[0]

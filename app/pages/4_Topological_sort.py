@@ -46,11 +46,14 @@ with head[1]:
 key = st.session_state[ns.key("preset")]
 model = cached_model(key)
 n = len(model.graph.nodes)
-st.code(model.preset.program + "\n# at " + model.preset.inputs, language="python")
+# presentation mode: the program beside the method's rule, so the graph, its legend and the table of steps
+# come up on the first screen
+prog, rule = st.columns([1, 2.4]) if look.presenting else (st.container(), st.container())
+prog.code(model.preset.program + "\n# at " + model.preset.inputs, language="python")
 
 # --- the queue method -----------------------------------------------------------------------------------
-st.subheader("The queue method (slides)")
-st.markdown("Keep the unprocessed nodes. Repeatedly **take a node none of whose inputs is unprocessed**, "
+rule.subheader("The queue method (slides)")
+rule.markdown("Keep the unprocessed nodes. Repeatedly **take a node none of whose inputs is unprocessed**, "
             "compute it, and move it to the processed list. Yellow: the nodes that may be taken now (the queue); "
             "orange with a thick outline: the one taken; green: processed (with the engine's value).")
 
@@ -59,11 +62,7 @@ def draw(step: int) -> None:
     """The queue method at the 1-based ``step``: header, graph, legend and table."""
     frame = step - 1
     qs = model.queue_steps[frame]
-    ready = ", ".join(model.name(i) for i in qs.ready)
-    taken = model.name(qs.taken)
-    what = T.computes_text(model, qs.taken)
-    st.markdown(f"#### Step {step} of {n} · no unprocessed inputs: **{md_escape(ready)}** → take "
-                f"**{md_escape(taken)}** {md_escape(what)}")
+    st.markdown(T.step_header(model, frame))
     show_plot(style_graph_figure(T.graph_figure(model, T.queue_states(model, frame), T.queue_notes(model, frame),
                                                 taken=qs.taken), look), look, key=ns.key("queue_graph"))
     st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))

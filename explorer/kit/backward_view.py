@@ -110,9 +110,9 @@ def legend_html() -> str:
     from .plotly_figure import HOT, PENDING
 
     def line(colour: str, dash: str = "") -> str:
-        d = f" stroke-dasharray='6 4'" if dash else ""
-        return (f"<svg width='34' height='10' style='vertical-align:middle'><line x1='0' y1='5' x2='34' y2='5' "
-                f"stroke='{colour}' stroke-width='3'{d}/></svg>")
+        # a CSS border, not an SVG (Streamlit's HTML element drops SVG)
+        return (f"<span style='display:inline-block;width:2em;vertical-align:middle;"
+                f"border-top:3px {'dashed' if dash else 'solid'} {colour}'></span>")
 
     items = [(line(ADJOINT), "contribution sent (written on its edge)"), (line(PENDING, "dash"), "not sent yet"),
              (line(HOT), "this step")]
