@@ -98,7 +98,7 @@ def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_o
     for rd, room in ((rankdir, False), ("auto-reversed", False)):
         if drawing.viewport is None and drawing.scale >= 0.9:
             break
-        candidate = plan(bfs, graph, width, rd, max_height=max_height, label_room=room)
+        candidate = plan(bfs, graph, width, rd, max_height=max_height, label_room=room, label_gap=True)
         if better(candidate) > better(drawing):
             drawing = candidate
     return figure_dict(bfs, graph, drawing, edge_color=ADJOINT, pending_edges=True, **figure_options)

@@ -104,7 +104,7 @@ def _longest(texts) -> int:
 
 def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: str = "auto",
          edge_labels: bool = True, max_height: int = MAX_HEIGHT, use_dot: bool = True,
-         label_room: bool = True) -> Drawing:
+         label_room: bool = True, label_gap: bool = False) -> Drawing:
     """Measure every node's text over all frames, place the graph, and choose the scale.
 
     Args:
@@ -114,6 +114,7 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         max_height: px the drawing may take before it is shrunk.
         label_room: lay the graph out with room for each edge label (dot places it); False: a compact
             layout, each label beside its edge's middle where it is free (a backward graph on a projector).
+        label_gap: with ``label_room`` False, left to right, ranks as far apart as the longest label is wide.
     """
     ids = frameset.node_ids
     heads = frameset.heads or [graph.node(i).name for i in ids]
@@ -154,7 +155,7 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         # a compact layout writes each label beside its edge: left to right, a rank gap as wide as the longest
         # label, so a short edge between two ranks has room for its label (x̄5 → x̄3 on a projector had none)
         gap = 30.0
-        if not label_room and any(label_chars) and rd in ("LR", "RL"):
+        if label_gap and not label_room and any(label_chars) and rd in ("LR", "RL"):
             gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 12)
         p = place(boxes, links, rd, ranksep=gap, use_dot=use_dot)
         s = fit(p)

@@ -94,7 +94,10 @@ def test_the_unrolled_loop_fits_one_projector_screen_under_its_heading(browser, 
     pg = context.new_page()
     pg.set_default_timeout(60_000)
     try:
-        _open(pg, f"{app_url}/Static_vs_dynamic?present=1", wait_idle)
+        pg.goto(f"{app_url}/Static_vs_dynamic?present=1")
+        pg.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for(timeout=120_000)
+        wait_idle(pg, timeout=120)
+        pg.locator('[data-testid="stPlotlyChart"]').nth(2).locator(".main-svg").first.wait_for()
         heading = pg.get_by_text(re.compile(r"^Control flow: a recurrent step unrolled")).first
         heading.evaluate("e => e.scrollIntoView({block: 'start'})")
         pg.wait_for_timeout(800)
