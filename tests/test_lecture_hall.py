@@ -134,3 +134,16 @@ def test_a_smaller_projector_shows_the_design_page_scaled():
     assert "calc(100vw / 1920px)" in rules and "calc(100vh / 1080px)" in rules and "scale(var(--fit))" in rules
     # charts measure their layout size: their element drawn at 1 / z, the chart inside scaled back
     assert "scale(calc(1 / var(--fit)))" in rules and "pointer-events: none" in rules
+
+
+def test_the_orders_backward_graphs_label_every_edge_on_a_projector():
+    """Backprop orders on a projector: every edge of the backward graph labelled, right to left (short: beside
+    its verdict on the first screen), readable from the back row."""
+    from explorer.backprop_orders import ORDER_WIDTH, PRESENT_BACK_PX
+    from explorer.kit.figures import graph_scale
+    m = orders_model(SLIDE, AT, ("topological", "bfs_first_touch"), graph_px(PRESENTING, ORDER_WIDTH, 0.5),
+                     int(PRESENT_BACK_PX / graph_scale(PRESENTING)))
+    fig = m.views["bfs_first_touch"].backward_figure
+    assert len(_trace(fig, "edge label")["x"]) == len(m.views["bfs_first_touch"].frameset.edges)
+    assert fig["layout"]["meta"]["scale"] * 14 * graph_scale(PRESENTING) >= 18
+    assert fig["layout"]["meta"]["rankdir"] == "RL"

@@ -156,7 +156,7 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         # label, so a short edge between two ranks has room for its label (x̄5 → x̄3 on a projector had none)
         gap = 30.0
         if label_gap and not label_room and any(label_chars) and rd in ("LR", "RL"):
-            gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 12)
+            gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 6)
         p = place(boxes, links, rd, ranksep=gap, use_dot=use_dot)
         s = fit(p)
         if best is None or s > best[0] + 1e-9:
