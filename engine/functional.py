@@ -1,5 +1,7 @@
 """Composite functions built from primitives (they need no gradient rule of their own).
 
+``mean`` is a primitive now (``engine.ops.Mean``, re-exported here); ``linear`` is ``matmul_t`` + add.
+
 Every function here gets VJPs, JVPs, every backend and the static graph for
 free, because it is only a composition of ``engine.ops`` primitives.
 """
@@ -12,7 +14,7 @@ import numpy as np
 
 from . import ops
 from .dtypes import int64
-from .ops import _norm_dims, exp, log, relu, sigmoid, typed, where  # noqa: F401  (re-exported)
+from .ops import _norm_dims, exp, log, mean, relu, sigmoid, typed, where  # noqa: F401  (re-exported)
 from .tensor import Tensor, as_tensor_like, is_grad_enabled  # noqa: F401
 
 
@@ -95,15 +97,6 @@ def tanh(x: Tensor) -> Tensor:
 
 
 @typed(takes_dim=True)
-def mean(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    dims = _norm_dims(dim, x.ndim)
-    n = 1
-    for d in dims:
-        n *= x.shape[d]
-    return ops.sum(x, dims, keepdim) * (1.0 / n if n else float("nan"))  # mean of nothing: NaN (as NumPy, PyTorch)
-
-
-@typed(takes_dim=True)
 def logsumexp(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """log(sum(exp(x))) without overflow: the max is subtracted first (and added back).
 
@@ -127,8 +120,9 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weightᵀ + bias, with ``weight`` of shape (out_features, in_features)."""
-    out = ops.matmul(x, ops.transpose(weight, 0, 1))
+    """x @ weightᵀ + bias, with ``weight`` of shape (out_features, in_features): two ops, ``matmul_t``
+    (x @ weightᵀ, one node) and the bias's add."""
+    out = ops.matmul_t(x, weight)
     return out + bias if bias is not None else out
 
 

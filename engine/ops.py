@@ -5,11 +5,12 @@ ops, so the backward pass is itself a graph (``create_graph=True`` gives
 higher-order derivatives, and the explorer can draw it). Broadcasting is undone
 in exactly one helper, :func:`sum_to_shape`.
 
-Composites (mean, tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and
+Composites (tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and
 need no rules of their own. ``scalar`` is an op's kernel for the scalar fast path (0-d float64
 values, see ``engine.tensor.apply``): NumPy's own scalar arithmetic (exactly rounded, the same bits
-as the array kernels) or the same ufunc. Sigmoid, binary cross-entropy and the dropout mask are fused
-primitives here because ``benchmarks/hw2_step.py`` showed they pay (see their classes).
+as the array kernels) or the same ufunc. Sigmoid, binary cross-entropy, the dropout mask, the mean and
+Linear's ``x @ Wᵀ`` are fused primitives here because ``benchmarks/hw2_step.py`` showed they pay (see
+their classes).
 """
 from __future__ import annotations
 
@@ -798,6 +799,50 @@ class Sum(Op):
         return sum(ta, dims, keepdim)
 
 
+class Mean(Op):
+    """The mean over dims: the sum times 1/n, as one primitive. Fused: as ``sum(x) * (1/n)`` (the
+    composite it was) every mean cost two ops forward and two VJP nodes backward, and HW2's step
+    takes two means (the word vectors', the loss's): ~15 µs of its ~250 (benchmarks/hw2_step.py).
+    The same kernels in the same order, so the same bits as that composite; PyTorch records one
+    node (MeanBackward) too."""
+
+    name = "mean"
+    saves = ()
+    formula = "x̄ = expand(ḡ / n, x.shape)   (every averaged element receives ḡ / n)"
+
+    @staticmethod
+    def forward(ctx, a):
+        dims, keepdim, scale = ctx.params
+        be = ctx.backend
+        s = be.reduce("sum", a, dims, keepdim)
+        dt = be.dtype(s)
+        return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        (a,) = ctx.inputs
+        dims, keepdim, scale = ctx.params
+        g = g * scale
+        if not keepdim:
+            g = reshape(g, _kept_shape(a.shape, dims))
+        return (expand(g, a.shape),)
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        (a,) = ctx.operands
+        dims, keepdim, scale = ctx.params
+        be, shape = ctx.backend, a.shape
+        g = be.binary("mul", g, be.array(scale, be.dtype(g)))
+        if not keepdim:
+            kept = _kept_shape(shape, dims)
+            g = be.reshape(g, kept) if kept != g.shape else g
+        return (be.expand(g, shape) if shape != g.shape else g,)
+
+    @classmethod
+    def jvp(cls, ctx, ta):
+        return apply(Mean, (ta,), ctx.params)
+
+
 class Max(Op):
     """Max over dims. The gradient is split evenly between tied maxima (as ``torch.amax``)."""
 
@@ -926,6 +971,66 @@ class MatMul(Op):
             parts.append(matmul(ta, b))
         if tb is not None:
             parts.append(matmul(a, tb))
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
+def _rows(x, reshape_fn):
+    """``x`` (a Tensor or a raw array) as a matrix of rows: its last dim the columns, every other dim
+    (none for a vector) flattened into the rows; ``reshape_fn`` is ``reshape`` or a backend's."""
+    shape = x.shape
+    if len(shape) == 2:
+        return x
+    rows = 1
+    for s in shape[:-1]:
+        rows *= s
+    return reshape_fn(x, (rows, shape[-1]))
+
+
+class MatMulT(Op):
+    """``a @ bᵀ`` for a matrix ``b`` (n, k) and ``a`` (..., k): Linear's ``x @ Wᵀ`` as one node. Fused: as
+    ``matmul(x, transpose(W))`` every Linear cost a transpose op forward and its VJP node backward
+    (benchmarks/hw2_step.py: ~10 µs of HW2's step for its two layers). The same backend calls as that
+    pair (a matmul with a transposed view of ``b``), so the same bits; PyTorch's Linear records one
+    node (AddmmBackward) where this draws two (this and the bias's add)."""
+
+    name = "matmul_t"
+    saves = (0, 1)
+    label = "{0} @ {1}ᵀ"
+    formula = "Ā = Ḡ B,  B̄ = Ḡᵀ A   (y = A Bᵀ; A's leading dims flattened into the rows for B̄)"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        be = ctx.backend
+        return be.matmul(a, be.permute(b, (1, 0)))
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        a, b = ctx.inputs
+        ga = apply(MatMul, (g, b)) if a.requires_grad else None   # ā = ḡ b
+        gb = None
+        if b.requires_grad:   # b̄ = ḡᵀ a, every leading dim of a (a vector: none) one more row
+            rows_g, rows_a = _rows(g, reshape), _rows(a, reshape)
+            gb = apply(MatMul, (_swap_last(rows_g), rows_a))
+        return ga, gb
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        a, b = ctx.operands
+        be = ctx.backend
+        ga = be.matmul(g, b._data) if a.requires_grad else None
+        gb = None
+        if b.requires_grad:
+            gb = be.matmul(be.permute(_rows(g, be.reshape), (1, 0)), _rows(a._data, be.reshape))
+        return ga, gb
+
+    @classmethod
+    def jvp(cls, ctx, ta, tb):
+        a, b = ctx.inputs
+        parts = []
+        if ta is not None:
+            parts.append(apply(MatMulT, (ta, b)))
+        if tb is not None:
+            parts.append(apply(MatMulT, (a, tb)))
         return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
 
@@ -1296,6 +1401,16 @@ def sum(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 
 @typed(takes_dim=True)
+def mean(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """The mean over ``dim`` (all dims when None); of nothing: NaN (as NumPy, PyTorch)."""
+    dims = _norm_dims(dim, a.ndim)
+    n = 1
+    for d in dims:
+        n *= a.shape[d]
+    return apply(Mean, (a,), (dims, bool(keepdim), 1.0 / n if n else float("nan")))
+
+
+@typed(takes_dim=True)
 def max(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """Maximum over ``dim`` (all dims when None); values only."""
     return apply(Max, (a,), (_norm_dims(dim, a.ndim), bool(keepdim)))
@@ -1310,6 +1425,21 @@ def matmul(a: Tensor, b) -> Tensor:
     if ka != kb:
         raise ValueError(f"matmul shape mismatch: {a.shape} @ {b.shape} ({ka} != {kb})")
     return apply(MatMul, (a, b))
+
+
+def matmul_t(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ bᵀ`` for a matrix ``b`` (n, k) and ``a`` (..., k) of at least one dim, as one op (Linear's
+    ``x @ weightᵀ``: :class:`MatMulT`).
+
+    Raises:
+        ValueError: ``b`` is not a matrix, ``a`` is 0-d, or the inner dimensions differ.
+    """
+    if b.ndim != 2 or a.ndim == 0:
+        raise ValueError(f"matmul_t needs a matrix on the right and at least one dim on the left, "
+                         f"got {a.shape} @ {b.shape}ᵀ")
+    if a.shape[-1] != b.shape[1]:
+        raise ValueError(f"matmul_t shape mismatch: {a.shape} @ {b.shape}ᵀ ({a.shape[-1]} != {b.shape[1]})")
+    return apply(MatMulT, (a, b))
 
 
 def permute(a: Tensor, order: Sequence[int]) -> Tensor:
