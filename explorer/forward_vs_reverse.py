@@ -383,8 +383,8 @@ class HW2Kept:
                 f"**2L − 1 = {self.rule}** activations kept for backward. Its real graph (training mode, batch "
                 f"{self.batch}, float64 as the trainer runs it) keeps **{self.activations} activations**: {verdict} "
                 f"({self.activation_bytes:,} bytes). The other rows are not activations: the network's input "
-                "(the rule's 'minus the input'), the weights (they exist anyway), dropout's mask, the labels "
-                "and the batch mean's scalars.")
+                "(the rule's 'minus the input'), the weights (they exist anyway), dropout's mask and the labels "
+                "(the means keep nothing: their VJP needs only the shape).")
 
 
 def hw2_kept_for_backward(batch: int = 10, seed: int = 0) -> HW2Kept:
@@ -440,7 +440,7 @@ def hw2_kept_for_backward(batch: int = 10, seed: int = 0) -> HW2Kept:
         elif saved is labels:
             what, desc = "labels (data)", "labels"
         elif is_parameter(saved):
-            what, desc = "parameter", f"weight of {stage(saved)}"
+            what, desc = "parameter", f"weight of {', '.join(sorted(by))}"   # the Linear that reads it
         elif saved.ndim == 0:
             what, desc = "scalar", f"scalars of {stage(saved)}"
         elif saved.op is None:
@@ -458,7 +458,7 @@ def hw2_kept_for_backward(batch: int = 10, seed: int = 0) -> HW2Kept:
                "kept by": ", ".join(sorted(by)), "what": what, "counted by the rule": "yes" if counted else "no",
                "bytes": nbytes}
         same = next((r for r in rows if all(r[k] == row[k] for k in row if k not in ("bytes", "count"))), None)
-        if same is None:  # several tensors alike (the batch mean's two scalars): one row with their count
+        if same is None:  # several tensors alike (scalar constants, say): one row with their count
             rows.append({"count": 1, **row})
         else:
             same["count"] += 1

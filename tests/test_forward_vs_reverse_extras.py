@@ -57,9 +57,11 @@ def test_hw2_network_keeps_2L_minus_1_activations_measured_on_its_graph():
     assert "ReLU" in by["output of ReLU"] and "Linear 2" in by["output of Dropout"]
     assert "sigmoid" in by["output of sigmoid"]
     assert sorted(r["tensor"] for r in acts) == ["output of Dropout", "output of ReLU", "output of sigmoid"]
-    # tensors alike share one row with their count (the batch mean's two scalars), and each row says its dtype
+    # tensors alike would share one row with their count, and each row says its dtype; the means (ops.Mean)
+    # keep no scalar (their 1/n is a parameter of the op), and each weight is named by the Linear reading it
     assert len({(r["tensor"], r["shape"], r["kept by"]) for r in k.rows}) == len(k.rows)
-    assert sum(r["count"] for r in k.rows if r["what"] == "scalar") == 2
+    assert not [r for r in k.rows if r["what"] == "scalar"]
+    assert sorted(r["tensor"] for r in k.rows if r["what"] == "parameter") == ["weight of Linear 1", "weight of Linear 2"]
     assert {r["dtype"] for r in acts} == {"float64"} and "float64" in k.sentence
     kinds = {r["what"] for r in k.rows}
     assert {"network input (sentence vectors)", "parameter"} <= kinds

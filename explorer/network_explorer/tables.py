@@ -30,7 +30,7 @@ def zero_reason(rec, source: int, target: int, value) -> str:
     src = rec.node(source)
     others = [rec.node(p) for p in src.parents if p != target]
     zeros = [o.label for o in others if o.value.size and is_zero(o.value)]
-    if src.op in ("matmul", "mul") and zeros:
+    if src.op in ("matmul", "matmul_t", "mul") and zeros:
         return f"0: the other factor {zeros[0]} is all zeros, and this VJP multiplies by it"
     if src.adjoint is not None and is_zero(src.adjoint):
         return f"0: the adjoint of {src.label} is all zeros"
