@@ -1434,11 +1434,11 @@ def matmul_t(a: Tensor, b: Tensor) -> Tensor:
     Raises:
         ValueError: ``b`` is not a matrix, ``a`` is 0-d, or the inner dimensions differ.
     """
-    if b.ndim != 2 or a.ndim == 0:
-        raise ValueError(f"matmul_t needs a matrix on the right and at least one dim on the left, "
-                         f"got {a.shape} @ {b.shape}ᵀ")
-    if a.shape[-1] != b.shape[1]:
-        raise ValueError(f"matmul_t shape mismatch: {a.shape} @ {b.shape}ᵀ ({a.shape[-1]} != {b.shape[1]})")
+    sa, sb = a.shape, b.shape
+    if len(sb) != 2 or not sa:
+        raise ValueError(f"matmul_t needs a matrix on the right and at least one dim on the left, got {sa} @ {sb}ᵀ")
+    if sa[-1] != sb[1]:
+        raise ValueError(f"matmul_t shape mismatch: {sa} @ {sb}ᵀ ({sa[-1]} != {sb[1]})")
     return apply(MatMulT, (a, b))
 
 

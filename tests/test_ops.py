@@ -558,3 +558,21 @@ def test_matmul_with_an_inner_dimension_of_one_is_the_outer_product():
     ((a @ b) * tensor(w)).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), w @ b.numpy().T)
     np.testing.assert_allclose(b.grad.numpy(), a.numpy().T @ w)
+
+
+def test_numpy_expand_is_broadcast_to():
+    """The NumPy backend's expand builds broadcast_to's view itself for contiguous arrays (cheaper per call):
+    the same shape, strides, values and read-only flag, and broadcast_to's answer everywhere else."""
+    from engine.backends import get_backend
+    be = get_backend("numpy")
+    rng = np.random.default_rng(0)
+    cases = [((), (10,)), ((1,), (3, 4)), ((3, 1), (2, 3, 5)), ((2, 3), (2, 3)), ((1, 1), (4, 1)), ((1, 3), (2, 1, 3)),
+             ((), ()), ((2, 0), (3, 2, 0))]
+    arrays = [(np.asarray(rng.standard_normal(src), np.float32), shape) for src, shape in cases]
+    arrays += [(rng.standard_normal((3, 1)).T, (4, 3)), (rng.standard_normal((4, 6))[:, ::2], (2, 4, 3))]  # strided
+    for arr, shape in arrays:
+        got, want = be.expand(arr, shape), np.broadcast_to(arr, shape)
+        assert got.shape == want.shape and got.strides == want.strides and not got.flags.writeable
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(Exception, match="cannot expand"):
+        be.expand(np.ones((2, 3)), (4, 3))
