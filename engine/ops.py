@@ -55,8 +55,9 @@ def sum_to_shape(g, shape: tuple[int, ...], backend=None):
     """Undo broadcasting: sum ``g`` over the dims that were broadcast to reach its shape.
 
     This is the only place in the engine where broadcasting is undone. ``g`` is a Tensor, or with
-    ``backend`` given one of its raw arrays (a VJP on arrays, ``Op.vjp_arrays``: the same backend
-    calls the engine ops make).
+    ``backend`` given one of its raw arrays (a VJP on arrays, ``Op.vjp_arrays``: the same reduction the
+    engine ops make, so the same bits; when only leading dims are summed, as for a bias, without the
+    keepdim and the reshape that undoes it: one backend call instead of two).
     """
     gshape = g.shape  # a Tensor's, or a raw array's own (every backend's array carries its shape)
     if gshape == shape:
@@ -64,6 +65,8 @@ def sum_to_shape(g, shape: tuple[int, ...], backend=None):
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
     if backend is not None:
+        if dims and len(dims) == lead:
+            return backend.reduce("sum", g, dims, False)
         out = backend.reduce("sum", g, dims, True) if dims else g
         return backend.reshape(out, shape) if out.shape != shape else out
     out = sum(g, dims, keepdim=True) if dims else g
