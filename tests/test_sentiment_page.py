@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from sentiment.embeddings import load_glove
+from explorer.sentiment_training.settings import untrained_network
 from explorer.sentiment_training.views import (DataChoice, accuracy_chart, format_seconds, load_choice, loss_chart,
                                                network_dot, network_figure,
                              progress_text)
@@ -105,7 +107,7 @@ def test_train_the_builtin_corpus_and_inspect_results():
     assert epoch_rows["loss"].tolist() == pytest.approx([e.train_loss for e in run.snapshot().epochs])
     assert (loss["series"] == "batch loss").sum() == len(run.snapshot().batch_x) > 0
     acc_spec, acc = vega(at, "Accuracy per epoch")
-    assert set(acc["series"]) == {"train accuracy", "validation accuracy", "best validation so far"}
+    assert set(acc["series"]) == {"training", "validation", "best validation"}
     assert "target" not in json.dumps(acc_spec)        # HW2's 75% belongs to HW2's subset, not this corpus
     fin = run.snapshot().finished
     assert f"best checkpoint: epoch {fin.best_epoch}" in json.dumps(acc_spec)
@@ -207,7 +209,7 @@ def test_view_helpers_on_a_real_run():
     assert (data["series"] == "batch loss").sum() == len(snap.batch_x) > 0
     data, spec = accuracy_chart(snap)
     data = data.to_pandas()
-    assert data[data["series"] == "validation accuracy"]["accuracy"].tolist() == [e.val_accuracy for e in snap.epochs]
+    assert data[data["series"] == "validation"]["accuracy"].tolist() == [e.val_accuracy for e in snap.epochs]
     dot = network_dot(run.trainer)
     assert "Linear(50, 32)" in dot and "1,632 parameters" in dot and "1,665 trainable parameters" in dot
     fig = network_figure(run.trainer)
@@ -435,8 +437,8 @@ def test_live_charts_send_what_pandas_sent_and_the_runner_keeps_the_columns():
     ep = np.array([e.epoch for e in snap.epochs], float)
     assert same(data, pd.concat([pd.DataFrame({"epoch": ep, "accuracy": [getattr(e, f) for e in snap.epochs],
                                                "series": name}) for f, name in
-                                 (("train_accuracy", "train accuracy"), ("val_accuracy", "validation accuracy"),
-                                  ("best_val_accuracy", "best validation so far"))], ignore_index=True))
+                                 (("train_accuracy", "training"), ("val_accuracy", "validation"),
+                                  ("best_val_accuracy", "best validation"))], ignore_index=True))
     last = snap.epochs[-1]
     assert spec["layer"][2]["data"]["values"] == [{"epoch": last.best_epoch, "accuracy": last.best_val_accuracy,
                                                   "label": f"best checkpoint: epoch {last.best_epoch}"}]
@@ -454,7 +456,9 @@ def test_live_charts_send_what_pandas_sent_and_the_runner_keeps_the_columns():
     relu = nodes["relu"].get_attributes()
     assert "dead: " in relu["label"] and relu["fillcolor"].strip('"').startswith("#ff")
     assert "Linear(50, 32)" in nodes["fc1"].get_attributes()["label"]
-    assert graph.get_rankdir().strip('"') == "TB" and ("measured during epoch" in graph.get_label() or "measured after epoch" in graph.get_label())
+    assert graph.get_rankdir().strip('"') == "TB"
+    # when, in whole numbers (the chart's position 41.09 was printed as "epoch 41.09")
+    assert re.search(r"measured (in epoch \d+,\\nafter batch \d+( of \d+)?|after epoch \d+)\\n", graph.get_label())
     assert [e.get_source().strip('"') for e in graph.get_edges()][:2] == ["input", "mean"]
 
 
@@ -541,9 +545,98 @@ def test_the_replay_button_replays_the_run_on_the_page():
     button(at, "Replay slowly").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["sentiment_replay"] is not None
-    assert any(t.startswith("Replay at lecture speed, 60 s") for t in progress_texts(at)), progress_texts(at)
+    assert any(t.startswith("Replay over 60 s: epoch ") for t in progress_texts(at)), progress_texts(at)
     _, loss = vega(at, "Training loss (binary cross-entropy)")
     assert len(loss[loss["series"] == "epoch mean loss"]) < 4     # the run as it stood early on
     button(at, "End replay").click().run()
     assert at.session_state["sentiment_replay"] is None
     assert any(t.startswith("Finished after 4/4 epochs") for t in progress_texts(at)), progress_texts(at)
+
+
+# --- what the lecture hall walkthrough tripped on ------------------------------------------------------
+
+
+def _look(epoch: int, batch: int, n_batches: int, dead: float = 0.25):
+    from sentiment.trainer import InsideLook, LayerLook
+    layers = (LayerLook("fc1", 45.3, 1.2, 3.1e-3), LayerLook("fc2", 9.91, 0.24, 2.6e-3))
+    active = tuple(0.0 if i < 8 else 0.5 for i in range(32))
+    return InsideLook(epoch, batch, epoch - 1 + batch / n_batches, layers, dead, active)
+
+
+def test_a_look_is_dated_in_whole_epochs_and_batches():
+    from explorer.sentiment_training.views import look_when, units_title
+    mid, end = _look(42, 4, 45), _look(41, 45, 45)
+    assert look_when(mid, 45) == "in epoch 42, after batch 4 of 45"
+    assert look_when(end, 45) == "after epoch 41"
+    assert look_when(mid) == "in epoch 42, after batch 4"
+    title = units_title(mid, 45)
+    assert title.startswith("Hidden units in epoch 42, after batch 4 of 45: **8 of 32 dead**")
+    assert not re.search(r"\d\.\d", title)   # never the chart's fractional position (41.09)
+    for rankdir in ("TB", "LR"):
+        dot = network_dot(untrained_network(32, 0.5), mid, 13, rankdir=rankdir, n_batches=45)
+        assert "in epoch 42," in dot and "41.0" not in dot
+
+
+def test_unknown_words_are_counted_so_the_numbers_add_up():
+    from types import SimpleNamespace
+    from explorer.sentiment_training.views import unknown_words_text
+    started = SimpleNamespace(unknown_words=tuple(f"w{i}" for i in range(55)), unknown_train_tokens=44,
+                              unknown_val_tokens=12)
+    text = unknown_words_text(started)
+    assert text == ("55 distinct words have no GloVe vector and share one fixed random vector: 56 occurrences, "
+                    "44 in the training and 12 in the validation sentences")
+    one = unknown_words_text(SimpleNamespace(unknown_words=("qwerty",), unknown_train_tokens=1, unknown_val_tokens=0))
+    assert one.startswith("1 distinct word has no GloVe vector and shares") and "1 occurrence," in one
+    assert unknown_words_text(SimpleNamespace(unknown_words=(), unknown_train_tokens=0, unknown_val_tokens=0)) \
+        == "every word has a GloVe vector"
+
+
+def test_the_network_picture_is_in_one_sans_serif_font_with_no_label_on_an_arrow():
+    """The caption fell back to Graphviz's serif (Times) and the ∂L/∂W edge label sat on the thick arrow: every
+    text of the SVG is Helvetica (sans-serif), and the edges carry no text (the value is in the layer's box)."""
+    import xml.etree.ElementTree as ET
+    from explorer.sentiment_training.views import network_svg
+    for look in (None, _look(42, 4, 45)):
+        svg = network_svg(network_dot(untrained_network(32, 0.5), look, 17, rankdir="LR", n_batches=45))
+        if svg is None:
+            pytest.skip("no Graphviz on this machine")
+        root = ET.fromstring(svg)
+        ns = "{http://www.w3.org/2000/svg}"
+        texts = root.iter(f"{ns}text")
+        fonts = {t.get("font-family") for t in texts}
+        assert fonts and all(f.startswith("Helvetica") and "sans" in f for f in fonts), fonts
+        for g in root.iter(f"{ns}g"):
+            if g.get("class") == "edge":
+                assert not list(g.iter(f"{ns}text")), ET.tostring(g)[:200]
+        if look is not None:
+            whole = " ".join(t.text or "" for t in root.iter(f"{ns}text"))
+            assert "‖∂L/∂W‖ 1.2" in whole and "in epoch 42, after batch 4 of 45" in whole
+
+
+def test_accuracy_series_have_one_colour_each_and_short_names():
+    """Validation and its best-so-far line were both red, and the third legend name was cut at 1400 px."""
+    from explorer.sentiment_training.views import ACCURACY_SERIES, BEST_COLOUR
+    train, val = load_choice(DataChoice("builtin"))
+    from explorer.sentiment_training.runner import TrainingRun
+    from sentiment.trainer import SentimentTrainer, TrainConfig
+    run = TrainingRun(SentimentTrainer(train, val, load_glove(), TrainConfig(epochs=2, lr=0.05)))
+    run.start()
+    assert run.join(60)
+    _, spec = accuracy_chart(run.snapshot(), font_size=20)
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
+    assert scale["domain"] == ACCURACY_SERIES and len(set(scale["range"])) == len(ACCURACY_SERIES)
+    assert scale["range"][2] == BEST_COLOUR == spec["layer"][2]["mark"]["color"] == spec["title"]["subtitleColor"]
+    assert sum(len(name) for name in ACCURACY_SERIES) <= 35
+
+
+def test_the_replay_line_fits_one_projector_line():
+    from explorer.sentiment_training.replay import Replay, replay_text, snapshot_at
+    from explorer.sentiment_training.runner import TrainingRun
+    from sentiment.trainer import SentimentTrainer, TrainConfig
+    train, val = load_choice(DataChoice("builtin"))
+    run = TrainingRun(SentimentTrainer(train, val, load_glove(), TrainConfig(epochs=3, lr=0.05)))
+    run.start()
+    assert run.join(60)
+    snap = run.snapshot()
+    text = replay_text(snap, snapshot_at(snap, 1.5), Replay(0.0, 40.0))
+    assert text.startswith("Replay over 40 s: epoch 1 / 3 of the recorded run") and len(text) <= 95, text

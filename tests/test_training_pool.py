@@ -199,7 +199,7 @@ def test_validation_inside_epochs_and_the_speed_reach_the_page(glove):
     assert snap.seconds_left is None  # finished: no time left to show
     table, _ = accuracy_chart(snap)
     rows = table.to_pandas()
-    shown = rows[rows["series"] == "validation accuracy"]
+    shown = rows[rows["series"] == "validation"]
     assert len(shown) == len(snap.val_points) + len(snap.epochs)
     assert list(shown["epoch"]) == sorted(shown["epoch"]) and set(snap.val_points_x) <= set(shown["epoch"])
 

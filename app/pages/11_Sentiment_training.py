@@ -19,13 +19,13 @@ from explorer.sentiment_training.replay import DEFAULT_PACE, PACES, Replay, repl
 from explorer.sentiment_training.runner import TrainingRun, streamlit_session_id, streamlit_session_watch
 from explorer.sentiment_training.settings import (DEFAULTS, EXAMPLE_SENTENCE, LR_SCHEDULES, MAX_N_TRAIN, MAX_N_VAL,
                                                   MAX_SENTENCE_CHARS, MAX_USER_BYTES, MAX_USER_ROWS, ONE_CLICK,
-                                                  PRESETS, RUN_FIELDS, RunRefused, available_backends, hw2_target,
+                                                  RUN_FIELDS, RunRefused, available_backends, hw2_target,
                                                   one_click_values, read_own_input, start_run, untrained_network)
 from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
                                                accuracy_chart, checkpoint_text, compare_figure, compare_rows,
                                                inside_charts, keep_run, last_look, latest_val_accuracy, loss_chart,
                                                network_dot, network_figure, network_svg, predict_sentence,
-                                               progress_text, record_run, too_large, units_chart, units_title,
+                                               progress_text, record_run, too_large, units_chart, units_title, unknown_words_text,
                                                validation_table, word_order_demo)
 
 ctx = start_page(
@@ -61,15 +61,15 @@ if busy or run is None:
 replaying = S[k("replay")] is not None   # a finished run replayed at lecture speed (its own recorded numbers)
 
 # --- settings -----------------------------------------------------------------------------
-top = st.columns([4, 1])
 if not look.presenting:  # on a projector the lecturer says it; the curves get the room
+    top = st.columns([4, 1])
     top[0].markdown(
         "The network of HW2, built with our engine's `nn` modules and trained by our engine on the real data: "
         "each sentence is the **mean of its GloVe word vectors** (padding excluded), then "
         "`Linear(50, 32) → ReLU → Dropout(0.5) → Linear(32, 1) → sigmoid`. Training runs in a worker process "
         "of the server (a few at a time; others wait their turn); the page only reads its progress.")
-with top[1]:
-    presentation_toggle()
+    with top[1]:
+        presentation_toggle()
 
 
 def _keep_current_run() -> None:
@@ -104,22 +104,23 @@ def _one_click(key: str) -> None:
 
 
 if not look.presenting:
-    st.caption("One click: sets the boxes below and starts training.")
-c = one_click = st.columns([1.2, 0.8, 1.6, 0.9] if look.presenting else [1.2, 0.8, 1.6])
-# on a projector no tooltips: after the click the pointer rests on the button and its tooltip covered the run's
-# buttons and progress line
-tips = {"hw2": f"{PRESETS['hw2'].note}. Sets the boxes below and starts.",
-        "full": f"{PRESETS['full'].note}. Sets the boxes below and starts.",
-        "relu": "A large learning rate, 0.25, with Adam: watch the dead-ReLU plot and the ReLU box of the network "
-                "turn red, and accuracy stall at one class."}
+    st.caption("One click sets the boxes below and starts training: **HW2**'s own setting · all of **SST-2** with "
+               "the extras beyond HW2 · **lr 0.25**, where the dead-ReLU plot and the network's ReLU box turn red "
+               "and accuracy stalls at one class.")
+# the Start button joins the presets' row (and, on a projector, the mode's toggle): the curves get the room
+c = one_click = st.columns([1.45, 0.8, 2.0, 1.0, 1.05] if look.presenting else [1.2, 0.8, 1.6, 0.9])
+if look.presenting:
+    with c[4]:
+        presentation_toggle()
+# no tooltips: after the click the pointer rests on the button and its tooltip stayed open over the settings (and,
+# on a projector, over the run's buttons and progress line); the caption above says what each preset does
 for col, name in zip(c, ("hw2", "full", "relu")):
-    col.button(ONE_CLICK[name][0], icon=":material/play_arrow:", on_click=_one_click, args=(name,),
-               width="stretch", help=None if look.presenting else tips[name])
+    col.button(ONE_CLICK[name][0], icon=":material/play_arrow:", on_click=_one_click, args=(name,), width="stretch")
 
-# presentation mode: the settings are folded (the one-click presets set them), so the live curves and the network
-# fill the screen
+# the settings fold away once there is a run (on a projector always: the one-click presets set them), so the live
+# curves and the network are on the first screen
 settings_box = (st.expander("Settings: dataset, epochs, batch, learning rate, optimizer, …", expanded=False)
-                if look.presenting else st.container(border=True))
+                if look.presenting or run is not None else st.container(border=True))
 with settings_box:
     c = st.columns([3, 1, 1, 1, 1])
     c[0].selectbox("Dataset", list(DATASETS), format_func=DATASETS.get, key=k("dataset"), disabled=busy)
@@ -198,9 +199,8 @@ if S[k("dataset")] == "own":
         else:
             st.info("Upload a file or paste sentences, then press **Start training**.")
 
-(one_click[3] if look.presenting else st).button("Start training", icon=":material/play_arrow:", type="primary",
-                                        on_click=_start, help="Starts a new run (stopping the current one, if any)",
-                                        width="stretch" if look.presenting else "content")
+one_click[3].button("Start training", icon=":material/play_arrow:", type="primary", on_click=_start,
+                    width="stretch")   # no tooltip: it stayed open over the settings after the click
 if S.get(k("error")):
     st.error(md_escape(S[k("error")]))
 
@@ -279,14 +279,9 @@ def live_view() -> None:
         pace.selectbox("Replay pace", PACES, key=k("replay_pace"), format_func=lambda s: f"over {s} s",
                        label_visibility="collapsed", disabled=rp is not None)
     started = snap.started
-    if started is not None and not look.presenting:
-        st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
-                   f"sentences · {started.n_params:,} parameters · backend `{started.config['backend']}` · GloVe: "
-                   f"{md_escape(started.glove_source)} · {len(started.unknown_words)} distinct words without "
-                   f"a GloVe vector ({started.unknown_train_tokens:,} training / {started.unknown_val_tokens:,} "
-                   "validation tokens) share one fixed random vector")
-    # the text is its own element: a progress bar's text lagged the metrics below by seconds in the browser
-    progress_line = (b[-1] if look.presenting else st).empty()  # presentation mode: the figures join it below
+    # the text is its own element: a progress bar's text lagged the metrics below by seconds in the browser; it
+    # sits beside the run's buttons (the curves below then start on the first screen)
+    progress_line = b[-1].empty()  # presentation mode: the figures join it below
     progress_line.markdown(replay_text(recorded, snap, rp) if rp else progress_text(snap))
     st.progress(snap.progress)
     if snap.finished is not None and snap.finished.status == "error":
@@ -308,7 +303,8 @@ def live_view() -> None:
             parts.append(f"best **{best:.1%}**" + (f" ({(best - target) * 100:+.1f} points vs HW2's 75% target)" if target else ""))
         progress_line.markdown((replay_text(recorded, snap, rp) if rp else progress_text(snap)) + "  \n"
                                + " · ".join(parts))
-    if not look.presenting:
+
+    def metrics() -> None:   # normal mode, under the curves: the run's numbers and what it ran on
         m = st.columns(4)
         m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
         m[1].metric("Train loss", num(last.train_loss) if last else "–")
@@ -318,16 +314,23 @@ def live_view() -> None:
                     delta=f"{(best - target) * 100:+.1f} points vs HW2's 75% target" if best is not None and target else None,
                     help=f"epoch {last.best_epoch}: the checkpoint kept for after training" if best is not None
                     else None)
+        if started is not None:
+            st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
+                       f"sentences · {started.n_params:,} parameters · backend `{started.config['backend']}` · "
+                       f"GloVe: {md_escape(started.glove_source)} · {unknown_words_text(started)}")
     # Vega-Lite, not Plotly, for what updates every second: Streamlit updates its data in place, where a
     # Plotly chart is remounted at every change (it flashed empty while training)
-    h = int(look.figure_height * (0.2 if look.presenting else 0.55))
+    h = int(look.figure_height * (0.24 if look.presenting else 0.36))
     look_now = last_look(snap)
     # presentation mode: the curves, and the network picture left to right under them, on the first screen
     g = st.columns([1, 1])
     g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
     g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
+    if not look.presenting:
+        metrics()
     # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
-    net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="LR" if look.presenting else "TB")
+    net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="LR" if look.presenting else "TB",
+                          n_batches=snap.n_batches_per_epoch)
     svg = cached_svg(net_dot)
     picture_col = st.container() if look.presenting else None
 
@@ -340,7 +343,7 @@ def live_view() -> None:
         picture_col.graphviz_chart(net_dot, width="stretch")
         picture_col.caption(NO_SERVER_GRAPHVIZ)
     with right:
-        st.markdown(units_title(look_now))
+        st.markdown(units_title(look_now, snap.n_batches_per_epoch))
         st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, look.figure_font,
                                         int(look.figure_font * 3)), width="stretch", key=k("units_chart"))
         st.caption("A ReLU unit is **dead** when it outputs 0 for every probe sentence (the first 200 training "

@@ -78,9 +78,11 @@ def snapshot_at(snap: RunSnapshot, position: float) -> RunSnapshot:
 
 
 def replay_text(snap: RunSnapshot, shown: RunSnapshot, replay: Replay) -> str:
-    """The progress line during a replay: which epoch is on screen, and that the numbers are the run's own."""
+    """The progress line during a replay, one line on a projector: which epoch is on screen, and that the
+    numbers are the run's own (a longer line wrapped to three and pushed the network below the screen)."""
     f = snap.finished
-    recorded = f" (it trained in {f.elapsed:.1f} s)" if f is not None and f.elapsed is not None else ""
+    took = None if f is None or f.elapsed is None else f"{f.elapsed:.0f}" if f.elapsed >= 10 else f"{f.elapsed:.1f}"
+    recorded = f" (trained in {took} s)" if took is not None else ""
     epoch = shown.epochs[-1].epoch if shown.epochs else 0
-    return (f"Replay at lecture speed, {replay.seconds:g} s for the whole run: epoch {epoch} / {snap.total_epochs} "
-            f"of the recorded run{recorded}; every number is the run's own")
+    return (f"Replay over {replay.seconds:g} s: epoch {epoch} / {snap.total_epochs} of the recorded run{recorded}, "
+            "every number its own")

@@ -253,7 +253,12 @@ def loss_chart(snap: RunSnapshot, font_size: int = 13, height: int = 300) -> tup
     return data, spec
 
 
-ACCURACY_SERIES = ["train accuracy", "validation accuracy", "best validation so far"]
+# short names: the legend sits above a half-width chart (a longer third name was cut at 1400 px)
+ACCURACY_SERIES = ["training", "validation", "best validation"]
+# one colour per series (validation and its best-so-far line were both red); the best line, the diamond on the
+# best checkpoint and the subtitle naming it share one colour, since they say one thing
+ACCURACY_COLOURS = ["#2ca02c", "#d62728", "#6a3d9a"]
+BEST_COLOUR = ACCURACY_COLOURS[2]
 
 
 def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, font_size: int = 13,
@@ -262,15 +267,15 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
     there), the best-so-far validation line, a star at the best epoch
     (the checkpoint the model keeps) and, for HW2's subset only, HW2's target (``target=None``: no line)."""
     ep = _arr(snap.epoch_column("epoch"))
-    parts = [("train accuracy", ep, _arr(snap.epoch_column("train_accuracy")))]
+    parts = [("training", ep, _arr(snap.epoch_column("train_accuracy")))]
     val = snap.epoch_column("val_accuracy")
     if any(v is not None for v in val) or snap.val_points:
         # the validations inside epochs (config.eval_every) and at their ends, in order along the run
         x = np.concatenate([_arr(snap.val_points_x), ep])
         y = np.concatenate([_arr(snap.val_points), _arr(val)])
         order = np.argsort(x, kind="stable")
-        parts.append(("validation accuracy", x[order], y[order]))
-        parts.append(("best validation so far", ep, _arr(snap.epoch_column("best_val_accuracy"))))
+        parts.append(("validation", x[order], y[order]))
+        parts.append(("best validation", ep, _arr(snap.epoch_column("best_val_accuracy"))))
     data = series_table("epoch", "accuracy", parts)
     last = snap.epochs[-1] if snap.epochs else None
     # the star's one record, as pandas' to_dict("records") gave it (int epoch, float accuracy)
@@ -280,15 +285,15 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
     y = {"field": "accuracy", "type": "quantitative", "title": "accuracy", "scale": {"domain": [0, 1]},
          "axis": {"format": ".0%"}}
     lines = {"x": _epoch_x(snap.total_epochs), "y": y,
-             "color": _colours(ACCURACY_SERIES, ["#2ca02c", "#d62728", "#d62728"])}
+             "color": _colours(ACCURACY_SERIES, ACCURACY_COLOURS)}
     layers: list[dict] = [
-        {"transform": [{"filter": "datum.series !== 'best validation so far'"}],
+        {"transform": [{"filter": "datum.series !== 'best validation'"}],
          "mark": {"type": "line", "point": True, "strokeWidth": 2.5}, "encoding": lines},
-        {"transform": [{"filter": "datum.series === 'best validation so far'"}],
+        {"transform": [{"filter": "datum.series === 'best validation'"}],
          "mark": {"type": "line", "interpolate": "step-after", "strokeDash": [4, 3], "strokeWidth": 2},
          "encoding": lines},
         {"data": {"values": best}, "mark": {"type": "point", "shape": "diamond", "size": 260,
-                                                               "filled": True, "color": "#7f1d1d"},
+                                                               "filled": True, "color": BEST_COLOUR},
          "encoding": {"x": _epoch_x(snap.total_epochs), "y": y, "tooltip": [{"field": "label"}]}},
     ]
     if target is not None:
@@ -299,7 +304,7 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
     # and so is HW2's target line (its label on the line sat on the curves' first epochs)
     named = ([f"◆ {best[0]['label']} ({best[0]['accuracy']:.1%})"] if best else []) + \
         ([f"- - HW2 target {target:.0%}"] if target is not None else [])
-    title = {"text": "Accuracy per epoch", "subtitle": " · ".join(named) or " ", "subtitleColor": "#7f1d1d",
+    title = {"text": "Accuracy per epoch", "subtitle": " · ".join(named) or " ", "subtitleColor": BEST_COLOUR,
              "subtitleFontSize": font_size}
     spec = {"title": title, "height": height, "config": _config(font_size), "autosize": FIT_X, "layer": layers}
     return data, spec
@@ -441,13 +446,34 @@ def inside_charts(looks: "list[InsideLook] | dict[str, list[float]]", total_epoc
     return charts
 
 
-def units_title(look: InsideLook | None) -> str:
+def look_when(look: InsideLook, n_batches: int | None = None) -> str:
+    """When a look was taken, in whole numbers as a lecturer says it: ``after epoch 41`` (its last batch) or
+    ``in epoch 42, after batch 4 of 45`` (never the chart's fractional position, 41.09)."""
+    if n_batches and look.batch >= n_batches:
+        return f"after epoch {look.epoch}"
+    of = f" of {n_batches}" if n_batches else ""
+    return f"in epoch {look.epoch}, after batch {look.batch}{of}"
+
+
+def units_title(look: InsideLook | None, n_batches: int | None = None) -> str:
     """What the hidden-units strip shows, in words."""
     if look is None:
         return "Hidden units: no look yet"
     dead = sum(1 for a in look.active if a == 0)
-    return (f"Hidden units after epoch {look.position:.2f}: **{dead} of {len(look.active)} dead** (black); the "
+    return (f"Hidden units {look_when(look, n_batches)}: **{dead} of {len(look.active)} dead** (black); the "
             "brighter a cell, the more probe sentences the unit fires on")
+
+
+def unknown_words_text(started) -> str:
+    """The words without a GloVe vector, counted so the numbers add up: distinct words, then their
+    occurrences split into training and validation (one word can occur several times, in both sets)."""
+    words, train, val = len(started.unknown_words), started.unknown_train_tokens, started.unknown_val_tokens
+    if not words:
+        return "every word has a GloVe vector"
+    plural = words != 1
+    return (f"{words:,} distinct word{'s' if plural else ''} {'have' if plural else 'has'} no GloVe vector and "
+            f"share{'' if plural else 's'} one fixed random vector: {train + val:,} occurrence"
+            f"{'s' if train + val != 1 else ''}, {train:,} in the training and {val:,} in the validation sentences")
 
 
 def units_chart(look: InsideLook | None, hidden: int, font_size: int = 13, height: int = 40
@@ -481,12 +507,18 @@ def _dot_attrs(attrs: dict) -> str:
     return ", ".join(f'{k}="{str(v).replace(chr(34), chr(92) + chr(34))}"' for k, v in attrs.items())
 
 
-def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int = 13, rankdir: str = "LR") -> str:
+NETWORK_FONT = "Helvetica"   # Graphviz's name for its sans-serif (SVG: font-family="Helvetica,sans-Serif")
+
+
+def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int = 13, rankdir: str = "LR",
+                n_batches: int | None = None) -> str:
     """The network as a DOT graph, one node per layer (collapsed), with shapes and parameter counts.
 
     With ``look``, the trained layers show their weight / gradient norms and update ratio (the edge
-    into a layer is drawn thicker the larger its gradient), and the ReLU is filled from white to red
-    with the fraction of dead units.
+    into a layer is drawn thicker the larger its gradient: the number is in the layer's box, an edge label
+    sat on the thick arrow), and the ReLU is filled from white to red with the fraction of dead units.
+    ``n_batches`` (batches per epoch) says when the look was taken in whole numbers. Every text is in one
+    sans-serif font (the caption and edge texts fell back to Graphviz's serif default).
 
     The text is written directly (pydot's quoting took about 2 ms, at every poll of a training run);
     Graphviz draws it exactly as it drew pydot's (tests/test_sentiment_page.py compares the SVGs).
@@ -496,13 +528,16 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
     stats = {ly.name: ly for ly in look.layers} if look is not None else {}
     grads = [ly.grad_norm for ly in stats.values() if ly.grad_norm > 0]
     total = sum(layer.n_params for layer in layers)
-    caption = f"{total:,} trainable parameters\\n(word vectors are fixed)"
+    # top to bottom the picture is a narrow column: short lines (a long one widened it and shrank every text)
+    brk = "\\n" if rankdir == "TB" else " "
+    caption = f"{total:,} trainable parameters{brk}(word vectors fixed)"
     if look is not None:
-        epoch = int(look.position) + 1      # position = epoch - 1 + batch / batches: inside this epoch
-        caption += f"\\nmeasured during epoch {epoch}" if look.position % 1 else f"\\nmeasured after epoch {epoch - 1}"
+        caption += (f"\\nmeasured {look_when(look, n_batches).replace(', ', ',' + brk)}\\nthicker arrow: larger "
+                    f"‖∂L/∂W‖{brk}of the layer it enters")
     out = ["digraph network {", f"rankdir={_dot_attrs({'x': rankdir})[2:]};", "bgcolor=transparent;",
            "nodesep=0.25;", "ranksep=0.3;", f"label={_dot_attrs({'x': caption})[2:]};", f"fontsize={font_size};",
-           f'node [shape=box, style="rounded,filled", fontname=Helvetica, fontsize={font_size}];']
+           f"fontname={NETWORK_FONT};", f"edge [fontname={NETWORK_FONT}];",
+           f'node [shape=box, style="rounded,filled", fontname={NETWORK_FONT}, fontsize={font_size}];']
     for layer in layers:
         params = f"\\n{layer.n_params:,} parameters" if layer.n_params else ""
         fill = "#dbe7ff" if layer.n_params else "#f2f2f2"
@@ -524,8 +559,7 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
         if b.name in stats and grads:
             # thickness: the layer's gradient norm against the largest one now (log scale, 1 to 6 px)
             rel = np.log10(max(stats[b.name].grad_norm, 1e-12) / max(grads))
-            attrs = {"penwidth": f"{max(1.0, 6.0 + 1.5 * rel):.1f}", "label": f"∂L/∂W {num(stats[b.name].grad_norm, 2)}",
-                     "fontsize": str(font_size - 1)}
+            attrs = {"penwidth": f"{max(1.0, 6.0 + 1.5 * rel):.1f}"}
         out.append(f'"{a.name}" -> "{b.name}"' + (f" [{_dot_attrs(attrs)}]" if attrs else "") + ";")
     out.append("}")
     return "\n".join(out) + "\n"
