@@ -1,6 +1,7 @@
 """Autodiff Explorer: home page (entry point of `streamlit run app/Home.py`)."""
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 
@@ -29,17 +30,21 @@ if not pages:
     st.info("No pages found in app/pages.")
 if not look.presenting:
     st.subheader("Pages, in the lecture's order")
-# presentation mode: every page on one screen, three to a row
-per_row = 3 if look.presenting else 1
+# presentation mode: every page on one screen, four to a row, each line in the text's own colour (the grey caption
+# was too faint to read from the back row)
+per_row = 4 if look.presenting else 1
 for start in range(0, len(pages), per_row):
     for col, info in zip(st.columns(per_row), pages[start:start + per_row]):
         with col.container(border=True):
             st.page_link(info.relative_to_app(APP_DIR), label=f"**{info.number} · {info.title}**", icon="➡️")
-            if info.summary:
+            if info.summary and look.presenting:
+                st.markdown(f"<div style='font-size:0.85em;color:#31333f;line-height:1.35;padding-bottom:0.6em'>{html.escape(info.summary)}"
+                            "</div>", unsafe_allow_html=True)
+            elif info.summary:
                 st.caption(info.summary)
 
-st.subheader("Engine backends on this machine")
-backends = available_backends()
-st.write(", ".join(f"`{b}`" for b in backends))
-st.caption("`numpy` is the default; `python` runs every kernel as plain Python loops over strided storage; "
-           "`cuda` appears where CuPy and an NVIDIA GPU are present.")
+if not look.presenting:   # the class does not need it; the agenda above is the projector's screen
+    st.subheader("Engine backends on this machine")
+    st.write(", ".join(f"`{b}`" for b in available_backends()))
+    st.caption("`numpy` is the default; `python` runs every kernel as plain Python loops over strided storage; "
+               "`cuda` appears where CuPy and an NVIDIA GPU are present.")

@@ -228,6 +228,18 @@ def _v(a) -> str:
     return "(" + ", ".join(num(x) for x in np.asarray(a).ravel()) + ")"
 
 
+def _math(text: str) -> str:
+    """A formula's numbers with the minus sign of the formula around them (num writes "-0.07" beside "−η")."""
+    return text.replace("-", "−")
+
+
+def step_caption(step: DescentStep, lr: float) -> str:
+    """The step's line, one minus sign throughout: ``Step 0: w = (3, −2.5), L = 3.5049 → Δw = −η∇L =
+    −2·(−0.073334, −1.4272) = (0.14667, 2.8544) → L = 1.7939``."""
+    return _math(f"Step {step.k}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = −{lr:g}·{_v(step.grad)} = "
+                 f"{_v(step.delta)} → L = {num(step.loss_next)}")
+
+
 def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
     """Rows of the steps taken so far (the last one is the update about to be applied)."""
     rows = []

@@ -42,3 +42,17 @@ def test_questions_link_to_the_pages_that_answer_them():
     links = [url for _, _, ls in C.QUESTIONS for url, _ in ls]
     assert links[0].startswith("Expression_explorer?expr=")
     assert {"Topological_sort", "Backprop_orders"} <= set(links)
+
+
+def test_the_batch_tables_show_every_number_to_four_places_and_the_gradient_rows_sum_to_zero():
+    """The browser's table dropped trailing zeros (-0.296 beside -0.2960, 0.05 beside 0.0316): the tables are
+    formatted to four places, from the engine's own numbers."""
+    import re
+    from explorer.cross_entropy import batch_example, batch_tables
+    b = batch_example()
+    inputs, grads = batch_tables(b)
+    shown = inputs.to_html() + grads.to_html()
+    cells = re.findall(r">(-?\d+\.\d+)<", shown)
+    assert cells and all(len(c.split(".")[1]) == 4 for c in cells), cells
+    assert list(inputs.data.columns[:2]) == ["label", "z0"] and inputs.data["z0"].tolist() == list(b.logits[:, 0])
+    assert np.allclose(grads.data.to_numpy().sum(axis=1), 0.0, atol=1e-12)   # the page's caption says so

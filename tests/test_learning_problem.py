@@ -138,7 +138,7 @@ def _md(at) -> str:
 
 def test_page_steps_and_switches_learning_rate():
     at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
-    assert "#### Step 0: w = (3, -2.5)" in _md(at)
+    assert "#### Step 0: w = (3, −2.5)" in _md(at)
     # exercise 1 poses the question; the engine's step only on request (the Exercises page asks it too)
     assert "f′(x0) = -6" not in _md(at) and "**0.6**" not in _md(at)
     at.toggle(key="learn_ex1_reveal").set_value(True).run()
@@ -171,3 +171,10 @@ def test_page_bad_link_values_are_ignored():
     at.query_params.update({"lr": "abc", "w1": "1e9"})
     _ok(at.run())
     assert any("lr" in w.value for w in at.warning) and any("w1" in w.value for w in at.warning)
+
+
+def test_the_step_line_writes_one_minus_sign_throughout():
+    """"−2·(-0.073334, -1.4272)" mixed the formula's minus with the number formatter's hyphen."""
+    path = L.descend("logistic", (3.0, -2.5), 2.0, steps=3)
+    text = L.step_caption(path[0], 2.0)
+    assert text.startswith("Step 0: w = (3, −2.5), L = ") and "−η∇L = −2·(−" in text and "-" not in text

@@ -4,8 +4,6 @@ The lecture's opening example: loss = CrossEntropyLoss()(logits, labels); loss.b
 """
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import streamlit as st
 
 from explorer import cross_entropy as C
@@ -60,15 +58,10 @@ for col, (question, answer, links) in zip(q, C.QUESTIONS):
 
 st.subheader("A batch through the loss")
 b = cached_batch()
-classes = b.logits.shape[1]
 left, right = st.columns([3, 2])
 with left:
-    table = pd.DataFrame({"label": b.labels.astype(int)})
-    for k in range(classes):
-        table[f"z{k}"] = np.round(b.logits[:, k], 4)
-    for k in range(classes):
-        table[f"p{k}"] = np.round(b.probs[:, k], 4)
-    show_table(table, look)
+    inputs_table, grad_table = C.batch_tables(b)
+    show_table(inputs_table, look)
     st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
                "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
 with right:
@@ -80,7 +73,9 @@ with right:
     else:
         st.markdown(f"Against `torch.nn.functional.cross_entropy` on the same logits: loss differs by "
                     f"**{b.torch_loss_difference:.1e}**, ∂loss/∂z by **{b.torch_grad_difference:.1e}**.")
-show_table(pd.DataFrame(np.round(b.grad_logits, 5), columns=[f"∂loss/∂z{k}" for k in range(classes)]), look)
+show_table(grad_table, look)
+st.caption(f"∂loss/∂z from the engine's backward, one row per example: (p − onehot(label)) / {len(b.labels)}, so "
+           "each row sums to 0.")
 
 st.subheader("Why the loss takes logits: log_softmax is stable, softmax-then-log is not")
 dtype = st.radio("dtype", ["float64", "float32"], key=ns.key("dtype"), horizontal=True)

@@ -115,9 +115,7 @@ kind, why = L.regime(path, loss_min)
 badge = {"too small": ":orange[:material/hourglass_bottom: too small]",
          "about right": ":green[:material/check_circle: about right]",
          "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]"}[kind]
-st.markdown(
-    f"#### Step {cur.k}: w = {L._v(cur.w)}, L = {num(cur.loss)} → Δw = −η∇L = −{lr:g}·{L._v(cur.grad)} = "
-    f"{L._v(cur.delta)} → L = {num(cur.loss_next)}")
+st.markdown("#### " + L.step_caption(cur, lr))
 left, right = st.columns([3, 2])
 with left:
     contours = L.contour_figure(surface, cached_grid(surface), path, step, look, w_min)

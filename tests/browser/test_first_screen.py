@@ -30,7 +30,9 @@ CAPTION_MIN_PX = 24
 #   ("graph_top", n)    the first 200 px of the first chart (a page whose graph is taller than a screen)
 #   ("picture", 1)      the network picture (Graphviz)
 FIRST_SCREEN = {
-    "": [("text", r"^1 · "), ("text", r"^11 · ")],
+    # the agenda: every page's card, its line on what the class sees in the text's colour (not a faint caption)
+    "": [("text", r"^1 · "), ("text", r"^11 · "), ("text", r"^13 · "),
+         ("text", r"^HW2.s sentiment network trained live"), ("text", r"^Your own HW2 topological_sort")],
     "Expression_explorer?step=10": [
         ("graphs", 2), ("caption", r"^take x3: x̄3 = 244\.69"), ("text", r"^Step 10 of 14"),
         ("testid", "code-panel"), ("testid", "code-lecture"), ("testid", "backward-legend"),
