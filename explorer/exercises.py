@@ -437,7 +437,7 @@ def _ex13(depth: int = 10) -> Exercise:
     calls = {r["strategy"]: r["vjp_calls"] for r in rows}
     text, _ = harness.doubling_chain_program(depth)
     return Exercise(
-        13, "paths", "Counting paths",
+        13, "paths", "Counting paths (bonus)",
         f"A chain v_k = v_(k−1)·v_(k−1) of depth {depth} (each node uses the previous one twice). Backpropagating "
         "by sending every contribution straight on along every path, how many VJP calls happen? And in "
         "topological order?",
@@ -488,13 +488,24 @@ BUILDERS: dict[str, Callable[[], Exercise]] = {
     "best_h": _ex7, "broadcast": _ex8, "memory": _ex9, "static_or_dynamic": _ex10, "static_training": _ex11,
     "embedding": _ex12, "paths": _ex13, "static_counts": _ex14,
 }
-TITLES = {"gradient_step": "1 · One gradient step", "fan_out": "2 · Fan-out: a variable with two users",
-          "cube": "3 · x·x·x", "vjp": "4 · VJP of Wx", "passes": "5 · Forward or reverse: passes",
-          "bfs": "6 · Breadth-first, pass on at first touch",
-          "best_h": "7 · Best h", "broadcast": "8 · Broadcasting's backward", "memory": "9 · Memory of a 10-layer MLP",
-          "static_or_dynamic": "10 · Static or dynamic?",
-          "static_training": "11 · A training graph: built vs evaluated", "embedding": "12 · Embedding rows",
-          "paths": "13 · Counting paths (bonus)", "static_counts": "14 · A static graph's node counts (bonus)"}
+# the picker's names: each exercise's own number and title, exactly as its heading says them (built exercises
+# run the engine; the picker must not) — tests/test_exercises.py checks they agree
+TITLES = {
+    "gradient_step": "1 · One gradient-descent step",
+    "fan_out": "2 · Fan-out: a variable with two users",
+    "cube": "3 · x·x·x: one variable, three uses",
+    "vjp": "4 · Vector–Jacobian product of y = Wx",
+    "passes": "5 · Forward or reverse mode: how many passes?",
+    "bfs": "6 · Breadth-first, pass on at first touch",
+    "best_h": "7 · The best step for central differences",
+    "broadcast": "8 · Broadcasting's backward",
+    "memory": "9 · Memory kept for the backward pass",
+    "static_or_dynamic": "10 · Static or dynamic graph?",
+    "static_training": "11 · A whole training graph: built once, partly evaluated",
+    "embedding": "12 · An embedding's backward",
+    "paths": "13 · Counting paths (bonus)",
+    "static_counts": "14 · A static graph: nodes built, nodes evaluated (bonus)",
+}
 
 
 def build(key: str) -> Exercise:

@@ -84,6 +84,13 @@ def test_titles_name_the_topic_not_the_answer(built):
     assert "4e" not in E.TITLES["fan_out"]
 
 
+def test_the_picker_names_each_exercise_as_its_heading_does(built):
+    """The picker said "1 · One gradient step" above the heading "Exercise 1 · One gradient-descent step"."""
+    assert set(E.TITLES) == set(built)
+    for key, ex in built.items():
+        assert E.TITLES[key] == f"{ex.number} · {ex.title}", key
+
+
 def test_exercise_11_skips_exactly_the_loss_nodes(built):
     steps = " ".join(built["static_training"].steps)
     assert "binary_cross_entropy, mean" in steps and "(2 of 2)" in steps and "68 built, 54 evaluated" in steps

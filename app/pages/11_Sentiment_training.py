@@ -265,7 +265,8 @@ def live_view() -> None:
     # once the run is over, the replay's button and pace; on a projector they take the place of Pause and Stop
     # (over, they do nothing), so that the progress line keeps its width and the network stays on the screen
     projector_done = look.presenting and recorded.done
-    b = st.columns([1.3, 1, 4] if projector_done else [1, 1, 1.3, 1, 3.2] if recorded.done else [1, 1, 4],
+    b = st.columns([1.3, 1, 4] if projector_done else [1, 1, 1.3, 1, 3.2] if recorded.done else [1, 1, 4] if
+                   look.presenting else [1, 1, 1.3, 1, 3.2],
                    vertical_alignment="center")
     if not projector_done:
         paused = r.control.paused
@@ -279,9 +280,10 @@ def live_view() -> None:
         pace.selectbox("Replay pace", PACES, key=k("replay_pace"), format_func=lambda s: f"over {s} s",
                        label_visibility="collapsed", disabled=rp is not None)
     started = snap.started
-    # the text is its own element: a progress bar's text lagged the metrics below by seconds in the browser; it
-    # sits beside the run's buttons (the curves below then start on the first screen)
-    progress_line = b[-1].empty()  # presentation mode: the figures join it below
+    # the text is its own element (a progress bar's text lagged the figures by seconds in the browser), and the
+    # run's figures join it in the same element (metrics under the curves were painted a poll after it); on a
+    # projector it sits beside the run's buttons, on a laptop under them: the curves start on the first screen
+    progress_line = (b[-1] if look.presenting else st).empty()
     progress_line.markdown(replay_text(recorded, snap, rp) if rp else progress_text(snap))
     st.progress(snap.progress)
     if snap.finished is not None and snap.finished.status == "error":
@@ -294,40 +296,28 @@ def live_view() -> None:
     target = hw2_target(S[k("run_dataset")], r.trainer)
     last = snap.epochs[-1] if snap.epochs else None
     val_now = latest_val_accuracy(snap)
-    if look.presenting and last is not None:  # one line: the curves get the room
+    if last is not None:  # one line: the curves get the room
         best = last.best_val_accuracy
         parts = [f"epoch **{last.epoch} / {snap.total_epochs}**", f"train loss **{num(last.train_loss)}**"]
         if val_now is not None:
             parts.append(f"validation accuracy **{val_now:.1%}**")
         if best is not None:
-            parts.append(f"best **{best:.1%}**" + (f" ({(best - target) * 100:+.1f} points vs HW2's 75% target)" if target else ""))
+            vs = f", {(best - target) * 100:+.1f} points vs HW2's 75% target" if target else ""
+            parts.append(f"best **{best:.1%}** (epoch {last.best_epoch}{vs})")
         progress_line.markdown((replay_text(recorded, snap, rp) if rp else progress_text(snap)) + "  \n"
                                + " · ".join(parts))
-
-    def metrics() -> None:   # normal mode, under the curves: the run's numbers and what it ran on
-        m = st.columns(4)
-        m[0].metric("Epochs done", f"{last.epoch if last else 0} / {snap.total_epochs}")
-        m[1].metric("Train loss", num(last.train_loss) if last else "–")
-        m[2].metric("Validation accuracy", f"{val_now:.1%}" if val_now is not None else "–")
-        best = last.best_val_accuracy if last else None
-        m[3].metric("Best validation accuracy", f"{best:.1%}" if best is not None else "–",
-                    delta=f"{(best - target) * 100:+.1f} points vs HW2's 75% target" if best is not None and target else None,
-                    help=f"epoch {last.best_epoch}: the checkpoint kept for after training" if best is not None
-                    else None)
-        if started is not None:
-            st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
-                       f"sentences · {started.n_params:,} parameters · backend `{started.config['backend']}` · "
-                       f"GloVe: {md_escape(started.glove_source)} · {unknown_words_text(started)}")
     # Vega-Lite, not Plotly, for what updates every second: Streamlit updates its data in place, where a
     # Plotly chart is remounted at every change (it flashed empty while training)
-    h = int(look.figure_height * (0.24 if look.presenting else 0.36))
+    h = int(look.figure_height * (0.24 if look.presenting else 0.32))
     look_now = last_look(snap)
     # presentation mode: the curves, and the network picture left to right under them, on the first screen
     g = st.columns([1, 1])
     g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
     g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
-    if not look.presenting:
-        metrics()
+    if started is not None and not look.presenting:
+        st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
+                   f"sentences · {started.n_params:,} parameters · backend `{started.config['backend']}` · "
+                   f"GloVe: {md_escape(started.glove_source)} · {unknown_words_text(started)}")
     # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
     net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="LR" if look.presenting else "TB",
                           n_batches=snap.n_batches_per_epoch)

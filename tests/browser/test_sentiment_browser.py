@@ -103,14 +103,15 @@ def test_start_watch_the_curve_grow_and_stop(page, app_url, wait_idle, shot):
     wait_until(page, lambda: loss_points(page) > first and epoch_shown(page) > first_epoch + 2,
                what="the loss curve to grow")
     assert re.search(r"examples/s", progress_text(page))
-    # the progress line and the "Epochs done" metric come from one snapshot: they never drift apart
+    # the progress line and the run's figures (epochs done, loss, accuracy) are one element, from one snapshot:
+    # they never drift apart (figures in a row under the curves were painted a poll later)
     for _ in range(5):
-        shown = page.evaluate("""() => [Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"] p'))
-            .map(p => p.innerText).find(t => /^Epoch \\d/.test(t)) || '',
-            (document.querySelector('[data-testid="stMetricValue"]') || {innerText: ''}).innerText]""")
-        running, done = re.match(r"Epoch (\d+)/", shown[0]), re.match(r"(\d+) /", shown[1])
+        shown = progress_text(page)
+        running, done = re.match(r"Epoch (\d+)/", shown), re.search(r"\nepoch (\d+) / 3000 · train loss", shown)
         assert running and done and int(running.group(1)) - int(done.group(1)) in (0, 1), shown
         page.wait_for_timeout(700)
+    assert re.search(r"\nepoch \d+ / 3000 · train loss [\d.]+ · validation accuracy [\d.]+% · best [\d.]+% \(epoch \d+\)",
+                     progress_text(page)), progress_text(page)
     # the page stays responsive while training: the Pause button answers at once
     press(page, "Pause")
     wait_until(page, lambda: "paused" in progress_text(page), timeout=20, what="pause")
@@ -165,7 +166,8 @@ def test_the_look_inside_updates_while_training(page, app_url, wait_idle, shot):
     press(page, "HW2 with lr 0.25: watch the ReLUs die")
     wait_until(page, lambda: ink(page, "dead ReLU units") > 0, timeout=90, what="the look inside")
     main = page.locator(MAIN)
-    first_ink, first_title = ink(page, "dead ReLU units"), main.get_by_text(re.compile(r"^Hidden units (in|after) epoch \\d+")).inner_text()
+    units_title = main.get_by_text(re.compile(r"^Hidden units (in|after) epoch \d+"))
+    first_ink, first_title = ink(page, "dead ReLU units"), units_title.inner_text()
     network = page.locator('[data-testid="stImage"] img').first
     # the compiled step trains the 250 epochs in seconds, and once every ReLU is dead the drawn numbers stop
     # changing: every drawing of the network is collected from the first look on
@@ -173,7 +175,7 @@ def test_the_look_inside_updates_while_training(page, app_url, wait_idle, shot):
     wait_until(page, lambda: drawings.add(network.get_attribute("src")) or len(drawings) > 1, timeout=60,
                what="the network redrawn with new numbers")
     wait_until(page, lambda: ink(page, "dead ReLU units") > first_ink
-               and main.get_by_text(re.compile(r"^Hidden units (in|after) epoch \\d+")).inner_text() != first_title, timeout=60,
+               and units_title.inner_text() != first_title, timeout=60,
                what="the look inside to update")
     assert ink(page, "weight norm ‖W‖") > 0 and ink(page, "update / weight ‖ΔW‖/‖W‖") > 0
     assert re.search(r"\d+ of 32 dead", main.inner_text())
