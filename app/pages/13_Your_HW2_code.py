@@ -22,11 +22,14 @@ ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
-head = st.columns([3.6, 2.0, 1.6], vertical_alignment="bottom")  # the toggle's column fits its whole label
+optin = V.opt_in()
+# the toggle's column fits its whole label; without the opt-in the page's purpose takes the rest of the row
+head = st.columns([3.6, 2.0, 1.6] if optin.enabled else [5.6, 1.6], vertical_alignment="bottom")
 with head[-1]:
     presentation_toggle()
-optin = V.opt_in()
 if not optin.enabled:
+    # what the page does first, beside the toggle (under the lock it read as an afterthought)
+    head[0].markdown(V.PAGE_PURPOSE)
     # across the page's width, each command on a line of its own (in a half-width box they wrapped mid-option)
     with st.container(border=True):
         st.info(optin.reason, icon=":material/lock:")
@@ -35,10 +38,6 @@ if not optin.enabled:
         st.code(V.START_COMMANDS[0], language="bash")
         st.markdown("Or check it without the app:")
         st.code(V.START_COMMANDS[1], language="bash")
-    st.markdown("This page runs **your** `topological_sort` and `backpropagate` (HW2, problem 1) on the lecture's "
-                "graphs and animates your backward order beside the engine's, marking the first node whose "
-                "adjoint differs and saying why. Your code runs in a separate process with a time and a memory "
-                "limit; the app talks to it only through the protocol calls it records.")
     st.stop()
 
 

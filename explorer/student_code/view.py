@@ -58,6 +58,10 @@ class OptIn:
         return None if self.refused is None else self.refused.replace(" " + START_HINT, "")
 
 
+PAGE_PURPOSE = ("This page runs **your** `topological_sort` and `backpropagate` (HW2, problem 1) on the lecture's "
+                "graphs and animates your backward order beside the engine's, marking the first node whose adjoint "
+                "differs and saying why. Your code runs in a separate process with a time and a memory limit; the "
+                "app talks to it only through the protocol calls it records.")
 START_COMMANDS = (f"streamlit run app/Home.py -- {OPTION} PATH/TO/llmsys_hw2",
                   "python -m explorer.student_code PATH")
 START_HINT = (f"On your own machine, start the explorer naming your file or your HW2 folder: "

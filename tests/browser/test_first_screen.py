@@ -66,8 +66,8 @@ FIRST_SCREEN = {
                                 ("text", r"^In what order\?")],
     # the shared server runs no student code: the opt-in's reason and both commands (the opted-in page's two
     # graphs are checked at the three sizes by test_student_code_browser.py, on a server of its own)
-    "Your_HW2_code": [("text", r"^Running your own code is off"), ("text", r"^streamlit run app/Home\.py"),
-                      ("text", r"^python -m explorer\.student_code")],
+    "Your_HW2_code": [("text", r"^This page runs your topological_sort"), ("text", r"^Running your own code is off"),
+                      ("text", r"^streamlit run app/Home\.py"), ("text", r"^python -m explorer\.student_code")],
 }
 
 
