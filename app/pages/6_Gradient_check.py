@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from engine.explain import ExpressionError
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.gradient_check import best_h_text, gradcheck_model, notes_checks, sweep_figure
@@ -74,6 +75,9 @@ try:
     model = cached_check(program_text, inputs_text, wrt, h, int(index))
 except InputProblem as problem:
     show_input_problem(problem, c1, c2, program_text, inputs_text)
+    st.stop()
+except ExpressionError as e:   # the request's compute deadline, met on a busy server: a message, not a traceback box
+    show_input_problem(InputProblem("program", e), c1, c2, program_text, inputs_text)
     st.stop()
 
 element = f"[{int(index)}]" if size > 1 else ""
