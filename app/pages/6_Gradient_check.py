@@ -8,12 +8,11 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from engine.explain import ExpressionError
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.gradient_check import best_h_text, gradcheck_model, notes_checks, sweep_figure
 from explorer.kit.budget import bounded_cache
-from explorer.kit.programs import InputProblem, parse, program_refused
+from explorer.kit.programs import ExpressionError, InputProblem, parse, program_refused
 from explorer.kit.widgets import (clamp_linked, presentation_toggle, preset_picker, program_boxes, publish_link,
                                   show_input_problem, show_plot, show_table, start_page)
 
