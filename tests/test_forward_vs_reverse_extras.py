@@ -97,9 +97,16 @@ def test_log_axes_label_their_minor_ticks_in_full():
     from explorer.kit.figures import line_plot
     from explorer.kit.presentation import NORMAL
     fig = line_plot({"a": ([1, 2, 4], [1, 30, 100])}, title="t", x_title="x", y_title="y", look=NORMAL, log_y=True)
-    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis.minorloglabels == "complete"
+    y = fig.layout.yaxis
+    assert y.type == "log" and list(y.tickvals) == [1, 2, 5, 10, 20, 50, 100]
+    assert list(y.ticktext) == ["1", "2", "5", "10", "20", "50", "100"]
+    assert fig.layout.xaxis.tickvals is None                        # a linear axis keeps plotly's ticks
     plain = line_plot({"a": ([1, 2], [1, 2])}, title="t", x_title="x", y_title="y", look=NORMAL)
-    assert plain.layout.yaxis.type is None and plain.layout.yaxis.minorloglabels is None
+    assert plain.layout.yaxis.type is None and plain.layout.yaxis.tickvals is None
+    wide = line_plot({"a": ([1, 2], [1e-6, 3e8])}, title="t", x_title="x", y_title="y", look=NORMAL, log_y=True)
+    assert list(wide.layout.yaxis.ticktext) == ["1e-6", "1e-4", "0.01", "1", "100", "10000", "1e6", "1e8"]
+    from explorer.kit.figures import log_tick_text
+    assert [log_tick_text(v) for v in (0.002, 0.5, 20, 5000, 20000, 2e6)] == ["0.002", "0.5", "20", "5000", "20000", "2e6"]
 
 
 def test_exercise_9s_reading_leads_with_the_two_counts():

@@ -5,6 +5,7 @@ choose which frame is shown first and how large things are drawn.
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable, Sequence
 
 import plotly.graph_objects as go
@@ -215,8 +216,34 @@ def line_plot(series: dict[str, tuple[Sequence[float], Sequence[float]]], *, tit
     fig.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, font=dict(size=look.figure_font),
                       height=int(look.figure_height * 0.8), legend=dict(orientation="h", y=-0.2))
     # a log axis labels its 2s and 5s in full (20, 50), not as bare digits: "100, 5, 2, 10" read as 5 > 10
+    # (explicit ticks: plotly's own minorloglabels needs a newer plotly than requirements-min.txt's)
     if log_x:
-        fig.update_xaxes(type="log", minorloglabels="complete")
+        vals = log_ticks([v for tr in fig.data for v in (tr.x or ())])
+        fig.update_xaxes(type="log", tickvals=vals, ticktext=[log_tick_text(v) for v in vals])
     if log_y:
-        fig.update_yaxes(type="log", minorloglabels="complete")
+        vals = log_ticks([v for tr in fig.data for v in (tr.y or ())])
+        fig.update_yaxes(type="log", tickvals=vals, ticktext=[log_tick_text(v) for v in vals])
     return fig
+
+
+def log_ticks(values: Iterable[float], most: int = 12) -> list[float]:
+    """Tick positions for a log axis over ``values``' positive range: 1, 2 and 5 times each power of ten
+    (only the powers of ten when that would make more than ``most`` ticks, every second or third of them when
+    even those would), from the decade below the smallest value to the decade above the largest."""
+    pos = [float(v) for v in values if v is not None and math.isfinite(float(v)) and float(v) > 0]
+    if not pos:
+        return []
+    lo, hi = math.floor(math.log10(min(pos))), math.ceil(math.log10(max(pos)))
+    decades = [10.0 ** k for k in range(lo, hi + 1)]
+    fine = [m * d for d in decades for m in (1, 2, 5) if m * d <= 10.0 ** hi]
+    if len(fine) <= most:
+        return fine
+    return decades[::math.ceil(len(decades) / most)]
+
+
+def log_tick_text(v: float) -> str:
+    """A log tick's label written whole: 20 and 50 (not 2 and 5), 0.002, 2e6 past four digits."""
+    k = math.floor(math.log10(v) + 1e-9)
+    if -3 <= k <= 4:
+        return f"{v:.{max(0, -k)}f}"
+    return f"{v / 10.0 ** k:g}e{k}"
