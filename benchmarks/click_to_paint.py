@@ -21,6 +21,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -40,19 +41,40 @@ PAGES = ("Expression_explorer", "Backprop_orders", "Network_explorer", "Topologi
 
 WATCH_JS = r"""() => {
   window.__paints = [];
+  window.__long = [];
   const main = document.querySelector('[data-testid="stMain"]');
+  const app = document.querySelector('[data-testid="stApp"]');
   const header = () => { const m = main.innerText.match(/Step (\d+) of (\d+)/); return m ? +m[1] : null; };
   let shown = header();
+  let click = null;   // {at, running, done}: the click being timed
+  try {   // main-thread tasks over 50 ms (script, layout, Plotly): where the browser's time goes
+    new PerformanceObserver(l => l.getEntries().forEach(e => window.__long.push([e.startTime, e.duration])))
+      .observe({type: 'longtask', buffered: false});
+  } catch (e) {}
   document.addEventListener('pointerdown', e => {
-    if (e.target.closest('button') && /Step/.test(e.target.closest('button').innerText)) window.__clickAt = performance.now();
+    const b = e.target.closest('button');
+    if (b && /Step/.test(b.innerText)) click = {at: performance.now(), running: null, done: null};
   }, true);
   new MutationObserver(() => {
+    if (!click) return;
+    const state = app.getAttribute('data-test-script-state');
+    const t = performance.now() - click.at;
+    if (state === 'running' && click.running === null) click.running = t;
+    if (state === 'notRunning' && click.running !== null && click.done === null) click.done = t;
+  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+  new MutationObserver(() => {
     const k = header();
-    if (k !== null && k !== shown && window.__clickAt !== undefined) {
+    if (k !== null && k !== shown && click) {
       shown = k;
-      const at = window.__clickAt;
-      window.__clickAt = undefined;
-      requestAnimationFrame(() => requestAnimationFrame(() => window.__paints.push({k, ms: performance.now() - at})));
+      const c = click;
+      click = null;
+      const headerAt = performance.now() - c.at;
+      requestAnimationFrame(() => requestAnimationFrame(() => {
+        const ms = performance.now() - c.at;
+        const busy = window.__long.filter(([s, d]) => s + d > c.at && s < c.at + ms)
+                                  .reduce((a, [s, d]) => a + Math.min(s + d, c.at + ms) - Math.max(s, c.at), 0);
+        window.__paints.push({k, ms, running: c.running, done: c.done, header: headerAt, busy});
+      }));
     }
   }).observe(main, {subtree: true, childList: true, characterData: true});
 }"""
@@ -104,7 +126,7 @@ def class_in_background(host: str, n: int, seconds: float, stats: Stats) -> thre
     return t
 
 
-def clicks_on(browser, url: str, clicks: int) -> list[float]:
+def clicks_on(browser, url: str, clicks: int) -> list[dict]:
     pg = browser.new_page(viewport={"width": 1920, "height": 1080})
     pg.set_default_timeout(60_000)
     pg.goto(url)
@@ -118,9 +140,20 @@ def clicks_on(browser, url: str, clicks: int) -> list[float]:
         while time.monotonic() < deadline and pg.evaluate("window.__paints.length") <= i:
             pg.wait_for_timeout(20)
         pg.wait_for_timeout(random.uniform(400, 900))  # a lecturer reads before the next click
-    ms = [p["ms"] for p in pg.evaluate("window.__paints")]
+    paints = pg.evaluate("window.__paints")
     pg.close()
-    return ms
+    return paints
+
+
+def breakdown(paints: list[dict]) -> str:
+    """Medians of where a click's time went: the script state turning "running" and "notRunning" (the
+    server's run and its deltas arriving), the new header in the DOM, the paint; and the main thread's
+    long tasks (over 50 ms) between the click and the paint."""
+    def med(name: str) -> str:
+        xs = [p[name] for p in paints if p.get(name) is not None]
+        return f"{pct(xs, 50):.0f}" if xs else "-"
+    return (f"median: running at {med('running')}, notRunning at {med('done')}, header at {med('header')}, "
+            f"paint at {med('ms')} ms; main thread busy (long tasks) {med('busy')} ms")
 
 
 def main() -> None:
@@ -137,6 +170,7 @@ def main() -> None:
     if not os.path.exists(CHROMIUM):
         raise SystemExit(f"{CHROMIUM} is missing (apt-get install -y chromium)")
     pages = args.page or list(PAGES)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # a kill still stops the servers and the proxy
     host, procs = start_deployment(args.replicas)
     stats = Stats()
     try:
@@ -150,10 +184,12 @@ def main() -> None:
                 time.sleep(10)  # the class has connected
             every: list[float] = []
             for page in pages:
-                ms = clicks_on(browser, f"http://{host}/{page}?present=1", args.clicks)
+                paints = clicks_on(browser, f"http://{host}/{page}?present=1", args.clicks)
+                ms = [p["ms"] for p in paints]
                 every += ms
                 print(f"{page:22s} {len(ms)} clicks: p50 {pct(ms, 50):.0f} ms, p95 {pct(ms, 95):.0f} ms, "
-                      f"max {max(ms):.0f} ms")
+                      f"max {max(ms):.0f} ms", flush=True)
+                print(f"{'':22s} {breakdown(paints)}", flush=True)
             browser.close()
         print(f"{'all pages':22s} {len(every)} clicks: p50 {pct(every, 50):.0f} ms, p95 {pct(every, 95):.0f} ms, "
               f"max {max(every):.0f} ms  ({args.students} students stepping, {args.replicas} replica(s)"

@@ -9,7 +9,8 @@ port), opens N + K real sessions over Streamlit's own websocket protocol (``Back
 protobufs, as a browser sends them, without the browser) and then, for ``--seconds``:
 
 * each student session sits on the Expression explorer (the slide example) and clicks **Step** every
-  2-4 s at random (a student following the lecture), back to **Start** at the last step; a Step's
+  2-4 s at random (a student following the lecture), back to **Start** at the last step; the click
+  reruns the stepper's fragment (the buttons' own fragment id, as a browser sends it); a Step's
   latency runs from sending the click to the server's ``script_finished`` for that rerun;
 * each trainer session opens Sentiment training with a long run (``?epochs=3000``), clicks **Start
   training** and polls its progress once a second, as the page's fragment makes a browser do;
@@ -189,6 +190,7 @@ class Reply:
     ok: bool                         # finished successfully, with no exception element
     buttons: dict[str, str]          # label -> widget id
     button_ids: list[str]            # every button's id, in order (widget keys are in them)
+    fragments: dict[str, str]        # label -> the fragment its button is in ("": the page's body)
     exceptions: list[str]
     texts: list[str]                 # markdown and alert bodies
     autos: dict[str, float]          # fragment id -> auto-rerun interval (s)
@@ -198,6 +200,7 @@ async def read_run(ws, timeout: float, on_text: Callable[[str], None] | None = N
     """Read one script run's messages (a rerun message already sent) until it finishes; a run cut short by a
     newer one (a fragment's poll) is waited through. ``on_text`` sees each text as it arrives."""
     buttons: dict[str, str] = {}
+    fragments: dict[str, str] = {}
     ids: list[str] = []
     exceptions: list[str] = []
     texts: list[str] = []
@@ -213,6 +216,7 @@ async def read_run(ws, timeout: float, on_text: Callable[[str], None] | None = N
             etype = el.WhichOneof("type")
             if etype == "button":
                 buttons[el.button.label] = el.button.id
+                fragments[el.button.label] = fm.delta.fragment_id
                 ids.append(el.button.id)
             elif etype == "exception":
                 exceptions.append(el.exception.message[:200])
@@ -228,13 +232,14 @@ async def read_run(ws, timeout: float, on_text: Callable[[str], None] | None = N
             if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
                 continue  # a newer run (a fragment's poll) took over; wait for it
             ok = status in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
-            return Reply(ok and not exceptions, buttons, ids, exceptions, texts, autos)
+            return Reply(ok and not exceptions, buttons, ids, fragments, exceptions, texts, autos)
 
 
 @dataclass
 class RunResult:
     ok: bool
     buttons: dict[str, str]
+    fragments: dict[str, str]        # label -> the fragment its button is in: a browser's click reruns that
     exceptions: list[str]
     auto_rerun: tuple[float, str] | None
     texts: list[str]
@@ -262,7 +267,7 @@ class Session:
             await self.ws.send(payload)
             r = await read_run(self.ws, timeout)
             auto = next(((interval, fid) for fid, interval in reversed(r.autos.items())), None)
-            return RunResult(r.ok, r.buttons, r.exceptions, auto, r.texts)
+            return RunResult(r.ok, r.buttons, r.fragments, r.exceptions, auto, r.texts)
 
 
 @dataclass
@@ -298,6 +303,8 @@ async def student(url: str, stats: Stats, delay: float, stop_at: float, rng: ran
             stats.error("page failed", "; ".join(first.exceptions))
             return
         step_id, start_id = first.buttons["Step"], first.buttons["Start"]
+        # a browser's click on a button inside a fragment (the stepper) reruns only that fragment
+        fragment = first.fragments["Step"]
         at_step, n_steps = 0, 14  # the slide example: 14 steps (forward, backward, done)
         while True:
             await asyncio.sleep(rng.uniform(*pace))
@@ -306,7 +313,7 @@ async def student(url: str, stats: Stats, delay: float, stop_at: float, rng: ran
             click = start_id if at_step >= n_steps - 1 else step_id
             t0 = time.monotonic()
             try:
-                res = await s.run(rerun_msg("Expression_explorer", triggers=(click,)))
+                res = await s.run(rerun_msg("Expression_explorer", triggers=(click,), fragment_id=fragment))
             except asyncio.TimeoutError:
                 stats.error("step timeout")
                 continue

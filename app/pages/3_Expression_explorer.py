@@ -20,8 +20,8 @@ from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, graph_px, presentation_toggle, preset_picker, program_boxes,
-                                  publish_link, show_dot, show_input_problem, show_plot, show_table, start_page,
-                                  stepper, still_graph)
+                                  publish_link, rerun_page, show_dot, show_input_problem, show_plot, show_table,
+                                  start_page, stepper, still_graph)
 
 ctx = start_page(
     "Expression explorer", "explorer",
@@ -102,13 +102,15 @@ def step_text(shown) -> None:
         show_table(shown.contributions, look, static=True)
 
 
-def gradient_graphs(frame: int) -> None:
+def gradient_graphs() -> None:
     """The forward graph and the gradient graph (Graphviz), with downloads."""
     # on a projector each at its natural size across the page (side by side, both were cut off at the right)
     g1, g2 = (st.container(), st.container()) if look.presenting else st.columns(2)
     with g1:
-        st.markdown("**Forward graph** (value, adjoint; the current step highlighted)")
-        show_dot(model.forward_dot(frame), look)
+        # after the whole pass, not the step: a DOT that changed with every Step made the browser lay it out
+        # again (about 0.5 s of a Step's paint, even in its hidden tab); the animated graph shows the step
+        st.markdown("**Forward graph** (each node's value and adjoint after the whole pass)")
+        show_dot(model.forward_dot(), look)
     with g2:
         st.markdown("**Gradient graph** — the engine ops the backward pass ran (create_graph=True)")
         gdot = model.gradient_dot()
@@ -157,6 +159,7 @@ def draw(step: int) -> None:
         graph_col, side_col = st.columns(2)
         with graph_col:
             st.checkbox("Show tanh, softmax, … as the primitives the engine ran", key=ns.key("expand"),
+                        on_change=rerun_page,  # the model is built before the stepper
                         help="Composite functions are built from primitives (tanh(y) = 2·sigmoid(2y) − 1); the "
                              "graph draws each as one node unless this is ticked.")
             show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look,
@@ -177,7 +180,7 @@ def draw(step: int) -> None:
                              "chain_rule, accumulate_derivative)"):
                 st.html(cached_protocol_html(font))
     with tab_graphs:
-        gradient_graphs(frame)
+        gradient_graphs()
     with tab_table:
         node_table_view()
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step})
@@ -202,7 +205,7 @@ def present_step(shown, frame: int) -> None:
     st.caption(shown.code_caption)
     tab_graphs, tab_table = st.tabs(["Graph and gradient graph", "Table of nodes"])
     with tab_graphs:
-        gradient_graphs(frame)
+        gradient_graphs()
     with tab_table:
         node_table_view()
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": frame + 1})

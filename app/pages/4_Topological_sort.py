@@ -67,6 +67,8 @@ def draw(step: int) -> None:
                                                 taken=qs.taken), look), look, key=ns.key("queue_graph"))
     st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
     show_table(T.queue_table(model, frame), look, static=True)
+    # a Step reruns only this part of the page: the link says the new step from here (and once more at the end)
+    publish_link(ctx, {"preset": key, "step": step, "order": list(st.session_state[ns.key("order")])})
 
 
 stepper(ns, n, draw, label="Queue step")

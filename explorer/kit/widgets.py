@@ -255,12 +255,20 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
 
     Buttons Start / Back / Play-Pause / Step / End (keys Home, Left, P, Right, End), a slider over
     steps ``1..n_steps`` and a speed choice sit above ``draw(step)``, which draws the header, caption,
-    tables and graph of the 1-based ``step``. Play is a timer on the server (a fragment with
-    ``run_every``) that asks for a full run of the page whenever a step is due, exactly as a press on
-    Step would: header, caption, table, graph, slider and the URL are drawn by the same run, so they show
-    the same step while it plays and wherever it stops. (Redrawing only a fragment leaves the browser's
-    slider and URL one tick behind, and a slider that reports a stale value would stop Play.) The step
-    lives in ``st.session_state[ns.key(name)]`` (1-based, as shown).
+    tables and graph of the 1-based ``step`` and publishes the page's link. The controls and ``draw``
+    are one fragment: Start, Back, Step, End and the slider rerun only that
+    fragment, so a Step re-sends the step's view and nothing of the rest of the page (its title,
+    program boxes and the sections under the stepper). Everything ``draw`` shows must therefore
+    depend only on the step and on what the page computed before calling :func:`stepper`; a widget
+    inside ``draw`` whose value the rest of the page reads takes ``on_change=rerun_page``.
+
+    Play is a timer on the server (a fragment with ``run_every``, outside the stepped fragment) that
+    asks for a full run of the page whenever a step is due: header, caption, table, graph, slider and
+    the URL are drawn by the same run, so they show the same step while it plays and wherever it stops.
+    Play, Pause and a change of speed while playing rerun the whole page (the timer is started,
+    stopped or re-timed there); a step button pressed while playing stops Play, and the timer's next
+    tick reruns the page without itself. The step lives in ``st.session_state[ns.key(name)]``
+    (1-based, as shown).
     """
     key, playing_key, moved_key, speed_key = (ns.key(name), ns.key(name + "_playing"), ns.key(name + "_moved"),
                                               ns.key("speed"))
@@ -293,9 +301,20 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
                 st.rerun()  # the whole page draws the next step (this fragment draws nothing)
 
         play_clock()
-    step = _step_buttons(ns, n_steps, key, playing_key, moved_key, speed_key, label, shortcuts,
-                         wide=bool(st.session_state.get(PRESENT_KEY)))
-    draw(step)
+    wide = bool(st.session_state.get(PRESENT_KEY))
+
+    @st.fragment
+    def stepped() -> None:
+        # what a Step reruns and re-sends: the controls and the step's view (see the docstring)
+        draw(_step_buttons(ns, n_steps, key, playing_key, moved_key, speed_key, label, shortcuts, wide=wide))
+
+    stepped()
+
+
+def rerun_page() -> None:
+    """A widget callback that reruns the whole page: for a widget inside a stepper's ``draw`` (a fragment)
+    whose value the rest of the page reads (the graph's layout, a model built before the stepper)."""
+    st.rerun()
 
 
 def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved_key: str, speed_key: str,
@@ -312,6 +331,11 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
             state = start_playing(st.session_state[key], n_steps, time.monotonic())
             st.session_state[key], st.session_state[playing_key], st.session_state[moved_key] = \
                 state.step, state.playing, state.last_move
+        st.rerun()  # the whole page: Play's timer sits outside the stepped fragment
+
+    def _speed_changed():
+        if st.session_state[playing_key]:
+            st.rerun()  # the timer ticks at a pace set by the speed: start it again at the new one
 
     playing = bool(st.session_state[playing_key])
     if wide:  # presentation mode at 1920 px: buttons, slider and speed on one row
@@ -345,7 +369,7 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
                        disabled=playing, help="Drag to any step (Pause first while it plays)")
     else:
         cols[5].caption("one step only")
-    cols[6].selectbox("Speed", list(SPEEDS), key=speed_key, format_func=_speed_label,
+    cols[6].selectbox("Speed", list(SPEEDS), key=speed_key, format_func=_speed_label, on_change=_speed_changed,
                       label_visibility="collapsed", help="How fast Play moves from step to step")
     return int(st.session_state[key])
 

@@ -1,0 +1,103 @@
+"""A Step reruns only the stepper's fragment (issue 21 §8): read from the messages the server sends the browser.
+
+Every stepped page draws its step controls and the step's view inside one ``st.fragment``
+(:func:`explorer.kit.widgets.stepper`). A click on Step must make the server run that fragment only: the
+run ends as a fragment run, every element it sends belongs to the fragment, and the page's title, program
+boxes and the sections under the stepper are not sent again; the header, the URL's step and the slider
+still show the new step. Play, and a widget inside the fragment that the rest of the page reads, rerun the
+whole page.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+STEPPED = ("Expression_explorer", "Backprop_orders", "Network_explorer", "Topological_sort", "Forward_vs_reverse")
+
+
+def listen(page) -> list:
+    """The ForwardMsgs the page's websocket receives from now on (decoded with Streamlit's own protobufs)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    got: list = []
+
+    def on_ws(ws):
+        def received(payload):
+            if isinstance(payload, (bytes, bytearray)):
+                msg = ForwardMsg()
+                msg.ParseFromString(bytes(payload))
+                got.append(msg)
+        ws.on("framereceived", received)
+
+    page.on("websocket", on_ws)
+    return got
+
+
+def finished(msgs: list) -> list[str]:
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    return [ForwardMsg.ScriptFinishedStatus.Name(m.script_finished) for m in msgs
+            if m.WhichOneof("type") == "script_finished"]
+
+
+def elements(msgs: list) -> list[tuple[str, str]]:
+    """(element type, fragment id) of every new element sent."""
+    return [(m.delta.new_element.WhichOneof("type"), m.delta.fragment_id) for m in msgs
+            if m.WhichOneof("type") == "delta" and m.delta.WhichOneof("type") == "new_element"]
+
+
+def header_step(page) -> int:
+    text = page.get_by_text(re.compile(r"Step \d+ of \d+")).first.inner_text()
+    return int(re.search(r"Step (\d+) of", text).group(1))
+
+
+@pytest.mark.parametrize("present", [True, False], ids=["presenting", "laptop"])
+@pytest.mark.parametrize("name", STEPPED)
+def test_step_reruns_only_the_stepper_fragment(page, app_url, wait_idle, name, present):
+    msgs = listen(page)
+    page.goto(f"{app_url}/{name}" + ("?present=1" if present else ""))
+    wait_idle(page)
+    assert finished(msgs)[-1] == "FINISHED_SUCCESSFULLY"     # the page's first run: the whole script
+    whole = elements(msgs)
+    assert any(fid == "" for _, fid in whole)                 # the title and the rest sit outside the fragment
+    before = header_step(page)
+    msgs.clear()
+    page.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
+    wait_idle(page)
+    assert header_step(page) == before + 1
+    assert finished(msgs) == ["FINISHED_FRAGMENT_RUN_SUCCESSFULLY"], finished(msgs)
+    sent = elements(msgs)
+    fragments = {fid for _, fid in sent}
+    assert len(fragments) == 1 and "" not in fragments, fragments   # one fragment, nothing of the page around it
+    assert fragments <= {fid for _, fid in whole}
+    assert len(sent) < len(whole)
+    types = [t for t, _ in sent]
+    assert "button" in types and "plotly_chart" in types       # the controls and the step's graph
+    assert f"step={before + 1}" in page.url                     # the link follows the step from the fragment
+    slider = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    assert slider.get_attribute("aria-valuenow") == str(before + 1)
+
+
+def test_play_and_a_page_wide_choice_rerun_the_whole_page(page, app_url, wait_idle):
+    msgs = listen(page)
+    page.goto(f"{app_url}/Expression_explorer?expr=y%20%3D%20tanh(x)%20*%20x&at=x%20%3D%200.5")
+    wait_idle(page)
+    # the checkbox sits inside the stepped fragment but changes the graph the page builds before the stepper
+    nodes = page.locator(".js-plotly-plot").first.inner_text()
+    msgs.clear()
+    page.get_by_text("Show tanh, softmax").click()
+    wait_idle(page)
+    assert finished(msgs)[-1] == "FINISHED_SUCCESSFULLY", finished(msgs)
+    assert "sigmoid" in page.locator(".js-plotly-plot").first.inner_text() and "sigmoid" not in nodes
+    # Play starts a timer outside the fragment: the click reruns the whole page, and the steps move on
+    msgs.clear()
+    page.get_by_role("button", name=re.compile(r"\bPlay\b")).click()
+    page.wait_for_timeout(2500)
+    assert "FINISHED_SUCCESSFULLY" in finished(msgs), finished(msgs)
+    assert any(m.WhichOneof("type") == "auto_rerun" for m in msgs)
+    page.get_by_role("button", name=re.compile(r"\bPause\b")).click()
+    wait_idle(page)
+    assert header_step(page) > 1
