@@ -195,6 +195,20 @@ def regime(path: list[DescentStep], loss_min: float) -> tuple[str, str]:
     return "about right", f"{closed:.1%} of the way down in {len(path)} steps"
 
 
+def progress(path: list[DescentStep], upto: int, loss_min: float) -> tuple[str | None, str]:
+    """What the run has done up to step ``upto`` (its update applied), with no word on how it ends: ``(None,
+    sentence)`` before the last step, ``regime(path, loss_min)`` at the last one (the verdict is no spoiler then)."""
+    if upto >= len(path) - 1:
+        return regime(path, loss_min)
+    start, now = path[0].loss, path[upto].loss_next
+    done = f"after {upto + 1} of {len(path)} steps"
+    if not np.isfinite(now) or now > start:
+        return None, f"{done} the loss is {num(now)}, up from {num(start)} at w_0"
+    gap = start - loss_min
+    closed = (start - now) / gap if gap > 0 else 1.0
+    return None, f"{done}: {closed:.1%} of the way down to the minimum so far"
+
+
 # --- the lecture's exercise 1 ------------------------------------------------------------------------------
 
 @dataclass

@@ -154,7 +154,12 @@ def test_page_steps_and_switches_learning_rate():
     assert "divergent" in _md(at)
     next(b for b in at.button if b.label.startswith("too small")).click().run()
     _ok(at)
-    assert "too small" in _md(at) and at.query_params["lr"] == "0.1"
+    assert at.query_params["lr"] == "0.1"
+    # no spoiler at step 0: how far down so far, not how the run ends; the verdict at the last step
+    assert "on the way" in _md(at) and "after 1 of 40 steps" in _md(at) and "only" not in _md(at)
+    next(b for b in at.button if b.label == "End").click().run()
+    _ok(at)
+    assert "too small" in _md(at) and "after 40 steps only" in _md(at) and "on the way" not in _md(at)
 
 
 def test_page_deep_link_and_bowl():
@@ -178,3 +183,21 @@ def test_the_step_line_writes_one_minus_sign_throughout():
     path = L.descend("logistic", (3.0, -2.5), 2.0, steps=3)
     text = L.step_caption(path[0], 2.0)
     assert text.startswith("Step 0: w = (3, −2.5), L = ") and "−η∇L = −2·(−" in text and "-" not in text
+
+
+@pytest.mark.parametrize("surface", list(L.SURFACES))
+def test_progress_gives_no_verdict_before_the_last_step(surface):
+    """Issue 21 (no spoilers): at step 0 the page must not say how the run ends ("100.0% of the way down in 40
+    steps"); the verdict is the regime's, and only at the last step."""
+    s = L.SURFACES[surface]
+    _, loss_min = L.minimum(surface)
+    for label, lr in s.lr_examples.items():
+        path = L.descend(surface, s.start, lr, 40)
+        kind, why = L.progress(path, 0, loss_min)
+        assert kind is None and "after 1 of 40 steps" in why, why
+        assert "in 40 steps" not in why
+        assert L.progress(path, len(path) - 1, loss_min) == L.regime(path, loss_min)
+    ok = L.descend(surface, s.start, s.lr_examples["about right"], 40)
+    early, late = L.progress(ok, 0, loss_min)[1], L.progress(ok, 20, loss_min)[1]
+    share = lambda text: float(text.split("%")[0].split()[-1])  # noqa: E731
+    assert share(early) < share(late) <= 100.0

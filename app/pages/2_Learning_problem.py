@@ -111,10 +111,11 @@ w_min, loss_min, lam, crit = cached_minimum(surface)
 
 step = step_controls(ns, len(path), label="GD step")
 cur = path[step]
-kind, why = L.regime(path, loss_min)
+kind, why = L.progress(path, step, loss_min)  # the verdict only at the last step
 badge = {"too small": ":orange[:material/hourglass_bottom: too small]",
          "about right": ":green[:material/check_circle: about right]",
-         "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]"}[kind]
+         "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]",
+         None: ":gray[:material/directions_walk: on the way]"}[kind]
 st.markdown("#### " + L.step_caption(cur, lr))
 left, right = st.columns([3, 2])
 with left:
