@@ -307,19 +307,20 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
 
 
 def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look: Look) -> go.Figure:
-    """L(w_k) − L_min against k (log scale), the current step marked."""
+    """L(w_k) − L_min against k (log scale) up to w_{step+1} (the step's update applied, as the caption says), the
+    current step marked; the steps still to come are not drawn (no spoiler), the k axis spans the whole run."""
     ks = [s.k for s in path] + [path[-1].k + 1]
     ls = [s.loss for s in path] + [path[-1].loss_next]
     gaps = [max(v - loss_min, 1e-16) if np.isfinite(v) else None for v in ls]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ks, y=gaps, mode="lines+markers", name="L(w_k) − L_min",
+    fig.add_trace(go.Scatter(x=ks[:step + 2], y=gaps[:step + 2], mode="lines+markers", name="L(w_k) − L_min",
                              line=dict(color="#2563eb", width=look.edge_width + 1)))
     fig.add_trace(go.Scatter(x=[step], y=[gaps[step]], mode="markers", name="now",
                              marker=dict(size=look.node_size * 0.55, color="#b91c1c")))
     fig.update_layout(height=int(look.figure_height * 0.55), font=dict(size=look.figure_font),
                       margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
                       title=dict(text="distance to the minimum: L(w_k) − L_min", font=dict(size=look.figure_font + 1)),
-                      xaxis=dict(title="step k"), yaxis=dict(title="log scale", type="log", exponentformat="power"))
+                      xaxis=dict(title="step k", range=[-0.5, ks[-1] + 0.5]), yaxis=dict(title="log scale", type="log", exponentformat="power"))
     return readable(fig, look)
 
 

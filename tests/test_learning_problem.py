@@ -201,3 +201,17 @@ def test_progress_gives_no_verdict_before_the_last_step(surface):
     early, late = L.progress(ok, 0, loss_min)[1], L.progress(ok, 20, loss_min)[1]
     share = lambda text: float(text.split("%")[0].split()[-1])  # noqa: E731
     assert share(early) < share(late) <= 100.0
+
+
+def test_loss_curve_draws_only_the_steps_taken():
+    """No spoiler on the right-hand curve either: at step k it ends at w_{k+1}; the k axis spans the whole run."""
+    s = L.SURFACES["classifier"] if "classifier" in L.SURFACES else next(iter(L.SURFACES.values()))
+    surface = next(k for k, v in L.SURFACES.items() if v is s)
+    _, loss_min = L.minimum(surface)
+    path = L.descend(surface, s.start, s.lr_examples["about right"], 40)
+    for step in (0, 5, len(path) - 1):
+        fig = L.loss_curve_figure(path, step, loss_min, PRESENTING)
+        curve = fig.data[0]
+        assert list(curve.x) == list(range(step + 2))
+        assert curve.y[-1] == pytest.approx(max(path[step].loss_next - loss_min, 1e-16))
+        assert tuple(fig.layout.xaxis.range) == (-0.5, len(path) + 0.5)
