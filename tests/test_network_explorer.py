@@ -719,3 +719,25 @@ def test_the_memory_sweeps_legend_stays_off_the_axis():
             # and the corner is free: the rising line starts in the bottom-left
             ys = [r["bytes kept"] for r in rows]
             assert ys[0] < 0.5 * max(ys)
+
+
+def test_layer_view_shows_where_the_input_x_enters():
+    """The layer view draws x as its own box feeding the first layer (it was hidden inside Linear 1)."""
+    from explorer.network_explorer.frames import build_view
+
+    rec = record(build("mlp"))
+    layer = build_view(rec, "layer")
+    x = next(n for n in layer.graph.nodes if n.name == "x")
+    assert x.kind != "group"
+    first = next(n for n in layer.graph.nodes if n.kind == "group" and n.group == "Linear 1")
+    assert any(e.src == x.id and e.dst == first.id for e in layer.graph.edges)
+    slot = layer.frames.node_ids.index(x.id)
+    assert layer.frames.frames[0].node_text[slot] == "4×3"     # its shape from step 1: the data is there
+
+
+def test_data_input_is_the_x_leaf():
+    from explorer.network_explorer.explore import data_input
+
+    rec = record(build("mlp"))
+    x = data_input(rec)
+    assert x is not None and rec.node(x).label == "x" and rec.node(x).shape == (4, 3)

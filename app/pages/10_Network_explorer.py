@@ -20,7 +20,7 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, 
                                   still_graph)
 from explorer.network_explorer.frames import VIEW_WIDTH
 from explorer.network_explorer import analysis
-from explorer.network_explorer.explore import explore, graph_dot, heatmap, held_at, moment, sweep_figure
+from explorer.network_explorer.explore import data_input, explore, graph_dot, heatmap, held_at, moment, sweep_figure
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_caption, memory_rows, note_levels)
@@ -174,7 +174,10 @@ def this_step(m, narrow: bool = False) -> None:
     """The current op: its node, its VJP's formula, its value and the adjoint it holds now."""
     st.markdown("##### This step")
     if m.node is None:
-        st.caption(m.title)
+        (st.markdown if look.presenting else st.caption)(m.title)   # the class reads it from the back row
+        x = data_input(rec) if m.phase == "inputs" else None
+        if x is not None:   # where the data enters, and what it is
+            show_tensor(st, rec.node(x).value, "input x", ns.key("cur_value"), analysis.value_scale(rec, x))
         return
     node = rec.node(m.node)
     st.markdown(f"**{node.label}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}** · "
@@ -225,13 +228,16 @@ def inspector(m, frame: int, cols) -> None:
         st.markdown(f"op `{n.op}` · shape **{analysis.format_shape(n.shape)}** · {n.nbytes} bytes")
         st.caption(f"VJP: {analysis.vjp_formula(n.op)}")
     held = held_at(ex, pick, frame)   # only what the walk has computed by this step: no spoilers
-    if held.value is None:
+    beside = look.presenting and pick == m.node   # drawn beside the graph already: not the same heatmaps twice
+    if beside:
+        cols[1].caption("value and adjoint: under This step, beside the graph")
+    elif held.value is None:
         cols[1].caption(f"value: {held.value_note}")
     else:
         show_tensor(cols[1], held.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick))
-    if held.adjoint is None:
+    if held.adjoint is None and not beside:
         cols[2].caption(held.adjoint_note)
-    else:
+    elif not beside:
         show_tensor(cols[2], held.adjoint, held.adjoint_note, ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick))
     parts = rec.contributions_to(pick)
     if len(parts) > 1 and held.arrived:

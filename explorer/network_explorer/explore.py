@@ -168,6 +168,11 @@ class Held:
     arrived: int                      # contributions received so far (the fan-out table's rows shown)
 
 
+def data_input(rec: Recording) -> int | None:
+    """The node of the network's data input ``x`` (what step 1 shows entering the graph), or None."""
+    return next((n.id for n in rec.nodes if n.kind != "op" and n.label == "x"), None)
+
+
 def held_at(ex: Explored, node_id: int, frame: int) -> Held:
     """The node's value and adjoint as the walk holds them at ``frame`` (0-based), never a later one's.
 

@@ -144,8 +144,8 @@ def build_view(rec: Recording, level: str = "op", max_frames: int = MAX_FRAMES,
         view_graph = graph
         trace = to_trace(rec, graph)
     elif level == "layer":
-        def group_of(n: GraphNode):
-            return None if n.kind == "input" else n.group
+        def group_of(n: GraphNode):   # leaves taking a gradient and the data input x stand outside the boxes
+            return None if n.kind == "input" or (n.op == "leaf" and n.name == "x") else n.group
         view_graph = collapse_groups(graph, group_of, max_nodes=0)
         box_by_group = {n.group: n.id for n in view_graph.nodes if n.kind == "group"}
         box_of = {n.id: (box_by_group[n.group] if group_of(n) is not None else n.id) for n in graph.nodes}
