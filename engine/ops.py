@@ -763,6 +763,23 @@ class Dropout(Op):
 # reductions
 
 
+def _spread(g, shape, dims, keepdim):
+    """A reduction's adjoint ``g`` sent back to every reduced element: the reduced dims put back (when
+    not kept) and broadcast to the input's ``shape`` (engine ops: recorded when the pass records)."""
+    if not keepdim:
+        g = reshape(g, _kept_shape(shape, dims))
+    return expand(g, shape)
+
+
+def _spread_arrays(be, g, shape, dims, keepdim):
+    """:func:`_spread` on the backend's arrays (``Op.vjp_arrays``), skipping a reshape or broadcast
+    that would change nothing."""
+    if not keepdim:
+        kept = _kept_shape(shape, dims)
+        g = be.reshape(g, kept) if kept != g.shape else g
+    return be.expand(g, shape) if shape != g.shape else g
+
+
 class Sum(Op):
     name = "sum"
     saves = ()
@@ -780,21 +797,13 @@ class Sum(Op):
 
     @classmethod
     def vjp(cls, ctx, g):
-        (a,) = ctx.inputs
         dims, keepdim = ctx.params
-        if not keepdim:
-            g = reshape(g, _kept_shape(a.shape, dims))
-        return (expand(g, a.shape),)
+        return (_spread(g, ctx.inputs[0].shape, dims, keepdim),)
 
     @staticmethod
     def vjp_arrays(ctx, g):
-        (a,) = ctx.operands
         dims, keepdim = ctx.params
-        be, shape = ctx.backend, a.shape
-        if not keepdim:
-            kept = _kept_shape(shape, dims)
-            g = be.reshape(g, kept) if kept != g.shape else g
-        return (be.expand(g, shape) if shape != g.shape else g,)
+        return (_spread_arrays(ctx.backend, g, ctx.operands[0].shape, dims, keepdim),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -823,23 +832,15 @@ class Mean(Op):
 
     @classmethod
     def vjp(cls, ctx, g):
-        (a,) = ctx.inputs
         dims, keepdim, scale = ctx.params
-        g = g * scale
-        if not keepdim:
-            g = reshape(g, _kept_shape(a.shape, dims))
-        return (expand(g, a.shape),)
+        return (_spread(g * scale, ctx.inputs[0].shape, dims, keepdim),)
 
     @staticmethod
     def vjp_arrays(ctx, g):
-        (a,) = ctx.operands
         dims, keepdim, scale = ctx.params
-        be, shape = ctx.backend, a.shape
-        g = be.binary("mul", g, be.array(scale, be.dtype(g)))
-        if not keepdim:
-            kept = _kept_shape(shape, dims)
-            g = be.reshape(g, kept) if kept != g.shape else g
-        return (be.expand(g, shape) if shape != g.shape else g,)
+        be = ctx.backend
+        return (_spread_arrays(be, be.binary("mul", g, be.array(scale, be.dtype(g))), ctx.operands[0].shape, dims,
+                               keepdim),)
 
     @classmethod
     def jvp(cls, ctx, ta):
