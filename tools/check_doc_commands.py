@@ -118,6 +118,7 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python examples/graph_pictures.py": "python examples/graph_pictures.py slide",
     # benchmarks/README.md
     "python benchmarks/hw2_step.py": "python benchmarks/hw2_step.py --quick",
+    "python benchmarks/hw2_step.py --quick": "python benchmarks/hw2_step.py --quick",
     "python benchmarks/step_memory.py": "python benchmarks/step_memory.py --quick",
     "python benchmarks/compiled_step.py": "python benchmarks/compiled_step.py --quick --small-only",
     "python benchmarks/compiled_step.py --quick": "python benchmarks/compiled_step.py --quick --small-only",
@@ -141,6 +142,7 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python benchmarks/request_bounds.py": "python benchmarks/request_bounds.py --pages 3,4",
     "python benchmarks/request_bounds.py --pages 5,6": "python benchmarks/request_bounds.py --pages 4",
     "python benchmarks/request_bounds.py --pages 1": "python benchmarks/request_bounds.py --pages 1",
+    "python benchmarks/request_bounds.py --pages 10": "python benchmarks/request_bounds.py --pages 10",
     "python benchmarks/load_test.py --students 1 --trainers 16 --seconds 15":
         "python benchmarks/load_test.py --students 1 --trainers 1 --seconds 4 --epochs 5",
     "python benchmarks/step_cost.py": "python benchmarks/step_cost.py --page 3 --reruns 3",
@@ -151,6 +153,10 @@ SHORT: dict[str, str | Serve | Skip] = {
         "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
     "python benchmarks/click_to_paint.py --clicks 6":
         "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
+    "python benchmarks/click_to_paint.py --clicks 12":
+        "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
+    "python benchmarks/click_to_paint.py --clicks 6 --students 0 --replicas 1":
+        "python benchmarks/click_to_paint.py --students 0 --replicas 1 --clicks 1 --page Topological_sort",
     "python3 benchmarks/load_test.py --seconds 40":
         "python3 benchmarks/load_test.py --students 2 --trainers 0 --seconds 4",
     "python3 benchmarks/load_test.py --students 25 50 --trainers 0 5 --replicas 2 --seconds 40":
