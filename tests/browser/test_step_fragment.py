@@ -60,7 +60,8 @@ def test_step_reruns_only_the_stepper_fragment(page, app_url, wait_idle, name, p
     msgs = listen(page)
     page.goto(f"{app_url}/{name}" + ("?present=1" if present else ""))
     wait_idle(page)
-    assert finished(msgs)[-1] == "FINISHED_SUCCESSFULLY"     # the page's first run: the whole script
+    # the page's first run is the whole script (Backprop orders' own polling fragments may finish after it)
+    assert "FINISHED_SUCCESSFULLY" in finished(msgs), finished(msgs)
     whole = elements(msgs)
     assert any(fid == "" for _, fid in whole)                 # the title and the rest sit outside the fragment
     before = header_step(page)
