@@ -222,6 +222,15 @@ class Add(Binary):
         return ta if tb is None else ta + tb
 
 
+def _bilinear_jvp(f, a, b, ta, tb):
+    """The product rule for an op bilinear in its inputs (mul, matmul, matmul_t): f(ta, b) + f(a, tb),
+    a term only for an input that carries a tangent."""
+    parts = [f(ta, b)] if ta is not None else []
+    if tb is not None:
+        parts.append(f(a, tb))
+    return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
 class Mul(Binary):
     name = "mul"
     saves = (0, 1)
@@ -247,10 +256,7 @@ class Mul(Binary):
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
-        a, b = ctx.inputs
-        parts = [t for t in ((ta * b) if ta is not None else None, (a * tb) if tb is not None else None)
-                 if t is not None]
-        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        return _bilinear_jvp(lambda x, y: x * y, *ctx.inputs, ta, tb)
 
 
 class Div(Binary):
@@ -969,13 +975,7 @@ class MatMul(Op):
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
-        a, b = ctx.inputs
-        parts = []
-        if ta is not None:
-            parts.append(matmul(ta, b))
-        if tb is not None:
-            parts.append(matmul(a, tb))
-        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        return _bilinear_jvp(matmul, *ctx.inputs, ta, tb)
 
 
 def _rows(x, reshape_fn):
@@ -1029,13 +1029,7 @@ class MatMulT(Op):
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
-        a, b = ctx.inputs
-        parts = []
-        if ta is not None:
-            parts.append(apply(MatMulT, (ta, b)))
-        if tb is not None:
-            parts.append(apply(MatMulT, (a, tb)))
-        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        return _bilinear_jvp(lambda x, y: apply(MatMulT, (x, y)), *ctx.inputs, ta, tb)
 
 
 # ---------------------------------------------------------------------------
