@@ -67,8 +67,9 @@ WATCH_JS = r"""() => {
   }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
   new MutationObserver(() => {
     const k = header();
-    if (k !== null && k !== shown && click) {
-      shown = k;
+    if (k !== null && k !== shown) {
+      shown = k;   // also when no Step was clicked (Start, or a rerun that set the step itself)
+      if (!click) return;
       const c = click;
       click = null;
       const headerAt = performance.now() - c.at;
@@ -138,18 +139,24 @@ def clicks_on(browser, url: str, clicks: int) -> list[dict]:
     pg.evaluate(WATCH_JS)
     step = pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first
     start = pg.get_by_role("button", name=re.compile(r"^\W*Start\b")).first
+    lost = 0
     for i in range(clicks):
         if at_last_step(pg):  # Step does nothing at the last step: back to the start (not timed), as a lecturer would
             start.click()
             pg.get_by_text(re.compile(r"^Step 1 of \d+")).first.wait_for(timeout=60_000)
             pg.wait_for_timeout(500)
+        before = pg.evaluate("window.__paints.length")
         step.click()
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and pg.evaluate("window.__paints.length") <= i:
+        while time.monotonic() < deadline and pg.evaluate("window.__paints.length") <= before:
             pg.wait_for_timeout(20)
+        if pg.evaluate("window.__paints.length") <= before:  # never painted: said, not timed (and not
+            lost += 1                                           # waited for again at every later click)
         pg.wait_for_timeout(random.uniform(400, 900))  # a lecturer reads before the next click
     paints = pg.evaluate("window.__paints")
     pg.close()
+    if lost:
+        print(f"  {lost} of {clicks} clicks on {url} never showed the next step within 30 s", flush=True)
     return paints
 
 

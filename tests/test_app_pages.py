@@ -9,6 +9,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from explorer.kit.widgets import step_slider_key
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "app" / "pages"
 TIMEOUT = 90
@@ -71,7 +73,7 @@ def test_explorer_default_is_the_slide_example_and_steps():
     assert at.session_state["explorer_step"] == 4
     assert "Step 4 of 14" in texts(at)
     assert at.query_params["step"] == "4"
-    assert at.slider(key="explorer_step_slider").value == 4 and at.slider(key="explorer_step_slider").min == 1
+    assert at.slider(key=step_slider_key("explorer_step", 4)).value == 4 and at.slider(key=step_slider_key("explorer_step", 4)).min == 1
     button(at, "Back").click().run()
     assert at.session_state["explorer_step"] == 3
     for _ in range(7):
@@ -129,7 +131,7 @@ def test_explorer_play_moves_header_table_graph_and_link_together():
         head = header(at)
         assert head.startswith(f"#### Step {step} of 14")
         assert graph_texts(at) == frame_texts(step)  # the graph draws exactly that step
-        assert at.query_params.get("step") == str(step) and at.slider(key="explorer_step_slider").value == step
+        assert at.query_params.get("step") == str(step) and at.slider(key=step_slider_key("explorer_step", step)).value == step
         if step == 10:
             assert list(at.table[0].value["edge (backward)"]) == ["x3 → x1"]
         seen.append(step)

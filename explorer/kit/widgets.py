@@ -311,6 +311,11 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
     stepped()
 
 
+def step_slider_key(key: str, step: int) -> str:
+    """The key of a stepper's slider while it shows ``step`` (``key``: the stepper's state key)."""
+    return f"{key}_slider_at_{step}"
+
+
 def rerun_page() -> None:
     """A widget callback that reruns the whole page: for a widget inside a stepper's ``draw`` (a fragment)
     whose value the rest of the page reads (the graph's layout, a model built before the stepper)."""
@@ -319,9 +324,14 @@ def rerun_page() -> None:
 
 def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved_key: str, speed_key: str,
                   label: str, shortcuts: bool, wide: bool = False) -> int:
-    def _move(delta: int | None = None, to: int | None = None):
-        s = clamp_step(st.session_state.get(key, 1), n_steps)
-        st.session_state[key] = clamp_step(to if to is not None else s + (delta or 0), n_steps)
+    # Every control moves to a step named when it was drawn (Back: the step shown minus one), never "one more
+    # than now": Streamlit runs a button's callback again when the run it started is stopped before the page's
+    # script begins (another request came in: a poll of the page's other fragments), and a relative move then
+    # took two steps for one click (one Step in four on Backprop orders while its polls ran)
+    shown = clamp_step(st.session_state.get(key, 1), n_steps)
+
+    def _move(to: int):
+        st.session_state[key] = clamp_step(to, n_steps)
         st.session_state[playing_key] = False  # a step button takes over from Play
 
     def _play_pause():
@@ -347,26 +357,28 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
     # the buttons show their key, and a tooltip stayed over the program box after every click on a projector
     cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 1}, shortcut=keys[0],
                    icon=":material/first_page:", width="stretch")
-    cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
+    cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"to": shown - 1}, shortcut=keys[1],
                    icon=":material/chevron_left:", width="stretch")
     cols[2].button("Pause" if playing else "Play", key=key + "_play", on_click=_play_pause, shortcut=keys[2],
                    icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch")
-    cols[3].button("Step", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[3],
+    cols[3].button("Step", key=key + "_fwd", on_click=_move, kwargs={"to": shown + 1}, shortcut=keys[3],
                    icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch")
     cols[4].button("End", key=key + "_last", on_click=_move, kwargs={"to": n_steps}, shortcut=keys[4],
                    icon=":material/last_page:", icon_position="right", width="stretch")
     if n_steps > 1:
-        # the slider has a key of its own: a value the browser sends while Play runs may be one step old
-        # (it was read before the last step was drawn) and must not move the step back
-        slider_key = key + "_slider"
+        # the slider is a new widget at every step (its key names the step it was drawn at), and it moves the
+        # step only from the step it was drawn at: a value the browser sends for it after the step moved (a
+        # poll of another fragment or Play's timer can carry the slider's old value, sent before the Step's
+        # redraw arrived) is not a drag. As one widget, such a stale value read as a drag and took the step
+        # back: a Step on Backprop orders, whose polls run while the page loads, was undone one time in four
+        slider_key = step_slider_key(key, shown)
 
         def _slid():
-            if not st.session_state[playing_key]:
+            if not st.session_state[playing_key] and st.session_state[key] == shown:
                 st.session_state[key] = clamp_step(st.session_state[slider_key], n_steps)
 
-        st.session_state[slider_key] = int(st.session_state[key])
-        cols[5].slider(label, 1, n_steps, key=slider_key, label_visibility="collapsed", on_change=_slid,
-                       disabled=playing, help="Drag to any step (Pause first while it plays)")
+        cols[5].slider(label, 1, n_steps, value=shown, key=slider_key, label_visibility="collapsed",
+                       on_change=_slid, disabled=playing, help="Drag to any step (Pause first while it plays)")
     else:
         cols[5].caption("one step only")
     cols[6].selectbox("Speed", list(SPEEDS), key=speed_key, format_func=_speed_label, on_change=_speed_changed,
@@ -454,19 +466,19 @@ def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts
         cur = 0
     st.session_state[key] = clamp_linked(ns, name, cur, 0, last)
 
-    def _move(delta: int | None = None, to: int | None = None):
-        s = int(st.session_state.get(key, 0))
-        s = to if to is not None else s + (delta or 0)
-        st.session_state[key] = min(max(s, 0), last)
+    shown = int(st.session_state[key])
+
+    def _move(to: int):  # a step named when the button was drawn (see _step_buttons)
+        st.session_state[key] = min(max(to, 0), last)
 
     cols = where.columns([1.3, 1.1, 1.1, 1.3, 3.2])
     keys = ("Home", "Left", "Right", "End") if shortcuts else (None,) * 4
     # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not)
     cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 0}, shortcut=keys[0],
                    icon=":material/first_page:", width="stretch")
-    cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"delta": -1}, shortcut=keys[1],
+    cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"to": shown - 1}, shortcut=keys[1],
                    icon=":material/chevron_left:", width="stretch")
-    cols[2].button("Step", key=key + "_fwd", on_click=_move, kwargs={"delta": 1}, shortcut=keys[2],
+    cols[2].button("Step", key=key + "_fwd", on_click=_move, kwargs={"to": shown + 1}, shortcut=keys[2],
                    icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch")
     cols[3].button("End", key=key + "_last", on_click=_move, kwargs={"to": last}, shortcut=keys[3],
                    icon=":material/last_page:", icon_position="right", width="stretch")

@@ -102,3 +102,26 @@ def test_play_and_a_page_wide_choice_rerun_the_whole_page(page, app_url, wait_id
     page.get_by_role("button", name=re.compile(r"\bPause\b")).click()
     wait_idle(page)
     assert header_step(page) > 1
+
+
+def test_a_step_while_the_page_still_polls_moves_exactly_one_step(browser, app_url):
+    """Backprop orders polls its random-graph run and its VJP count for seconds after it loads; a Step clicked
+    then must move one step and stay there. It used to be undone (the poll carried the slider's old value,
+    read as a drag back) or applied twice (Streamlit ran the button's callback again after the poll stopped
+    the Step's run before the script began), about one click in three: so five fresh sessions."""
+    for trial in range(5):
+        context = browser.new_context(viewport={"width": 1920, "height": 1080})
+        pg = context.new_page()
+        try:
+            pg.goto(f"{app_url}/Backprop_orders?present=1")
+            pg.get_by_text(re.compile(r"Step \d+ of \d+")).first.wait_for(timeout=60_000)
+            assert header_step(pg) == 1
+            pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
+            seen = []
+            for _ in range(10):   # the polls go on for a few seconds: the step must stay at 2 through them
+                pg.wait_for_timeout(400)
+                seen.append(header_step(pg))
+            assert seen[-4:] == [2, 2, 2, 2] and set(seen) <= {1, 2} and seen == sorted(seen), (trial, seen)
+            assert "step=2" in pg.url, (trial, pg.url)
+        finally:
+            context.close()
