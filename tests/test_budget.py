@@ -485,3 +485,35 @@ def test_at_most_a_few_computations_run_at_once_and_nested_calls_do_not_deadlock
         t.join(30)
     assert not any(t.is_alive() for t in threads)
     assert 1 < most[0] <= budget.MAX_CONCURRENT
+
+
+def test_sessions_asking_for_the_same_arguments_at_once_share_one_computation():
+    """Fifty students opening page 13's sample at once: one child-process run per replica, not one each (and
+    other arguments are not held up by it)."""
+    import threading
+
+    registry: dict = {}
+    calls: list = []
+    started, release = threading.Event(), threading.Event()
+
+    @bounded_cache(1 << 20, stores=lambda: registry, spinner=None, seconds=None)
+    def slow(n):
+        calls.append(n)
+        if n == "sample":
+            started.set()
+            release.wait(10)
+        return [n] * 3
+
+    first = threading.Thread(target=slow, args=("sample",))
+    first.start()
+    assert started.wait(10)
+    waiting = [threading.Thread(target=slow, args=("sample",)) for _ in range(8)]
+    for t in waiting:
+        t.start()
+    assert slow("other") == ["other"] * 3          # another key computes while "sample" is still running
+    release.set()
+    for t in [first, *waiting]:
+        t.join(30)
+    assert not any(t.is_alive() for t in [first, *waiting])
+    assert sorted(calls) == ["other", "sample"]     # the eight waiters read the first one's result
+    assert registry and not any(s._computing for s in registry.values())   # nothing left behind

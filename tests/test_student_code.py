@@ -1,7 +1,9 @@
 """A student's HW2 ``topological_sort`` / ``backpropagate`` run in the sandbox and diagnosed (explorer.student_code).
 
-The solutions are the project's own (tests/student_solutions/): one correct, the others broken in the ways
-the verdicts must name. Each runs for real in the child process, on real engine graphs.
+The solutions are the project's own: the samples page 13 offers (explorer/student_code/samples/: one correct,
+the others broken in the ways the verdicts must name) and test-only ones (tests/student_solutions/: an infinite
+loop, one that raises, one that does not parse, the untouched starter). Each runs for real in the child process,
+on real engine graphs.
 """
 from __future__ import annotations
 
@@ -12,13 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from explorer.student_code import samples as S
 from explorer.student_code import view as V
 from explorer.student_code.diagnose import diagnose, order_problems, reference, student_adjoints
 from explorer.student_code.graphs import DOUBLING_DEPTHS, LECTURE_GRAPHS, N_RANDOM, all_keys, build, spec_for
 from explorer.student_code.report import report_for
 from explorer.student_code.runner import ROOT, run_student_code
 
-SOLUTIONS = Path(__file__).resolve().parent / "student_solutions"
+SOLUTIONS = Path(__file__).resolve().parent / "student_solutions"   # the test-only ones
+
+
+def solution(name: str) -> Path:
+    """A solution's file: a bundled sample (``correct.py``) or a test-only one (``raises.py``)."""
+    stem = name.removesuffix(".py")
+    return S.sample(stem).path if stem in S.BY_KEY else SOLUTIONS / name
 N_RANDOM_HERE = 30
 KEYS = ([s.key for s in LECTURE_GRAPHS] + [f"random-{i}" for i in range(N_RANDOM_HERE)] + ["deep"] +
         [f"doubling-{d}" for d in DOUBLING_DEPTHS])
@@ -29,7 +38,7 @@ def report(name: str, keys=None):
     """The report of solution ``name`` (run once per test session)."""
     key = (name, tuple(keys or KEYS))
     if key not in _REPORTS:
-        _REPORTS[key] = report_for(str(SOLUTIONS / name), keys=list(keys or KEYS))
+        _REPORTS[key] = report_for(str(solution(name)), keys=list(keys or KEYS))
     return _REPORTS[key]
 
 
@@ -89,7 +98,7 @@ def test_path_recursion_is_right_but_exponential_and_too_deep_for_the_chain():
 
 
 def test_path_recursion_is_stopped_at_the_work_limit():
-    run = run_student_code(SOLUTIONS / "path_recursion.py", ["doubling-10"], max_vjp_calls=100)
+    run = run_student_code(solution("path_recursion.py"), ["doubling-10"], max_vjp_calls=100)
     v = diagnose("doubling-10", run.graphs["doubling-10"], reference("doubling-10"))
     assert v.kind == "work_limit" and "exponential work" in v.headline and "100" in v.headline
 
@@ -146,7 +155,7 @@ def test_visiting_constants_is_flagged():
 
 
 def test_prints_and_memory_hogs_stay_in_the_child(tmp_path):
-    src = (SOLUTIONS / "correct.py").read_text()
+    src = (solution("correct.py")).read_text()
     noisy = tmp_path / "noisy.py"
     noisy.write_text(src.replace("def backpropagate(variable, deriv):",
                                  "def backpropagate(variable, deriv):\n    print('{\"type\": \"graph\"}')"))
@@ -167,7 +176,7 @@ def test_a_missing_path_is_a_clear_message(tmp_path):
 
 
 def test_the_report_command():
-    out = subprocess.run([sys.executable, "-m", "explorer.student_code", str(SOLUTIONS / "bfs_first_touch.py"),
+    out = subprocess.run([sys.executable, "-m", "explorer.student_code", str(solution("bfs_first_touch.py")),
                           "--random", "5"], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 1, out.stderr
     assert "✘ Slide example" in out.stdout and "first wrong node x1" in out.stdout
@@ -273,6 +282,48 @@ def test_a_correct_solution_animates_like_the_engine():
     assert np.all(np.asarray(series[V.STUDENT_LABEL][1]) == np.asarray(DOUBLING_DEPTHS))
 
 
+# --- the samples page 13 demonstrates without the opt-in ------------------------------------------------
+
+# the key sets the tests above already ran each sample on (reused: no sample runs twice more)
+SAMPLE_RUNS = {"correct": all_keys(), "visits_constants": ["slide", "constant"]}
+
+
+def test_the_samples_ship_in_the_package_and_are_listed_in_the_pickers_order():
+    import setuptools
+    assert V.sample_choices() == [s.key for s in S.SAMPLES] and V.sample_choices()[0] == S.DEFAULT
+    assert len(set(V.sample_choices())) == len(S.SAMPLES) == 6
+    for s in S.SAMPLES:
+        assert s.path.is_file() and s.path.parent == Path(S.__file__).parent
+        assert not (SOLUTIONS / s.path.name).exists()          # one copy: the package's
+        assert V.sample_label(s.key) == f"Sample: {s.label}" != V.STUDENT_LABEL
+        assert "def topological_sort" in S.source(s.key) and '"""' not in S.source(s.key)[:10]
+    assert "explorer.student_code.samples" in setuptools.find_packages(ROOT, include=["explorer*"])
+    assert V.wrong_prefix(V.STUDENT_LABEL).startswith("Your") and V.wrong_prefix("Sample: x").startswith("The sample")
+    with pytest.raises(KeyError):
+        S.sample("../correct")
+
+
+@pytest.mark.parametrize("key", [s.key for s in S.SAMPLES])
+def test_each_sample_gets_the_verdicts_its_name_promises(key):
+    rep = report(f"{key}.py", SAMPLE_RUNS.get(key))
+    label = V.sample_label(key)
+    graph = "constant" if key == "visits_constants" else "slide"
+    gv = V.graph_view(rep, graph, label=label)
+    assert gv.student.label == label and gv.student.trace.label == label and gv.engine.label == V.ENGINE_LABEL
+    slide = rep.verdicts["slide"]
+    if key == "correct":
+        assert all(v.right for v in rep.verdicts.values()) and gv.wrong_frame is None
+    elif key == "path_recursion":
+        assert slide.right and gv.wrong_frame is None and rep.scaling.exponential
+        assert V.scaling_series(rep, label)[label][1] != V.scaling_series(rep, label)["The engine"][1]
+    elif key == "visits_constants":
+        assert gv.verdict.kind == "warning" and "constant_visited" in gv.verdict.reasons
+    else:   # bfs_first_touch, non_topological, no_leaf_accumulate: x1 is the first wrong node, marked
+        assert slide.kind == "wrong_gradient" and slide.node_name == "x1"
+        assert gv.wrong_frame is not None and gv.wrong_text.startswith("The sample's first wrong node: x1")
+        assert gv.student.frameset.frames[gv.wrong_frame].warning == gv.wrong_text
+
+
 # --- the page, headless -------------------------------------------------------------------------
 
 
@@ -284,21 +335,64 @@ def _texts(at) -> str:
     return "\n".join(map(str, parts + [i.value for i in at.info]))
 
 
-def test_the_page_runs_nothing_without_the_opt_in(monkeypatch):
+def test_without_the_opt_in_the_page_runs_no_students_file_but_demos_a_sample(monkeypatch):
     from streamlit.testing.v1 import AppTest
     monkeypatch.setattr(sys, "argv", ["app/Home.py"])
-    at = AppTest.from_file(str(PAGE), default_timeout=120).run()
+    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
+    at = AppTest.from_file(str(PAGE), default_timeout=300).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert "Running your own code is off" in _texts(at) and not at.get("plotly_chart")
-    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(SOLUTIONS / "correct.py")])
+    text = _texts(at)
+    assert "Running your own code is off" in text                       # folded below the demo
+    assert at.expander[0].label == "Run your own HW2 code on this page"
+    # the default sample, both orders and the VJP-calls chart, labelled as the project's sample, not "Your code"
+    assert at.selectbox(key="hw2code_sample").value == S.DEFAULT == "bfs_first_touch"
+    assert len(at.get("plotly_chart")) == 3 and "Sample\\: Breadth\\-first" in text and "**Your code" not in text
+    assert V.SAMPLE_SIDES_NOTE in text and at.query_params["sample"] == ["bfs_first_touch"]
+    assert "Watch step" not in text and "first wrong node" not in text   # no spoiler before its step
+    src = at.code[0].value
+    assert "def backpropagate(variable, deriv):" in src and "never propagated" not in src
+    assert src == S.source("bfs_first_touch")
+    table = list(at.table) + list(at.dataframe)
+    assert table                                                        # the "Every graph" table
+    # the sample's first wrong node, at its step
+    step = V.graph_view(report("bfs_first_touch.py"), "slide").wrong_frame + 1
+    for _ in range(step - 1):
+        next(b for b in at.button if b.label == "Step").click().run()
+    text = _texts(at)
+    assert "The sample's first wrong node\\: x1" in text and "✘ " in text
+    # another sample from the picker; on a class server too (the samples are the project's code)
     monkeypatch.setenv("AUTODIFF_CLASS_SERVER", "1")
-    at = AppTest.from_file(str(PAGE), default_timeout=120).run()
-    assert "This is a class server" in _texts(at) and not at.get("plotly_chart")
+    at.selectbox(key="hw2code_sample").set_value("correct").run()
+    assert not at.exception, [e.value for e in at.exception]
+    next(b for b in at.button if b.label == "End").click().run()
+    text = _texts(at)
+    assert "Sample\\: Correct\\: depth\\-first post\\-order" in text and "✔ " in text
+    assert at.query_params["sample"] == ["correct"] and "This is a class server" in text
+
+
+def test_a_link_names_the_sample(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(solution("correct.py"))])
+    monkeypatch.setenv("AUTODIFF_CLASS_SERVER", "1")     # refused for the file: the page demos the samples
+    at = AppTest.from_file(str(PAGE), default_timeout=300)
+    at.query_params["sample"] = "non_topological"
+    at.query_params["graph"] = "slide"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = _texts(at)
+    assert at.selectbox(key="hw2code_sample").value == "non_topological"
+    assert "Sample\\: Not a topological order" in text and "This is a class server" in text
+    assert "**Your code" not in text and len(at.get("plotly_chart")) == 3
+    at = AppTest.from_file(str(PAGE), default_timeout=300)
+    at.query_params["sample"] = "../../etc/passwd"
+    at.run()
+    assert not at.exception and at.selectbox(key="hw2code_sample").value == S.DEFAULT
+    assert at.warning and "sample" in at.warning[0].value
 
 
 def test_the_page_marks_the_first_wrong_node_at_its_step(monkeypatch):
     from streamlit.testing.v1 import AppTest
-    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(SOLUTIONS / "bfs_first_touch.py")])
+    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(solution("bfs_first_touch.py"))])
     monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
     at = AppTest.from_file(str(PAGE), default_timeout=300).run()
     assert not at.exception, [e.value for e in at.exception]

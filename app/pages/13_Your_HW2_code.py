@@ -1,6 +1,6 @@
 """Your own HW2 topological_sort and backpropagate animated beside the engine's order on the lecture's graphs, the first wrong node marked.
 
-Your own HW2 topological_sort and backpropagate (run in a sandboxed process, only when the app was started with --student-code PATH on your machine) animated beside the engine's correct order, with the first wrong node marked and a verdict for every graph.
+Your own HW2 topological_sort and backpropagate (run in a sandboxed process, only when the app was started with --student-code PATH on your machine) animated beside the engine's correct order, with the first wrong node marked and a verdict for every graph. Without that option (and on a class server) the page runs the project's own sample solutions, correct and broken, through the same sandbox.
 """
 from __future__ import annotations
 
@@ -13,32 +13,23 @@ from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
 from explorer.kit.formatting import md_escape
 from explorer.kit.widgets import (graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page,
                                   stepper, still_graph)
+from explorer.student_code import samples as S
 from explorer.student_code import view as V
 
 ctx = start_page("Your HW2 code", "hw2code",
-                 fields={"graph": LinkField("str", "slide"), "step": LinkField("int", 1, minimum=0)},
-                 defaults={"graph": "slide", "step": 1})
+                 fields={"graph": LinkField("str", "slide"), "step": LinkField("int", 1, minimum=0),
+                         "sample": LinkField("str", V.DEFAULT_SAMPLE, choices=tuple(V.sample_choices()))},
+                 defaults={"graph": "slide", "step": 1, "sample": V.DEFAULT_SAMPLE})
 ns, look = ctx.ns, ctx.look
 for msg in ctx.link_problems:
     st.warning(msg)
 
 optin = V.opt_in()
-# the toggle's column fits its whole label; without the opt-in the page's purpose takes the rest of the row
-head = st.columns([3.6, 2.0, 1.6] if optin.enabled else [5.6, 1.6], vertical_alignment="bottom")
+own = optin.enabled   # the student's own file; else the project's samples (any server runs those: our code)
+# the toggle's column fits its whole label; the verdict line (or the sample note) takes the rest of the row
+head = st.columns([3.6, 2.0, 1.6] if own else [3.0, 2.4, 1.7, 1.6], vertical_alignment="bottom")
 with head[-1]:
     presentation_toggle()
-if not optin.enabled:
-    # what the page does first, beside the toggle (under the lock it read as an afterthought)
-    head[0].markdown(V.PAGE_PURPOSE)
-    # across the page's width, each command on a line of its own (in a half-width box they wrapped mid-option)
-    with st.container(border=True):
-        st.info(optin.reason, icon=":material/lock:")
-        st.markdown("On your own machine, start the explorer naming your file or your HW2 folder "
-                    "(or `.../minitorch/autodiff.py`):")
-        st.code(V.START_COMMANDS[0], language="bash")
-        st.markdown("Or check it without the app:")
-        st.code(V.START_COMMANDS[1], language="bash")
-    st.stop()
 
 
 @bounded_cache(32 << 20, spinner="Running your code on every graph (in a sandboxed process)…", seconds=None)
@@ -46,40 +37,67 @@ def cached_report(path: str, version: tuple[int, int]):
     return V.page_report(path)
 
 
+# Samples never change: one sandboxed run per sample per server process, shared by every session (and concurrent
+# first requests wait for the one run). No CPU deadline, as for a student's file: the child has its own limits
+# (3 s a call, 120 s in all) and this process's share measured 0.9-1.2 s of CPU per sample, too near the
+# request's 2 s on a busy server. The store keeps all six reports (36 MB together).
+@bounded_cache(V.SAMPLE_STORE_BYTES, spinner="Running the sample on every graph (in a sandboxed process)…",
+               seconds=None)
+def cached_sample_report(key: str, version: tuple[int, int]):
+    return V.sample_report(key)
+
+
+def report_of(source: str, version: tuple[int, int]):
+    return cached_report(source, version) if own else cached_sample_report(source, version)
+
+
 @bounded_cache(16 << 20, spinner="Drawing both orders…", seconds=None)
-def cached_view(path: str, version: tuple[int, int], key: str, width: int, max_height: int):
-    return V.graph_view(cached_report(path, version), key, width, max_height)
+def cached_view(source: str, version: tuple[int, int], key: str, width: int, max_height: int, label: str):
+    return V.graph_view(report_of(source, version), key, width, max_height, label)
 
 
-version = V.file_version(optin.path)
-report = cached_report(optin.path, version)
-ok = report.loaded and all(v.right for v in report.verdicts.values())
-# the file (its folder and name only: no path of this machine) and the whole report, in one line of text (a box
-# would push the graphs below the first screen); the code runs again once a change to the file is saved
-head[0].markdown(f":{'green' if ok else 'red'}[{'✔' if ok else '✘'} **{md_escape(V.shown_name(report))}**: "
-                 f"{md_escape(report.headline())}.] " + (V.SIDES_NOTE if report.loaded else ""))
-if not report.loaded:
-    st.stop()
+if own:
+    source, label = optin.path, V.STUDENT_LABEL
+    version = V.file_version(optin.path)
+else:
+    head[1].selectbox("Sample", V.sample_choices(), format_func=lambda k: S.sample(k).label,
+                      key=ns.key("sample"), label_visibility="collapsed")
+    source = st.session_state[ns.key("sample")]
+    label = V.sample_label(source)
+    version = V.file_version(str(S.sample(source).path))
+report = report_of(source, version)
+if own:
+    ok = report.loaded and all(v.right for v in report.verdicts.values())
+    # the file (its folder and name only: no path of this machine) and the whole report, in one line of text (a
+    # box would push the graphs below the first screen); the code runs again once a change to the file is saved
+    head[0].markdown(f":{'green' if ok else 'red'}[{'✔' if ok else '✘'} **{md_escape(V.shown_name(report))}**: "
+                     f"{md_escape(report.headline())}.] " + (V.SIDES_NOTE if report.loaded else ""))
+    if not report.loaded:
+        st.stop()
+else:
+    # which code this is, not how it does (the verdicts come at the step where it goes wrong, and in the table)
+    head[0].markdown(f"**{md_escape(label)}**. {V.SAMPLE_NOTE} {V.SAMPLE_SIDES_NOTE}")
 
 choices = V.graph_choices(report)
 if st.session_state[ns.key("graph")] not in choices:
     st.session_state[ns.key("graph")] = choices[0]
 titles = {k: report.verdicts[k].title for k in choices}
-head[1].selectbox("Graph", choices, format_func=lambda k: titles[k], key=ns.key("graph"), label_visibility="collapsed")
+head[-2].selectbox("Graph", choices, format_func=lambda k: titles[k], key=ns.key("graph"),
+                   label_visibility="collapsed")
 key = st.session_state[ns.key("graph")]
-gv = cached_view(optin.path, version, key, graph_px(look, V.ORDER_WIDTH, 0.5),
-                 int(V.graph_height(look.presenting) / graph_scale(look)))
+gv = cached_view(source, version, key, graph_px(look, V.ORDER_WIDTH, 0.5),
+                 int(V.graph_height(look.presenting) / graph_scale(look)), label)
 verdict = gv.verdict
 
 
 def draw(step: int) -> None:
     """Both orders at the same 1-based step: graphs in one row (lined up, on the first screen), their captions
-    in the next, then where the student's code went wrong."""
+    in the next, then where the student's code (or the sample) went wrong."""
     sides = (gv.engine, gv.student)
     ks = [min(step, side.n_frames) - 1 if side else 0 for side in sides]
     for col, side, k in zip(st.columns(2), sides, ks):
         if side is None:
-            col.markdown(f"**{V.STUDENT_LABEL}**")
+            col.markdown(f"**{md_escape(label)}**")
             col.error(md_escape(verdict.headline))
             continue
         show_plot(style_graph_figure(still_graph(side.figure, k, title=False), look), look,
@@ -92,25 +110,46 @@ def draw(step: int) -> None:
     notes = st.columns(2)[1]
     k = ks[1]
     if gv.student is not None:
+        last = k == gv.student.n_frames - 1
         if gv.wrong_frame is not None and k >= gv.wrong_frame:
             notes.error(f"**{md_escape(gv.wrong_text)}**", icon=":material/error:")
-        elif gv.wrong_frame is not None:
+        elif gv.wrong_frame is not None and own:
             notes.caption(f"Watch step {gv.wrong_frame + 1}: your first wrong node is marked there.")
-        mark = "✔ " if verdict.right else "~ " if verdict.kind == "warning" else "✘ "
-        notes.markdown(mark + md_escape(verdict.headline))
-        if k == gv.student.n_frames - 1:
+        # a sample's verdict waits for the step where it goes wrong (or the end): the class finds it first
+        if own or last or (gv.wrong_frame is not None and k >= gv.wrong_frame):
+            mark = "✔ " if verdict.right else "~ " if verdict.kind == "warning" else "✘ "
+            notes.markdown(mark + md_escape(verdict.headline))
+        if last:
             for d in verdict.details:
                 notes.markdown(f"- {md_escape(d)}")
-    publish_link(ctx, {"graph": key, "step": step})
+    publish_link(ctx, {"graph": key, "step": step} | ({} if own else {"sample": source}))
 
 
 stepper(ns, max(gv.n_frames, 1), draw, label="Step (both orders together)")
 
+if not own:
+    # our own code, so it may be shown as it is: the class reads what the loop does (the docstring naming the
+    # bug is left out)
+    st.markdown(f"**The sample's code** (`{S.sample(source).path.name}`): its `topological_sort` and "
+                "`backpropagate`, as the sandbox runs them")
+    st.code(S.source(source), language="python", line_numbers=True)
+
 st.divider()
 st.subheader("Every graph")
 show_table(pd.DataFrame(V.summary_rows(report)), look)
-series = V.scaling_series(report)
+series = V.scaling_series(report, label)
 if series:
     show_plot(line_plot(series, title="VJP calls on a doubling chain (each value used twice by the next)",
                         x_title="depth", y_title="VJP calls (log scale)", look=look, log_y=True), look,
               key=ns.key("scaling"))
+
+if not own:
+    # how to run one's own code: kept, but folded (the first screen is the sample's comparison)
+    with st.expander("Run your own HW2 code on this page", icon=":material/lock:"):
+        st.markdown(V.PAGE_PURPOSE)
+        st.info(optin.reason, icon=":material/lock:")
+        st.markdown("On your own machine, start the explorer naming your file or your HW2 folder "
+                    "(or `.../minitorch/autodiff.py`):")
+        st.code(V.START_COMMANDS[0], language="bash")
+        st.markdown("Or check it without the app:")
+        st.code(V.START_COMMANDS[1], language="bash")

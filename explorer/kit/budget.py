@@ -218,6 +218,23 @@ class ByteLRU:
         self._lock = threading.Lock()
         self._entries: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
+        self._computing: dict[Any, list] = {}   # key -> [lock, callers]: one computation of a key at a time
+
+    @contextlib.contextmanager
+    def computing(self, key):
+        """Held while ``key`` is being computed: a second caller of the same key waits here for the first
+        (then finds its result with :meth:`get`) instead of computing it again; other keys do not wait."""
+        with self._lock:
+            entry = self._computing.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    self._computing.pop(key, None)
 
     def get(self, key) -> tuple[bool, Any]:
         with self._lock:
@@ -351,19 +368,26 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
                 check_server_memory()
             except ServerBusy as e:   # not kept: it passes when the memory drops
                 raise refuse(str(e)) from None
-            t0 = time.thread_time()
-            with _spinner(spinner), _slot(), (deadline(seconds) if seconds else contextlib.nullcontext()):
-                try:
+            # sessions asking for the same arguments at once share one computation (50 students opening a page)
+            with _spinner(spinner), store.computing(key):
+                hit, value = store.get(key)   # computed by the session that asked first, while this one waited
+                if hit:
+                    if isinstance(value, _Failed):
+                        raise value.error
+                    return value
+                t0 = time.thread_time()
+                with _slot(), (deadline(seconds) if seconds else contextlib.nullcontext()):
                     try:
-                        value = fn(*args, **kwargs)
-                    except (MemoryError, RecursionError) as e:
-                        raise refuse(refuse_message(e)) from None
-                except Exception as e:  # noqa: BLE001 - kept only to be raised again, unchanged
-                    if time.thread_time() - t0 > REMEMBER_REFUSAL_S:
-                        store.put(key, _Failed(_bare(e)), 512)
-                    raise
-            store.put(key, value)
-            return value
+                        try:
+                            value = fn(*args, **kwargs)
+                        except (MemoryError, RecursionError) as e:
+                            raise refuse(refuse_message(e)) from None
+                    except Exception as e:  # noqa: BLE001 - kept only to be raised again, unchanged
+                        if time.thread_time() - t0 > REMEMBER_REFUSAL_S:
+                            store.put(key, _Failed(_bare(e)), 512)
+                        raise
+                store.put(key, value)
+                return value
 
         wrapper.clear = lambda: (stores or _streamlit_stores)().pop(name, None)
         return wrapper

@@ -23,6 +23,7 @@ from ..kit.plotly_figure import figure_dict, plan
 from .diagnose import Reference, Verdict, _num
 from .graphs import LECTURE_GRAPHS, spec_for
 from .report import StudentReport
+from .samples import BY_KEY as SAMPLES_BY_KEY, DEFAULT as DEFAULT_SAMPLE, SAMPLES, Sample
 
 OPTION = "--student-code"
 CLASS_SERVER_ENV = "AUTODIFF_CLASS_SERVER"
@@ -38,7 +39,27 @@ def graph_height(presenting: bool) -> int:
     return PRESENT_GRAPH_HEIGHT if presenting else GRAPH_HEIGHT
 STUDENT_LABEL = "Your code"
 SIDES_NOTE = "Left: the engine; right: yours."
+SAMPLE_SIDES_NOTE = "Left: the engine; right: the sample."
 ENGINE_LABEL = "The engine (topological order)"
+# the page's own solutions, run like a student's file (a class server runs them: they are our code)
+SAMPLE_NOTE = ("The project's own sample solution, not yours: it runs in the same sandboxed process a student's "
+               "file would.")
+SAMPLE_STORE_BYTES = 64 << 20   # every sample's page report at once (4.5-11.2 MB each, 36 MB together): none evicted
+
+
+def sample_label(key: str) -> str:
+    """How the page names a bundled sample's side of the comparison ("Sample: ...", never "Your code")."""
+    return f"Sample: {SAMPLES_BY_KEY[key].label}"
+
+
+def sample_choices() -> list[str]:
+    """The samples' keys in the picker's order (the default, breadth-first first touch, first)."""
+    return [s.key for s in SAMPLES]
+
+
+def wrong_prefix(label: str) -> str:
+    """The first-wrong-node line's opening for this side: the student's own code, or a sample."""
+    return "Your first wrong node: " if label == STUDENT_LABEL else "The sample's first wrong node: "
 
 
 @dataclass(frozen=True)
@@ -73,7 +94,9 @@ def opt_in(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None 
     """Read the opt-in from the app's command line (``streamlit run app/Home.py -- --student-code PATH``).
 
     Off by default; refused on a class server (``AUTODIFF_CLASS_SERVER`` set, as in the Docker image)
-    whatever the command line says, and for a path that does not exist.
+    whatever the command line says, and for a path that does not exist. Whatever it says, the page runs the
+    project's own samples (:mod:`explorer.student_code.samples`), on a class server too: they are not a
+    student's code, and they run in the same sandboxed child.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     environ = os.environ if environ is None else environ
@@ -85,8 +108,8 @@ def opt_in(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None 
             path = a.split("=", 1)[1]
     if environ.get(CLASS_SERVER_ENV, "").strip() not in ("", "0"):
         return OptIn(None, "This is a class server: it never runs students' code (its operator set "
-                           f"{CLASS_SERVER_ENV}). Code runs on your machine only, where a mistake in it cannot "
-                           "reach anyone else's session. " + START_HINT)
+                           f"{CLASS_SERVER_ENV}; the samples on this page are the project's own). Code runs on your "
+                           "machine only, where a mistake in it cannot reach anyone else's session. " + START_HINT)
     if not path:
         return OptIn(None, "Running your own code is off: the app runs a student's file only when it was started "
                            f"with {OPTION} naming it (never on a server others use). " + START_HINT)
@@ -197,9 +220,10 @@ def _f(value) -> str:
     return "?" if a is None else fmt(plain_value(a))
 
 
-def student_trace(engine_trace: Trace, verdict: Verdict, events: list[list], ref: Reference) -> Trace:
+def student_trace(engine_trace: Trace, verdict: Verdict, events: list[list], ref: Reference,
+                  label: str = STUDENT_LABEL) -> Trace:
     """The student's backward pass as a :class:`Trace` over the engine's graph (the forward pass is the
-    engine's own: the student's code only runs backward)."""
+    engine's own: the student's code only runs backward); ``label`` names it (a sample's label for a sample)."""
     bw = student_events(events, ref)
     names = ref.built.names
     grads = {}
@@ -210,7 +234,7 @@ def student_trace(engine_trace: Trace, verdict: Verdict, events: list[list], ref
     adjoints = {n: plain_value(_num(a)) for n, a in verdict.adjoints.items() if _num(a) is not None}
     error = verdict.headline if verdict.error is not None else None
     vjp = sum(1 for e in events if e[0] == "vjp")
-    return Trace(STUDENT_LABEL, engine_trace.graph, engine_trace.forward, bw, grads, adjoints, vjp, 0,
+    return Trace(label, engine_trace.graph, engine_trace.forward, bw, grads, adjoints, vjp, 0,
                  engine_trace.forward_ops, len(bw), error, None, [], [n for n in verdict.adjoints if n in names])
 
 
@@ -240,9 +264,10 @@ def mark_wrong(frameset: FrameSet, trace: Trace, node: int, text: str) -> int | 
 
 
 def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
-               max_height: int = GRAPH_HEIGHT) -> GraphView:
+               max_height: int = GRAPH_HEIGHT, label: str = STUDENT_LABEL) -> GraphView:
     """The engine's and the student's backward passes on graph ``key`` (a lecture graph or a random one),
-    stepping together on one placement."""
+    stepping together on one placement; ``label`` names the student's side (:func:`sample_label` for a
+    bundled sample)."""
     spec = spec_for(key)
     verdict = report.verdicts[key]
     ref = report.references[key]
@@ -258,19 +283,19 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
     eng_fs = build_frames(eng_shown, shown)
     stu_shown = stu_fs = None
     if raw is not None:
-        stu_shown = drawn(student_trace(engine_trace, verdict, raw["backprop"]["events"], ref))
+        stu_shown = drawn(student_trace(engine_trace, verdict, raw["backprop"]["events"], ref, label))
         stu_fs = build_frames(stu_shown, shown)
     wrong_frame, wrong_text = None, ""
     if stu_fs is not None and verdict.node is not None:
         why = verdict.details[0] if verdict.details else ""
-        wrong_text = "Your first wrong node: " + verdict.headline.split("first wrong node ", 1)[-1] + (
+        wrong_text = wrong_prefix(label) + verdict.headline.split("first wrong node ", 1)[-1] + (
             f". Why: {why}" if why else "")
         wrong_frame = mark_wrong(stu_fs, stu_shown, verdict.node, wrong_text)
     frames = eng_fs.frames + (stu_fs.frames if stu_fs is not None else [])
     union = FrameSet(eng_fs.node_ids, frames, heads=eng_fs.heads, edges=eng_fs.edges)
     drawing = plan(union, shown, width, max_height=max_height)
     engine = Side(ENGINE_LABEL, eng_shown, eng_fs, figure_dict(eng_fs, shown, drawing))
-    student = Side(STUDENT_LABEL, stu_shown, stu_fs, figure_dict(stu_fs, shown, drawing)) if stu_fs else None
+    student = Side(label, stu_shown, stu_fs, figure_dict(stu_fs, shown, drawing)) if stu_fs else None
     return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text)
 
 
@@ -296,6 +321,15 @@ def page_report(path: str) -> StudentReport:
     keep = set(graph_choices(rep))
     rep.references = {k: r for k, r in rep.references.items() if k in keep}
     return rep
+
+
+def sample_report(key: str) -> StudentReport:
+    """:func:`page_report` of the bundled sample ``key`` (run in the sandboxed child, like a student's file).
+
+    Raises:
+        KeyError: ``key`` is not a sample.
+    """
+    return page_report(str(SAMPLES_BY_KEY[key].path))
 
 
 def graph_choices(report: StudentReport) -> list[str]:
@@ -330,15 +364,16 @@ def _short(v: Verdict) -> str:
     return ("✔ " if v.right else "~ " if v.kind == "warning" else "✘ ") + v.headline
 
 
-def scaling_series(report: StudentReport) -> dict[str, tuple[list[int], list[int]]]:
-    """VJP calls against depth on the doubling chains: the student's code and the engine's."""
+def scaling_series(report: StudentReport, label: str = STUDENT_LABEL) -> dict[str, tuple[list[int], list[int]]]:
+    """VJP calls against depth on the doubling chains: the student's code (named ``label``) and the engine's."""
     s = report.scaling
     if s is None:
         return {}
     known = [(d, c) for d, c in zip(s.depths, s.calls) if c is not None]
-    return {STUDENT_LABEL: ([d for d, _ in known], [c for _, c in known]),
+    return {label: ([d for d, _ in known], [c for _, c in known]),
             "The engine": (list(s.depths), list(s.engine_calls))}
 
 
 __all__ = ["OptIn", "opt_in", "GraphView", "graph_view", "graph_choices", "summary_rows", "scaling_series",
+           "Sample", "SAMPLES", "DEFAULT_SAMPLE", "sample_label", "sample_choices", "sample_report", "wrong_prefix",
            "student_events", "student_trace", "mark_wrong", "autodiff", "replace"]
