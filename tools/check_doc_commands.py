@@ -104,8 +104,8 @@ SHORT: dict[str, str | Serve | Skip] = {
     # README: your own HW2 code (the report exits 1 when the code is not right everywhere, as these are not)
     "python -m explorer.student_code PATH/TO/llmsys_hw2":
         "python -m explorer.student_code tests/student_solutions/hw2_starter --random 2 > /dev/null; [ $? -eq 1 ]",
-    "python -m explorer.student_code tests/student_solutions/bfs_first_touch.py":
-        "python -m explorer.student_code tests/student_solutions/bfs_first_touch.py --random 2 > /dev/null; "
+    "python -m explorer.student_code explorer/student_code/samples/bfs_first_touch.py":
+        "python -m explorer.student_code explorer/student_code/samples/bfs_first_touch.py --random 2 > /dev/null; "
         "[ $? -eq 1 ]",
     "streamlit run app/Home.py -- --student-code PATH/TO/llmsys_hw2":
         Serve("streamlit run app/Home.py -- --student-code tests/student_solutions/hw2_starter", "/Your_HW2_code"),

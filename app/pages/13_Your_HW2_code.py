@@ -1,4 +1,4 @@
-"""Your own HW2 topological_sort and backpropagate animated beside the engine's order on the lecture's graphs, the first wrong node marked.
+"""Your own HW2 topological_sort and backpropagate (or the project's samples) animated beside the engine's order on the lecture's graphs, the first wrong node marked.
 
 Your own HW2 topological_sort and backpropagate (run in a sandboxed process, only when the app was started with --student-code PATH on your machine) animated beside the engine's correct order, with the first wrong node marked and a verdict for every graph. Without that option (and on a class server) the page runs the project's own sample solutions, correct and broken, through the same sandbox.
 """

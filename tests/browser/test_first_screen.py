@@ -64,10 +64,14 @@ FIRST_SCREEN = {
     "Cross_entropy_on_logits": [("text", r"^Slide 7"), ("text", r"# how\? in what order\?"),
                                 ("text", r"^The same with this engine"), ("text", r"^How is backward implemented\?"),
                                 ("text", r"^In what order\?")],
-    # the shared server runs no student code: the opt-in's reason and both commands (the opted-in page's two
-    # graphs are checked at the three sizes by test_student_code_browser.py, on a server of its own)
-    "Your_HW2_code": [("text", r"^This page runs your topological_sort"), ("text", r"^Running your own code is off"),
-                      ("text", r"^streamlit run app/Home\.py"), ("text", r"^python -m explorer\.student_code")],
+    # the shared server runs no student code: the project's breadth-first sample at the step where its first wrong
+    # node is marked, both orders side by side (the opted-in page's two graphs are checked at the three sizes by
+    # test_student_code_browser.py, on a server of its own)
+    "Your_HW2_code?step=8": [
+        ("graphs", 2), ("text", r"^Sample: Breadth-first, passes a gradient on first touch\. The project's own"),
+        ("caption", r"^The engine \(topological order\) · Step 8 of 14"),
+        ("caption", r"^Sample: Breadth-first, passes a gradient on first touch · Step 8 of 14"),
+        ("text", r"^The sample's first wrong node: x1"), ("buttons", STEP_BUTTONS)],
 }
 
 

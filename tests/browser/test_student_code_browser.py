@@ -1,7 +1,8 @@
 """The Your HW2 code page in Chromium: a broken solution's first wrong node marked beside the engine's order.
 
-The shared server (``app_url``) runs without the opt-in and must refuse; a second server is started here with
-``-- --student-code`` naming the project's own breadth-first solution (tests/student_solutions/).
+The shared server (``app_url``) runs without the opt-in: it runs no student's file and shows the project's own
+samples instead; a second server is started here with ``-- --student-code`` naming the breadth-first sample
+(explorer/student_code/samples/) as if it were a student's file.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from explorer.student_code.report import report_for
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-SOLUTION = ROOT / "tests" / "student_solutions" / "bfs_first_touch.py"
+SOLUTION = ROOT / "explorer" / "student_code" / "samples" / "bfs_first_touch.py"
 
 
 @pytest.fixture(scope="module")
@@ -26,12 +27,52 @@ def student_app_url(tmp_path_factory, browser, start_streamlit):   # ``browser``
         yield url
 
 
-def test_without_the_opt_in_the_page_runs_nothing(page, app_url, wait_idle):
-    page.goto(f"{app_url}/Your_HW2_code")
-    wait_idle(page, 60)
-    main = page.locator('[data-testid="stMain"]').inner_text()
-    assert "Running your own code is off" in main and "--student-code" in main
-    assert page.locator(".js-plotly-plot").count() == 0
+def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url, wait_idle, shot):
+    """No student's file runs; the breadth-first sample does, labelled as the project's, its first wrong node
+    marked at its step, both graphs side by side on the first screen; its code below; how to run one's own
+    code folded at the end."""
+    step = _wrong_step()
+    for (w, h), present, name in (((1400, 900), False, "hw2_code_sample"),
+                                  ((1920, 1080), True, "hw2_code_sample_present"),
+                                  ((1366, 768), True, "hw2_code_sample_present_1366"),
+                                  ((1280, 720), True, "hw2_code_sample_present_1280")):
+        context = browser.new_context(viewport={"width": w, "height": h})
+        pg = context.new_page()
+        pg.set_default_timeout(120_000)
+        try:
+            pg.goto(f"{app_url}/Your_HW2_code?sample=bfs_first_touch&graph=slide&step={step}"
+                    + ("&present=1" if present else ""))
+            wait_idle(pg, 180)
+            main = pg.locator('[data-testid="stMain"]')
+            (ROOT / "test-output" / "screenshots").mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(ROOT / "test-output" / "screenshots" / f"{name}_first_screen.png"))
+            text = main.inner_text()
+            assert "Sample: Breadth-first, passes a gradient on first touch · Step" in text
+            assert "Your code ·" not in text and V.SAMPLE_SIDES_NOTE in text
+            assert "The sample's first wrong node: x1" in text and "lost contribution" in text
+            assert "def backpropagate(variable, deriv):" in text            # the sample's code, below
+            assert "Run your own HW2 code on this page" in text and "Running your own code is off" not in text  # folded
+            plots = main.locator(".js-plotly-plot")
+            plots.first.wait_for()
+            assert plots.count() >= 2
+            assert "✘" in plots.nth(1).inner_text() and "✘" not in plots.nth(0).inner_text()
+            a, b = plots.nth(0).bounding_box(), plots.nth(1).bounding_box()
+            assert abs(a["y"] - b["y"]) < 2 and a["x"] + a["width"] <= b["x"] + 1
+            assert b["y"] + b["height"] <= h + 1 and b["x"] + b["width"] <= w, (b, w, h)
+            shot(pg, name)
+        finally:
+            context.close()
+    # the folded box opens on the reason and the commands
+    pg = browser.new_page()
+    try:
+        pg.goto(f"{app_url}/Your_HW2_code")
+        wait_idle(pg, 180)
+        pg.get_by_text("Run your own HW2 code on this page").click()
+        main = pg.locator('[data-testid="stMain"]')
+        main.get_by_text("Running your own code is off").wait_for()
+        assert "--student-code" in main.inner_text()
+    finally:
+        pg.close()
 
 
 def _wrong_step() -> int:
