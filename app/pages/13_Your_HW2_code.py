@@ -26,8 +26,9 @@ for msg in ctx.link_problems:
 
 optin = V.opt_in()
 own = optin.enabled   # the student's own file; else the project's samples (any server runs those: our code)
-# the toggle's column fits its whole label; the verdict line (or the sample note) takes the rest of the row
-head = st.columns([3.6, 2.0, 1.6] if own else [3.0, 2.4, 1.7, 1.6], vertical_alignment="bottom")
+# the toggle's column fits its whole label; the verdict line (or the sample picker, "Sample: ..." in full) takes
+# the rest of the row: one line high, so that both graphs stay whole on the first screen
+head = st.columns([3.6, 2.0, 1.6] if own else [3.6, 2.0, 1.8], vertical_alignment="bottom")
 with head[-1]:
     presentation_toggle()
 
@@ -60,8 +61,8 @@ if own:
     source, label = optin.path, V.STUDENT_LABEL
     version = V.file_version(optin.path)
 else:
-    head[1].selectbox("Sample", V.sample_choices(), format_func=lambda k: S.sample(k).label,
-                      key=ns.key("sample"), label_visibility="collapsed")
+    head[0].selectbox("Sample", V.sample_choices(), format_func=V.sample_label, key=ns.key("sample"),
+                      label_visibility="collapsed")
     source = st.session_state[ns.key("sample")]
     label = V.sample_label(source)
     version = V.file_version(str(S.sample(source).path))
@@ -74,9 +75,6 @@ if own:
                      f"{md_escape(report.headline())}.] " + (V.SIDES_NOTE if report.loaded else ""))
     if not report.loaded:
         st.stop()
-else:
-    # which code this is, not how it does (the verdicts come at the step where it goes wrong, and in the table)
-    head[0].markdown(f"**{md_escape(label)}**. {V.SAMPLE_NOTE} {V.SAMPLE_SIDES_NOTE}")
 
 choices = V.graph_choices(report)
 if st.session_state[ns.key("graph")] not in choices:
@@ -107,7 +105,9 @@ def draw(step: int) -> None:
             fr = side.frameset.frames[k]
             col.markdown(f"**{md_escape(side.label)}** · Step {k + 1} of {side.n_frames} · {fr.phase}: "
                          f"{md_escape(fr.caption)}")
-    notes = st.columns(2)[1]
+    aside, notes = st.columns(2)
+    if not own:   # which code this is (not how it does: its verdict comes at the step where it goes wrong)
+        aside.caption(f"{V.SAMPLE_SIDES_NOTE} {V.SAMPLE_NOTE}")
     k = ks[1]
     if gv.student is not None:
         last = k == gv.student.n_frames - 1

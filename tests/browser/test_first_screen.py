@@ -68,7 +68,7 @@ FIRST_SCREEN = {
     # node is marked, both orders side by side (the opted-in page's two graphs are checked at the three sizes by
     # test_student_code_browser.py, on a server of its own)
     "Your_HW2_code?step=8": [
-        ("graphs", 2), ("text", r"^Sample: Breadth-first, passes a gradient on first touch\. The project's own"),
+        ("graphs", 2),
         ("caption", r"^The engine \(topological order\) · Step 8 of 14"),
         ("caption", r"^Sample: Breadth-first, passes a gradient on first touch · Step 8 of 14"),
         ("text", r"^The sample's first wrong node: x1"), ("buttons", STEP_BUTTONS)],
