@@ -6,6 +6,8 @@
 - :mod:`.diagnose`  the engine's reference and one verdict per graph
 - :mod:`.report`    every verdict together, and the text ``python -m explorer.student_code PATH`` prints
 - :mod:`.view`      the page's model: the opt-in, both orders as frames, the first wrong node marked
+- :mod:`.samples`   the project's own solutions (one correct, five broken) the page runs when no student's file
+                    does, on a class server too; read as files, never imported
 
 Nothing is imported here, so that the child process starts with the engine alone.
 """
