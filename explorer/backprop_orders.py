@@ -18,8 +18,8 @@ from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value, max_abs_difference
 from .kit.frames import FrameSet, build_frames
 from .kit.layout import collapse_big, collapse_composites
-from .kit.backward_view import backward_frameset
-from .kit.plotly_figure import ADJOINT, figure_dict, plan
+from .kit.backward_view import shared_backward_figures
+from .kit.plotly_figure import figure_dict, plan
 from .kit.programs import InputProblem, parse
 
 STRATEGY_LABELS = {
@@ -171,20 +171,11 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
         # compact (packed frames): four orders' figures, forward and backward, must fit the cache
         views[s] = OrderView(s, trace, frameset, packed_figure(figure_dict(frameset, shown, drawing)), wrong,
                              dropped, getattr(trace, "error", None), lost_step, moments)
-    backs = {s: backward_frameset(v.frameset, shown) for s, v in views.items() if v.frameset is not None}
-    if backs:  # one placement for every order's backward graph too
-        any_back = next(iter(backs.values()))
-        union_back = FrameSet(any_back.node_ids, [f for b in backs.values() for f in b.frames],
-                              heads=any_back.heads, edges=any_back.edges)
-        # right to left (the output's adjoint at the right, under where the output is) when it fits the
-        # column without shrinking much: short, so the caption and the verdict stay beside it
-        back_drawing = plan(union_back, shown, width, "RL", max_height=back_max_height, label_room=False)
-        if back_drawing.viewport is not None or back_drawing.scale < 0.9:
-            back_drawing = plan(union_back, shown, width, "auto-reversed", max_height=back_max_height,
-                                label_room=False)
-        for s, b in backs.items():
-            views[s].backward_figure = packed_figure(figure_dict(b, shown, back_drawing, edge_color=ADJOINT,
-                                                                     pending_edges=True))
+    drawn_orders = [s for s, v in views.items() if v.frameset is not None]
+    if drawn_orders:  # one placement for every order's backward graph too
+        backs = shared_backward_figures([views[s].frameset for s in drawn_orders], shown, width, back_max_height)
+        for s, b in zip(drawn_orders, backs):
+            views[s].backward_figure = packed_figure(b)
     return OrdersModel(program, inputs, drawing, reference.grads, views)
 
 

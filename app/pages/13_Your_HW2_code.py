@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
@@ -98,13 +99,18 @@ def draw(step: int) -> None:
             col.markdown(f"**{md_escape(label)}**")
             col.error(md_escape(verdict.headline))
             continue
-        show_plot(style_graph_figure(still_graph(side.figure, k, title=False), look), look,
+        # on a projector the backward graphs in the slides' notation (short: whole beside each other, under the
+        # step's caption), as on Backprop orders; on a laptop the forward graph with values and adjoints
+        fig = side.backward_figure if look.presenting and side.backward_figure else side.figure
+        show_plot(style_graph_figure(still_graph(fig, k, title=False), look), look,
                   key=ns.key(f"fig_{'student' if side is gv.student else 'engine'}"), where=col)
     for col, side, k in zip(st.columns(2), sides, ks):
         if side is not None:
             fr = side.frameset.frames[k]
             col.markdown(f"**{md_escape(side.label)}** · Step {k + 1} of {side.n_frames} · {fr.phase}: "
                          f"{md_escape(fr.caption)}")
+    if look.presenting:
+        st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
     aside, notes = st.columns(2)
     if not own:   # which code this is (not how it does: its verdict comes at the step where it goes wrong)
         aside.caption(f"{V.SAMPLE_SIDES_NOTE} {V.SAMPLE_NOTE}")

@@ -104,6 +104,20 @@ def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_o
     return figure_dict(bfs, graph, drawing, edge_color=ADJOINT, pending_edges=True, **figure_options)
 
 
+def shared_backward_figures(framesets: list[FrameSet], graph: Graph, width: int, max_height: int) -> list[dict]:
+    """The backward graphs of several animations of one graph (orders, or the engine's and a student's), on one
+    placement so that a node stays put between them: right to left (the output's adjoint at the right, under
+    where the output is) when that fits ``width`` without shrinking much, short, so a caption and a verdict
+    stay beside it; else the direction that fits. Contributions sit beside their edges."""
+    backs = [backward_frameset(fs, graph) for fs in framesets]
+    union = FrameSet(backs[0].node_ids, [f for b in backs for f in b.frames], heads=backs[0].heads,
+                     edges=backs[0].edges)
+    drawing = plan(union, graph, width, "RL", max_height=max_height, label_room=False)
+    if drawing.viewport is not None or drawing.scale < 0.9:
+        drawing = plan(union, graph, width, "auto-reversed", max_height=max_height, label_room=False)
+    return [figure_dict(b, graph, drawing, edge_color=ADJOINT, pending_edges=True) for b in backs]
+
+
 def legend_html() -> str:
     """What the backward graph's edges say: sent (the backward colour, its contribution written on it), not sent
     yet (grey, dashed) and sent in this step (the highlight colour)."""

@@ -17,6 +17,7 @@ from engine.explain import record_execution
 from engine.explain.graph import fmt, plain_value
 from engine.explain.trace import BackwardEvent, Trace, bar
 
+from ..kit.backward_view import shared_backward_figures
 from ..kit.frames import FrameSet, build_frames
 from ..kit.layout import collapse_big, collapse_composites
 from ..kit.plotly_figure import figure_dict, plan
@@ -124,6 +125,9 @@ class Side:
     trace: Trace
     frameset: FrameSet
     figure: dict
+    # the backward graph in the slides' notation (x̄ nodes, reversed edges carrying the contributions), on one
+    # placement with the other side's: what presentation mode shows, as Backprop orders does
+    backward_figure: dict | None = None
 
     @property
     def n_frames(self) -> int:
@@ -296,6 +300,10 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
     drawing = plan(union, shown, width, max_height=max_height)
     engine = Side(ENGINE_LABEL, eng_shown, eng_fs, figure_dict(eng_fs, shown, drawing))
     student = Side(label, stu_shown, stu_fs, figure_dict(stu_fs, shown, drawing)) if stu_fs else None
+    sides = [side for side in (engine, student) if side is not None]
+    for side, back in zip(sides, shared_backward_figures([side.frameset for side in sides], shown, width,
+                                                         max_height)):
+        side.backward_figure = back
     return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text)
 
 
