@@ -90,6 +90,7 @@ class Adam(Optimizer):
         self.m: dict[int, object] = {}
         self.v: dict[int, object] = {}
         self._flat: dict[int, tuple] = {}  # per kernel set: (parameter ids, flat m, flat v, value views, values)
+        self._fixed: dict[tuple, tuple] = {}  # per kernel set and (b1, b2, eps): those constants in its dtype
 
     def step(self) -> None:
         self.t += 1
@@ -103,9 +104,16 @@ class Adam(Optimizer):
             k = self._kernels(p)
             consts = per_step.get(id(k))
             if consts is None:
-                c, be, dt = k.const, k.backend, k.dtype  # the bias corrections change every step: not kept
-                consts = per_step[id(k)] = (c(1.0 - self.b1), c(1.0 - self.b2), c(self.b1), c(self.b2),
-                                            c(self.eps), be.array(bc2_sqrt, dt), be.array(step_size, dt))
+                # betas and eps as the kernels' constants, made once per kernel set (and again if one is
+                # changed); the bias corrections change every step
+                fixed_key = (id(k), self.b1, self.b2, self.eps)
+                fixed = self._fixed.get(fixed_key)
+                if fixed is None:
+                    c = k.const
+                    fixed = self._fixed[fixed_key] = (c(1.0 - self.b1), c(1.0 - self.b2), c(self.b1), c(self.b2),
+                                                      c(self.eps))
+                be, dt = k.backend, k.dtype
+                consts = per_step[id(k)] = fixed + (be.array(bc2_sqrt, dt), be.array(step_size, dt))
             if isinstance(p._data, np.ndarray) and isinstance(p.grad._data, np.ndarray):
                 groups.setdefault(id(k), (k, consts, []))[2].append(p)
             else:
