@@ -9,6 +9,7 @@ import streamlit as st
 
 from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
+from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
 from explorer.kit.formatting import md_escape
@@ -112,9 +113,18 @@ def draw(step: int) -> None:
     if look.presenting:
         st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
     aside, notes = st.columns(2)
-    if not own:   # which code this is (not how it does: its verdict comes at the step where it goes wrong)
-        aside.caption(f"{V.SAMPLE_SIDES_NOTE} {V.SAMPLE_NOTE}")
     k = ks[1]
+    if not own:
+        # the sample's backpropagate beside its graph's verdict, the lines that did this step's work lit (as
+        # Backprop orders lights each order's own code); which code this is (not how it does: its verdict
+        # comes at the step where it goes wrong)
+        if gv.student is not None:
+            aside.markdown("**The sample's code at this step** — the lines that did its work are lit")
+            aside.html(to_html([V.sample_code_block(source, gv.student, k)], code_font_px(look.presenting),
+                               test_id="code-sample", max_height_px=V.PRESENT_CODE_PX if look.presenting else None))
+            if look.presenting:
+                st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
+        aside.caption(f"{V.SAMPLE_SIDES_NOTE} {V.SAMPLE_NOTE}")
     if gv.student is not None:
         last = k == gv.student.n_frames - 1
         if gv.wrong_frame is not None and k >= gv.wrong_frame:

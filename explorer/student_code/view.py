@@ -6,6 +6,7 @@ renderer on one placement, as the Backprop orders page does. Nothing here runs t
 """
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from engine.explain.graph import fmt, plain_value
 from engine.explain.trace import BackwardEvent, Trace, bar
 
 from ..kit.backward_view import shared_backward_figures
+from ..kit.code_panel import CodeBlock, step_events
 from ..kit.frames import FrameSet, build_frames
 from ..kit.layout import collapse_big, collapse_composites
 from ..kit.plotly_figure import figure_dict, plan
@@ -38,6 +40,9 @@ GRAPH_HEIGHT, PRESENT_GRAPH_HEIGHT = 510, 445
 def graph_height(presenting: bool) -> int:
     """The tallest the graphs may be drawn (px on screen, after presentation mode's enlargement)."""
     return PRESENT_GRAPH_HEIGHT if presenting else GRAPH_HEIGHT
+# px the sample's lit backpropagate may take in presentation mode before it scrolls (its lit lines kept in view):
+# under the engine's caption, on the first screen at 1920x1080, 1366x768 and 1280x720
+PRESENT_CODE_PX = 300
 STUDENT_LABEL = "Your code"
 SIDES_NOTE = "Left: the engine; right: yours."
 SAMPLE_SIDES_NOTE = "Left: the engine; right: the sample."
@@ -307,6 +312,59 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
     return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text)
 
 
+def work_lines(source: str, function: str = "backpropagate") -> dict[str, list[int]]:
+    """The lines of ``function`` in ``source`` (read with :mod:`ast`, never run) that do a backward step's work.
+
+    Returns ``{"vjp": [...], "leaf": [...]}`` (1-based lines of ``source``): ``vjp`` the ``chain_rule`` call and
+    the lines of the loop over what it hands back that use the contribution (add it to the running total, or
+    pass it on); ``leaf`` the ``accumulate_derivative`` call. Empty lists when the function is not there.
+
+    Raises:
+        SyntaxError: ``source`` is not Python.
+    """
+    out: dict[str, set[int]] = {"vjp": set(), "leaf": set()}
+    fn = next((n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == function),
+              None)
+    if fn is None:
+        return {k: [] for k in out}
+
+    def calls(node: ast.AST, attr: str) -> list[ast.Call]:
+        return [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                and c.func.attr == attr]
+
+    for c in calls(fn, "accumulate_derivative"):
+        out["leaf"].add(c.lineno)
+    for c in calls(fn, "chain_rule"):
+        out["vjp"].add(c.lineno)
+    for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For) and calls(n.iter, "chain_rule")):
+        # the names the loop binds from chain_rule's pairs, the parent's left out: what carries the contribution
+        bound = [t for t in (loop.target.elts if isinstance(loop.target, ast.Tuple) else [loop.target])]
+        carried = {t.id for t in bound[1:] if isinstance(t, ast.Name)} or \
+            {t.id for t in bound if isinstance(t, ast.Name)}
+        for stmt in (n for n in ast.walk(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.Expr))):
+            if any(isinstance(x, ast.Name) and x.id in carried for x in ast.walk(stmt)):
+                out["vjp"].add(stmt.lineno)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def sample_code_block(key: str, side: Side, index: int) -> CodeBlock:
+    """The bundled sample ``key``'s ``backpropagate`` as a code-panel block, the lines that did frame ``index``'s
+    work (of ``side``, the sample's side) lit: its ``chain_rule`` call and what it does with each contribution
+    at a node's step, its ``accumulate_derivative`` call at a leaf's; nothing in a forward frame. Line numbers are
+    those of the sample's full listing (:func:`samples.source`)."""
+    from . import samples
+    text = samples.source(key)
+    lines = text.splitlines()
+    fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "backpropagate")
+    work = work_lines(text)
+    events = step_events(side.trace, side.frameset, index)
+    kinds = {e.kind for e in events}
+    lit = work["leaf"] if "leaf" in kinds else work["vjp"] if "visit" in kinds else []
+    return CodeBlock("backpropagate", f"{samples.sample(key).path.name} (the sample)",
+                     [(n, lines[n - 1]) for n in range(fn.lineno, fn.end_lineno + 1)], {n: 1 for n in lit},
+                     role="walk")
+
+
 def file_version(path: str) -> tuple[int, int]:
     """(modification time in ns, size) of the student's file or folder: a new version reruns the code."""
     p = Path(path)
@@ -384,4 +442,4 @@ def scaling_series(report: StudentReport, label: str = STUDENT_LABEL) -> dict[st
 
 __all__ = ["OptIn", "opt_in", "GraphView", "graph_view", "graph_choices", "summary_rows", "scaling_series",
            "Sample", "SAMPLES", "DEFAULT_SAMPLE", "sample_label", "sample_choices", "sample_report", "wrong_prefix",
-           "student_events", "student_trace", "mark_wrong", "autodiff", "replace"]
+           "student_events", "student_trace", "work_lines", "sample_code_block", "mark_wrong", "autodiff", "replace"]
