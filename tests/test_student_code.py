@@ -335,6 +335,76 @@ def _texts(at) -> str:
     return "\n".join(map(str, parts + [i.value for i in at.info]))
 
 
+def test_the_work_lines_of_each_sample_are_its_chain_rule_call_its_use_of_a_contribution_and_its_accumulation():
+    """Read with ast from the shown source: the line numbers are the full listing's (the docstring left out)."""
+    for s in S.SAMPLES:
+        lines = S.source(s.key).splitlines()
+        work = V.work_lines(S.source(s.key))
+        vjp = [lines[n - 1].strip() for n in work["vjp"]]
+        assert "chain_rule(" in vjp[0] and vjp[0].startswith("for parent, contribution in"), (s.key, vjp)
+        assert len(vjp) == 2 and "contribution" in vjp[1] and "is_constant" not in vjp[1], (s.key, vjp)
+        leaf = [lines[n - 1].strip() for n in work["leaf"]]
+        assert leaf == ([] if s.key == "no_leaf_accumulate" else [leaf[0]]) and all(
+            "accumulate_derivative(" in t for t in leaf), (s.key, leaf)
+    # what a step does with its contribution: added to the running total, or (path recursion) passed on
+    assert "+ contribution" in S.source("bfs_first_touch").splitlines()[V.work_lines(S.source("bfs_first_touch"))["vjp"][1] - 1]
+    assert S.source("path_recursion").splitlines()[V.work_lines(S.source("path_recursion"))["vjp"][1] - 1].strip() \
+        == "backpropagate(parent, contribution)"
+    assert V.work_lines("def other():\n    pass\n") == {"vjp": [], "leaf": []}
+    with pytest.raises(SyntaxError):
+        V.work_lines("def backpropagate(:\n")
+
+
+def test_the_backward_graphs_mark_the_first_wrong_node_with_a_cross_from_its_step():
+    """Presentation mode's backward graphs (x̄ nodes): the wrong node's line ends in ✘ from the frame it is marked
+    (not only its colour), never before, never on the engine's side; read from the figures' frame data."""
+    gv = V.graph_view(report("bfs_first_touch.py"), "slide")
+
+    def crossed(fig: dict) -> list[int]:
+        return [k for k, fr in enumerate(fig["frames"])
+                if any("✘" in t for d in fr["data"] for t in (d.get("text") or []) if isinstance(t, str))]
+    marked = crossed(gv.student.backward_figure)
+    assert marked and marked[0] == gv.wrong_frame and marked == list(range(gv.wrong_frame, gv.student.n_frames))
+    assert crossed(gv.engine.backward_figure) == []
+    last = gv.student.backward_figure["frames"][-1]["data"]
+    assert any(t == "= 1, 367.04 lost ✘" for d in last for t in (d.get("text") or []) if isinstance(t, str))
+
+
+def test_a_code_that_never_accumulates_does_not_end_on_every_input_holds_its_gradient():
+    """The last frame of the student's side names the inputs its code never accumulated into."""
+    gv = V.graph_view(report("no_leaf_accumulate.py"), "slide")
+    assert gv.student.frameset.frames[-1].caption == \
+        "Done: no input holds a gradient (accumulate_derivative never called on x1, x2)"
+    assert gv.engine.frameset.frames[-1].caption.startswith("Gradients: ∂f/∂x1 = 368.04")
+    assert V.done_caption({"x1": None, "x2": 2.5}) == "Gradients: ∂f/∂x2 = 2.5; accumulate_derivative never called on x1"
+    assert V.done_caption({"x1": 1.0}) == "Gradients: ∂f/∂x1 = 1"
+
+
+def test_the_samples_code_lights_the_lines_of_the_step_it_shows():
+    """A node's step lights the chain_rule call and the running-total line, a leaf's step the accumulation, a
+    forward step nothing; the block is the sample's backpropagate with the listing's line numbers."""
+    from explorer.kit.code_panel import step_events, to_html
+    rep = report("bfs_first_touch.py")
+    gv = V.graph_view(rep, "slide", label=V.sample_label("bfs_first_touch"))
+    side, work = gv.student, V.work_lines(S.source("bfs_first_touch"))
+    listing = S.source("bfs_first_touch").splitlines()
+    seen = set()
+    for k, fr in enumerate(side.frameset.frames):
+        b = V.sample_code_block("bfs_first_touch", side, k)
+        assert b.title == "backpropagate" and b.lines[0][1].startswith("def backpropagate(")
+        assert all(listing[n - 1] == text for n, text in b.lines)
+        kinds = {e.kind for e in step_events(side.trace, side.frameset, k)}
+        want = work["leaf"] if "leaf" in kinds else work["vjp"] if "visit" in kinds else []
+        assert b.highlighted == want, (k, fr.caption, b.highlighted)
+        assert (fr.phase == "forward") == (not want) or fr.phase == "done", (k, fr.phase)
+        seen.add(tuple(want))
+    assert tuple(work["vjp"]) in seen and tuple(work["leaf"]) in seen
+    # the wrong node's step (x1, a leaf, taken with 1 of 2 contributions) lights the accumulation
+    assert V.sample_code_block("bfs_first_touch", side, gv.wrong_frame).highlighted == work["leaf"]
+    html_text = to_html([V.sample_code_block("bfs_first_touch", side, gv.wrong_frame)], test_id="code-sample")
+    assert f'class="l hl" data-line="{work["leaf"][0]}"' in html_text and 'data-testid="code-sample"' in html_text
+
+
 def test_without_the_opt_in_the_page_runs_no_students_file_but_demos_a_sample(monkeypatch):
     from streamlit.testing.v1 import AppTest
     monkeypatch.setattr(sys, "argv", ["app/Home.py"])
@@ -349,6 +419,8 @@ def test_without_the_opt_in_the_page_runs_no_students_file_but_demos_a_sample(mo
     assert len(at.get("plotly_chart")) == 3 and "Sample\\: Breadth\\-first" in text and "**Your code" not in text
     assert V.SAMPLE_SIDES_NOTE in text and at.query_params.get("sample", S.DEFAULT) == S.DEFAULT
     assert "Watch step" not in text and "first wrong node" not in text   # no spoiler before its step
+    assert "The sample's code at this step" in text                     # its backpropagate, lit as it steps
+    assert any('data-testid="code-sample"' in h.proto.body for h in at.get("html"))
     src = at.code[0].value
     assert "def backpropagate(variable, deriv):" in src and "never propagated" not in src
     assert src.strip() == S.source("bfs_first_touch").strip()

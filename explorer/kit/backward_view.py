@@ -62,14 +62,18 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
         text = []
         for i, nid in enumerate(ids):
             adj = f.node_adjoint[i] if backward and f.node_adjoint else ""
+            # a node marked wrong (page 13's first wrong node: " ✘" after its adjoint) keeps the mark, at the end
+            # of its line, not only its colour
+            wrong = " ✘" if adj.endswith(" ✘") else ""
+            adj = adj.removesuffix(" ✘")
             total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
             if ", lost " in total:  # a broken order: what arrived too late is never added
                 kept, lost = total.split(", lost ", 1)
-                text.append(f"= {kept}, {lost} lost")
+                text.append(f"= {kept}, {lost} lost{wrong}")
                 continue
             ks = sorted((k for k in out_edges.get(nid, []) if edge_text[k]), key=lambda k: (arrived[k], k))
-            text.append(_fan_out_line([edge_text[k] for k in ks], len(out_edges.get(nid, [])), total)
-                        if adj else "")
+            line = _fan_out_line([edge_text[k] for k in ks], len(out_edges.get(nid, [])), total) if adj else ""
+            text.append((line + wrong).strip())
         states = ["idle" if (not backward or s == "computed") else s for s in f.node_state]
         frames.append(Frame(f.index, f.phase, f.caption, list(f.active_nodes) if backward else [],
                             [(d, s) for s, d in f.active_edges] if backward else [], text, states, [],

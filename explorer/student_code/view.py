@@ -247,6 +247,19 @@ def student_trace(engine_trace: Trace, verdict: Verdict, events: list[list], ref
                  engine_trace.forward_ops, len(bw), error, None, [], [n for n in verdict.adjoints if n in names])
 
 
+def done_caption(grads: Mapping[str, Any]) -> str:
+    """The last frame's caption for the student's side: the gradients its code accumulated, and the inputs it
+    never accumulated into (the engine's frames would say every input holds its gradient)."""
+    have = {k: v for k, v in grads.items() if v is not None}
+    missing = [k for k, v in grads.items() if v is None]
+    text = "Gradients: " + ", ".join(f"∂f/∂{k} = {fmt(v)}" for k, v in have.items()) if have else \
+        "Done: no input holds a gradient"
+    if missing:
+        text += ("; " if have else " (") + "accumulate_derivative never called on " + ", ".join(missing) + \
+            ("" if have else ")")
+    return text
+
+
 def _frame_of_step(frameset: FrameSet, trace: Trace, step: int) -> int:
     first = next((f.index for f in frameset.frames if f.phase == "backward"), len(frameset.frames) - 1)
     per = max(1, int(frameset.backward_per_frame or 1))
@@ -294,6 +307,8 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
     if raw is not None:
         stu_shown = drawn(student_trace(engine_trace, verdict, raw["backprop"]["events"], ref, label))
         stu_fs = build_frames(stu_shown, shown)
+        if stu_fs.frames and stu_fs.frames[-1].phase == "done" and stu_shown.error is None:
+            stu_fs.frames[-1].caption = done_caption(stu_shown.grads)
     wrong_frame, wrong_text = None, ""
     if stu_fs is not None and verdict.node is not None:
         why = verdict.details[0] if verdict.details else ""
@@ -442,4 +457,4 @@ def scaling_series(report: StudentReport, label: str = STUDENT_LABEL) -> dict[st
 
 __all__ = ["OptIn", "opt_in", "GraphView", "graph_view", "graph_choices", "summary_rows", "scaling_series",
            "Sample", "SAMPLES", "DEFAULT_SAMPLE", "sample_label", "sample_choices", "sample_report", "wrong_prefix",
-           "student_events", "student_trace", "work_lines", "sample_code_block", "mark_wrong", "autodiff", "replace"]
+           "student_events", "student_trace", "done_caption", "work_lines", "sample_code_block", "mark_wrong", "autodiff", "replace"]

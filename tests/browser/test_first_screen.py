@@ -65,13 +65,13 @@ FIRST_SCREEN = {
                                 ("text", r"^The same with this engine"), ("text", r"^How is backward implemented\?"),
                                 ("text", r"^In what order\?")],
     # the shared server runs no student code: the project's breadth-first sample at the step where its first wrong
-    # node is marked, both orders side by side (the opted-in page's two graphs are checked at the three sizes by
+    # node is marked, both orders side by side, the sample's backpropagate with the step's lines lit (the opted-in page's two graphs are checked at the three sizes by
     # test_student_code_browser.py, on a server of its own)
     "Your_HW2_code?step=8": [
         ("graphs", 2),
         ("caption", r"^The engine \(topological order\) · Step 8 of 14"),
         ("caption", r"^Sample: Breadth-first, passes a gradient on first touch · Step 8 of 14"),
-        ("text", r"^The sample's first wrong node: x1"), ("buttons", STEP_BUTTONS)],
+        ("text", r"^The sample's first wrong node: x1"), ("testid", "code-sample"), ("buttons", STEP_BUTTONS)],
 }
 
 

@@ -59,6 +59,13 @@ def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url,
             a, b = plots.nth(0).bounding_box(), plots.nth(1).bounding_box()
             assert abs(a["y"] - b["y"]) < 2 and a["x"] + a["width"] <= b["x"] + 1
             assert b["y"] + b["height"] <= h + 1 and b["x"] + b["width"] <= w, (b, w, h)
+            # the sample's backpropagate under the engine's caption, its accumulation lit (x1 is a leaf taken at
+            # this step); on a projector that line is on the first screen (the panel scrolls to it)
+            lit = main.locator('[data-testid="code-sample"] .l.hl')
+            assert lit.count() == 1 and "node.accumulate_derivative(d)" in lit.first.inner_text()
+            box = lit.first.bounding_box()
+            assert box["y"] >= a["y"] + a["height"] and (not present or box["y"] + box["height"] <= h + 1), (box, h)
+            assert box["x"] + box["width"] <= b["x"] + 1          # the left column: the verdict stays beside it
             shot(pg, name)
         finally:
             context.close()
