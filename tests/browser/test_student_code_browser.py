@@ -27,48 +27,64 @@ def student_app_url(tmp_path_factory, browser, start_streamlit):   # ``browser``
         yield url
 
 
+SIZES = (((1400, 900), False, ""), ((1920, 1080), True, "_present"), ((1366, 768), True, "_present_1366"),
+         ((1280, 720), True, "_present_1280"))
+
+
+def _at_every_size(browser, wait_idle, url: str, name: str):
+    """``(page, width, height, presenting, screenshot name)`` at 1400x900 and presenting at the three projector
+    sizes, each page on ``url`` (``&present=1`` added when presenting), idle, its first screen saved."""
+    for (w, h), present, suffix in SIZES:
+        context = browser.new_context(viewport={"width": w, "height": h})
+        pg = context.new_page()
+        pg.set_default_timeout(120_000)
+        try:
+            pg.goto(url + ("&present=1" if present else ""))
+            wait_idle(pg, 180)
+            (ROOT / "test-output" / "screenshots").mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(ROOT / "test-output" / "screenshots" / f"{name}{suffix}_first_screen.png"))
+            yield pg, w, h, present, name + suffix
+        finally:
+            context.close()
+
+
+def _side_by_side(main, w: int, h: int):
+    """The engine's graph and the other side's, side by side and wholly on the first screen; the other side's
+    carries the ✘ of its first wrong node, the engine's none. Returns both bounding boxes."""
+    plots = main.locator(".js-plotly-plot")
+    plots.first.wait_for()
+    assert plots.count() >= 2
+    assert "✘" in plots.nth(1).inner_text() and "✘" not in plots.nth(0).inner_text()
+    a, b = plots.nth(0).bounding_box(), plots.nth(1).bounding_box()
+    assert abs(a["y"] - b["y"]) < 2 and a["x"] + a["width"] <= b["x"] + 1
+    assert b["y"] + b["height"] <= h + 1 and b["x"] + b["width"] <= w, (b, w, h)
+    return a, b
+
+
 def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url, wait_idle, shot):
     """No student's file runs; the breadth-first sample does, labelled as the project's, its first wrong node
     marked at its step, both graphs side by side on the first screen; its code below; how to run one's own
     code folded at the end."""
     step = _wrong_step()
-    for (w, h), present, name in (((1400, 900), False, "hw2_code_sample"),
-                                  ((1920, 1080), True, "hw2_code_sample_present"),
-                                  ((1366, 768), True, "hw2_code_sample_present_1366"),
-                                  ((1280, 720), True, "hw2_code_sample_present_1280")):
-        context = browser.new_context(viewport={"width": w, "height": h})
-        pg = context.new_page()
-        pg.set_default_timeout(120_000)
-        try:
-            pg.goto(f"{app_url}/Your_HW2_code?sample=bfs_first_touch&graph=slide&step={step}"
-                    + ("&present=1" if present else ""))
-            wait_idle(pg, 180)
-            main = pg.locator('[data-testid="stMain"]')
-            (ROOT / "test-output" / "screenshots").mkdir(parents=True, exist_ok=True)
-            pg.screenshot(path=str(ROOT / "test-output" / "screenshots" / f"{name}_first_screen.png"))
-            text = main.inner_text()
-            assert "Sample: Breadth-first, passes a gradient on first touch · Step" in text
-            assert "Your code ·" not in text and V.SAMPLE_SIDES_NOTE in text
-            assert "The sample's first wrong node: x1" in text and "lost contribution" in text
-            assert "def backpropagate(variable, deriv):" in text            # the sample's code, below
-            assert "Run your own HW2 code on this page" in text and "Running your own code is off" not in text  # folded
-            plots = main.locator(".js-plotly-plot")
-            plots.first.wait_for()
-            assert plots.count() >= 2
-            assert "✘" in plots.nth(1).inner_text() and "✘" not in plots.nth(0).inner_text()
-            a, b = plots.nth(0).bounding_box(), plots.nth(1).bounding_box()
-            assert abs(a["y"] - b["y"]) < 2 and a["x"] + a["width"] <= b["x"] + 1
-            assert b["y"] + b["height"] <= h + 1 and b["x"] + b["width"] <= w, (b, w, h)
-            # the sample's backpropagate under the engine's caption, its accumulation lit (x1 is a leaf taken at
-            # this step); on a projector that line is on the first screen (the panel scrolls to it)
-            lit = main.locator('[data-testid="code-sample"] .l.hl')
-            assert lit.count() == 1 and "node.accumulate_derivative(d)" in lit.first.inner_text()
-            box = lit.first.bounding_box()
-            assert box["y"] >= a["y"] + a["height"] and (not present or box["y"] + box["height"] <= h + 1), (box, h)
-            assert box["x"] + box["width"] <= b["x"] + 1          # the left column: the verdict stays beside it
-            shot(pg, name)
-        finally:
-            context.close()
+    for pg, w, h, present, name in _at_every_size(
+            browser, wait_idle, f"{app_url}/Your_HW2_code?sample=bfs_first_touch&graph=slide&step={step}",
+            "hw2_code_sample"):
+        main = pg.locator('[data-testid="stMain"]')
+        text = main.inner_text()
+        assert "Sample: Breadth-first, passes a gradient on first touch · Step" in text
+        assert "Your code ·" not in text and V.SAMPLE_SIDES_NOTE in text
+        assert "The sample's first wrong node: x1" in text and "lost contribution" in text
+        assert "def backpropagate(variable, deriv):" in text            # the sample's code, below
+        assert "Run your own HW2 code on this page" in text and "Running your own code is off" not in text  # folded
+        a, b = _side_by_side(main, w, h)
+        # the sample's backpropagate under the engine's caption, its accumulation lit (x1 is a leaf taken at
+        # this step); on a projector that line is on the first screen (the panel scrolls to it)
+        lit = main.locator('[data-testid="code-sample"] .l.hl')
+        assert lit.count() == 1 and "node.accumulate_derivative(d)" in lit.first.inner_text()
+        box = lit.first.bounding_box()
+        assert box["y"] >= a["y"] + a["height"] and (not present or box["y"] + box["height"] <= h + 1), (box, h)
+        assert box["x"] + box["width"] <= b["x"] + 1          # the left column: the verdict stays beside it
+        shot(pg, name)
     # the folded box opens on the reason and the commands
     pg = browser.new_page()
     try:
@@ -89,32 +105,12 @@ def _wrong_step() -> int:
 
 def test_the_first_wrong_node_is_marked_beside_the_correct_order(browser, student_app_url, wait_idle, shot):
     step = _wrong_step()
-    for (w, h), present, name in (((1400, 900), False, "hw2_code_wrong_node"),
-                                  ((1920, 1080), True, "hw2_code_wrong_node_present"),
-                                  ((1366, 768), True, "hw2_code_wrong_node_present_1366"),
-                                  ((1280, 720), True, "hw2_code_wrong_node_present_1280")):
-        context = browser.new_context(viewport={"width": w, "height": h})
-        pg = context.new_page()
-        pg.set_default_timeout(120_000)
-        try:
-            pg.goto(f"{student_app_url}/Your_HW2_code?graph=slide&step={step}" + ("&present=1" if present else ""))
-            wait_idle(pg, 180)
-            main = pg.locator('[data-testid="stMain"]')
-            (ROOT / "test-output" / "screenshots").mkdir(parents=True, exist_ok=True)
-            pg.screenshot(path=str(ROOT / "test-output" / "screenshots" / f"{name}_first_screen.png"))
-            text = main.inner_text()
-            assert "The engine (topological order) · Step" in text and f"Your code · Step {step} of" in text
-            assert "Your first wrong node: x1" in text and "lost contribution" in text
-            assert V.SIDES_NOTE in text                      # which graph is which, on the first screen
-            plots = pg.locator(".js-plotly-plot")
-            plots.first.wait_for()
-            assert plots.count() >= 2
-            engine_text, student_text = plots.nth(0).inner_text(), plots.nth(1).inner_text()
-            assert "✘" in student_text and "✘" not in engine_text
-            # the two graphs side by side on the first screen, the marked one wholly visible
-            a, b = plots.nth(0).bounding_box(), plots.nth(1).bounding_box()
-            assert abs(a["y"] - b["y"]) < 2 and a["x"] + a["width"] <= b["x"] + 1
-            assert b["y"] + b["height"] <= h + 1 and b["x"] + b["width"] <= w, (b, w, h)
-            shot(pg, name)
-        finally:
-            context.close()
+    for pg, w, h, present, name in _at_every_size(
+            browser, wait_idle, f"{student_app_url}/Your_HW2_code?graph=slide&step={step}", "hw2_code_wrong_node"):
+        main = pg.locator('[data-testid="stMain"]')
+        text = main.inner_text()
+        assert "The engine (topological order) · Step" in text and f"Your code · Step {step} of" in text
+        assert "Your first wrong node: x1" in text and "lost contribution" in text
+        assert V.SIDES_NOTE in text                      # which graph is which, on the first screen
+        _side_by_side(main, w, h)                        # the marked one wholly visible
+        shot(pg, name)
