@@ -30,7 +30,9 @@ optin = V.opt_in()
 own = optin.enabled   # the student's own file; else the project's samples (any server runs those: our code)
 # the toggle's column fits its whole label; the verdict line (or the sample picker, "Sample: ..." in full) takes
 # the rest of the row: one line high, so that both graphs stay whole on the first screen
-head = st.columns([3.6, 2.0, 1.6] if own else [3.6, 2.0, 1.8], vertical_alignment="bottom")
+# (in a 1400 px window with the sidebar the graph picker needs more of the row to show its title whole)
+head = st.columns([3.6, 2.0, 1.6] if own else [3.6, 2.0, 1.8] if look.presenting else [3.0, 2.7, 1.6],
+                  vertical_alignment="bottom")
 with head[-1]:
     presentation_toggle()
 
