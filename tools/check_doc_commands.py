@@ -157,6 +157,10 @@ SHORT: dict[str, str | Serve | Skip] = {
         "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
     "python benchmarks/click_to_paint.py --clicks 6 --students 0 --replicas 1":
         "python benchmarks/click_to_paint.py --students 0 --replicas 1 --clicks 1 --page Topological_sort",
+    "python benchmarks/click_to_paint.py --clicks 20":
+        "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
+    "python benchmarks/click_to_paint.py --clicks 20 --students 0":
+        "python benchmarks/click_to_paint.py --students 0 --replicas 1 --clicks 1 --page Topological_sort",
     "python3 benchmarks/load_test.py --seconds 40":
         "python3 benchmarks/load_test.py --students 2 --trainers 0 --seconds 4",
     "python3 benchmarks/load_test.py --students 25 50 --trainers 0 5 --replicas 2 --seconds 40":
