@@ -91,7 +91,7 @@ def test_a_lecturer_and_two_students_on_two_replicas(browser, stack, wait_idle):
     dialog = lec.get_by_role("dialog")
     dialog.get_by_text(code, exact=True).wait_for()
     dialog.get_by_role("img").first.wait_for()                    # the QR code
-    assert "join=" + code in dialog.inner_text()
+    dialog.get_by_text(re.compile("join=" + code)).first.wait_for()   # the link (its code block can paint last)
     _screen(lec, "class_lecturer_join_code_1920")
     lec.keyboard.press("Escape")
     dialog.wait_for(state="hidden")
