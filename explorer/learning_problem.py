@@ -177,6 +177,12 @@ def stable_lr(surface: str) -> tuple[float, float]:
     return lam, 2.0 / lam
 
 
+def _share_down(start: float, now: float, loss_min: float) -> float:
+    """How much of the way from the starting loss down to the minimum's the run has gone (1 when it started there)."""
+    gap = start - loss_min
+    return (start - now) / gap if gap > 0 else 1.0
+
+
 def regime(path: list[DescentStep], loss_min: float) -> tuple[str, str]:
     """What the run did: ``("divergent" | "too small" | "about right" | "noisy", one sentence why)``."""
     start, end = path[0].loss, path[-1].loss_next
@@ -185,8 +191,7 @@ def regime(path: list[DescentStep], loss_min: float) -> tuple[str, str]:
     if not np.isfinite(end) or end > start or (ups > len(path) // 3 and not stochastic):
         return "divergent", (f"the loss went up in {ups} of {len(path)} steps: each step overshoots the valley "
                              "and lands higher on the other side")
-    gap = start - loss_min
-    closed = (start - end) / gap if gap > 0 else 1.0
+    closed = _share_down(start, end, loss_min)
     if stochastic:
         return "noisy", (f"the loss went up in {ups} of {len(path)} steps (a mini-batch gradient only estimates "
                          f"the full one), yet {closed:.0%} of the way down overall")
@@ -204,8 +209,7 @@ def progress(path: list[DescentStep], upto: int, loss_min: float) -> tuple[str |
     done = f"after {upto + 1} of {len(path)} steps"
     if not np.isfinite(now) or now > start:
         return None, f"{done} the loss is {num(now)}, up from {num(start)} at w_0"
-    gap = start - loss_min
-    closed = (start - now) / gap if gap > 0 else 1.0
+    closed = _share_down(start, now, loss_min)
     return None, f"{done}: {closed:.1%} of the way down to the minimum so far"
 
 

@@ -36,6 +36,10 @@ def values_only(fs: FrameSet) -> FrameSet:
                     list(fs.heads), list(fs.edges), list(fs.hover))
 
 
+#: what follows a node's adjoint text when the node is marked wrong (page 13's first wrong node)
+WRONG_MARK = " ✘"
+
+
 def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
     """The frames of the backward graph for the forward animation ``fs`` over ``graph``.
 
@@ -64,8 +68,8 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
             adj = f.node_adjoint[i] if backward and f.node_adjoint else ""
             # a node marked wrong (page 13's first wrong node: " ✘" after its adjoint) keeps the mark, at the end
             # of its line, not only its colour
-            wrong = " ✘" if adj.endswith(" ✘") else ""
-            adj = adj.removesuffix(" ✘")
+            wrong = WRONG_MARK if adj.endswith(WRONG_MARK) else ""
+            adj = adj.removesuffix(WRONG_MARK)
             total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
             if ", lost " in total:  # a broken order: what arrived too late is never added
                 kept, lost = total.split(", lost ", 1)

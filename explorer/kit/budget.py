@@ -359,10 +359,16 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
             if store is None or store.max_bytes != max_bytes:
                 store = registry[name] = ByteLRU(max_bytes)
             key = _key(args, kwargs)
-            hit, value = store.get(key)
-            if hit:
-                if isinstance(value, _Failed):
+
+            def kept() -> tuple[bool, Any]:
+                """(hit, the kept result), raising again a kept failure."""
+                hit, value = store.get(key)
+                if hit and isinstance(value, _Failed):
                     raise value.error
+                return hit, value
+
+            hit, value = kept()
+            if hit:
                 return value
             try:
                 check_server_memory()
@@ -370,10 +376,8 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
                 raise refuse(str(e)) from None
             # sessions asking for the same arguments at once share one computation (50 students opening a page)
             with _spinner(spinner), store.computing(key):
-                hit, value = store.get(key)   # computed by the session that asked first, while this one waited
+                hit, value = kept()   # computed by the session that asked first, while this one waited
                 if hit:
-                    if isinstance(value, _Failed):
-                        raise value.error
                     return value
                 t0 = time.thread_time()
                 with _slot(), (deadline(seconds) if seconds else contextlib.nullcontext()):

@@ -7,6 +7,7 @@ renderer on one placement, as the Backprop orders page does. Nothing here runs t
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import sys
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ from engine.explain import record_execution
 from engine.explain.graph import fmt, plain_value
 from engine.explain.trace import BackwardEvent, Trace, bar
 
-from ..kit.backward_view import shared_backward_figures
+from ..kit.backward_view import WRONG_MARK, shared_backward_figures
 from ..kit.code_panel import CodeBlock, step_events
 from ..kit.frames import FrameSet, build_frames
 from ..kit.layout import collapse_big, collapse_composites
@@ -279,8 +280,8 @@ def mark_wrong(frameset: FrameSet, trace: Trace, node: int, text: str) -> int | 
     i = frameset.node_ids.index(node)
     for f in frameset.frames[start:]:
         f.node_state[i] = "lost"
-        if f.node_adjoint and not f.node_adjoint[i].endswith("✘"):
-            f.node_adjoint[i] = (f.node_adjoint[i] or "no adjoint") + " ✘"
+        if f.node_adjoint and not f.node_adjoint[i].endswith(WRONG_MARK):
+            f.node_adjoint[i] = (f.node_adjoint[i] or "no adjoint") + WRONG_MARK
     frameset.frames[start].warning = text
     return start
 
@@ -367,17 +368,22 @@ def sample_code_block(key: str, side: Side, index: int) -> CodeBlock:
     work (of ``side``, the sample's side) lit: its ``chain_rule`` call and what it does with each contribution
     at a node's step, its ``accumulate_derivative`` call at a leaf's; nothing in a forward frame. Line numbers are
     those of the sample's full listing (:func:`samples.source`)."""
+    rows, work = _sample_listing(key, SAMPLES_BY_KEY[key].path.stat().st_mtime_ns)
+    kinds = {e.kind for e in step_events(side.trace, side.frameset, index)}
+    lit = work["leaf"] if "leaf" in kinds else work["vjp"] if "visit" in kinds else []
+    return CodeBlock("backpropagate", f"{SAMPLES_BY_KEY[key].path.name} (the sample)", list(rows),
+                     {n: 1 for n in lit}, role="walk")
+
+
+@functools.lru_cache(maxsize=2 * len(SAMPLES))
+def _sample_listing(key: str, mtime_ns: int) -> tuple[tuple[tuple[int, str], ...], dict[str, list[int]]]:
+    """The sample's ``backpropagate`` as (line, text) rows of its shown source, and its work lines
+    (:func:`work_lines`): read and parsed once per sample and version of its file, not at every Step."""
     from . import samples
     text = samples.source(key)
     lines = text.splitlines()
     fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "backpropagate")
-    work = work_lines(text)
-    events = step_events(side.trace, side.frameset, index)
-    kinds = {e.kind for e in events}
-    lit = work["leaf"] if "leaf" in kinds else work["vjp"] if "visit" in kinds else []
-    return CodeBlock("backpropagate", f"{samples.sample(key).path.name} (the sample)",
-                     [(n, lines[n - 1]) for n in range(fn.lineno, fn.end_lineno + 1)], {n: 1 for n in lit},
-                     role="walk")
+    return tuple((n, lines[n - 1]) for n in range(fn.lineno, fn.end_lineno + 1)), work_lines(text)
 
 
 def file_version(path: str) -> tuple[int, int]:
