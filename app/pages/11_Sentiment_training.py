@@ -284,7 +284,7 @@ def live_view() -> None:
     # run's figures join it in the same element (metrics under the curves were painted a poll after it); on a
     # projector it sits beside the run's buttons, on a laptop under them: the curves start on the first screen
     progress_line = (b[-1] if look.presenting else st).empty()
-    progress_line.markdown(replay_text(recorded, snap, rp) if rp else progress_text(snap))
+    line = replay_text(recorded, snap, rp) if rp else progress_text(snap)
     st.progress(snap.progress)
     if snap.finished is not None and snap.finished.status == "error":
         st.error(md_escape(snap.finished.error))
@@ -305,8 +305,9 @@ def live_view() -> None:
             # its epoch is in the accuracy chart's subtitle (here it wrapped the line to three on a projector)
             vs = f" ({(best - target) * 100:+.1f} points vs HW2's 75% target)" if target else ""
             parts.append(f"best **{best:.1%}**{vs}")
-        progress_line.markdown((replay_text(recorded, snap, rp) if rp else progress_text(snap)) + "  \n"
-                               + " · ".join(parts))
+        line += "  \n" + " · ".join(parts)
+    # written once per run: written twice, the browser painted the bare line and then the line with its figures
+    progress_line.markdown(line)
     # Vega-Lite, not Plotly, for what updates every second: Streamlit updates its data in place, where a
     # Plotly chart is remounted at every change (it flashed empty while training)
     h = int(look.figure_height * (0.24 if look.presenting else 0.32))
