@@ -1,6 +1,6 @@
 """Composite functions built from primitives (they need no gradient rule of their own).
 
-``mean`` is a primitive now (``engine.ops.Mean``, re-exported here); ``linear`` is ``matmul_t`` + add.
+``mean`` is a primitive now (``engine.ops.Mean``, re-exported here); ``linear`` is one primitive (``engine.ops.Linear``).
 
 Every function here gets VJPs, JVPs, every backend and the static graph for
 free, because it is only a composition of ``engine.ops`` primitives.
@@ -120,10 +120,14 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weightᵀ + bias, with ``weight`` of shape (out_features, in_features): two ops, ``matmul_t``
-    (x @ weightᵀ, one node) and the bias's add."""
-    out = ops.matmul_t(x, weight)
-    return out + bias if bias is not None else out
+    """x @ weightᵀ + bias, with ``weight`` of shape (out_features, in_features): one op, ``linear``
+    (as PyTorch's AddmmBackward node); without a bias, or with a bias of another shape than
+    (out_features,) that broadcasts, ``matmul_t`` (x @ weightᵀ) and the bias's add."""
+    if bias is None:
+        return ops.matmul_t(x, weight)
+    if isinstance(bias, Tensor) and bias.shape == weight.shape[:1] and len(weight.shape) == 2:
+        return ops.linear(x, weight, bias)
+    return ops.matmul_t(x, weight) + bias
 
 
 def embedding(indices, table: Tensor) -> Tensor:
@@ -152,7 +156,7 @@ def binary_cross_entropy(p: Tensor, target, reduction: str = "mean") -> Tensor:
         raise ValueError(f"binary_cross_entropy needs a target of the input's shape: input {tuple(p.shape)}, "
                          f"target {tuple(y.shape)} (reshape one of them; broadcasting would compare every "
                          f"prediction with every label)")
-    return _reduce(ops.binary_cross_entropy(p, y), reduction)
+    return ops.binary_cross_entropy(p, y, reduction)   # the reduction in the same node, as PyTorch
 
 
 def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean") -> Tensor:

@@ -633,28 +633,44 @@ def _fused_kernel(body, ctx, dtypes):
 
 
 class BinaryCrossEntropy(Op):
-    """Elementwise -(y log p + (1 - y) log(1 - p)), logs clamped at -100 as in PyTorch.
+    """-(y log p + (1 - y) log(1 - p)), logs clamped at -100 as in PyTorch: elementwise, or with its
+    reduction (the mean or the sum over every element) in the same node, as PyTorch records
+    ``F.binary_cross_entropy`` (one BinaryCrossEntropyBackward node).
 
-    Fused: as a composite (clamps, logs, products) the HW2 step spent ~40 extra op
-    dispatches here (benchmarks/hw2_step.py). The VJP is g * BCEGrad(p, y), itself a
-    primitive with a VJP, so higher-order derivatives still work.
+    Fused: as a composite (clamps, logs, products) the HW2 step spent ~40 extra op dispatches here,
+    and the loss's mean as a node of its own one more op forward and one more VJP node backward
+    (benchmarks/hw2_step.py). The reduction makes the backend calls ``mean`` / ``sum`` would make, so
+    the same bits. The VJP is ḡ (spread back to every element, times 1/n for the mean) ⊙ BCEGrad(p, y),
+    itself a primitive with a VJP, so higher-order derivatives still work.
+
+    ``params``: None (elementwise) or ``(reduction, shape, scale)``: "mean" or "sum", the elementwise
+    loss's shape and 1/n (the mean's; None for the sum).
     """
 
     name = "binary_cross_entropy"
     saves = (0, 1)
-    formula = "p̄ = ḡ ⊙ (p − y) / max(p(1 − p), 1e-12)   (fused BCE; bce_grad op)"
+    formula = "p̄ = ḡ ⊙ (p − y) / max(p(1 − p), 1e-12)   (fused BCE, ḡ / n to each element for the mean; bce_grad op)"
 
     @staticmethod
     def forward(ctx, p, y):
-        return _bce(_fused_kernels(ctx.backend, p, y), p, y)
+        be = ctx.backend
+        return _bce_reduce(be, _bce(_fused_kernels(be, p, y), p, y), ctx.params)
 
     @classmethod
     def kernel(cls, ctx, dtypes=()):
-        return _fused_kernel(_bce, ctx, dtypes) or super().kernel(ctx, dtypes)
+        fused = _fused_kernel(_bce, ctx, dtypes)
+        if fused is None:
+            return super().kernel(ctx, dtypes)   # forward: the promotion rule, the reduction included
+        r, be = ctx.params, ctx.backend
+        return fused if r is None else (lambda p, y: _bce_reduce(be, fused(p, y), r))
 
     @classmethod
     def vjp(cls, ctx, g):
         p, y = ctx.inputs
+        r = ctx.params
+        if r is not None:   # the reduction's VJP first, as mean / sum's node sent it: ḡ (/ n) to every element
+            how, shape, scale = r
+            g = _spread(g * scale if how == "mean" else g, shape, tuple(range(len(shape))), False)
         gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if p.requires_grad else None
         gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if y.requires_grad else None
         return gp, gy
@@ -665,6 +681,12 @@ class BinaryCrossEntropy(Op):
         if y.requires_grad:
             return None  # a learned target: vjp's logs
         be, pd, yd = ctx.backend, p._data, y._data
+        r = ctx.params
+        if r is not None:
+            how, shape, scale = r
+            if how == "mean":
+                g = be.binary("mul", g, be.array(scale, be.dtype(g)))
+            g = _spread_arrays(be, g, shape, tuple(range(len(shape))), False)
         grad = _bce_grad(_fused_kernels(be, pd, yd), pd, yd)  # BCEGrad's forward
         return sum_to_shape(be.binary("mul", g, grad), p.shape, be), None
 
@@ -677,7 +699,25 @@ class BinaryCrossEntropy(Op):
         if ty is not None:
             part = ty * (log(1.0 - p) - log(p))
             out = part if out is None else out + part
-        return out
+        r = ctx.params
+        if r is None or out is None:
+            return out
+        how, shape, scale = r
+        out = expand(out, shape) if out.shape != shape else out   # a tangent of one input may broadcast
+        return mean(out) if how == "mean" else sum(out)
+
+
+def _bce_reduce(be, loss, r):
+    """The elementwise BCE ``loss`` (an array) reduced as ``r`` says (see :class:`BinaryCrossEntropy`): the
+    backend calls of ``mean`` / ``sum`` over every dim, so the same bits as those ops."""
+    if r is None:
+        return loss
+    how, shape, scale = r
+    s = be.reduce("sum", loss, tuple(range(len(shape))), False)
+    if how == "sum":
+        return s
+    dt = be.dtype(s)
+    return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
 
 
 class BCEGrad(Op):
@@ -994,8 +1034,8 @@ class MatMulT(Op):
     """``a @ bᵀ`` for a matrix ``b`` (n, k) and ``a`` (..., k): Linear's ``x @ Wᵀ`` as one node. Fused: as
     ``matmul(x, transpose(W))`` every Linear cost a transpose op forward and its VJP node backward
     (benchmarks/hw2_step.py: ~10 µs of HW2's step for its two layers). The same backend calls as that
-    pair (a matmul with a transposed view of ``b``), so the same bits; PyTorch's Linear records one
-    node (AddmmBackward) where this draws two (this and the bias's add)."""
+    pair (a matmul with a transposed view of ``b``), so the same bits. A Linear with its bias is one node,
+    :class:`Linear` (as PyTorch's AddmmBackward); this is a Linear without one."""
 
     name = "matmul_t"
     saves = (0, 1)
@@ -1030,6 +1070,55 @@ class MatMulT(Op):
     @classmethod
     def jvp(cls, ctx, ta, tb):
         return _bilinear_jvp(lambda x, y: apply(MatMulT, (x, y)), *ctx.inputs, ta, tb)
+
+
+class Linear(Op):
+    """``x @ Wᵀ + b`` for a matrix ``W`` (n, k), ``x`` (..., k) and a bias ``b`` (n,): ``nn.Linear`` as one
+    node, as PyTorch records it (AddmmBackward). Fused: as ``matmul_t`` and the bias's add every Linear
+    cost one more op forward and one more VJP node backward (benchmarks/hw2_step.py: ~8 µs of HW2's step
+    for each of its two layers). The same backend calls as that pair, in the same order, so the same bits.
+    Its VJP sends three contributions: to the input, to the weight and to the bias."""
+
+    name = "linear"
+    saves = (0, 1)   # the bias's contribution needs only its shape (an edge keeps it)
+    label = "{0} @ {1}ᵀ + {2}"
+    formula = "x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ   (y = x Wᵀ + b; x's leading dims flattened into the rows)"
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        be = ctx.backend
+        return be.binary("add", be.matmul(x, be.permute(w, (1, 0))), b)
+
+    @classmethod
+    def vjp(cls, ctx, g):
+        x, w, b = ctx.inputs
+        gx = apply(MatMul, (g, w)) if x.requires_grad else None
+        gw = apply(MatMul, (_swap_last(_rows(g, reshape)), _rows(x, reshape))) if w.requires_grad else None
+        gb = sum_to_shape(g, b.shape) if b.requires_grad else None
+        return gx, gw, gb
+
+    @staticmethod
+    def vjp_arrays(ctx, g):
+        x, w, b = ctx._a
+        be = ctx.backend
+        gx = be.matmul(g, w._data) if x.requires_grad else None
+        gw = None
+        if w.requires_grad:
+            gw = be.matmul(be.permute(_rows(g, be.reshape), (1, 0)), _rows(x._data, be.reshape))
+        return gx, gw, (sum_to_shape(g, b.shape, be) if b.requires_grad else None)
+
+    @classmethod
+    def jvp(cls, ctx, tx, tw, tb):
+        x, w, _ = ctx.inputs
+        parts = [apply(MatMulT, (tx, w))] if tx is not None else []
+        if tw is not None:
+            parts.append(apply(MatMulT, (x, tw)))
+        if tb is not None:
+            parts.append(tb if parts else expand(tb, x.shape[:-1] + w.shape[:1]))
+        out = parts[0]
+        for part in parts[1:]:
+            out = out + part
+        return out
 
 
 # ---------------------------------------------------------------------------
@@ -1369,8 +1458,9 @@ def dropout(x: Tensor, p: float) -> Tensor:
     return apply(Dropout, (x, dropout_mask(x, p)), 1.0 / (1.0 - float(p)))
 
 
-def binary_cross_entropy(p: Tensor, y) -> Tensor:
-    """Elementwise BCE (no reduction); see :class:`BinaryCrossEntropy`.
+def binary_cross_entropy(p: Tensor, y, reduction: str = "none") -> Tensor:
+    """BCE, elementwise (``reduction="none"``) or its mean or sum in the same node; see
+    :class:`BinaryCrossEntropy`.
 
     Raises:
         ValueError: a probability or a target outside [0, 1] (PyTorch refuses them too; the logs would give
@@ -1386,7 +1476,16 @@ def binary_cross_entropy(p: Tensor, y) -> Tensor:
         if np.fmin.reduce(v, axis=None) < 0 or np.fmax.reduce(v, axis=None) > 1:
             bad = v[(v < 0) | (v > 1)].flat[0]
             raise ValueError(f"binary_cross_entropy: every {what} element must be between 0 and 1, got {bad}")
-    return apply(BinaryCrossEntropy, (p, y))
+    if reduction == "none":
+        return apply(BinaryCrossEntropy, (p, y))
+    if reduction not in ("mean", "sum"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    shape = p.shape if p.shape == y.shape else tuple(np.broadcast_shapes(p.shape, y.shape))
+    n = 1
+    for s in shape:
+        n *= s
+    scale = (1.0 / n if n else float("nan")) if reduction == "mean" else None
+    return apply(BinaryCrossEntropy, (p, y), (reduction, shape, scale))
 
 
 def argmax(a: Tensor, dim: int | None = None) -> Tensor:
@@ -1423,6 +1522,23 @@ def matmul(a: Tensor, b) -> Tensor:
     if ka != kb:
         raise ValueError(f"matmul shape mismatch: {a.shape} @ {b.shape} ({ka} != {kb})")
     return apply(MatMul, (a, b))
+
+
+def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    """``x @ wᵀ + b`` for a matrix ``w`` (n, k), ``x`` (..., k) of at least one dim and a bias ``b`` of shape
+    (n,), as one op (:class:`Linear`).
+
+    Raises:
+        ValueError: ``w`` is not a matrix, ``x`` is 0-d, the inner dimensions differ or ``b`` is not (n,).
+    """
+    sx, sw = x.shape, w.shape
+    if len(sw) != 2 or not sx:
+        raise ValueError(f"linear needs a matrix weight and an input of at least one dim, got {sx} @ {sw}ᵀ")
+    if sx[-1] != sw[1]:
+        raise ValueError(f"linear shape mismatch: {sx} @ {sw}ᵀ ({sx[-1]} != {sw[1]})")
+    if b.shape != (sw[0],):
+        raise ValueError(f"linear needs a bias of shape ({sw[0]},) for a weight {sw}, got {b.shape}")
+    return apply(Linear, (x, w, b))
 
 
 def matmul_t(a: Tensor, b: Tensor) -> Tensor:

@@ -381,6 +381,8 @@ def _ex11() -> Exercise:
     skipped = [lr.graph.nodes[i] for i in sorted(set(range(built)) - set(train.evaluated) - set(train.fed))]
     own = loss_nodes(lr)
     names = ", ".join(n.name for n in skipped)
+    whose = ("the loss's own node" if len(skipped) == len(own) == 1
+             else f"all of them the loss's own nodes ({len(own)} of {len(own)})")
     return Exercise(
         11, "static_training", "A whole training graph: built once, partly evaluated",
         "Build logistic regression's whole training graph, TensorFlow-1 style: placeholders x, y; Variables w, b; "
@@ -395,13 +397,12 @@ def _ex11() -> Exercise:
         [f"The engine's graph: {breakdown(lr)}: **{built}** nodes, built once.",
          f"sess.run(train) evaluates what the two updates need: **{evaluated}** ({len(train.evaluated)} computed + "
          f"{len(train.fed_used)} fed).",
-         f"Not evaluated: **{built - evaluated}** ({names}), all of them the loss's own nodes "
-         f"({len(own)} of {len(own)}): the backward part starts from d loss / d loss = 1, a constant, so the "
-         "update never needs the loss's value.",
+         f"Not evaluated: **{built - evaluated}** ({names}), {whose}: the backward part starts from "
+         "d loss / d loss = 1, a constant, so the update never needs the loss's value.",
          "The notes' mini TensorFlow trains another model and counts 68 built, 54 evaluated: its 14 others are the "
-         "loss's own two nodes, as here, and 12 gradient nodes built for placeholders and constants that nothing "
-         "uses. The engine's gradients() builds gradient nodes only on paths to the Variables, so it has none of "
-         "those 12."],
+         "loss's own two nodes (scale by 1/n, negate; the engine's BCE takes its mean in the same node, as "
+         "PyTorch's does) and 12 gradient nodes built for placeholders and constants that nothing uses. The "
+         "engine's gradients() builds gradient nodes only on paths to the Variables, so it has none of those 12."],
         page_link("Static_vs_dynamic", {"example": "logreg", "grads": False, "train": True,
                                         "fetch": "train step (SGD)"}),
         "Static vs dynamic: the training graph, with the train step's nodes lit")

@@ -733,8 +733,8 @@ def eager_count_text(ex: Example) -> str:
 
 
 def loss_nodes(ex: Example) -> list[Node]:
-    """The loss's own ops: those the loss needs beyond what the model's prediction needs (the BCE, its sum, the
-    1/n scale). A training step does not evaluate them: the gradient starts from the constant 1."""
+    """The loss's own ops: those the loss needs beyond what the model's prediction needs (here one, the BCE
+    with its mean). A training step does not evaluate them: the gradient starts from the constant 1."""
     loss = ex.fetches["loss"]
     sess = Session(ex.graph)
     pred = {n.id for n in sess.needed_nodes(ex.fetches[ex.prediction])}

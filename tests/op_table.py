@@ -143,6 +143,13 @@ OP_TABLE: list[OpCase] = [
     OpCase("log_softmax", lambda a: a.log_softmax(1), lambda a: np.log(_np_softmax(a, 1)), [(3, 4)]),
     OpCase("logsumexp", lambda a: a.logsumexp(1), lambda a: _np_logsumexp(a, 1), [(3, 4)]),
     OpCase("linear", lambda x, w, b: F.linear(x, w, b), lambda x, w, b: x @ w.T + b, [(4, 3), (2, 3), (2,)]),
+    # nn.Linear's one node (ops.Linear) on a batch of sequences and on one vector; a bias that only
+    # broadcasts takes matmul_t and the add
+    OpCase("linear_batched", lambda x, w, b: ops.linear(x, w, b), lambda x, w, b: x @ w.T + b,
+           [(2, 3, 4), (5, 4), (5,)]),
+    OpCase("linear_vector", lambda x, w, b: ops.linear(x, w, b), lambda x, w, b: x @ w.T + b, [(4,), (3, 4), (3,)]),
+    OpCase("linear_broadcast_bias", lambda x, w, b: F.linear(x, w, b), lambda x, w, b: x @ w.T + b,
+           [(4, 3), (2, 3), (4, 1)]),
     # Linear's x @ Wᵀ (ops.MatMulT) on a batch of sequences and on one vector: W's gradient sums every row
     OpCase("matmul_t_batched", lambda x, w: ops.matmul_t(x, w), lambda x, w: x @ w.T, [(2, 3, 4), (5, 4)]),
     OpCase("matmul_t_vector", lambda x, w: ops.matmul_t(x, w), lambda x, w: x @ w.T, [(4,), (3, 4)]),
@@ -170,6 +177,16 @@ OP_TABLE: list[OpCase] = [
     OpCase("index_add", lambda s: apply(ops.IndexAdd, (s,), ((3, 5), INDEX_KEY)), _np_index_add, [(2, 3)]),
     OpCase("scatter_add", lambda s: apply(ops.ScatterAdd, (s, _idx(s)), (4, 3)), _np_scatter_add, [(2, 3, 3)]),
     OpCase("bce_soft_targets", lambda p, y: ops.binary_cross_entropy(p, y), _np_bce, [(4,), (4,)], "prob"),
+    # the loss's reduction in BCE's own node (as PyTorch): elementwise, the sum, the mean of a matrix, and
+    # the mean with a learned target (the engine-op VJP: vjp_arrays leaves a learned target to it)
+    OpCase("bce_elementwise", lambda p: ops.binary_cross_entropy(p, TARGET), lambda p: _np_bce(p, TARGET), [(4,)],
+           "prob"),
+    OpCase("bce_sum", lambda p: F.binary_cross_entropy(p, TARGET, reduction="sum"),
+           lambda p: np.sum(_np_bce(p, TARGET)), [(4,)], "prob"),
+    OpCase("bce_mean_matrix", lambda p: F.binary_cross_entropy(p, np.stack([TARGET, 1 - TARGET, TARGET])),
+           lambda p: np.mean(_np_bce(p, np.stack([TARGET, 1 - TARGET, TARGET]))), [(3, 4)], "prob"),
+    OpCase("bce_mean_soft_targets", lambda p, y: F.binary_cross_entropy(p, y), lambda p, y: np.mean(_np_bce(p, y)),
+           [(4,), (4,)], "prob"),
     OpCase("bce_grad", lambda p, y: apply(ops.BCEGrad, (p, y)),
            lambda p, y: (p - y) / np.maximum(p * (1 - p), 1e-12), [(4,), (4,)], "prob"),
     # random primitives inside deterministic functions: a mask is True or False; uniform draws lie in (0, 1)

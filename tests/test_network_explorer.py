@@ -173,19 +173,18 @@ def test_fan_out_counts(key, leaf, fan):
 def test_logreg_bias_gradient_is_summed_over_batch():
     net = build("logreg", batch=5)
     rec = record(net)
-    add = next(n for n in rec.nodes if n.op == "add" and rec.node(n.parents[1]).label == "fc.bias")
-    g = add.adjoint                                       # (5, 1)
+    # Linear's z = x Wᵀ + b is one node (as PyTorch's addmm): b̄ = Σ_rows ȳ, x̄ = ȳ W
+    lin = next(n for n in rec.nodes if n.op == "linear" and rec.node(n.parents[2]).label == "fc.bias")
+    g = lin.adjoint                                       # (5, 1)
     np.testing.assert_allclose(net.model.fc.bias.grad.numpy(), g.sum(axis=0), rtol=1e-13)
-    # x̄ = ȳ W for Linear's z = x Wᵀ (one matmul_t node)
-    mm = next(n for n in rec.nodes if n.op == "matmul_t")
-    np.testing.assert_allclose(net.model.x.grad.numpy(), mm.adjoint @ net.model.fc.weight.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(net.model.x.grad.numpy(), g @ net.model.fc.weight.numpy(), rtol=1e-12)
 
 
 def test_matmul_step_shows_the_real_matrices():
     rec = record(build("mlp"))
-    mm_step = next(s for s in rec.backward if rec.node(s.node).op == "matmul_t")   # a Linear's x Wᵀ
+    mm_step = next(s for s in rec.backward if rec.node(s.node).op == "linear")   # a Linear's x Wᵀ + b
     detail = analysis.step_detail(rec, mm_step)
-    assert detail.formula.startswith("Ā = Ḡ B,")
+    assert detail.formula.startswith("x̄ = Ḡ W,")
     products = [p for p in detail.products if p[0] == "matmul"]
     assert products, "the VJP's matmuls are shown"
     for _, (a, b), out in products:
@@ -200,11 +199,11 @@ def test_memory_panel():
     mem = analysis.memory_report(rec)
     labels = {r.label: r for r in mem.rows}
     assert mem.total_bytes == analysis.kept_bytes(build("mlp").loss())
-    # the ReLU keeps its output and its VJP reads the mask from it; its input is not kept; matmuls keep their inputs
+    # the ReLU keeps its output and its VJP reads the mask from it; its input is not kept; a Linear keeps its input
     relu = next(n for n in rec.nodes if n.op == "relu")
     relu_in = rec.node(relu.parents[0])
     assert relu.label in labels[relu.label].read_by and relu_in.label not in labels
-    assert "x" in labels and any(r.startswith("matmul") for r in labels["x"].read_by)
+    assert "x" in labels and any(r.startswith("linear") for r in labels["x"].read_by)
     assert 0 < mem.read_bytes <= mem.total_bytes
     rows = analysis.memory_sweep("mlp", [2, 4, 8], "batch")
     assert all(r["bytes kept under no_grad"] == 0 for r in rows)
@@ -347,14 +346,14 @@ def test_hw2_masked_mean_over_real_words():
 
 
 def test_hw2_preset_is_the_trainers_network():
-    """One HW2 network: the preset records sentiment.model.SentimentNet's own loss (sigmoid, fused BCE)."""
+    """One HW2 network: the preset records sentiment.model.SentimentNet's own loss (sigmoid, fused BCE with its mean)."""
     from sentiment.model import SentimentNet
 
     net = build("hw2", batch=3, hidden=4, dropout=0.5, seed=2)
     assert isinstance(net.model, SentimentNet)
     rec = record(net)
     ops_run = [rec.node(i).op for i in rec.forward_order]
-    assert "dropout_mask" in ops_run and ops_run[-3:] == ["sigmoid", "binary_cross_entropy", "mean"]
+    assert "dropout_mask" in ops_run and ops_run[-2:] == ["sigmoid", "binary_cross_entropy"]
     names = [layer.name for layer in rec.layers if layer.name != "(outside layers)"]
     assert names == ["mean over words", "Linear 1", "ReLU", "Dropout", "Linear 2", "sigmoid", "BCE loss"]
     # the same numbers as the model run directly under the same dropout seed

@@ -116,7 +116,7 @@ def test_moment_shows_matmul_products():
     ex = explore("mlp", {})
     f = len(ex.rec.forward_order) + 1
     frames = [moment(ex, k) for k in range(f, ex.n_frames - 1)]
-    mm = [m for m in frames if m.detail is not None and m.detail.op in ("matmul", "matmul_t")]   # a Linear's: matmul_t
+    mm = [m for m in frames if m.detail is not None and m.detail.op in ("matmul", "matmul_t", "linear")]   # a Linear's: linear
     assert mm and all(m.detail.products for m in mm)
     for m in mm:
         for _, (a, b), out in [p for p in m.detail.products if p[0] == "matmul"]:
@@ -233,7 +233,7 @@ def test_the_attack_link_is_a_typed_refusal_not_a_run():
 def test_the_largest_allowed_network_steps_with_statistics_for_large_tensors():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params.update({"net": "custom", "layers": "linear 256, relu, linear 256, relu, linear 256",
-                            "batch": "64", "features": "16", "step": "24"})   # a matmul_t's VJP
+                            "batch": "64", "features": "16", "step": "15"})   # a Linear's VJP
     ok(at.run())
     assert not at.error
     assert "too large for a heatmap" in texts(at)          # a (64, 256) value: its statistics (kept compactly)

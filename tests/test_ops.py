@@ -123,11 +123,11 @@ def test_a_watched_hw2_backward_pass_still_runs_every_engine_op():
     ran = []
     with engine.trace_ops(lambda op, *_: ran.append(op.name)):
         loss.backward(retain_graph=True)
-    # the loss's mean (ḡ/n, reshape, expand), BCE, sigmoid, the flatten, fc2's bias and x @ W2ᵀ (ḡ W2 and
-    # ḡᵀ h), dropout, ReLU, fc1's bias and x @ W1ᵀ (ḡᵀ x only: x takes no gradient)
-    assert ran == ["mul", "reshape", "expand", "bce_grad", "mul", "neg", "add", "mul", "mul", "reshape", "sum",
-                   "reshape", "matmul", "permute", "matmul", "dropout", "compare", "where", "sum", "reshape",
-                   "permute", "matmul"]
+    # BCE with its mean (ḡ/n, reshape, expand; then ḡ ⊙ bce_grad), sigmoid, the flatten, fc2 (ḡ W2, ḡᵀ h and
+    # the bias's sum), dropout, ReLU, fc1 (ḡᵀ x and the bias's sum: x takes no gradient)
+    assert ran == ["mul", "reshape", "expand", "bce_grad", "mul", "neg", "add", "mul", "mul", "reshape",
+                   "matmul", "permute", "matmul", "sum", "reshape", "dropout", "compare", "where",
+                   "permute", "matmul", "sum", "reshape"]
     watched = [p.grad.numpy().copy() for p in net.parameters()]
     net.zero_grad()
     loss.backward()
@@ -203,7 +203,7 @@ def test_typed_programs_parser_and_help_read_the_declarations():
     assert ALLOWED_FUNCTIONS["maximum"][1:] == (2, False) and ALLOWED_FUNCTIONS["softmax"][1:] == (1, True)
     for op in PRIMITIVES:
         if op.label:
-            assert formula(op.name, ["a", "b"][:op.label.count("{")]) == op.label.format("a", "b")
+            assert formula(op.name, ["a", "b", "c"][:op.label.count("{")]) == op.label.format("a", "b", "c")
     assert formula("exp", ["x"]) == "exp(x)"
 
 

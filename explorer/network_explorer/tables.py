@@ -28,9 +28,11 @@ def zero_reason(rec, source: int, target: int, value) -> str:
     if value.size and not is_zero(value):
         return ""
     src = rec.node(source)
-    others = [rec.node(p) for p in src.parents if p != target]
+    # a Linear (x Wᵀ + b) multiplies by the other factor for x and W; its bias receives ḡ summed
+    factors = src.parents[:2] if src.op == "linear" else src.parents
+    others = [rec.node(p) for p in factors if p != target] if target in factors else []
     zeros = [o.label for o in others if o.value.size and is_zero(o.value)]
-    if src.op in ("matmul", "matmul_t", "mul") and zeros:
+    if src.op in ("matmul", "matmul_t", "linear", "mul") and zeros:
         return f"0: the other factor {zeros[0]} is all zeros, and this VJP multiplies by it"
     if src.adjoint is not None and is_zero(src.adjoint):
         return f"0: the adjoint of {src.label} is all zeros"

@@ -155,7 +155,7 @@ def test_the_memory_tab_reads_whole(browser, app_url, wait_idle, present):
         wait_idle(page, timeout=120)
         page.get_by_role("tab", name="Memory kept for backward").click()
         main = page.locator('[data-testid="stMain"]')
-        # logistic regression's Linear is one matmul_t node that keeps x and the weight itself (a parameter):
+        # logistic regression's Linear is one linear node that keeps x and the weight itself (a parameter):
         # every kept tensor is read, and the caption says so (a transposed copy of the weight, kept for x's
         # gradient and never read, was the unread row before; tests/test_network_explorer.py covers unread rows)
         main.get_by_text(re.compile(r"Here every kept tensor was read")).first.wait_for()
