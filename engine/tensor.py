@@ -213,10 +213,14 @@ def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
     if arrays is None:
         return None
     be = node.backend
-    if len(arrays) == 2:  # most ops: no generator
+    n = len(arrays)
+    if n == 2:  # most ops: no generator
         da, db = arrays
         return (None if da is None else _leaf_of(da, be)), (None if db is None else _leaf_of(db, be))
-    return tuple(None if a is None else _leaf_of(a, be) for a in arrays)
+    if n == 1:
+        da = arrays[0]
+        return (None if da is None else _leaf_of(da, be)),
+    return tuple([None if a is None else _leaf_of(a, be) for a in arrays])
 
 
 def _leaf_of(data, be: Backend) -> "Tensor":
@@ -526,6 +530,9 @@ class Tensor:
             if da is None:
                 return () if db is None else ((self._b, db),)
             return ((self._a, da),) if db is None else ((self._a, da), (self._b, db))
+        if self._n == 1:
+            da = grads[0]
+            return () if da is None else ((self._a, da),)
         return [(x, d) for x, d in zip(_operands(self), grads) if d is not None]
 
     def accumulate_derivative(self, x: "Tensor") -> None:
@@ -972,7 +979,7 @@ def _release_unsaved(out: Tensor, keep: tuple[int, ...]) -> None:
         if 1 not in keep:
             out._b = _unsaved(out._b)
     else:
-        out._a = tuple(t if i in keep else _unsaved(t) for i, t in enumerate(out._a))
+        out._a = tuple([t if i in keep else _unsaved(t) for i, t in enumerate(out._a)])
 
 
 def as_tensor_like(x, like: Tensor) -> Tensor:
