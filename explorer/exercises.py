@@ -399,10 +399,11 @@ def _ex11() -> Exercise:
          f"{len(train.fed_used)} fed).",
          f"Not evaluated: **{built - evaluated}** ({names}), {whose}: the backward part starts from "
          "d loss / d loss = 1, a constant, so the update never needs the loss's value.",
-         "The notes' mini TensorFlow trains another model and counts 68 built, 54 evaluated: its 14 others are the "
-         "loss's own two nodes (scale by 1/n, negate; the engine's BCE takes its mean in the same node, as "
-         "PyTorch's does) and 12 gradient nodes built for placeholders and constants that nothing uses. The "
-         "engine's gradients() builds gradient nodes only on paths to the Variables, so it has none of those 12."],
+         "The notes' mini TensorFlow trains another model and counts 68 built, 54 evaluated: its 14 others are "
+         "its loss's own two nodes (scale by 1/n, negate), where this engine's loss is one node (its BCE takes "
+         "the mean in the same node, as PyTorch's does), and 12 gradient nodes built for placeholders and "
+         "constants that nothing uses. The engine's gradients() builds gradient nodes only on paths to the "
+         "Variables, so it has none of those 12."],
         page_link("Static_vs_dynamic", {"example": "logreg", "grads": False, "train": True,
                                         "fetch": "train step (SGD)"}),
         "Static vs dynamic: the training graph, with the train step's nodes lit")

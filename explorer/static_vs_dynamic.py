@@ -423,13 +423,14 @@ def _role(n: Node) -> str:
 
 def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int | None = None,
                    fed: list[int] | None = None, width: int = STATIC_WIDTH,
-                   groups: dict[int, str] | None = None):
+                   groups: dict[int, str] | None = None, focus: list[int] | None = None):
     """A static graph as the graph renderer draws it (one still frame): ``(FrameSet, explain Graph)``.
 
     Fills by kind (placeholder, Variable, constant, op, gradient node, update: :data:`COLOURS`); with
     ``evaluated``, the first ``upto`` nodes of the run are lit and numbered in evaluation order, fed
     placeholders say so, and nodes the run did not need are pale. ``groups`` boxes nodes together
-    (node id -> box label), e.g. the repeated steps of an unrolled loop.
+    (node id -> box label), e.g. the repeated steps of an unrolled loop. ``focus``: the nodes a graph too
+    big for the page is windowed on (see :func:`window_focus`).
     """
     from .kit.frames import Frame, FrameSet
     from .kit.labels import formula, heading, shape_text
@@ -498,18 +499,19 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
             edges.append(GraphEdge(a, b, k))
     drawn = Drawn(nodes, edges, nodes[-1].id if nodes else 0)
     ids = [n.id for n in nodes]
+    box_ids = set(ids)
     frame = Frame(0, "static", "", [], [], [texts[i] for i in ids], [states[i] for i in ids],
-                  [notes.get(i, "") for i in ids])
+                  [notes.get(i, "") for i in ids], focus=[to[i] for i in focus or [] if to.get(i) in box_ids])
     return FrameSet(ids, [frame], heads=[heads[i] for i in ids], edges=[(e.src, e.dst) for e in edges],
                     hover=[heads[i] for i in ids]), drawn
 
 
 def graph_figure(graph: Graph, evaluated: list[int] | None = None, upto: int | None = None,
                  fed: list[int] | None = None, width: int = STATIC_WIDTH,
-                 groups: dict[int, str] | None = None) -> dict:
+                 groups: dict[int, str] | None = None, focus: list[int] | None = None) -> dict:
     """The static graph as a Plotly figure of the graph renderer (see :func:`static_picture`)."""
     from .kit.plotly_figure import figure_dict
-    frames, drawn = static_picture(graph, evaluated, upto, fed, width, groups)
+    frames, drawn = static_picture(graph, evaluated, upto, fed, width, groups, focus)
     palette = {**COLOURS, "lit": LIT, **{f"faded_{k}": v for k, v in FADED.items()}}
     return figure_dict(frames, drawn, width=width, title=False, edge_labels=False, palette=palette)
 
@@ -730,6 +732,21 @@ def eager_count_text(ex: Example) -> str:
         text += (f"; `backward()` runs **{ex.eager_backward_ops} more** (the VJPs, the fan-out sums and the "
                  f"accumulation into .grad), recording nothing: {ex.eager_ops_per_step} ops per step, anew each step")
     return text + "."
+
+
+def window_focus(ex: Example, evaluated: list[int], upto: int) -> list[int]:
+    """The node a static graph too big for the page is windowed on: the last one lit while the evaluation-order
+    slider is part way (the window follows it); else the loss and its inputs (the loss is what a training step
+    or a gradient skips, or the fetch itself), or the graph's last node when the example has no loss.
+
+    A window on the graph's last node (the last update) showed one box of the training graph and empty space."""
+    if 0 < upto < len(evaluated):
+        return [evaluated[upto - 1]]
+    loss = ex.fetches.get("loss")
+    if loss is not None:   # the loss with its inputs, whole: the prediction beside it
+        node = tf.tensor_to_node(loss)
+        return [node.id, *(i.id for i in node.inputs)]
+    return [ex.graph.nodes[-1].id] if ex.graph.nodes else []
 
 
 def loss_nodes(ex: Example) -> list[Node]:

@@ -94,6 +94,9 @@ def test_the_picker_names_each_exercise_as_its_heading_does(built):
 def test_exercise_11_skips_exactly_the_loss_nodes(built):
     steps = " ".join(built["static_training"].steps)
     assert "(binary_cross_entropy), the loss's own node:" in steps and "68 built, 54 evaluated" in steps
+    # the notes' loss is two nodes, ours one: the steps say whose is whose, and nothing calls one node "all of them"
+    assert "its loss's own two nodes (scale by 1/n, negate), where this engine's loss is one node" in steps
+    assert "all of them" not in steps and "as here" not in steps
 
 
 def test_answers_are_checked_with_a_tolerance_and_near_misses_explained(built):

@@ -300,6 +300,44 @@ def test_no_graph_on_the_page_is_cut_to_a_window():
     assert len(metas) == 7 and not any(m.get("window") for m in metas), metas
 
 
+def _whole_in_window(graph, fig, evaluated, upto, fed, focus):
+    """Names of the nodes drawn whole inside the window of a windowed static-graph figure."""
+    from explorer.kit.plotly_figure import plan
+    frames, drawn = M.static_picture(graph, evaluated, upto, fed, M.STATIC_WIDTH, None, focus)
+    p = plan(frames, drawn, M.STATIC_WIDTH, edge_labels=False).placement
+    (x0, x1), (y0, y1) = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
+    names = {n.id: n.name for n in graph.nodes}
+    return {names[i] for i, ((cx, cy), (w, h)) in ((i, (p.centers[i], p.sizes[i])) for i in p.centers)
+            if x0 <= cx - w / 2 and cx + w / 2 <= x1 and y0 <= cy - h / 2 and cy + h / 2 <= y1}
+
+
+def test_a_training_graph_too_big_for_the_page_is_windowed_on_its_loss():
+    """Logistic regression's training graph (exercise 11's link) is wider than the page, so it is drawn through a
+    window. With the whole train step lit, the window shows the loss the step skipped beside its lit inputs (the
+    prediction and the fed labels); a window on the graph's last node showed one update box and empty space.
+    Part way along the evaluation-order slider, the window follows the node lit last."""
+    ex = M.build_example("logreg", with_gradients=False, with_train=True)
+    r = M.run_fetch(ex, "train step (SGD)", ["x", "y"])
+    n = len(r.evaluated)
+    for upto in (n, 0):
+        focus = M.window_focus(ex, r.evaluated, upto)
+        fig = M.graph_figure(ex.graph, r.evaluated, upto, fed=r.fed, focus=focus)
+        assert fig["layout"]["meta"]["window"]
+        whole = _whole_in_window(ex.graph, fig, r.evaluated, upto, r.fed, focus)
+        assert {"binary_cross_entropy", "sigmoid", "y"} <= whole, whole
+    lit = {n.name: i for i, n in enumerate(ex.graph.nodes)}
+    assert ex.graph.nodes[r.evaluated[-1]].name == "update_b" and lit["binary_cross_entropy"] not in r.evaluated
+    for upto in (3, n // 2, n - 1):
+        focus = M.window_focus(ex, r.evaluated, upto)
+        assert focus == [r.evaluated[upto - 1]]
+        fig = M.graph_figure(ex.graph, r.evaluated, upto, fed=r.fed, focus=focus)
+        assert ex.graph.nodes[r.evaluated[upto - 1]].name in _whole_in_window(ex.graph, fig, r.evaluated, upto,
+                                                                              r.fed, focus)
+        # the window's point is no highlight: no node gets the active outline
+        assert "#111827" not in {tr.get("line", {}).get("color") for tr in fig["data"]
+                                 if tr.get("mode") == "lines" and any(v is not None for v in tr.get("x", []))}
+
+
 def test_exercise_11_link_opens_the_training_step_lit():
     from urllib.parse import parse_qsl, urlsplit
     from explorer import exercises as E

@@ -83,7 +83,8 @@ with run_cols[2]:
         upto = st.slider("Evaluation order: light up the first k nodes", 0, n_eval, n_eval, key=ns.key("upto"))
 stage.html(f"<div style='font-size:0.85rem'>{legend}</div>")
 show_plot(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
-                                            fed=result.fed), look), look, key=ns.key("graph"), where=stage)
+                                            fed=result.fed, focus=M.window_focus(ex, result.evaluated, upto)),
+                             look), look, key=ns.key("graph"), where=stage)
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
     st.caption("Evaluation order (topological, only what the fetch depends on): " + " → ".join(names))

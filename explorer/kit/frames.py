@@ -34,6 +34,7 @@ class Frame:
     active_edges: forward edges (src, dst); in the backward phase the contribution flows dst -> src.
     edge_text: the contribution last sent back along each edge ("" before).
     warning: set at the step where something goes wrong (a node passed on an incomplete adjoint).
+    focus: nodes a window centres on when the frame highlights none (a still picture's point: no outline drawn).
     """
     index: int
     phase: str
@@ -45,6 +46,7 @@ class Frame:
     node_adjoint: list[str] = field(default_factory=list)
     edge_text: list[str] = field(default_factory=list)
     warning: str = ""
+    focus: list[int] = field(default_factory=list)
 
 
 @dataclass

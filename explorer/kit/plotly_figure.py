@@ -659,8 +659,8 @@ def _place_1d(want: float, size: float, total: float, margin: float, spans: list
 
 
 def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[float]]]:
-    """Per frame, the (x, y) ranges of a window of ``d.viewport`` on the highlighted nodes (kept where the
-    previous frame had it when nothing is highlighted), inside the drawing.
+    """Per frame, the (x, y) ranges of a window of ``d.viewport`` on the highlighted nodes (or, highlighting none,
+    on the frame's ``focus``; kept where the previous frame had it when neither), inside the drawing.
 
     When the highlighted nodes do not fit in the window (the first frame highlights every leaf), the window
     shows those where the drawing starts (its inputs: the bottom of a bottom-up drawing), as the walk does.
@@ -681,7 +681,7 @@ def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[flo
     center = boxes[d.node_ids[-1]][0] if d.node_ids and d.node_ids[-1] in boxes else (0.0, 0.0)
     out = []
     for f in frameset.frames:
-        act = [i for i in f.active_nodes if i in boxes]
+        act = [i for i in (f.active_nodes or f.focus) if i in boxes]
         if act:
             # keep those that fit one window from the start side (the first highlighted along the walk's direction)
             first = min(act, key=lambda i: sign * boxes[i][0][axis])
