@@ -192,6 +192,20 @@ def test_matmul_step_shows_the_real_matrices():
     # one of them produced what was sent to the first parent
     sent0 = detail.sent[0]["value"]
     assert any(out.shape == sent0.shape and np.allclose(out, sent0) for _, _, out in products)
+    # the third contribution, the bias's b̄ = Σ_rows Ḡ, is shown too: the adjoint summed over the batch's rows,
+    # what was sent to the bias, on the bias's colour scale
+    assert [p[0] for p in detail.products].count("sum") == 1 and len(detail.sent) == 3
+    (g,), b_bar = next((ins, out) for op, ins, out in detail.products if op == "sum")
+    bias = detail.sent[2]
+    assert rec.node(bias["target"]).label == "fc2.bias"
+    np.testing.assert_array_equal(g, mm_step.adjoint)
+    np.testing.assert_allclose(b_bar.reshape(bias["value"].shape), bias["value"], rtol=0)
+    np.testing.assert_allclose(bias["value"], mm_step.adjoint.sum(axis=0), rtol=1e-13)
+    k = [p[0] for p in detail.products].index("sum")
+    assert detail.product_scales[k][1] == analysis.adjoint_scale(rec, bias["target"])
+    # only a Linear's sum: elsewhere a VJP's sums are not panels
+    assert not any(p[0] == "sum" for s in rec.backward if rec.node(s.node).op != "linear"
+                   for p in analysis.step_detail(rec, s).products)
 
 
 def test_memory_panel():

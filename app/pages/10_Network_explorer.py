@@ -197,8 +197,9 @@ def vjp_products(m) -> None:
     st.markdown("**The VJP's actual products** (engine ops run inside this VJP)")
     for j, ((op, ins, out), (in_scales, out_scale)) in enumerate(zip(d.products[:3], d.product_scales)):
         cs = st.columns(len(ins) + 1)
-        sym = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add"}.get(op, op)
-        for c, (arr, nm, sc) in enumerate(zip(ins, ["left", "right"], in_scales)):
+        sym = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add", "sum": "summed over rows"}.get(op, op)
+        names = ["left", "right"] if len(ins) > 1 else ["Ḡ,"]   # a Linear's b̄ = Σ_rows Ḡ: one operand
+        for c, (arr, nm, sc) in enumerate(zip(ins, names, in_scales)):
             show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"), sc, narrow=True)
         show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"), out_scale, narrow=True)
 

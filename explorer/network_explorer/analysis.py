@@ -132,12 +132,14 @@ def step_detail(rec: Recording, step: BackwardStep, max_cells: int = HEATMAP_MAX
 
     def scale_of_output(arr):
         for c in step.contributions:   # a contribution sent to a parent: that parent's adjoint scale
-            if same(c.value, arr):
+            if same(c.value, arr) or (c.value.size == arr.size and same(c.value, np.reshape(arr, c.value.shape))):
                 return adjoint_scale(rec, c.target)
         return magnitude(arr)
 
+    # a Linear's third contribution, b̄ = Σ_rows Ḡ, is a sum: shown beside its two matmuls
+    shown = ("matmul", "mul", "scatter_add", "div") + (("sum",) if node.op == "linear" else ())
     for op in step.vjp_ops:
-        if op.op in ("matmul", "mul", "scatter_add", "div") and op.output.size <= max_cells \
+        if op.op in shown and op.output.size <= max_cells \
                 and all(a.size <= max_cells for a in op.inputs):
             products.append((op.op, op.inputs, op.output))
             scales.append(([scale_of_input(a, r) for a, r in zip(op.inputs, op.reads)], scale_of_output(op.output)))
