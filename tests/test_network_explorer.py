@@ -449,7 +449,7 @@ def test_colour_scales_are_shared_by_a_tensor_and_its_parts():
 
 from explorer.kit.budget import ByteLRU, estimate_bytes   # noqa: E402
 from explorer.network_explorer import cost                 # noqa: E402
-from explorer.network_explorer.explore import explore      # noqa: E402
+from explorer.network_explorer.explore import explore, moment      # noqa: E402
 from explorer.network_explorer.recording import Summary   # noqa: E402
 
 ATTACK_60 = ", ".join(["linear 256"] * 60)   # the issue's link: 247 s of CPU, 171 -> 1628 MB
@@ -611,8 +611,28 @@ def _present_size():
     from explorer.kit.figures import graph_scale
     from explorer.kit.presentation import PRESENTING
     from explorer.kit.widgets import graph_px
-    from explorer.network_explorer.frames import VIEW_WIDTH
-    return {"width": graph_px(PRESENTING, VIEW_WIDTH, 0.62), "max_height": int(640 / graph_scale(PRESENTING))}
+    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
+    return {"width": graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE), "max_height": int(640 / graph_scale(PRESENTING))}
+
+
+@pytest.mark.parametrize("key", ["hw2", "mlp", "custom"])
+def test_a_linear_step_shows_the_node_and_its_three_inputs_whole_on_a_projector(key):
+    """A Linear is one node with three inputs (x, W, b): at its backward step in presentation mode's op view the
+    window holds the node and every input whole (HW2's second Linear cut its input, the dropout, blank)."""
+    ex = explore(key, {})
+    size = _present_size()
+    steps = [f for f in range(ex.n_frames) if (m := moment(ex, f)).phase == "backward"
+             and ex.rec.node(m.node).op == "linear"]
+    assert steps
+    for f in steps:
+        node = moment(ex, f).node
+        fig = ex.figure("op", f, animate=False, whole_text_only=True, **size)
+        if not fig["layout"]["meta"]["window"]:
+            continue
+        nodes, _, _ = _window_nodes(ex, fig, size)
+        whole = {i for i, w, _ in nodes if w}
+        cut = [ex.rec.node(i).label for i in [node, *ex.rec.node(node).parents] if i not in whole]
+        assert not cut, (key, f, cut)
 
 
 def _window_nodes(ex, fig, size):

@@ -18,7 +18,7 @@ from explorer.kit.labels import num
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
                                   still_graph)
-from explorer.network_explorer.frames import VIEW_WIDTH
+from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import data_input, explore, graph_dot, heatmap, held_at, moment, sweep_figure
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
@@ -38,7 +38,6 @@ ctx = start_page(
             **{name: LinkField(kind, None) for name, kind in OPTION_KIND.items()}},
     defaults={"net": "mlp", "level": "auto", "step": 1, "sig": None, **{name: None for name in OPTION_KIND}})
 ns, look = ctx.ns, ctx.look
-PRESENT_GRAPH_SHARE = 0.62  # presentation mode: the graph's share of the page's width; the current op beside it
 PRESENT_NET_GRAPH_PX = 640  # and its height: the rest of the first screen under the buttons and the caption
 for msg in ctx.link_problems:
     st.warning(msg)
