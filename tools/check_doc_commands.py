@@ -130,6 +130,7 @@ SHORT: dict[str, str | Serve | Skip] = {
         "python benchmarks/hw2_train.py --epochs 2 --seeds 0 1 --full --full-epochs 1 --app",
     "python benchmarks/hw2_train.py --seeds 0 1 2 3 4 --order file --no-torch --no-eager --no-step":
         "python benchmarks/hw2_train.py --epochs 2 --seeds 0 1 --order file --no-torch --no-eager --no-step",
+    "python benchmarks/hw2_train.py --full": "python benchmarks/hw2_train.py --epochs 2 --full --full-epochs 1",
     "python benchmarks/hw2_train.py --full --app":
         "python benchmarks/hw2_train.py --epochs 2 --seeds 0 1 --full --full-epochs 1 --app",
     "python examples/train_sentiment.py --full --quiet":
