@@ -1099,7 +1099,7 @@ class Linear(Op):
 
     @staticmethod
     def vjp_arrays(ctx, g):
-        x, w, b = ctx._a
+        x, w, b = ctx.operands
         be = ctx.backend
         gx = be.matmul(g, w._data) if x.requires_grad else None
         gw = None

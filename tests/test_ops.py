@@ -576,3 +576,21 @@ def test_numpy_expand_is_broadcast_to():
         np.testing.assert_array_equal(got, want)
     with pytest.raises(Exception, match="cannot expand"):
         be.expand(np.ones((2, 3)), (4, 3))
+
+
+def test_linear_is_one_node_with_a_bias_and_says_what_is_wrong_with_its_shapes():
+    """nn.Linear's x @ Wᵀ + b is one node (PyTorch's addmm); without a bias it is matmul_t, and a bias that
+    only broadcasts takes matmul_t and the add. Mismatched shapes raise a ValueError naming them."""
+    from engine import functional as F
+    from engine import ops
+    rng = np.random.default_rng(0)
+    x, w = tensor(rng.standard_normal((4, 3))), tensor(rng.standard_normal((2, 3)), requires_grad=True)
+    b = tensor(rng.standard_normal(2), requires_grad=True)
+    assert F.linear(x, w, b).op.name == "linear" and F.linear(x, w).op.name == "matmul_t"
+    assert F.linear(x, w, tensor(rng.standard_normal((4, 1)))).op.name == "add"
+    with pytest.raises(ValueError, match=r"linear shape mismatch: \(4, 3\) @ \(3, 2\)ᵀ"):
+        ops.linear(x, tensor(rng.standard_normal((3, 2))), b)
+    with pytest.raises(ValueError, match=r"bias of shape \(2,\)"):
+        ops.linear(x, w, tensor(rng.standard_normal(3)))
+    with pytest.raises(ValueError, match="reduction must be"):
+        F.binary_cross_entropy(ops.sigmoid(x), np.ones((4, 3)), reduction="max")
