@@ -49,6 +49,12 @@ RNN_WIDTH = 700                # px: the unrolled loop is drawn in 3/4 of the co
 HALF_WIDTH = 460               # px: two graphs side by side
 FOLD_BEFORE_WIDTH = 600        # px: constant folding, before (its graph is ~560 px wide) ...
 FOLD_AFTER_WIDTH = 260         # ... and after (~240 px), side by side in a 1400 px window
+# presentation mode: code and run controls on the left, the run's graph on the right, in this share of the page
+# width; the drawing's height (px at 1920 x 1080) is what the first screen has left under the page's top row and
+# the one-line count over the graph (the slider and the legend go under it), so the loss a training step skips
+# is on the first screen (under a 2-line callout, the slider and the legend it started at y = 650)
+PRESENT_STAGE_SHARE = 0.6
+PRESENT_GRAPH_PX = 640
 LEGEND = [("placeholder", "placeholder (fed)"), ("variable", "Variable (state)"), ("constant", "constant"),
           ("op", "operation"), ("gradient", "gradient node (from gradients())"), ("update", "training update")]
 # the border the graph renderer draws around each kind of node (explorer.kit.plotly_figure.KIND_BORDER): a
@@ -326,9 +332,13 @@ class RunResult:
         the fetch reads (``sess.run(h, feed)`` on h = relu(x @ W + b) counts 6: x, W, b, matmul, add, relu)."""
         return len(self.evaluated) + len(self.fed_used)
 
-    def count_text(self) -> str:
-        """"Evaluated k of N", k counting fed placeholders as the lecture does, with the split (Markdown)."""
+    def count_text(self, short: bool = False) -> str:
+        """"Evaluated k of N", k counting fed placeholders as the lecture does, with the split (Markdown).
+        ``short``: one line over a projector's graph ("Evaluated 25 of 26 nodes: 23 computed + 2 fed")."""
         k, n = self.counted, self.needed_total
+        if short:
+            split = f": {len(self.evaluated)} computed + {len(self.fed_used)} fed" if self.fed_used else ""
+            return f"Evaluated **{k} of {n}** nodes{split}"
         if not self.fed_used:
             return f"Evaluated **{k} of {n}** nodes (the rest are not needed for this fetch)."
         fed = len(self.fed_used)
@@ -468,7 +478,10 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
         nodes.append(GraphNode(n.id, n.name, n.label if n.kind in ("op", "kernel", "update") else "leaf", kind,
                                list(n.shape)))
         if n.kind in ("op", "kernel"):
-            heads[n.id] = heading(n.name, formula(n.op.name if n.op else n.label, [i.name for i in n.inputs]))
+            form = formula(n.op.name if n.op else n.label, [i.name for i in n.inputs])
+            # a node named after its op reads its name in its formula: "binary_cross_entropy(sigmoid, y)", not
+            # "binary_cross_entropy = binary_cross_entropy(sigmoid, y)" (a box as wide as a projector's window)
+            heads[n.id] = form if form.startswith(n.name + "(") else heading(n.name, form)
         elif n.kind == "update":
             heads[n.id] = f"{n.name}: {n.inputs[0].name} −= lr·{n.inputs[1].name}"
         else:
@@ -508,12 +521,17 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
 
 def graph_figure(graph: Graph, evaluated: list[int] | None = None, upto: int | None = None,
                  fed: list[int] | None = None, width: int = STATIC_WIDTH,
-                 groups: dict[int, str] | None = None, focus: list[int] | None = None) -> dict:
-    """The static graph as a Plotly figure of the graph renderer (see :func:`static_picture`)."""
-    from .kit.plotly_figure import figure_dict
+                 groups: dict[int, str] | None = None, focus: list[int] | None = None,
+                 max_height: int | None = None, whole_text_only: bool = False) -> dict:
+    """The static graph as a Plotly figure of the graph renderer (see :func:`static_picture`).
+
+    ``max_height``: px the drawing may take (default the renderer's); ``whole_text_only``: a windowed graph
+    leaves out the text of boxes its window cuts (a projector: nobody pans to read "…= sigmoid·add_1")."""
+    from .kit.plotly_figure import MAX_HEIGHT, figure_dict
     frames, drawn = static_picture(graph, evaluated, upto, fed, width, groups, focus)
     palette = {**COLOURS, "lit": LIT, **{f"faded_{k}": v for k, v in FADED.items()}}
-    return figure_dict(frames, drawn, width=width, title=False, edge_labels=False, palette=palette)
+    return figure_dict(frames, drawn, width=width, title=False, edge_labels=False, palette=palette,
+                       max_height=max_height or MAX_HEIGHT, whole_text_only=whole_text_only)
 
 
 # --- the graph an eager run records --------------------------------------------------------------------

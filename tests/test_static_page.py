@@ -374,3 +374,42 @@ def test_tables_write_true_and_false_one_way():
     from explorer.kit.widgets import yes_no
     rows = yes_no([{"a": True, "b": np.bool_(False), "c": 1, "d": "x"}])
     assert rows == [{"a": "yes", "b": "no", "c": 1, "d": "x"}]
+
+
+def test_on_a_projector_the_training_graph_window_shows_the_skipped_loss_whole_and_no_cut_text():
+    """Exercise 11's link in presentation mode: the graph is laid out for the stage column's width and the first
+    screen's remaining height (PRESENT_GRAPH_PX), so its window is narrower and lower than the laptop's. It still
+    shows the loss the train step skips whole, beside its inputs (the prediction, the fed labels) and the gradient
+    node that reads them; a box the window cuts keeps no text ("…= sigmoid·add_1" cut at the left read as
+    clipped). A node named after its op is drawn by its formula alone (the loss's box was 482 px wide: it could
+    not share a projector's window with its inputs)."""
+    from explorer.kit.figures import graph_scale
+    from explorer.kit.plotly_figure import plan
+    from explorer.kit.presentation import PRESENTING
+    from explorer.kit.widgets import graph_px
+    ex = M.build_example("logreg", with_gradients=False, with_train=True)
+    r = M.run_fetch(ex, "train step (SGD)", ["x", "y"])
+    width = graph_px(PRESENTING, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE)
+    height = int(M.PRESENT_GRAPH_PX / graph_scale(PRESENTING))
+    assert width < M.STATIC_WIDTH and height < 620   # the projector's window is the smaller one
+    focus = M.window_focus(ex, r.evaluated, len(r.evaluated))
+    fig = M.graph_figure(ex.graph, r.evaluated, len(r.evaluated), fed=r.fed, focus=focus, width=width,
+                         max_height=height, whole_text_only=True)
+    assert fig["layout"]["meta"]["window"]
+    frames, drawn = M.static_picture(ex.graph, r.evaluated, len(r.evaluated), r.fed, width, None, focus)
+    p = plan(frames, drawn, width, edge_labels=False, max_height=height).placement
+    (x0, x1), (y0, y1) = fig["layout"]["xaxis"]["range"], fig["layout"]["yaxis"]["range"]
+    whole = {i for i, ((cx, cy), (w, h)) in ((i, (p.centers[i], p.sizes[i])) for i in p.centers)
+             if x0 <= cx - w / 2 and cx + w / 2 <= x1 and y0 <= cy - h / 2 and cy + h / 2 <= y1}
+    names = {n.id: n.name for n in ex.graph.nodes}
+    assert {"binary_cross_entropy", "sigmoid", "y", "bce_grad"} <= {names[i] for i in whole}
+    assert len(whole) < len(p.centers)   # the window does cut boxes: those keep no text
+    heads = next(t for t in fig["data"] if t.get("name") == "node")["text"]
+    shown = {h for h in heads if h}
+    want = {frames.heads[frames.node_ids.index(i)] for i in whole}
+    assert shown == want, shown ^ want
+    assert "binary_cross_entropy(sigmoid, y)" in shown and "mul_1 = expand·bce_grad" in shown
+    assert "Evaluated **25 of 26** nodes: 23 computed + 2 fed" == r.count_text(short=True)
+    # the laptop's figure keeps cut text (there it is there to pan to)
+    lap = M.graph_figure(ex.graph, r.evaluated, len(r.evaluated), fed=r.fed, focus=focus)
+    assert sum(bool(h) for h in next(t for t in lap["data"] if t.get("name") == "node")["text"]) == len(p.centers)

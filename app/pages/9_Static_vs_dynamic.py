@@ -10,9 +10,9 @@ import streamlit as st
 
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import style_graph_figure
+from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.labels import num
-from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page
+from explorer.kit.widgets import graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page
 from explorer import static_vs_dynamic as M
 
 ctx = start_page(
@@ -50,7 +50,7 @@ example = st.session_state[ns.key("example")]
 ex = M.build_example(example, st.session_state[ns.key("grads")], st.session_state[ns.key("train")])
 # presentation mode: code and run controls on the left, the graph beside them (one 1080p screen)
 if look.presenting:
-    side, stage = st.columns([2, 3])
+    side, stage = st.columns([1 - M.PRESENT_STAGE_SHARE, M.PRESENT_STAGE_SHARE])
     code, run_cols = [side, side], [side, side, stage]
 else:
     code, stage = st.columns(2), st.container()
@@ -73,18 +73,25 @@ run_cols[1].multiselect("feed_dict holds", placeholders, key=ns.key("fed"),
                         help="Leave a placeholder out to see the error a run gives when the fetch needs it.")
 result = M.run_fetch(ex, st.session_state[ns.key("fetch")], list(st.session_state[ns.key("fed")]))
 
-with run_cols[2]:
-    if result.error:
-        st.error(f"**Session.run failed** — {result.error}", icon="🚫")
-        upto = 0
-    else:
-        n_eval = len(result.evaluated)
-        st.success(result.count_text())
-        upto = st.slider("Evaluation order: light up the first k nodes", 0, n_eval, n_eval, key=ns.key("upto"))
-stage.html(f"<div style='font-size:0.85rem'>{legend}</div>")
+# presentation mode: a one-line count over the graph, the graph at the first screen's remaining height, the
+# slider and the legend under it; else the count and the slider beside the run controls, the legend over the graph
+count_at, graph_at, slider_at = ((stage.container(), stage.container(), stage.container()) if look.presenting
+                                 else (run_cols[2], stage, run_cols[2]))
+if result.error:
+    count_at.error(f"**Session.run failed** — {result.error}", icon="🚫")
+    upto = 0
+else:
+    n_eval = len(result.evaluated)
+    count_at.success(result.count_text(short=look.presenting))
+    upto = slider_at.slider("Evaluation order: light up the first k nodes", 0, n_eval, n_eval, key=ns.key("upto"))
+(slider_at if look.presenting else stage).html(f"<div style='font-size:0.85rem'>{legend}</div>")
+size = ({"width": graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE),
+         "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look)), "whole_text_only": True}
+        if look.presenting else {})
 show_plot(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
-                                            fed=result.fed, focus=M.window_focus(ex, result.evaluated, upto)),
-                             look), look, key=ns.key("graph"), where=stage)
+                                            fed=result.fed, focus=M.window_focus(ex, result.evaluated, upto),
+                                            **size),
+                             look), look, key=ns.key("graph"), where=graph_at)
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
     st.caption("Evaluation order (topological, only what the fetch depends on): " + " → ".join(names))

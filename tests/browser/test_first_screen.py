@@ -55,6 +55,11 @@ FIRST_SCREEN = {
         ("buttons", STEP_BUTTONS)],
     "Sentiment_training": [("picture", 1), ("text", r"^HW2: 450/100"), ("text", r"^Start training$")],
     "Static_vs_dynamic": [("graph_top", 1)],
+    # exercise 11's link: the loss the train step skips, whole, beside the prediction and the gradient node that
+    # read the same inputs, under the one-line count (the slider and the legend under the graph)
+    "Static_vs_dynamic?example=logreg&grads=False&train=True&fetch=train+step+%28SGD%29": [
+        ("text", r"^Evaluated 25 of 26 nodes: 23 computed \+ 2 fed$"), ("text", r"^binary_cross_entropy\(sigmoid, y\)$"),
+        ("text", r"^sigmoid\(add\)$"), ("text", r"^bce_grad\(sigmoid, y\)$")],
     "Learning_problem": [("graphs", 1), ("caption", r"^Step 0: w = "), ("buttons", ("Start", "Back", "Step", "End"))],
     "Topological_sort": [("graphs", 1), ("caption", r"^Step 1 of 7 · ready: x1, x2"), ("buttons", STEP_BUTTONS),
                          ("text", r"^ready \(queue\): no unprocessed input$")],
