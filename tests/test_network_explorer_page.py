@@ -247,3 +247,32 @@ def test_text_beyond_its_limit_is_refused_and_not_kept():
     ok(at.run())
     assert at.session_state["network_sentence"] == "it is a good movie"
     assert "more than the limit of 400" in texts(at)
+
+
+def test_a_projectors_step_panel_is_compact_for_small_tensors():
+    """Presentation mode's "This step" panel (a third of the width, beside the graph): a VJP rule is written on
+    its own line and its note after the sent lines (together they wrapped to three lines); a tensor of a few rows
+    gets a heatmap as tall as its rows need; a column's value and adjoint stand side by side. At HW2's second
+    Linear (a (3, 1) output) that brings the first "sent to" line onto the first screen at 1366 x 768."""
+    from explorer.kit.presentation import PRESENTING
+    from explorer.network_explorer.explore import (COMPACT_COLUMNS, COMPACT_ROWS, compact_heatmap_height,
+                                                   formula_parts, side_by_side)
+    rule, note = formula_parts("x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ   (y = x Wᵀ + b; x's leading dims flattened "
+                               "into the rows)")
+    assert rule == "x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ"
+    assert note == "y = x Wᵀ + b; x's leading dims flattened into the rows"
+    assert formula_parts("x̄ = ḡ ⊙ 1[y > 0]") == ("x̄ = ḡ ⊙ 1[y > 0]", "")
+    font = PRESENTING.figure_font
+    small, column, wide, tall = np.ones((3, 5)), np.ones((3, 1)), np.ones((2, 7)), np.ones((COMPACT_ROWS + 1, 2))
+    assert compact_heatmap_height(column, font) == compact_heatmap_height(small, font) < 220
+    assert compact_heatmap_height(np.ones((1, 5)), font) < compact_heatmap_height(small, font)
+    assert compact_heatmap_height(tall, font) == 220
+    assert compact_heatmap_height(column, font) >= 2 * font + 40 + 3 * 1.6 * font - 1   # a row per 1.6 lines
+    assert side_by_side(column, column) and side_by_side(column, None)
+    assert not side_by_side(small, column) and not side_by_side(wide) and not side_by_side(tall)
+    assert not side_by_side(np.ones((3, COMPACT_COLUMNS + 1)))
+    # the real step: HW2's second Linear, op view, step 18
+    ex = explore("hw2", {})
+    m = moment(ex, 18 - 1)
+    assert ex.rec.node(m.node).label == "linear#15"
+    assert m.node is not None and formula_parts(m.formula)[1] and side_by_side(m.value, m.adjoint)

@@ -20,7 +20,8 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, 
                                   still_graph)
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
 from explorer.network_explorer import analysis
-from explorer.network_explorer.explore import data_input, explore, graph_dot, heatmap, held_at, moment, sweep_figure
+from explorer.network_explorer.explore import (compact_heatmap_height, data_input, explore, formula_parts, graph_dot,
+                                               heatmap, held_at, moment, side_by_side, sweep_figure)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_caption, memory_rows, note_levels)
@@ -153,7 +154,8 @@ if not look.presenting:
                      f"{len(rec.layers)} layers · loss = {num(rec.loss)}. Switching views keeps the step.")
 
 
-def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False) -> None:
+def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False,
+                height: int = 220) -> None:
     """A heatmap for small tensors (colours from -scale to +scale, written in the title), summary
     statistics for large ones."""
     lk = analysis.look(value)
@@ -163,7 +165,8 @@ def show_tensor(where, value, title: str, key: str, scale: float | None = None, 
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
         show_plot(heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}", font=look.figure_font,
-                          zmax=zmax, narrow=narrow), look, key=key, where=where, config={"displayModeBar": False})
+                          zmax=zmax, narrow=narrow, height=height), look, key=key, where=where,
+                  config={"displayModeBar": False})
     else:
         where.markdown(f"**{title}** {analysis.format_shape(lk.shape)} — too large for a heatmap")
         show_table(pd.DataFrame([lk.stats]), look, where=where)
@@ -181,11 +184,17 @@ def this_step(m, narrow: bool = False) -> None:
     node = rec.node(m.node)
     st.markdown(f"**{node.label}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}** · "
                 f"layer *{node.layer}*")
-    st.markdown(f"VJP: `{m.formula}`")
-    a, b = (st.container(), st.container()) if narrow else st.columns(2)
-    show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node))
+    # narrow (a projector's panel beside the graph): the rule on one line (its note goes under the sent lines),
+    # small tensors' heatmaps only as tall as their rows, a column's value and adjoint side by side
+    st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
+    a, b = ((st.container(), st.container()) if narrow and not side_by_side(m.value, m.adjoint)
+            else st.columns(2))
+    hv, ha = ((compact_heatmap_height(m.value, look.figure_font), compact_heatmap_height(m.adjoint, look.figure_font))
+              if narrow else (220, 220))
+    show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node), height=hv)
     if m.adjoint is not None:
-        show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node))
+        show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node),
+                    height=ha)
 
 
 def vjp_products(m) -> None:
@@ -266,6 +275,8 @@ def draw(step: int) -> None:
         with step_col:
             this_step(m, narrow=True)
             sent_lines(m)
+            if m.node is not None and formula_parts(m.formula)[1]:
+                st.caption(formula_parts(m.formula)[1])
     else:
         show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),

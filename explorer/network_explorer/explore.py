@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -239,6 +241,39 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
     return fig
+
+
+# presentation mode's "This step" panel beside the graph (a third of the width): a tensor of at most this many rows
+# gets a heatmap only as tall as its rows need, and the value and the adjoint of a column (at most this many
+# columns) stand side by side, so the first "sent to" line is on the first screen under them
+COMPACT_ROWS = 6
+COMPACT_COLUMNS = 2
+
+
+def compact_heatmap_height(value: np.ndarray, font: int, height: int = 220) -> int:
+    """The height of a heatmap of ``value`` in presentation mode's narrow step panel: the title, the axis's tick
+    labels and a row of at least 1.6 lines of ``font`` per tensor row, for a tensor of at most
+    :data:`COMPACT_ROWS` rows; ``height`` (the usual one) otherwise."""
+    lk = analysis.look(value)
+    if lk is None or lk.matrix is None or lk.matrix.shape[0] > COMPACT_ROWS:
+        return height
+    return min(height, int(2 * font + 40 + lk.matrix.shape[0] * 1.6 * font))
+
+
+def side_by_side(*values) -> bool:
+    """Whether heatmaps of ``values`` fit beside each other in the narrow step panel: each a few rows, at most
+    :data:`COMPACT_COLUMNS` columns."""
+    looks = [analysis.look(v) for v in values if v is not None]
+    return bool(looks) and all(lk is not None and lk.matrix is not None and lk.matrix.shape[0] <= COMPACT_ROWS
+                               and lk.matrix.shape[1] <= COMPACT_COLUMNS for lk in looks)
+
+
+def formula_parts(formula: str) -> tuple[str, str]:
+    """A VJP formula's rule and its trailing note: "x̄ = Ḡ W, … (y = x Wᵀ + b; …)" -> ("x̄ = Ḡ W, …",
+    "y = x Wᵀ + b; …"). A projector's narrow panel writes the rule on its own line (with the note it wrapped to
+    three) and the note after what the step sent. A formula with no note: (formula, "")."""
+    m = re.match(r"^(.*?\S)\s{2,}\((.*)\)$", formula, flags=re.S)
+    return (m.group(1), m.group(2)) if m else (formula, "")
 
 
 def sweep_figure(rows: list[dict], option: str, font: int = 12) -> go.Figure:

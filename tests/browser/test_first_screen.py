@@ -50,6 +50,12 @@ FIRST_SCREEN = {
                          ("buttons", STEP_BUTTONS)],
     "Network_explorer?level=op": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
                                   ("buttons", STEP_BUTTONS)],
+    # a Linear's backward step in the op view: its VJP rule on one line, the value and adjoint of its (3, 1) output
+    # side by side, so every "sent to" line is on the first screen beside the graph
+    "Network_explorer?net=hw2&step=18": [
+        ("graphs", 1), ("caption", r"^Step 18 of \d+ · backward"), ("text", r"^This step$"),
+        ("text", r"^VJP: x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ$"), ("text", r"^→ sent to dropout#12"),
+        ("text", r"^→ sent to fc2\.weight"), ("text", r"^→ sent to fc2\.bias"), ("buttons", STEP_BUTTONS)],
     "Network_explorer?step=30&level=layer": [
         ("graphs", 2), ("caption", r"^Step 30 of \d+ · backward"), ("text", r"^This step$"),
         ("buttons", STEP_BUTTONS)],
