@@ -684,9 +684,9 @@ class BinaryCrossEntropy(Op):
         r = ctx.params
         if r is not None:
             how, shape, scale = r
-            if how == "mean":
-                g = be.binary("mul", g, be.array(scale, be.dtype(g)))
-            g = _spread_arrays(be, g, shape, tuple(range(len(shape))), False)
+            dims = tuple(range(len(shape)))
+            g = (_mean_spread_arrays(be, g, shape, dims, False, scale) if how == "mean"
+                 else _spread_arrays(be, g, shape, dims, False))
         grad = _bce_grad(_fused_kernels(be, pd, yd), pd, yd)  # BCEGrad's forward
         return sum_to_shape(be.binary("mul", g, grad), p.shape, be), None
 
@@ -709,15 +709,12 @@ class BinaryCrossEntropy(Op):
 
 def _bce_reduce(be, loss, r):
     """The elementwise BCE ``loss`` (an array) reduced as ``r`` says (see :class:`BinaryCrossEntropy`): the
-    backend calls of ``mean`` / ``sum`` over every dim, so the same bits as those ops."""
+    backend calls of ``mean`` (:func:`_mean_arrays`) / ``sum`` over every dim, so the same bits as those ops."""
     if r is None:
         return loss
     how, shape, scale = r
-    s = be.reduce("sum", loss, tuple(range(len(shape))), False)
-    if how == "sum":
-        return s
-    dt = be.dtype(s)
-    return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
+    dims = tuple(range(len(shape)))
+    return _mean_arrays(be, loss, dims, False, scale) if how == "mean" else be.reduce("sum", loss, dims, False)
 
 
 class BCEGrad(Op):
@@ -826,6 +823,18 @@ def _spread_arrays(be, g, shape, dims, keepdim):
     return be.expand(g, shape) if shape != g.shape else g
 
 
+def _mean_arrays(be, a, dims, keepdim, scale):
+    """The mean of array ``a`` over ``dims`` as :class:`Mean` computes it: the sum, times ``scale`` (1/n)."""
+    s = be.reduce("sum", a, dims, keepdim)
+    dt = be.dtype(s)
+    return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
+
+
+def _mean_spread_arrays(be, g, shape, dims, keepdim, scale):
+    """A mean's adjoint ``g`` (an array) sent back to every averaged element of ``shape``: ḡ · (1/n), spread."""
+    return _spread_arrays(be, be.binary("mul", g, be.array(scale, be.dtype(g))), shape, dims, keepdim)
+
+
 class Sum(Op):
     name = "sum"
     saves = ()
@@ -870,11 +879,7 @@ class Mean(Op):
 
     @staticmethod
     def forward(ctx, a):
-        dims, keepdim, scale = ctx.params
-        be = ctx.backend
-        s = be.reduce("sum", a, dims, keepdim)
-        dt = be.dtype(s)
-        return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
+        return _mean_arrays(ctx.backend, a, *ctx.params)
 
     @classmethod
     def vjp(cls, ctx, g):
@@ -883,10 +888,7 @@ class Mean(Op):
 
     @staticmethod
     def vjp_arrays(ctx, g):
-        dims, keepdim, scale = ctx.params
-        be = ctx.backend
-        return (_spread_arrays(be, be.binary("mul", g, be.array(scale, be.dtype(g))), ctx.operands[0].shape, dims,
-                               keepdim),)
+        return (_mean_spread_arrays(ctx.backend, g, ctx.operands[0].shape, *ctx.params),)
 
     @classmethod
     def jvp(cls, ctx, ta):

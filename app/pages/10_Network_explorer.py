@@ -275,8 +275,9 @@ def draw(step: int) -> None:
         with step_col:
             this_step(m, narrow=True)
             sent_lines(m)
-            if m.node is not None and formula_parts(m.formula)[1]:
-                st.caption(formula_parts(m.formula)[1])
+            note = formula_parts(m.formula)[1] if m.node is not None else ""
+            if note:
+                st.caption(note)
     else:
         show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
