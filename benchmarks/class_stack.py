@@ -8,6 +8,7 @@ loopback: what ``benchmarks/class_load.py`` and the class's browser test run aga
 from __future__ import annotations
 
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -59,7 +60,7 @@ class ClassStack:
     """See the module docstring. ``replicas=0``: Redis only (for sessions run in this process). Raises
     RuntimeError naming a missing program (redis-server, haproxy)."""
 
-    def __init__(self, logs: Path, replicas: int = 2):
+    def __init__(self, logs: Path, replicas: int = 2, redis_args: tuple[str, ...] | None = None):
         self.redis_bin, self.haproxy_bin = find("redis-server"), find("haproxy")
         needed = (("redis-server", self.redis_bin),) + ((("haproxy", self.haproxy_bin),) if replicas else ())
         missing = [n for n, p in needed if p is None]
@@ -68,6 +69,9 @@ class ClassStack:
         if replicas not in (0, 2):
             raise ValueError("deploy/haproxy.cfg names two replicas")
         self.replicas = replicas
+        # how Redis keeps its data: nothing on disk by default (a restart forgets every class); compose.yaml's
+        # arguments (append-only file) where a test checks what the deployment keeps
+        self.redis_args = tuple(redis_args) if redis_args is not None else ("--save", "", "--appendonly", "no")
         self.logs = Path(logs)
         self.logs.mkdir(parents=True, exist_ok=True)
         self.redis_port = free_port()
@@ -81,8 +85,8 @@ class ClassStack:
         return f"redis://127.0.0.1:{self.redis_port}/0"
 
     def start_redis(self) -> None:
-        self.redis = subprocess.Popen([self.redis_bin, "--port", str(self.redis_port), "--bind", "127.0.0.1",
-                                       "--save", "", "--appendonly", "no", "--dir", str(self.logs)],
+        self.redis = subprocess.Popen([self.redis_bin, *self.redis_args, "--port", str(self.redis_port),
+                                       "--bind", "127.0.0.1", "--dir", str(self.logs)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -101,27 +105,45 @@ class ClassStack:
         self.redis = None
 
     def restart_redis(self, down_s: float = 1.0) -> None:
-        """Stop Redis (every class is lost: no persistence), wait ``down_s``, start it again."""
+        """Stop Redis (without persistence every class is lost), wait ``down_s``, start it again."""
         stop(self.redis)
         time.sleep(down_s)
         self.start_redis()
+
+    def start_replica(self, name: str, wait: bool = True) -> None:
+        """Start replica ``name`` (again: on the port the proxy knows it by)."""
+        env = dict(os.environ, AUTODIFF_CLASS_BROKER=self.redis_url,
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        port = self.apps[name][0] if name in self.apps else free_port()
+        p = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/Home.py",
+                              "--server.headless", "true", "--server.address", "127.0.0.1",
+                              "--server.port", str(port), "--browser.gatherUsageStats", "false",
+                              "--server.fileWatcherType", "none"],
+                             cwd=ROOT, env=env, stdout=open(self.logs / f"{name}.log", "ab"),
+                             stderr=subprocess.STDOUT)
+        self.apps[name] = (port, p)
+        if wait:
+            wait_http(f"http://127.0.0.1:{port}/_stcore/health", proc=p)
+
+    def kill_replica(self, name: str) -> None:
+        """Replica ``name`` dies at once (SIGKILL: no goodbye to its browsers)."""
+        from benchmarks.load_test import descendants
+        p = self.apps[name][1]
+        for pid in descendants(p.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.kill()
+        p.wait(10)
 
     def __enter__(self) -> "ClassStack":
         try:
             self.start_redis()
             if not self.replicas:
                 return self
-            env = dict(os.environ, AUTODIFF_CLASS_BROKER=self.redis_url,
-                       PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
             for name in ("app1", "app2"):
-                port = free_port()
-                p = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app/Home.py",
-                                      "--server.headless", "true", "--server.address", "127.0.0.1",
-                                      "--server.port", str(port), "--browser.gatherUsageStats", "false",
-                                      "--server.fileWatcherType", "none"],
-                                     cwd=ROOT, env=env, stdout=open(self.logs / f"{name}.log", "wb"),
-                                     stderr=subprocess.STDOUT)
-                self.apps[name] = (port, p)
+                self.start_replica(name, wait=False)
             for port, p in self.apps.values():
                 wait_http(f"http://127.0.0.1:{port}/_stcore/health", proc=p)
             front = free_port()

@@ -348,7 +348,7 @@ def main(argv=None) -> int:
         app = run_app(train, val, glove, replace(hw2_config(args.seeds[0], args.epochs, args.order), dtype=args.dtype))
         here = first["training_examples_per_s"]
         results["app"] = app
-        print(f"\n## The app's way (a worker process, as page 6 runs it), seed {args.seeds[0]}")
+        print(f"\n## The app's way (a worker process, as page 11, Sentiment training, runs it), seed {args.seeds[0]}")
         print(f"  command line (this process): {here:,.0f} examples/s of training")
         if app["shown_last"]:
             print(f"  the page showed {app['shown_median']:,.0f} examples/s (median of the run's second half of "

@@ -8,9 +8,9 @@ slide example) and a training poll of Sentiment training (its live fragment, onc
 
 Each page runs through streamlit's AppTest (the real page script, headless, on this machine).
 
-* Page 1: the default preset (the slide example, 14 steps) is opened, then **Step** is pressed
+* Page 3 (Expression explorer): the default preset (the slide example, 14 steps) is opened, then **Step** is pressed
   repeatedly (back to **Start** at the last step, as the load test's students do).
-* Page 6: the built-in corpus with 3000 epochs is started (training runs in a worker process and is
+* Page 11 (Sentiment training): the built-in corpus with 3000 epochs is started (training runs in a worker process and is
   stopped at the end); then only the page's live fragment is rerun, as the browser's timer asks the
   server to once a second, with 0.25 s between polls so that each poll sees new progress.
 

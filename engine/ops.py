@@ -198,7 +198,7 @@ class Add(Binary):
     name = "add"
     saves = ()
     label = "{0} + {1}"
-    formula = "ā = sum_to_shape(ḡ, a.shape),  b̄ = sum_to_shape(ḡ, b.shape)   (broadcast dims summed)"
+    formula = "ā = sum_to_shape(ȳ, a.shape),  b̄ = sum_to_shape(ȳ, b.shape)   (broadcast dims summed)"
     scalar = operator.add
 
     @classmethod
@@ -235,7 +235,7 @@ class Mul(Binary):
     name = "mul"
     saves = (0, 1)
     label = "{0}·{1}"
-    formula = "ā = sum_to_shape(ḡ ⊙ b),  b̄ = sum_to_shape(ḡ ⊙ a)"
+    formula = "ā = sum_to_shape(ȳ ⊙ b),  b̄ = sum_to_shape(ȳ ⊙ a)"
     scalar = operator.mul
 
     @classmethod
@@ -263,7 +263,7 @@ class Div(Binary):
     name = "div"
     saves = (1,)
     label = "{0} / {1}"
-    formula = "ā = ḡ / b,  b̄ = −ḡ ⊙ y / b   (y = a / b kept; each summed back to its shape)"
+    formula = "ā = ȳ / b,  b̄ = −ȳ ⊙ y / b   (y = a / b kept; each summed back to its shape)"
     scalar = operator.truediv
     needs_output = True
 
@@ -302,7 +302,7 @@ class Pow(Op):
     name = "pow"
     saves = (0,)
     label = "{0}^{1}"
-    formula = "x̄ = ḡ ⊙ c·x^(c−1)"
+    formula = "x̄ = ȳ ⊙ c·x^(c−1)"
 
     @staticmethod
     def forward(ctx, a):
@@ -336,7 +336,7 @@ class Neg(Unary):
     saves = ()
     label = "−{0}"
     keeps_int = True
-    formula = "x̄ = −ḡ"
+    formula = "x̄ = −ȳ"
     scalar = operator.neg
 
     @classmethod
@@ -356,7 +356,7 @@ class Reciprocal(Unary):
     name = "reciprocal"
     saves = ()
     label = "1 / {0}"
-    formula = "x̄ = −ḡ ⊙ y²   (y = 1/x)"
+    formula = "x̄ = −ȳ ⊙ y²   (y = 1/x)"
     needs_output = True
 
     @classmethod
@@ -374,7 +374,7 @@ class Exp(Unary):
     name = "exp"
     saves = ()
     typed = True
-    formula = "x̄ = ḡ ⊙ y   (y = exp x, kept from the forward pass)"
+    formula = "x̄ = ȳ ⊙ y   (y = exp x, kept from the forward pass)"
     scalar = np.exp
     needs_output = True
 
@@ -395,7 +395,7 @@ class Log(Unary):
     name = "log"
     saves = (0,)
     typed = True
-    formula = "x̄ = ḡ / x"
+    formula = "x̄ = ȳ / x"
     scalar = np.log
 
     @classmethod
@@ -415,7 +415,7 @@ class Sin(Unary):
     name = "sin"
     saves = (0,)
     typed = True
-    formula = "x̄ = ḡ ⊙ cos x"
+    formula = "x̄ = ȳ ⊙ cos x"
     scalar = np.sin
 
     @classmethod
@@ -431,7 +431,7 @@ class Cos(Unary):
     name = "cos"
     saves = (0,)
     typed = True
-    formula = "x̄ = −ḡ ⊙ sin x"
+    formula = "x̄ = −ȳ ⊙ sin x"
     scalar = np.cos
 
     @classmethod
@@ -448,10 +448,10 @@ class Relu(Unary):
     saves = ()
     typed = True
     keeps_int = True
-    formula = "x̄ = ḡ ⊙ 1[y > 0]   (the mask from the kept output y = relu x: y > 0 exactly where x > 0)"
+    formula = "x̄ = ȳ ⊙ 1[y > 0]   (the mask from the kept output y = relu x: y > 0 exactly where x > 0)"
     needs_output = True
 
-    # where(y > 0, ḡ, 0): a bool mask and one result (ḡ ⊙ step(y) made a float mask too: one more
+    # where(y > 0, ȳ, 0): a bool mask and one result (ȳ ⊙ step(y) made a float mask too: one more
     # batch-sized buffer at the backward pass's peak, benchmarks/step_memory.py)
     @classmethod
     def vjp(cls, ctx, g):
@@ -483,7 +483,7 @@ class Sigmoid(Unary):
     name = "sigmoid"
     saves = ()
     typed = True
-    formula = "x̄ = ḡ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)"
+    formula = "x̄ = ȳ ⊙ y(1 − y)   (y = σ(x), kept from the forward pass)"
     scalar = staticmethod(lambda a: 1.0 / (1.0 + np.exp(-a)))  # the backend's sigmoid, same bits
     needs_output = True
 
@@ -508,7 +508,7 @@ class Sigmoid(Unary):
 class Cast(Op):
     name = "cast"
     saves = ()
-    formula = "x̄ = cast(ḡ, x.dtype)"
+    formula = "x̄ = cast(ȳ, x.dtype)"
 
     @staticmethod
     def forward(ctx, a):
@@ -640,7 +640,7 @@ class BinaryCrossEntropy(Op):
     Fused: as a composite (clamps, logs, products) the HW2 step spent ~40 extra op dispatches here,
     and the loss's mean as a node of its own one more op forward and one more VJP node backward
     (benchmarks/hw2_step.py). The reduction makes the backend calls ``mean`` / ``sum`` would make, so
-    the same bits. The VJP is ḡ (spread back to every element, times 1/n for the mean) ⊙ BCEGrad(p, y),
+    the same bits. The VJP is ℓ̄ (the loss's adjoint, spread back to every element, times 1/n for the mean) ⊙ BCEGrad(p, y),
     itself a primitive with a VJP, so higher-order derivatives still work.
 
     ``params``: None (elementwise) or ``(reduction, shape, scale)``: "mean" or "sum", the elementwise
@@ -649,7 +649,7 @@ class BinaryCrossEntropy(Op):
 
     name = "binary_cross_entropy"
     saves = (0, 1)
-    formula = "p̄ = ḡ ⊙ (p − y) / max(p(1 − p), 1e-12)   (fused BCE, ḡ / n to each element for the mean; bce_grad op)"
+    formula = "p̄ = ℓ̄ ⊙ (p − y) / max(p(1 − p), 1e-12)   (ℓ = BCE, ℓ̄ / n to each element for the mean; bce_grad op)"
 
     @staticmethod
     def forward(ctx, p, y):
@@ -668,7 +668,7 @@ class BinaryCrossEntropy(Op):
     def vjp(cls, ctx, g):
         p, y = ctx.inputs
         r = ctx.params
-        if r is not None:   # the reduction's VJP first, as mean / sum's node sent it: ḡ (/ n) to every element
+        if r is not None:   # the reduction's VJP first, as mean / sum's node sent it: ȳ (/ n) to every element
             how, shape, scale = r
             g = _spread(g * scale if how == "mean" else g, shape, tuple(range(len(shape))), False)
         gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if p.requires_grad else None
@@ -722,7 +722,7 @@ class BCEGrad(Op):
 
     name = "bce_grad"
     saves = (0, 1)
-    formula = "p̄ = ḡ ⊙ (p² − 2py + y) / (p(1 − p))²,  ȳ = −ḡ / (p(1 − p))"
+    formula = "p̄ = d̄ ⊙ (p² − 2py + y) / (p(1 − p))²,  ȳ = −d̄ / (p(1 − p))   (d = ∂BCE/∂p)"
 
     @staticmethod
     def forward(ctx, p, y):
@@ -776,11 +776,11 @@ class Dropout(Op):
     """Inverted dropout, x ⊙ keep / (1 − p), from a bool mask (``DropoutMask``): it saves the mask
     only. Fused: as ``x * mask`` with a float mask (Mul saves both) the HW2 step kept 4x the mask's
     bytes and its peak memory was above PyTorch's (benchmarks/step_memory.py). Linear in x: its VJP
-    and JVP are the same op on ḡ / the tangent."""
+    and JVP are the same op on ȳ / the tangent."""
 
     name = "dropout"
     saves = (1,)
-    formula = "x̄ = ḡ ⊙ keep / (1 − p)   (keep: the bool mask, saved)"
+    formula = "x̄ = ȳ ⊙ keep / (1 − p)   (keep: the bool mask, saved)"
 
     @staticmethod
     def forward(ctx, x, keep):
@@ -831,14 +831,14 @@ def _mean_arrays(be, a, dims, keepdim, scale):
 
 
 def _mean_spread_arrays(be, g, shape, dims, keepdim, scale):
-    """A mean's adjoint ``g`` (an array) sent back to every averaged element of ``shape``: ḡ · (1/n), spread."""
+    """A mean's adjoint ``g`` (an array) sent back to every averaged element of ``shape``: ȳ · (1/n), spread."""
     return _spread_arrays(be, be.binary("mul", g, be.array(scale, be.dtype(g))), shape, dims, keepdim)
 
 
 class Sum(Op):
     name = "sum"
     saves = ()
-    formula = "x̄ = expand(ḡ, x.shape)   (every summed element receives ḡ)"
+    formula = "x̄ = expand(ȳ, x.shape)   (every summed element receives ȳ)"
 
     @staticmethod
     def forward(ctx, a):
@@ -875,7 +875,7 @@ class Mean(Op):
 
     name = "mean"
     saves = ()
-    formula = "x̄ = expand(ḡ / n, x.shape)   (every averaged element receives ḡ / n)"
+    formula = "x̄ = expand(ȳ / n, x.shape)   (every averaged element receives ȳ / n)"
 
     @staticmethod
     def forward(ctx, a):
@@ -900,7 +900,7 @@ class Max(Op):
 
     name = "max"
     saves = (0,)
-    formula = "x̄ = ḡ ⊙ (x == max) / (number of ties)"
+    formula = "x̄ = ȳ ⊙ (x == max) / (number of ties)"
     needs_output = True
 
     @staticmethod
@@ -959,7 +959,7 @@ class MatMul(Op):
     name = "matmul"
     saves = (0, 1)
     label = "{0} @ {1}"
-    formula = "Ā = Ḡ Bᵀ,  B̄ = Aᵀ Ḡ   (batch dims summed back)"
+    formula = "Ā = Ȳ Bᵀ,  B̄ = Aᵀ Ȳ   (batch dims summed back)"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1042,7 +1042,7 @@ class MatMulT(Op):
     name = "matmul_t"
     saves = (0, 1)
     label = "{0} @ {1}ᵀ"
-    formula = "Ā = Ḡ B,  B̄ = Ḡᵀ A   (y = A Bᵀ; A's leading dims flattened into the rows for B̄)"
+    formula = "Ā = Ȳ B,  B̄ = Ȳᵀ A   (y = A Bᵀ; A's leading dims flattened into the rows for B̄)"
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1052,9 +1052,9 @@ class MatMulT(Op):
     @classmethod
     def vjp(cls, ctx, g):
         a, b = ctx.inputs
-        ga = apply(MatMul, (g, b)) if a.requires_grad else None   # ā = ḡ b
+        ga = apply(MatMul, (g, b)) if a.requires_grad else None   # ā = ȳ b
         gb = None
-        if b.requires_grad:   # b̄ = ḡᵀ a, every leading dim of a (a vector: none) one more row
+        if b.requires_grad:   # b̄ = ȳᵀ a, every leading dim of a (a vector: none) one more row
             rows_g, rows_a = _rows(g, reshape), _rows(a, reshape)
             gb = apply(MatMul, (_swap_last(rows_g), rows_a))
         return ga, gb
@@ -1084,7 +1084,7 @@ class Linear(Op):
     name = "linear"
     saves = (0, 1)   # the bias's contribution needs only its shape (an edge keeps it)
     label = "{0} @ {1}ᵀ + {2}"
-    formula = "x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ   (y = x Wᵀ + b; x's leading dims flattened into the rows)"
+    formula = "x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ   (y = x Wᵀ + b; x's leading dims flattened into the rows)"
 
     @staticmethod
     def forward(ctx, x, w, b):
@@ -1130,7 +1130,7 @@ class Linear(Op):
 class Permute(Op):
     name = "permute"
     saves = ()
-    formula = "x̄ = permute(ḡ, inverse order)"
+    formula = "x̄ = permute(ȳ, inverse order)"
 
     @staticmethod
     def forward(ctx, a):
@@ -1184,7 +1184,7 @@ class View(_NewShape, Op):
 
     name = "view"
     saves = ()
-    formula = "x̄ = reshape(ḡ, x.shape)"
+    formula = "x̄ = reshape(ȳ, x.shape)"
 
     @staticmethod
     def forward(ctx, a):
@@ -1196,7 +1196,7 @@ class Reshape(_NewShape, Op):
 
     name = "reshape"
     saves = ()
-    formula = "x̄ = reshape(ḡ, x.shape)"
+    formula = "x̄ = reshape(ȳ, x.shape)"
 
     @staticmethod
     def forward(ctx, a):
@@ -1212,7 +1212,7 @@ class Expand(Op):
 
     name = "expand"
     saves = ()
-    formula = "x̄ = sum_to_shape(ḡ, x.shape)   (the broadcast copies add up)"
+    formula = "x̄ = sum_to_shape(ȳ, x.shape)   (the broadcast copies add up)"
 
     @staticmethod
     def forward(ctx, a):
@@ -1238,7 +1238,7 @@ class Expand(Op):
 class Contiguous(Op):
     name = "contiguous"
     saves = ()
-    formula = "x̄ = ḡ"
+    formula = "x̄ = ȳ"
 
     @staticmethod
     def forward(ctx, a):
@@ -1258,7 +1258,7 @@ class GetItem(Op):
 
     name = "getitem"
     saves = ()
-    formula = "x̄ = zeros(x.shape) with ḡ added at the indexed place (index_add)"
+    formula = "x̄ = zeros(x.shape) with ȳ added at the indexed place (index_add)"
 
     @staticmethod
     def forward(ctx, a):
@@ -1276,7 +1276,7 @@ class GetItem(Op):
 class IndexAdd(Op):
     name = "index_add"
     saves = ()
-    formula = "s̄ = ḡ[key]"
+    formula = "s̄ = ȳ[key]"
 
     @staticmethod
     def forward(ctx, src):
@@ -1299,7 +1299,7 @@ class IndexAdd(Op):
 class Where(Op):
     name = "where"
     saves = (0,)
-    formula = "ā = where(c, ḡ, 0),  b̄ = where(c, 0, ḡ)"
+    formula = "ā = where(c, ȳ, 0),  b̄ = where(c, 0, ȳ)"
 
     @staticmethod
     def forward(ctx, cond, a, b):
@@ -1334,7 +1334,7 @@ class Gather(Op):
 
     name = "gather"
     saves = (1,)
-    formula = "T̄ = scatter_add(zeros(T.shape), idx, ḡ): row idx[i] += ḡ[i]  (a repeated index adds twice)"
+    formula = "T̄ = scatter_add(zeros(T.shape), idx, ȳ): row idx[i] += ȳ[i]  (a repeated index adds twice)"
 
     @staticmethod
     def forward(ctx, table, indices):
@@ -1355,7 +1355,7 @@ class ScatterAdd(Op):
 
     name = "scatter_add"
     saves = (1,)
-    formula = "s̄ = gather(ḡ, idx)"
+    formula = "s̄ = gather(ȳ, idx)"
 
     @staticmethod
     def forward(ctx, src, indices):

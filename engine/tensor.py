@@ -139,7 +139,7 @@ class Op:
     kernel(ctx, dtypes) -> callable  what a captured step's replay calls (default: forward)
 
     Everything else the engine knows about an op is said here too: ``formula`` (its VJP in the
-    lecture's notation, for display: ḡ is the adjoint arriving at the output y, x̄ / ā / b̄ the
+    lecture's notation, for display: ȳ is the adjoint arriving at the output y, x̄ / ā / b̄ the
     contributions sent back), ``label`` (how a picture writes the op over its arguments' names,
     ``"{0} + {1}"``; empty: ``name(args)``), ``typed`` (typed programs may call it by its name),
     ``saves`` (the positions of the inputs its VJP and JVP read; ``needs_output``: they read the
@@ -677,6 +677,9 @@ class Tensor:
     def __getitem__(self, key): return _ops.getitem(self, key)
 
     def exp(self): return _ops.exp(self)
+    def sin(self): return _ops.sin(self)
+    def cos(self): return _ops.cos(self)
+    def neg(self): return _ops.neg(self)
     def log(self): return _ops.log(self)
     def relu(self): return _ops.relu(self)
     def sqrt(self): return _ops.pow(self, 0.5)

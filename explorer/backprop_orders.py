@@ -11,22 +11,24 @@ from engine import explain as ex
 from engine.explain import ExpressionError, harness
 from engine.strategies import PathRecursion
 
-from engine.explain.trace import bar
+from engine.explain.graph import adjoint_names, bar
 
-from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program, packed_figure
+from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program
 from .kit.code_panel import failed_code, frame_code
-from .kit.formatting import fmt_value, max_abs_difference
+from .kit.formatting import fmt_value
 from .kit.frames import FrameSet, build_frames
 from .kit.layout import collapse_big, collapse_composites
 from .kit.backward_view import shared_backward_figures
 from .kit.plotly_figure import figure_dict, plan
 from .kit.programs import InputProblem, parse
 
+# what each order is, never whether it is right: the class judges that, and each order's verdict line says it from
+# the step where it goes wrong (a label "(broken)" gave the answer away before the first step)
 STRATEGY_LABELS = {
-    "topological": "Topological (correct)",
-    "bfs_first_touch": "BFS, first touch (broken)",
-    "path_recursion": "Path recursion (correct, exponential)",
-    "recursive_dfs": "Recursive DFS (correct, recursion limit)",
+    "topological": "Topological",
+    "bfs_first_touch": "BFS, first touch",
+    "path_recursion": "Path recursion",
+    "recursive_dfs": "Recursive DFS",
 }
 
 
@@ -158,24 +160,25 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
         trace = shown_traces[s]     # the engine's events as drawn (composites as one node)
         frameset = framesets[s]
         wrong = []
-        for name, correct in reference.grads.items():
-            got = trace.grads.get(name)
-            diff = max_abs_difference(got, correct)
-            scale = max(1.0, float(max_abs_difference(correct, 0 * _as_array(correct)) or 0.0))
-            if got is None or diff is None or diff > 1e-9 * scale:
+        # whole arrays: the plain values stop at 64 elements (a 10x10 input's gradient was always "wrong")
+        for name, correct in reference.grad_arrays.items():
+            got = traces[s].grad_arrays.get(name)
+            if not same_gradient(got, correct):
                 wrong.append({"input": name, "this order gives": fmt_value(got), "correct": fmt_value(correct)})
         dropped = [e.text for e in trace.backward if e.kind == "lost"]
         lost_step = next((f.index for f in frameset.frames if "lost" in f.node_state), None)
         moments = wrong_moments(trace, frameset)
         mark_finalised_early(frameset, moments)
-        # compact (packed frames): four orders' figures, forward and backward, must fit the cache
-        views[s] = OrderView(s, trace, frameset, packed_figure(figure_dict(frameset, shown, drawing)), wrong,
+        # the page shows one frame per Step: each is built when read (building and keeping every frame of four
+        # orders' figures, forward and backward, was most of the request's CPU and memory)
+        views[s] = OrderView(s, trace, frameset, figure_dict(frameset, shown, drawing, frames_on_read=True), wrong,
                              dropped, getattr(trace, "error", None), lost_step, moments)
     drawn_orders = [s for s, v in views.items() if v.frameset is not None]
     if drawn_orders:  # one placement for every order's backward graph too
-        backs = shared_backward_figures([views[s].frameset for s in drawn_orders], shown, width, back_max_height)
+        backs = shared_backward_figures([views[s].frameset for s in drawn_orders], shown, width, back_max_height,
+                                        frames_on_read=True)
         for s, b in zip(drawn_orders, backs):
-            views[s].backward_figure = packed_figure(b)
+            views[s].backward_figure = b
     return OrdersModel(program, inputs, drawing, reference.grads, views)
 
 
@@ -212,6 +215,7 @@ def wrong_moments(trace, frameset) -> list[Moment]:
         return []
     last_frame = len(frameset.frames) - 1
     name = {n.id: n.name for n in trace.graph.nodes}
+    adjoint_of = adjoint_names(trace.graph)
     leaves = {n.id for n in trace.graph.nodes if n.op == "leaf"}
     held: dict[int, tuple[int, int]] = {}     # node -> (received, expected) of its running sum
     out: list[Moment] = []
@@ -226,16 +230,21 @@ def wrong_moments(trace, frameset) -> list[Moment]:
                 got, want = held.get(e.node, (0, 0))
                 if want and got < want:
                     who = name.get(e.node, f"#{e.node}")
-                    what = (f"{who}.grad = {fmt_value(e.value)} is final" if e.node in leaves else
-                            f"its adjoint {bar(who)} = {fmt_value(e.value)} is passed on incomplete")
+                    what = (f"{who}.grad = {_shown(e)} is final" if e.node in leaves else
+                            f"its adjoint {adjoint_of.get(e.node) or bar(who)} = {_shown(e)} is passed on incomplete")
                     out.append(Moment(frame, "finalised", who,
                                       f"{who} finalised with {got} of {want} contributions: {what}"))
             elif e.kind == "lost":
                 who = name.get(e.node, f"#{e.node}")
                 out.append(Moment(frame, "lost", who,
-                                  f"LOST: the contribution {fmt_value(e.value)} reached {who} after {who} was "
+                                  f"LOST: the contribution {_shown(e)} reached {who} after {who} was "
                                   f"finalised — it is never added"))
     return out
+
+
+def _shown(e) -> str:
+    """An event's value as a verdict writes it (a tensor over 64 elements by its first numbers and shape)."""
+    return fmt_value(e.value) if e.value is not None else (e.shown or "…")
 
 
 def order_rows(strategies: tuple[str, ...], side_by_side: bool) -> list[list[str]]:
@@ -259,8 +268,14 @@ def fits_half_width(model: "OrdersModel", zoom: float = 1.0, max_height: float |
     return max_height is None or zoom <= 1.0 or d.placement.height * d.scale * zoom <= max_height
 
 
-def _as_array(v):
-    return np.asarray(v, dtype=float)
+def same_gradient(got: np.ndarray | None, correct: np.ndarray) -> bool:
+    """Whether an order's gradient is the correct one: every element within 1e-9 of the largest finite |correct|
+    (at least 1), an inf or a nan where the correct gradient has the same (the orders add in other orders)."""
+    if got is None or np.shape(got) != np.shape(correct):
+        return False
+    finite = np.abs(correct[np.isfinite(correct)])
+    scale = max(1.0, float(finite.max(initial=0.0)))
+    return bool(np.allclose(got, correct, rtol=0.0, atol=1e-9 * scale, equal_nan=True))
 
 
 _COST_ROWS: dict[int, list[dict]] = {}  # depth -> the harness's rows (deterministic; 14 depths at most)
@@ -296,6 +311,10 @@ def _series(rows) -> dict[str, tuple[list[int], list[int]]]:
 
 
 NOTES_BFS_WRONG = (189, 200)  # the lecture notes: breadth-first first touch wrong on 189 of 200 random graphs
+# the random-graph statistic's defaults (graphs, ops per graph, first seed): the graphs `python -m
+# explorer.student_code` runs too, counted wrong by the same criterion (harness.gradients_wrong)
+RANDOM_DEFAULTS = (harness.RANDOM_GRAPHS, harness.RANDOM_OPS, 0)
+RANDOM_CRITERION = harness.WRONG_GRADIENTS
 
 
 def random_graph_table(n_graphs: int, n_ops: int, seed: int) -> list[dict]:
@@ -392,3 +411,82 @@ def deep_chain_results(depth: int) -> list[dict]:
                                                for k, v in grads.items()},
                     "exact": fmt_value(harness.CHAIN_FACTOR ** depth, 11)})
     return out
+
+
+# --- one step of every order, as plain data: the walk-through file --------------------------------------------
+
+VERDICT_COLOUR = {"ok": "#4b5563", "wrong": "#b91c1c", "right": "#15803d"}
+
+
+def _order_blocks(view: OrderView, step: int) -> list[dict]:
+    """One order at the 1-based ``step`` as the page draws it: its name and verdict line, the step's caption, the
+    forward graph over the backward graph, the moments so far, its failure or the wrong gradients at the end."""
+    import html as _html
+
+    import pandas as pd
+
+    from .kit.figures import laptop_still
+    name = f"<h5>{_html.escape(STRATEGY_LABELS[view.strategy])}</h5>"
+    if not view.n_frames:
+        return [{"kind": "html", "html": name + (f"<p class='adx-error'>This order failed: {_html.escape(view.error)}"
+                                                 "</p>" if view.error else "")}]
+    k = min(step, view.n_frames) - 1
+    fr = view.frameset.frames[k]
+    kind, line = view.verdict_line(k)
+    blocks: list[dict] = [{"kind": "html", "html": (
+        f"{name}<p style='color:{VERDICT_COLOUR[kind]}'><b>{_html.escape(line)}</b></p>"
+        f"<p><b>Step {k + 1} of {view.n_frames}</b> · {_html.escape(fr.phase)}: {_html.escape(fr.caption)}</p>")},
+        {"kind": "plot", "figure": laptop_still(view.figure, k)}]
+    if view.backward_figure:
+        blocks.append({"kind": "plot", "figure": laptop_still(view.backward_figure, k)})
+    notes = "".join(f"<p class='adx-warning'><b>Step {m.frame + 1}: {_html.escape(m.text)}</b></p>"
+                    for m in view.moments_until(k))
+    if view.error:
+        notes += f"<p class='adx-error'>This order failed: {_html.escape(view.error)}</p>"
+    elif view.wrong and k == view.n_frames - 1:
+        notes += pd.DataFrame(view.wrong).to_html(index=False, border=0, classes="adx-table")  # escapes cells
+    if notes:
+        blocks.append({"kind": "html", "html": notes})
+    return blocks
+
+
+def step_class_view(model: OrdersModel, orders: tuple[str, ...], step: int, side_by_side: bool):
+    """The 1-based ``step`` of every order in ``orders`` as the page draws it, as plain data
+    (:class:`explorer.classroom.views.ClassView`): the orders in the page's rows (:func:`order_rows`), the backward
+    graphs' legend, then each order's own code with the step's lines lit."""
+    from explorer.classroom.views import ClassView
+    from .kit.backward_view import legend_html
+    from .kit.code_panel import font_px, to_html
+    view = ClassView("Backprop_orders", "Backprop orders", f"<h4>Step {int(step)} of {model.n_frames}</h4>")
+    for row in order_rows(orders, side_by_side):
+        view.add_row([{"kind": "column", "blocks": _order_blocks(model.views[s], step)} for s in row], [1] * len(row))
+    view.add_html(legend_html())
+    view.add_html("<p><b>Each order's own code at this step</b> — the lines that did the step's work are lit</p>")
+    code = []
+    for s in orders:
+        c = model.views[s].code(step - 1)
+        code.append({"kind": "column", "blocks": [
+            {"kind": "html", "html": f"<p><b>{STRATEGY_LABELS[s]}</b> — {markdown_inline(c.caption)}</p>"},
+            {"kind": "html", "html": to_html(c, font_px(False), test_id=f"code-panel-{s}")}]})
+    view.add_row(code, [1] * len(code))
+    return view
+
+
+def markdown_inline(text: str) -> str:
+    """A code caption (Markdown) as inline HTML: escaped, its ``**bold**`` and ``code`` kept."""
+    from explorer.classroom.views import markdown_html
+    return markdown_html(text).removeprefix("<p>").removesuffix("</p>")
+
+
+def walkthrough(model: OrdersModel, orders: tuple[str, ...], side_by_side: bool, program_text: str,
+                inputs_text: str) -> str:
+    """Every step of the orders in one self-contained HTML file (:func:`explorer.kit.export_html.walkthrough_html`).
+
+    Raises:
+        explorer.kit.export_html.ExportTooBig: the file would be too large to email.
+    """
+    from .kit.export_html import walkthrough_html
+    views = [step_class_view(model, orders, k, side_by_side) for k in range(1, model.n_frames + 1)]
+    return walkthrough_html("Backprop orders: a walk-through", views,
+                            source=f"{program_text.strip()}\nat {inputs_text.strip()}\norders: "
+                                   + ", ".join(STRATEGY_LABELS[s] for s in orders))

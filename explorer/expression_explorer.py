@@ -13,13 +13,14 @@ from engine import explain as ex
 from engine import ops
 from engine.explain import ExpressionError, costs
 
-from .kit.budget import check_program, finite_difference_checks
-from .kit.code_panel import frame_code, lecture_block, protocol_blocks, step_events, to_html
+from .kit.budget import REQUEST_SECONDS, check_program, finite_difference_checks
+from .kit.code_panel import ENGINE_HEADING, frame_code, lecture_block, protocol_blocks, step_events, to_html
 from .kit.dot import to_dot
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.backward_view import backward_figure, values_only
 from .kit.graph_view import TracePicture, trace_picture
-from .kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
+from .kit.graphviz_layout import (Box, GraphvizFailed, GraphvizTimedOut, GraphvizUnavailable, Link, PictureTooBig,
+                                  draw_svg)
 from .kit.plotly_figure import figure_dict
 from .kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from .kit.programs import InputProblem, parse
@@ -91,18 +92,31 @@ class ExplorerModel:
                                          self.frameset)
         return self.dot_cache[key]
 
-    def forward_svg(self) -> bytes | None:
-        """The forward graph as SVG for download, drawn once per model by Graphviz's ``dot`` (None without it).
+    def forward_svg(self) -> tuple[bytes | None, str]:
+        """The forward graph as SVG for download, drawn once per model by Graphviz's ``dot``: ``(svg, "")``, or
+        ``(None, why not)`` (Graphviz missing, the graph too large to draw within a request, dot failed).
 
         Once, not per rerun: parsing the DOT back with pydot and starting ``dot`` took about a second,
-        and every click of Step reran it.
+        and every click of Step reran it. Its cost is estimated before dot starts and dot runs at most
+        :data:`~explorer.kit.budget.REQUEST_SECONDS` (a 496-op program ran it for 20 s of CPU, issue 41).
         """
         if "svg" not in self.dot_cache:
+            g = self.shown_trace.graph.without_constants()
+            boxes, links = [Box(n.id, 1, 1) for n in g.nodes], [Link(e.src, e.dst) for e in g.edges]
+            svg, why = None, ""
             try:
-                svg = run_dot(self.forward_dot(), "svg")
-            except (GraphvizUnavailable, GraphvizFailed):
-                svg = None
-            self.dot_cache["svg"] = svg
+                svg = draw_svg(self.forward_dot(), boxes, links, REQUEST_SECONDS)
+            except GraphvizUnavailable:
+                why = "SVG download needs Graphviz (`dot`), which is not installed here."
+            except PictureTooBig as e:
+                why = (f"No SVG download: this graph is too large for Graphviz to draw within a request ({e}). "
+                       "Download the DOT and run `dot -Tsvg graph.dot` on your machine.")
+            except GraphvizTimedOut:
+                why = (f"No SVG download: Graphviz took more than {REQUEST_SECONDS:g} s to draw this graph. "
+                       "Download the DOT and run `dot -Tsvg graph.dot` on your machine.")
+            except GraphvizFailed:
+                why = "No SVG download: Graphviz could not draw this graph. The DOT download has the same graph."
+            self.dot_cache["svg"] = (svg, why)
         return self.dot_cache["svg"]
 
     def gradient_dot(self) -> str | None:
@@ -317,7 +331,7 @@ class StepView:
     contributions: Any          # pyarrow.Table of :meth:`ExplorerModel.contributions`, None when nothing was sent
     code_html: str              # the code panel (:func:`explorer.kit.code_panel.to_html`: every line escaped)
     code_caption: str
-    lecture_html: str = ""      # the lecture's backward_pass with the same step's work lit
+    lecture_html: str = ""      # slide 27's backward_pass with the same step's work lit
 
 
 def step_view(model: ExplorerModel, frame: int, font_px: int, code_height_px: int | None = None) -> StepView:
@@ -326,11 +340,12 @@ def step_view(model: ExplorerModel, frame: int, font_px: int, code_height_px: in
     frame = min(max(int(frame), 0), model.n_frames - 1)
     sent = model.contributions(frame)
     view = model.code(frame)
-    lecture = lecture_block(step_events(model.shown_trace, model.frameset, frame))
+    lecture = lecture_block(step_events(model.shown_trace, model.frameset, frame), model.shown_trace.graph.output)
     return StepView(f"#### Step {frame + 1} of {model.n_frames} · {model.phase(frame)}\n{model.caption(frame)}",
                     table_data(sent) if sent else None,
-                    to_html(view, font_px, test_id="code-panel", max_height_px=code_height_px), view.caption,
-                    to_html([lecture], font_px, test_id="code-lecture"))
+                    to_html(view, font_px, test_id="code-panel", max_height_px=code_height_px, heading=ENGINE_HEADING),
+                    view.caption,
+                    to_html([lecture], font_px, test_id="code-lecture", narrow=code_height_px is not None))
 
 
 def protocol_html(font_px: int, strategy: str = "topological") -> str:
@@ -422,3 +437,48 @@ def accumulation_rows(program_text: str, inputs_text: str, actions: list[str]) -
                 leaf.zero_grad()
             rows.append(row(k, "zero_grad() on every input"))
     return rows
+
+
+def class_view(shown: StepView, graphs: list[dict]):
+    """What a class's students see of this step (:class:`explorer.classroom.views.ClassView`), rendered once by
+    the lecturer's run: the step's header and contributions, ``graphs`` (the forward graph and the backward
+    graph, Plotly figure dicts as the page draws them) beside the lecture's ``backward_pass`` with the step's
+    lines lit and the engine's code with its caption."""
+    from explorer.classroom.views import ClassView, markdown_html
+    from .kit.backward_view import legend_html
+    view = ClassView("Expression_explorer", "Expression explorer", markdown_html(shown.header))
+    if shown.contributions is not None:
+        view.add_html(shown.contributions.to_pandas().to_html(index=False, border=0, classes="adx-table"))
+    forward, backward = graphs
+    left = [{"kind": "plot", "figure": forward},
+            {"kind": "html", "html": "<b>The backward graph</b> as the slides draw it: x̄ nodes, each edge reversed "
+                                     "carrying its contribution, the sum at a fan-out"},
+            {"kind": "plot", "figure": backward}, {"kind": "html", "html": legend_html()}]
+    right = [{"kind": "html", "html": "<b>Slide 27's backward_pass</b> — the line this step executes is lit"},
+             {"kind": "html", "html": shown.lecture_html},
+             {"kind": "html", "html": shown.code_html},   # headed: the engine's own code, not the slide's
+             {"kind": "html", "html": f"<div class='adx-caption'>{markdown_html(shown.code_caption)}</div>"}]
+    view.add_row([{"kind": "column", "blocks": left}, {"kind": "column", "blocks": right}], [1, 1])
+    return view
+
+
+def relayed_view(model: ExplorerModel, shown: StepView, frame: int):
+    """The 0-based ``frame`` as a class's students see it (drawn by their browsers), and as an exported
+    walk-through shows it: :func:`class_view` with the forward and backward graphs at a laptop's sizes."""
+    from .kit.figures import laptop_still
+    return class_view(shown, [laptop_still(fig, frame) for fig in (model.figure, model.backward_figure)])
+
+
+def walkthrough(model: ExplorerModel, program_text: str, inputs_text: str) -> str:
+    """Every step of ``model`` as one self-contained HTML file (:func:`explorer.kit.export_html.walkthrough_html`):
+    each step the view a following student sees (:func:`relayed_view`), at a laptop's code size.
+
+    Raises:
+        explorer.kit.export_html.ExportTooBig: the file would be too large to email.
+    """
+    from .kit.code_panel import font_px
+    from .kit.export_html import walkthrough_html
+    font = font_px(False)
+    views = [relayed_view(model, step_view(model, k, font), k) for k in range(model.n_frames)]
+    return walkthrough_html("Expression explorer: a walk-through", views,
+                            source=f"{program_text.strip()}\nat {inputs_text.strip()}")

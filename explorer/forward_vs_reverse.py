@@ -57,6 +57,61 @@ def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL
     return DualModel(program, inputs, run, frameset, figure, reverse.grads, table)
 
 
+def step_rows(model: DualModel, step: int) -> list[dict]:
+    """The dual-number table at the 1-based ``step``: the ops computed so far (a placeholder row before any)."""
+    return model.table[:step - 1] or [{"node": "(inputs only)"}]
+
+
+def step_notes(model: DualModel, seed: str, step: int) -> tuple[str, list[str]]:
+    """What the page writes beside the table at the 1-based ``step`` (Markdown, names escaped): the paragraph on
+    forward against reverse mode (the result only at the last step: no spoiler) and the captions under it."""
+    from .kit.formatting import md_escape
+    name = md_escape(seed)
+    if step < model.n_frames:
+        lead = (f"Forward mode, one pass: **d f / d {name}** is the output's tangent, known at the last step "
+                f"({model.n_frames}); reverse mode gives every input's gradient in one backward pass.")
+    else:
+        lead = (f"Forward mode, one pass: **d f / d {name} = {fmt_value(model.run.output_tangent)}**  \n"
+                "Reverse mode, one backward pass, every input at once: "
+                + ", ".join(f"∂f/∂{md_escape(k)} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
+    captions = []
+    if isinstance(model.reverse_grads.get(seed), list):  # a tensor input (scalars are plain floats)
+        captions.append("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum of "
+                        "the reverse-mode gradient's elements.")
+    captions.append(f"Engine ops: {model.run.program_ops} for the values, {model.run.rule_ops} more inside the JVP "
+                    "rules to carry the tangents.")
+    return lead, captions
+
+
+def step_class_view(model: DualModel, seed: str, step: int):
+    """The 1-based ``step`` as the page draws it (:class:`explorer.classroom.views.ClassView`): the header and
+    caption, the graph carrying values and tangents beside the table and :func:`step_notes`."""
+    import pandas as pd
+
+    from explorer.classroom.views import ClassView, markdown_html
+    from .kit.figures import laptop_still
+    fr = model.frameset.frames[step - 1]
+    view = ClassView("Forward_vs_reverse", "Forward vs reverse",
+                     markdown_html(f"#### Step {step} of {model.n_frames}\n{fr.caption}"))
+    lead, captions = step_notes(model, seed, step)
+    side = [{"kind": "html", "html": pd.DataFrame(step_rows(model, step)).to_html(index=False, border=0,
+                                                                                  classes="adx-table")},
+            {"kind": "html", "html": markdown_html(lead)}]
+    side += [{"kind": "html", "html": f"<div class='adx-caption'>{markdown_html(c)}</div>"} for c in captions]
+    view.add_row([{"kind": "plot", "figure": laptop_still(model.figure, step - 1)}, {"kind": "column", "blocks": side}],
+                 [3, 2])
+    return view
+
+
+def walkthrough(model: DualModel, seed: str, program_text: str, inputs_text: str) -> str:
+    """Every step of the forward-mode pass in one self-contained HTML file
+    (:func:`explorer.kit.export_html.walkthrough_html`)."""
+    from .kit.export_html import walkthrough_html
+    views = [step_class_view(model, seed, k) for k in range(1, model.n_frames + 1)]
+    return walkthrough_html("Forward vs reverse (dual numbers): a walk-through", views,
+                            source=f"{program_text.strip()}\nat {inputs_text.strip()}\nseed: {seed}")
+
+
 def jacobian_cost_series(max_n: int, fixed: int) -> dict[str, dict[str, tuple[list, list]]]:
     """Passes and engine ops for the full Jacobian of tanh(A x) with n (then m) from 1 to ``max_n``.
 
@@ -138,7 +193,7 @@ def memory_sentence(depth: int, width: int, batch: int, dtype: str = "float32") 
     verdict = "exactly the rule" if s.engine_saved == rule else f"not the rule's {rule}"
     lead = (f"The notes count 2 tensors per layer minus the network's input: **2L − 1 = {rule}**; this engine's graph "
             f"saves **{s.engine_saved} tensors** ({verdict}), held in {s.engine_buffers} buffers.")
-    details = ("Per layer, Linear keeps its input h (for W̄ = hᵀḡ) and ReLU keeps what its mask needs; the bias add "
+    details = ("Per layer, Linear keeps its input h (for W̄ = hᵀȳ) and ReLU keeps what its mask needs; the bias add "
                f"keeps nothing. {costs.RELU_SAVED} The engine's count is measured on a 4-wide copy of the network "
                "(same depth) and scaled: every buffer it keeps is one batch × width buffer.")
     return lead, details
@@ -466,3 +521,9 @@ def hw2_kept_for_backward(batch: int = 10, seed: int = 0) -> HW2Kept:
     rows.sort(key=lambda r: (r["counted by the rule"] != "yes", r["what"], r["tensor"]))
     layers = sum(isinstance(m, Linear) for m in net.modules())
     return HW2Kept(int(batch), layers, 2 * layers - 1, activations, act_bytes, rows)
+
+
+def fixed_pass_costs() -> list[dict]:
+    """:func:`pass_costs` of the page's MLP (4 layers, width 256, batch 128): its fixed figure
+    (``explorer.kit.fixed``), computed once per server process in the background."""
+    return pass_costs(depth=4, width=256, batch=128)

@@ -27,7 +27,7 @@ class GradcheckModel:
     program: Any
     inputs: dict
     sweep: Any
-    autodiff: dict
+    autodiff: dict              # input name -> its gradient (an array of the input's shape)
     table: list[dict]
 
 
@@ -53,14 +53,14 @@ def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, ind
         raise InputProblem("program", e) from None
     table = []
     for name in program.input_names:
-        auto = trace.grads.get(name)
+        auto = trace.grad_arrays.get(name)   # whole: the plain values stop at 64 elements
         d64, d32 = check_difference(auto, fd64.get(name)), check_difference(auto, fd32.get(name))
         table.append({"input": name, "value": fmt_value(inputs[name]), "autodiff": fmt_value(auto, 10),
                       f"central diff. float64 (h={h:g})": fmt_check(fd64.get(name), 10),
                       "|diff| float64": "" if d64 is None else f"{d64:.2e}",
                       f"central diff. float32 (h={h:g})": fmt_check(fd32.get(name), 10),
                       "|diff| float32": "" if d32 is None else f"{d32:.2e}"})
-    return GradcheckModel(program, inputs, sweep, trace.grads, table)
+    return GradcheckModel(program, inputs, sweep, trace.grad_arrays, table)
 
 
 def sweep_series(sweep, dtype: str | None = None) -> tuple[dict, list]:
@@ -387,3 +387,166 @@ def notes_checks() -> list[NotesCheck]:
         NotesCheck("random graphs against finite differences", f"50 random graphs ({mean_nodes:.1f} nodes on "
                    "average; the notes' 22.8), central differences at h = 1e-6", "3.7e-10", fd),
     ]
+
+
+# --- this engine against PyTorch, trained side by side (the notes' §5.2) ------------------------------------------
+
+SIDE_BY_SIDE = {"sentences": 200, "batch": 5, "epochs": 8, "lr": 0.01, "hidden": 32, "dropout": 0.5}
+NOTES_SIDE_BY_SIDE = 9.0e-15   # the notes' largest loss difference over their 320 steps
+
+
+@dataclass
+class SideBySideSetup:
+    """Everything both trainings share: data, initial weights, the batches and the dropout masks of every step."""
+
+    x: np.ndarray          # (N, L, 50) padded word vectors (zeros past each sentence's end)
+    mask: np.ndarray       # (N, L) 1 for a real word
+    y: np.ndarray          # (N,) labels
+    params: list           # W1 (H, 50), b1 (H,), W2 (1, H), b2 (1,)
+    batches: list          # per step: the sentence indices of its batch
+    keep: list             # per step: the (B, H) dropout multiplier (0 or 1 / (1 - p))
+
+
+def side_by_side_setup(seed: int = 0) -> SideBySideSetup:
+    """The shared inputs, drawn once from ``seed`` (both processes call this and get the same arrays).
+
+    The first ``SIDE_BY_SIDE['sentences']`` sentences of the built-in corpus with the built-in GloVe vectors; a
+    new order of them every epoch, cut into batches; HW2's initialisation bounds; a dropout mask per step."""
+    from sentiment.data import builtin_split
+    from sentiment.embeddings import load_glove
+    cfg = SIDE_BY_SIDE
+    rng = np.random.default_rng(seed)
+    train, _ = builtin_split()
+    glove = load_glove()
+    sentences, labels = train.sentences[:cfg["sentences"]], train.labels[:cfg["sentences"]]
+    vectors = [glove.encode_sentence(s)[0].astype(np.float64) for s in sentences]
+    length = max(len(v) for v in vectors)
+    x = np.zeros((len(vectors), length, glove.dim))
+    mask = np.zeros((len(vectors), length))
+    for i, v in enumerate(vectors):
+        x[i, :len(v)], mask[i, :len(v)] = v, 1.0
+    h, d = cfg["hidden"], glove.dim
+    b1, b2 = 1 / np.sqrt(d), 1 / np.sqrt(h)
+    params = [rng.uniform(-b1, b1, (h, d)), rng.uniform(-b1, b1, h), rng.uniform(-b2, b2, (1, h)),
+              rng.uniform(-b2, b2, 1)]
+    batches, keep = [], []
+    for _ in range(cfg["epochs"]):
+        order = rng.permutation(len(vectors))
+        for start in range(0, len(order), cfg["batch"]):
+            idx = order[start:start + cfg["batch"]]
+            batches.append(idx)
+            keep.append((rng.random((len(idx), h)) >= cfg["dropout"]) / (1 - cfg["dropout"]))
+    return SideBySideSetup(x, mask, np.asarray(labels, dtype=np.float64), params, batches, keep)
+
+
+def engine_side_by_side(seed: int = 0) -> list[float]:
+    """HW2's network (the project's ``SentimentNet`` layers) trained on this engine with Adam: the loss of every step.
+
+    Dropout is the setup's mask multiplied in after the ReLU, so that PyTorch can use the very same masks."""
+    import engine
+    from engine import functional as F
+    from engine import optim
+    from sentiment.model import model_from_arrays
+    s = side_by_side_setup(seed)
+    model = model_from_arrays(s.params, dropout=0.0)
+    opt = optim.Adam(model.parameters(), lr=SIDE_BY_SIDE["lr"])
+    losses = []
+    for idx, keep in zip(s.batches, s.keep):
+        opt.zero_grad()
+        hidden = model.hidden_units(engine.tensor(s.x[idx]), engine.tensor(s.mask[idx])) * engine.tensor(keep)
+        p = F.sigmoid(model.fc2(hidden).reshape(-1))
+        loss = F.binary_cross_entropy(p, engine.tensor(s.y[idx]))
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.item()))
+    return losses
+
+
+def torch_side_by_side(seed: int = 0) -> list[float] | None:
+    """The same training in PyTorch (float64, ``torch.optim.Adam``), from the same setup: the loss of every step.
+    Run in a child process (:func:`side_by_side`); None without PyTorch."""
+    torch = _torch()
+    if torch is None:
+        return None
+    s = side_by_side_setup(seed)
+    ps = [torch.tensor(p, requires_grad=True) for p in s.params]
+    opt = torch.optim.Adam(ps, lr=SIDE_BY_SIDE["lr"])
+    x, mask, y = torch.tensor(s.x), torch.tensor(s.mask), torch.tensor(s.y)
+    losses = []
+    for idx, keep in zip(s.batches, s.keep):
+        opt.zero_grad()
+        i = torch.tensor(idx)
+        pooled = (x[i] * mask[i].unsqueeze(-1)).sum(1) / mask[i].sum(1, keepdim=True)
+        hidden = torch.relu(torch.nn.functional.linear(pooled, ps[0], ps[1])) * torch.tensor(keep)
+        p = torch.sigmoid(torch.nn.functional.linear(hidden, ps[2], ps[3]).reshape(-1))
+        loss = torch.nn.functional.binary_cross_entropy(p, y[i])
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.item()))
+    return losses
+
+
+@dataclass
+class SideBySide:
+    """Both trainings' losses per step, and how far apart they are."""
+
+    engine: list[float]
+    torch: list[float] | None
+    skipped: str = ""                  # why PyTorch did not run
+
+    @property
+    def differences(self) -> list[float]:
+        return [] if self.torch is None else [abs(a - b) for a, b in zip(self.engine, self.torch)]
+
+    @property
+    def largest(self) -> float | None:
+        return max(self.differences) if self.torch is not None else None
+
+    def text(self) -> str:
+        """One sentence: steps, the largest difference beside the notes' figure (or why PyTorch was skipped)."""
+        cfg = SIDE_BY_SIDE
+        steps = len(self.engine)
+        setting = (f"{steps} steps ({cfg['epochs']} epochs of {steps // cfg['epochs']} batches of {cfg['batch']}) "
+                   f"with Adam, lr {cfg['lr']}, float64")
+        if self.torch is None:
+            return f"This engine trained for {setting}; PyTorch {self.skipped.removeprefix('skipped: ')}."
+        worst = int(np.argmax(self.differences))
+        return (f"Both trained for {setting}, from the same weights, batches and dropout masks (losses from "
+                f"{num(self.engine[0])} to {num(self.engine[-1])}). Largest loss difference: **{self.largest:.1e}** "
+                f"(at step {worst + 1}). The notes report {NOTES_SIDE_BY_SIDE:.1e} on their own data and batches: "
+                "both are float64 rounding (each framework orders its float operations its own way, and Adam carries "
+                "the rounding from step to step), so the two figures agree in kind, not digit for digit.")
+
+
+def side_by_side(seed: int = 0) -> SideBySide:
+    """Train HW2's network on this engine here and in PyTorch in a child process (when installed), side by side."""
+    ours = engine_side_by_side(seed)
+    try:
+        theirs = in_reference_process("explorer.gradient_check:torch_side_by_side", seed)
+    except ReferenceFailed as e:
+        return SideBySide(ours, None, f"skipped: {e}")
+    return SideBySide(ours, theirs, "" if theirs is not None else NO_TORCH)
+
+
+def side_by_side_figure(result: SideBySide, look: Look) -> go.Figure:
+    """Both loss curves over the steps (top) and their absolute difference on a log scale (bottom)."""
+    from plotly.subplots import make_subplots
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.08)
+    steps = list(range(1, len(result.engine) + 1))
+    fig.add_trace(go.Scatter(x=steps, y=result.engine, name="this engine", line={"width": 3}), row=1, col=1)
+    if result.torch is not None:
+        fig.add_trace(go.Scatter(x=steps, y=result.torch, name="PyTorch", line={"dash": "dash"}), row=1, col=1)
+        fig.add_trace(go.Scatter(x=steps, y=[max(d, 1e-18) for d in result.differences], name="|difference|",
+                                 line={"color": "#d62728"}), row=2, col=1)
+        fig.update_yaxes(type="log", title_text="|engine − PyTorch|", row=2, col=1)
+    fig.update_yaxes(title_text="batch loss (BCE)", row=1, col=1)
+    fig.update_xaxes(title_text="training step", row=2, col=1)
+    fig.update_layout(height=look.figure_height, font={"size": look.figure_font}, margin={"t": 30},
+                      title={"text": "HW2's network trained side by side"})
+    return fig
+
+
+def notes_check_rows() -> list[dict]:
+    """:func:`notes_checks` as table rows: the page's fixed figure (``explorer.kit.fixed``), computed once per
+    server process in the background, never under a request's deadline."""
+    return [c.row() for c in notes_checks()]

@@ -916,3 +916,110 @@ def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int
             "losses": losses, "distinct_losses": len(set(losses)), "traced_ops": stats.traced_ops,
             "replayed_ops": stats.replayed_ops, "eager_us": out["eager"]["us_per_step"],
             "compiled_us": out["compiled"]["us_per_step"], "lengths": lengths.tolist(), "tokens": tokens}
+
+
+# --- TensorFlow 1's two phases: build, then run in a Session on a device -----------------------------------------
+
+TF1_CODE = ("import tensorflow as tf                 # TensorFlow 1.x\n"
+            "a = tf.constant(15, name=\"a\")\n"
+            "b = tf.constant(5, name=\"b\")\n"
+            "prod = tf.multiply(a, b, name=\"Multiply\")\n"
+            "total = tf.add(a, b, name=\"Add\")\n"
+            "res = tf.divide(prod, total, name=\"Divide\")   # phase 1: a graph, no numbers yet\n"
+            "with tf.Session() as sess:                   # phase 2: run it\n"
+            "    with tf.device(\"/cpu:0\"):                # on a device\n"
+            "        out = sess.run(res)\n"
+            "print(out)")
+
+
+def two_phase_code(device: str) -> str:
+    """The TF1 example written for ``engine.static``, with the graph bound to backend ``device``."""
+    return ("from engine import static as tf\n"
+            f"g = tf.Graph(backend={device!r})   # the device: every node runs on this backend\n"
+            "with g.as_default():              # phase 1: build (nodes only)\n"
+            "    a = tf.constant(15, name=\"a\")\n"
+            "    b = tf.constant(5, name=\"b\")\n"
+            "    prod = tf.mul(a, b)\n"
+            "    total = tf.add(a, b)\n"
+            "    res = tf.div(prod, total)\n"
+            "with tf.Session(g) as sess:       # phase 2: run what res needs\n"
+            "    out = sess.run(res)")
+
+
+@dataclass
+class TwoPhaseDemo:
+    """TensorFlow 1's two-phase example run on the engine's static graph (see :func:`two_phase_demo`)."""
+
+    device: str
+    available: bool                 # the backend runs on this machine
+    unavailable_reason: str = ""    # the engine's own BackendUnavailable message, when it does not
+    graph: Graph | None = None
+    built: list[str] = field(default_factory=list)      # nodes after phase 1, in creation order
+    before_run: str = ""            # what asking for res's value in phase 1 gives (the engine's error)
+    value: float | None = None      # sess.run(res)
+    dtype: str = ""
+    evaluated: list[int] = field(default_factory=list)  # node ids the run evaluated, in order
+    eager_value: float | None = None  # the same arithmetic eagerly (computed at once)
+    backend_kernels: str = ""       # the backend class that ran the nodes' kernels
+
+    def run_text(self) -> str:
+        """One sentence on phase 2: what ran, in which order, on which backend, and the result."""
+        if not self.available:
+            return f"No run on `{self.device}`: {self.unavailable_reason}"
+        names = " → ".join(self.graph.nodes[i].name for i in self.evaluated)
+        return (f"`sess.run(res)` evaluated {len(self.evaluated)} of {len(self.graph.nodes)} nodes ({names}) on the "
+                f"`{self.device}` backend ({self.backend_kernels}): **res = {num(self.value)}** ({self.dtype}); "
+                f"eagerly, the same three ops give {num(self.eager_value)} the moment each line runs.")
+
+
+def two_phase_demo(device: str = "numpy") -> TwoPhaseDemo:
+    """Build TF1's example (15 and 5; multiply, add, divide) as a static graph on backend ``device`` and run it.
+
+    Phase 1 only adds nodes (asking for a value raises the engine's SymbolicValueError, shown as is);
+    phase 2 is ``Session(g).run(res)``. A backend this machine cannot run (``cuda`` without CuPy and a
+    GPU) is reported with the engine's own reason instead of a result.
+
+    Raises:
+        ValueError: ``device`` is not a backend the engine knows.
+    """
+    from engine.backends import BackendUnavailable, known
+    if device not in known():
+        raise ValueError(f"unknown backend {device!r}; known: {known()}")
+    try:
+        g = Graph(backend=device, name="tf1_two_phase")
+    except BackendUnavailable as e:
+        return TwoPhaseDemo(device, False, str(e))
+    with g.as_default():
+        a = tf.constant(15, name="a")
+        b = tf.constant(5, name="b")
+        res = tf.div(tf.mul(a, b), tf.add(a, b))
+    demo = TwoPhaseDemo(device, True, graph=g, built=[n.name for n in g.nodes])
+    try:
+        res.numpy()
+    except tf.SymbolicValueError as e:
+        demo.before_run = f"{type(e).__name__}: {e}"
+    with Session(g) as sess:
+        out = sess.run(res)
+        demo.evaluated = list(sess.last_evaluated)
+    demo.value, demo.dtype = float(out), str(out.dtype)
+    demo.backend_kernels = type(g.backend).__name__
+    ea, eb = engine.tensor(15.0), engine.tensor(5.0)
+    demo.eager_value = float((ea * eb / (ea + eb)).item())
+    return demo
+
+
+def device_choices() -> list[str]:
+    """Every backend the engine knows (a graph can be bound to any; the unavailable ones say why)."""
+    from engine.backends import known
+    return known()
+
+
+def device_label(device: str) -> str:
+    """A backend's name for the device picker, marked when this machine cannot run it."""
+    return device if device in engine.available_backends() else f"{device} (not available here)"
+
+
+TWO_PHASE_NOTE = ("TensorFlow 1 places each op on a device (`tf.device`) and the Session runs the graph there; "
+                  "in this engine the device is the graph's backend, chosen once when the graph is built, and "
+                  "`Session.run` runs every needed node's forward kernel on it. `cuda` is the engine's CuPy backend "
+                  "(its kernels in `engine/kernels/*.cu`): it runs where CuPy and an NVIDIA GPU exist.")

@@ -364,3 +364,28 @@ def click_states(model: SortModel, order: list[int], check: OrderCheck) -> tuple
         states[dst] = "violated"
         badges[dst] += f" ✗ before {model.name(src)}"
     return states, badges
+
+
+# --- every step as plain data: the walk-through file --------------------------------------------------------
+
+def step_class_view(model: SortModel, frame: int, legend_px: int = 15):
+    """The queue method's 0-based ``frame`` as the page draws it (:class:`explorer.classroom.views.ClassView`): the
+    step's header, the graph with the ready, taken and processed nodes, the legend and the table of steps."""
+    import pandas as pd
+
+    from explorer.classroom.views import ClassView, markdown_html
+    qs = model.queue_steps[frame]
+    view = ClassView("Topological_sort", "Topological sort", markdown_html(step_header(model, frame)))
+    view.add_plot(graph_figure(model, queue_states(model, frame), queue_notes(model, frame), taken=qs.taken))
+    view.add_html(legend_html(QUEUE_LEGEND, legend_px))
+    view.add_html(pd.DataFrame(queue_table(model, frame)).to_html(index=False, border=0, classes="adx-table"))
+    return view
+
+
+def walkthrough(model: SortModel) -> str:
+    """The queue method's steps on ``model``'s graph in one self-contained HTML file
+    (:func:`explorer.kit.export_html.walkthrough_html`), under the program."""
+    from .kit.export_html import walkthrough_html
+    views = [step_class_view(model, k) for k in range(len(model.queue_steps))]
+    return walkthrough_html("Topological sort (the slides' queue method): a walk-through", views,
+                            source=f"{model.preset.program}\n# at {model.preset.inputs}")

@@ -358,7 +358,7 @@ def test_parsing_is_safe_from_many_threads():
     assert errors == []
 
 
-# --- issue 26: the deadline is CPU time; the server-wide memory guard; refusals answered at once ---------------
+# --- issue 26: the deadline is CPU time; the server-wide memory guard; issue 35: no failure kept ---------------
 
 def _spin(seconds: float) -> None:
     end = time.thread_time() + seconds
@@ -419,40 +419,54 @@ def test_the_memory_limit_is_the_cgroups_when_there_is_one(monkeypatch, tmp_path
     assert budget.resident_bytes() > 10 * 2**20
 
 
-def test_a_refusal_that_cost_cpu_is_answered_again_at_once():
+def test_a_request_that_hit_its_deadline_is_not_cached_and_succeeds_when_cheap_again():
+    """Issue 35: on a loaded server the Gradient-check page met its deadline and the failure was kept, so the page
+    stayed broken after the load went away. The same request (same arguments, same store) must compute again."""
+    from engine.explain import check_deadline
+    cost = {"seconds": 0.3}   # what the request costs this time: more than its deadline, then less
     calls = []
 
-    @bounded_cache(1 << 20, stores=lambda: registry, spinner=None, seconds=0.05)
-    def slow(n):
+    @bounded_cache(1 << 20, stores=lambda: registry, spinner=None, seconds=0.1)
+    def request(n):
         calls.append(n)
-        _spin(0.2)
-        from engine.explain import check_deadline
-        check_deadline()
+        end = time.thread_time() + cost["seconds"]
+        while time.thread_time() < end:
+            check_deadline()
+        return n * 2
 
     registry: dict = {}
-    for _ in range(3):
-        t0 = time.thread_time()
-        with pytest.raises(ExpressionError, match="more than the 0.05 s"):
-            slow(1)
-    assert calls == [1]                                      # computed once; the same click is refused at once
-    assert time.thread_time() - t0 < 0.1
+    for _ in range(2):   # the same click again while it is still too expensive: computed again, not answered
+        with pytest.raises(ExpressionError, match="more than the 0.1 s"):
+            request(21)
+    assert calls == [21, 21]
+    (store,) = registry.values()
+    assert len(store) == 0                                   # nothing of the failure in the store
+    cost["seconds"] = 0.0                                    # the load went away
+    assert request(21) == 42 and calls == [21, 21, 21]
+    assert request(21) == 42 and calls == [21, 21, 21]       # the success is what is kept
 
 
 def test_backprop_orders_at_its_limit_fits_the_pages_cache():
     """At its op limit the four orders' result was 16-27 MB, over the store's per-entry cap: every Step
-    recomputed it (1.7-2.4 s of CPU). Packed frames keep it cacheable; a Step reads one frame."""
-    from explorer.kit.budget import MAX_SIDE_BY_SIDE_OPS, PackedFrames
+    recomputed it (1.7-2.4 s of CPU). Its figures' frames are built when a Step reads one (issue 41: building
+    and packing every frame was most of the request), so it stays cacheable and a Step reads one frame."""
+    from explorer.kit.budget import MAX_SIDE_BY_SIDE_OPS
+    from explorer.kit.plotly_figure import FramesOnRead
     from explorer.kit.widgets import still_graph
     program = "\n".join(["y1 = x * x"] + [f"y{k + 1} = y{k} * y{k} * x" for k in range(1, 75)])   # fan-out
     model = orders_model(program, "x = 1.0001", ALL_ORDERS)
     assert MAX_SIDE_BY_SIDE_OPS - 5 <= estimate_cost(program, "x = 1.0001").ops <= MAX_SIDE_BY_SIDE_OPS
     assert estimate_bytes(model) < ByteLRU(64 << 20).max_entry_bytes       # the page's store keeps it
     view = model.views["topological"]
-    assert isinstance(view.figure["frames"], PackedFrames)
+    assert isinstance(view.figure["frames"], FramesOnRead) and len(view.figure["frames"]) == view.n_frames
+    assert isinstance(view.backward_figure["frames"], FramesOnRead)
     k = model.n_frames // 2
     still = still_graph(view.figure, k, title=False)
-    assert still["frames"] == [] and still["data"] != view.figure["data"]    # frame k's colours, unpacked
+    assert still["frames"] == [] and still["data"] != view.figure["data"]    # frame k's colours, built on read
     assert view.figure["frames"][k] == view.figure["frames"][k]              # the same frame each time
+    assert view.figure["frames"][k] != view.figure["frames"][k + 1]
+    with pytest.raises(IndexError):
+        view.figure["frames"][view.n_frames]
 
 
 def test_at_most_a_few_computations_run_at_once_and_nested_calls_do_not_deadlock():
@@ -517,3 +531,38 @@ def test_sessions_asking_for_the_same_arguments_at_once_share_one_computation():
     assert not any(t.is_alive() for t in [first, *waiting])
     assert sorted(calls) == ["other", "sample"]     # the eight waiters read the first one's result
     assert registry and not any(s._computing for s in registry.values())   # nothing left behind
+
+
+def test_a_deadline_in_a_page_is_one_line_not_an_exception_box_and_the_next_run_tries_again():
+    """Issue 35: a cached computation whose page has no message of its own met its deadline under load; the page
+    showed Streamlit's exception box. Now one line says what was too expensive, and the next run computes again."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import time
+
+        import streamlit as st
+
+        from engine.explain import check_deadline
+        from explorer.kit.budget import bounded_cache
+
+        @bounded_cache(1 << 20, spinner="Summing the series on the engine…", seconds=0.1)
+        def series(n: int) -> int:
+            end = time.thread_time() + st.session_state["cost"]
+            while time.thread_time() < end:
+                check_deadline()
+            return n * 2
+
+        st.write(f"value {series(21)}")
+
+    at = AppTest.from_function(script, default_timeout=60)
+    at.session_state["cost"] = 0.5           # a loaded server: more than the deadline
+    at.run()
+    assert not at.exception and not at.error
+    (line,) = [w.value.replace("\\", "") for w in at.warning]   # the Markdown escapes aside
+    assert "Summing the series on the engine" in line and "more than the 0.1 s" in line and "tries again" in line
+    assert not any("value 42" in m.value for m in at.markdown)
+    at.session_state["cost"] = 0.0           # the load went away: the same request succeeds
+    at.run()
+    assert not at.exception and not at.warning
+    assert any("value 42" in m.value for m in at.markdown)

@@ -1,8 +1,11 @@
 """The class broker: the same behaviour in-process and through a real Redis server shared by two replicas."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import threading
+from pathlib import Path
 import time
 
 import pytest
@@ -133,18 +136,61 @@ def test_fifty_students_on_two_replicas_are_counted_exactly_once(replicas):
         assert t.count == 50 and sum(t.histogram.values()) == 50 and t.histogram["12"] == 10
 
 
-def test_text_is_bounded_and_classes_expire():
+def test_text_is_bounded_and_classes_expire_after_their_lecturer_left():
     now = [1000.0]
     b = cb.InProcessBroker(clock=lambda: now[0], ttl_s=60)
-    code, secret = b.create("X" * 5000, {"k": "v" * 5000})
-    st = b.state(code)
-    assert len(st.page) == cb.MAX_TEXT and len(st.params["k"]) == cb.MAX_TEXT
-    with pytest.raises(ValueError):
+    code, secret = b.create("X" * 5000, {"k": "v"})
+    assert len(b.state(code).page) == cb.MAX_TEXT
+    with pytest.raises(cb.StateTooLong):
         b.publish(code, secret, "p", {str(i): "v" for i in range(cb.MAX_PARAMS + 1)})
-    now[0] += 61
+    for _ in range(3):                                   # the lecturer's page touches it: it stays
+        now[0] += 50
+        b.touch(code, secret)
+    assert b.state(code).params == {"k": "v"}
+    with pytest.raises(cb.NotLecturer):
+        b.touch(code, "a guess")
+    now[0] += 61                                         # the lecturer left a minute ago: gone
     with pytest.raises(cb.ClassNotFound):
         b.state(code)
+    assert b.classes() == 0
     assert cb.class_bytes_bound(200) < 5_000_000
+
+
+def test_a_long_program_is_shared_whole_or_refused_never_clipped(replicas):
+    """The hostile afternoon's finding 2: an 11-line, 271-character program reached students clipped to 200."""
+    from explorer.kit.deeplink import MAX_PARAM_CHARS
+    assert cb.MAX_PARAM_CHARS == MAX_PARAM_CHARS         # whatever a page reads back from a link, a class carries
+    a, b = replicas
+    program = "\n".join(f"x{i + 2} = x{i + 1} * 1.01 + sin(x{i + 1})" for i in range(11))
+    assert len(program) > 200
+    code, secret = a.create("Expression_explorer", {"program": program, "step": "30"})
+    assert wait_for(lambda: b.state(code).params["program"] == program)
+    a.publish(code, secret, "Expression_explorer", {"program": "y" * MAX_PARAM_CHARS, "step": "1"})
+    assert wait_for(lambda: b.state(code).params["program"] == "y" * MAX_PARAM_CHARS)
+    before = b.state(code)
+    with pytest.raises(cb.StateTooLong, match="4,000"):
+        a.publish(code, secret, "Expression_explorer", {"program": "y" * (MAX_PARAM_CHARS + 1)})
+    with pytest.raises(cb.StateTooLong):
+        a.publish(code, secret, "Expression_explorer", {"a": "y" * 3000, "b": "y" * 3000, "c": "y" * 3000})
+    with pytest.raises(cb.StateTooLong):
+        a.create("Expression_explorer", {"program": "y" * (MAX_PARAM_CHARS + 1)})
+    assert b.state(code) == before                       # a refused state changes nothing
+
+
+def test_a_server_holds_a_bounded_number_of_classes_and_a_closed_one_frees_its_place(replicas, monkeypatch):
+    monkeypatch.setattr(cb, "MAX_CLASSES", 3)
+    a, b = replicas
+    made = [a.create("Home", {}) for _ in range(3)]
+    assert a.classes() == b.classes() == 3
+    with pytest.raises(cb.TooManyClasses, match="3 classes"):
+        b.create("Home", {})                              # the other replica counts the same classes
+    with pytest.raises(cb.TooManyClasses):
+        b.restore("K7QW3D", "s", "Home", {})              # a restore of a class the store lost counts too
+    a.close(*made[0])
+    assert b.classes() == 2
+    code, secret = b.create("Home", {})
+    a.touch(code, secret)
+    assert a.classes() == 3
 
 
 def test_redis_going_away_is_reported_and_recovered(redis_server):
@@ -152,6 +198,9 @@ def test_redis_going_away_is_reported_and_recovered(redis_server):
     try:
         code, secret = lecturer.create("Expression_explorer", {"step": "3"})
         assert student.state(code).params["step"] == "3"
+        for step in (4, 5, 6):
+            lecturer.publish(code, secret, "Expression_explorer", {"step": str(step)})
+        before = lecturer.state(code).version
         redis_server.stop_redis()
         with pytest.raises(cb.BrokerUnavailable):
             lecturer.publish(code, secret, "Expression_explorer", {"step": "4"})
@@ -162,6 +211,7 @@ def test_redis_going_away_is_reported_and_recovered(redis_server):
         # the lecturer's session brings its class back under the same code; students need nothing
         assert wait_for(lambda: lecturer.restore(code, secret, "Expression_explorer", {"step": "4"}) >= 1)
         assert wait_for(lambda: student.state(code).params["step"] == "4", timeout=5)
+        assert student.state(code).version > before       # a version never names two states (views are cached by it)
         assert wait_for(lambda: student.connected, timeout=5)
         lecturer.publish(code, secret, "Expression_explorer", {"step": "5"})
         assert wait_for(lambda: student.state(code).params["step"] == "5", timeout=2)
@@ -178,3 +228,86 @@ def test_broker_from_env_picks_the_implementation(monkeypatch):
     monkeypatch.setattr(cb, "_BROKER", None)
     with pytest.raises(ValueError):
         cb.broker_from_env({"AUTODIFF_CLASS_BROKER": "http://example"})
+
+
+def compose_redis_args() -> tuple[str, ...]:
+    """The arguments compose.yaml gives redis-server (its ``command`` list, after the program's name)."""
+    compose = (Path(__file__).resolve().parents[1] / "compose.yaml").read_text()
+    block = compose[compose.index("\n  redis:"):]
+    command = json.loads(re.search(r"^\s+command: (\[.*\])$", block, re.M).group(1))
+    assert command[0] == "redis-server"
+    return tuple(command[1:])
+
+
+def test_a_restart_of_the_deployed_redis_keeps_the_class_and_never_reuses_a_question_id(tmp_path):
+    if REDIS is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is missing: .ci/run installs Debian's redis-server")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    args = compose_redis_args()
+    assert "--appendonly" in args and args[args.index("--appendonly") + 1] == "yes"
+    with ClassStack(tmp_path, replicas=0, redis_args=args) as server:
+        b = cb.RedisBroker(server.redis_url)
+        try:
+            code, secret = b.create("Expression_explorer", {"step": "8"})
+            b.publish(code, secret, "Expression_explorer", {"step": "9"}, view='{"header": "Step 9"}')
+            q1 = b.ask(code, secret, "x̄5?", "number", "244.69", 1e-3)
+            b.answer(code, q1.qid, "student-a", "244.7")
+            q2 = b.ask(code, secret, "x̄4?", "number", "245.69", 1e-3)
+            b.answer(code, q2.qid, "student-a", "245.7")
+            version = b.state(code).version
+            # redis-server writes its append-only file once a second (appendfsync everysec): wait for it there
+            assert wait_for(lambda: b._r.info("persistence").get("aof_last_write_status") == "ok"
+                            and b._r.info("persistence").get("aof_pending_bio_fsync", 0) == 0, timeout=5)
+            b._r.execute_command("BGREWRITEAOF")
+            assert wait_for(lambda: not b._r.info("persistence").get("aof_rewrite_in_progress"), timeout=10)
+            server.restart_redis(down_s=0.2)
+            assert wait_for(lambda: b.state(code).version == version, timeout=10)
+            assert b.is_lecturer(code, secret)
+            assert b.view(code) == (version, '{"header": "Step 9"}')
+            assert b.tally(code, q2.qid).histogram == {"245.7": 1}    # the answers are kept
+            assert b.ask(code, secret, "x̄3?", "number", "367.04", 1e-3).qid == q2.qid + 1
+        finally:
+            b.stop()
+
+
+def test_a_restored_class_numbers_its_questions_after_the_last_one_asked(replicas):
+    a, _ = replicas
+    code, secret = a.create("Expression_explorer", {})
+    asked = [a.ask(code, secret, f"q{i}", "number", "1") for i in range(3)]
+    if isinstance(a, cb.InProcessBroker):
+        a._classes.clear()                  # as the store forgets it
+    else:
+        a._r.flushall()
+    a.restore(code, secret, "Expression_explorer", {}, last_qid=asked[-1].qid)
+    new = a.ask(code, secret, "after the restart", "number", "2")
+    assert new.qid == asked[-1].qid + 1
+    with pytest.raises(cb.AnswerRefused):
+        a.answer(code, asked[-1].qid, "s", "1")   # an answer to the old question never counts for the new one
+
+
+def test_a_view_belongs_to_the_version_it_was_published_with(replicas):
+    a, b = replicas
+    code, secret = a.create("Expression_explorer", {"step": "1"})
+    v2 = a.publish(code, secret, "Expression_explorer", {"step": "2"}, view='{"s": 2}')
+    assert wait_for(lambda: b.view(code) == (v2, '{"s": 2}'))
+    v3 = a.publish(code, secret, "Expression_explorer", {"step": "3"})       # a state without a view
+    assert v3 == v2 + 1 and b.view(code) is None                             # the old one is never shown with it
+    a.publish(code, secret, "Expression_explorer", {"step": "3"}, view='{"s": 3}')   # the same state, now with one
+    assert b.view(code) == (v3, '{"s": 3}')
+    too_big = "x" * 2_000_000
+    v4 = a.publish(code, secret, "Expression_explorer", {"step": "4"}, view=too_big)
+    assert b.view(code) is None and wait_for(lambda: a.state(code).version == v4)   # a's copy: via pub/sub
+
+
+def test_a_class_brought_back_carries_its_view_from_its_first_version(replicas):
+    """A follower never meets a restored version without its view (it would have to run the whole page)."""
+    a, b = replicas
+    view = json.dumps({"header": "<h4>Step 3 of 14</h4>", "blocks": []})
+    version = a.restore("K7QW3D", "the lecturer's secret", "Expression_explorer", {"step": "3"}, last_qid=4,
+                        view=view)
+    assert version > 1000
+    assert wait_for(lambda: b.state("K7QW3D").version == version)
+    assert b.view("K7QW3D") == (version, view)
+    assert a.ask("K7QW3D", "the lecturer's secret", "x̄5?", "number", "1").qid == 5
+    a.close("K7QW3D", "the lecturer's secret")

@@ -206,3 +206,32 @@ def test_a_projector_panel_indents_by_two_so_the_lit_lines_fit_unwrapped():
     shown = re.findall(r'data-line="(\d+)"><span class="n">\d+</span><span class="m"></span><span class="c">([^<]*)<',
                        to_html([walk], 18, max_height_px=300))
     assert all(len(html_unescape(t)) <= 70 for n, t in shown if int(n) in lit), shown
+
+
+def test_slide_27s_backward_pass_lights_each_steps_work_counted_from_the_engines_events():
+    from explorer.kit.code_panel import ENGINE_HEADING, SLIDE_SOURCE, lecture_block, step_events
+    tr, fs = _slide()
+    lecture = lecture_block()
+    code = "\n".join(t for _, t in lecture.lines)
+    for name in ("outgrads", "toposort(end_node)", "node.recipe", "primitive_vjps[fun][argnum]", "add_outgrads"):
+        assert name in code
+    assert lecture.marks == {} and "slide 27" in SLIDE_SOURCE
+
+    def lit(node: str) -> dict[str, int]:
+        events = step_events(tr, fs, _frame_of(fs, tr, "backward", node))
+        b = lecture_block(events, tr.graph.output)
+        return {dict(b.lines)[n].strip().split(" = ")[0]: k for n, k in b.marks.items()}, events
+
+    # the output's step: outgrads = {end_node: g}, its adjoint popped, one VJP per parent and one sum per parent
+    marks, events = lit("f")
+    sends = sum(e.kind == "send" for e in events)
+    assert sends == 2
+    assert marks == {"outgrads": 1, "outgrad": 1, "vjp": sends, "parent_grad": sends, "outgrads[parent]": sends}
+    marks, _ = lit("x5")   # x5 = x3 + x4: not the output, two parents
+    assert marks == {"outgrad": 1, "vjp": 2, "parent_grad": 2, "outgrads[parent]": 2}
+    marks, _ = lit("x2")   # a leaf: its gradient is the adjoint it pops, nothing else runs
+    assert marks == {"outgrad": 1}
+    html = to_html([lecture_block()], 13, test_id="code-lecture")
+    assert "backward_pass" in html and "lecture 5, slide 27" in html
+    panel = to_html(frame_code(tr, fs, _frame_of(fs, tr, "backward", "f")), 13, heading=ENGINE_HEADING)
+    assert 'data-testid="code-panel-heading"' in panel and "not the slide&#x27;s" in panel

@@ -94,11 +94,39 @@ def test_nodes_say_what_they_compute_in_five_digits():
     assert "368.0378983963" in fs.hover[fs.node_ids.index(g.by_name("x1").id)]  # full precision on hover
 
 
-def test_fan_out_sum_is_written_out_term_by_term():
-    fs = build_frames(record_execution(SLIDE, X))
-    assert any("x̄1 = 1 + 367.04 = 368.04 (2 of 2 received)" in f.caption for f in fs.frames)
-    xxx = build_frames(record_execution("f = x * x * x", {"x": 2.0}))
-    assert any("x̄ = 4 + 4 + 4 = 12 (3 of 3 received)" in f.caption for f in xxx.frames)
+def _local_derivative(op, wrt: str, at: dict) -> float:
+    """∂op(**at)/∂wrt by the engine's own backward pass, on its own (no trace, no frames)."""
+    import engine
+    leaves = {k: engine.tensor(v, requires_grad=True) for k, v in at.items()}
+    op(**leaves).backward()
+    return float(leaves[wrt].grad.numpy())
+
+
+def test_fan_out_sum_is_written_symbolically_then_in_numbers_as_the_slides_do():
+    from explorer.kit.labels import num
+    tr = record_execution(SLIDE, X)
+    fs = build_frames(tr)
+    g = tr.graph
+    x3_bar = tr.adjoints[g.by_name("x3").id]
+    # the slide's numbers, from the engine: ∂x3/∂x1 of x3 = 1.5·x1 and ∂x7/∂x1 of x7 = x1 + x6, and x̄1 itself
+    d3 = _local_derivative(lambda x1: 1.5 * x1, "x1", {"x1": 3.0})
+    d7 = _local_derivative(lambda x1, x6: x1 + x6, "x1", {"x1": 3.0, "x6": float(g.by_name("x6").value)})
+    want = (f"x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = {num(d3)}·{num(x3_bar)} + {num(d7)} = "
+            f"{num(tr.grads['x1'])}")
+    assert want == "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04"   # the slide's own line
+    assert any(f"{want} (2 of 2 received)" in f.caption for f in fs.frames)
+    k = fs.node_ids.index(g.by_name("x1").id)
+    assert fs.frames[-1].node_sum[k] == want
+    partial = next(f.node_sum[k] for f in fs.frames if f.node_sum and f.node_sum[k])
+    assert partial == f"x̄1 = x̄7·∂x7/∂x1 + … = {num(d7)} + … (1 of 2 received)"   # x7 is taken first
+    # x·x·x: v1 = x·x uses x twice: one term, ∂v1/∂x = 2x the whole derivative; then the output v2 = v1·x
+    xxx_trace = record_execution("f = x * x * x", {"x": 2.0})
+    xxx = build_frames(xxx_trace)
+    dv1 = _local_derivative(lambda x: x * x, "x", {"x": 2.0})
+    v1_bar = xxx_trace.adjoints[xxx_trace.graph.by_name("v1").id]
+    dv2 = _local_derivative(lambda v1, x: v1 * x, "x", {"v1": float(xxx_trace.graph.by_name("v1").value), "x": 2.0})
+    want = f"x̄ = v̄1·∂v1/∂x + v̄2·∂v2/∂x = {num(dv1)}·{num(v1_bar)} + {num(dv2)} = {num(xxx_trace.grads['x'])}"
+    assert any(f"{want} (3 of 3 received)" in f.caption for f in xxx.frames), [f.caption for f in xxx.frames]
     # the two x -> v1 edges each carry their own contribution
     last = xxx.frames[-1]
     assert sorted(t for (s, d), t in zip(xxx.edges, last.edge_text)) == ["2", "4", "4", "4"][:len(xxx.edges)] \

@@ -1,6 +1,7 @@
 """The safe expression parser: whitelist, limits, typed errors with positions, and a fuzzer."""
 import builtins
 import math
+import re
 
 import numpy as np
 import pytest
@@ -131,11 +132,38 @@ def test_huge_broadcast_is_refused_before_it_allocates():
 
 def test_number_only_arithmetic_is_folded_in_floating_point_not_python_ints():
     # 10 ** 10 ** 10 as Python ints would hang; folded in float64 it is inf, then flagged
-    prog = parse_program("f = x1 * (10.0 ** 99 ** 99)", {"x1": 1.0})
+    prog = parse_program("f = x1 * (10.0 ** 99 * 10.0 ** 99 * 10.0 ** 99 * 10.0 ** 99)", {"x1": 1.0})
     tr = record_execution(prog, {"x1": 1.0})
     assert tr.nonfinite  # the inf is flagged, not raised
     tr = record_execution("f = x1 * (2 ** 3 - 1 / 2)", {"x1": 2.0})
     assert tr.forward[-1].value == pytest.approx(15.0)
+
+
+@pytest.mark.parametrize("program, message, col", [
+    ("f = x1 ** 1000000", "exponent 1000000 is too large (|exponent| <= 100)", 11),
+    ("f = x1**10**10", "exponent 10 ** 10 = 1e+10 is too large", 9),
+    ("f = x1 * (10.0 ** 99 ** 99)", "exponent 99 ** 99 = 3.6973e+197 is too large", 19),
+    ("f = x1 ** -(10 ** 10)", "exponent -10 ** 10 = -1e+10 is too large", 11),
+    ("f = x1 ** (5 * 30)", "exponent 5 * 30 = 150 is too large", 12),
+    ("f = x1 ** (0 / 0)", "exponent 0 / 0 = nan is not a finite number", 12),
+    ("f = 2 ** 10 ** 10 * x1", "exponent 10 ** 10 = 1e+10 is too large", 10),
+])
+def test_one_exponent_rule_however_the_number_is_written(program, message, col):
+    """Issue 41, finding 7: ``x1**10**10`` was accepted (folded to 1e10, the result inf) while ``x1**1000000`` was
+    refused: a number-only exponent is folded and held to the same bound, at the exponent's column."""
+    with pytest.raises(ExpressionError) as e:
+        parse_program(program, {"x1": 2.0})
+    assert message in e.value.message and e.value.kind == "limit" and (e.value.line, e.value.col) == (1, col)
+
+
+def test_an_exponent_held_by_a_name_meets_the_same_rule_and_small_ones_still_run():
+    for program, name in (("c = 10 ** 10\nf = x1 ** c", "c = 1e+10"), ("c = 200\nf = x1 * 2 ** c", "c = 200")):
+        with pytest.raises(ExpressionError, match=re.escape(f"exponent {name} is too large")) as e:
+            record_execution(program, {"x1": 2.0})
+        assert e.value.line == 2
+    tr = record_execution("c = 2 * 3\nf = x1 ** c + x1 ** (2 * 50) + x1 ** -(10 / 5) + x1 ** x1", {"x1": 1.5})
+    assert tr.grads["x1"] == pytest.approx(6 * 1.5 ** 5 + 100 * 1.5 ** 99 - 2 * 1.5 ** -3
+                                           + 1.5 ** 1.5 * (math.log(1.5) + 1), rel=1e-12)
 
 
 def test_division_by_zero_and_overflow_are_flagged_values_not_tracebacks():

@@ -100,6 +100,21 @@ def test_harness_bfs_often_wrong_on_dags_others_never():
     assert all(r.wrong == 0 for r in tree_rows.values())
 
 
+def test_one_criterion_for_a_wrong_gradient():
+    """harness.gradients_wrong: relative to the largest input gradient (at least 1); a missing gradient reads as
+    zeros; a non-number, a NaN or another size is wrong."""
+    from engine.explain.harness import gradients_wrong
+    ref = {"x1": 368.04, "x2": np.array([0.0, 2.0])}
+    assert not gradients_wrong(dict(ref), ref)
+    assert not gradients_wrong({"x1": 368.04 + 1e-8, "x2": [0.0, 2.0]}, ref)     # 1e-8 <= 1e-9 * 368.04
+    assert gradients_wrong({"x1": 368.04 + 1e-6, "x2": [0.0, 2.0]}, ref)
+    assert gradients_wrong({"x1": 1.0, "x2": [0.0, 2.0]}, ref)                     # x3's contribution lost
+    assert not gradients_wrong({"x": None}, {"x": 0.0}) and gradients_wrong({"x": None}, {"x": 1.0})
+    assert gradients_wrong({"x": {"type": "str"}}, {"x": 1.0}) and gradients_wrong({"x": float("nan")}, {"x": 1.0})
+    assert gradients_wrong({"x": [1.0, 1.0]}, {"x": 1.0})
+    assert not gradients_wrong({"x": 1e-10}, {"x": 0.0}) and gradients_wrong({"x": 1e-8}, {"x": 0.0})  # scale 1
+
+
 def test_harness_counts_match_the_recorded_traces():
     """The statistics' counting path runs the same engine calls as record_execution."""
     programs = [random_dag_program(9, s) for s in range(4)]
@@ -190,7 +205,7 @@ def test_gradient_graph_is_built_from_engine_ops():
     out_x1 = g.by_name("x̄1")  # the slides' names: an adjoint is x̄, one tensor handed on is every node's
     assert out_x1.value == pytest.approx(EXACT["x1"]) and out_x1.op == "add"
     assert g.by_name("x̄2").value == pytest.approx(EXACT["x2"])
-    assert {"f̄", "x̄5"} <= {n.name for n in g.nodes}  # x̄6 is f̄ and x̄3, x̄4 are x̄5: one tensor handed on
+    assert {"x̄7", "x̄5"} <= {n.name for n in g.nodes}  # x̄6 is x̄7 (= f̄) and x̄3, x̄4 are x̄5: one tensor handed on
     assert not any("seed" in n.name or n.name.startswith("∂") for n in g.nodes)
     # the VJP of exp uses the forward value x6: the gradient graph points at it
     fwd = [n for n in g.nodes if n.kind == "forward"]

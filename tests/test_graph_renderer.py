@@ -142,6 +142,25 @@ def test_500_node_expression_is_boxed_into_blocks():
     assert pic.frameset.frames[-1].phase == "done" and "∂f/∂x1" in pic.frameset.frames[-1].caption
 
 
+@pytest.mark.parametrize("width, height", [(940, 3000), (200, 200)], ids=["whole", "through a window"])
+def test_frames_built_on_read_are_the_frames_built_at_once(width, height):
+    """Backprop orders builds each frame when a Step reads it (issue 41); every frame, the window's axes included,
+    is the one the eager figure holds, and the figure around the frames is the same."""
+    from explorer.kit.plotly_figure import FramesOnRead
+    tr = record_execution("a = x * y\nb = exp(a) + a * x\nf = b * b + sin(y)", {"x": 0.5, "y": 1.5})
+    g = tr.graph.without_constants()
+    fs = build_frames(tr, g)
+    d = plan(fs, g, width, max_height=height)
+    assert (d.viewport is None) == (width == 940)
+    eager, lazy = figure_dict(fs, g, d), figure_dict(fs, g, d, frames_on_read=True)
+    assert isinstance(lazy["frames"], FramesOnRead) and not isinstance(eager["frames"], FramesOnRead)
+    assert len(lazy["frames"]) == len(eager["frames"]) == len(fs.frames) > 10
+    assert list(lazy["frames"]) == eager["frames"] and lazy["frames"][-1] == eager["frames"][-1]
+    assert {k: v for k, v in lazy.items() if k != "frames"} == {k: v for k, v in eager.items() if k != "frames"}
+    k = len(fs.frames) // 2
+    assert at_frame(lazy, k, max_frames=1) == at_frame(eager, k, max_frames=1)
+
+
 # --- what the checks mean --------------------------------------------------------------------------------
 
 @needs_dot

@@ -38,19 +38,20 @@ def _frame_text(fig: dict, frame: int, name: str) -> list[str]:
 def test_backward_graph_names_adjoints_reverses_edges_and_writes_the_fan_out_sum(slide):
     fig = slide.backward_figure
     heads = _trace(fig, "node")["text"]
-    assert sorted(heads) == sorted(["x̄1", "x̄2", "x̄3", "x̄4", "x̄5", "x̄6", "f̄"])
+    assert sorted(heads) == sorted(["x̄1", "x̄2", "x̄3", "x̄4", "x̄5", "x̄6", "x̄7"])
     # every edge reversed; a sent contribution's edge in the backward colour, one still to come grey and dashed
     assert _trace(fig, "sent edges")["line"]["color"] == ADJOINT == _trace(fig, "sent arrowheads")["fillcolor"]
     assert _trace(fig, "edges")["line"]["color"] == PENDING and _trace(fig, "edges")["line"]["dash"] == "dash"
     assert slide.figure["data"][0]["line"]["color"] == EDGE  # the forward graph keeps its grey
     bfs = backward_frameset(slide.frameset, slide.shown_trace.graph.without_constants())
     assert bfs.edges == [(d, s) for s, d in slide.frameset.edges]
-    # step 10 (frame 9): x3 sends 367.04 to x1, whose adjoint is the sum of what it received, in order
+    # step 10 (frame 9): x3 sends 367.04 to x1, whose adjoint is the sum as the slides write it in numbers (each
+    # term local derivative · adjoint, in the consumers' order), its total under it
     values = _frame_text(fig, 9, "value")
-    assert "= 1 + 367.04 = 368.04" in values
+    assert "= 1.5·244.69 + 1" in values and "= 368.04" in _frame_text(fig, 9, "adjoint")
     assert "367.04" in _frame_text(fig, 9, "edge label")
     # step 7: x1 holds one of its two contributions; forward steps show no adjoint at all
-    assert "= 1 + … (1 of 2)" in _frame_text(fig, 6, "value")
+    assert "= 1 + …" in _frame_text(fig, 6, "value") and "(1 of 2)" in _frame_text(fig, 6, "adjoint")
     assert all(t == "" for t in _frame_text(fig, 3, "value"))
 
 

@@ -184,7 +184,7 @@ def test_matmul_step_shows_the_real_matrices():
     rec = record(build("mlp"))
     mm_step = next(s for s in rec.backward if rec.node(s.node).op == "linear")   # a Linear's x Wᵀ + b
     detail = analysis.step_detail(rec, mm_step)
-    assert detail.formula.startswith("x̄ = Ḡ W,")
+    assert detail.formula.startswith("x̄ = Ȳ W,")
     products = [p for p in detail.products if p[0] == "matmul"]
     assert products, "the VJP's matmuls are shown"
     for _, (a, b), out in products:
@@ -192,7 +192,7 @@ def test_matmul_step_shows_the_real_matrices():
     # one of them produced what was sent to the first parent
     sent0 = detail.sent[0]["value"]
     assert any(out.shape == sent0.shape and np.allclose(out, sent0) for _, _, out in products)
-    # the third contribution, the bias's b̄ = Σ_rows Ḡ, is shown too: the adjoint summed over the batch's rows,
+    # the third contribution, the bias's b̄ = Σ_rows Ȳ, is shown too: the adjoint summed over the batch's rows,
     # what was sent to the bias, on the bias's colour scale
     assert [p[0] for p in detail.products].count("sum") == 1 and len(detail.sent) == 3
     (g,), b_bar = next((ins, out) for op, ins, out in detail.products if op == "sum")

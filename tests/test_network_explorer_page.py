@@ -257,11 +257,11 @@ def test_a_projectors_step_panel_is_compact_for_small_tensors():
     from explorer.kit.presentation import PRESENTING
     from explorer.network_explorer.explore import (COMPACT_COLUMNS, COMPACT_ROWS, compact_heatmap_height,
                                                    formula_parts, side_by_side)
-    rule, note = formula_parts("x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ   (y = x Wᵀ + b; x's leading dims flattened "
+    rule, note = formula_parts("x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ   (y = x Wᵀ + b; x's leading dims flattened "
                                "into the rows)")
-    assert rule == "x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ"
+    assert rule == "x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ"
     assert note == "y = x Wᵀ + b; x's leading dims flattened into the rows"
-    assert formula_parts("x̄ = ḡ ⊙ 1[y > 0]") == ("x̄ = ḡ ⊙ 1[y > 0]", "")
+    assert formula_parts("x̄ = ȳ ⊙ 1[y > 0]") == ("x̄ = ȳ ⊙ 1[y > 0]", "")
     font = PRESENTING.figure_font
     small, column, wide, tall = np.ones((3, 5)), np.ones((3, 1)), np.ones((2, 7)), np.ones((COMPACT_ROWS + 1, 2))
     assert compact_heatmap_height(column, font) == compact_heatmap_height(small, font) < 220

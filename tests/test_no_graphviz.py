@@ -185,3 +185,51 @@ def test_graphviz_beside_the_interpreter_is_used_when_its_folder_is_off_path():
     assert out.returncode == 0, out.stderr[-2000:]
     engine = json.loads(out.stdout.strip().splitlines()[-1])
     assert engine in gl.DOT_PROGRAMS, engine
+
+
+# --- issue 41, finding 5: the SVG download within the request's budget ------------------------------------------
+
+def _chain_program(lines: int) -> str:
+    from benchmarks.request_bounds import chain
+    return chain(lines)
+
+
+def _child_cpu() -> float:
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def test_the_svg_of_a_496_op_program_is_refused_before_graphviz_starts():
+    """A 496-op program ran ``dot -Tsvg`` for its whole 20 s timeout (20 s of CPU), then said Graphviz "is not
+    installed here". Its cost is estimated first: refused at once, saying why, with the DOT offered instead."""
+    from benchmarks.request_bounds import SVG_496
+    from engine.explain.parser import estimate_cost
+    from explorer.expression_explorer import explorer_model
+    assert estimate_cost(*SVG_496).ops == 496
+    model = explorer_model(*SVG_496)
+    before = _child_cpu()
+    svg, why = model.forward_svg()
+    assert svg is None and _child_cpu() - before < 0.05          # no Graphviz program ran
+    assert "too large for Graphviz" in why and "not installed" not in why and "dot -Tsvg" in why
+    assert model.forward_svg() == (None, why)                     # decided once per model
+
+
+@pytest.mark.skipif(gl.find_dot() is None, reason="Graphviz (graphviz-pure or dot) is not installed")
+def test_the_svg_of_a_graph_within_the_limit_is_drawn_within_the_request():
+    from explorer.expression_explorer import explorer_model
+    model = explorer_model(_chain_program(20), "x = [0.01, 0.02, 0.03]")
+    before = _child_cpu()
+    svg, why = model.forward_svg()
+    assert why == "" and svg.lstrip().startswith(b"<?xml") and b"<svg" in svg
+    assert _child_cpu() - before < 2.0
+    # a Graphviz run past its time is stopped and said so (never "not installed")
+    src = model.forward_dot()
+    with pytest.raises(gl.GraphvizTimedOut):
+        gl.draw_svg(src, [gl.Box(n.id, 1, 1) for n in model.shown_trace.graph.nodes], [], 0.001)
+
+
+def test_the_svg_download_without_graphviz_says_it_is_not_installed(no_graphviz):
+    from explorer.expression_explorer import explorer_model
+    svg, why = explorer_model("f = x * x", "x = 2").forward_svg()
+    assert svg is None and "not installed" in why

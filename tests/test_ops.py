@@ -123,8 +123,8 @@ def test_a_watched_hw2_backward_pass_still_runs_every_engine_op():
     ran = []
     with engine.trace_ops(lambda op, *_: ran.append(op.name)):
         loss.backward(retain_graph=True)
-    # BCE with its mean (ḡ/n, reshape, expand; then ḡ ⊙ bce_grad), sigmoid, the flatten, fc2 (ḡ W2, ḡᵀ h and
-    # the bias's sum), dropout, ReLU, fc1 (ḡᵀ x and the bias's sum: x takes no gradient)
+    # BCE with its mean (ȳ/n, reshape, expand; then ȳ ⊙ bce_grad), sigmoid, the flatten, fc2 (ȳ W2, ȳᵀ h and
+    # the bias's sum), dropout, ReLU, fc1 (ȳᵀ x and the bias's sum: x takes no gradient)
     assert ran == ["mul", "reshape", "expand", "bce_grad", "mul", "neg", "add", "mul", "mul", "reshape",
                    "matmul", "permute", "matmul", "sum", "reshape", "dropout", "compare", "where",
                    "permute", "matmul", "sum", "reshape"]
@@ -386,7 +386,7 @@ def test_every_primitive_carries_its_own_knowledge():
         else:
             assert op.formula == "", op.name
     assert {op.name for op in PRIMITIVES if op.random} == {"uniform", "dropout_mask"}
-    assert "ḡ" in engine.ops.Exp.formula
+    assert "ȳ" in engine.ops.Exp.formula
     with pytest.raises(KeyError, match="no primitive named 'conv9d'"):
         engine.ops.primitive("conv9d")
 
@@ -399,7 +399,7 @@ def test_compile_replays_with_the_ops_own_kernel_and_random_flag():
 
     class Twice(engine.ops.Op):
         name = "test_twice"
-        formula = "x̄ = 2 ḡ"
+        formula = "x̄ = 2 ȳ"
 
         @staticmethod
         def forward(ctx, a):

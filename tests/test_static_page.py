@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import engine
+import engine.backends
+from engine.explain.numbers import num
 from explorer import static_vs_dynamic as M
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "9_Static_vs_dynamic.py")
@@ -157,7 +160,7 @@ def test_code_shown_builds_the_graph_drawn():
     assert "backward" not in plain.eager_code and len(plain.eager_graph.nodes) == 6
     grads = M.build_example("lecture", with_gradients=True)
     assert "gradients(sum(h), [W, b])" in grads.static_code and "sum(h).backward()" in grads.eager_code
-    # sum(h) and 10 gradient nodes (ReLU's VJP is where(y > 0, ḡ, 0): the comparison and its constant 0)
+    # sum(h) and 10 gradient nodes (ReLU's VJP is where(y > 0, ȳ, 0): the comparison and its constant 0)
     assert grads.gradients_added == len(grads.graph.nodes) - 6 == 11
     train = M.build_example("logreg", with_gradients=False, with_train=True)
     assert "minimize(loss)" in train.static_code and "gradients(" not in train.static_code
@@ -213,14 +216,38 @@ def test_compile_demo_is_bit_identical():
     assert sum(b[k] for k in M.BREAKDOWN) == b["total"] == c["total"]      # constants counted too
 
 
+@pytest.mark.parametrize("device", ["numpy", "python"])
+def test_tf1_two_phase_example_runs_on_the_engine(device):
+    demo = M.two_phase_demo(device)
+    assert demo.available and demo.built == ["a", "b", "mul", "add", "div"]
+    assert demo.before_run.startswith("SymbolicValueError")          # phase 1 computed nothing
+    assert demo.value == 15 * 5 / (15 + 5) == demo.eager_value       # phase 2: the Session's number
+    assert [demo.graph.nodes[i].name for i in demo.evaluated] == demo.built
+    assert demo.backend_kernels == type(engine.backends.get_backend(device)).__name__
+    assert f"res = {num(demo.value)}" in demo.run_text() and f"`{device}` backend" in demo.run_text()
+    assert f"Graph(backend={device!r})" in M.two_phase_code(device)
+
+
+def test_tf1_two_phase_on_a_backend_this_machine_lacks_says_why():
+    missing = [d for d in M.device_choices() if d not in engine.available_backends()]
+    for d in missing:
+        demo = M.two_phase_demo(d)
+        assert not demo.available and demo.value is None and "not available" in demo.run_text()
+        assert M.device_label(d).endswith("(not available here)")
+    for d in engine.available_backends():
+        assert M.two_phase_demo(d).available and M.device_label(d) == d
+    with pytest.raises(ValueError):
+        M.two_phase_demo("tpu")
+
+
 # --- the page, headless --------------------------------------------------------------------------------
 
 def test_page_default_runs_the_lecture_graph():
     at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
     # the lecture: sess.run(h, feed) evaluates 6 (x, W, b, matmul, add, relu): the fed placeholder counts
     assert "Evaluated **6 of" in texts(at) and "5 computed + 1 fed" in texts(at)
-    # run graph, the eager run's graph, the two branches, unrolled loop, folding before / after
-    assert len(graphs(at)) == 7
+    # run graph, the eager run's graph, TF1's two-phase graph, the two branches, unrolled loop, folding before / after
+    assert len(graphs(at)) == 8
     assert M.LIT in graphs(at)[0]
     assert "matmul → add → relu" in texts(at)
     table = at.dataframe[0].value  # the unrolled-loop table (the counts over steps are an HTML table)
@@ -297,7 +324,7 @@ def test_no_graph_on_the_page_is_cut_to_a_window():
     at.query_params["length"] = "12"
     ok(at.run())
     metas = [json.loads(g)["layout"]["meta"] for g in graphs(at)]
-    assert len(metas) == 7 and not any(m.get("window") for m in metas), metas
+    assert len(metas) == 8 and not any(m.get("window") for m in metas), metas
 
 
 def _whole_in_window(graph, fig, evaluated, upto, fed, focus):
@@ -413,3 +440,18 @@ def test_on_a_projector_the_training_graph_window_shows_the_skipped_loss_whole_a
     # the laptop's figure keeps cut text (there it is there to pan to)
     lap = M.graph_figure(ex.graph, r.evaluated, len(r.evaluated), fed=r.fed, focus=focus)
     assert sum(bool(h) for h in next(t for t in lap["data"] if t.get("name") == "node")["text"]) == len(p.centers)
+
+
+def test_page_tf1_two_phase_example():
+    at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    assert any("tf.constant(15" in c.value and "sess.run(res)" in c.value for c in at.code)
+    value = M.two_phase_demo("numpy").value
+    assert f"res = {num(value)}" in texts(at) and "`numpy` backend" in texts(at)
+    assert any(c.value.startswith("SymbolicValueError") for c in at.code)
+    at.radio(key="static_device").set_value("python")
+    ok(at.run())
+    assert "`python` backend (PythonBackend)" in texts(at)
+    for d in (d for d in M.device_choices() if d not in engine.available_backends()):
+        at.radio(key="static_device").set_value(d)
+        ok(at.run())
+        assert f"No run on `{d}`" in "\n".join(w.value for w in at.warning)

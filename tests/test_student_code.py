@@ -476,3 +476,51 @@ def test_the_page_marks_the_first_wrong_node_at_its_step(monkeypatch):
     text = _texts(at)
     assert "Your first wrong node\\: x1" in text and f"Your code** · Step {step} of" in text
     assert str(ROOT) not in text                              # no path of this machine on the page
+
+
+def test_a_missing_student_code_path_is_said_at_the_top_of_the_page_and_by_the_server(monkeypatch, tmp_path):
+    """``-- --student-code`` naming a folder that is not there: page 13 says so first (its last part only, no
+    path of the server), above the samples it runs instead; the server's notes name the whole path."""
+    from streamlit.testing.v1 import AppTest
+    missing = tmp_path / "secret_dir" / "llmsys_hw2"
+    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(missing)])
+    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
+    at = AppTest.from_file(str(PAGE), default_timeout=300).run()
+    assert not at.exception, [e.value for e in at.exception]
+    warnings = [w.value for w in at.warning]
+    assert warnings and "llmsys\\_hw2" in warnings[0] and "does not exist" in warnings[0], warnings
+    assert str(tmp_path) not in warnings[0] and "secret" not in warnings[0]
+    # at the top: the first element under the title (the class bar draws nothing without a class), above the
+    # sample picker and the graphs
+    top = [c for c in at.main.children.values() if c.type != "html"][:2]
+    assert [c.type for c in top] == ["title", "warning"] and top[1].value == warnings[0], [c.type for c in top]
+    assert at.selectbox(key="hw2code_sample").value == S.DEFAULT          # the samples run instead
+    # the server's notes (printed once, at its first page) name the whole path; none without the option
+    notes = V.server_notes(["--student-code", str(missing)], {})
+    assert len(notes) == 1 and str(missing) in notes[0] and "no such file or folder" in notes[0]
+    assert V.server_notes([], {}) == [] and V.server_notes(["--student-code", str(tmp_path)], {}) == []
+    assert V.server_notes(["--student-code", "nope"], {"AUTODIFF_CLASS_SERVER": "1"}) == []
+
+
+def test_the_random_graphs_and_the_headline_count_wrong_by_the_inputs_gradients():
+    """One criterion (harness.gradients_wrong on the inputs' gradients) for the random graphs' count, the
+    headline and page 5; a graph whose inputs come out right with an inner adjoint wrong is counted apart, and a
+    failing run is never counted wrong or right."""
+    from engine.explain import harness
+    from explorer.student_code.diagnose import reference
+    rep = report("bfs_first_touch.py")
+    count = rep.random_count()
+    rnd = rep.random()
+    for v in rnd:
+        ref = reference(v.key)
+        inputs = [n for n, kind in ref.built.kinds.items() if kind == "input"]
+        want = harness.gradients_wrong({n: v.adjoints.get(n) for n in inputs}, {n: ref.adjoints.get(n) for n in inputs})
+        assert v.inputs_wrong is want, v.key
+    assert count.graphs == N_RANDOM_HERE and count.wrong == sum(v.inputs_wrong for v in rnd)
+    assert count.wrong + count.inner + count.warned + count.right + sum(count.failed.values()) == count.graphs
+    assert count.wrong >= 0.8 * N_RANDOM_HERE
+    wrong_all = sum(1 for v in rep.verdicts.values() if not v.key.startswith("doubling-") and v.inputs_wrong)
+    assert rep.headline().startswith(f"wrong on {wrong_all} of ")
+    assert harness.WRONG_GRADIENTS in rep.text()
+    failing = report("raises.py").random_count()
+    assert failing.wrong == failing.right == 0 and failing.failed["exception"] == failing.graphs == N_RANDOM_HERE

@@ -253,3 +253,31 @@ def test_training_runs_in_the_idle_scheduling_class(glove):
     finally:
         run.stop()
         assert run.join(20)
+
+
+def test_a_worker_never_runs_the_servers_main_script(tmp_path, monkeypatch):
+    """Under ``streamlit run`` the page script is ``sys.modules["__main__"]``: a worker started by
+    ``_start_worker`` does not run it (a plain ``start()`` does, which is what filled the server's log)."""
+    import sys
+    import types
+
+    from explorer.sentiment_training import runner
+
+    def main_script_ran(start) -> bool:
+        marker = tmp_path / f"ran-{start.__name__}"
+        page = tmp_path / f"page_{start.__name__}.py"
+        page.write_text(f"open({str(marker)!r}, 'w').close()\n")
+        fake = types.ModuleType("__main__")
+        fake.__file__ = str(page)
+        monkeypatch.setitem(sys.modules, "__main__", fake)
+        proc = runner._context().Process(target=os.getpid, daemon=True)
+        start(proc)
+        proc.join(60)
+        assert proc.exitcode == 0
+        return marker.exists()
+
+    def plain_start(proc):
+        proc.start()
+
+    assert main_script_ran(runner._start_worker) is False
+    assert main_script_ran(plain_start) is True   # what _start_worker guards against, so this test can fail

@@ -4,6 +4,7 @@ reported; the inputs box reports positions in what the user typed."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -186,3 +187,68 @@ def test_the_inputs_box_reports_positions_in_what_was_typed(text, line, col, car
 def test_no_traceback_reaches_a_browser():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] == "none"   # "false" is read as the old stacktrace mode
+
+
+# --- issue 41 ------------------------------------------------------------------------------------------------
+
+# what GitHub-flavoured Markdown (remark-gfm's autolink literals, Streamlit's renderer) links in a text node after
+# the escapes are read: a scheme or www., and e-mail addresses
+GFM_URL = re.compile(r"(https?://|www(?=\.))([-.\w]+)([^ \t\r\n]*)", re.IGNORECASE)
+GFM_EMAIL = re.compile(r"([-.\w+]+)@([-\w]+(?:\.[-\w]+)+)")
+
+
+def read_by_markdown(markdown: str) -> str:
+    """The text Markdown reads out of escaped text: each backslash escape gives its character."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+@pytest.mark.parametrize("text", ["https://evil.example/login?x=1", "see HTTP://evil.example", "www.evil.example/x",
+                                  "write to a.b+c@evil.example", "mailto:x@evil.example", "xmpp:x@evil.example/r",
+                                  "linear 4, https://evil.example/x, relu"])
+def test_escaped_user_text_leaves_no_bare_url_or_address_for_markdown_to_link(text):
+    """Issue 41, finding 8: a warning quoting a link's ``order=https://...`` (or the custom-layers box) was escaped
+    yet showed a live link: GFM links bare URLs after reading the escapes. The text still reads the same."""
+    shown = md_escape(text)
+    read = read_by_markdown(shown)
+    assert not GFM_URL.search(read) and not GFM_EMAIL.search(read), read
+    assert read.replace("\u2060", "") == text and unescaped(shown) == set()
+
+
+def test_a_program_too_long_for_a_link_is_not_written_into_the_url():
+    """Issue 41, finding 9: a 1 MB program was written into the URL (1.47 MB) though a link parameter over 4,000
+    characters is refused when read back; only what the link can give back is written."""
+    from explorer.kit.deeplink import MAX_PARAM_CHARS
+    at = page("3_Expression_explorer.py").run()
+    at.text_area(key="explorer_expr").set_value("f = x1 + " + "x1 * " * 200_000 + "x1").run()
+    assert not at.exception
+    assert any("too long" in e.value for e in at.error)
+    assert all(len(v) <= MAX_PARAM_CHARS for v in at.query_params.values()) and "expr" not in at.query_params
+    at.text_area(key="explorer_expr").set_value("f = x1 * x2").run()
+    assert at.query_params["expr"] == "f = x1 * x2"                      # a program that fits is still shared
+
+
+def test_a_link_schema_keeps_only_what_it_reads_back():
+    from explorer.kit.deeplink import MAX_PARAM_CHARS
+    schema = LinkSchema({"expr": LinkField("str", ""), "step": LinkField("int", 1, minimum=0),
+                         "at": LinkField("values", {})})
+    params = schema.encode({"expr": "x" * (MAX_PARAM_CHARS + 1), "step": 3, "at": {"x": [1.0, 2.0]}})
+    kept, dropped = schema.readable({**params, "other": "kept: not the page's"})
+    assert dropped == ["expr"] and kept == {"step": "3", "at": "x=[1,2]", "other": "kept: not the page's"}
+    assert schema.decode(kept)[1] == []
+
+
+@pytest.mark.parametrize("code", ["ZZZZZZ", "https://evil.example/<b>x</b>"])
+def test_a_bad_join_link_says_so_on_the_page(code):
+    """Issue 41, finding 4: ``/?join=ZZZZZZ`` showed its error only in the sidebar's Class box (collapsed on a phone
+    and in presentation mode); the page itself says the join failed, the link's text escaped."""
+    at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=90)
+    at.query_params["join"] = code
+    at.run()
+    assert not at.exception
+    (shown,) = [e.value for e in at.main.error]
+    assert shown.startswith("**Could not join the class** — ") and unescaped(shown.split(" — ", 1)[1]) == set()
+    assert "ZZZZZZ" in shown or "is not a class code" in shown
+    assert not GFM_URL.search(read_by_markdown(shown))
+    assert "class_code" not in at.session_state                       # not in a class
+    at.run()
+    assert not at.main.error                                          # said once, not on every run after

@@ -1,7 +1,9 @@
-"""Run every command written in README.md and benchmarks/README.md, each with its shortest flags.
+"""Run every command written in README.md, docs/*.md and benchmarks/README.md, each with its shortest flags.
 
     python tools/check_doc_commands.py            # run them all; exit 1 if any fails or is unknown
     python tools/check_doc_commands.py --list     # what the docs say, and what is run for each
+    python tools/check_doc_commands.py -k explain # only the commands containing "explain"
+    python tools/check_doc_commands.py --no-install   # all but those that install into the running environment
 
 A command counts as written when it stands in a ``bash`` block or in inline code starting with a
 program a reader would type (``python``, ``python3``, ``bash``, ``streamlit``, ``pip``, ``docker``, ...).
@@ -25,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "benchmarks/README.md")
+# the README, every page of docs/ (new ones included without a change here), the benchmarks' figures
+DOCS = ("README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
+        "benchmarks/README.md")
 PROGRAMS = ("python ", "python3 ", "bash ", "streamlit ", "pip ", "docker ", "apt-get ", ".venv/bin/", ". .venv",
             "KEEP_VENV=", "CI=", "sudo ", "redis-server ", "AUTODIFF_CLASS_BROKER=")
 
@@ -83,10 +87,12 @@ SHORT: dict[str, str | Serve | Skip] = {
     "docker compose up -d --scale app=6": Skip(NO_DOCKER),
     "apt-get install redis-server haproxy": Skip("Debian packages; .ci/run installs both"),
     # a class across replicas: Redis started on a free port, answered, stopped; the replicas served with it
-    'redis-server --port 6379 --save "" --appendonly no &':
+    # (its append-only file goes into a folder of its own, removed after)
+    'redis-server --port 6379 --appendonly yes --dir "$(mktemp -d)" &':
         'p=$(python3 -c "import socket; s=socket.socket(); s.bind((\'127.0.0.1\', 0)); print(s.getsockname()[1])") && '
-        '{ redis-server --port $p --save "" --appendonly no & } && r=$! && sleep 1 && '
-        'python3 -c "import redis, sys; redis.Redis(port=int(sys.argv[1])).ping()" $p; s=$?; kill $r; exit $s',
+        'd=$(mktemp -d) && { redis-server --port $p --appendonly yes --dir $d & } && r=$! && sleep 1 && '
+        'python3 -c "import redis, sys; redis.Redis(port=int(sys.argv[1])).ping()" $p; s=$?; kill $r; wait $r; '
+        'rm -rf $d; exit $s',
     "AUTODIFF_CLASS_BROKER=redis://127.0.0.1:6379/0 streamlit run app/Home.py --server.port 8501 &":
         Serve("AUTODIFF_CLASS_BROKER=redis://127.0.0.1:6379/0 streamlit run app/Home.py"),
     "AUTODIFF_CLASS_BROKER=redis://127.0.0.1:6379/0 streamlit run app/Home.py --server.port 8502 &":
@@ -116,6 +122,8 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python examples/explain_costs.py": "python examples/explain_costs.py --depth 2 --width 8 --batch 4",
     "python examples/explain_h_sweep.py": "python examples/explain_h_sweep.py",
     "python examples/graph_pictures.py": "python examples/graph_pictures.py slide",
+    "python tools/readme_picture.py": 'd=$(mktemp -d) && python tools/readme_picture.py --out $d/p.png; s=$?; rm -rf $d; '
+                                      'exit $s',
     # benchmarks/README.md
     "python benchmarks/hw2_step.py": "python benchmarks/hw2_step.py --quick",
     "python benchmarks/hw2_step.py --quick": "python benchmarks/hw2_step.py --quick",
@@ -126,6 +134,7 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python benchmarks/scalar_chain.py --nodes 1000000 --repeats 1":
         "python benchmarks/scalar_chain.py --nodes 2000 --repeats 1",
     "python benchmarks/hw2_train.py": "python benchmarks/hw2_train.py --epochs 2",
+    "python benchmarks/hw2_train.py --seeds 0 1 2 3 4": "python benchmarks/hw2_train.py --epochs 2 --seeds 0 1",
     "python benchmarks/hw2_train.py --seeds 0 1 2 3 4 --full --app":
         "python benchmarks/hw2_train.py --epochs 2 --seeds 0 1 --full --full-epochs 1 --app",
     "python benchmarks/hw2_train.py --seeds 0 1 2 3 4 --order file --no-torch --no-eager --no-step":
@@ -144,12 +153,18 @@ SHORT: dict[str, str | Serve | Skip] = {
     "python benchmarks/request_bounds.py --pages 5,6": "python benchmarks/request_bounds.py --pages 4",
     "python benchmarks/request_bounds.py --pages 1": "python benchmarks/request_bounds.py --pages 1",
     "python benchmarks/request_bounds.py --pages 10": "python benchmarks/request_bounds.py --pages 10",
+    "python benchmarks/request_bounds.py --pages 3,5,6": "python benchmarks/request_bounds.py --pages 4",
     "python benchmarks/load_test.py --students 1 --trainers 16 --seconds 15":
         "python benchmarks/load_test.py --students 1 --trainers 1 --seconds 4 --epochs 5",
     "python benchmarks/step_cost.py": "python benchmarks/step_cost.py --page 3 --reruns 3",
     "python benchmarks/step_cost.py [--page 3|11] [--warm S]": "python benchmarks/step_cost.py --page 11 --reruns 3",
     "python benchmarks/load_test.py": "python benchmarks/load_test.py --students 2 --trainers 0 --seconds 4",
     "python benchmarks/play_speed.py": "python benchmarks/play_speed.py --runs 1",
+    "python benchmarks/under_load.py": "python benchmarks/under_load.py --quick --pages Topological_sort",
+    "python benchmarks/under_load.py --load 4":
+        "python benchmarks/under_load.py --quick --pages Topological_sort --load 4",
+    "python benchmarks/under_load.py --quick --pages Topological_sort":
+        "python benchmarks/under_load.py --quick --pages Topological_sort",
     "python benchmarks/click_to_paint.py":
         "python benchmarks/click_to_paint.py --students 2 --replicas 1 --clicks 1 --page Topological_sort",
     "python benchmarks/click_to_paint.py --clicks 6":
@@ -265,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the commands and what is run for each; run nothing")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds one command may take")
     ap.add_argument("-k", dest="only", default=None, help="run only commands containing this text")
+    ap.add_argument("--no-install", action="store_true",
+                    help="skip the commands that install packages into the running environment (pip install): for "
+                         "a shared environment that another checkout's editable install must keep")
     args = ap.parse_args(argv)
     docs = all_documented()
     unknown = [c for c in docs if c not in SHORT]
@@ -280,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if isinstance(entry, Skip):
             print(f"SKIP  {cmd}\n      {entry.reason}")
+            continue
+        if args.no_install and isinstance(entry, str) and "pip install" in entry:
+            print(f"SKIP  {cmd}\n      --no-install: it installs into the running environment")
             continue
         key = entry.command if isinstance(entry, Serve) else entry
         to_run.setdefault(key, []).append(cmd)

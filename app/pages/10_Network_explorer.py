@@ -17,11 +17,12 @@ from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.labels import num
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
-                                  still_graph)
+                                  still_graph, walkthrough_download)
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
 from explorer.network_explorer import analysis
-from explorer.network_explorer.explore import (compact_heatmap_height, data_input, explore, formula_parts, graph_dot,
-                                               heatmap, held_at, moment, side_by_side, sweep_figure)
+from explorer.network_explorer.explore import (FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
+                                               explore, formula_parts, graph_dot, heatmap, held_at, moment,
+                                               side_by_side, step_class_view, sweep_figure, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_caption, memory_rows, note_levels)
@@ -193,7 +194,7 @@ def this_step(m, narrow: bool = False) -> None:
               if narrow else (220, 220))
     show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node), height=hv)
     if m.adjoint is not None:
-        show_tensor(b, m.adjoint, "adjoint ḡ (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node),
+        show_tensor(b, m.adjoint, "adjoint ȳ (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node),
                     height=ha)
 
 
@@ -206,7 +207,7 @@ def vjp_products(m) -> None:
     for j, ((op, ins, out), (in_scales, out_scale)) in enumerate(zip(d.products[:3], d.product_scales)):
         cs = st.columns(len(ins) + 1)
         sym = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add", "sum": "summed over rows"}.get(op, op)
-        names = ["left", "right"] if len(ins) > 1 else ["Ḡ,"]   # a Linear's b̄ = Σ_rows Ḡ: one operand
+        names = ["left", "right"] if len(ins) > 1 else ["Ȳ,"]   # a Linear's b̄ = Σ_rows Ȳ: one operand
         for c, (arr, nm, sc) in enumerate(zip(ins, names, in_scales)):
             show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"), sc, narrow=True)
         show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"), out_scale, narrow=True)
@@ -284,8 +285,7 @@ def draw(step: int) -> None:
                        file_name=f"{key}_{level}.dot", mime="text/vnd.graphviz",
                        help="The graph of this view as Graphviz DOT (final values and adjoints), from the "
                             "explain layer.")
-    st.caption("Node labels: name, output shape, and where its adjoint stands (k of n contributions received; ✓ once "
-               "processed). Colours: blue computed, red waiting for more contributions, green complete, yellow active.")
+    st.caption(NODE_LABELS_NOTE)
 
     if look.presenting:   # the step's lines stand beside the graph (above); its products and the inspector
         vjp_products(m)      # across the page's width, nothing left empty beside them
@@ -314,13 +314,14 @@ def draw(step: int) -> None:
         show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"), scale)
         more = f" ({len(fs.parts) - len(shown)} more not drawn)" if len(fs.parts) > len(shown) else ""
         st.caption(f"Sum of the {len(fs.parts)} contributions, as the engine accumulated them "
-                   f"(‖sum‖ = {num(analysis.look(fs.total).stats['norm'])}){more}. One colour scale for the row: "
-                   "a contribution's colours read against the sum's.")
+                   f"(‖sum‖ = {num(analysis.look(fs.total).stats['norm'])}){more}. {FAN_OUT_NOTE}")
     publish_link(ctx, {"net": key, "level": level_choice if level_choice == "auto" else level, "step": step,
-                       **options})
+                       **options}, view=lambda: step_class_view(ex, level, frame))
 
 
 stepper(ns, ex.n_frames, draw)
+walkthrough_download(ns, lambda: walkthrough(ex, level, PRESETS[key].title), f"{key}_walkthrough.html", ex.n_frames,
+                     what="Every step of this view", note=" (the node inspector stays on the page)")
 if look.presenting:
     lesson_notes()
 

@@ -1,4 +1,4 @@
-"""HW2's sentiment network trained live on SST-2: loss and accuracy curves, and a look inside (norms, dead ReLUs).
+"""HW2's sentiment network trained live (by default on the built-in corpus; SST-2 is one preset away): loss and accuracy curves, and a look inside (norms, dead ReLUs).
 
 Train HW2's sentiment network (GloVe word vectors averaged, two linear layers) on SST-2, a built-in corpus or your own sentences, live: loss and accuracy curves, a look inside the layers (norms, update ratios, dead ReLUs), pause / resume / stop, runs compared, then inspect the best checkpoint's validation errors and try your own sentences.
 """
@@ -21,8 +21,8 @@ from explorer.sentiment_training.settings import (DEFAULTS, EXAMPLE_SENTENCE, LR
                                                   MAX_SENTENCE_CHARS, MAX_USER_BYTES, MAX_USER_ROWS, ONE_CLICK,
                                                   RUN_FIELDS, RunRefused, available_backends, hw2_target,
                                                   one_click_values, read_own_input, start_run, untrained_network)
-from explorer.sentiment_training.views import (COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
-                                               accuracy_chart, checkpoint_text, compare_figure, compare_rows,
+from explorer.sentiment_training.views import (AUTOGRADER_EPOCHS, AUTOGRADER_NOTE, COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
+                                               accuracy_chart, autograder_log, checkpoint_text, compare_figure, compare_rows,
                                                inside_charts, keep_run, last_look, latest_val_accuracy, loss_chart,
                                                network_dot, network_figure, network_svg, predict_sentence,
                                                progress_text, record_run, too_large, units_chart, units_title, unknown_words_text,
@@ -381,6 +381,10 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
     trainer = run.trainer
     st.subheader("The trained model")
     st.info(checkpoint_text(run.snapshot()), icon=":material/star:")
+    with st.expander("What HW2's autograder would read from this run (`default_log_fn`'s lines)"):
+        st.code("\n".join(autograder_log(run.snapshot().epochs, last=AUTOGRADER_EPOCHS)), language=None)
+        st.caption(AUTOGRADER_NOTE + f" The last {AUTOGRADER_EPOCHS} epochs of this run, printed in that format; "
+                   "the Your HW2 code page has the rest of the handout.")
     st.markdown("##### Validation sentences")
     st.toggle("Show only the errors", key=k("errors_only"))
     table = validation_table(trainer, S[k("errors_only")])

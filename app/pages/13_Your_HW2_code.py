@@ -14,8 +14,9 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
 from explorer.kit.formatting import md_escape
 from explorer.kit.widgets import (graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page,
-                                  stepper, still_graph)
+                                  stepper, still_graph, walkthrough_download)
 from explorer.student_code import samples as S
+from explorer.student_code import handout as H
 from explorer.student_code import view as V
 
 ctx = start_page("Your HW2 code", "hw2code",
@@ -27,6 +28,8 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 optin = V.opt_in()
+if V.missing_notice(optin):   # the command line named a path that is not there: said first, not in the fold
+    st.warning(md_escape(V.missing_notice(optin)), icon=":material/folder_off:")
 own = optin.enabled   # the student's own file; else the project's samples (any server runs those: our code)
 # the toggle's column fits its whole label; the verdict line (or the sample picker, "Sample: ..." in full) takes
 # the rest of the row: one line high, so that both graphs stay whole on the first screen
@@ -140,10 +143,13 @@ def draw(step: int) -> None:
         if last:
             for d in verdict.details:
                 notes.markdown(f"- {md_escape(d)}")
-    publish_link(ctx, {"graph": key, "step": step} | ({} if own else {"sample": source}))
+    publish_link(ctx, {"graph": key, "step": step} | ({} if own else {"sample": source}),
+                 view=lambda: V.step_class_view(gv, step, label, None if own else source))
 
 
 stepper(ns, max(gv.n_frames, 1), draw, label="Step (both orders together)")
+walkthrough_download(ns, lambda: V.walkthrough(gv, label, None if own else source), "hw2_walkthrough.html",
+                     gv.n_frames, what="Both orders' steps on this graph")
 
 if not own:
     # our own code, so it may be shown as it is: the class reads what the loop does (the docstring naming the
@@ -171,3 +177,38 @@ if not own:
         st.code(V.START_COMMANDS[0], language="bash")
         st.markdown("Or check it without the app:")
         st.code(V.START_COMMANDS[1], language="bash")
+
+# --- HW2 itself: the handout at a glance -------------------------------------------------------------------
+st.divider()
+st.subheader(f"HW2 at a glance: three problems, {H.total_points()} points")
+show_table(H.problem_rows(), look, static=True)
+st.caption(H.MARKERS_NOTE)
+if own:   # the student's own copy: are all the fences still there (the autograder's scripts look for them)?
+    show_table(H.fence_rows(optin.path), look, static=True)
+st.markdown("##### What the autograder reads")
+st.markdown(H.AUTOGRADER_NOTE)
+st.code("\n".join(H.LOG_FORMAT), language=None)
+st.caption("The Sentiment training page prints these lines for its own run once it finishes.")
+faq, notes_col = st.columns(2)
+with faq:
+    st.markdown("##### FAQ")
+    show_table(H.faq_rows(), look, static=True)
+with notes_col:
+    st.markdown("##### Version notes")
+    show_table(H.version_rows(), look, static=True)
+
+
+@bounded_cache(1 << 20, spinner="Running HW2's step on every backend…")
+def cached_backend_runs():
+    return H.backend_runs()
+
+
+st.markdown("##### HW1's kernels as HW2's backend, and the engine's backend switch")
+st.markdown("\n".join(f"{i}. {step}" for i, step in enumerate(H.BACKEND_STEPS, 1)))
+show_table(list(H.BACKEND_MAP), look, static=True)
+runs = cached_backend_runs()
+show_table(H.backend_rows(runs), look, static=True)
+st.caption(H.backend_runs_caption(runs))
+if H.cuda_missing(runs):
+    st.info(H.cuda_missing(runs), icon=":material/memory:")
+st.markdown(H.BACKEND_NOTE)

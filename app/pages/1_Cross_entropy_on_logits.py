@@ -11,7 +11,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, show_table, start_page
+from explorer.kit.widgets import fixed_figure, presentation_toggle, publish_link, show_table, start_page
 
 ctx = start_page("Cross-entropy on logits", "xent",
                  fields={"dtype": LinkField("str", "float64", choices=("float64", "float32"))},
@@ -23,19 +23,9 @@ for msg in ctx.link_problems:
     st.warning(msg)
 
 
-@bounded_cache(1 << 20, spinner="Running the loss and its backward pass on the engine…")
-def cached_batch():
-    return C.batch_example()
-
-
 @bounded_cache(1 << 20, spinner=None)
 def cached_stability(dtype: str):
     return C.stability_rows(dtype=dtype)
-
-
-@bounded_cache(1 << 20, spinner=None)
-def cached_program_checks():
-    return C.step_program_checks()
 
 
 head = st.columns([4, 1])
@@ -57,25 +47,26 @@ for col, (question, answer, links) in zip(q, C.QUESTIONS):
             st.link_button(label, url, icon=":material/open_in_new:")
 
 st.subheader("A batch through the loss")
-b = cached_batch()
-left, right = st.columns([3, 2])
-with left:
-    inputs_table, grad_table = C.batch_tables(b)
-    show_table(inputs_table, look)
-    st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
-               "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
-with right:
-    st.markdown(f"loss = mean over the batch of −log_softmax(z)[label] = **{num(b.loss)}**")
-    st.markdown(f"∂loss/∂z = (softmax(z) − onehot(label)) / batch: the engine's backward differs from that "
-                f"formula by **{b.formula_difference:.1e}**.")
-    if b.torch_loss_difference is None:
-        st.caption("PyTorch is not installed here: the comparison with torch.nn.functional.cross_entropy is skipped.")
-    else:
-        st.markdown(f"Against `torch.nn.functional.cross_entropy` on the same logits: loss differs by "
-                    f"**{b.torch_loss_difference:.1e}**, ∂loss/∂z by **{b.torch_grad_difference:.1e}**.")
-show_table(grad_table, look)
-st.caption(f"∂loss/∂z from the engine's backward, one row per example: (p − onehot(label)) / {len(b.labels)}, so "
-           "each row sums to 0.")
+b = fixed_figure("cross_entropy.batch", "The batch through the loss")
+if b is not None:
+    left, right = st.columns([3, 2])
+    with left:
+        inputs_table, grad_table = C.batch_tables(b)
+        show_table(inputs_table, look)
+        st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
+                   "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
+    with right:
+        st.markdown(f"loss = mean over the batch of −log_softmax(z)[label] = **{num(b.loss)}**")
+        st.markdown(f"∂loss/∂z = (softmax(z) − onehot(label)) / batch: the engine's backward differs from that "
+                    f"formula by **{b.formula_difference:.1e}**.")
+        if b.torch_loss_difference is None:
+            st.caption("PyTorch is not installed here: the comparison with torch.nn.functional.cross_entropy is skipped.")
+        else:
+            st.markdown(f"Against `torch.nn.functional.cross_entropy` on the same logits: loss differs by "
+                        f"**{b.torch_loss_difference:.1e}**, ∂loss/∂z by **{b.torch_grad_difference:.1e}**.")
+    show_table(grad_table, look)
+    st.caption(f"∂loss/∂z from the engine's backward, one row per example: (p − onehot(label)) / {len(b.labels)}, so "
+               "each row sums to 0.")
 
 st.subheader("Why the loss takes logits: log_softmax is stable, softmax-then-log is not")
 dtype = st.radio("dtype", ["float64", "float32"], key=ns.key("dtype"), horizontal=True)
@@ -89,10 +80,11 @@ st.subheader("Step through its graph")
 st.markdown("For one example with three classes (logits z, label 1 as a one-hot y), the loss written with the "
             "engine's primitives: logsumexp with its max subtracted, minus the label's logit.")
 st.code(C.STEP_PROGRAM, language="python")
-checks = cached_program_checks()
-st.caption(f"This program gives loss {checks['loss (program)']:.10f}; `engine.cross_entropy` on the same logits "
-           f"{checks['loss (engine.cross_entropy)']:.10f}, and the same z̄ = softmax(z) − y = "
-           f"[{', '.join(f'{v:.4f}' for v in checks['z̄'])}] (max difference {checks['max |Δz̄|']:.1e}).")
+checks = fixed_figure("cross_entropy.program_checks", "The program against engine.cross_entropy")
+if checks is not None:
+    st.caption(f"This program gives loss {checks['loss (program)']:.10f}; `engine.cross_entropy` on the same logits "
+               f"{checks['loss (engine.cross_entropy)']:.10f}, and the same z̄ = softmax(z) − y = "
+               f"[{', '.join(f'{v:.4f}' for v in checks['z̄'])}] (max difference {checks['max |Δz̄|']:.1e}).")
 st.link_button("Step it on the Expression explorer", C.QUESTIONS[0][2][0][0], type="primary",
                icon=":material/play_arrow:")
 st.caption(md_escape("Inputs: " + C.STEP_INPUTS))

@@ -14,14 +14,14 @@ from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
-from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model,
-                                          node_table_data, node_table_styler, protocol_html, step_view,
-                                          table_data)
+from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, class_view, explorer_model,
+                                          node_table_data, node_table_styler, protocol_html, relayed_view,
+                                          step_view, table_data, walkthrough)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, graph_px, presentation_toggle, preset_picker, program_boxes,
                                   publish_link, rerun_page, show_dot, show_input_problem, show_plot, show_table,
-                                  start_page, stepper, still_graph)
+                                  start_page, stepper, still_graph, walkthrough_download)
 
 ctx = start_page(
     "Expression explorer", "explorer",
@@ -31,7 +31,7 @@ ctx = start_page(
 ns, look = ctx.ns, ctx.look
 PRESENT_GRAPH_SHARE = 0.54  # of the page's width: the two graphs; the code takes the rest (its lit lines unwrapped)
 PRESENT_PAIR_MAX_PX = 300    # each graph's drawing: two of them, the caption and the buttons fit 1080 px
-PRESENT_CODE_PX = 300        # the engine's code panel scrolls beyond this (its lit lines kept in view)
+PRESENT_CODE_PX = 200        # the engine's code panel scrolls beyond this (its lit lines kept in view)
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -124,11 +124,11 @@ def gradient_graphs() -> None:
     if gdot:
         dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
                               mime="text/vnd.graphviz")
-    svg = model.forward_svg()
+    svg, why_not = model.forward_svg()
     if svg is not None:
         dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
     else:
-        dl[2].caption("SVG download needs Graphviz (`dot`), which is not installed here.")
+        dl[2].caption(why_not)
 
 
 def node_table_view() -> None:
@@ -170,12 +170,11 @@ def draw(step: int) -> None:
                       key=ns.key("backward_figure"))
             st.html(backward_legend_html())
         with side_col:
-            # the engine's own source (inspect); the lines this step ran highlighted
-            st.markdown("**The engine's code** — the lines this step ran are highlighted (×n: n times)")
+            # slide 27's backward_pass, then the engine's own source (inspect): the lines this step ran lit in both
+            st.markdown("**Slide 27's backward_pass** — the line this step executes is lit (×n: n times)")
+            st.html(shown.lecture_html)
             st.html(shown.code_html)
             st.caption(shown.code_caption)
-            st.markdown("**The lecture's backward_pass** — the same step's work")
-            st.html(shown.lecture_html)
             with st.expander("backpropagate, topological_sort and the HW2 protocol (is_leaf, is_constant, "
                              "chain_rule, accumulate_derivative)"):
                 st.html(cached_protocol_html(font))
@@ -183,13 +182,17 @@ def draw(step: int) -> None:
         gradient_graphs()
     with tab_table:
         node_table_view()
-    publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step})
+    publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": step}, view=lambda: relayed(shown, frame))
 
 
 def present_step(shown, frame: int) -> None:
     """Presentation mode: the step's caption over the forward and backward graphs, the code beside them (the
-    engine's walk and VJP, the lecture's backward_pass); the tables and the other views under them."""
-    st.markdown(shown.header)
+    slide 27's backward_pass over the engine's walk and VJP, each titled); the tables and the other views under them."""
+    head, _, caption = shown.header.partition("\n")   # one line, no heading's margins: the graphs need the height
+    with st.container(gap=None):
+        st.markdown(f"**{head.removeprefix('#### ')}**")
+        if caption.strip():
+            st.markdown(caption)
     left, right = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
     with left:
         show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look, key=ns.key("figure"))
@@ -208,10 +211,17 @@ def present_step(shown, frame: int) -> None:
         gradient_graphs()
     with tab_table:
         node_table_view()
-    publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": frame + 1})
+    publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": frame + 1}, view=lambda: relayed(shown, frame))
+
+
+def relayed(shown, frame: int):
+    """The step as a class's students see it (drawn by their browsers): the graphs at a laptop's sizes."""
+    return relayed_view(model, shown, frame)
 
 
 stepper(ns, model.n_frames, draw)
+walkthrough_download(ns, lambda: walkthrough(model, program_text, inputs_text), "expression_walkthrough.html",
+                     model.n_frames)
 
 st.subheader("Gradient accumulation: backward again without zero_grad")
 accum_key = ns.key("accum")

@@ -11,7 +11,8 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page, stepper
+from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table, start_page, stepper,
+                                  walkthrough_download)
 
 ctx = start_page(
     "Topological sort", "topo",
@@ -68,10 +69,13 @@ def draw(step: int) -> None:
     st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
     show_table(T.queue_table(model, frame), look, static=True)
     # a Step reruns only this part of the page: the link says the new step from here (and once more at the end)
-    publish_link(ctx, {"preset": key, "step": step, "order": list(st.session_state[ns.key("order")])})
+    publish_link(ctx, {"preset": key, "step": step, "order": list(st.session_state[ns.key("order")])},
+                 view=lambda: T.step_class_view(model, frame))
 
 
 stepper(ns, n, draw, label="Queue step")
+walkthrough_download(ns, lambda: T.walkthrough(model), "topological_sort_walkthrough.html", n,
+                     what="Every queue step above")
 
 # --- the engine's DFS ------------------------------------------------------------------------------------
 st.subheader("What the engine does: depth-first search (engine.topological_sort)")

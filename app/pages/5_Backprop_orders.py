@@ -13,16 +13,17 @@ from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
-from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
+from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, RANDOM_CRITERION, RANDOM_DEFAULTS,
+                                      STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
                                       deep_chain_results, fits_half_width, order_rows, orders_model,
-                                      path_recursion_costs_within)
+                                      path_recursion_costs_within, step_class_view, walkthrough)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import md_escape
 from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.plotly_figure import DESIGN_WIDTH
 from explorer.kit.widgets import (graph_px, presentation_toggle, program_boxes, publish_link, release_focus,
                                   release_focus_next_run, show_input_problem, show_plot, show_table, start_page,
-                                  stepper, still_graph)
+                                  stepper, still_graph, walkthrough_download)
 
 ALL = tuple(STRATEGY_LABELS)
 DEFAULT_ORDERS = ["topological", "bfs_first_touch"]
@@ -85,8 +86,10 @@ if model is not None:
                 with col:
                     draw_order(model.views[s], step)
         st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
-        # each order's own code, read from the running engine; the lines this step ran are highlighted
-        st.markdown("**Each order's own code at this step** — the lines that did the step's work are lit")
+        # each order's own code, read from the running engine; the lines this step ran are highlighted (on a
+        # projector without the heading: the code's rows are what the first screen needs)
+        if not look.presenting:
+            st.markdown("**Each order's own code at this step** — the lines that did the step's work are lit")
         for col, s in zip(st.columns(len(orders)), orders):
             code = model.views[s].code(step - 1)
             if not look.presenting:
@@ -95,7 +98,8 @@ if model is not None:
                              max_height_px=PRESENT_CODE_PX if look.presenting else None))
         if look.presenting:
             st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
-        publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step})
+        publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step},
+                     view=lambda: step_class_view(model, orders, step, side_by_side))
 
     def draw_order(view, step: int) -> None:
         """One order at the 1-based step: its name and verdict line (what has gone wrong so far, nothing
@@ -127,6 +131,8 @@ if model is not None:
             show_table(view.wrong, look, static=True)
 
     stepper(ns, model.n_frames, draw, label="Step (all orders together)")
+    walkthrough_download(ns, lambda: walkthrough(model, orders, side_by_side, program_text, inputs_text),
+                         "backprop_orders_walkthrough.html", model.n_frames, what="Every step of these orders")
 else:
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders)})
 
@@ -160,13 +166,13 @@ with left:
             st.session_state[ns.key("cost_full")] = False
 with right:
     st.subheader("Random graphs")
-    st.caption("Random DAGs backpropagated with every order; a gradient is wrong when it differs from the "
-               "topological one. Each graph is run forward once and backward once per order (at most 6,000 "
-               "ops in all; path recursion gives up on a graph after 5,000 VJP calls and counts as an error).")
+    st.caption(f"Random DAGs backpropagated with every order; {RANDOM_CRITERION}. Each graph is run forward "
+               "once and backward once per order (at most 6,000 ops in all; path recursion gives up on a graph "
+               "after 5,000 VJP calls and counts as an error).")
     r = st.columns(3)
-    n_graphs = r[0].number_input("graphs", 5, 200, 200, step=5, key=ns.key("n_graphs"))
-    n_ops = r[1].number_input("ops per graph", 3, 30, 12, key=ns.key("n_ops"))
-    seed = r[2].number_input("seed", 0, 10_000, 0, key=ns.key("seed"))
+    n_graphs = r[0].number_input("graphs", 5, 200, RANDOM_DEFAULTS[0], step=5, key=ns.key("n_graphs"))
+    n_ops = r[1].number_input("ops per graph", 3, 30, RANDOM_DEFAULTS[1], key=ns.key("n_ops"))
+    seed = r[2].number_input("seed", 0, 10_000, RANDOM_DEFAULTS[2], key=ns.key("seed"))
     # the graphs run a slice at a time (at most ~0.6 s per rerun): a fragment polls the run with a progress
     # bar and a Cancel button, so no setting makes the page wait seconds (200 graphs of 30 ops: 3-10 s)
     args = (int(n_graphs), int(n_ops), int(seed))

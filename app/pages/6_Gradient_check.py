@@ -10,11 +10,13 @@ import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.gradient_check import best_h_text, gradcheck_model, notes_checks, sweep_figure
-from explorer.kit.budget import bounded_cache
+from explorer.gradient_check import (best_h_text, gradcheck_model, side_by_side, side_by_side_figure,
+                                     sweep_figure)
+from explorer.kit.budget import RequestRefused, bounded_cache
+from explorer.kit.formatting import md_escape
 from explorer.kit.programs import ExpressionError, InputProblem, parse, program_refused
-from explorer.kit.widgets import (clamp_linked, presentation_toggle, preset_picker, program_boxes, publish_link,
-                                  show_input_problem, show_plot, show_table, start_page)
+from explorer.kit.widgets import (clamp_linked, fixed_figure, presentation_toggle, preset_picker, program_boxes,
+                                  publish_link, show_input_problem, show_plot, show_table, start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
@@ -34,9 +36,11 @@ def cached_check(program: str, inputs: str, wrt: str, h: float, index: int):
     return gradcheck_model(program, inputs, wrt, h, index)
 
 
-@bounded_cache(1 << 20, spinner="Running the notes' checks on the engine…")
-def cached_notes_checks():
-    return [c.row() for c in notes_checks()]
+# one training on this engine (0.2 s of this process's CPU) and one in a PyTorch child process (its own CPU): shared by
+# every session once computed
+@bounded_cache(1 << 20, spinner="Training on this engine and in PyTorch…")
+def cached_side_by_side():
+    return side_by_side()
 
 
 head = st.columns([2.2, 3, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
@@ -97,14 +101,31 @@ st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h
 st.subheader(f"Every input at h = {h:.0e}")
 show_table(model.table, look, static=True)
 
-st.subheader("The notes' checks, computed now")
+st.subheader("The notes' checks, computed on this server")
 st.markdown("The lecture notes check their framework's gradients several ways. The same checks on this engine, run "
-            "when the page opens (largest absolute difference; float64). The Jacobian J of f: Rⁿ → Rᵐ is the "
+            "once when the server starts, in the background (largest absolute difference; float64). The Jacobian J of f: Rⁿ → Rᵐ is the "
             "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ; a VJP gives ȳᵀJ without ever building it, so building it once, for a "
             "small case, is a check.")
-show_table(cached_notes_checks(), look, static=True)
+notes_rows = fixed_figure("gradient_check.notes_checks", "The notes' checks")
+if notes_rows is not None:
+    show_table(notes_rows, look, static=True)
 st.caption("Differences of 1e-17 to 1e-15 are float64 rounding (ε ≈ 1.1e-16 relative to values of order 1); 0 "
            "means the two computations did the same float operations. The random-graph figure is dominated by the "
            "finite difference's own error (h² truncation plus ε/h rounding, see the sweep above), not by autodiff; "
            "the graphs are this engine's random ones, of the notes' size, not the notes' own.")
+st.subheader("This engine against PyTorch, trained side by side")
+st.markdown("The notes train their framework and PyTorch on HW2's network from the same initial weights, with the "
+            "same batches and the same dropout masks, and compare the loss at every step. The same here: the "
+            "project's HW2 network on this engine, and the same network in PyTorch in a separate process, on the "
+            "first 200 sentences of the built-in corpus with the built-in GloVe vectors.")
+if st.button("Train both (320 steps each; a few seconds)", key=ns.key("side_by_side")):
+    st.session_state[ns.key("side_by_side_shown")] = True
+if st.session_state.get(ns.key("side_by_side_shown")):
+    try:
+        sbs = cached_side_by_side()
+    except RequestRefused as e:
+        st.info(f"The side-by-side training could not run on this server just now: {md_escape(e)}")
+    else:
+        st.markdown(sbs.text())
+        show_plot(side_by_side_figure(sbs, look), look, key=ns.key("side_by_side_chart"))
 publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h, "index": int(index)})

@@ -10,16 +10,17 @@ import streamlit as st
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, style_graph_figure
-from explorer.kit.formatting import fmt_value
 from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH, MEMORY_DETAILS,
                                         MEMORY_LEAD,
                                         checkpoint_runs, dual_model, hw2_kept_for_backward, jacobian_cost_series,
                                         jacobian_size_table, memory_sentence, memory_series, memory_table,
-                                        micro_batch_rows, pass_costs)
+                                        step_class_view, step_notes, step_rows,
+                                        walkthrough)
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, parse, program_refused
-from explorer.kit.widgets import (graph_px, presentation_toggle, preset_picker, program_boxes, publish_link,
-                                  show_input_problem, show_plot, show_table, start_page, stepper, still_graph)
+from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, preset_picker, program_boxes, publish_link,
+                                  show_input_problem, show_plot, show_table, start_page, stepper, still_graph,
+                                  walkthrough_download)
 
 ctx = start_page(
     "Forward vs reverse", "fwdrev",
@@ -42,11 +43,6 @@ def cached_jacobian(max_n: int, fixed: int):
     return jacobian_cost_series(max_n, fixed)
 
 
-@bounded_cache(1 << 20, spinner="Timing a forward pass, a backward pass and a JVP pass on the engine…")
-def cached_pass_costs():
-    return pass_costs(depth=4, width=256, batch=128)
-
-
 @bounded_cache(4 << 20, spinner="Measuring keep-all, checkpoint every √L and recompute-all on the engine…")
 def cached_checkpoints(width: int, batch: int):
     return checkpoint_runs(width, batch)
@@ -55,11 +51,6 @@ def cached_checkpoints(width: int, batch: int):
 @bounded_cache(1 << 20, spinner="Building HW2's network and reading its graph…")
 def cached_hw2_kept(batch: int):
     return hw2_kept_for_backward(batch=batch)
-
-
-@bounded_cache(1 << 20, spinner="Accumulating micro-batch gradients…")
-def cached_micro_batches():
-    return micro_batch_rows()
 
 
 @bounded_cache(8 << 20, spinner="Measuring what the backward pass keeps…")
@@ -109,24 +100,17 @@ if model is not None:
             show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look),
                       look, key=ns.key("figure"))
         with t:
-            show_table(model.table[:step - 1] or [{"node": "(inputs only)"}], look, static=True)
-            rev = model.reverse_grads.get(seed)
-            if step < model.n_frames:   # no spoiler: the pass's result is told when the walk reaches it
-                st.markdown(f"Forward mode, one pass: **d f / d {seed}** is the output's tangent, known at the "
-                            f"last step ({model.n_frames}); reverse mode gives every input's gradient in one "
-                            "backward pass.")
-            else:
-                st.markdown(f"Forward mode, one pass: **d f / d {seed} = {fmt_value(model.run.output_tangent)}**  \n"
-                            f"Reverse mode, one backward pass, every input at once: "
-                            + ", ".join(f"∂f/∂{k} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
-            if isinstance(rev, list):  # a tensor input (scalars are plain floats)
-                st.caption("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum "
-                           "of the reverse-mode gradient's elements.")
-            st.caption(f"Engine ops: {model.run.program_ops} for the values, {model.run.rule_ops} more inside the "
-                       "JVP rules to carry the tangents.")
-        publish_link(ctx, {"expr": program_text, "at": inputs_text, "seed": seed, "step": step})
+            show_table(step_rows(model, step), look, static=True)
+            lead, captions = step_notes(model, seed, step)
+            st.markdown(lead)
+            for caption in captions:
+                st.caption(caption)
+        publish_link(ctx, {"expr": program_text, "at": inputs_text, "seed": seed, "step": step},
+                     view=lambda: step_class_view(model, seed, step))
 
     stepper(ns, model.n_frames, draw)
+    walkthrough_download(ns, lambda: walkthrough(model, seed, program_text, inputs_text),
+                         "forward_mode_walkthrough.html", model.n_frames)
 else:
     publish_link(ctx, {"expr": program_text, "at": inputs_text})
 
@@ -148,8 +132,10 @@ show_plot(where=p[1], fig=line_plot(series["vary_m"], title=f"n = {fixed}, m var
 st.markdown("**What one gradient costs** (the notes' table: reverse mode's gradient of a scalar loss costs about "
             "two forward passes more, whatever the number of inputs). Counted now on the engine running a 4-layer "
             "ReLU MLP, width 256, batch 128:")
-show_table(cached_pass_costs(), look, static=True)
-st.caption("The backward pass runs two matmuls per layer (x̄ = ḡWᵀ and W̄ = xᵀḡ) against the forward's one; the first "
+pass_rows = fixed_figure("forward_vs_reverse.pass_costs", "What one gradient costs")
+if pass_rows is not None:
+    show_table(pass_rows, look, static=True)
+st.caption("The backward pass runs two matmuls per layer (x̄ = ȳWᵀ and W̄ = xᵀȳ) against the forward's one; the first "
            "layer's input is data (no x̄), hence 2.75 rather than 3. Forward mode carries one tangent beside each "
            "value (h·W and ḣ·W): 2, but for one direction only. Counts, not times: on a shared server a time ratio "
            "measures the neighbours (the checkpointing section below times its runs in turn to be fair).")
@@ -237,4 +223,6 @@ st.markdown("Accumulation is a pitfall when it is forgotten (a second `backward(
             "split a batch of 64 into k micro-batches, call `backward()` on each loss scaled by 1/k, and only then "
             "step. The gradient is the full batch's (the **effective batch size** stays 64) while each backward "
             "keeps a k-th of the activations.")
-show_table(cached_micro_batches(), look, static=True)
+micro_rows = fixed_figure("forward_vs_reverse.micro_batches", "The micro-batches' gradients")
+if micro_rows is not None:
+    show_table(micro_rows, look, static=True)

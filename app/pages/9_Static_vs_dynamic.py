@@ -123,6 +123,27 @@ show_plot(style_graph_figure(M.eager_figure(eg), look), look,
           key=ns.key(f"eager_graph_{example}_{ex.with_gradients or ex.with_train}"))
 st.caption("The same code builds this graph *while it computes*; the next step records a new one.")
 
+# --- TF1's two phases --------------------------------------------------------------------------------
+st.divider()
+st.subheader("TensorFlow 1's two phases: build a graph, then run it in a Session on a device")
+tp_cols = st.columns(2)
+tp_cols[0].markdown("**TensorFlow 1** (the lecture's example)")
+tp_cols[0].code(M.TF1_CODE, language="python")
+device = tp_cols[1].radio("Device (the graph's backend)", M.device_choices(), format_func=M.device_label,
+                          horizontal=True, key=ns.key("device"))
+tp = M.two_phase_demo(device)
+tp_cols[1].code(M.two_phase_code(device), language="python")
+if tp.available:
+    tp_cols[1].markdown(f"**Phase 1** built {len(tp.built)} nodes ({', '.join(f'`{n}`' for n in tp.built)}) and "
+                        "computed nothing: asking for `res`'s value now gives")
+    tp_cols[1].code(tp.before_run, language=None, wrap_lines=True)
+    tp_cols[1].success("**Phase 2** — " + tp.run_text())
+    show_plot(style_graph_figure(M.graph_figure(tp.graph, tp.evaluated, len(tp.evaluated), width=M.HALF_WIDTH),
+                                 look), look, key=ns.key("two_phase_graph"), where=tp_cols[0])
+else:
+    tp_cols[1].warning(tp.run_text(), icon=":material/memory:")
+st.caption(M.TWO_PHASE_NOTE)
+
 # --- 2. control flow --------------------------------------------------------------------------------
 st.divider()
 st.subheader("Control flow: a recurrent step unrolled")

@@ -46,7 +46,7 @@ def _broadcast_view(a, shape: tuple):
 def _matmul(a, b):
     # an inner dimension of 1 is an outer product: a broadcast multiply makes the same products
     # (no sums to round) in one pass, where BLAS takes ~4x as long (HW2's backward at batch 512:
-    # ḡ (B, 1) @ W2 (1, H)). Eager mode and a replay both run this function.
+    # ȳ (B, 1) @ W2 (1, H)). Eager mode and a replay both run this function.
     if a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == 1 and b.shape[-2] == 1:
         return np.multiply(a, b)
     return np.matmul(a, b)

@@ -357,11 +357,11 @@ def h_sweep(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str | 
     small systematically. When f''' = 0 (no truncation error) it falls back to the lowest point.
 
     Args:
-        wrt: input name (default: the first input); index: element of that input.
+        wrt: input name (default: the first input); index: element of that input (flat, C order).
         hs: step sizes (default :func:`default_hs`: 1e-1 ... 1e-12, four per decade).
         schemes: 'central' and/or 'forward'.
     Raises:
-        ExpressionError: bad program, inputs or ``wrt``.
+        ExpressionError: bad program, inputs, ``wrt`` or ``index``.
     """
     program, inputs = _as_program(program, inputs)
     wrt = wrt or program.input_names[0]
@@ -370,7 +370,12 @@ def h_sweep(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str | 
                               kind="undefined")
     hs = list(hs) if hs is not None else default_hs()
     tr = record_execution(program, inputs)
-    exact = float(np.asarray(tr.grads[wrt], dtype=float).reshape(-1)[index])
+    size = tr.grad_arrays[wrt].size
+    if not 0 <= index < size:
+        raise ExpressionError(f"element {index} of `{wrt}` does not exist (it has {size} elements: 0 to {size - 1})",
+                              kind="undefined")
+    # the whole gradient: the trace's plain values stop at 64 elements (a 10x10 input's was None: issue 41)
+    exact = float(tr.grad_arrays[wrt].reshape(-1)[index])
     derivs = directional_derivatives(program, inputs, wrt, index)
     i = program.input_names.index(wrt)
     rows: list[HSweepRow] = []
@@ -411,7 +416,7 @@ def h_sweep(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str | 
 #
 # What an MLP of L x (Linear + ReLU) keeps for its backward pass, without the network's input x (the
 # caller's data, alive anyway; the notes subtract it too) and the weights (they exist anyway):
-#   the notes' rule: two saved tensors per layer, the Linear's input h (for W̄ = hᵀḡ) and, for ReLU's
+#   the notes' rule: two saved tensors per layer, the Linear's input h (for W̄ = hᵀȳ) and, for ReLU's
 #       mask, its input z: 2L - 1, each its own buffer.
 #   this engine, measured on its graph: each op keeps only what its VJP reads (``Op.saves``): the matmul
 #       its inputs h and W, the bias add nothing, ReLU its output y (1[y > 0] is the mask). Counted as

@@ -1,6 +1,7 @@
 """The forward graph as plain data (ids, names, ops, values), built from what the engine ran."""
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
@@ -21,18 +22,20 @@ def plain_value(x: Any, limit: int = VALUE_LIMIT):
         return _finite_or_str(float(arr.reshape(())))
     if arr.size > limit:
         return None
-    return _nested(arr.astype(float).tolist())
+    arr = arr.astype(float)
+    # whole arrays at once, not element by element (that was half of a 148-op Backprop orders request)
+    if np.isfinite(arr).all():
+        return arr.tolist()
+    kept = arr.astype(object)   # Python floats, and JSON's missing inf/nan as strings (see _finite_or_str)
+    kept[np.isnan(arr)] = "nan"
+    kept[arr == np.inf] = "inf"
+    kept[arr == -np.inf] = "-inf"
+    return kept.tolist()
 
 
 def _finite_or_str(v: float):
     # JSON has no inf/nan: keep them as strings so json.dumps never fails and the app can flag them
     return v if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
-
-
-def _nested(v):
-    if isinstance(v, list):
-        return [_nested(i) for i in v]
-    return _finite_or_str(v)
 
 
 def fmt(value, digits: int = DIGITS) -> str:
@@ -47,6 +50,14 @@ def fmt(value, digits: int = DIGITS) -> str:
     flat = np.asarray(value, dtype=object).ravel().tolist()
     body = ", ".join(fmt(v, digits) for v in flat[:4])
     return f"[{body}{', …' if len(flat) > 4 else ''}]"
+
+
+def summary(x: Any, digits: int = DIGITS) -> str:
+    """Short text for a value too large to keep (over :data:`VALUE_LIMIT` elements, :func:`plain_value` gives
+    None): its first four numbers and its shape, ``[0.1, 0.2, 0.3, 0.4, …] (10×10)``."""
+    arr = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
+    head = ", ".join(num(v, digits) for v in arr.reshape(-1)[:4].astype(float).tolist())
+    return f"[{head}{', …' if arr.size > 4 else ''}] ({'×'.join(map(str, arr.shape))})"
 
 
 def is_finite(value) -> bool:
@@ -150,6 +161,59 @@ class Graph:
     def to_dict(self) -> dict:
         return {"nodes": [asdict(n) for n in self.nodes], "edges": [asdict(e) for e in self.edges],
                 "output": self.output, "composites": [asdict(c) for c in self.composites]}
+
+
+MACRON = "\u0304"   # combining macron: x5 -> x̄5
+_NUMBERED = re.compile(r"([A-Za-z])(\d+)")
+
+
+def bar(name: str) -> str:
+    """The lecture's adjoint notation of a name: x5 -> x̄5 (a combining macron after the first letter)."""
+    return name[:1] + MACRON + name[1:] if name else name
+
+
+def output_number(graph: Graph) -> str:
+    """The name the slides give the output where the program named it otherwise: ``x7`` for the slide
+    example's ``f`` (x3..x6 numbered, the output is x7 = f). Empty when the output is already numbered, or
+    when the program named an intermediate itself (``lse``, ``m``): then no numbering is the slides'.
+
+    The prefix is the one the intermediates carry (``x`` when the inputs are x1, x2, ..., else ``v``), or the
+    inputs' own when there are no intermediates; the number follows the largest one in use.
+    """
+    out = next((n for n in graph.nodes if n.id == graph.output), None)
+    if out is None or _NUMBERED.fullmatch(out.name):
+        return ""
+    others = [n for n in graph.nodes if n.id != graph.output and n.kind != "constant" and "." not in n.name]
+    inner = [n for n in others if n.kind != "input"]
+    numbered = [_NUMBERED.fullmatch(n.name) for n in (inner or others)]
+    if not numbered or not all(numbered) or len({m.group(1) for m in numbered}) != 1:
+        return ""
+    prefix = numbered[0].group(1)
+    used = [int(m.group(2)) for m in (_NUMBERED.fullmatch(n.name) for n in others) if m and m.group(1) == prefix]
+    return f"{prefix}{max(used) + 1}"
+
+
+def lecture_names(graph: Graph) -> dict[int, str]:
+    """node id -> its name as the slides number it: the graph's own names, the output's ``x7`` where the program
+    called it ``f`` (:func:`output_number`)."""
+    out = {n.id: n.name for n in graph.nodes}
+    alias = output_number(graph)
+    if alias:
+        out[graph.output] = alias
+    return out
+
+
+def adjoint_names(graph: Graph) -> dict[int, str]:
+    """node id -> its adjoint as every page writes it: ``x̄3``; the output's ``x̄7`` even where the program
+    called it ``f`` (:func:`output_number`), so one page never says f̄ where another says x̄7."""
+    return {nid: bar(name) for nid, name in lecture_names(graph).items()}
+
+
+def output_adjoint_note(graph: Graph) -> str:
+    """What the output's adjoint is also called, for the sentence that seeds it: `` (= f̄)`` beside ``x̄7``
+    where the program named the output ``f``; empty otherwise."""
+    out = next((n for n in graph.nodes if n.id == graph.output), None)
+    return f" (= {bar(out.name)})" if out is not None and output_number(graph) else ""
 
 
 def _shape(t: Tensor) -> list[int]:

@@ -140,6 +140,36 @@ class StrategyRow:
         return asdict(self)
 
 
+# The random graphs the lecture's statistic runs (Backprop orders' defaults; `python -m explorer.student_code`
+# runs the same ones): graph i is random_dag_program(RANDOM_OPS, seed i).
+RANDOM_GRAPHS = 200
+RANDOM_OPS = 12
+GRADIENT_RTOL = 1e-9
+# the one criterion by which a graph counts as wrong, in the words every count that uses it prints
+WRONG_GRADIENTS = ("a graph counts as wrong when an input's gradient differs from the topological order's by more "
+                   "than 1e-9 × the largest input gradient (at least 1)")   # GRADIENT_RTOL, as people write it
+
+
+def gradients_wrong(grads: dict, reference: dict) -> bool:
+    """Whether ``grads`` (each input's gradient by name or node; None: never computed, read as zeros) are
+    wrong against ``reference`` (the topological order's), by :data:`WRONG_GRADIENTS`: some input's gradient
+    differs by more than ``GRADIENT_RTOL * max(1, largest |reference|)``. A value that is not a number (or a
+    shape that does not match) is wrong. Backprop orders' statistics and the student-code report both count
+    with this function."""
+    ref = {k: np.zeros(()) if v is None else np.asarray(v, dtype=float) for k, v in reference.items()}
+    scale = max([1.0] + [float(np.max(np.abs(v))) for v in ref.values() if v.size])
+    for k in set(ref) | set(grads):
+        want = ref.get(k, np.zeros(()))
+        got = grads.get(k)
+        try:
+            got = np.zeros_like(want) if got is None else np.asarray(got, dtype=float)
+        except (TypeError, ValueError):
+            return True
+        if got.size != want.size or not np.all(np.abs(got.reshape(want.shape) - want) <= GRADIENT_RTOL * scale):
+            return True
+    return False
+
+
 def _max_err(a, b) -> float:
     worst = 0.0
     for k in a:
@@ -195,9 +225,9 @@ def strategy_comparison(n_graphs: int = 50, n_ops: int = 12, seed: int = 0, stra
                         max_vjp_calls: int = STATS_MAX_VJP_CALLS) -> list[StrategyRow]:
     """Run every strategy on many random graphs; compare gradients with the topological pass.
 
-    A strategy is *wrong* on a graph when any gradient differs from topological's by more than
-    1e-9 (relative); *errors* counts caught failures (RecursionError, or path recursion giving up
-    after ``max_vjp_calls`` VJP calls on one graph). Each program is parsed and run forward once;
+    A strategy is *wrong* on a graph by :func:`gradients_wrong` (:data:`WRONG_GRADIENTS`); *errors* counts
+    caught failures (RecursionError, or path recursion giving up after ``max_vjp_calls`` VJP calls on one
+    graph). Each program is parsed and run forward once;
     every strategy then runs the real backward pass on that graph with an observer that only
     counts (no event records), so 200 graphs of 12 ops take about a second.
 
@@ -221,7 +251,6 @@ def strategy_comparison(n_graphs: int = 50, n_ops: int = 12, seed: int = 0, stra
         leaves = {n: tensor(inputs[n], requires_grad=True, name=n) for n in program.input_names}
         out = program.evaluate(leaves).output
         ref = _gradients(out, leaves, "topological")[0]
-        scale = max(1.0, max(float(np.max(np.abs(np.asarray(v, dtype=float)))) for v in ref.values()))
         for s in strategies:
             grads, n_calls, n_ops_run, error = _gradients(out, leaves, runners[s])
             t = totals[s]
@@ -230,9 +259,8 @@ def strategy_comparison(n_graphs: int = 50, n_ops: int = 12, seed: int = 0, stra
             if error:
                 t["errors"] += 1
                 continue
-            err = _max_err(grads, ref)
-            t["worst"] = max(t["worst"], err)
-            if err > 1e-9 * scale:
+            t["worst"] = max(t["worst"], _max_err(grads, ref))
+            if gradients_wrong(grads, ref):
                 t["wrong"] += 1
     n = max(1, len(programs))
     return [StrategyRow(s, len(programs), t["wrong"], t["errors"], t["calls"] / n, t["ops"] / n, t["worst"])

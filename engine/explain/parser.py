@@ -195,17 +195,10 @@ def _validate_expr(node: ast.AST, depth: int, defined: set[str], used: list[str]
     elif isinstance(node, ast.BinOp):
         if type(node.op) not in _BINOPS:
             raise _err(node, f"operator {type(node.op).__name__} is not allowed; allowed: + - * / ** @")
-        if isinstance(node.op, ast.Pow):
-            exp_node = node.right
-            if isinstance(exp_node, ast.UnaryOp) and isinstance(exp_node.operand, ast.Constant):
-                exp_node = exp_node.operand
-            if isinstance(exp_node, ast.Constant):
-                e = _number(exp_node, exp_node.value)
-                if abs(e) > MAX_EXPONENT:
-                    raise _err(exp_node, f"exponent {exp_node.value!r} is too large (|exponent| <= {MAX_EXPONENT})",
-                               "limit")
         _validate_expr(node.left, depth + 1, defined, used)
         _validate_expr(node.right, depth + 1, defined, used)
+        if isinstance(node.op, ast.Pow):
+            _check_exponent(node.right)
     elif isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, (ast.USub, ast.UAdd)):
             raise _err(node, f"unary operator {type(node.op).__name__} is not allowed; allowed: -x, +x")
@@ -242,6 +235,40 @@ def _validate_expr(node: ast.AST, depth: int, defined: set[str], used: list[str]
     else:
         raise _err(node, f"{_describe(node)} is not allowed; use numbers, variables, + - * / ** @ and the "
                          f"functions {_allowed_list()}")
+
+
+def _constant(node: ast.AST) -> float | None:
+    """The value of a number-only expression (``10**10``, ``-(2*3)``), folded in float64 as the program is run;
+    None when it reads a variable or calls a function. Called on validated nodes only."""
+    if isinstance(node, ast.Constant):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp):
+        v = _constant(node.operand)
+        return None if v is None else (v if isinstance(node.op, ast.UAdd) else float(-np.float64(v)))
+    if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.MatMult):
+        a, b = _constant(node.left), _constant(node.right)
+        if a is None or b is None:
+            return None
+        with np.errstate(all="ignore"):
+            return _fold(node.op, np.float64(a), np.float64(b), node)
+    return None
+
+
+def _check_exponent(node: ast.AST, value: float | None = None) -> None:
+    """One rule for an exponent that is a number, however it is written: ``x1**1000000``, ``x1**10**10`` (folded
+    to 1e10, then inf) and ``c = 10**10`` then ``x1**c`` alike, at most :data:`MAX_EXPONENT` in size. The parser
+    checks a number-only exponent (``value`` None: folded here), the run a name holding a number (``value``); an
+    exponent that holds a tensor is data.
+
+    Raises:
+        ExpressionError: kind ``limit``, at the exponent.
+    """
+    e = _constant(node) if value is None else value
+    if e is not None and not abs(e) <= MAX_EXPONENT:   # also nan
+        written = ast.unparse(node)[:40] + ("" if isinstance(node, ast.Constant) else f" = {e:g}")
+        why = "is too large" if math.isfinite(e) else "is not a finite number"
+        at = node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant) else node
+        raise _err(at, f"exponent {written} {why} (|exponent| <= {MAX_EXPONENT})", "limit")
 
 
 @dataclass
@@ -593,6 +620,8 @@ class Program:
         if isinstance(node, ast.BinOp):
             a = self._eval(node.left, env, like)
             b = self._eval(node.right, env, like)
+            if isinstance(node.op, ast.Pow) and not isinstance(b, Tensor):
+                _check_exponent(node.right, float(b))
             if not isinstance(a, Tensor) and not isinstance(b, Tensor):
                 # fold number-only arithmetic in float64 (never Python's unbounded ints)
                 return _fold(node.op, np.float64(a), np.float64(b), node)

@@ -1,5 +1,6 @@
 """The engine's execution as events: forward steps from ``trace_ops``, backward events from the
-observer of ``backpropagate``. Everything stored is plain data (JSON-serialisable)."""
+observer of ``backpropagate``. Everything stored is plain data (JSON-serialisable), but for each input's whole
+gradient as an array beside it (``Trace.grad_arrays``, left out of ``to_dict``)."""
 from __future__ import annotations
 
 import sys
@@ -13,7 +14,7 @@ from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, Nod
 from ..strategies import ContributionLost, WorkLimitExceeded
 from ..ops import ones_like
 from ..tensor import Tensor, tensor, trace_ops
-from .graph import Graph, fmt, graph_from_records, is_finite, plain_value
+from .graph import Graph, adjoint_names, bar, fmt, graph_from_records, is_finite, plain_value, summary
 from .parser import ExpressionError, Program, check_deadline, parse_inputs, parse_program
 
 MAX_EVENTS = 50_000  # events kept per trace (path recursion can do far more work; it is still counted)
@@ -50,6 +51,7 @@ class BackwardEvent:
     expected: int | None
     text: str
     where: list | None = None   # [function, file, line] of the engine line that emitted it
+    shown: str = ""             # a value too large to keep (``value`` None): its first numbers and shape
 
 
 @dataclass
@@ -79,9 +81,14 @@ class Trace:
     gradient_graph: Graph | None = None
     nonfinite: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)  # engine.topological_sort of the output (output first)
+    # each input's gradient whole, as an array (``grads`` keeps plain values of up to VALUE_LIMIT elements only):
+    # to compare gradients of larger inputs; record_execution fills it (inputs hold 10,000 numbers at most).
+    # Not plain data, so not in to_dict.
+    grad_arrays: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d.pop("grad_arrays", None)
         d["graph"] = self.graph.to_dict()
         d["gradient_graph"] = self.gradient_graph.to_dict() if self.gradient_graph is not None else None
         d["adjoints"] = {str(k): v for k, v in self.adjoints.items()}
@@ -142,9 +149,11 @@ class _Recorder:
     """
 
     def __init__(self, id_of: dict[int, int], names: dict[int, str],
-                 value_of: Callable[[Any], Any] = plain_value, describe: Callable[[Any], str] = fmt):
+                 value_of: Callable[[Any], Any] = plain_value, describe: Callable[[Any], str] = fmt,
+                 adjoints: Mapping[int, str] | None = None):
         self.id_of = id_of
         self.names = names
+        self.adjoints = adjoints or {}   # node id -> its adjoint's name (graph.adjoint_names: the output's x̄7)
         self.value_of = value_of
         self.describe = describe
         self.position: tuple[int | None, str | None] = (None, None)   # (step, kind) of the latest event
@@ -188,47 +197,50 @@ class _Recorder:
             else:
                 self._visit_sum[nid] = arr
                 self.last_adjoint.setdefault(nid, val)
+            shown = self._show(ev.adjoint, val)
             self._add("visit", ev.step, nid, None, val, None, None,
-                      f"take {self._name(nid)}: adjoint {self._bar(nid)} = {self.describe(val)}")
+                      f"take {self._name(nid)}: adjoint {self._bar(nid)} = {shown}", shown)
         elif isinstance(ev, ContributionSent):
             nid, pid = self._id(ev.node), self._id(ev.parent)
             val = self.value_of(ev.contribution)
+            shown = self._show(ev.contribution, val)
             self._add("send", ev.step, nid, pid, val, None, None,
-                      f"{self._name(nid)} → {self._name(pid)}: VJP contribution {self.describe(val)}")
+                      f"{self._name(nid)} → {self._name(pid)}: VJP contribution {shown}", shown)
         elif isinstance(ev, FanOutAccumulated):
             pid = self._id(ev.parent)
             val = self.value_of(ev.total)
             self.last_adjoint[pid] = val
+            shown = self._show(ev.total, val)
             self._add("accumulate", ev.step, pid, None, val, ev.received, ev.expected,
-                      f"{self._bar(pid)} = {self.describe(val)} ({ev.received} of {ev.expected} received)")
+                      f"{self._bar(pid)} = {shown} ({ev.received} of {ev.expected} received)", shown)
         elif isinstance(ev, LeafAccumulated):
             nid = self._id(ev.node)
             val = self.value_of(ev.derivative)
-            self._add("leaf", ev.step, nid, None, val, None, None,
-                      f"{self._name(nid)}.grad += {self.describe(val)}")
+            shown = self._show(ev.derivative, val)
+            self._add("leaf", ev.step, nid, None, val, None, None, f"{self._name(nid)}.grad += {shown}", shown)
         elif isinstance(ev, ContributionLost):
             pid = self._id(ev.parent)
             val = self.value_of(ev.contribution)
+            shown = self._show(ev.contribution, val)
             self._add("lost", ev.step, pid, None, val, ev.received, ev.expected,
-                      f"LOST: {self.describe(val)} reached {self._name(pid)} after it was passed on "
-                      f"({ev.received} of {ev.expected})")
+                      f"LOST: {shown} reached {self._name(pid)} after it was passed on "
+                      f"({ev.received} of {ev.expected})", shown)
 
     def _bar(self, nid: int) -> str:
-        return bar(self._name(nid))
+        return self.adjoints.get(nid) or bar(self._name(nid))
 
-    def _add(self, kind, step, node, parent, value, received, expected, text) -> None:
+    def _show(self, t, val) -> str:
+        # a value too large to keep (None) is still described: its first numbers and shape, not "…" or nothing
+        return self.describe(val) if val is not None else summary(t)
+
+    def _add(self, kind, step, node, parent, value, received, expected, text, shown) -> None:
         if len(self.events) < MAX_EVENTS:
             self.events.append(BackwardEvent(len(self.events), kind, step, node, parent, value, received,
-                                             expected, text, self._where))
+                                             expected, text, self._where, shown if value is None else ""))
 
 
 _KIND = {NodeVisited: "visit", ContributionSent: "send", FanOutAccumulated: "accumulate", LeafAccumulated: "leaf",
          ContributionLost: "lost"}
-
-
-def bar(name: str) -> str:
-    """The lecture's adjoint notation: x5 -> x̄5."""
-    return name[:1] + "\u0304" + name[1:] if name else name
 
 
 class BackwardOp:
@@ -240,16 +252,18 @@ class BackwardOp:
 def record_backward(output: Tensor, id_of: dict[int, int], names: dict[int, str], leaves: Mapping[str, Tensor],
                     strategy: str = "topological", create_graph: bool = False, seed: Tensor | None = None,
                     value_of: Callable[[Any], Any] = plain_value, describe: Callable[[Any], str] = fmt,
-                    on_op: Callable[[BackwardOp], None] | None = None):
+                    on_op: Callable[[BackwardOp], None] | None = None, adjoints: Mapping[int, str] | None = None):
     """Run the real backward pass with ``strategy`` and an observer; catch and report failures.
 
     ``value_of`` / ``describe`` make an event's value and its text (see :class:`_Recorder`); ``on_op`` is
-    called with each :class:`BackwardOp` as it runs (to copy its arrays before later ops reuse them).
+    called with each :class:`BackwardOp` as it runs (to copy its arrays before later ops reuse them);
+    ``adjoints`` names each node's adjoint in the texts (:func:`~engine.explain.graph.adjoint_names`; default
+    ``bar`` of the node's name).
 
     Returns ``(recorder, error, backward_records)`` where backward_records are the engine ops the
     backward pass ran (``trace_ops``), as :class:`BackwardOp`.
     """
-    rec = _Recorder(id_of, names, value_of, describe)
+    rec = _Recorder(id_of, names, value_of, describe, adjoints)
     ops_run: list[BackwardOp] = []
 
     def hook(op, inputs, params, out):
@@ -297,20 +311,24 @@ def _backward_trace(fw: ForwardRun, strategy: str, create_graph: bool) -> Trace:
     seed = ones_like(out)
     grads: dict[str, Any] = {}
     error = None
-    rec = _Recorder(fw.id_of, names)
+    adjoints = adjoint_names(fw.graph)
+    rec = _Recorder(fw.id_of, names, adjoints=adjoints)
     bops: list = []
     if out.requires_grad:
-        rec, error, bops = record_backward(out, dict(fw.id_of), names, fw.leaves, strategy, create_graph, seed)
+        rec, error, bops = record_backward(out, dict(fw.id_of), names, fw.leaves, strategy, create_graph, seed,
+                                           adjoints=adjoints)
+    grad_arrays: dict[str, np.ndarray] = {}
     for name, leaf in fw.leaves.items():
         g = leaf.grad
-        grads[name] = plain_value(g) if g is not None else plain_value(np.zeros(leaf.shape))
+        grad_arrays[name] = np.array(g.numpy() if g is not None else np.zeros(leaf.shape), dtype=np.float64)
+        grads[name] = plain_value(grad_arrays[name])
     nonfinite = [f"{s.text}" for s in fw.steps if not s.finite]
     nonfinite += [f"gradient of {k} is not finite" for k, v in grads.items() if not is_finite(v)]
     gg = gradient_graph_from(bops, fw, seed, rec.adjoint_of) if create_graph and error is None else None
     order = [fw.id_of[t.unique_id] for t in autodiff.topological_sort(out)] if out.requires_grad else []
     return Trace(strategy if isinstance(strategy, str) else strategy.name, fw.graph, fw.steps, rec.events,
                  grads, rec.last_adjoint, rec.vjp_calls, len(bops), len(fw.steps), rec.n_events, error, gg,
-                 nonfinite, order)
+                 nonfinite, order, grad_arrays)
 
 
 def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor,
@@ -319,10 +337,11 @@ def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor,
 
     A tensor that is a node's complete adjoint (the backward pass took the node holding it: ``adjoint_of``,
     unique id -> nodes) is named as the slides name it, ``x̄5`` (when an addition handed one tensor on to
-    several nodes, after the first: x̄3 and x̄4 are x̄5); the seed is the output's, ``f̄``; the other results
+    several nodes, after the first: x̄3 and x̄4 are x̄5); the seed is the output's (``x̄7``, as :func:`~engine.explain.graph.adjoint_names` names it); the other results
     (single contributions, a VJP's inner products) are ``g1``, ``g2``, ... in the order they ran.
     """
     names: dict[int, str] = {}
+    adjoint_of_node = adjoint_names(fw.graph)   # the output's x̄7 where the program called it f
     fwd_uid = {t.unique_id: nid for nid, t in fw.tensor_of.items()}
     k = 0
     for r in bops:
@@ -332,13 +351,13 @@ def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor,
         if leaf.grad is not None and leaf.grad.unique_id in names:
             names[leaf.grad.unique_id] = bar(name)
     # one tensor handed on by an addition is every receiver's adjoint: named after the first node that held it
-    adjoint_names = {t_uid: bar(fw.graph.nodes[nids[0]].name) for t_uid, nids in (adjoint_of or {}).items() if nids}
-    for t_uid, name in adjoint_names.items():
+    held = {t_uid: adjoint_of_node[nids[0]] for t_uid, nids in (adjoint_of or {}).items() if nids}
+    for t_uid, name in held.items():
         if t_uid in names:
             names[t_uid] = name
     for t_uid, nid in fwd_uid.items():
         names.setdefault(t_uid, fw.graph.nodes[nid].name)
-    names[seed.unique_id] = adjoint_names.get(seed.unique_id, bar(fw.graph.nodes[fw.graph.output].name))
+    names[seed.unique_id] = held.get(seed.unique_id, adjoint_of_node[fw.graph.output])
     g, id_of, tensor_of = graph_from_records(bops, names)
     for node in g.nodes:
         t = tensor_of[node.id]
@@ -387,7 +406,8 @@ def record_tensor(output: Tensor, leaves: Mapping[str, Tensor], strategy: str = 
                                  f"{n.name} = {n.op}({args}) = {fmt(n.value)}", is_finite(n.value)))
     if seed is None:
         seed = ones_like(output)
-    rec, error, bops = record_backward(output, id_of, node_names, leaves, strategy, create_graph, seed)
+    rec, error, bops = record_backward(output, id_of, node_names, leaves, strategy, create_graph, seed,
+                                       adjoints=adjoint_names(graph))
     grads = {name: (plain_value(t.grad) if t.grad is not None else None) for name, t in leaves.items()}
     order = [id_of[t.unique_id] for t in autodiff.topological_sort(output) if t.unique_id in id_of]
     return Trace(strategy if isinstance(strategy, str) else strategy.name, graph, steps, rec.events, grads,

@@ -12,9 +12,11 @@ One interface, :class:`ClassBroker`, two implementations:
 
 Only the lecturer drives: :func:`ClassBroker.create` returns a code (public, in the students' link) and
 a secret (kept in the lecturer's session); every write but an answer needs the secret, which is
-stored only as its SHA-256. Classes expire (:data:`CLASS_TTL_S` after the last change), answers are
-rate-limited per student, and every stored string is bounded (:data:`MAX_TEXT`), so a class of
-:data:`MAX_STUDENTS` students is bounded in memory (:func:`class_bytes_bound`).
+stored only as its SHA-256. A class expires :data:`CLASS_TTL_S` after its lecturer's last contact (the
+lecturer's open page touches it every :data:`TOUCH_EVERY_S`), one server holds at most :data:`MAX_CLASSES`
+(in-process, or all replicas together through Redis), answers are rate-limited per student, and every stored
+string is bounded (:data:`MAX_TEXT`; a page's state is refused whole over :data:`MAX_STATE_CHARS`, never
+clipped), so a class of :data:`MAX_STUDENTS` students is bounded in memory (:func:`class_bytes_bound`).
 """
 from __future__ import annotations
 
@@ -30,13 +32,18 @@ from typing import Any, Callable, Protocol
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I/L: read off a projector
 CODE_LENGTH = 6
-CLASS_TTL_S = 4 * 3600          # a class is forgotten this long after its last change
+CLASS_TTL_S = 10 * 60           # a class is forgotten this long after its lecturer's last contact (the
+                                # lecturer's open page touches it every TOUCH_EVERY_S: a reload or a sleeping
+                                # laptop keeps it, a lecturer who left frees it within ten minutes)
+TOUCH_EVERY_S = 60.0            # how often the lecturer's page says it is still there
 ANSWER_INTERVAL_S = 1.0         # one answer per student and question per second at most
-MAX_TEXT = 200                  # characters of any stored string (a question, an answer, a parameter)
+MAX_TEXT = 200                  # characters of any stored string but a page parameter (a question, an answer)
 MAX_PARAMS = 16                 # query parameters of a followed page
+MAX_PARAM_CHARS = 4000          # one page parameter (the longest a page reads back from a link: kit/deeplink)
+MAX_STATE_CHARS = 8000          # all of a followed page's parameters together
 MAX_QUESTIONS = 50              # questions kept per class (older ones are dropped)
 MAX_STUDENTS = 500              # answers per question at most (a class of 200 fits with room)
-MAX_CLASSES = 200               # classes one in-process broker holds at once
+MAX_CLASSES = 200               # classes one server holds at once (in-process, or all replicas' through Redis)
 
 
 class ClassNotFound(LookupError):
@@ -53,6 +60,15 @@ class AnswerRefused(ValueError):
 
 class BrokerUnavailable(ConnectionError):
     """The shared store (Redis) cannot be reached right now."""
+
+
+class TooManyClasses(BrokerUnavailable):
+    """The server holds :data:`MAX_CLASSES` classes already; the message is for the lecturer."""
+
+
+class StateTooLong(ValueError):
+    """A page state over the bounds (:data:`MAX_PARAMS`, :data:`MAX_PARAM_CHARS`, :data:`MAX_STATE_CHARS`): it is
+    refused whole, never clipped (students would silently follow another program)."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +125,13 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def restart_version(now: float) -> int:
+    """The version a class brought back after the store lost it starts from: later than any version it had
+    (milliseconds since 1970; a class steps far less often than once a millisecond), so a version never names
+    two states and a view cached by version on a replica is never shown for another state."""
+    return max(int(now * 1000), 2)
+
+
 def _new_code() -> str:
     return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
 
@@ -142,16 +165,32 @@ def normalise_answer(question: Question, value: Any) -> str:
 
 
 def _bounded_params(params: dict[str, Any]) -> dict[str, str]:
+    """The parameters as stored, whole; :class:`StateTooLong` when they are over the bounds."""
     if len(params) > MAX_PARAMS:
-        raise ValueError(f"at most {MAX_PARAMS} page parameters")
-    return {_clip(k)[:40]: _clip(v) for k, v in params.items()}
+        raise StateTooLong(f"at most {MAX_PARAMS} page parameters can be shared with the class")
+    out = {str(k): str(v) for k, v in params.items()}
+    for k, v in out.items():
+        if len(k) > 40:
+            raise StateTooLong("a page parameter's name is over 40 characters")
+        if len(v) > MAX_PARAM_CHARS:
+            raise StateTooLong(f"'{k}' has {len(v):,} characters; the class shares at most {MAX_PARAM_CHARS:,}")
+    total = sum(len(k) + len(v) for k, v in out.items())
+    if total > MAX_STATE_CHARS:
+        raise StateTooLong(f"this page's state has {total:,} characters; the class shares at most "
+                           f"{MAX_STATE_CHARS:,}")
+    return out
+
+
+def _bounded_view(view: str | None) -> str | None:
+    from .views import MAX_VIEW_CHARS
+    return view if view and len(view) <= MAX_VIEW_CHARS else None
 
 
 def class_bytes_bound(students: int = 200) -> int:
     """An upper bound on one class's stored bytes with ``students`` answering every kept question."""
     per_answer = 64 + 40 + 64            # field (student id), value, hash overhead
     per_question = MAX_TEXT * 2 + 64 * len(CODE_ALPHABET)
-    state = MAX_PARAMS * (40 + MAX_TEXT) + 200
+    state = MAX_STATE_CHARS + MAX_PARAMS * 8 + 200
     return state + MAX_QUESTIONS * (per_question + min(students, MAX_STUDENTS) * per_answer)
 
 
@@ -159,11 +198,15 @@ class ClassBroker(Protocol):
     """The operations a class needs; see the module docstring."""
 
     def create(self, page: str, params: dict[str, Any]) -> tuple[str, str]: ...
-    def restore(self, code: str, secret: str, page: str, params: dict[str, Any]) -> int: ...
+    def restore(self, code: str, secret: str, page: str, params: dict[str, Any], last_qid: int = 0,
+                view: str | None = None) -> int: ...
     def close(self, code: str, secret: str) -> None: ...
+    def touch(self, code: str, secret: str) -> None: ...
+    def classes(self) -> int: ...
     def is_lecturer(self, code: str, secret: str) -> bool: ...
-    def publish(self, code: str, secret: str, page: str, params: dict[str, Any]) -> int: ...
+    def publish(self, code: str, secret: str, page: str, params: dict[str, Any], view: str | None = None) -> int: ...
     def state(self, code: str) -> FollowState: ...
+    def view(self, code: str) -> tuple[int, str] | None: ...
     def ask(self, code: str, secret: str, prompt: str, kind: str, answer: str, tolerance: float = 0.0,
             choices: tuple[str, ...] = ()) -> Question: ...
     def question(self, code: str) -> Question | None: ...
@@ -189,6 +232,7 @@ class _Class:
     answers: dict[int, dict[str, str]] = field(default_factory=dict)
     last_answer: dict[str, float] = field(default_factory=dict)
     next_qid: int = 1
+    view: tuple[int, str] | None = None     # (version, the lecturer's rendered view of that version)
 
 
 class InProcessBroker:
@@ -218,29 +262,51 @@ class InProcessBroker:
     def create(self, page: str, params: dict[str, Any]) -> tuple[str, str]:
         with self._lock:
             now = self._clock()
-            for k in [k for k, c in self._classes.items() if c.expires < now]:
-                del self._classes[k]
-            if len(self._classes) >= MAX_CLASSES:
-                raise BrokerUnavailable("This server holds too many classes; try again later.")
+            state = FollowState(_clip(page), _bounded_params(params), 1, now)
+            if self._live(now) >= MAX_CLASSES:
+                raise TooManyClasses(_too_many())
             code = _new_code()
             while code in self._classes:
                 code = _new_code()
             secret = secrets.token_urlsafe(18)
-            self._classes[code] = _Class(_hash(secret), FollowState(_clip(page), _bounded_params(params), 1, now),
-                                         now + self._ttl)
+            self._classes[code] = _Class(_hash(secret), state, now + self._ttl)
             return code, secret
 
-    def restore(self, code: str, secret: str, page: str, params: dict[str, Any]) -> int:
+    def _live(self, now: float) -> int:
+        """How many classes are live at ``now`` (the expired ones are dropped); the lock is held."""
+        for k in [k for k, c in self._classes.items() if c.expires < now]:
+            del self._classes[k]
+        return len(self._classes)
+
+    def classes(self) -> int:
+        """How many classes are live now."""
+        with self._lock:
+            return self._live(self._clock())
+
+    def touch(self, code: str, secret: str) -> None:
+        """The lecturer is still there: the class lives :data:`CLASS_TTL_S` from now."""
+        with self._lock:
+            self._lecturer(code, secret)
+
+    def restore(self, code: str, secret: str, page: str, params: dict[str, Any], last_qid: int = 0,
+                view: str | None = None) -> int:
         """The lecturer's session brings its class back (after the store lost it): publish if the class is
-        there, else create it again under the same code and secret (its questions are gone)."""
+        there, else create it again under the same code and secret (its questions are gone; question numbers
+        go on after ``last_qid``, the last one the lecturer asked, so an id never names two questions; versions
+        go on from :func:`restart_version`, so a version never names two states). Returns the version."""
         with self._lock:
             c = normalise_code(code)
             if c not in self._classes or self._classes[c].expires < self._clock():
                 now = self._clock()
-                self._classes[c] = _Class(_hash(secret), FollowState(_clip(page), _bounded_params(params), 1, now),
-                                          now + self._ttl)
-                return 1
-        return self.publish(code, secret, page, params)
+                if self._live(now) >= MAX_CLASSES:
+                    raise TooManyClasses(_too_many())
+                version = restart_version(now)
+                view = _bounded_view(view)
+                self._classes[c] = _Class(_hash(secret), FollowState(_clip(page), _bounded_params(params), version,
+                                                                     now), now + self._ttl,
+                                          next_qid=max(int(last_qid), 0) + 1, view=(version, view) if view else None)
+                return version
+        return self.publish(code, secret, page, params, view=view)
 
     def close(self, code: str, secret: str) -> None:
         with self._lock:
@@ -255,17 +321,27 @@ class InProcessBroker:
             except (ClassNotFound, NotLecturer):
                 return False
 
-    def publish(self, code: str, secret: str, page: str, params: dict[str, Any]) -> int:
+    def publish(self, code: str, secret: str, page: str, params: dict[str, Any], view: str | None = None) -> int:
+        """A new state (only a change counts), with the lecturer's rendered view of it (:mod:`.views`), if any."""
+        view = _bounded_view(view)
         with self._lock:
             c = self._lecturer(code, secret)
             new = FollowState(_clip(page), _bounded_params(params), c.state.version + 1, self._clock())
             if (new.page, new.params) != (c.state.page, c.state.params):
                 c.state = new
+                c.view = (new.version, view) if view else None
+            elif view and c.view is None:
+                c.view = (c.state.version, view)
             return c.state.version
 
     def state(self, code: str) -> FollowState:
         with self._lock:
             return self._get(code).state
+
+    def view(self, code: str) -> tuple[int, str] | None:
+        """(version, view JSON) of the latest relayed view, or None."""
+        with self._lock:
+            return self._get(code).view
 
     def ask(self, code: str, secret: str, prompt: str, kind: str, answer: str, tolerance: float = 0.0,
             choices: tuple[str, ...] = ()) -> Question:
@@ -327,8 +403,34 @@ class InProcessBroker:
 
 # --- Redis ---------------------------------------------------------------------------------------------
 PREFIX = "adx:class:"
+INDEX = "adx:classes"     # a sorted set: every live class's key, scored by when it expires (the server's count)
 
-# KEYS[1] the class hash; ARGV: secret hash, new state JSON, ttl seconds, channel. Returns the version,
+
+def _too_many() -> str:
+    return f"This server holds {MAX_CLASSES} classes already; try again when one has ended."
+
+# KEYS[1] the index, KEYS[2] the new class's hash. ARGV: now, max classes, expiry time, secret hash, state JSON,
+# ttl seconds, next question id, channel ('' for none), first version, its view ('' for none). Returns 1 (made),
+# 0 (the code is taken), -1 (too many).
+_CREATE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('HSETNX', KEYS[2], 'secret', ARGV[4]) == 0 then return 0 end
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then
+  redis.call('DEL', KEYS[2])
+  return -1
+end
+redis.call('HSET', KEYS[2], 'state', ARGV[5], 'version', ARGV[9], 'updated', ARGV[1], 'next_qid', ARGV[7])
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[2], 'view', ARGV[10], 'view_version', ARGV[9]) end
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+redis.call('ZADD', KEYS[1], ARGV[3], KEYS[2])
+if ARGV[8] ~= '' then
+  redis.call('PUBLISH', ARGV[8], cjson.encode({version = tonumber(ARGV[9]), state = ARGV[5], updated = ARGV[1]}))
+end
+return 1
+"""
+
+# KEYS[1] the class hash; ARGV: secret hash, new state JSON, ttl seconds, channel, time, the rendered view of
+# the state ('' for none: a view of an older state is dropped, never shown with a newer one). Returns the version,
 # or -1 for an unknown class, -2 for a wrong secret. The check, the write and the publish are one step.
 _PUBLISH = """
 local h = redis.call('HGET', KEYS[1], 'secret')
@@ -339,7 +441,14 @@ local v = tonumber(redis.call('HGET', KEYS[1], 'version'))
 if old ~= ARGV[2] then
   v = redis.call('HINCRBY', KEYS[1], 'version', 1)
   redis.call('HSET', KEYS[1], 'state', ARGV[2], 'updated', ARGV[5])
+  if ARGV[6] ~= '' then
+    redis.call('HSET', KEYS[1], 'view', ARGV[6], 'view_version', v)
+  else
+    redis.call('HDEL', KEYS[1], 'view', 'view_version')
+  end
   redis.call('PUBLISH', ARGV[4], cjson.encode({version = v, state = ARGV[2], updated = ARGV[5]}))
+elseif ARGV[6] ~= '' and not redis.call('HGET', KEYS[1], 'view_version') then
+  redis.call('HSET', KEYS[1], 'view', ARGV[6], 'view_version', v)
 end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return v
@@ -378,6 +487,7 @@ class RedisBroker:
                                        decode_responses=True)
         self._ttl = int(ttl_s)
         self._publish = self._r.register_script(_PUBLISH)
+        self._create = self._r.register_script(_CREATE)
         self._answer = self._r.register_script(_ANSWER)
         self._cache: dict[str, FollowState] = {}
         self._cache_lock = threading.Lock()
@@ -446,32 +556,53 @@ class RedisBroker:
     def _key(self, code: str) -> str:
         return PREFIX + normalise_code(code)
 
+    def _make(self, key: str, secret: str, state: str, next_qid: int, announce: bool, version: int = 1,
+              view: str = "") -> int:
+        now = time.time()
+        made = int(self._call(lambda: self._create(keys=[INDEX, key], args=[
+            repr(now), MAX_CLASSES, repr(now + self._ttl), _hash(secret), state, self._ttl, next_qid,
+            key + ":state" if announce else "", version, view])))
+        if made == -1:
+            raise TooManyClasses(_too_many())
+        return made
+
     def create(self, page: str, params: dict[str, Any]) -> tuple[str, str]:
         secret = secrets.token_urlsafe(18)
         state = _state_json(_clip(page), _bounded_params(params))
         for _ in range(20):
             code = _new_code()
-            key = PREFIX + code
-            created = self._call(lambda: self._r.hsetnx(key, "secret", _hash(secret)))
-            if created:
-                now = time.time()
-                self._call(lambda: self._r.pipeline().hset(key, mapping={
-                    "state": state, "version": 1, "updated": now, "next_qid": 1}).expire(key, self._ttl).execute())
+            if self._make(PREFIX + code, secret, state, 1, announce=False):
                 return code, secret
         raise BrokerUnavailable("Could not find a free class code; try again.")
 
-    def restore(self, code: str, secret: str, page: str, params: dict[str, Any]) -> int:
+    def classes(self) -> int:
+        """How many classes are live now, on every replica together."""
+        now = repr(time.time())
+        return int(self._call(lambda: self._r.pipeline().zremrangebyscore(INDEX, "-inf", now).zcard(INDEX)
+                              .execute())[1])
+
+    def touch(self, code: str, secret: str) -> None:
+        """The lecturer is still there: the class (and its current question's answers) live :data:`CLASS_TTL_S`
+        from now."""
+        key = self._check(code, secret)
+        q = self._question(key)
+        pipe = self._r.pipeline().expire(key, self._ttl).zadd(INDEX, {key: time.time() + self._ttl})
+        if q is not None:
+            pipe.expire(f"{key}:answers:{q.qid}", self._ttl)
+        self._call(pipe.execute)
+
+    def restore(self, code: str, secret: str, page: str, params: dict[str, Any], last_qid: int = 0,
+                view: str | None = None) -> int:
         """The lecturer's session brings its class back after Redis lost it (a restart without
-        persistence): the same code and secret, the current page; the questions are gone."""
+        persistence): the same code and secret, the current page; the questions are gone, and question
+        numbers go on after ``last_qid`` (the last one the lecturer asked): an id never names two questions."""
         key = self._key(code)
-        if self._call(lambda: self._r.hsetnx(key, "secret", _hash(secret))):
-            state = _state_json(_clip(page), _bounded_params(params))
-            now = time.time()
-            self._call(lambda: self._r.pipeline().hset(key, mapping={
-                "state": state, "version": 1, "updated": now, "next_qid": 1}).expire(key, self._ttl)
-                .publish(key + ":state", json.dumps({"version": 1, "state": state, "updated": repr(now)})).execute())
-            return 1
-        return self.publish(code, secret, page, params)
+        state = _state_json(_clip(page), _bounded_params(params))
+        version = restart_version(time.time())
+        if self._make(key, secret, state, max(int(last_qid), 0) + 1, announce=True, version=version,
+                      view=_bounded_view(view) or ""):
+            return version
+        return self.publish(code, secret, page, params, view=view)
 
     def _check(self, code: str, secret: str) -> str:
         key = self._key(code)
@@ -485,7 +616,7 @@ class RedisBroker:
     def close(self, code: str, secret: str) -> None:
         key = self._check(code, secret)
         answers = self._call(lambda: list(self._r.scan_iter(key + ":answers:*", count=200)))
-        self._call(lambda: self._r.delete(key, *answers))
+        self._call(lambda: self._r.pipeline().delete(key, *answers).zrem(INDEX, key).execute())
 
     def is_lecturer(self, code: str, secret: str) -> bool:
         try:
@@ -494,11 +625,12 @@ class RedisBroker:
         except (ClassNotFound, NotLecturer):
             return False
 
-    def publish(self, code: str, secret: str, page: str, params: dict[str, Any]) -> int:
+    def publish(self, code: str, secret: str, page: str, params: dict[str, Any], view: str | None = None) -> int:
         key = self._key(code)
         state = _state_json(_clip(page), _bounded_params(params))
+        view = _bounded_view(view) or ""
         v = int(self._call(lambda: self._publish(keys=[key], args=[_hash(secret or ""), state, self._ttl,
-                                                                  key + ":state", repr(time.time())])))
+                                                                  key + ":state", repr(time.time()), view])))
         if v == -1:
             raise ClassNotFound(f"There is no class {normalise_code(code)} (it ended, or the code is mistyped).")
         if v == -2:
@@ -526,6 +658,14 @@ class RedisBroker:
             if hit is not None:
                 return hit
         return self._read_state(c)
+
+    def view(self, code: str) -> tuple[int, str] | None:
+        """(version, view JSON) of the latest relayed view, or None (one Redis read: callers cache by version)."""
+        key = self._key(code)
+        got = self._call(lambda: self._r.hmget(key, "view_version", "view"))
+        if got[0] is None or got[1] is None:
+            return None
+        return int(got[0]), got[1]
 
     def ask(self, code: str, secret: str, prompt: str, kind: str, answer: str, tolerance: float = 0.0,
             choices: tuple[str, ...] = ()) -> Question:

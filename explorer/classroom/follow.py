@@ -7,6 +7,7 @@ the path Streamlit serves it at), so renumbering the pages changes nothing in a 
 """
 from __future__ import annotations
 
+import html
 import io
 import re
 from dataclasses import dataclass
@@ -50,7 +51,6 @@ def shared_params(params: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in params.items() if k != "present"}
 
 
-PHONE_MAX_PX = 640               # a viewport this narrow is a phone: a following student sees the class's view only
 FOLLOW_BOX_KEY = "class_follow"  # the container of the student's status line and question card
 # the page's own controls (Streamlit's widget classes): on a phone a following student cannot use them (the
 # lecturer's step overrides them) and they pushed the graph several screens down
@@ -64,18 +64,67 @@ CLASS_CONTENT = ("stMarkdown", "stPlotlyChart", "stVegaLiteChart", "stImage", "s
                  "stTable", "stCode", "stHtml", "stAlert", "stMetric", "stTabs", "stExpander", "stLatex")
 
 
-def phone_follow_css() -> str:
-    """A ``<style>`` block for a following student: below :data:`PHONE_MAX_PX` the main area shows the class's view
-    (the step, its caption, the figures, the question card) without the page's controls, which come back with
-    Detach (the block is only sent while following)."""
+def follow_css() -> str:
+    """A ``<style>`` block for a following student: the main area shows the class's view (the step, its caption,
+    the figures, the question card) without the page's controls, which come back with Detach (the block is only
+    sent while following); the sync button that ``follow.js`` clicks is never shown."""
     controls = ", ".join(f".{c}" for c in PAGE_CONTROLS)
     content = ", ".join(f".{c}" for c in CLASS_CONTENT)
     # a column of controls only goes as a whole (its empty box and gap stayed: a phone stacks columns)
-    return ("<style>@media (max-width: %dpx) { [data-testid=\"stMain\"] "
+    return ("<style>[data-testid=\"stMain\"] "
             ".stElementContainer:has(:is(%s)):not(.st-key-%s *), "
-            "[data-testid=\"stMain\"] [data-testid=\"stColumn\"]:has(:is(%s)):not(:has(:is(%s))):not(.st-key-%s *)"
-            " { display: none !important; } }</style>"
-            % (PHONE_MAX_PX, controls, FOLLOW_BOX_KEY, controls, content, FOLLOW_BOX_KEY))
+            "[data-testid=\"stMain\"] [data-testid=\"stColumn\"]:has(:is(%s)):not(:has(:is(%s))):not(.st-key-%s *), "
+            ".st-key-class_sync { display: none !important; } "
+            "#adx-follow .adx-follow-row { display: flex; gap: 1rem; align-items: flex-start; } "
+            "#adx-follow .adx-follow-plot { width: 100%%; } "
+            "#adx-follow .adx-follow-status:empty { display: none; }</style>"
+            % (controls, FOLLOW_BOX_KEY, controls, content, FOLLOW_BOX_KEY))
+
+
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def is_token(text: str) -> bool:
+    """Whether ``text`` is a student id or secret as this app makes them (``secrets.token_urlsafe``)."""
+    return bool(_TOKEN.match(str(text)))
+
+
+def cookie_text(name: str, value: str, max_age_s: int) -> str:
+    """A ``document.cookie`` assignment for the whole app (``max_age_s`` 0 forgets it); only codes and tokens."""
+    if not re.fullmatch(r"[A-Za-z0-9_.-]*", value) or not re.fullmatch(r"[a-z_]+", name):
+        raise ValueError("a class cookie holds a code and a token only")
+    return f"{name}={value}; path=/; max-age={int(max_age_s)}; samesite=strict"
+
+
+def lead_link(base_url: str, code: str, secret: str) -> str:
+    """The lecturer's private link: opens the app as this class's lecturer (any replica, any device)."""
+    return base_url.split("?")[0].rstrip("/") + "/?" + urlencode({"lead": f"{code}.{secret}"})
+
+
+def _script_version() -> str:
+    """A digest of follow.js: browsers keep it a day (its route's cache header), a new one is a new address."""
+    global _SCRIPT_VERSION
+    if _SCRIPT_VERSION is None:
+        import hashlib
+        _SCRIPT_VERSION = hashlib.sha256((Path(__file__).with_name("static") / "follow.js").read_bytes()).hexdigest()[:12]
+    return _SCRIPT_VERSION
+
+
+_SCRIPT_VERSION: str | None = None
+
+
+def follow_html(code: str, page: str, question: str, since: int) -> str:
+    """The follower's view: a box that ``follow.js`` fills with the lecturer's step and keeps current. ``since``:
+    the version this run already shows (-1 where the view is drawn by the script: at once)."""
+    attrs = " ".join(f'data-{k}="{html.escape(str(v), quote=True)}"'
+                     for k, v in (("code", code), ("page", page), ("question", question), ("since", since)))
+    return (f'<div id="adx-follow" {attrs}><div class="adx-follow-status"></div>'
+            f'<div class="adx-follow-view"></div></div>'
+            # a new script text for every state (Streamlit runs a script element again only when it changes)
+            f'<script>/* {html.escape(code)} {int(since)} {html.escape(question)} */ (() => {{'
+            "const s = document.createElement('script');"
+            f"s.src = new URL('.', window.location.href).href + 'class/static/follow.js?v={_script_version()}';"
+            "document.head.appendChild(s); })();</script>")
 
 
 def question_marker(qid: int | None, revealed: bool = False) -> str:

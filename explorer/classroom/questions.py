@@ -15,7 +15,7 @@ import numpy as np
 
 from engine.explain import ExpressionError
 from engine.explain.numbers import num
-from engine.explain.trace import bar
+from engine.explain.graph import adjoint_names
 from explorer.kit.budget import check_program
 from explorer.kit.programs import InputProblem, parse
 
@@ -110,8 +110,8 @@ def step_questions(trace, frameset, step: int) -> list[Proposal]:
                             "choice", right, 0.0, tuple(candidates)))
     adj = _scalar(visit.value)
     if adj is not None:
-        out.append(Proposal(f"The adjoint of {right}", f"{right} is taken next. What is its adjoint {bar(right)}?",
-                            "number", _number(adj), QUESTION_RTOL))
+        ask = f"{right} is taken next. What is its adjoint {adjoint_names(g)[visit.node]}?"
+        out.append(Proposal(f"The adjoint of {right}", ask, "number", _number(adj), QUESTION_RTOL))
     send = next((e for e in groups[k] if e.kind == "send"), None)
     if send is not None and _scalar(send.value) is not None:
         src, dst = name[send.node], name[send.parent]
@@ -155,7 +155,7 @@ def order_questions(program_text: str, inputs_text: str, orders: tuple[str, ...]
         except ExpressionError:
             continue
         right = order_is_right(reference.grads, tr.grads, tr.error)
-        label = bo.STRATEGY_LABELS.get(s, s).split(" (")[0]   # the page's label says "(broken)": not here
+        label = bo.STRATEGY_LABELS.get(s, s)   # what the order is, not whether it is right
         out.append(Proposal(f"Is “{label}” right?", f"Does the order “{label}” give the right gradients here?",
                             "choice", YES if right else NO, 0.0, (YES, NO)))
     return out

@@ -1,9 +1,10 @@
 """The backward pass as the slides draw it: a graph of its own, stepping with the forward one.
 
-Each node of the forward graph has an adjoint node named as the lecture names it (``x̄3``, ``f̄``);
+Each node of the forward graph has an adjoint node named as the lecture names it (``x̄3``; the output's ``x̄7`` = f̄);
 each edge is reversed (the adjoint flows from a consumer back to its input), drawn in the backward
 colour and labelled with the contribution it carried; a node used more than once (fan-out) writes
-its adjoint as the sum of what it received, in the order it arrived: ``x̄1 = 1 + 367.04 = 368.04``.
+its adjoint as the slides do, symbolically then in numbers (the frames' ``node_sum``, from
+:func:`explorer.kit.labels.fan_out_sum`): ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04``.
 Built from the forward animation's frames (themselves built from the engine's recorded events):
 nothing is recomputed here.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from engine.explain.graph import Graph
 
 from .frames import Frame, FrameSet
-from .labels import bar
+from .labels import adjoint_names, bar
 from .plotly_figure import ADJOINT, figure_dict, plan
 
 # the backward graph mirrors the forward one: its sources (the output's adjoint) where the output is
@@ -54,7 +55,8 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
     out_edges: dict[int, list[int]] = {}
     for k, (src, _dst) in enumerate(edges):
         out_edges.setdefault(src, []).append(k)
-    heads = [bar(names.get(i, str(i))) for i in ids]
+    adjoint_of = adjoint_names(graph)   # the output's x̄7 where the program called it f
+    heads = [adjoint_of.get(i) or bar(names.get(i, str(i))) for i in ids]
     arrived: dict[int, int] = {}  # edge -> the frame its contribution arrived (the terms' order)
     frames: list[Frame] = []
     for f in fs.frames:
@@ -64,6 +66,7 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
             if t and k not in arrived:
                 arrived[k] = f.index
         text = []
+        totals = [""] * len(ids)   # a fan-out sum's total (or how many arrived), on a line of its own
         for i, nid in enumerate(ids):
             adj = f.node_adjoint[i] if backward and f.node_adjoint else ""
             # a node marked wrong (page 13's first wrong node: " ✘" after its adjoint) keeps the mark, at the end
@@ -76,11 +79,19 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
                 text.append(f"= {kept}, {lost} lost{wrong}")
                 continue
             ks = sorted((k for k in out_edges.get(nid, []) if edge_text[k]), key=lambda k: (arrived[k], k))
-            line = _fan_out_line([edge_text[k] for k in ks], len(out_edges.get(nid, [])), total) if adj else ""
+            slide = f.node_sum[i] if backward and f.node_sum and i < len(f.node_sum) else ""
+            if adj and slide:   # the slides' sum in numbers, each term local derivative · adjoint, its total under it
+                # (the symbols are in the step's caption above the graphs: in the node they pushed the graph off a
+                # projector)
+                numbers = slide.replace(" received)", ")").split(" = ")[2]
+                line, totals[i] = (f"= {numbers.rsplit(' (', 1)[0]}", f"({numbers.rsplit(' (', 1)[1]}"
+                                   ) if " (" in numbers else (f"= {numbers}", "= " + slide.split(" = ")[3])
+            else:
+                line = _fan_out_line([edge_text[k] for k in ks], len(out_edges.get(nid, [])), total) if adj else ""
             text.append((line + wrong).strip())
         states = ["idle" if (not backward or s == "computed") else s for s in f.node_state]
         frames.append(Frame(f.index, f.phase, f.caption, list(f.active_nodes) if backward else [],
-                            [(d, s) for s, d in f.active_edges] if backward else [], text, states, [],
+                            [(d, s) for s, d in f.active_edges] if backward else [], text, states, totals,
                             edge_text, f.warning))
     return FrameSet(list(ids), frames, fs.truncated, fs.forward_per_frame, fs.backward_per_frame, heads,
                     [(d, s) for s, d in edges], [f"adjoint of {names.get(i, i)}" for i in ids])
@@ -112,18 +123,21 @@ def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_o
     return figure_dict(bfs, graph, drawing, edge_color=ADJOINT, pending_edges=True, **figure_options)
 
 
-def shared_backward_figures(framesets: list[FrameSet], graph: Graph, width: int, max_height: int) -> list[dict]:
+def shared_backward_figures(framesets: list[FrameSet], graph: Graph, width: int, max_height: int,
+                            frames_on_read: bool = False) -> list[dict]:
     """The backward graphs of several animations of one graph (orders, or the engine's and a student's), on one
     placement so that a node stays put between them: right to left (the output's adjoint at the right, under
     where the output is) when that fits ``width`` without shrinking much, short, so a caption and a verdict
-    stay beside it; else the direction that fits. Contributions sit beside their edges."""
+    stay beside it; else the direction that fits. Contributions sit beside their edges. ``frames_on_read``: as
+    :func:`~explorer.kit.plotly_figure.figure_dict`'s."""
     backs = [backward_frameset(fs, graph) for fs in framesets]
     union = FrameSet(backs[0].node_ids, [f for b in backs for f in b.frames], heads=backs[0].heads,
                      edges=backs[0].edges)
     drawing = plan(union, graph, width, "RL", max_height=max_height, label_room=False)
     if drawing.viewport is not None or drawing.scale < 0.9:
         drawing = plan(union, graph, width, "auto-reversed", max_height=max_height, label_room=False)
-    return [figure_dict(b, graph, drawing, edge_color=ADJOINT, pending_edges=True) for b in backs]
+    return [figure_dict(b, graph, drawing, edge_color=ADJOINT, pending_edges=True, frames_on_read=frames_on_read)
+            for b in backs]
 
 
 def legend_html() -> str:

@@ -6,7 +6,8 @@ deadline, and the pages' caches are bounded by bytes.
   :class:`~engine.explain.ExpressionError`, when the page's runs would exceed the budget.
 * :func:`bounded_cache` replaces ``st.cache_resource`` / ``st.cache_data`` in the pages: entries are
   bounded by their estimated bytes (a least-recently-used store per function, shared by the sessions),
-  a failed call keeps only its message (a refusal that cost CPU is answered again at once), the call runs
+  a failed call is never kept (a deadline met on a busy server, or any error, is tried again by the next run:
+  keeping it left a page broken for everyone after the load went away), the call runs
   under :data:`REQUEST_SECONDS` of CPU time, and a ``MemoryError`` or ``RecursionError`` becomes a typed,
   user-facing error instead of a traceback.
 * :func:`check_server_memory` is the server-wide guard: above :data:`MEMORY_FRACTION` of the replica's
@@ -21,17 +22,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import json
 import math
 import os
 import pickle
 import sys
 import threading
-import time
 import types
-import zlib
 from collections import OrderedDict
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -42,12 +40,10 @@ from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Pro
 # its engine ops, finite-difference loops, frame building and layout check it. Estimates refuse what would
 # come near it before anything runs; the deadline stops what the estimates missed.
 REQUEST_SECONDS = 2.0
-REMEMBER_REFUSAL_S = 0.1   # a failure that cost more CPU than this is kept (its message) and answered again at once
-# Backprop orders animates up to four graphs side by side, a frame per step each: its result grows with the
-# square of the graph, and so does its first run (198 ops: 1.8 s of CPU, near the request's 2 s). 150 ops
-# keep the first run near 1.2 s and the result (frames packed: PackedFrames) under 10 MB, which the page's
-# cache keeps; the lecture's examples have at most 20. One graph (pages 1 and 4) stays small up to the
-# parser's 500 ops (6 MB, 0.2 s).
+# Backprop orders animates up to four graphs side by side, a frame per step each: its frame sets grow with the
+# square of the graph. 150 ops keep the first run under 1 s (each figure frame is built when a Step reads it:
+# plotly_figure.FramesOnRead) and the result a few MB, which the page's cache keeps; the lecture's examples
+# have at most 20. One graph (pages 1 and 4) stays small up to the parser's 500 ops (6 MB, 0.2 s).
 MAX_SIDE_BY_SIDE_OPS = 150
 
 
@@ -287,34 +283,6 @@ def refuse_message(error: BaseException) -> str:
     return "this request is nested too deeply to compute (Python's recursion limit)"
 
 
-class PackedFrames(Sequence):
-    """A figure's animation frames, each kept as zlib-compressed JSON and unpacked when read.
-
-    A stepped page draws one frame at a time (``figures.static_frame``), but a side-by-side page's result
-    held every frame of four figures as Python objects: 16-27 MB at 200 ops, over the cache's per-entry cap,
-    so it was recomputed on every Step (1.7-2.4 s). Packed, the frames take about a tenth, and reading one
-    costs well under a millisecond.
-    """
-
-    def __init__(self, frames: Sequence[dict]):
-        self._packed = [zlib.compress(json.dumps(f, separators=(",", ":")).encode(), 6) for f in frames]
-
-    def __len__(self) -> int:
-        return len(self._packed)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        return json.loads(zlib.decompress(self._packed[i]))
-
-
-def packed_figure(fig: dict) -> dict:
-    """``fig`` (a plain figure dict) with its frames packed (:class:`PackedFrames`); the rest as it is."""
-    if not fig.get("frames"):
-        return fig
-    return {**fig, "frames": PackedFrames(fig["frames"])}
-
-
 # ---------------------------------------------------------------------------
 # the pages' cache
 
@@ -341,8 +309,9 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
     ``max_bytes`` (keyed by the arguments), computed under a deadline of ``seconds`` of CPU time, and a
     ``MemoryError`` or ``RecursionError`` raises ``refuse(message)`` (a typed error the page shows) instead.
     Before computing, :func:`check_server_memory` may refuse with ``refuse("the server is busy...")``. A
-    failure that cost CPU is kept (the exception, without its traceback) and raised again on the same
-    arguments, so clicking again on a refused request costs nothing.
+    failure (an error, a deadline) is never kept: the next call with the same arguments computes again, so a
+    request refused on a busy server succeeds once the server is quiet. (Requests the estimates refuse cost
+    nothing to refuse again; the deadline only stops what they missed.)
 
     Args:
         spinner: text shown while computing (None: nothing).
@@ -360,37 +329,30 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
                 store = registry[name] = ByteLRU(max_bytes)
             key = _key(args, kwargs)
 
-            def kept() -> tuple[bool, Any]:
-                """(hit, the kept result), raising again a kept failure."""
-                hit, value = store.get(key)
-                if hit and isinstance(value, _Failed):
-                    raise value.error
-                return hit, value
-
-            hit, value = kept()
+            hit, value = store.get(key)
             if hit:
                 return value
             try:
                 check_server_memory()
             except ServerBusy as e:   # not kept: it passes when the memory drops
+                if refuse is RequestRefused:
+                    _one_line_and_stop(spinner, str(e))
                 raise refuse(str(e)) from None
             # sessions asking for the same arguments at once share one computation (50 students opening a page)
             with _spinner(spinner), store.computing(key):
-                hit, value = kept()   # computed by the session that asked first, while this one waited
+                hit, value = store.get(key)   # computed by the session that asked first, while this one waited
                 if hit:
                     return value
-                t0 = time.thread_time()
                 with _slot(), (deadline(seconds) if seconds else contextlib.nullcontext()):
                     try:
-                        try:
-                            value = fn(*args, **kwargs)
-                        except (MemoryError, RecursionError) as e:
-                            raise refuse(refuse_message(e)) from None
-                    except Exception as e:  # noqa: BLE001 - kept only to be raised again, unchanged
-                        if time.thread_time() - t0 > REMEMBER_REFUSAL_S:
-                            store.put(key, _Failed(_bare(e)), 512)
+                        value = fn(*args, **kwargs)
+                    except (MemoryError, RecursionError) as e:
+                        raise refuse(refuse_message(e)) from None
+                    except ExpressionError as e:
+                        if refuse is RequestRefused and is_deadline(e):   # a page with no message of its own
+                            _one_line_and_stop(spinner, str(e))
                         raise
-                store.put(key, value)
+                store.put(key, value)   # only a result: an exception leaves the store as it was
                 return value
 
         wrapper.clear = lambda: (stores or _streamlit_stores)().pop(name, None)
@@ -414,19 +376,25 @@ def _slot():
             _SLOTS.release()
 
 
-class _Failed:
-    """A call that failed, kept so that the same arguments fail again at once."""
-    __slots__ = ("error",)
+def is_deadline(error: BaseException) -> bool:
+    """Whether ``error`` is a request's compute deadline (:func:`engine.explain.parser.check_deadline`), as
+    opposed to a refusal by the estimates: the same request may well pass on a quieter server."""
+    return isinstance(error, ExpressionError) and getattr(error, "kind", "") == "limit" and \
+        str(error).startswith("stopped:")
 
-    def __init__(self, error: BaseException):
-        self.error = error
 
-
-def _bare(error: BaseException) -> BaseException:
-    # no traceback, no chained exception: their frames would keep the failed call's arrays alive
-    error.__traceback__ = None
-    error.__context__ = error.__cause__ = None
-    return error
+def _one_line_and_stop(spinner: str | None, message: str) -> None:
+    """In a page run, for a cached computation whose page shows no message of its own: one line saying what was
+    too expensive (never Streamlit's exception box, which a bare exception would draw), then the run stops there;
+    nothing is kept, so the next run tries again. Outside a page run (tests, scripts) it does nothing."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return
+    import streamlit as st
+    from .formatting import md_escape
+    what = (spinner or "this part of the page").rstrip("…. ")
+    st.warning(md_escape(f"{what}: {message}. Nothing was kept: the next run (any click) tries again."), icon="⏳")
+    st.stop()
 
 
 def _spinner(text: str | None):

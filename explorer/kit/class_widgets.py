@@ -6,39 +6,60 @@ page, so no page has class code of its own.
   checks at the current step, the live count and histogram, Reveal) and "End class". Every run of a page
   publishes its page and link parameters (only a change reaches the broker).
 * Student (``?join=CODE`` or the sidebar's "Join a class"): before the page draws anything, the lecturer's
-  page is opened and its parameters set in the session (the way a deep link is read); a small timer
-  (:data:`FOLLOW_EVERY_S`) notices a new version and reruns the page; the question card sits under the
-  title. Detach / Rejoin with one click.
+  page is opened and its parameters set in the session (the way a deep link is read). Where the lecturer's page
+  relays its view (``publish_link(..., view=...)``), the student's page draws only the class bar, the question
+  card and that view, which the browser keeps current by itself (:mod:`explorer.classroom.web`, ``follow.js``):
+  a step runs nothing for a follower. A change of page or question, or a page that relays no view, clicks the
+  page's hidden sync button: one run of the student's page applies it. Detach / Rejoin with one click.
+* Surviving a replica or a reload: the class lives in the broker; the browser keeps a cookie with the class code
+  (and the student's id, or the lecturer's secret), so a new session on any replica takes its role back by itself.
+  The lecturer's private link (``?lead=CODE.SECRET``, in the sidebar) does the same on another device.
 
 Logic lives in :mod:`explorer.classroom` (broker, follow, questions); this module is widgets only.
 """
 from __future__ import annotations
 
 import html
+import logging
 import secrets
 import sys
+import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import streamlit as st
 
 from explorer.classroom import follow as fl
-from explorer.classroom.broker import (AnswerRefused, BrokerUnavailable, ClassNotFound, NotLecturer, Question,
-                                       broker_from_env, normalise_code)
+from explorer.classroom.broker import (TOUCH_EVERY_S, AnswerRefused, BrokerUnavailable, ClassNotFound,
+                                       NotLecturer, Question, StateTooLong, broker_from_env, normalise_code)
 from explorer.classroom.questions import page_questions
+from explorer.classroom.views import ClassView
 
+from . import rate_limit
 from .formatting import md_escape
 
-FOLLOW_EVERY_S = 0.5            # a student's page notices the lecturer's step within this (plus a page run)
 LECTURER_EVERY_S = 1.0          # the lecturer's session checks its class is there (restores it after Redis lost it)
 TALLY_EVERY_S = 0.5             # the lecturer's live count and histogram
 
 CODE, SECRET, ROLE = "class_code", "class_secret", "class_role"   # plain keys shared by every page
 STUDENT, DETACHED, APPLIED = "class_student", "class_detached", "class_applied"
 PUBLISHED, MARKER, SHOWN, ANSWERED = "class_published", "class_marker", "class_shown", "class_answered"
-UNPUBLISHED = "class_unpublished"
+UNPUBLISHED, VIEW, COOKIE = "class_unpublished", "class_view", "class_cookie"
+REFUSED, TOUCHED, CLIENT = "class_refused", "class_touched", "_client"
+ANSWER_RUN = "_run_by_answer"   # the run an answer's click starts: never refused by the run limits (the broker
+                                # paces answers itself: one a second per student and question)
+
+
+def _answering() -> None:
+    st.session_state[ANSWER_RUN] = True
+LEAD_PARAM = "lead"             # ?lead=CODE.SECRET: the lecturer's private link (restores the role anywhere)
+LEAD_COOKIE, JOIN_COOKIE = "adx_lead", "adx_join"
+COOKIE_MAX_AGE_S = 4 * 3600     # a lecture and more (a class itself lives 10 min after its lecturer left)
 OPEN = "class_dialog"           # which dialog stays open across the page's reruns ("code", "ask" or absent)
 LECTURER, FOLLOWER = "lecturer", "student"
+
+
+_LOG = logging.getLogger(__name__)
 
 
 def _broker():
@@ -55,9 +76,26 @@ def caller_page(depth: int = 2) -> tuple[str, Path]:
         return path.stem, app_dir
 
 
-def _leave() -> None:
-    for k in (CODE, SECRET, ROLE, DETACHED, APPLIED, PUBLISHED, MARKER, SHOWN, ANSWERED, UNPUBLISHED, OPEN):
+def _leave(forget: bool = True) -> None:
+    for k in (CODE, SECRET, ROLE, DETACHED, APPLIED, PUBLISHED, MARKER, SHOWN, ANSWERED, UNPUBLISHED, OPEN, VIEW,
+              REFUSED, TOUCHED):
         st.session_state.pop(k, None)
+    if forget:                   # the browser forgets the class too (else a reload would take it back)
+        st.session_state[COOKIE] = [(LEAD_COOKIE, "", 0), (JOIN_COOKIE, "", 0)]
+
+
+def _remember(name: str, value: str) -> None:
+    """Ask the browser to keep ``name=value`` (sent by the next drawing of the class panel)."""
+    st.session_state[COOKIE] = [*st.session_state.get(COOKIE, []), (name, value, COOKIE_MAX_AGE_S)]
+
+
+def _cookie_script() -> None:
+    pending = st.session_state.pop(COOKIE, None)
+    if not pending:
+        return
+    # values are class codes, student ids and secrets: letters, digits, '-', '_' and the '.' between them
+    sets = "".join(f"document.cookie = {fl.cookie_text(n, v, age)!r};" for n, v, age in pending)
+    st.html(f"<script>{sets}</script>", unsafe_allow_javascript=True)
 
 
 def _following() -> bool:
@@ -68,8 +106,9 @@ def _lecturing() -> bool:
     return st.session_state.get(ROLE) == LECTURER and bool(st.session_state.get(SECRET))
 
 
-def _join(code: str) -> str | None:
-    """Join class ``code`` as a student; returns a message when it cannot (for the sidebar)."""
+def _join(code: str, student: str | None = None) -> str | None:
+    """Join class ``code`` as a student (``student``: the id a cookie kept, so answers stay one per student);
+    returns a message when it cannot (for the sidebar)."""
     try:
         c = normalise_code(code)
         _broker().state(c)
@@ -77,10 +116,54 @@ def _join(code: str) -> str | None:
         return str(e)
     except BrokerUnavailable as e:
         return str(e)
-    _leave()
+    _leave(forget=False)
     st.session_state.update({CODE: c, ROLE: FOLLOWER, DETACHED: False, APPLIED: None})
+    if student and fl.is_token(student):
+        st.session_state[STUDENT] = student
     st.session_state.setdefault(STUDENT, secrets.token_urlsafe(12))
+    _remember(JOIN_COOKIE, f"{c}.{st.session_state[STUDENT]}")
     return None
+
+
+def _lead(code: str, secret: str) -> bool:
+    """Take the lecturer's role of class ``code`` back (a reload, another replica or device); False if not."""
+    try:
+        c = normalise_code(code)
+        if not _broker().is_lecturer(c, secret):
+            return False
+        q = _broker().question(c)
+    except (ClassNotFound, BrokerUnavailable):
+        return False
+    _leave(forget=False)
+    st.session_state.update({CODE: c, SECRET: secret, ROLE: LECTURER,
+                             MARKER: fl.question_marker(q.qid if q else None, bool(q and q.revealed))})
+    _remember(LEAD_COOKIE, f"{c}.{secret}")
+    return True
+
+
+def _take_role_back() -> None:
+    """A session without a class role: the lecturer's link, else the browser's cookies, give it back."""
+    link = st.query_params.get(LEAD_PARAM)
+    if link:
+        del st.query_params[LEAD_PARAM]
+        code, _, secret = str(link).partition(".")
+        if not _lead(code, secret):
+            st.session_state["class_join_problem"] = "That lecturer link is not (or no longer) valid."
+        return
+    if st.session_state.get(ROLE) is not None:
+        return
+    try:
+        cookies = dict(st.context.cookies)
+    except (AttributeError, TypeError):   # no browser session (a script run by AppTest)
+        return
+    lead, joined = (cookies.get(n) for n in (LEAD_COOKIE, JOIN_COOKIE))
+    if isinstance(lead, str) and lead:
+        code, _, secret = lead.partition(".")
+        if _lead(code, secret):
+            return
+    if isinstance(joined, str) and joined:
+        code, _, student = joined.partition(".")
+        _join(code, student)
 
 
 def follow_before_widgets(schema, ns, defaults: Mapping[str, Any], link_to_state: Mapping[str, str] | None,
@@ -90,9 +173,11 @@ def follow_before_widgets(schema, ns, defaults: Mapping[str, Any], link_to_state
     joining = st.query_params.get(fl.JOIN_PARAM)
     if joining:
         del st.query_params[fl.JOIN_PARAM]
-        problem = _join(str(joining))
+        problem = _join(str(joining), st.session_state.get(STUDENT))
         if problem:
             st.session_state["class_join_problem"] = problem
+    else:
+        _take_role_back()
     if not _following():
         return
     try:
@@ -116,25 +201,48 @@ def follow_before_widgets(schema, ns, defaults: Mapping[str, Any], link_to_state
     st.session_state[APPLIED] = mark
 
 
-def publish(page: str, params: Mapping[str, str]) -> None:
-    """The lecturer's page, published on every run (from ``publish_link``); the broker counts only a change."""
+def publish(page: str, params: Mapping[str, str], view: Callable[[], ClassView] | None = None) -> None:
+    """The lecturer's page, published on every run (from ``publish_link``); the broker counts only a change.
+
+    ``view`` renders what the class sees of this state (:class:`explorer.classroom.views.ClassView`); it is
+    called only when a class is being taught and the state changed, once for every follower."""
     if not _lecturing():
         return
     shared = fl.with_question(fl.shared_params(params), st.session_state.get(MARKER, ""))
     if st.session_state.get(PUBLISHED) == (page, shared) and not st.session_state.get(UNPUBLISHED):
         return
     st.session_state[PUBLISHED] = (page, shared)
+    st.session_state[VIEW] = _render(view)
     _publish_now()
+
+
+def _render(view: Callable[[], ClassView] | None) -> str | None:
+    if view is None:
+        return None
+    try:
+        return view().to_json()
+    except Exception as e:       # noqa: BLE001 - a view that cannot be relayed: followers run the page instead
+        _LOG.warning("the class view of this step is not relayed: %s", type(e).__name__)
+        return None
+
+
+def _last_qid() -> int:
+    marker = st.session_state.get(MARKER, "")
+    return int(marker.rstrip("r")) if marker.rstrip("r").isdigit() else 0
 
 
 def _publish_now() -> None:
     page, shared = st.session_state[PUBLISHED]
-    code, secret = st.session_state[CODE], st.session_state[SECRET]
+    code, secret, view = st.session_state[CODE], st.session_state[SECRET], st.session_state.get(VIEW)
     try:
         try:
-            _broker().publish(code, secret, page, shared)
+            _broker().publish(code, secret, page, shared, view=view)
         except ClassNotFound:        # the store lost it (a Redis restart): bring it back under the same code
-            _broker().restore(code, secret, page, shared)
+            _broker().restore(code, secret, page, shared, last_qid=_last_qid(), view=view)
+        st.session_state[UNPUBLISHED] = False
+        st.session_state.pop(REFUSED, None)
+    except StateTooLong as e:    # shared whole or not at all: the class stays on the last state it could carry
+        st.session_state[REFUSED] = str(e)
         st.session_state[UNPUBLISHED] = False
     except BrokerUnavailable:
         st.session_state[UNPUBLISHED] = True   # the lecturer's timer publishes it when the store is back
@@ -147,20 +255,30 @@ def _publish_now() -> None:
 def class_panel(page: str, schema) -> None:
     """The class's part of a page, under its title: the lecturer's bar or the student's status and question;
     and the sidebar's Start / Join (hidden in presentation mode, like the whole sidebar)."""
+    problem = st.session_state.get("class_join_problem")
+    if problem:   # a ?join= link that failed: said on the page, not only in the (collapsed) sidebar
+        what = "start a class" if st.session_state.get("class_problem_on_start") else "join the class"
+        st.error(f"**Could not {what}** — {md_escape(problem)}", icon="🚫")
     _sidebar(page)
+    _cookie_script()
     if _lecturing():
         _lecturer_bar(page, schema)
     elif st.session_state.get(ROLE) == FOLLOWER:
-        _student_view()
+        _student_view(page)
 
 
 def _sidebar(page: str) -> None:
     with st.sidebar.expander("Class", expanded=st.session_state.get(ROLE) is not None):
         problem = st.session_state.pop("class_join_problem", None)
+        st.session_state.pop("class_problem_on_start", None)
         if problem:
             st.error(md_escape(problem))
         if _lecturing():
-            st.markdown(f"You are teaching class **{st.session_state[CODE]}**.")
+            code = st.session_state[CODE]
+            st.markdown(f"You are teaching class **{code}**.")
+            st.markdown("**Your lecturer link** (private: it drives the class; keep it off the projector). It "
+                        "gives you the class back after a reload, on any replica, or on another device:")
+            st.code(fl.lead_link(_join_url(code), code, st.session_state[SECRET]), language=None)
             return
         if st.session_state.get(ROLE) == FOLLOWER:
             st.markdown(f"You are in class **{st.session_state[CODE]}**.")
@@ -179,14 +297,27 @@ def _sidebar(page: str) -> None:
                     st.rerun()
 
 
+@st.cache_resource(show_spinner=False)
+def _class_starts() -> rate_limit.RateLimiter:
+    """The server process's per-client buckets of "Start a class" (:data:`rate_limit.CLIENT_CLASSES`)."""
+    return rate_limit.RateLimiter(rate_limit.CLIENT_CLASSES)
+
+
 def _start(page: str) -> None:
+    client = st.session_state.get(CLIENT, rate_limit.LOCAL)
+    wait = 0.0 if client == rate_limit.LOCAL else _class_starts().take(client, time.monotonic())
+    if wait:
+        st.session_state.update(class_problem_on_start=True, class_join_problem=(
+            f"Too many classes were started from your network; start one in {rate_limit.wait_text(wait)}."))
+        return
     try:
         code, secret = _broker().create(page, {})
-    except BrokerUnavailable as e:
-        st.session_state["class_join_problem"] = str(e)
+    except BrokerUnavailable as e:     # unreachable, or the server holds too many classes
+        st.session_state.update(class_problem_on_start=True, class_join_problem=str(e))
         return
-    _leave()
+    _leave(forget=False)
     st.session_state.update({CODE: code, SECRET: secret, ROLE: LECTURER, MARKER: ""})
+    _remember(LEAD_COOKIE, f"{code}.{secret}")
 
 
 def _end() -> None:
@@ -235,6 +366,14 @@ def _lecturer_bar(page: str, schema) -> None:
             _broker().state(code)
             if st.session_state.get(UNPUBLISHED):
                 raise BrokerUnavailable("not yet")
+            if time.monotonic() - st.session_state.get(TOUCHED, -1e9) >= TOUCH_EVERY_S:
+                _broker().touch(code, st.session_state[SECRET])   # still here: the class lives on
+                st.session_state[TOUCHED] = time.monotonic()
+            refused = st.session_state.get(REFUSED)
+            if refused:
+                st.warning(f"Class **{code}** — your students still see your previous step: this one is too "
+                           f"long to share ({md_escape(refused)}).")
+                return
             st.markdown(f"Class **{code}** — your students follow this page")
         except ClassNotFound:
             if st.session_state.get(PUBLISHED):
@@ -242,6 +381,9 @@ def _lecturer_bar(page: str, schema) -> None:
             st.warning(f"Class {code}: bringing it back…")
         except BrokerUnavailable:
             st.warning(f"Class {code}: the class server is unreachable; retrying…")
+        except NotLecturer:          # the code now names another lecturer's class (this one had expired)
+            _leave()
+            st.warning(f"Class {code} has ended.")
 
     with cols[0]:
         status()
@@ -347,7 +489,7 @@ def _reveal_now(qid: int) -> None:
 
 # --- the student ---------------------------------------------------------------------------------------
 
-def _student_view() -> None:
+def _student_view(page: str) -> None:
     code = st.session_state[CODE]
     detached = bool(st.session_state.get(DETACHED))
     try:
@@ -355,37 +497,44 @@ def _student_view() -> None:
         marker = state.params.get(fl.QUESTION_PARAM, "")
     except (BrokerUnavailable, ClassNotFound):
         state, marker = None, st.session_state.get(SHOWN, "")
-    st.session_state[SHOWN] = marker     # before the timer compares it (else a run would rerun itself)
-
-    @st.fragment(run_every=None if detached else FOLLOW_EVERY_S)
-    def status() -> None:
+    st.session_state[SHOWN] = marker
+    with st.container(key=fl.FOLLOW_BOX_KEY):   # kept when the page's controls are hidden (below)
         cols = st.columns([3, 1], vertical_alignment="center")
         if detached:
             cols[0].markdown(f"Class **{code}** — you are exploring on your own")
             cols[1].button("Rejoin", key="class_rejoin", on_click=_rejoin, type="primary", width="stretch")
             return
-        try:
-            state = _broker().state(code)
-        except BrokerUnavailable:
-            cols[0].warning("The class server is unreachable; reconnecting…")
-            return
-        except ClassNotFound:
-            cols[0].warning(f"Class {code} is not there right now (it ended, or the class server restarted: "
-                            "waiting for the lecturer)")
-            return
-        if (state.version, state.updated) != st.session_state.get(APPLIED) or \
-                state.params.get(fl.QUESTION_PARAM, "") != st.session_state.get(SHOWN, ""):
-            st.rerun()               # the whole page: the lecturer's page, step and question
-        cols[0].markdown(f"Class **{code}** — following the lecturer")
+        if state is None:
+            cols[0].warning(f"Class {code}: the class server cannot be reached, or the class is not there right "
+                            "now; waiting for it…")
+        else:
+            cols[0].markdown(f"Class **{code}** — following the lecturer (Detach to explore on your own)")
         cols[1].button("Detach", key="class_detach", on_click=_detach, width="stretch",
-                       help="Explore on your own; Rejoin brings you back to the lecturer's step.")
-
-    with st.container(key=fl.FOLLOW_BOX_KEY):   # kept when a phone hides the page's controls (below)
-        status()
-        if not detached and state is not None and marker:
+                       help="Explore this page on your own with its controls; Rejoin brings you back to the "
+                            "lecturer's step.")
+        # clicked by follow.js when the page, the question or an unrelayed step changes: one run applies it
+        st.button("sync", key="class_sync")
+        if state is not None and marker:
             _question_card(code)
-    if not detached:
-        st.html(fl.phone_follow_css())
+    st.html(fl.follow_css())
+    relayed = _relayed_view(code, state, page)
+    st.html(fl.follow_html(code, page, marker, since=-1 if relayed else (state.version if state else -1)),
+            unsafe_allow_javascript=True)
+    if relayed:
+        shown = {k: v for k, v in state.params.items() if k != fl.QUESTION_PARAM}
+        if st.query_params.to_dict() != shown:
+            st.query_params.from_dict(shown)    # the lecturer's link: Detach (or a reload) opens the same state
+        st.stop()                # the page itself is not run: the browser draws the lecturer's view
+
+
+def _relayed_view(code: str, state, page: str) -> bool:
+    if state is None or state.page != page:
+        return False
+    try:
+        found = _broker().view(code)
+    except (BrokerUnavailable, ClassNotFound):
+        return False
+    return found is not None and found[0] == state.version
 
 
 def _detach() -> None:
@@ -429,12 +578,12 @@ def _question_card(code: str) -> None:
                     if i % 2 == 0:   # a row per pair: a phone stacks them in reading order
                         cols = st.columns(2)
                     if cols[i % 2].button(_label(choice), key=f"class_choice_{q.qid}_{i}", width="stretch",
-                                          type="primary" if mine == choice else "secondary"):
+                                          type="primary" if mine == choice else "secondary", on_click=_answering):
                         value = choice
             else:
                 with st.form(f"class_answer_{q.qid}", border=False):
                     typed = st.text_input("Your answer", key=f"class_typed_{q.qid}", max_chars=64)
-                    if st.form_submit_button("Send", type="primary", width="stretch"):
+                    if st.form_submit_button("Send", type="primary", width="stretch", on_click=_answering):
                         value = typed
             if value is not None:
                 try:

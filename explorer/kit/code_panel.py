@@ -316,33 +316,53 @@ def frame_code(trace, frameset, index: int, strategy: str | None = None) -> Code
     return CodeView(walk + extra, caption)
 
 
-# The lecture's own reverse mode, short, beside the engine's: the same step lights the same work in both
-LECTURE_BACKWARD_PASS = (
-    "def backward_pass(f, order):  # order: output first\n"
-    "    bar = {f: 1.0}            # f̄ = 1\n"
-    "    for v in order:           # v̄ is complete here\n"
-    "        if v.is_leaf():\n"
-    "            v.grad += bar[v]\n"
-    "            continue\n"
-    "        for u, vjp in v.inputs_and_vjps():\n"
-    "            contribution = vjp(bar[v])  # v̄·∂v/∂u\n"
-    "            bar[u] = bar.get(u, 0) + contribution\n"
-    "    return bar"
+# Slide 27's own reverse mode (HIPS autograd's backward_pass, as the lecture shows it), beside the engine's: the
+# same step lights the same work in both. toposort(end_node) lists the output first.
+SLIDE_BACKWARD_PASS = (
+    "def backward_pass(g, end_node):\n"
+    "    outgrads = {end_node: g}\n"
+    "    for node in toposort(end_node):\n"
+    "        outgrad = outgrads.pop(node)\n"
+    "        fun, value, args, kwargs, argnums = node.recipe\n"
+    "        for argnum, parent in zip(argnums, node.parents):\n"
+    "            vjp = primitive_vjps[fun][argnum]\n"
+    "            parent_grad = vjp(outgrad, value, *args, **kwargs)\n"
+    "            outgrads[parent] = add_outgrads(outgrads.get(parent), parent_grad)\n"
+    "    return outgrad"
 )
-_LECTURE_WORK = {"leaf": "v.grad +=", "send": "contribution = vjp(",
-                 "accumulate": "bar[u] = bar.get("}
+#: where the slide's code is from, and what the engine's panel is (each panel says which code is on screen)
+SLIDE_SOURCE = "lecture 5, slide 27 (HIPS autograd)"
+SLIDE_TITLE = "backward_pass — the slide's code"
+ENGINE_HEADING = "The engine's own code (what ran), not the slide's"
+
+# the slide's lines that do an event's work: taking a node's complete adjoint (outgrads.pop), a VJP looked up and
+# called per parent, the sum into the parent's entry (add_outgrads); the output's step starts from outgrads = {end_node: g}
+_SLIDE_WORK = {"seed": ("outgrads = {end_node: g}",),
+               "visit": ("outgrad = outgrads.pop(node)",),
+               "send": ("vjp = primitive_vjps[fun][argnum]", "parent_grad = vjp("),
+               "accumulate": ("outgrads[parent] = add_outgrads(",)}
 
 
-def lecture_block(events: list | None = None) -> CodeBlock:
-    """The lecture's short ``backward_pass`` (pseudo-code, numbered from 1), with the lines that do the work
-    of ``events`` (the engine's events of one step) marked as the engine's own lines are."""
-    lines = list(enumerate(LECTURE_BACKWARD_PASS.split("\n"), start=1))
-    b = CodeBlock("the lecture's backward_pass", "lecture 5 (pseudo-code)", lines, {}, "reference")
+def lecture_block(events: list | None = None, output: int | None = None) -> CodeBlock:
+    """Slide 27's ``backward_pass`` (numbered from 1), with the lines that do the work of ``events`` (the engine's
+    events of one step) marked as the engine's own lines are, counted: the node taken (``outgrads.pop``), each
+    contribution (the VJP looked up and called), each sum into a parent (``add_outgrads``); the step that takes
+    ``output`` (the graph's output node id) also lights ``outgrads = {end_node: g}``. A leaf's gradient is what it
+    pops (the slide has no separate accumulation line)."""
+    lines = list(enumerate(SLIDE_BACKWARD_PASS.split("\n"), start=1))
+    b = CodeBlock(SLIDE_TITLE, SLIDE_SOURCE, lines, {}, "reference")
+
+    def mark(kind: str) -> None:
+        for needle in _SLIDE_WORK.get(kind, ()):
+            for n, text in lines:
+                if needle in text:
+                    b.marks[n] = b.marks.get(n, 0) + 1
+
     for e in events or []:
-        needle = _LECTURE_WORK.get(getattr(e, "kind", ""))
-        for n, text in lines:
-            if needle and needle in text:
-                b.marks[n] = b.marks.get(n, 0) + 1
+        kind = getattr(e, "kind", "")
+        if kind == "visit" and output is not None and e.node == output:
+            mark("seed")
+        mark(kind)
     return b
 
 
@@ -369,6 +389,7 @@ _CSS = """
 .adx-code .l.hl .n {{ color: #111827; font-weight: 700; }}
 .adx-code .l.vjp.hl {{ background: #bfdbfe; }}
 .adx-code .l.gap .c {{ color: #6b7280; font-style: italic; }}
+.adx-heading {{ font-weight: 600; margin: 0.2em 0 0.3em 0; }}
 """
 
 
@@ -379,7 +400,7 @@ def gap_text(first: int, last: int) -> str:
 
 
 def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = "code-panel",
-            max_height_px: int | None = None) -> str:
+            max_height_px: int | None = None, heading: str = "", narrow: bool = False) -> str:
     """The blocks as an HTML fragment (one ``<style>`` and a ``div`` per block).
 
     Code is text: every line and title is escaped. Highlighted lines carry class ``hl`` and every
@@ -387,14 +408,19 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
     ``max_height_px``: the panel scrolls beyond this height (presentation mode: one screen);
     :data:`SCROLL_TO_HIGHLIGHT` brings its first highlighted line into view. Such a projector panel indents
     each level by 2 columns instead of 4 (the same code, narrower), so the lines a step lights fit its column
-    without wrapping.
+    without wrapping. ``heading``: a line over the blocks saying whose code this is (outside the scrolling box,
+    so it stays on screen: ``ENGINE_HEADING`` where the engine's code stands beside the slide's). ``narrow``: indent
+    by 2 as a projector panel does, without scrolling (slide 27's ten lines, whole, beside the graphs).
     """
     blocks = view.blocks if isinstance(view, CodeView) else view
 
     def indent(text: str) -> int:
         return len(text) - len(text.lstrip(" "))
     box = f' class="adx-scroll" style="max-height: {int(max_height_px)}px; overflow-y: auto"' if max_height_px else ""
-    out = [f"<style>{_CSS.format(font=int(font_px))}</style>", f'<div data-testid="{html.escape(test_id)}"{box}>']
+    out = [f"<style>{_CSS.format(font=int(font_px))}</style>"]
+    if heading:
+        out.append(f'<div class="adx-heading" data-testid="{html.escape(test_id)}-heading">{html.escape(heading)}</div>')
+    out.append(f'<div data-testid="{html.escape(test_id)}"{box}>')
     for b in blocks:
         out.append(f'<div class="adx-code" data-role="{html.escape(b.role)}">'
                    f'<div class="t">{html.escape(b.title)} <span class="p">· {html.escape(b.path)}</span></div>')
@@ -408,7 +434,7 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
                            '</span></div>')
             prev = n
             text = text[common:]
-            if max_height_px:
+            if max_height_px or narrow:
                 text = " " * (indent(text) // 2) + text.lstrip(" ")
             count = b.marks.get(n)
             cls = "l" + (" hl" if count else "") + (" vjp" if b.role in ("vjp", "forward") else "")

@@ -134,6 +134,19 @@ class LinkSchema:
             params[key] = self._encode_one(f, value)
         return params
 
+    def readable(self, params: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """The parameters a link's reader accepts (:meth:`decode` reads each back without a problem), and the
+        names of those it would refuse: a link carries only what it can give back (a 1 MB program was written
+        into the URL, 1.47 MB, while a parameter over :data:`MAX_PARAM_CHARS` is refused when read)."""
+        kept: dict[str, str] = {}
+        dropped: list[str] = []
+        for key, raw in params.items():
+            if key in self.fields and self.decode({key: raw}, fill_defaults=False)[1]:
+                dropped.append(key)
+            else:
+                kept[key] = raw
+        return kept, dropped
+
     def decode(self, params: Mapping[str, Any], fill_defaults: bool = True) -> tuple[dict[str, Any], list[str]]:
         """Query parameters -> (state, messages for values that were ignored).
 

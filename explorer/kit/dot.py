@@ -6,7 +6,7 @@ from collections import defaultdict
 import pydot
 
 from .frames import Frame, FrameSet, node_heads
-from .labels import bar, short_value
+from .labels import adjoint_names, bar, short_value
 from engine.explain.graph import Graph
 from engine.explain.trace import Trace
 
@@ -41,6 +41,7 @@ def to_dot(graph: Graph, trace: Trace | None = None, frame: Frame | None = None,
         for nid, txt, a, st in zip(frameset.node_ids, frame.node_text, adj, frame.node_state):
             shown[nid] = (txt, a, st)
     heads = node_heads(graph, trace.graph if trace is not None else None)
+    adjoint_of = adjoint_names(trace.graph) if trace is not None else {}
     for n in graph.nodes:
         head = heads.get(n.id, n.name) if n.op != "group" else n.name
         label = f"{head}\n= {short_value(n.value)}"
@@ -50,7 +51,7 @@ def to_dot(graph: Graph, trace: Trace | None = None, frame: Frame | None = None,
             label = "\n".join(t for t in (head, txt, a) if t)
             fill = _STATE_FILL.get(st, fill)
         elif trace is not None and n.id in trace.adjoints:
-            label += f"\n{bar(n.name)} = {short_value(trace.adjoints[n.id])}"
+            label += f"\n{adjoint_of.get(n.id) or bar(n.name)} = {short_value(trace.adjoints[n.id])}"
         g.add_node(pydot.Node(f"n{n.id}", label=_q(label), fillcolor=_q(fill)))
     contributions: dict[tuple[int, int], list] = defaultdict(list)
     if trace is not None:

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 
 import plotly.graph_objects as go
 
+from .plotly_figure import LINE_H
 from .presentation import Look
 
 
@@ -247,3 +248,35 @@ def log_tick_text(v: float) -> str:
     if -3 <= k <= 4:
         return f"{v:.{max(0, -k)}f}"
     return f"{v / 10.0 ** k:g}e{k}"
+
+
+def still_graph(fig: dict, frame: int, *, title: bool = True) -> dict:
+    """Frame ``frame`` of a graph figure as a still picture for a stepped page (the page's own buttons
+    step it): no Play button or slider, and the room they took below the drawing given back; without
+    ``title`` (the caption stands beside or above the graph) the caption line and its room too."""
+    out = static_frame(fig, frame)
+    lay = dict(out["layout"])
+    if not title and lay.get("annotations"):
+        lay["annotations"] = [a for a in lay["annotations"] if a.get("name") != "caption"]
+    if (lay.get("meta") or {}).get("renderer") == "graph":  # margins of the renderer's controls and title
+        m = dict(lay.get("margin") or {})
+        note = [a for a in lay.get("annotations") or [] if a.get("name") == "layout note"]
+        note_px = sum((str(a.get("text", "")).count("<br>") + 1) * LINE_H * (a.get("font") or {}).get("size", 15)
+                      for a in note)
+        # a projector's window trimmed to whole ranks keeps the height it gave back (the figure keeps its size)
+        top, bottom = (m.get("t", 0) if title else int(12 + note_px)), 12 + int(lay["meta"].get("spare_px", 0))
+        if "height" in lay:
+            lay["height"] = max(120, int(lay["height"] - (m.get("t", 0) - top) - (m.get("b", 0) - bottom)))
+        lay["margin"] = {**m, "t": top, "b": bottom}
+    if not title:
+        lay["title"] = {**(lay.get("title") or {}), "text": ""}
+    out["layout"] = lay
+    return out
+
+
+def laptop_still(fig: dict, frame: int) -> dict:
+    """Frame ``frame`` of a graph figure as a laptop shows it on a stepped page (no title, the caption stands
+    above): what a class's relayed view and an exported walk-through draw."""
+    from .presentation import look, readable_figure
+    laptop = look(False)
+    return readable_figure(style_graph_figure(still_graph(fig, frame, title=False), laptop).spec, laptop)

@@ -13,11 +13,19 @@ from engine.explain.numbers import DIGITS, num
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
 
 
+# GitHub-flavoured Markdown (Streamlit's remark-gfm) also links bare URLs and e-mail addresses, and it finds them
+# in the text *after* backslash escapes are read (https\://evil\.example is still a link). A word joiner (U+2060,
+# zero width) after the scheme, after "www" and after "@" leaves nothing it recognises; the text reads the same.
+_AUTOLINK = re.compile(r"(?:https?(?=:)|www(?=\.)|@)", re.IGNORECASE)
+WORD_JOINER = "\u2060"
+
+
 def md_escape(text: object) -> str:
     """User text for Markdown (``st.markdown``, ``st.error``...): every character that Markdown, Streamlit's
     directives (``:red[...]``, ``:material/...:``), LaTeX (``$``) or HTML would read is backslash-escaped, so
-    ``[a](http://x)`` shows as typed instead of a link."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    ``[a](http://x)`` shows as typed instead of a link, and a bare URL or e-mail address is kept from being
+    linked (a zero-width word joiner after ``https``, ``www`` and ``@``)."""
+    return _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(lambda m: m.group(0) + WORD_JOINER, str(text)))
 
 
 def code_span(text: object) -> str:

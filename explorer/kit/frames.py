@@ -3,8 +3,8 @@
 Built only from a :class:`~engine.explain.trace.Trace` (the recorded engine execution) — one frame
 for the inputs, one per forward op, one per backward step (a node taken with all the contributions
 it sends), and a final frame with the gradients. Every number is written in five significant
-digits (:mod:`explorer.kit.labels`), and a completed fan-out sum is written out term by term:
-``x̄1 = 1 + 367.04 = 368.04 (2 of 2 received)``.
+digits (:mod:`explorer.kit.labels`), and a fan-out sum is written as the slides write it, symbolically and then
+in numbers (:func:`explorer.kit.labels.fan_out_sum`): ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04``.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from engine.explain.graph import Graph
+from engine.explain.graph import Graph, adjoint_names, output_adjoint_note
 from engine.explain.parser import check_deadline
 from engine.explain.trace import Trace
 
-from .labels import bar, heading, is_scalar, node_formulas, num, shape_text, short_value
+from .labels import bar, fan_out_sum, heading, is_scalar, lecture_names, node_formulas, num, shape_text, short_value
 
 MAX_FRAMES = 2000
 
@@ -35,6 +35,8 @@ class Frame:
     edge_text: the contribution last sent back along each edge ("" before).
     warning: set at the step where something goes wrong (a node passed on an incomplete adjoint).
     focus: nodes a window centres on when the frame highlights none (a still picture's point: no outline drawn).
+    node_sum: a fan-out node's sum so far as the slides write it (:func:`explorer.kit.labels.fan_out_sum`), "" for
+    a node used once or not reached yet.
     """
     index: int
     phase: str
@@ -47,6 +49,7 @@ class Frame:
     edge_text: list[str] = field(default_factory=list)
     warning: str = ""
     focus: list[int] = field(default_factory=list)
+    node_sum: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -125,6 +128,11 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     index = {nid: i for i, nid in enumerate(node_ids)}
     name = {n.id: n.name for n in trace.graph.nodes}
     name.update({n.id: n.name for n in g.nodes})
+    adj_name = adjoint_names(trace.graph)   # x̄3, and the output's x̄7 where the program called it f
+    adj_name.update({n.id: adj_name.get(n.id, bar(n.name)) for n in g.nodes})
+    seed_note = output_adjoint_note(trace.graph)
+    lname = lecture_names(trace.graph)
+    position = {n.id: k for k, n in enumerate(trace.graph.nodes)}   # the graph's order: x3 before x7
     if heads is None:
         heads = node_heads(g, trace.graph)
     head_list = [heads.get(nid, name[nid]) for nid in node_ids]
@@ -136,6 +144,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     adjoint = ["" for _ in node_ids]
     state = ["idle" for _ in node_ids]
     edge_text = ["" for _ in edges]
+    node_sum = ["" for _ in node_ids]
     frames: list[Frame] = []
     count = {n.id: n.count for n in g.nodes if n.kind == "group"}   # boxes of several operations
     done_fwd: dict[int, int] = {}
@@ -143,7 +152,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     def snap(phase: str, caption: str, nodes: list[int], active_edges: list[tuple[int, int]],
              warning: str = "") -> None:
         frames.append(Frame(len(frames), phase, caption, nodes, active_edges, list(text), list(state),
-                            list(adjoint), list(edge_text), warning))
+                            list(adjoint), list(edge_text), warning, node_sum=list(node_sum)))
 
     inputs = []
     for n in g.nodes:
@@ -184,7 +193,24 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
              [(p, st.node) for st in chunk for p in st.inputs if p in index])
 
     sends: dict[tuple[int, int], int] = {}
+
+    def slide_sum(nid: int, received: int, expected: int, total) -> str:
+        """The node's fan-out sum so far, one term per consumer (what a consumer using it twice sent, added), in
+        the graph's order of the consumers (the slides')."""
+        by_consumer: dict[int, list] = {}
+        for c, a, v in terms.get(nid, []):
+            if c in by_consumer:
+                by_consumer[c][1] = _add(by_consumer[c][1], v)
+            else:
+                by_consumer[c] = [a, v]
+        got = sorted(by_consumer.items(), key=lambda t: position.get(t[0], t[0]))
+        return fan_out_sum(lname.get(nid, name.get(nid, str(nid))),
+                           [(lname.get(c, name.get(c, str(c))), a, v) for c, (a, v) in got], received, expected,
+                           total)
+
     received: dict[int, list] = {}     # node -> contribution values received so far (in order)
+    terms: dict[int, list] = {}        # node -> (consumer, the consumer's adjoint, contribution) received so far
+    held: dict[int, object] = {}       # node -> the adjoint it held when taken (what its contributions multiply)
     expected: dict[int, int] = {}
     passed_on: set[int] = set()
     active_prev: list[int] = []
@@ -204,7 +230,9 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
             nid = e.node
             shown = nid in index
             nm = name.get(nid, f"#{nid}")
+            nb = adj_name.get(nid) or bar(nm)
             if e.kind == "visit":
+                held[nid] = e.value
                 visits[nid] = visits.get(nid, 0) + 1
                 k = visits[nid]
                 passed_on.add(nid)
@@ -213,7 +241,8 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                 elif e.value is None:
                     texts.append(e.text)
                 else:
-                    texts.append(f"take {nm}: {bar(nm)} = {_v(e.value)}" + (f" (path {k})" if k > 1 else ""))
+                    note = seed_note if nid == trace.graph.output and k == 1 else ""
+                    texts.append(f"take {nm}: {nb}{note} = {_v(e.value)}" + (f" (path {k})" if k > 1 else ""))
                 got, want = len(received.get(nid, [])), expected.get(nid, 0)
                 if want and got < want and nid not in count:
                     warning = (f"{nm} passes on its adjoint with only {got} of {want} contributions received: "
@@ -223,12 +252,13 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                     if nid in count:
                         adjoint[index[nid]] = f"{min(k, count[nid])} of {count[nid]} ops backpropagated"
                     elif e.value is not None:
-                        adjoint[index[nid]] = f"{bar(nm)} = {_v(e.value)}" + (f" (path {k})" if k > 1 else "")
+                        adjoint[index[nid]] = f"{nb} = {_v(e.value)}" + (f" (path {k})" if k > 1 else "")
                     state[index[nid]] = "active"
                     active.append(nid)
             elif e.kind == "send":
                 p = e.parent
                 received.setdefault(p, []).append(e.value)
+                terms.setdefault(p, []).append((nid, held.get(nid), e.value))
                 if e.value is None:
                     texts.append(e.text)
                 else:
@@ -249,17 +279,18 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                 else:
                     r, m = e.received, e.expected
                     if m and m > 1 and r == m and len(parts) == m and all(v is not None for v in parts):
-                        terms = " + ".join(_v(v, 18) for v in parts)
-                        texts.append(f"{bar(nm)} = {terms} = {_v(e.value)} ({r} of {m} received)")
+                        texts.append(f"{slide_sum(nid, r, m, e.value)} ({r} of {m} received)")
                     elif m and m > 1:
-                        texts.append(f"{bar(nm)} = {_v(e.value)} ({r} of {m} received)")
+                        texts.append(f"{nb} = {_v(e.value)} ({r} of {m} received)")
                     else:
-                        texts.append(f"{bar(nm)} = {_v(e.value)}")
+                        texts.append(f"{nb} = {_v(e.value)}")
                 if shown:
                     if e.value is not None:
                         m = e.expected or 1
                         suffix = f" ({e.received} of {m})" if m > 1 else ""
-                        adjoint[index[nid]] = f"{bar(nm)} = {_v(e.value)}{suffix}"
+                        adjoint[index[nid]] = f"{nb} = {_v(e.value)}{suffix}"
+                        if m > 1 and len(terms.get(nid, [])) == (e.received or 0):
+                            node_sum[index[nid]] = slide_sum(nid, e.received or 0, m, e.value)
                     elif e.expected and e.expected > 1:
                         adjoint[index[nid]] = f"adjoint {e.received} of {e.expected}"
                     if state[index[nid]] != "active":
@@ -276,7 +307,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                                  (f" (+{_v(e.value)} along path {k})" if k > 1 else ""))
                 if shown:
                     if e.value is not None:
-                        adjoint[index[nid]] = f"{bar(nm)} = {_v(total)}" + (
+                        adjoint[index[nid]] = f"{nb} = {_v(total)}" + (
                             f" (+{_v(e.value, 14)}, path {k})" if k > 1 else "")
                     state[index[nid]] = "leaf"
             elif e.kind == "lost":
@@ -284,7 +315,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                              f"({e.received} of {e.expected})")
                 if shown:
                     i = index[nid]
-                    base = adjoint[i].split(", lost", 1)[0] or f"{bar(nm)} = ?"
+                    base = adjoint[i].split(", lost", 1)[0] or f"{nb} = ?"
                     adjoint[i] = f"{base}, lost {_v(e.value, 14)}"
                     state[i] = "lost"
         active_prev = active

@@ -35,6 +35,11 @@ DOT_TIMEOUT_S = 20.0
 DOT_NODE_LIMIT = 200      # dot's layout grows fast (a 640-node random DAG: 8 to 18 s): bigger graphs
                           # get the plain layout; the pages collapse them into groups before that
 DOT_WORK_LIMIT = 1200     # nodes + the virtual nodes long edges need (dot's own cost measure)
+# A picture Graphviz draws whole (every value and contribution written on it, ``dot -Tsvg``) runs once per request:
+# its dot_work, estimated before dot starts, is bounded so the drawing stays within the request's 2 s. Measured
+# (graphviz-pure, the chain programs of benchmarks/request_bounds.py): work 2,993 (111 nodes) 0.3 s, 4,161 (131)
+# 0.6 s, 5,521 (151) 1.3 s, 9,761 (201) 5.6 s, 21,841 (301) over 30 s; a 496-op program took dot's whole 20 s.
+SVG_WORK_LIMIT = 3000
 TOO_BIG_NOTE = ("This graph has {n} nodes, too many to lay out with Graphviz on every page view, so this is a "
                 "plainer layout; the collapsed view (groups of nodes) is drawn with Graphviz.")
 CACHE_BYTES = 32 * 2 ** 20
@@ -98,6 +103,30 @@ class GraphvizFailed(RuntimeError):
     """A Graphviz program ran but gave no usable output (its message, shortened)."""
 
 
+class GraphvizTimedOut(GraphvizFailed):
+    """A Graphviz program ran past its time and was stopped."""
+
+
+class PictureTooBig(RuntimeError):
+    """A picture whose estimated Graphviz work exceeds the request's budget (:data:`SVG_WORK_LIMIT`); nothing ran."""
+
+
+def draw_svg(source: str, boxes: Sequence[Box], links: Sequence[Link], seconds: float) -> bytes:
+    """``dot -Tsvg`` of ``source`` (the graph of ``boxes`` and ``links``), its cost estimated before it runs.
+
+    Args:
+        seconds: the most dot may run (its CPU is the child's, which no deadline of the request sees).
+    Raises:
+        PictureTooBig: :func:`dot_work` of the graph is over :data:`SVG_WORK_LIMIT` (dot is not started).
+        GraphvizUnavailable, GraphvizFailed, GraphvizTimedOut: as :func:`run_dot`.
+    """
+    work = dot_work(boxes, links)
+    if work > SVG_WORK_LIMIT:
+        raise PictureTooBig(f"{len(boxes)} nodes and {len(links)} edges; Graphviz's work {work:,}, at most "
+                            f"{SVG_WORK_LIMIT:,}")
+    return run_dot(source, "svg", timeout=seconds)
+
+
 def _interpreter_dirs() -> list[str]:
     """Folders where the running interpreter's environment installs programs, in order.
 
@@ -146,7 +175,7 @@ def run_dot(source: str, fmt: str = "svg", timeout: float | None = None) -> byte
             request thread's, so the deadline cannot see it), at least 0.5 s and at most ``DOT_TIMEOUT_S``.
     Raises:
         GraphvizUnavailable: no Graphviz program was found.
-        GraphvizFailed: the program failed, timed out or could not be started.
+        GraphvizFailed: the program failed or could not be started (GraphvizTimedOut: ran past ``timeout``).
     """
     if timeout is None:
         left = seconds_left()
@@ -156,6 +185,8 @@ def run_dot(source: str, fmt: str = "svg", timeout: float | None = None) -> byte
         raise GraphvizUnavailable("Graphviz was not found")
     try:
         run = subprocess.run([prog, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise GraphvizTimedOut(f"{os.path.basename(prog)} ran past {timeout:g} s and was stopped") from e
     except (OSError, subprocess.SubprocessError) as e:
         raise GraphvizFailed(f"{os.path.basename(prog)} could not run ({type(e).__name__})") from e
     if run.returncode != 0 or not run.stdout:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.explain.graph import Graph
+from engine.explain.graph import Graph, adjoint_names, bar, lecture_names  # noqa: F401  (the one notation)
 from engine.explain.numbers import DIGITS, num  # noqa: F401  (the one formatter, re-exported for the kit)
 from engine.ops import label_of
 
@@ -109,11 +109,53 @@ def heading(name: str, expression: str) -> str:
     return f"{name} = {expression}" if expression and expression != name else name
 
 
-def bar(name: str) -> str:
-    """The lecture's adjoint notation: x5 -> x̄5 (a combining macron after the first letter)."""
-    return name[:1] + "\u0304" + name[1:] if name else name
-
-
 def dot_name(name: str) -> str:
     """The tangent notation of forward mode: x5 -> ẋ5 (a combining dot above)."""
     return name[:1] + "\u0307" + name[1:] if name else name
+
+
+def _factor(value) -> str:
+    """A number as a factor of a product: ``244.69``; a negative one in brackets, ``(−3)``."""
+    text = num(value)
+    return f"({text})" if text.startswith(("-", MINUS)) else text
+
+
+def fan_out_term_numbers(adjoint: Any, contribution: Any) -> str:
+    """One term of a fan-out sum in numbers, as the slides write it: the local derivative times the consumer's
+    adjoint, ``1.5·244.69`` (a factor of 1 left out: ``1``); the local derivative is what the engine sent over
+    the adjoint it held (scalars). A tensor's term, or one sent by a zero adjoint, is the contribution itself."""
+    if not (is_scalar(adjoint) and is_scalar(contribution)) or isinstance(adjoint, str) or \
+            isinstance(contribution, str) or adjoint is None or contribution is None or float(adjoint) == 0.0:
+        return short_value(contribution, 18)
+    local = float(contribution) / float(adjoint)
+    if num(local) == "1":
+        return num(adjoint)
+    if num(adjoint) == "1":
+        return num(local)
+    return f"{num(local)}·{_factor(adjoint)}"
+
+
+def fan_out_sum(node: str, terms: list[tuple[str, Any, Any]], received: int, expected: int, total: Any = None) -> str:
+    """The adjoint of a node used ``expected`` times, as the slides write it: symbolically, then in numbers,
+    ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04``.
+
+    Args:
+        node: the node's name as the slides number it (``x1``).
+        terms: ``(consumer's name, its adjoint, what it sent)`` per consumer heard from, in the graph's order of
+            the consumers (``x3`` before ``x7``); a consumer that uses the node twice (``x·x``) sent the sum of
+            its two contributions: one term, ∂v1/∂x being the whole derivative.
+        received, expected: how many contributions arrived and how many the node receives in all; fewer: the
+            sum so far ends in ``+ …`` and says how many arrived.
+        total: the sum (the engine's running total); with every term received it ends the line.
+    """
+    symbols = [f"{bar(c)}·∂{c}/∂{node}" for c, _, _ in terms]
+    numbers = [fan_out_term_numbers(a, v) for _, a, v in terms]
+    if received < expected:
+        return (f"{bar(node)} = {' + '.join(symbols)} + … = {' + '.join(numbers)} + … "
+                f"({received} of {expected} received)")
+    end = f" = {_total(total)}" if total is not None else ""
+    return f"{bar(node)} = {' + '.join(symbols)} = {' + '.join(numbers)}{end}"
+
+
+def _total(value: Any) -> str:
+    return num(value) if is_scalar(value) else short_value(value, 26)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 
@@ -327,7 +328,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                 rankdir: str = "auto", edge_labels: bool = True, max_height: int = MAX_HEIGHT,
                 duration_ms: int = 700, title: bool = True, use_dot: bool = True,
                 palette: dict[str, str] | None = None, edge_color: str = EDGE, whole_text_only: bool = False,
-                pending_edges: bool = False) -> dict:
+                pending_edges: bool = False, frames_on_read: bool = False) -> dict:
     """The figure as a plain dict (no validation, fast), with one Plotly frame per Frame.
 
     Pass ``drawing`` (from :func:`plan`) to reuse a placement (e.g. the same graph under several
@@ -341,6 +342,8 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     ``pending_edges``: every edge is drawn dashed in :data:`PENDING` ("edges") and, frame by frame, those that
     carry a label (the contribution sent along them) again in ``edge_color`` ("sent edges"): a backward graph
     shows which contributions are still to come.
+    ``frames_on_read``: the frames as :class:`FramesOnRead`, each built when it is read: for a page that shows
+    one frame per Step (never Play in the browser), so that the request builds none of them.
     """
     fill_of = palette or STATE_FILL
     d = drawing or plan(frameset, graph, width, rankdir, edge_labels, max_height, use_dot)
@@ -404,7 +407,8 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
             out.append({"type": "scatter", "x": xs or [None], "y": ys or [None], "mode": "lines", "fill": "toself",
                         "fillcolor": fill_of[st], "line": {"width": 0}, "hoverinfo": "skip",
                         "name": f"fill:{st}", "showlegend": False})
-        fill_cache[key] = out
+        if not frames_on_read:   # built on read: kept by nobody, so the cache would only grow with each Step
+            fill_cache[key] = out
         return out
 
     inner_xy = [_path([_rect(p.centers[i], p.sizes[i], 1.0)], 0) for i in ids]
@@ -541,12 +545,19 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
         return {"xaxis": {"visible": False, "range": xr, "constrain": "range"},
                 "yaxis": {"visible": False, "range": yr, "scaleanchor": "x", "scaleratio": 1}}
 
-    frames = []
-    for k, f in enumerate(frameset.frames):
-        check_deadline()
-        fd = frame_data(f)
-        frames.append({"name": str(f.index), "traces": frame_traces, "data": fd,
-                       "layout": {"annotations": caption(f), **axes(k)}})
+    def frame(k: int) -> dict:
+        f = frameset.frames[k]
+        return {"name": str(f.index), "traces": frame_traces, "data": frame_data(f),
+                "layout": {"annotations": caption(f), **axes(k)}}
+
+    if frames_on_read:
+        frames: Sequence[dict] = FramesOnRead(len(frameset.frames), frame,
+                                              (frameset, d, line_xy, arrow_xy, rect_xy, inner_xy, windows))
+    else:
+        frames = []
+        for k in range(len(frameset.frames)):
+            check_deadline()
+            frames.append(frame(k))
     top = int(((2 if title else 0) + note_lines) * LINE_H * TITLE_FONT + 16)
     animated = len(frameset.frames) > 1
     bottom = (130 if animated else 8) + int(round(spare_px))
@@ -582,6 +593,31 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                               "pad": {"t": 56}, "font": {"size": TITLE_FONT},
                               "currentvalue": {"prefix": "step ", "font": {"size": TITLE_FONT}}}]
     return {"data": data, "layout": layout, "frames": frames if animated else []}
+
+
+class FramesOnRead(Sequence):
+    """A figure's frames, each built from the frame set when it is read (``figure_dict(frames_on_read=True)``).
+
+    A side-by-side page shows one frame per Step; building every frame of four orders' figures, forward and
+    backward, and packing them was most of a 148-op Backprop orders request (2-4 s of CPU); one frame costs
+    well under a millisecond to build. ``holds`` is what the builder reads (the frame set, the drawing and its
+    paths), kept here so that the cache's size estimate sees it.
+    """
+
+    __slots__ = ("_n", "_build", "holds")
+
+    def __init__(self, n: int, build: Callable[[int], dict], holds: tuple):
+        self._n, self._build, self.holds = n, build, holds
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
+            raise IndexError(i)
+        return self._build(i % self._n)
 
 
 def _blank_cut_text(window, p, ids, slot_xy, heads_trace, val, adj, lab, label_edges, spots) -> None:

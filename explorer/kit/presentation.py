@@ -263,7 +263,7 @@ def css(lk: Look) -> str:
             '[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], footer '
             '{ display: none !important; }',
             '.block-container, [data-testid="stMainBlockContainer"] '
-            '{ padding-top: 0.5rem !important; padding-bottom: 2rem !important; '
+            '{ padding-top: 0 !important; padding-bottom: 2rem !important; '
             'padding-left: 1.5rem !important; padding-right: 1.5rem !important; max-width: 100% !important; }',
             # inline code is 0.75em in Streamlit: never below the floor
             f':not(pre) > code {{ font-size: max(1em, {MIN_PRESENT_PX}px) !important; }}',
@@ -277,3 +277,60 @@ def css(lk: Look) -> str:
             *fit_screen_rules(),
         ]
     return "<style>\n" + "\n".join(rules) + "\n</style>"
+
+
+# --- a lecture's navigation on the projector ------------------------------------------------------------------
+
+NAV_KEY = "adx_present_nav"   # the container of the Previous / Home / Next links (its class: st-key-adx_present_nav)
+
+
+def lecture_order(app_dir) -> list[tuple[str, str]]:
+    """The pages in a lecture's order, ``(page name, script path relative to the app's folder)``: Home, then the
+    pages by their number (``app/pages/N_Name.py``)."""
+    from pathlib import Path
+
+    from .pages import discover_pages
+    app_dir = Path(app_dir)
+    out = [("Home", "Home.py")] if (app_dir / "Home.py").is_file() else []
+    return out + [(p.url_path, p.relative_to_app(app_dir)) for p in discover_pages(app_dir / "pages")]
+
+
+def neighbours(app_dir, page: str) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+    """The pages before and after ``page`` in :func:`lecture_order` (None at either end, or for an unknown page)."""
+    order = lecture_order(app_dir)
+    names = [name for name, _ in order]
+    if page not in names:
+        return None, None
+    i = names.index(page)
+    return (order[i - 1] if i > 0 else None), (order[i + 1] if i + 1 < len(order) else None)
+
+
+NAV_CSS = (f"<style>.st-key-{NAV_KEY} {{ position: fixed; right: 1rem; top: 0.4rem; z-index: 999990; width: auto; "
+           "background: rgba(255,255,255,0.92); border: 1px solid #d1d5db; border-radius: 8px; padding: 0 0.4rem; "
+           f"gap: 0.2rem; flex-direction: row; }}</style>")
+
+# The keys a presentation clicker sends: PageDown / space / → step the page's stepper, or, on its last step (or on a
+# page without one), open the next page; PageUp / ← step back, or open the previous page from the first step.
+# Arrows on a stepper are Streamlit's own shortcuts of Step and Back (the script adds only the move to another
+# page at either end). Keys typed into a box, a slider or a menu are theirs; installed once per browser tab.
+CLICKER_SCRIPT = f"""<script>(() => {{ if (window.__adxClicker) return; window.__adxClicker = true;
+  const mine = t => t && t.closest && t.closest('input, textarea, select, [contenteditable="true"], [role="slider"], [role="listbox"], [role="combobox"]');
+  // a button's text holds its icon's name too ("chevron_left Back ←"): the label is a word of it
+  const button = name => [...document.querySelectorAll('[data-testid="stMain"] button')].find(
+      b => (' ' + (b.innerText || '').replace(/\\s+/g, ' ') + ' ').includes(' ' + name + ' ') && !b.disabled);
+  const slider = () => document.querySelector('[data-testid="stMain"] [data-testid="stSlider"] input[type="range"]');
+  const atEnd = forward => {{ const s = slider(); if (!s || !button('Step')) return true;
+    const now = +s.value;
+    return forward ? now >= +s.getAttribute('max') : now <= +s.getAttribute('min'); }};
+  const go = forward => {{ const a = [...document.querySelectorAll('.st-key-{NAV_KEY} a')].find(
+      x => x.innerText.includes(forward ? 'Next' : 'Previous')); if (a) a.click(); }};
+  document.addEventListener('keydown', e => {{
+    if (e.altKey || e.ctrlKey || e.metaKey || mine(e.target) || !document.querySelector('.st-key-{NAV_KEY}')) return;
+    const forward = ['PageDown', ' ', 'ArrowRight'].includes(e.key), back = ['PageUp', 'ArrowLeft'].includes(e.key);
+    if (!forward && !back) return;
+    if (e.key === ' ' && e.target && e.target.closest && e.target.closest('button, a')) return;  // its own click
+    const arrow = e.key.startsWith('Arrow');
+    if (atEnd(forward)) {{ e.preventDefault(); go(forward); return; }}
+    if (arrow) return;   // Streamlit's shortcut steps
+    e.preventDefault(); const b = button(forward ? 'Step' : 'Back'); if (b) b.click();
+  }}, true); }})();</script>"""

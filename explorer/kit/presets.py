@@ -17,7 +17,8 @@ PRESETS: tuple[Preset, ...] = (
            "x3 = 1.5 * x1\nx4 = 2 * x2\nx5 = x3 + x4\nx6 = exp(x5)\nx7 = x1 + x6", "x1 = 3, x2 = 0.5"),
     # the notes' weights as inputs: w̄1 = x̄3·x1 = 734.0758, w̄2 = x̄4·x2 = 122.3460
     Preset("Slide example with the weights as inputs: w1 = 1.5, w2 = 2",
-           "f = x1 + exp(w1*x1 + w2*x2)", "x1 = 3, x2 = 0.5, w1 = 1.5, w2 = 2"),
+           # named as slide 26 names them (x3..x6; typed as one line, the weights' inputs made them v1..v4)
+           "x3 = w1 * x1\nx4 = w2 * x2\nx5 = x3 + x4\nx6 = exp(x5)\nx7 = x1 + x6", "x1 = 3, x2 = 0.5, w1 = 1.5, w2 = 2"),
     Preset("Sigmoid neuron: 1/(1+exp(-(w·x)))", "f = 1 / (1 + exp(-(w * x)))", "w = 0.5, x = 2"),
     # the notes' quiz: d v7 / d v1 = sigma (1 - sigma) v2 = -0.26684166 at v1 = 0.8, v2 = -1.5
     Preset("Sigmoid quiz (notes): v7 = 1/(1+exp(−v1·v2)), ∂v7/∂v1 = −0.26684166",

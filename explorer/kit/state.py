@@ -69,29 +69,29 @@ class PlayState:
 
 
 PLAY_EARLY = 0.2   # a step's timer may fire this share of a step early (timers are not exact)
-PLAY_RESYNC = 0.3  # a step more than this share of a step late starts a new schedule (no burst to catch up)
 
 
 def play_tick(state: PlayState, n_steps: int, now: float, seconds_per_step: float) -> PlayState:
-    """One timer tick of Play: move one step on when a step's time has come; stop on the last step.
+    """One timer tick of Play: move on to the step the schedule says is due; stop on the last step.
 
-    Steps keep to a schedule (``last_move`` is when the step was due, not when the tick came), so the time a
+    Steps keep to a schedule (``last_move`` is when the step shown was due, not when the tick came), so the time a
     rerun takes to draw a step does not add up: 13 steps at 1 s/step take 13 s, however often the timer ticks
-    (the page ticks four times per step). A tick up to ``PLAY_EARLY`` of a step early counts as on time; a
-    step more than ``PLAY_RESYNC`` of a step late starts the schedule again from now, so steps never come
-    closer together than half a step's time.
+    (the page ticks four times per step). A tick up to ``PLAY_EARLY`` of a step early counts as on time. When the
+    ticks come late (a starved CPU: each rerun takes longer than a step), Play keeps its pace by skipping the
+    steps whose time has passed (it shows the step due now, never one ahead of its time) rather than drawing
+    each one late and stretching the whole (issue 35: 13 steps took 35.7 s at load 20).
     """
     step = clamp_step(state.step, n_steps)
     if not state.playing:
         return PlayState(step, False, state.last_move)
     if step >= n_steps:
         return PlayState(n_steps, False, now)
-    due = state.last_move + seconds_per_step
-    if now < due - PLAY_EARLY * seconds_per_step:
+    due = int((now - state.last_move) / seconds_per_step + PLAY_EARLY)   # steps whose time has come
+    if due < 1:
         return PlayState(step, True, state.last_move)
-    step += 1
-    moved = due if now - due < PLAY_RESYNC * seconds_per_step else now
-    return PlayState(step, step < n_steps, moved)
+    due = min(due, n_steps - step)            # the last step is shown, never skipped
+    step += due
+    return PlayState(step, step < n_steps, state.last_move + due * seconds_per_step)
 
 
 def play_interval(seconds_per_step: float) -> float:

@@ -7,6 +7,7 @@ describes what is on screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import sys
 import time
 from typing import Any, Callable
 
@@ -15,12 +16,17 @@ import streamlit as st
 
 from engine.explain.parser import allowed_text
 
-from . import class_widgets
+from explorer.classroom.follow import JOIN_PARAM
+
+from ..student_code.optin import server_notes
+from . import class_widgets, fixed, rate_limit
+from .budget import is_deadline
 from .deeplink import LinkField, LinkSchema
-from .figures import PrebuiltFigure, static_frame
+from .figures import PrebuiltFigure, static_frame, still_graph  # noqa: F401 (the pages import it from here)
 from .formatting import md_escape
 from .plotly_figure import LINE_H
-from .presentation import Look, css, look, readable_dot, readable_figure
+from .presentation import (CLICKER_SCRIPT, NAV_CSS, NAV_KEY, Look, css, look, neighbours, readable_dot,
+                           readable_figure)
 from .state import DEFAULT_SPEED, SPEEDS, Namespace, PlayState, clamp_step, play_interval, play_tick, start_playing
 
 PRESENT_KEY = "presenting"  # plain (non-widget) key shared by all pages
@@ -43,6 +49,16 @@ def _saved(ns: Namespace, name: str) -> str:
     return ns.key("_saved_" + name)
 
 
+@st.cache_resource(show_spinner=False)
+def _print_server_notes() -> bool:
+    """Once per server process, when the first page runs (Streamlit runs no app code before a session opens
+    one; without ``--server.headless`` it opens the browser at start): what the operator must know about how
+    the server was started (:func:`explorer.student_code.optin.server_notes`), on its standard error."""
+    for line in server_notes():
+        print(line, file=sys.stderr, flush=True)
+    return True
+
+
 def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: dict[str, Any],
                link_to_state: dict[str, str] | None = None) -> PageContext:
     """Set up a page: page config, presentation mode, deep-link state, and the title.
@@ -57,6 +73,8 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     after that the session state is the truth and the URL follows it (see :func:`publish_link`).
     """
     st.set_page_config(page_title=f"{title} · Autodiff Explorer", layout="wide")
+    _print_server_notes()
+    fixed.start()   # the process's fixed figures, in the background from the first page run on (once)
     ns = Namespace(prefix)
     schema = LinkSchema({**fields, "present": PRESENT_FIELD})
     problems: list[str] = []
@@ -79,16 +97,100 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     else:
         ns.setdefaults(st.session_state, defaults)
     page, app_dir = class_widgets.caller_page(2)
+    limits = _limits()
+    client = rate_limit.client_key(getattr(st.context, "ip_address", None), dict(st.context.headers or {}))
+    join_wait = _join_allowed(limits, client)
+    st.session_state[class_widgets.CLIENT] = client     # who starts a class (its per-client limit)
     # a class's student: the lecturer's page and parameters, set before any widget exists
+    followed = st.session_state.get(class_widgets.APPLIED)
     class_widgets.follow_before_widgets(schema, ns, defaults, link_to_state, page, app_dir)
+    followed = st.session_state.get(class_widgets.APPLIED) != followed
+    by_timer = st.session_state.pop(TIMER_RUN, False)
+    answering = st.session_state.pop(class_widgets.ANSWER_RUN, False)   # an answer is never lost to a limit
+    _limit_runs(limits, client, title, asked=not followed and not by_timer and not answering)
+    if join_wait:
+        st.error(f"**Too many attempts to join a class from your network** — wait "
+                 f"{rate_limit.wait_text(join_wait)}, then open the join link again.", icon="🚫")
     st.session_state.setdefault(PRESENT_KEY, False)
     lk = look(bool(st.session_state[PRESENT_KEY]))
     st.html(css(lk))
+    if lk.presenting:
+        presentation_nav(page, app_dir)
     st.title(title)
     class_widgets.class_panel(page, schema)
     if not fields:   # a page without a link (Home) publishes here: publish_link is not called
         class_widgets.publish(page, {})
     return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems, persist=tuple(defaults), page=page)
+
+
+FIXED_POLL_S = 2.0   # how often a page whose fixed figure is not ready looks again
+
+
+def fixed_figure(name: str, what: str, where=None) -> Any | None:
+    """The process's fixed figure ``name`` (:mod:`explorer.kit.fixed`), or None after one line (in ``where``)
+    saying that ``what`` is still computing, or failed and is computed again. While it is not ready, a timer
+    looks every :data:`FIXED_POLL_S` and reruns the page once it is; the rest of the page is drawn meanwhile."""
+    value = fixed.get(name)
+    if not isinstance(value, fixed.Pending):
+        return value
+    (where or st).caption(md_escape(value.message(what)))
+
+    @st.fragment(run_every=FIXED_POLL_S)
+    def wait_for_it() -> None:
+        if not isinstance(fixed.get(name), fixed.Pending):
+            st.session_state[TIMER_RUN] = True   # not a run the session asked for (see _limit_runs)
+            st.rerun()
+
+    wait_for_it()
+    return None
+
+
+TIMER_RUN = "_run_by_timer"   # set by Play's timer before the run it asks for (a run the session did not ask for)
+SESSION_RUNS_KEY = "_page_runs"   # the session's bucket of page runs (kit/rate_limit.Bucket)
+
+
+@st.cache_resource(show_spinner=False)
+def _limits() -> dict[str, rate_limit.RateLimiter]:
+    """The server process's client buckets (``kit/rate_limit``): page runs and ``?join=`` links, per client."""
+    return {"runs": rate_limit.RateLimiter(rate_limit.CLIENT_RUNS),
+            "joins": rate_limit.RateLimiter(rate_limit.CLIENT_JOINS)}
+
+
+def _join_allowed(limits: dict, client: str) -> float:
+    """A ``?join=`` link counts against its client's joins (:data:`rate_limit.CLIENT_JOINS`); over them, the link
+    is dropped before it is tried and the seconds to wait are returned (0.0: it goes on)."""
+    if not st.query_params.get(JOIN_PARAM) or client == rate_limit.LOCAL:
+        return 0.0
+    wait = limits["joins"].take(client, time.monotonic())
+    if wait:
+        del st.query_params[JOIN_PARAM]
+    return wait
+
+
+def _limit_runs(limits: dict, client: str, title: str, asked: bool) -> None:
+    """A page run the session asked for counts against the session's and its client's runs (``kit/rate_limit``:
+    30 at once, then one a second per session; 400, then ten a second per client); over them, the page says how long to
+    wait, runs again by itself then, and stops here, before any work. Runs started by Play's timer or by following
+    the lecturer are paced by them and not counted, nor those of this machine's own browser (no address)."""
+    if not asked or client == rate_limit.LOCAL:
+        return
+    now = time.monotonic()
+    bucket, wait = rate_limit.take(st.session_state.get(SESSION_RUNS_KEY), rate_limit.SESSION_RUNS, now)
+    if not wait:
+        wait = limits["runs"].take(client, now)
+    if not wait:
+        st.session_state[SESSION_RUNS_KEY] = bucket
+        return
+    st.title(title)
+    st.warning(f"This page was asked to run again and again, faster than the server runs pages for one visitor: "
+               f"it goes on by itself in {rate_limit.wait_text(wait)}.", icon="⏳")
+
+    @st.fragment(run_every=max(wait, 0.5))
+    def resume() -> None:
+        st.rerun()   # a full run, counted as the session's: by now it has a run to spend
+
+    resume()
+    st.stop()
 
 
 def clamp_linked(ns: Namespace, name: str, value, lo, hi, where=None):
@@ -102,6 +204,28 @@ def clamp_linked(ns: Namespace, name: str, value, lo, hi, where=None):
             (where or st).warning(md_escape(f"link parameter '{name}' ignored: {value} is outside {lo} to {hi} "
                                             f"here; showing {clamped}"))
     return clamped
+
+
+def presentation_nav(page: str, app_dir) -> None:
+    """Presentation mode's way through a lecture without leaving it: Previous / Home / Next page links pinned to
+    the screen's upper right corner (beside the title), and the clicker's keys (:data:`~explorer.kit.presentation.CLICKER_SCRIPT`:
+    PageDown / space step the page's stepper, and at its last step open the next page)."""
+    from streamlit.errors import StreamlitPageNotFoundError
+    before, after = neighbours(app_dir, page)
+    links = [(before, "Previous", ":material/chevron_left:"),
+             (("Home", "Home.py") if page != "Home" else None, "Home", ":material/home:"),
+             (after, "Next", ":material/chevron_right:")]
+    with st.container(key=NAV_KEY, horizontal=True):
+        for target, label, icon in links:
+            if target is None:
+                continue
+            try:   # a page link keeps the session (the class, the programs typed)
+                st.page_link(target[1], label=label, icon=icon, query_params={"present": "1"})
+            except StreamlitPageNotFoundError:   # a page run on its own (not under Home.py): a plain link
+                st.markdown(f"[{label}](./{'' if target[0] == 'Home' else target[0]}?present=1)")
+        # inside the pinned box: outside it each would take a row (and its gap) above the title
+        st.html(NAV_CSS)
+        st.html(CLICKER_SCRIPT, unsafe_allow_javascript=True)
 
 
 def presentation_toggle(where=None) -> bool:
@@ -222,25 +346,35 @@ def show_input_problem(problem, program_box, inputs_box, program_text: str, inpu
     """
     in_program = problem.where == "program"
     box = program_box if in_program else inputs_box
+    if is_deadline(problem.error):   # the program is fine; the server was too busy to finish it in time
+        box.warning(f"**Too expensive just now** — {md_escape(problem.error)}. Nothing was kept: the next run "
+                    "(any click) tries again.", icon="⏳")
+        return
     box.error(f"**{problem.where.capitalize()} not accepted** — {md_escape(problem.error)}", icon="🚫")
     caret = problem.caret(program_text if in_program else inputs_text)
     if caret:
         box.code(caret, language=None)
 
 
-def publish_link(ctx: PageContext, state: dict[str, Any]) -> dict[str, str]:
+def publish_link(ctx: PageContext, state: dict[str, Any], view: Callable[[], Any] | None = None) -> dict[str, str]:
     """Write the page's shareable state into the URL (``st.query_params``); returns the parameters.
 
-    Also keeps a plain copy of the page's session values, so they survive a visit to another page.
+    Only what a link can give back is written: a value the link's reader would refuse (a program of 1 MB,
+    longer than :data:`~explorer.kit.deeplink.MAX_PARAM_CHARS`) is left out of the URL, not written and then
+    refused. Also keeps a plain copy of the page's session values, so they survive a visit to another page.
+    ``view`` renders what a class sees of this state (a :class:`explorer.classroom.views.ClassView`), called only
+    when this session teaches a class and the state changed: the students' browsers draw it without running the
+    page.
     """
     for name in ctx.persist:
         if ctx.ns.key(name) in st.session_state:
             st.session_state[_saved(ctx.ns, name)] = st.session_state[ctx.ns.key(name)]
-    params = ctx.schema.encode({**state, "present": bool(st.session_state.get(PRESENT_KEY, False))})
+    params, _ = ctx.schema.readable(ctx.schema.encode({**state, "present": bool(st.session_state.get(PRESENT_KEY,
+                                                                                                        False))}))
     current = {k: v for k, v in st.query_params.to_dict().items()}
     if current != params:
         st.query_params.from_dict(params)
-    class_widgets.publish(ctx.page, params)   # a lecturer's class follows (only a change is sent)
+    class_widgets.publish(ctx.page, params, view)   # a lecturer's class follows (only a change is sent)
     return params
 
 
@@ -298,6 +432,7 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
         def play_clock() -> None:
             due = play_tick(current(), n_steps, time.monotonic(), SPEEDS[st.session_state[speed_key]])
             if due.step != st.session_state[key] or not due.playing:
+                st.session_state[TIMER_RUN] = True   # paced by the timer: not a run the session asked for
                 st.rerun()  # the whole page draws the next step (this fragment draws nothing)
 
         play_clock()
@@ -503,25 +638,16 @@ def graph_px(lk: Look, normal: int, share: float = 1.0, gap: int = 24) -> int:
     return int((PRESENT_PAGE_PX * share - (gap if share < 1 else 0)) / graph_scale(lk))
 
 
-def still_graph(fig: dict, frame: int, *, title: bool = True) -> dict:
-    """Frame ``frame`` of a graph figure as a still picture for a stepped page (the page's own buttons
-    step it): no Play button or slider, and the room they took below the drawing given back; without
-    ``title`` (the caption stands beside or above the graph) the caption line and its room too."""
-    out = static_frame(fig, frame)
-    lay = dict(out["layout"])
-    if not title and lay.get("annotations"):
-        lay["annotations"] = [a for a in lay["annotations"] if a.get("name") != "caption"]
-    if (lay.get("meta") or {}).get("renderer") == "graph":  # margins of the renderer's controls and title
-        m = dict(lay.get("margin") or {})
-        note = [a for a in lay.get("annotations") or [] if a.get("name") == "layout note"]
-        note_px = sum((str(a.get("text", "")).count("<br>") + 1) * LINE_H * (a.get("font") or {}).get("size", 15)
-                      for a in note)
-        # a projector's window trimmed to whole ranks keeps the height it gave back (the figure keeps its size)
-        top, bottom = (m.get("t", 0) if title else int(12 + note_px)), 12 + int(lay["meta"].get("spare_px", 0))
-        if "height" in lay:
-            lay["height"] = max(120, int(lay["height"] - (m.get("t", 0) - top) - (m.get("b", 0) - bottom)))
-        lay["margin"] = {**m, "t": top, "b": bottom}
-    if not title:
-        lay["title"] = {**(lay.get("title") or {}), "text": ""}
-    out["layout"] = lay
-    return out
+def walkthrough_download(ns: Namespace, build: Callable[[], str], file_name: str, n_frames: int,
+                         what: str = "Every step above", note: str = "") -> None:
+    """The stepped page's "Download this walk-through (HTML)" button (:mod:`explorer.kit.export_html`): ``build``
+    makes the file only when clicked (a note instead when it is too big); over
+    :data:`~explorer.kit.export_html.MAX_EXPORT_STEPS` steps a caption says why there is none."""
+    from .export_html import MAX_EXPORT_STEPS, file_or_note
+    if n_frames > MAX_EXPORT_STEPS:
+        st.caption(f"No walk-through download: {n_frames} steps (at most {MAX_EXPORT_STEPS}).")
+        return
+    st.download_button("Download this walk-through (HTML)", lambda: file_or_note(build), file_name=file_name,
+                       mime="text/html", on_click="ignore", key=ns.key("walkthrough"),
+                       help=f"{what} in one HTML file that opens without the app or a network: Step, Back, Play, "
+                            f"the slider, and the arrow keys or PageDown / PageUp{note}.")

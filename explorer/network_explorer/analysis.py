@@ -136,7 +136,7 @@ def step_detail(rec: Recording, step: BackwardStep, max_cells: int = HEATMAP_MAX
                 return adjoint_scale(rec, c.target)
         return magnitude(arr)
 
-    # a Linear's third contribution, b̄ = Σ_rows Ḡ, is a sum: shown beside its two matmuls
+    # a Linear's third contribution, b̄ = Σ_rows Ȳ, is a sum: shown beside its two matmuls
     shown = ("matmul", "mul", "scatter_add", "div") + (("sum",) if node.op == "linear" else ())
     for op in step.vjp_ops:
         if op.op in shown and op.output.size <= max_cells \

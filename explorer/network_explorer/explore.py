@@ -269,7 +269,7 @@ def side_by_side(*values) -> bool:
 
 
 def formula_parts(formula: str) -> tuple[str, str]:
-    """A VJP formula's rule and its trailing note: "x̄ = Ḡ W, … (y = x Wᵀ + b; …)" -> ("x̄ = Ḡ W, …",
+    """A VJP formula's rule and its trailing note: "x̄ = Ȳ W, … (y = x Wᵀ + b; …)" -> ("x̄ = Ȳ W, …",
     "y = x Wᵀ + b; …"). A projector's narrow panel writes the rule on its own line (with the note it wrapped to
     three) and the note after what the step sent. A formula with no note: (formula, "")."""
     m = re.match(r"^(.*?\S)\s{2,}\((.*)\)$", formula, flags=re.S)
@@ -288,3 +288,136 @@ def sweep_figure(rows: list[dict], option: str, font: int = 12) -> go.Figure:
                       margin=dict(l=10, r=10, t=40 + font, b=10), font=dict(size=font),
                       legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.85)"))
     return fig
+
+
+# --- every step as plain data: the walk-through file --------------------------------------------------------
+
+#: what the page writes under the graph
+NODE_LABELS_NOTE = ("Node labels: name, output shape, and where its adjoint stands (k of n contributions received; ✓ "
+                    "once processed). Colours: blue computed, red waiting for more contributions, green complete, "
+                    "yellow active.")
+FAN_OUT_NOTE = ("One colour scale for the row: a contribution's colours read against the sum's.")
+VJP_SYMBOL = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add", "sum": "summed over rows"}
+
+
+def _tensor_blocks(value, title: str, scale: float | None = None, narrow: bool = False,
+                   drawn: dict | None = None) -> list[dict]:
+    """A tensor as the page shows it: a heatmap when small, its statistics when large, a dash when absent.
+    ``drawn``: heatmaps already made for this walk (a value shown at several steps is drawn once: a Plotly
+    heatmap figure takes about 50 ms to build)."""
+    key = (id(value), title, scale, narrow)
+    if drawn is not None and key in drawn:
+        return drawn[key]
+    blocks = _tensor_blocks_of(value, title, scale, narrow)
+    if drawn is not None:
+        drawn[key] = blocks
+    return blocks
+
+
+def _tensor_blocks_of(value, title: str, scale: float | None, narrow: bool) -> list[dict]:
+    import html
+
+    import pandas as pd
+    lk = analysis.look(value)
+    if lk is None:
+        return [{"kind": "html", "html": f"<p class='adx-caption'>{html.escape(title)}: —</p>"}]
+    if lk.is_heatmap:
+        zmax = analysis.magnitude(value) if scale is None else scale
+        fig = heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}", zmax=zmax, narrow=narrow)
+        spec = fig.to_plotly_json()
+        hm = fig.data[0]   # its arrays as plain lists (Plotly's JSON may pack them as base64 typed arrays)
+        spec["data"] = [{**spec["data"][0], "z": np.asarray(hm.z, dtype=float).tolist(),
+                         "text": None if hm.text is None else [[str(t) for t in row] for row in hm.text]}]
+        return [{"kind": "plot", "figure": spec}]
+    return [{"kind": "html", "html": f"<p><b>{html.escape(title)}</b> {analysis.format_shape(lk.shape)} — too large "
+                                     "for a heatmap</p>" + pd.DataFrame([lk.stats]).to_html(index=False, border=0,
+                                                                                          classes="adx-table")}]
+
+
+def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = None):
+    """The 0-based ``frame`` as the page draws it on a laptop (:class:`explorer.classroom.views.ClassView`): the
+    header, the graph, this step's node with its value and adjoint, the VJP's products, where its contributions
+    went, and the fan-out sums it completes. (The page's node inspector is a choice made in the browser: left
+    out; by default it shows this step's node, which is here.) ``drawn``: as :func:`_tensor_blocks`'s."""
+    import html
+
+    from explorer.classroom.views import ClassView, markdown_html
+    from explorer.kit.figures import laptop_still
+    from .tables import fan_out_rows
+    rec = ex.rec
+    m = moment(ex, frame)
+    esc = html.escape
+    view = ClassView("Network_explorer", "Network explorer",
+                     markdown_html(f"#### Step {frame + 1} of {ex.n_frames} · {m.phase}\n{m.title}"))
+    view.add_plot(laptop_still(ex.figure(level, frame, animate=False), 0))
+    view.add_html(f"<p class='adx-caption'>{esc(NODE_LABELS_NOTE)}</p>")
+    here: list[dict] = [{"kind": "html", "html": "<h5>This step</h5>"}]
+    if m.node is None:
+        here.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(m.title)}</p>"})
+        x = data_input(rec) if m.phase == "inputs" else None
+        if x is not None:
+            here += _tensor_blocks(rec.node(x).value, "input x", analysis.value_scale(rec, x), drawn=drawn)
+    else:
+        node = rec.node(m.node)
+        here.append({"kind": "html", "html": (
+            f"<p><b>{esc(node.label)}</b> · op <code>{esc(node.op)}</code> · shape "
+            f"<b>{analysis.format_shape(node.shape)}</b> · layer <i>{esc(str(node.layer))}</i></p>"
+            f"<p>VJP: <code>{esc(m.formula)}</code></p>")})
+        pair = [{"kind": "column",
+                 "blocks": _tensor_blocks(m.value, "value", analysis.value_scale(rec, m.node), drawn=drawn)}]
+        if m.adjoint is not None:
+            pair.append({"kind": "column", "blocks": _tensor_blocks(m.adjoint, "adjoint ḡ (held now)",
+                                                                    analysis.adjoint_scale(rec, m.node), drawn=drawn)})
+        here.append({"kind": "row", "blocks": pair, "widths": [1] * len(pair)})
+    d = m.detail
+    if d is not None and d.products:
+        here.append({"kind": "html",
+                     "html": "<p><b>The VJP's actual products</b> (engine ops run inside this VJP)</p>"})
+        for (op, ins, out), (in_scales, out_scale) in zip(d.products[:3], d.product_scales):
+            sym = VJP_SYMBOL.get(op, op)
+            names = ["left", "right"] if len(ins) > 1 else ["Ḡ,"]
+            cells = [{"kind": "column", "blocks": _tensor_blocks(arr, f"{nm} {sym}" if c == 0 else nm, sc, narrow=True,
+                                                                 drawn=drawn)}
+                     for c, (arr, nm, sc) in enumerate(zip(ins, names, in_scales))]
+            cells.append({"kind": "column",
+                          "blocks": _tensor_blocks(out, "= result", out_scale, narrow=True, drawn=drawn)})
+            here.append({"kind": "row", "blocks": cells, "widths": [1] * len(cells)})
+    if d is not None:
+        lines = []
+        if d.leaf_grad is not None:
+            lines.append(f"<p class='adx-success'>{esc(d.label)}.grad += adjoint (shape "
+                         f"{analysis.format_shape(d.leaf_grad.shape)})</p>")
+        for s in d.sent:
+            status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
+            lines.append(f"<p>→ sent to <b>{esc(s['label'])}</b> {analysis.format_shape(s['value'].shape)} "
+                         f"({status})</p>")
+        here.append({"kind": "html", "html": "".join(lines)})
+    view.add_row([{"kind": "column", "blocks": here}], [1])
+    for fs in m.fan_out:
+        view.add_html(f"<h5>Fan-out sum at {esc(fs.label)}: {len(fs.parts)} contributions</h5>")
+        scale = analysis.adjoint_scale(rec, fs.node)
+        shown = fs.parts[:4]
+        reasons = {r["from"] + "·" + r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}
+        cells = []
+        for j, (src, stp, val) in enumerate(shown):
+            blocks = list(_tensor_blocks(val, f"{'+ ' if j else ''}{src} · step {stp + 1}", scale, drawn=drawn))
+            why = reasons.get(f"{src}·{stp + 1}")
+            if why:
+                blocks.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(why)}</p>"})
+            cells.append({"kind": "column", "blocks": blocks})
+        cells.append({"kind": "column", "blocks": _tensor_blocks(fs.total, "= sum", scale, drawn=drawn)})
+        view.add_row(cells, [1] * len(cells))
+        more = f" ({len(fs.parts) - len(shown)} more not drawn)" if len(fs.parts) > len(shown) else ""
+        view.add_html(f"<p class='adx-caption'>Sum of the {len(fs.parts)} contributions, as the engine accumulated "
+                      f"them (‖sum‖ = {num(analysis.look(fs.total).stats['norm'])}){esc(more)}. "
+                      f"{esc(FAN_OUT_NOTE)}</p>")
+    return view
+
+
+def walkthrough(ex: Explored, level: str, title: str) -> str:
+    """Every step of the network's walk at ``level`` ("op" or "layer") in one self-contained HTML file
+    (:func:`explorer.kit.export_html.walkthrough_html`); ``title`` names the network (escaped there)."""
+    from explorer.kit.export_html import walkthrough_html
+    drawn: dict = {}
+    return walkthrough_html(f"Network explorer: {title}",
+                            [step_class_view(ex, level, k, drawn) for k in range(ex.n_frames)])

@@ -397,7 +397,7 @@ def rnn(steps: int = 3, batch: int = 2, features: int = 3, hidden: int = 4, seed
                    "Each step computes h = tanh(x_t Wx + h Wh + b) with the same Wh: parameter sharing is "
                    "fan-out through time, and Wh's gradient is the sum of the per-step contributions.",
                    model, forward,
-                   notes=[f"Step 1 sends Wh a contribution of exactly 0: its VJP is W̄h = h0ᵀ ḡ and h0 = 0, so "
+                   notes=[f"Step 1 sends Wh a contribution of exactly 0: its VJP is W̄h = h0ᵀ ȳ and h0 = 0, so "
                           f"only steps 2 to {steps} move Wh (the fan-out table shows the zero row)."
                           if steps > 1 else "With T = 1, Wh only ever multiplies h0 = 0: its gradient is 0.",
                           "tanh is not a primitive of this engine: it is computed as 2·sigmoid(2a) − 1 (four "

@@ -28,7 +28,7 @@ def zero_reason(rec, source: int, target: int, value) -> str:
     if value.size and not is_zero(value):
         return ""
     src = rec.node(source)
-    # a Linear (x Wᵀ + b) multiplies by the other factor for x and W; its bias receives ḡ summed
+    # a Linear (x Wᵀ + b) multiplies by the other factor for x and W; its bias receives ȳ summed
     factors = src.parents[:2] if src.op == "linear" else src.parents
     others = [rec.node(p) for p in factors if p != target] if target in factors else []
     zeros = [o.label for o in others if o.value.size and is_zero(o.value)]

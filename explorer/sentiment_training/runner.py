@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
+import multiprocessing.spawn
 import os
 import threading
 import time
@@ -254,8 +255,39 @@ def _context():
     if "forkserver" not in multiprocessing.get_all_start_methods():  # pragma: no cover - Windows
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["__main__", __name__])
+    # this module only: under `streamlit run`, "__main__" is whichever page script runs (see _start_worker)
+    ctx.set_forkserver_preload([__name__])
     return ctx
+
+
+# Why a worker must not be told about __main__: Streamlit runs each page script as a module it installs as
+# sys.modules["__main__"] (with the page's file as __file__ and no __spec__). multiprocessing hands every child
+# "init_main_from_path" = that file, and the child runs it as __mp_main__ before unpickling its target: a
+# whole page executed outside Streamlit, ~205 lines of "missing ScriptRunContext!" and "streamlit run" hints
+# in the server's log per started training (and its CPU time wasted). The worker needs nothing of __main__
+# (_worker_main and the recipe's classes live in importable modules), so its preparation data leaves the
+# main module out. Only starts made inside _start_worker, on the starting thread, are changed.
+_leave_main_out = threading.local()
+_stdlib_preparation_data = multiprocessing.spawn.get_preparation_data
+
+
+def _preparation_data(name: str) -> dict:
+    data = _stdlib_preparation_data(name)
+    if getattr(_leave_main_out, "active", False):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
+def _start_worker(proc) -> None:
+    """``proc.start()`` without the parent's ``__main__`` re-run in the child (see above)."""
+    if multiprocessing.spawn.get_preparation_data is not _preparation_data:
+        multiprocessing.spawn.get_preparation_data = _preparation_data   # the same data for any other start
+    _leave_main_out.active = True
+    try:
+        proc.start()
+    finally:
+        _leave_main_out.active = False
 
 
 # ---------------------------------------------------------------------------
@@ -474,7 +506,7 @@ class TrainingRun:
         try:
             recipe = _Recipe.of(self.trainer, pool)
             proc = ctx.Process(target=_worker_main, args=(recipe, ev_w, cmd_r), name=self.name, daemon=True)
-            proc.start()
+            _start_worker(proc)
         except BaseException as e:  # no process (fork failed, out of memory): the run fails, the slot frees
             for c in (ev_r, ev_w, cmd_r, cmd_w):
                 c.close()

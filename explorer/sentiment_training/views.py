@@ -23,7 +23,10 @@ from sentiment.trainer import InsideLook, SentimentTrainer
 
 from ..kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
 from ..kit.labels import num
+from ..student_code.handout import AUTOGRADER_NOTE, autograder_log  # noqa: F401  (HW2's log lines, for the page)
 from .runner import LOOK_METRICS, RunSnapshot
+
+AUTOGRADER_EPOCHS = 3   # the epochs whose default_log_fn lines the page prints after a run
 
 TARGET_ACCURACY = 0.75
 NO_SERVER_GRAPHVIZ = ("Graphviz was not found on the server, so your browser lays this picture out (it may jump "

@@ -14,6 +14,7 @@ import numpy as np
 from engine import autodiff
 from engine.autodiff import NodeVisited
 from engine.explain.graph import fmt
+from engine.explain.harness import gradients_wrong
 
 from .graphs import BuiltGraph, build, spec_for
 
@@ -111,6 +112,9 @@ class Verdict:
     engine_vjp_calls: int = 0
     violated_edge: tuple[int, int] | None = None   # (parent, consumer) listed in the wrong order
     adjoints: dict[int, Any] = field(default_factory=dict)   # the student's adjoint per node (sum over visits)
+    # the inputs' gradients wrong by harness.gradients_wrong (the criterion Backprop orders counts by); None when
+    # the code failed before giving any
+    inputs_wrong: bool | None = None
 
     @property
     def right(self) -> bool:
@@ -236,6 +240,8 @@ def diagnose(key: str, raw: dict | None, ref: Reference, skipped: str | None = N
         return v
     got = student_adjoints(events, kinds)
     v.adjoints = {n: (a.tolist() if isinstance(a, np.ndarray) else a) for n, a in got.items()}
+    inputs = [n for n, kind in kinds.items() if kind == "input"]
+    v.inputs_wrong = gradients_wrong({n: got.get(n) for n in inputs}, {n: ref.adjoints.get(n) for n in inputs})
     visits: dict[int, list[int]] = {}
     accs: dict[int, list[int]] = {}
     for i, (kind, node, _, _) in enumerate(events):

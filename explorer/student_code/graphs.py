@@ -49,8 +49,8 @@ AFFINE = GraphSpec("affine", "W @ x + b (tensors)", "y = W @ x + b\nf = sum(tanh
                    "W = [[1, 2, 0.5], [-1, 0, 3]], x = [0.5, -1, 2], b = [0.1, -0.2]")
 LECTURE_GRAPHS: tuple[GraphSpec, ...] = (SLIDE, CUBE, CONSTANT, DIAMOND, AFFINE)
 
-N_RANDOM = 200            # random DAGs (the lecture's statistic: breadth-first is wrong on most of them)
-RANDOM_OPS = 12           # ops per random DAG (as the Backprop orders page's default)
+N_RANDOM = harness.RANDOM_GRAPHS   # random DAGs: the lecture's statistic, the same graphs as Backprop orders
+RANDOM_OPS = harness.RANDOM_OPS    # ops per random DAG (Backprop orders' default)
 DEEP_CHAIN_DEPTH = 3000   # the notes' chain h <- h * 1.0002
 DOUBLING_DEPTHS = tuple(range(1, 11))   # v_k = v_{k-1} * v_{k-1}: 2^k paths (path recursion: 2^k - 1 VJPs)
 

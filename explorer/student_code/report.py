@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from engine.explain.harness import WRONG_GRADIENTS, gradients_wrong
+
 from .diagnose import Reference, Verdict, diagnose, error_text, reference
 from .graphs import DOUBLING_DEPTHS, LECTURE_GRAPHS, N_RANDOM, all_keys
 from .runner import StudentRun, run_student_code
@@ -21,6 +23,54 @@ class Scaling:
     text: str
 
 
+FAILED = ("exception", "recursion", "not_implemented", "time_limit", "work_limit", "memory")
+
+
+@dataclass
+class RandomCount:
+    """The random graphs counted as Backprop orders (page 5) counts them: ``wrong`` by
+    :func:`engine.explain.harness.gradients_wrong` on the inputs' gradients; ``failed`` (the code raised or was
+    stopped, or was not run after that) counted apart, as page 5's errors; the rest split into ``right``, ``warned`` (right, the protocol
+    misused) and ``inner`` (the inputs' gradients right, an inner node's adjoint wrong on the way)."""
+    graphs: int
+    wrong: int
+    failed: Counter
+    inner: int
+    warned: int
+    right: int
+
+    criterion = f"{WRONG_GRADIENTS}; Backprop orders, page 5, counts the same way"
+
+    def counted(self) -> str:
+        """``wrong on 190 of 200``."""
+        return f"wrong on {self.wrong} of {self.graphs}"
+
+    def headline(self) -> str:
+        """``200 random graphs: wrong on 190 of 200`` with the criterion, in words."""
+        return f"{self.graphs} random graphs: {self.counted()} ({self.criterion})"
+
+    def rest(self) -> str:
+        """What the graphs not counted wrong were, one line."""
+        parts = [f"right on {self.right}"]
+        if self.inner:
+            parts.append(f"the inputs' gradients right but an inner node's adjoint wrong on {self.inner}")
+        if self.warned:
+            parts.append(f"right with a warning on {self.warned}")
+        parts += [f"{k.replace('_', ' ')} on {n}" for k, n in sorted(self.failed.items())]
+        return f"of the other {self.graphs - self.wrong}: " + ", ".join(parts)
+
+
+def count_random(verdicts: list) -> RandomCount:
+    """Count the random graphs' verdicts (see :class:`RandomCount`); graphs not run (the code was stopped on an
+    earlier one) count with the failed ones."""
+    stopped = FAILED + ("not_run",)
+    failed = Counter(v.kind for v in verdicts if v.kind in stopped)
+    wrong = sum(1 for v in verdicts if v.kind not in stopped and v.inputs_wrong)
+    rest = [v for v in verdicts if v.kind not in stopped and not v.inputs_wrong]
+    return RandomCount(len(verdicts), wrong, failed, sum(1 for v in rest if v.kind == "wrong_gradient"),
+                       sum(1 for v in rest if v.kind == "warning"), sum(1 for v in rest if v.kind == "right"))
+
+
 @dataclass
 class StudentReport:
     path: str
@@ -30,6 +80,8 @@ class StudentReport:
     scaling: Scaling | None = None
     run: StudentRun | None = None
     references: dict[str, Reference] = field(default_factory=dict)
+    # the random graphs counted while every reference is at hand (the page keeps only the ones it animates)
+    random_tally: RandomCount | None = None
 
     @property
     def loaded(self) -> bool:
@@ -41,6 +93,10 @@ class StudentReport:
     def random(self) -> list[Verdict]:
         return [v for k, v in self.verdicts.items() if k.startswith("random-")]
 
+    def random_count(self) -> RandomCount | None:
+        """The random graphs counted as Backprop orders counts them (None when none ran)."""
+        return self.random_tally
+
     def headline(self) -> str:
         """The whole report in one line."""
         if self.load_error is not None:
@@ -49,19 +105,27 @@ class StudentReport:
         if kinds.get("not_implemented"):
             return "not implemented yet: the starter's NotImplementedError is still there"
         graphs = [v for v in self.verdicts.values() if not v.key.startswith("doubling-")]
-        bad = [v for v in graphs if v.kind not in ("right", "warning")]
+        # wrong: the inputs' gradients, by the criterion the random graphs' line states (Backprop orders' own)
+        failing = [v for v in graphs if v.kind in FAILED or v.kind == "not_run"]
+        wrong = [v for v in graphs if v not in failing and v.inputs_wrong]
+        inner = [v for v in graphs if v.kind == "wrong_gradient" and v not in failing and not v.inputs_wrong]
         warned = [v for v in graphs if v.kind == "warning"]
-        if not bad and not warned and not (self.scaling and self.scaling.exponential):
+        if not failing and not wrong and not inner and not warned and not (self.scaling and self.scaling.exponential):
             return f"right on every graph ({len(graphs)} graphs" + (
                 ", one VJP call per node on the doubling chains)" if self.scaling else ")")
         parts = []
-        errors = {v.headline for v in bad if v.error is not None}
-        if bad and len(bad) == len(graphs) and len(errors) == 1:
+        errors = {v.headline for v in failing if v.error is not None}
+        if failing and len(failing) == len(graphs) and len(errors) == 1:
             parts.append(f"{errors.pop()} (on every graph)")
-        elif bad:
-            parts.append(f"wrong or failing on {len(bad)} of {len(graphs)} graphs")
+        else:
+            if wrong:
+                parts.append(f"wrong on {len(wrong)} of {len(graphs)} graphs")
+            if failing:
+                parts.append(f"failing on {len(failing)}" + ("" if wrong else f" of {len(graphs)} graphs"))
+        if inner:
+            parts.append(f"inner adjoint wrong on {len(inner)}")   # the inputs' gradients right (one line on page 13)
         if warned:
-            parts.append(f"right with a warning on {len(warned)}")
+            parts.append(f"{'warning' if wrong or inner else 'right with a warning'} on {len(warned)}")
         if self.scaling and self.scaling.exponential:
             parts.append("exponential work")
         return "; ".join(parts)
@@ -75,12 +139,10 @@ class StudentReport:
             lines.append(f"{_mark(v)} {v.title}")
             lines.append(f"    {v.headline}")
             lines += [f"    - {d}" for d in v.details]
-        rnd = self.random()
-        if rnd:
-            kinds = Counter(v.kind for v in rnd)
-            right = kinds.get("right", 0)
-            lines.append(f"{'✔' if right == len(rnd) else '✘'} {len(rnd)} random graphs: right on {right}" +
-                         "".join(f", {k.replace('_', ' ')} on {n}" for k, n in sorted(kinds.items()) if k != "right"))
+        rnd, count = self.random(), self.random_count()
+        if count is not None:
+            lines.append(f"{'✔' if count.right == count.graphs else '✘'} {count.headline()}")
+            lines.append(f"    {count.rest()}")
             first = next((v for v in rnd if not v.right), None)
             if first is not None:
                 lines.append(f"    first: {first.title}: {first.headline}")
@@ -150,4 +212,6 @@ def report_from_run(run: StudentRun, keys: list[str]) -> StudentReport:
         rep.references[k] = ref
         rep.verdicts[k] = diagnose(k, run.graphs.get(k), ref, run.skipped.get(k))
     rep.scaling = scaling_of(rep.verdicts)
+    rnd = rep.random()
+    rep.random_tally = count_random(rnd) if rnd else None
     return rep

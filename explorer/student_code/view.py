@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import ast
 import functools
-import os
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from engine import autodiff
 from engine.explain import record_execution
 from engine.explain.graph import fmt, plain_value
+from engine.explain.graph import adjoint_names
 from engine.explain.trace import BackwardEvent, Trace, bar
 
 from ..kit.backward_view import WRONG_MARK, shared_backward_figures
@@ -26,11 +25,11 @@ from ..kit.layout import collapse_big, collapse_composites
 from ..kit.plotly_figure import figure_dict, plan
 from .diagnose import Reference, Verdict, _num
 from .graphs import LECTURE_GRAPHS, spec_for
+from .optin import (CLASS_SERVER_ENV, OPTION, PAGE_PURPOSE, START_COMMANDS, START_HINT, OptIn,  # noqa: F401
+                    missing_notice, opt_in, server_notes)
 from .report import StudentReport
 from .samples import BY_KEY as SAMPLES_BY_KEY, DEFAULT as DEFAULT_SAMPLE, SAMPLES, Sample
 
-OPTION = "--student-code"
-CLASS_SERVER_ENV = "AUTODIFF_CLASS_SERVER"
 ORDER_WIDTH = 460      # px per graph: the two orders side by side in a 1400 px window (as Backprop orders)
 # px a graph may be tall before it shrinks (at most to the renderer's MIN_SCALE): both graphs, whole, on the first
 # screen under the step buttons (measured in Chromium: 1400x900 normal; presenting at 1920x1080, 1366x768 and
@@ -67,62 +66,6 @@ def sample_choices() -> list[str]:
 def wrong_prefix(label: str) -> str:
     """The first-wrong-node line's opening for this side: the student's own code, or a sample."""
     return "Your first wrong node: " if label == STUDENT_LABEL else "The sample's first wrong node: "
-
-
-@dataclass(frozen=True)
-class OptIn:
-    """Whether this server runs student code: ``path`` (the file or folder named when the app was started)
-    or None, and ``refused``: why not, in words for the page (None when it runs)."""
-    path: str | None
-    refused: str | None
-
-    @property
-    def enabled(self) -> bool:
-        return self.path is not None and self.refused is None
-
-    @property
-    def reason(self) -> str | None:
-        """``refused`` without the how-to-start hint (the page shows the commands as code blocks of their own)."""
-        return None if self.refused is None else self.refused.replace(" " + START_HINT, "")
-
-
-PAGE_PURPOSE = ("This page runs **your** `topological_sort` and `backpropagate` (HW2, problem 1) on the lecture's "
-                "graphs and animates your backward order beside the engine's, marking the first node whose adjoint "
-                "differs and saying why. Your code runs in a separate process with a time and a memory limit; the "
-                "app talks to it only through the protocol calls it records.")
-START_COMMANDS = (f"streamlit run app/Home.py -- {OPTION} PATH/TO/llmsys_hw2",
-                  "python -m explorer.student_code PATH")
-START_HINT = (f"On your own machine, start the explorer naming your file or your HW2 folder: "
-              f"`{START_COMMANDS[0]}` (or `.../minitorch/autodiff.py`). "
-              f"Or, without the app: `{START_COMMANDS[1]}`.")
-
-
-def opt_in(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> OptIn:
-    """Read the opt-in from the app's command line (``streamlit run app/Home.py -- --student-code PATH``).
-
-    Off by default; refused on a class server (``AUTODIFF_CLASS_SERVER`` set, as in the Docker image)
-    whatever the command line says, and for a path that does not exist. Whatever it says, the page runs the
-    project's own samples (:mod:`explorer.student_code.samples`), on a class server too: they are not a
-    student's code, and they run in the same sandboxed child.
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    environ = os.environ if environ is None else environ
-    path = None
-    for i, a in enumerate(argv):
-        if a == OPTION and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif a.startswith(OPTION + "="):
-            path = a.split("=", 1)[1]
-    if environ.get(CLASS_SERVER_ENV, "").strip() not in ("", "0"):
-        return OptIn(None, "This is a class server: it never runs students' code (its operator set "
-                           f"{CLASS_SERVER_ENV}; the samples on this page are the project's own). Code runs on your "
-                           "machine only, where a mistake in it cannot reach anyone else's session. " + START_HINT)
-    if not path:
-        return OptIn(None, "Running your own code is off: the app runs a student's file only when it was started "
-                           f"with {OPTION} naming it (never on a server others use). " + START_HINT)
-    if not Path(path).expanduser().exists():
-        return OptIn(None, f"The app was started with {OPTION}, but that path does not exist. " + START_HINT)
-    return OptIn(str(Path(path).expanduser().resolve()), None)
 
 
 @dataclass
@@ -177,6 +120,8 @@ def student_events(events: list[list], ref: Reference) -> list[BackwardEvent]:
     the receiving node's running sum, or ``lost`` when that node had already passed its adjoint on for good);
     each ``accumulate_derivative`` is a step of its own (``visit`` + ``leaf``)."""
     names, kinds = ref.built.names, ref.built.kinds
+    # the adjoints named as every page names them (the output's x̄7 where the program called it f)
+    adjoint_of = adjoint_names(ref.built.forward.graph) if ref.built.forward is not None else {}
     expected = consumers(ref)
     last_take: dict[int, int] = {}
     for i, (kind, node, _, _) in enumerate(events):
@@ -196,7 +141,7 @@ def student_events(events: list[list], ref: Reference) -> list[BackwardEvent]:
         if kind == "vjp":
             step += 1
             taken.add(node)
-            add("visit", node, None, value, text=f"your code: chain_rule({nm}) with {bar(nm)} = {_f(value)}")
+            add("visit", node, None, value, text=f"your code: chain_rule({nm}) with {adjoint_of.get(node) or bar(nm)} = {_f(value)}")
         elif kind == "acc":
             step += 1
             taken.add(node)
@@ -216,7 +161,7 @@ def student_events(events: list[list], ref: Reference) -> list[BackwardEvent]:
             v = _num(value)
             total[parent] = v if parent not in total or v is None or total[parent] is None else total[parent] + v
             add("accumulate", parent, None, total[parent], received[parent], want,
-                f"{bar(pn)} = {_f(total[parent])} ({received[parent]} of {want} received)")
+                f"{adjoint_of.get(parent) or bar(pn)} = {_f(total[parent])} ({received[parent]} of {want} received)")
     return out
 
 
@@ -431,13 +376,13 @@ def summary_rows(report: StudentReport) -> list[dict]:
     rows = []
     for v in report.lecture():
         rows.append({"graph": v.title, "verdict": _short(v), "first wrong node": v.node_name or ""})
-    rnd = report.random()
-    if rnd:
-        right = sum(1 for v in rnd if v.right)
+    rnd, count = report.random(), report.random_count()
+    if count is not None:
         first = next((v for v in rnd if not v.right), None)
-        rows.append({"graph": f"{len(rnd)} random graphs", "verdict": f"right on {right} of {len(rnd)}" + (
-            f"; first: {first.title}: {_short(first)}" if first else ""),
-            "first wrong node": first.node_name or "" if first else ""})
+        rows.append({"graph": f"{count.graphs} random graphs",
+                     "verdict": f"{count.counted()}; {count.rest()} ({count.criterion})" + (
+                         f"; first: {first.title}: {_short(first)}" if first else ""),
+                     "first wrong node": first.node_name or "" if first else ""})
     deep = report.verdicts.get("deep")
     if deep is not None:
         rows.append({"graph": deep.title, "verdict": _short(deep), "first wrong node": deep.node_name or ""})
@@ -464,3 +409,61 @@ def scaling_series(report: StudentReport, label: str = STUDENT_LABEL) -> dict[st
 __all__ = ["OptIn", "opt_in", "GraphView", "graph_view", "graph_choices", "summary_rows", "scaling_series",
            "Sample", "SAMPLES", "DEFAULT_SAMPLE", "sample_label", "sample_choices", "sample_report", "wrong_prefix",
            "student_events", "student_trace", "done_caption", "work_lines", "sample_code_block", "mark_wrong", "autodiff", "replace"]
+
+
+# --- every step as plain data: the walk-through file --------------------------------------------------------
+
+def step_class_view(gv: GraphView, step: int, label: str, sample: str | None = None):
+    """The 1-based ``step`` of both orders as the page draws it on a laptop (:class:`explorer.classroom.views.
+    ClassView`): the engine's and the other side's graphs, their captions, the sample's code with the step's lines
+    lit (``sample``: its key; None for a student's own file, whose code is not shown), and the verdict as the page
+    reveals it (a sample's at the step where it goes wrong or at the end). No path of the machine is in it."""
+    import html
+
+    from explorer.classroom.views import ClassView
+    from ..kit.code_panel import font_px, to_html
+    from ..kit.figures import laptop_still
+    own = sample is None
+    esc = html.escape
+    view = ClassView("Your_HW2_code", "Your HW2 code", f"<h4>{esc(gv.title)} · step {int(step)} of {gv.n_frames}</h4>")
+    sides = (gv.engine, gv.student)
+    ks = [min(step, side.n_frames) - 1 if side else 0 for side in sides]
+    graphs = [{"kind": "plot", "figure": laptop_still(side.figure, k)} if side is not None else
+              {"kind": "html", "html": f"<p><b>{esc(label)}</b></p><p class='adx-error'>{esc(gv.verdict.headline)}</p>"}
+              for side, k in zip(sides, ks)]
+    view.add_row(graphs, [1, 1])
+    view.add_row([{"kind": "html", "html": "" if side is None else (
+        f"<p><b>{esc(side.label)}</b> · Step {k + 1} of {side.n_frames} · {esc(side.frameset.frames[k].phase)}: "
+        f"{esc(side.frameset.frames[k].caption)}</p>")} for side, k in zip(sides, ks)], [1, 1])
+    aside: list[dict] = []
+    notes: list[str] = []
+    k = ks[1]
+    if not own:
+        if gv.student is not None:
+            aside.append({"kind": "html", "html": "<p><b>The sample's code at this step</b> — the lines that did its "
+                                                  "work are lit</p>"})
+            aside.append({"kind": "html", "html": to_html([sample_code_block(sample, gv.student, k)], font_px(False),
+                                                          test_id="code-sample")})
+        aside.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(SAMPLE_SIDES_NOTE)} {esc(SAMPLE_NOTE)}</p>"})
+    if gv.student is not None:
+        last = k == gv.student.n_frames - 1
+        if gv.wrong_frame is not None and k >= gv.wrong_frame:
+            notes.append(f"<p class='adx-error'><b>{esc(gv.wrong_text)}</b></p>")
+        elif gv.wrong_frame is not None and own:
+            notes.append(f"<p class='adx-caption'>Watch step {gv.wrong_frame + 1}: your first wrong node is marked "
+                         "there.</p>")
+        if own or last or (gv.wrong_frame is not None and k >= gv.wrong_frame):
+            mark = "✔ " if gv.verdict.right else "~ " if gv.verdict.kind == "warning" else "✘ "
+            notes.append(f"<p>{esc(mark + gv.verdict.headline)}</p>")
+        if last and gv.verdict.details:
+            notes.append("<ul>" + "".join(f"<li>{esc(d)}</li>" for d in gv.verdict.details) + "</ul>")
+    view.add_row([{"kind": "column", "blocks": aside}, {"kind": "html", "html": "".join(notes)}], [1, 1])
+    return view
+
+
+def walkthrough(gv: GraphView, label: str, sample: str | None = None) -> str:
+    """Both orders' steps on one graph in one self-contained HTML file (:func:`explorer.kit.export_html.
+    walkthrough_html`); ``sample`` as in :func:`step_class_view`."""
+    from ..kit.export_html import walkthrough_html
+    views = [step_class_view(gv, k, label, sample) for k in range(1, max(gv.n_frames, 1) + 1)]
+    return walkthrough_html(f"Your HW2 code: {label} on {gv.title}", views)

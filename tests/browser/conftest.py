@@ -1,11 +1,21 @@
 """Real-browser harness: one `streamlit run app/Home.py` per test session, Debian Chromium via Playwright.
 
 Fixtures:
-    app_url   base URL of the running app (session scope); pages are at ``{app_url}/<Page_name>``.
+    app_url   base URL of the running app (session scope: one server for the whole run, started once);
+              pages are at ``{app_url}/<Page_name>``.
     browser   a headless Chromium (session scope).
-    page      a fresh Playwright page in a new browser context (per test).
+    page      a fresh Playwright page in a new browser context (per test); ``new_page(**context_args)``
+              opens more (the same timeout, closed after the test, photographed if it fails).
     shot      ``shot(page, name)`` saves ``test-output/screenshots/<name>.png`` and returns the path.
     wait_idle ``wait_idle(page)`` waits until Streamlit has finished running the script.
+
+Tests wait for conditions, never for the clock (issue 35: under a class's load, fixed waits failed 8 of 9
+tests): Playwright's ``expect(...)`` and locators auto-wait, :func:`wait_idle` waits until the app is idle
+and stays so, :func:`wait_stable` until a value read in the page has stopped changing, :func:`wait_until`
+until a condition read in Python holds. Each waits up to one generous overall timeout,
+``$AUTODIFF_BROWSER_TIMEOUT_S`` (default :data:`DEFAULT_TIMEOUT_S`); on a quiet machine none of them waits
+longer than its condition takes. A test that fails leaves a screenshot of each of its pages in
+``test-output/failures/``.
 
 Everything here is skipped cleanly when Playwright's Python package or /usr/bin/chromium is missing.
 """
@@ -13,18 +23,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
-import time
+import threading
 import urllib.request
 from pathlib import Path
 
 import pytest
+from browser_kit import TIMEOUT_MS, TIMEOUT_S, wait_idle as _wait_idle, wait_stable   # tests/browser is on the path
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "test-output" / "screenshots"
+FAILURES = ROOT / "test-output" / "failures"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -58,19 +71,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"streamlit did not become healthy at {url} within {timeout:.0f} s")
+def _wait_serving(url: str, proc: subprocess.Popen, log: Path, timeout: float = TIMEOUT_S) -> None:
+    """Wait until Streamlit says it serves (its output, copied to ``log`` line by line as it comes), then check
+    its health endpoint once; no polling."""
+    serving, lines = threading.Event(), []
+
+    def copy() -> None:
+        with open(log, "ab") as out:
+            for line in proc.stdout:
+                out.write(line)
+                out.flush()
+                lines.append(line)
+                if b"URL: http" in line or b"can now view" in line:
+                    serving.set()
+        serving.set()   # the output ended: the server exited (checked below)
+
+    threading.Thread(target=copy, daemon=True).start()
+    if not serving.wait(timeout):
+        raise TimeoutError(f"streamlit did not start serving at {url} within {timeout:.0f} s")
+    if proc.poll() is not None:
+        raise RuntimeError(f"streamlit exited early with code {proc.returncode}: {b''.join(lines[-20:])!r}")
+    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=timeout) as r:
+        assert r.status == 200, r.status
 
 
 @contextlib.contextmanager
@@ -91,11 +113,11 @@ def streamlit_server(script: str | Path, log: Path, extra_env: dict[str, str] | 
     env.update(extra_env or {})
     for name in drop_env:
         env.pop(name, None)
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+    log.write_bytes(b"")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_health(url, proc)
+        _wait_serving(url, proc, log)
         yield url
     finally:
         proc.terminate()
@@ -139,38 +161,51 @@ def browser():
             b.close()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item, so that fixtures can tell a failed test when they close."""
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, f"rep_{rep.when}", rep)
+
+
+def _photograph_failure(request, pages) -> None:
+    rep = getattr(request.node, "rep_call", None)
+    if rep is None or not rep.failed:
+        return
+    FAILURES.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^\w.-]+", "_", request.node.nodeid.split("::", 1)[-1])[:150]
+    for i, pg in enumerate(pages):
+        with contextlib.suppress(Exception):   # a page that crashed has no picture to give; the test failed anyway
+            pg.screenshot(path=str(FAILURES / f"{name}{'_' + str(i) if i else ''}.png"), full_page=True,
+                          timeout=30_000)
+
+
 @pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = context.new_page()
-    pg.set_default_timeout(30_000)
+def new_page(browser, request):
+    """``new_page(**context_args)``: a page in a new browser context with the overall timeout; every page opened
+    is closed after the test and photographed into ``test-output/failures/`` when the test failed."""
+    opened: list = []
+
+    def open_one(**context_args):
+        context_args.setdefault("viewport", {"width": 1400, "height": 1000})
+        context = browser.new_context(**context_args)
+        pg = context.new_page()
+        pg.set_default_timeout(TIMEOUT_MS)
+        opened.append((context, pg))
+        return pg
+
     try:
-        yield pg
+        yield open_one
     finally:
-        context.close()
+        _photograph_failure(request, [pg for _, pg in opened])
+        for context, _ in opened:
+            context.close()
 
 
-def _wait_idle(pg, timeout: float = 30.0) -> None:
-    """Wait until the app has rendered and no script run is in progress."""
-    pg.wait_for_selector('[data-testid="stApp"]', timeout=timeout * 1000)
-    deadline = time.monotonic() + timeout
-    quiet_since = None
-    while time.monotonic() < deadline:
-        # the status widget is hidden in presentation mode: the app's own script state says it too
-        running = pg.evaluate("""() => { const a = document.querySelector('[data-testid="stApp"]');
-                                         const s = a && a.getAttribute('data-test-script-state');
-                                         return Boolean(s) && s !== 'notRunning'; }""") or (
-            pg.locator('[data-testid="stStatusWidget"]').count() > 0 and
-            pg.locator('[data-testid="stStatusWidget"]').first.is_visible())
-        stale = pg.locator('[data-stale="true"], [data-testid="stSkeleton"]').count() > 0
-        if not running and not stale:
-            quiet_since = quiet_since or time.monotonic()
-            if time.monotonic() - quiet_since > 0.6:  # stays quiet: no rerun queued right after
-                return
-        else:
-            quiet_since = None
-        pg.wait_for_timeout(100)
-    raise TimeoutError("Streamlit kept running for %.0f s" % timeout)
+@pytest.fixture
+def page(new_page):
+    return new_page()
 
 
 @pytest.fixture
@@ -192,7 +227,7 @@ def shot():
         tall = min(max(int(height), size["height"]), 8000)
         if tall > size["height"]:
             pg.set_viewport_size({"width": size["width"], "height": tall})
-            pg.wait_for_timeout(400)  # let charts re-layout
+            wait_stable(pg)  # the charts re-laid out at the new size
         try:
             pg.screenshot(path=str(path), full_page=True)
         finally:

@@ -29,8 +29,11 @@ def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle,
     assert any("node.chain_rule(adjoint)" in t for t in texts)
     assert any("prev + contribution" in t and "×2" in t for t in texts)
     assert not any("observer" in t for t in texts)
+    # slide 27's backward_pass: the output's step starts from outgrads = {end_node: g}; f sends to x1 and x6
     lecture = page.locator('[data-testid="code-lecture"] .l.hl').all_inner_texts()
-    assert any("bar.get(u, 0) + contribution" in t for t in lecture)
+    assert any("outgrads = {end_node: g}" in t for t in lecture)
+    assert any("add_outgrads(" in t and "×2" in t for t in lecture)
+    assert page.get_by_test_id("code-panel-heading").inner_text() == "The engine's own code (what ran), not the slide's"
     shot(page, "code_panel_step7")
 
     page.get_by_role("button", name="Step").click()
@@ -48,4 +51,4 @@ def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle,
     assert any("self.grad =" in t for t in highlighted)
     assert any("node.accumulate_derivative(adjoint)" in t for t in highlighted)  # the walk's own line
     lecture = page.locator('[data-testid="code-lecture"] .l.hl').all_inner_texts()
-    assert any("v.grad += bar[v]" in t for t in lecture)
+    assert len(lecture) == 1 and "outgrad = outgrads.pop(node)" in lecture[0]  # a leaf: its gradient is what it pops

@@ -9,6 +9,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from browser_kit import TIMEOUT_MS
 
 from pathlib import Path
 
@@ -46,8 +47,8 @@ def test_internal_error_shows_no_path_traceback_or_source(browser, broken_app_ur
     pg = context.new_page()
     try:
         pg.goto(url)
-        wait_idle(pg, timeout=60)
-        pg.wait_for_selector('[data-testid="stException"], [data-testid="stAlert"]', timeout=30_000)
+        wait_idle(pg)
+        pg.wait_for_selector('[data-testid="stException"], [data-testid="stAlert"]', timeout=TIMEOUT_MS)
         shot(pg, "internal_error_redacted")
         html = pg.content()
         text = pg.inner_text("body")

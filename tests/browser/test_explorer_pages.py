@@ -11,6 +11,8 @@ try:
 except ImportError:  # the harness skips these tests
     expect = None
 
+from browser_kit import wait_stable
+
 pytestmark = pytest.mark.browser
 
 
@@ -75,7 +77,6 @@ def test_explorer_step_keys_type_and_table(page, app_url, wait_idle, shot):
     shot(page, "explorer_table")
 
     page.get_by_role("tab", name="Graph and gradient graph").click()
-    page.wait_for_timeout(500)
     svg_nodes = page.locator('[data-testid="stGraphVizChart"] svg g.node')
     svg_nodes.first.wait_for()
     assert svg_nodes.count() >= 4
@@ -124,6 +125,15 @@ def test_other_pages_draw(page, app_url, wait_idle, shot, path, name, expect):
     shot(page, name)
 
 
+# a step after ``last`` is on screen and its run has ended
+LATER_STEP_JS = """(last) => {
+  const head = [...document.querySelectorAll('[data-testid="stMain"] h4')].find(h => /^Step \\d+ of \\d+/.test(h.innerText));
+  const app = document.querySelector('[data-testid="stApp"]');
+  return Boolean(head) && parseInt(head.innerText.match(/^Step (\\d+)/)[1]) > last
+         && app.getAttribute('data-test-script-state') === 'notRunning' && !document.querySelector('[data-stale="true"]');
+}"""
+
+
 # one consistent reading of header, caption, the graph's texts, contribution table, slider and URL
 SNAPSHOT_JS = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
@@ -148,21 +158,13 @@ def test_play_moves_header_table_graph_and_link_together(page, app_url, wait_idl
     page.get_by_role("option", name=re.compile(r"^slow")).click()
     wait_idle(page)
     page.get_by_role("button", name=re.compile(r"\bPlay\b")).click()
-    seen = {}
-    for _ in range(120):
-        page.wait_for_timeout(150)
+    seen, last = {}, 9
+    while last < 14:
+        # a later step's run has ended; then the browser finishes drawing it (Plotly, the slider's thumb):
+        # everything on screen must show the same step
+        page.wait_for_function(LATER_STEP_JS, arg=last, polling=50)
+        wait_stable(page, f"({SNAPSHOT_JS})()", quiet_ms=300)
         snap = page.evaluate(SNAPSHOT_JS)
-        if snap["running"] != "notRunning" or page.locator('[data-stale="true"]').count():
-            continue
-        # the run has ended: let the browser finish drawing it (Plotly, the slider's thumb) until two
-        # readings 200 ms apart agree, then everything on screen must show the same step
-        prev = None
-        for _ in range(6):
-            page.wait_for_timeout(200)
-            snap = page.evaluate(SNAPSHOT_JS)
-            if snap == prev:
-                break
-            prev = snap
         if snap["running"] != "notRunning":
             continue
         m = re.match(r"Step (\d+) of 14", snap["header"])
@@ -179,11 +181,10 @@ def test_play_moves_header_table_graph_and_link_together(page, app_url, wait_idl
         if k < 14:  # a backward step: the table lists exactly the contributions the caption describes
             rows = {ln.split("\t")[0].strip() for ln in snap["table"].splitlines()[1:] if "→" in ln}
             assert rows == set(re.findall(r"\w+ → \w+", caption)), snap
-        seen[k] = snap
-        if k == 14:
-            break
-    assert len(seen) >= 4 and max(seen) == 14, sorted(seen)  # it played on, through the backward pass
-    page.wait_for_timeout(1500)
+        seen[k], last = snap, max(last, k)
+    # it played on, through the backward pass (under load Play may skip a step to keep its pace)
+    assert len(seen) >= 2 and max(seen) == 14, sorted(seen)
+    expect(page.get_by_role("button", name=re.compile(r"\bPlay\b"))).to_be_visible()   # it stopped by itself
     wait_idle(page)
     assert step_header(page).startswith("Step 14 of 14")  # Play stopped at the last step and stays there
     assert "step=14" in page.url and page.get_by_role("button", name=re.compile(r"\bPlay\b")).count() == 1
@@ -193,12 +194,15 @@ def test_play_moves_header_table_graph_and_link_together(page, app_url, wait_idl
 def test_pause_keeps_the_step_play_reached(page, app_url, wait_idle):
     goto(page, f"{app_url}/Expression_explorer", wait_idle)
     page.get_by_role("button", name=re.compile(r"\bPlay\b")).click()
-    page.wait_for_timeout(2600)
+    page.wait_for_function(LATER_STEP_JS, arg=2, polling=50)      # Play has moved on past step 2
     page.get_by_role("button", name=re.compile(r"\bPause\b")).click()
+    expect(page.get_by_role("button", name=re.compile(r"\bPlay\b"))).to_be_visible()   # the timer is gone
     wait_idle(page)
     reached = step_header(page)
     k = int(re.match(r"Step (\d+)", reached).group(1))
-    assert 2 <= k < 14
-    page.wait_for_timeout(2000)
+    assert 3 <= k < 14
+    # nothing moves it on: the header and the link keep the step while the page stays idle (2 s)
+    wait_stable(page, "[document.querySelector('[data-testid=\"stMain\"] h4')?.innerText, location.search]",
+                quiet_ms=2000)
     wait_idle(page)
     assert step_header(page) == reached and f"step={k}" in page.url

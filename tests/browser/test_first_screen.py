@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from browser_kit import TIMEOUT_MS, wait_drawn, wait_stable
 
 pytestmark = pytest.mark.browser
 
@@ -54,7 +55,7 @@ FIRST_SCREEN = {
     # side by side, so every "sent to" line is on the first screen beside the graph
     "Network_explorer?net=hw2&step=18": [
         ("graphs", 1), ("caption", r"^Step 18 of \d+ · backward"), ("text", r"^This step$"),
-        ("text", r"^VJP: x̄ = Ḡ W,  W̄ = Ḡᵀ x,  b̄ = Σ_rows Ḡ$"), ("text", r"^→ sent to dropout#12"),
+        ("text", r"^VJP: x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
         ("text", r"^→ sent to fc2\.weight"), ("text", r"^→ sent to fc2\.bias"), ("buttons", STEP_BUTTONS)],
     "Network_explorer?step=30&level=layer": [
         ("graphs", 2), ("caption", r"^Step 30 of \d+ · backward"), ("text", r"^This step$"),
@@ -87,22 +88,15 @@ FIRST_SCREEN = {
 
 
 @pytest.fixture(params=SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def screen(request, browser):
+def screen(request, new_page):
     w, h = request.param
-    context = browser.new_context(viewport={"width": w, "height": h})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    try:
-        yield pg, w, h
-    finally:
-        context.close()
+    return new_page(viewport={"width": w, "height": h}), w, h
 
 
 def open_presenting(pg, url: str, wait_idle) -> None:
     pg.goto(url)
-    wait_idle(pg, timeout=120)
-    pg.wait_for_timeout(600)  # charts draw after the script run ends
-    wait_idle(pg, timeout=120)
+    wait_drawn(pg)  # charts draw after the script run ends
+    wait_idle(pg)
 
 
 def named_boxes(pg, wants) -> list[tuple[str, dict | None, float | None]]:
@@ -213,52 +207,41 @@ def test_log_axes_tick_labels_do_not_overlap(big_page_1920, app_url, wait_idle, 
 
 
 @pytest.fixture
-def big_page_1920(browser):
-    context = browser.new_context(viewport={"width": 1920, "height": 1080})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    try:
-        yield pg
-    finally:
-        context.close()
+def big_page_1920(new_page):
+    return new_page(viewport={"width": 1920, "height": 1080})
 
 
-def test_sentiment_training_shows_curves_and_network_while_training(browser, app_url, wait_idle):
+def test_sentiment_training_shows_curves_and_network_while_training(new_page, app_url, wait_idle):
     """While a run trains, the settings fold away and the live curves and the network picture fill the first
     screen, at every projector size (one run, the window resized)."""
-    context = browser.new_context(viewport={"width": 1920, "height": 1080})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    try:
-        open_presenting(pg, f"{app_url}/Sentiment_training?present=1", wait_idle)
-        # the full SST-2 preset: minutes of training, so the checks below see a run still going (HW2's
-        # preset, compiled, can end within the seconds they take on a quiet machine: CI saw it end mid-test)
-        pg.get_by_role("button", name=re.compile(r"^\W*Full SST-2")).first.click()
-        pg.get_by_text(re.compile(r"epoch \d+ / \d+")).first.wait_for(timeout=120_000)
-        for w, h in SIZES:
-            pg.set_viewport_size({"width": w, "height": h})
-            pg.wait_for_timeout(1200)
-            main = pg.locator('[data-testid="stMain"]')
-            boxes = {"loss curve": main.locator('[data-testid="stVegaLiteChart"] svg').nth(0).bounding_box(),
-                     "accuracy curve": main.locator('[data-testid="stVegaLiteChart"] svg').nth(1).bounding_box(),
-                     "network": main.locator('[data-testid="stImage"] img, [data-testid="stGraphVizChart"] svg')
-                     .first.bounding_box(),
-                     "figures": main.get_by_text(re.compile(r"epoch \d+ / \d+")).first.bounding_box()}
-            for name, box in boxes.items():
-                assert box is not None and box["y"] + box["height"] <= h + 0.5 and box["y"] >= 0, \
-                    f"{name} at {w} x {h}: {box}"
-            settings = main.get_by_text(re.compile(r"^Learning rate$"))
-            assert settings.count() == 0 or not settings.first.is_visible()  # folded away
-        stop = main.get_by_role("button", name=re.compile(r"^\W*Stop")).first
-        # the run is still going: stop it, the server is shared with other tests (after a run, on a projector,
-        # Replay takes Stop's place: no Stop button to wait 60 s for)
-        if stop.count() and stop.is_enabled():
-            try:
-                stop.click(timeout=5_000)
-            except Exception:  # noqa: BLE001 - it ended between the check and the click
-                pass
-    finally:
-        context.close()
+    pg = new_page(viewport={"width": 1920, "height": 1080})
+    open_presenting(pg, f"{app_url}/Sentiment_training?present=1", wait_idle)
+    # the full SST-2 preset: minutes of training, so the checks below see a run still going (HW2's
+    # preset, compiled, can end within the seconds they take on a quiet machine: CI saw it end mid-test)
+    pg.get_by_role("button", name=re.compile(r"^\W*Full SST-2")).first.click()
+    pg.get_by_text(re.compile(r"epoch \d+ / \d+")).first.wait_for()
+    for w, h in SIZES:
+        pg.set_viewport_size({"width": w, "height": h})
+        wait_stable(pg)   # the curves and the network laid out at the new size
+        main = pg.locator('[data-testid="stMain"]')
+        boxes = {"loss curve": main.locator('[data-testid="stVegaLiteChart"] svg').nth(0).bounding_box(),
+                 "accuracy curve": main.locator('[data-testid="stVegaLiteChart"] svg').nth(1).bounding_box(),
+                 "network": main.locator('[data-testid="stImage"] img, [data-testid="stGraphVizChart"] svg')
+                 .first.bounding_box(),
+                 "figures": main.get_by_text(re.compile(r"epoch \d+ / \d+")).first.bounding_box()}
+        for name, box in boxes.items():
+            assert box is not None and box["y"] + box["height"] <= h + 0.5 and box["y"] >= 0, \
+                f"{name} at {w} x {h}: {box}"
+        settings = main.get_by_text(re.compile(r"^Learning rate$"))
+        assert settings.count() == 0 or not settings.first.is_visible()  # folded away
+    stop = main.get_by_role("button", name=re.compile(r"^\W*Stop")).first
+    # the run is still going: stop it, the server is shared with other tests (after a run, on a projector,
+    # Replay takes Stop's place: no Stop button to wait 60 s for)
+    if stop.count() and stop.is_enabled():
+        try:
+            stop.click(timeout=5_000)
+        except Exception:  # noqa: BLE001 - it ended between the check and the click
+            pass
 
 
 LIT_IN_VIEW_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(box => {
@@ -291,14 +274,13 @@ def test_the_code_panels_keep_the_lit_lines_in_view_as_steps_go(big_page_1920, a
     pg = big_page_1920
     open_presenting(pg, f"{app_url}/{path}&present=1", wait_idle)
     for _ in range(3):
-        # the panel scrolls itself once its script runs after the render: wait for it (10 s at most), then check
+        # the panel scrolls itself once its script runs after the render: wait for it, then check
         try:
             pg.wait_for_function("() => { const v = (" + LIT_IN_VIEW_JS + ")(); "
-                                 "return v.length > 0 && v.every(x => x !== false); }", timeout=10_000)
+                                 "return v.length > 0 && v.every(x => x !== false); }", timeout=TIMEOUT_MS)
         except Exception:  # noqa: BLE001 - the assertion below says what was wrong
             pass
         assert pg.evaluate(LIT_IN_VIEW_JS) and all(v is not False for v in pg.evaluate(LIT_IN_VIEW_JS))
         assert pg.evaluate(ROWS_WHOLE_JS) == []
         pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
-        wait_idle(pg, timeout=120)
-        pg.wait_for_timeout(800)
+        wait_drawn(pg)

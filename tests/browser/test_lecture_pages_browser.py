@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from browser_kit import TIMEOUT_MS
 
 pytestmark = pytest.mark.browser
 
@@ -13,11 +14,11 @@ PROJECTOR = {"width": 1920, "height": 1080}
 
 
 def _open(page, url, wait_idle, size, first: str = "Presentation mode"):
-    page.set_default_timeout(120_000)  # a shared, busy machine renders slowly
+    page.set_default_timeout(TIMEOUT_MS)
     page.set_viewport_size(size)
     page.goto(url)
     page.get_by_text(first).first.wait_for()
-    wait_idle(page, timeout=120)
+    wait_idle(page)
     return page.locator('[data-testid="stMain"]')
 
 
@@ -35,7 +36,7 @@ def _min_text_px(page) -> float:
 def _click(page, wait_idle, name):
     # a button's accessible name carries its icon and shortcut after the label ("Step chevron_right →")
     page.get_by_role("button", name=re.compile(rf"^{re.escape(name)}\b")).first.click()
-    wait_idle(page, timeout=120)
+    wait_idle(page)
 
 
 def test_learning_problem_steps_and_diverges(page, app_url, wait_idle, shot):
@@ -47,7 +48,7 @@ def test_learning_problem_steps_and_diverges(page, app_url, wait_idle, shot):
     assert page.locator(".js-plotly-plot .contour").count() >= 1
     shot(page, "lecture_learning_1400")
     page.get_by_role("button", name=re.compile(r"^divergent")).click()
-    wait_idle(page, timeout=120)
+    wait_idle(page)
     assert "divergent" in main.inner_text() and "lr=32" in page.url
     _open(page, f"{app_url}/Learning_problem?present=1&step=5", wait_idle, PROJECTOR)
     page.locator(".js-plotly-plot").first.wait_for()
@@ -89,8 +90,8 @@ def test_tensors_and_storage_view_error_and_backends(page, app_url, wait_idle, s
     text = main.inner_text()
     assert "ViewError" in text and "contiguous" in text and "[9, 12]" in text and "scatter_add" in text
     page.get_by_role("button", name="Run on every backend").click()
-    page.get_by_text(re.compile(r"× numpy's time")).first.wait_for(timeout=60_000)
-    wait_idle(page, timeout=120)
+    page.get_by_text(re.compile(r"× numpy's time")).first.wait_for(timeout=TIMEOUT_MS)
+    wait_idle(page)
     shot(page, "lecture_tensors_1400")
     _open(page, f"{app_url}/Tensors_and_storage?present=1&chain=x%5B1%3A%2C%20%3A%3A2%5D", wait_idle, PROJECTOR)
     page.locator(".js-plotly-plot").nth(1).wait_for()
@@ -105,11 +106,11 @@ def test_exercises_check_and_reveal(page, app_url, wait_idle, shot):
     page.get_by_label("∂f/∂x1 =").fill("4e")
     page.get_by_label("∂f/∂x2 =").fill("3")
     page.get_by_role("button", name="Check my answers").click()
-    wait_idle(page, timeout=120)
+    wait_idle(page)
     text = main.inner_text()
     assert "∂f/∂x1: correct: the engine gets 10.87" in text and "∂f/∂x2: not quite" in text
     page.get_by_text("Reveal the worked steps", exact=True).click()
-    wait_idle(page, timeout=120)
+    wait_idle(page)
     link = page.get_by_role("link", name=re.compile("Open Expression explorer"))
     assert "Expression_explorer?expr=" in link.get_attribute("href") and "reveal=1" in page.url
     shot(page, "lecture_exercises_1400")
@@ -138,7 +139,7 @@ def test_the_checkpointing_table_shows_every_header_whole(page, app_url, wait_id
     every header inside the main column and none of its text clipped."""
     _open(page, f"{app_url}/Forward_vs_reverse", wait_idle, NORMAL)
     page.get_by_text("Trading time for memory").first.scroll_into_view_if_needed()
-    page.get_by_text("max |Δ gradient| vs keep all").first.wait_for(timeout=180_000)
+    page.get_by_text("max |Δ gradient| vs keep all").first.wait_for(timeout=TIMEOUT_MS)
     heads = page.evaluate(HEADERS_JS, "max |Δ gradient| vs keep all")
     assert heads and {"policy", "peak during forward + backward (MB)", "max |Δ gradient| vs keep all"} <= \
         {h["text"].replace("\n", " ") for h in heads}, heads

@@ -114,19 +114,17 @@ def test_lecture_order_network_and_the_rnn_fan_out_row(page, app_url, wait_idle,
     frame, parts, total = fan_out_frame("rnn", "Wh")
     page.goto(f"{app_url}/Network_explorer?net=rnn&level=op&step={frame + 1}")   # 1-based, as the header
     wait_idle(page)
-    page.get_by_text("Fan-out sum at Wh: 3 contributions").wait_for(timeout=60_000)
+    page.get_by_text("Fan-out sum at Wh: 3 contributions").wait_for()
     text = main.inner_text()
     assert "Fan-out sum at Wh: 3 contributions" in text
     assert "0: the other factor h0 is all zeros" in text
     page.get_by_text("Fan-out sum at Wh: 3 contributions").scroll_into_view_if_needed()
-    titles: list[str] = []
-    for _ in range(40):   # the heatmaps draw once scrolled into view
-        titles = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+    titles_js = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
             .map(el => el.layout && el.layout.title ? String(el.layout.title.text) : '')
-            .filter(t => t.includes('· step') || t.includes('= sum'))""")
-        if len(titles) == 4:
-            break
-        page.wait_for_timeout(500)
+            .filter(t => t.includes('· step') || t.includes('= sum'))"""
+    # the heatmaps draw once scrolled into view
+    page.wait_for_function(f"() => ({titles_js})().length === 4", polling=100)
+    titles = page.evaluate(titles_js)
     assert len(titles) == 4 and len({re.sub("<[^>]+>", "", t).rsplit("±", 1)[1] for t in titles}) == 1, titles
     assert "tanh#" in graph_text(page)
     shot(page, "network_rnn_fan_out_row")
@@ -143,32 +141,25 @@ LEGEND_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"
 
 
 @pytest.mark.parametrize("present", [False, True], ids=["1400", "projector"])
-def test_the_memory_tab_reads_whole(browser, app_url, wait_idle, present):
+def test_the_memory_tab_reads_whole(new_page, app_url, wait_idle, present):
     """The memory tab: the sweeps' legends sit clear of the x tick labels (one covered a tick: "…0"), and the
     caption says how many kept tensors no VJP read, agreeing with the rows that say why."""
     size = {"width": 1920, "height": 1080} if present else {"width": 1400, "height": 900}
-    context = browser.new_context(viewport=size)
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    try:
-        page.goto(f"{app_url}/Network_explorer" + ("?present=1" if present else ""))
-        wait_idle(page, timeout=120)
-        page.get_by_role("tab", name="Memory kept for backward").click()
-        main = page.locator('[data-testid="stMain"]')
-        # logistic regression's Linear is one linear node that keeps x and the weight itself (a parameter):
-        # every kept tensor is read, and the caption says so (a transposed copy of the weight, kept for x's
-        # gradient and never read, was the unread row before; tests/test_network_explorer.py covers unread rows)
-        main.get_by_text(re.compile(r"Here every kept tensor was read")).first.wait_for()
-        if present:   # an HTML table there (on a laptop the rows are drawn on a canvas)
-            assert main.get_by_text(re.compile(r"^none: ")).count() == 0
-        main.get_by_text(re.compile(r"Here every kept tensor was read")).first.scroll_into_view_if_needed()
-        found = []
-        for _ in range(40):   # the charts draw once scrolled into view
-            found = page.evaluate(LEGEND_JS)
-            if len(found) == 2 and all(f["ticks"] for f in found):
-                break
-            page.wait_for_timeout(500)
-        assert len(found) == 2 and all(f["legend"] and f["ticks"] and not f["hit"] for f in found), found
-        assert "keeps only what its VJP reads" not in main.inner_text()
-    finally:
-        context.close()
+    page = new_page(viewport=size)
+    page.goto(f"{app_url}/Network_explorer" + ("?present=1" if present else ""))
+    wait_idle(page)
+    page.get_by_role("tab", name="Memory kept for backward").click()
+    main = page.locator('[data-testid="stMain"]')
+    # logistic regression's Linear is one linear node that keeps x and the weight itself (a parameter):
+    # every kept tensor is read, and the caption says so (a transposed copy of the weight, kept for x's
+    # gradient and never read, was the unread row before; tests/test_network_explorer.py covers unread rows)
+    main.get_by_text(re.compile(r"Here every kept tensor was read")).first.wait_for()
+    if present:   # an HTML table there (on a laptop the rows are drawn on a canvas)
+        assert main.get_by_text(re.compile(r"^none: ")).count() == 0
+    main.get_by_text(re.compile(r"Here every kept tensor was read")).first.scroll_into_view_if_needed()
+    # the charts draw once scrolled into view
+    page.wait_for_function(f"() => {{ const f = ({LEGEND_JS})(); return f.length === 2 && f.every(x => x.ticks); }}",
+                           polling=100)
+    found = page.evaluate(LEGEND_JS)
+    assert len(found) == 2 and all(f["legend"] and f["ticks"] and not f["hit"] for f in found), found
+    assert "keeps only what its VJP reads" not in main.inner_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from browser_kit import wait_drawn, wait_stable
 
 pytestmark = pytest.mark.browser
 
@@ -66,30 +67,23 @@ STEP_BUTTONS = ("Start", "Back", "Play", "Step", "End")
 
 
 @pytest.fixture
-def big_page(browser):
-    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    try:
-        yield pg
-    finally:
-        context.close()
+def big_page(new_page):
+    return new_page(viewport={"width": WIDTH, "height": HEIGHT})
 
 
 def open_presenting(pg, url: str, wait_idle) -> None:
     pg.goto(url)
-    wait_idle(pg, timeout=90)
-    pg.wait_for_timeout(500)  # charts draw after the script run ends
-    wait_idle(pg, timeout=90)
+    wait_drawn(pg)  # charts draw after the script run ends
+    wait_idle(pg)
 
 
 def small_texts(pg, wait_idle) -> list[dict]:
     """Texts below the floor once the page has settled (a chart redrawn as its tab or column is laid out
-    can show Plotly's defaults for a moment: measure again after a pause before calling it a failure)."""
+    can show Plotly's defaults for a moment: the reading must have stopped changing before it counts)."""
     small = pg.evaluate(SMALL_TEXT_JS, MIN_PX)
     if small:
-        pg.wait_for_timeout(1500)
-        wait_idle(pg, timeout=90)
+        wait_idle(pg)
+        wait_stable(pg, f"({SMALL_TEXT_JS})({MIN_PX})", quiet_ms=1000)
         small = pg.evaluate(SMALL_TEXT_JS, MIN_PX)
     return small
 
@@ -135,7 +129,7 @@ def test_presentation_stepped_moments_keep_large_text(big_page, app_url, wait_id
         open_presenting(big_page, f"{app_url}/{url}", wait_idle)
         if "relu" in url:
             big_page.get_by_role("tab", name="Table of nodes").click()
-            big_page.wait_for_timeout(300)
+            wait_drawn(big_page)
         small = small_texts(big_page, wait_idle)
         assert small == [], f"{url}: {small[:10]}"
 
@@ -146,8 +140,9 @@ def test_keyboard_steps_right_after_a_preset_is_chosen(big_page, app_url, wait_i
     combo.click()
     big_page.get_by_role("option", name=re.compile(r"^x·x·x")).click()
     wait_idle(big_page)
-    big_page.wait_for_timeout(300)
-    assert big_page.evaluate("document.activeElement === document.body || document.activeElement === null")
+    focus = "document.activeElement === document.body || document.activeElement === null"
+    wait_stable(big_page, focus, quiet_ms=300)   # the preset's run has given the focus back, and keeps it there
+    assert big_page.evaluate(focus)
     header = big_page.get_by_text(re.compile(r"^Step \d+ of \d+")).first
     assert header.inner_text().startswith("Step 1 of")
     big_page.keyboard.press("ArrowRight")  # no click on the page first

@@ -3,9 +3,9 @@ sessions at once, your own data uploaded (good and malformed), two runs overlaid
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
+from browser_kit import TIMEOUT_MS, wait_stable, wait_until as kit_wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -70,13 +70,12 @@ def progress_text(page) -> str:
     return page.evaluate(PROGRESS_TEXT)
 
 
-def wait_until(page, cond, timeout=60.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        page.wait_for_timeout(200)
-    raise AssertionError(f"timed out waiting for {what}; progress: {progress_text(page)!r}")
+def wait_until(page, cond, what="condition"):
+    """``cond()`` holds, within the overall timeout; a failure quotes the progress line."""
+    try:
+        kit_wait_until(page, cond, what)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; progress: {progress_text(page)!r}") from None
 
 
 def ink(page, title: str) -> int:
@@ -105,25 +104,27 @@ def test_start_watch_the_curve_grow_and_stop(page, app_url, wait_idle, shot):
     assert re.search(r"examples/s", progress_text(page))
     # the progress line and the run's figures (epochs done, loss, accuracy) are one element, from one snapshot:
     # they never drift apart (figures in a row under the curves were painted a poll later)
-    for _ in range(5):
+    for _ in range(5):   # five successive readings, each a new update of the line
         shown = progress_text(page)
         running, done = re.match(r"Epoch (\d+)/", shown), re.search(r"\nepoch (\d+) / 3000 · train loss", shown)
         assert running and done and int(running.group(1)) - int(done.group(1)) in (0, 1), shown
-        page.wait_for_timeout(700)
+        wait_until(page, lambda shown=shown: progress_text(page) != shown, what="the next progress update")
     assert re.search(r"\nepoch \d+ / 3000 · train loss [\d.]+ · validation accuracy [\d.]+% · best [\d.]+%$",
                      progress_text(page)), progress_text(page)
     # the page stays responsive while training: the Pause button answers at once
     press(page, "Pause")
-    wait_until(page, lambda: "paused" in progress_text(page), timeout=20, what="pause")
-    page.wait_for_timeout(1500)   # the worker process pauses between batches; what it sent before still arrives
+    wait_until(page, lambda: "paused" in progress_text(page), what="pause")
+    # the worker process pauses between batches; what it sent before still arrives: the epoch settles
+    epoch_js = f"(({PROGRESS_TEXT})().match(/^Epoch (\\d+)\\//) || [])[1]"
+    wait_stable(page, epoch_js, quiet_ms=1500)
     held = epoch_shown(page)
-    page.wait_for_timeout(2000)
-    assert epoch_shown(page) == held and "paused" in progress_text(page)  # nothing trains while paused
+    wait_stable(page, epoch_js, quiet_ms=2000)   # and stays: the page polls on, nothing trains while paused
+    assert epoch_shown(page) == held and "paused" in progress_text(page)
     shot(page, "sentiment_paused")
     press(page, "Resume")
-    wait_until(page, lambda: "paused" not in progress_text(page), timeout=20, what="resume")
+    wait_until(page, lambda: "paused" not in progress_text(page), what="resume")
     press(page, "Stop")
-    wait_until(page, lambda: progress_text(page).startswith("Stopped after"), timeout=30, what="stop")
+    wait_until(page, lambda: progress_text(page).startswith("Stopped after"), what="stop")
     wait_idle(page)
     main = page.locator('[data-testid="stMain"]')
     assert "Validation sentences" in main.inner_text()
@@ -136,7 +137,7 @@ def test_two_browser_sessions_train_at_once(browser, app_url, wait_idle, shot):
     try:
         pages = [c.new_page() for c in contexts]
         for pg in pages:
-            pg.set_default_timeout(30_000)
+            pg.set_default_timeout(TIMEOUT_MS)
             open_page(pg, app_url, wait_idle)
             set_number(pg, "Epochs", 3000, wait_idle)
         set_number(pages[1], "Seed", 7, wait_idle)
@@ -146,7 +147,7 @@ def test_two_browser_sessions_train_at_once(browser, app_url, wait_idle, shot):
             wait_until(pg, lambda pg=pg: loss_points(pg) > 5, what="both sessions to train")
         # stopping one session's training leaves the other running
         press(pages[0], "Stop")
-        wait_until(pages[0], lambda: progress_text(pages[0]).startswith("Stopped after"), timeout=30, what="stop A")
+        wait_until(pages[0], lambda: progress_text(pages[0]).startswith("Stopped after"), what="stop A")
         stopped_at = progress_text(pages[0])
         before = epoch_shown(pages[1])
         wait_until(pages[1], lambda: epoch_shown(pages[1]) > before + 2, what="B to keep training")
@@ -154,7 +155,7 @@ def test_two_browser_sessions_train_at_once(browser, app_url, wait_idle, shot):
         assert progress_text(pages[1]).startswith("Epoch")
         shot(pages[1], "sentiment_second_session")
         press(pages[1], "Stop")
-        wait_until(pages[1], lambda: progress_text(pages[1]).startswith("Stopped after"), timeout=30, what="stop B")
+        wait_until(pages[1], lambda: progress_text(pages[1]).startswith("Stopped after"), what="stop B")
     finally:
         for c in contexts:
             c.close()
@@ -164,7 +165,7 @@ def test_the_look_inside_updates_while_training(page, app_url, wait_idle, shot):
     """lr 0.25 (one click): the dead-ReLU chart and the network drawn with live numbers keep changing."""
     open_page(page, app_url, wait_idle)
     press(page, "HW2 with lr 0.25: watch the ReLUs die")
-    wait_until(page, lambda: ink(page, "dead ReLU units") > 0, timeout=90, what="the look inside")
+    wait_until(page, lambda: ink(page, "dead ReLU units") > 0, what="the look inside")
     main = page.locator(MAIN)
     units_title = main.get_by_text(re.compile(r"^Hidden units (in|after) epoch \d+"))
     first_ink, first_title = ink(page, "dead ReLU units"), units_title.inner_text()
@@ -172,10 +173,10 @@ def test_the_look_inside_updates_while_training(page, app_url, wait_idle, shot):
     # the compiled step trains the 250 epochs in seconds, and once every ReLU is dead the drawn numbers stop
     # changing: every drawing of the network is collected from the first look on
     drawings = {network.get_attribute("src")}
-    wait_until(page, lambda: drawings.add(network.get_attribute("src")) or len(drawings) > 1, timeout=60,
+    wait_until(page, lambda: drawings.add(network.get_attribute("src")) or len(drawings) > 1,
                what="the network redrawn with new numbers")
     wait_until(page, lambda: ink(page, "dead ReLU units") > first_ink
-               and units_title.inner_text() != first_title, timeout=60,
+               and units_title.inner_text() != first_title,
                what="the look inside to update")
     assert ink(page, "weight norm ‖W‖") > 0 and ink(page, "update / weight ‖ΔW‖/‖W‖") > 0
     assert re.search(r"\d+ of 32 dead", main.inner_text())
@@ -183,7 +184,7 @@ def test_the_look_inside_updates_while_training(page, app_url, wait_idle, shot):
     stop = main.get_by_role("button", name=re.compile("Stop$"))
     if stop.count() and not progress_text(page).startswith("Finished after"):  # it may have finished by now
         stop.first.dispatch_event("click")
-    wait_until(page, lambda: progress_text(page).startswith(("Stopped after", "Finished after")), timeout=30,
+    wait_until(page, lambda: progress_text(page).startswith(("Stopped after", "Finished after")),
                what="stop")
 
 
@@ -198,7 +199,7 @@ def test_upload_malformed_then_good_file_and_train_on_it(page, app_url, wait_idl
     uploader.set_input_files(str(bad))
     wait_idle(page)
     main = page.locator(MAIN)
-    wait_until(page, lambda: "Not accepted" in main.inner_text(), timeout=30, what="the error")
+    wait_until(page, lambda: "Not accepted" in main.inner_text(), what="the error")
     text = main.inner_text()
     assert "reviews_bad.csv, line 3" in text and "maybe" in text
     shot(page, "sentiment_upload_malformed")
@@ -208,12 +209,12 @@ def test_upload_malformed_then_good_file_and_train_on_it(page, app_url, wait_idl
     good.write_text("\n".join(f"{s}\t{y}" for s, y in rows) + "\n")
     uploader.set_input_files(str(good))
     wait_idle(page)
-    wait_until(page, lambda: "8 training sentences from reviews.tsv" in main.inner_text(), timeout=30,
+    wait_until(page, lambda: "8 training sentences from reviews.tsv" in main.inner_text(),
                what="the upload to be accepted")
     assert "Not accepted" not in main.inner_text()
     set_number(page, "Epochs", 3, wait_idle)
     press(page, "Start training")
-    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), timeout=90, what="training")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), what="training")
     wait_idle(page)
     assert "8 training / 2 validation sentences" in main.inner_text()
     assert "best checkpoint: epoch" in main.inner_text()
@@ -224,14 +225,14 @@ def test_two_runs_overlaid(page, app_url, wait_idle, shot):
     open_page(page, app_url, wait_idle)
     set_number(page, "Epochs", 3, wait_idle)
     press(page, "Start training")
-    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), timeout=90, what="run 1")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), what="run 1")
     wait_idle(page)
     set_number(page, "Learning rate", 0.1, wait_idle)
     press(page, "Start training")
-    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), timeout=90, what="run 2")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), what="run 2")
     wait_idle(page)
     main = page.locator(MAIN)
-    wait_until(page, lambda: "Compare runs (2 kept" in main.inner_text(), timeout=30, what="the comparison")
+    wait_until(page, lambda: "Compare runs (2 kept" in main.inner_text(), what="the comparison")
     names = page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
         .filter(el => el.layout && el.layout.title && String(el.layout.title.text).includes('2 runs'))
         .map(el => el.data.map(t => t.name))""")
@@ -247,44 +248,68 @@ LEGEND_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data
       return {text: t.textContent, left: r.left - b.left, right: b.right - r.right}; }); })"""
 
 
-def test_hw2_preset_at_1400_no_tooltip_left_open_curves_on_the_first_screen_legends_whole(browser, app_url, wait_idle,
+def test_hw2_preset_at_1400_no_tooltip_left_open_curves_on_the_first_screen_legends_whole(new_page, app_url, wait_idle,
                                                                                             shot):
     """The lecturer's walkthrough at 1400 x 900: after the HW2 preset's click no tooltip stays open over the page
     (the pointer rests on the button), the curves start on the first screen (the settings fold away) and no
     legend name is cut ("best validation so fa…")."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(30_000)
-    try:
-        open_page(pg, app_url, wait_idle)
-        main = pg.locator(MAIN)
-        tooltip = pg.locator('[data-testid="stTooltipContent"]')
-        # the check can fail: a widget with help shows its tooltip under the pointer
-        main.locator('[data-testid="stTooltipIcon"]:visible').first.hover()
-        tooltip.first.wait_for(state="visible", timeout=10_000)
-        preset = main.get_by_role("button", name=re.compile(r"^\W*HW2: 450"))
-        preset.hover()
-        pg.wait_for_timeout(1500)
-        assert not (tooltip.count() and tooltip.first.is_visible()), tooltip.first.inner_text()
-        preset.click()
-        wait_until(pg, lambda: progress_text(pg).startswith("Finished after"), timeout=240, what="HW2's run")
-        wait_idle(pg)
-        pg.wait_for_timeout(1500)
-        assert not (tooltip.count() and tooltip.first.is_visible()), tooltip.first.inner_text()
-        assert not main.get_by_label("Learning rate", exact=True).is_visible()   # folded away
-        charts = main.locator('[data-testid="stVegaLiteChart"] svg')
-        for i in range(2):
-            box = charts.nth(i).bounding_box()
-            assert box is not None and 0 <= box["y"] and box["y"] + 0.6 * box["height"] <= 900, (i, box)
-        legends = pg.evaluate(LEGEND_JS)
-        assert {"training", "validation", "best validation"} <= {t["text"] for t in legends[1]}, legends[1]
-        cut = [t for chart in legends[:2] for t in chart if t["left"] < -0.5 or t["right"] < -0.5
-               or t["text"].endswith("…")]
-        assert not cut, cut
-        text = main.inner_text()
-        assert re.search(r"Hidden units (in epoch \d+, after batch \d+ of \d+|after epoch \d+): ", text)
-        assert re.search(r"(\d+) distinct words have no GloVe vector and share one fixed random vector: (\d+) "
-                         r"occurrences, (\d+) in the training and (\d+) in the validation sentences", text)
-        shot(pg, "sentiment_hw2_1400x900")
-    finally:
-        context.close()
+    pg = new_page(viewport={"width": 1400, "height": 900})   # closed (and photographed if it fails) by the fixture
+    open_page(pg, app_url, wait_idle)
+    main = pg.locator(MAIN)
+    tooltip = pg.locator('[data-testid="stTooltipContent"]')
+    # the check can fail: a widget with help shows its tooltip under the pointer
+    main.locator('[data-testid="stTooltipIcon"]:visible').first.hover()
+    tooltip.first.wait_for(state="visible", timeout=TIMEOUT_MS)
+    preset = main.get_by_role("button", name=re.compile(r"^\W*HW2: 450"))
+    preset.hover()
+    open_tip = "Boolean([...document.querySelectorAll('[data-testid=\"stTooltipContent\"]')].find(t => t.offsetParent))"
+    wait_stable(pg, open_tip, quiet_ms=1500)   # a tooltip would open after its delay: the reading must hold
+    assert not (tooltip.count() and tooltip.first.is_visible()), tooltip.first.inner_text()
+    preset.click()
+    wait_until(pg, lambda: progress_text(pg).startswith("Finished after"), what="HW2's run")
+    wait_idle(pg)
+    wait_stable(pg, open_tip, quiet_ms=1500)
+    assert not (tooltip.count() and tooltip.first.is_visible()), tooltip.first.inner_text()
+    assert not main.get_by_label("Learning rate", exact=True).is_visible()   # folded away
+    charts = main.locator('[data-testid="stVegaLiteChart"] svg')
+    for i in range(2):
+        box = charts.nth(i).bounding_box()
+        assert box is not None and 0 <= box["y"] and box["y"] + 0.6 * box["height"] <= 900, (i, box)
+    legends = pg.evaluate(LEGEND_JS)
+    assert {"training", "validation", "best validation"} <= {t["text"] for t in legends[1]}, legends[1]
+    cut = [t for chart in legends[:2] for t in chart if t["left"] < -0.5 or t["right"] < -0.5
+           or t["text"].endswith("…")]
+    assert not cut, cut
+    text = main.inner_text()
+    assert re.search(r"Hidden units (in epoch \d+, after batch \d+ of \d+|after epoch \d+): ", text)
+    assert re.search(r"(\d+) distinct words have no GloVe vector and share one fixed random vector: (\d+) "
+                     r"occurrences, (\d+) in the training and (\d+) in the validation sentences", text)
+    shot(pg, "sentiment_hw2_1400x900")
+
+
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory, start_streamlit):
+    """A server of this module's own, so that its log holds only what these tests' clicks add."""
+    log = tmp_path_factory.mktemp("streamlit-quiet") / "server.log"
+    with start_streamlit("app/Home.py", log) as url:
+        yield url, log
+
+
+def test_a_training_adds_no_line_to_the_server_log(page, own_server, wait_idle):
+    """A lecturer's terminal stays readable: Start training (a worker process from the fork server) writes
+    nothing to the server's output. Each start used to add ~205 lines: the worker ran the page's script as its
+    ``__main__`` outside Streamlit ("missing ScriptRunContext!", "to view this Streamlit app ... streamlit run")."""
+    url, log = own_server
+    open_page(page, url, wait_idle)
+    set_number(page, "Epochs", 3, wait_idle)
+    before = log.read_text(errors="replace")
+    press(page, "Start training")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3"), what="training")
+    wait_idle(page)
+    # a second run: the fork server is already up, and the worker is started again
+    press(page, "Start training")
+    wait_until(page, lambda: progress_text(page).startswith("Finished after 3/3")
+               and "Compare runs (2 kept" in page.locator(MAIN).inner_text(), what="a second training")
+    wait_idle(page)
+    added = log.read_text(errors="replace")[len(before):]
+    assert [ln for ln in added.splitlines() if ln.strip()] == [], added[:3000]

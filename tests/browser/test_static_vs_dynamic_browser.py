@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from browser_kit import wait_drawn, wait_stable
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +20,7 @@ FILLS = """(i) => { const el = document.querySelectorAll('[data-testid="stPlotly
 def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
     page.goto(f"{app_url}/Static_vs_dynamic")
     # the first run imports and lays out four graphs: wait for its result, not only for a quiet moment
-    page.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for(timeout=90_000)
+    page.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for()
     wait_idle(page)
     main = page.locator('[data-testid="stMain"]')
     assert "Evaluated 6 of" in main.inner_text()
@@ -49,8 +50,8 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
                     (5, "static_folding_before"), (6, "static_folding_after")):
         charts.nth(i).screenshot(path=str(shot(page, name)))  # element shots scroll the chart into view
     page.get_by_role("button", name="Trace the HW2 step and replay it 20 times").click()
-    page.get_by_text(re.compile(r"identical to eager mode, bit for bit")).wait_for(timeout=120_000)
-    wait_idle(page, timeout=60)
+    page.get_by_text(re.compile(r"identical to eager mode, bit for bit")).wait_for()
+    wait_idle(page)
     assert "bit for bit: True" in main.inner_text()
     shot(page, "static_compiled")
     page.get_by_text(re.compile(r"^The captured step as a static graph")).click()
@@ -62,10 +63,10 @@ def test_static_page_runs_feeds_and_draws(page, app_url, wait_idle, shot):
 
 def _open(page, url, wait_idle):
     page.goto(url)
-    page.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for(timeout=90_000)
+    page.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for()
     wait_idle(page)
     page.locator('[data-testid="stPlotlyChart"]').first.locator(".main-svg").first.wait_for()
-    page.wait_for_timeout(500)
+    wait_drawn(page)
 
 
 def test_switching_program_keeps_the_node_kinds(page, app_url, wait_idle, shot):
@@ -81,32 +82,26 @@ def test_switching_program_keeps_the_node_kinds(page, app_url, wait_idle, shot):
     for key, program in (("logreg", "Logistic regression"), ("mlp", "Two-layer network")):
         page.get_by_label("Program").click()
         page.get_by_role("option", name=re.compile("^" + re.escape(program))).click()
-        wait_idle(page)
-        page.wait_for_timeout(500)
+        wait_drawn(page)
         assert page.evaluate(FILLS, 0) == fresh[key], program
     shot(page, "static_after_switching")
 
 
-def test_the_unrolled_loop_fits_one_projector_screen_under_its_heading(browser, app_url, wait_idle):
+def test_the_unrolled_loop_fits_one_projector_screen_under_its_heading(new_page, app_url, wait_idle):
     """Presentation mode at 1366 x 768: with the control-flow section's heading at the top of the screen, the
     T = 6 graph is whole on screen beside the loop's code (it sat below the fold, under the table)."""
-    context = browser.new_context(viewport={"width": 1366, "height": 768})
-    pg = context.new_page()
-    pg.set_default_timeout(60_000)
-    try:
-        pg.goto(f"{app_url}/Static_vs_dynamic?present=1")
-        pg.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for(timeout=120_000)
-        wait_idle(pg, timeout=120)
-        pg.locator('[data-testid="stPlotlyChart"]').nth(2).locator(".main-svg").first.wait_for()
-        heading = pg.get_by_text(re.compile(r"^Control flow: a recurrent step unrolled")).first
-        heading.evaluate("e => e.scrollIntoView({block: 'start'})")
-        pg.wait_for_timeout(800)
-        top = heading.bounding_box()
-        graph = pg.locator('[data-testid="stPlotlyChart"]').nth(2)
-        assert "step 6: h6" in graph.inner_text()
-        box = graph.bounding_box()
-        code = pg.get_by_text(re.compile(r"^for t in range\(T\)")).first.bounding_box()
-        assert top["y"] <= box["y"] and box["y"] + box["height"] <= 768 + 0.5, (top, box)
-        assert code["x"] + code["width"] <= box["x"] and code["y"] + code["height"] <= 768   # side by side
-    finally:
-        context.close()
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    pg.goto(f"{app_url}/Static_vs_dynamic?present=1")
+    pg.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for()
+    wait_idle(pg)
+    pg.locator('[data-testid="stPlotlyChart"]').nth(2).locator(".main-svg").first.wait_for()
+    heading = pg.get_by_text(re.compile(r"^Control flow: a recurrent step unrolled")).first
+    heading.evaluate("e => e.scrollIntoView({block: 'start'})")
+    wait_stable(pg)   # scrolled, and the charts still
+    top = heading.bounding_box()
+    graph = pg.locator('[data-testid="stPlotlyChart"]').nth(2)
+    assert "step 6: h6" in graph.inner_text()
+    box = graph.bounding_box()
+    code = pg.get_by_text(re.compile(r"^for t in range\(T\)")).first.bounding_box()
+    assert top["y"] <= box["y"] and box["y"] + box["height"] <= 768 + 0.5, (top, box)
+    assert code["x"] + code["width"] <= box["x"] and code["y"] + code["height"] <= 768   # side by side

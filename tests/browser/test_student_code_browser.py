@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from browser_kit import TIMEOUT_MS, wait_until
 
 from explorer.student_code import view as V
 from explorer.student_code.report import report_for
@@ -37,10 +38,10 @@ def _at_every_size(browser, wait_idle, url: str, name: str):
     for (w, h), present, suffix in SIZES:
         context = browser.new_context(viewport={"width": w, "height": h})
         pg = context.new_page()
-        pg.set_default_timeout(120_000)
+        pg.set_default_timeout(TIMEOUT_MS)
         try:
             pg.goto(url + ("&present=1" if present else ""))
-            wait_idle(pg, 180)
+            wait_idle(pg)
             (ROOT / "test-output" / "screenshots").mkdir(parents=True, exist_ok=True)
             pg.screenshot(path=str(ROOT / "test-output" / "screenshots" / f"{name}{suffix}_first_screen.png"))
             yield pg, w, h, present, name + suffix
@@ -89,7 +90,7 @@ def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url,
     pg = browser.new_page()
     try:
         pg.goto(f"{app_url}/Your_HW2_code")
-        wait_idle(pg, 180)
+        wait_idle(pg)
         pg.get_by_text("Run your own HW2 code on this page").click()
         main = pg.locator('[data-testid="stMain"]')
         main.get_by_text("Running your own code is off").wait_for()
@@ -114,3 +115,37 @@ def test_the_first_wrong_node_is_marked_beside_the_correct_order(browser, studen
         assert V.SIDES_NOTE in text                      # which graph is which, on the first screen
         _side_by_side(main, w, h)                        # the marked one wholly visible
         shot(pg, name)
+
+
+def test_a_missing_student_code_folder_is_said_in_the_servers_output_and_first_on_the_page(
+        browser, start_streamlit, tmp_path, wait_idle):
+    """``streamlit run app/Home.py -- --student-code FOLDER`` with no such folder: the server's output says so,
+    naming the path, once, when its first page runs (Streamlit runs no app code before that); page 13 says it
+    first, under its title, with the folder's name only."""
+    missing = tmp_path / "not_here" / "llmsys_hw2"
+    log = tmp_path / "server.log"
+    with start_streamlit("app/Home.py", log, app_args=("--student-code", str(missing)),
+                         drop_env=("AUTODIFF_CLASS_SERVER",)) as url:
+        assert "--student-code" not in log.read_text(errors="replace")    # nothing before a page runs
+        pg = browser.new_page(viewport={"width": 1400, "height": 900})
+        pg.set_default_timeout(TIMEOUT_MS)
+        try:
+            pg.goto(f"{url}/Your_HW2_code")
+            wait_idle(pg)
+            wait_until(pg, lambda: "no such file or folder" in log.read_text(errors="replace"),
+                       what="the server's output to name the missing folder")
+            said = [ln for ln in log.read_text(errors="replace").splitlines() if "no such file or folder" in ln]
+            assert len(said) == 1 and f"--student-code {missing}: no such file or folder" in said[0], said
+            assert "page 13 (Your HW2 code) runs the project's samples instead" in said[0]
+            main = pg.locator('[data-testid="stMain"]')
+            alert = main.locator('[data-testid="stAlert"]').first
+            assert "llmsys_hw2" in alert.inner_text() and "does not exist" in alert.inner_text()
+            assert str(tmp_path) not in main.inner_text()                 # no path of the server's machine
+            title = main.locator("h1").first.bounding_box()
+            box, picker = alert.bounding_box(), main.locator('[data-testid="stSelectbox"]').first.bounding_box()
+            assert title["y"] < box["y"] < picker["y"] and box["y"] + box["height"] <= 900   # first, on screen
+            pg.goto(url)                                                   # another page: said once only
+            wait_idle(pg)
+            assert sum("no such file or folder" in ln for ln in log.read_text(errors="replace").splitlines()) == 1
+        finally:
+            pg.close()

@@ -1,0 +1,105 @@
+"""Issue 41 in a real browser: what an adversary met on the class server, and what a real class must never meet.
+
+* a bad ``?join=`` link says so on the page (finding 4);
+* a URL a link or the custom-layers box puts into a warning is text, never a link (finding 8);
+* a session asking for page runs faster than the server runs pages for one visitor is told to wait, and its page
+  comes back by itself; a student clicking Step as fast as a hand can, and a class following a lecturer who steps
+  fast, are never refused (finding 11). These sessions come "through the proxy": an ``X-Forwarded-For`` header,
+  as deploy/haproxy.cfg adds it, names their address (the app's own machine is not limited).
+"""
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+import pytest
+from browser_kit import TIMEOUT_MS
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the harness skips these tests
+    expect = None
+
+pytestmark = pytest.mark.browser
+
+TOO_FAST = "faster than the server runs pages for one visitor"
+
+
+def _main_alerts(page, text: str):
+    return page.locator('[data-testid="stMain"] [data-testid="stAlert"]').filter(has_text=text)
+
+
+def test_a_bad_join_link_is_said_on_the_page(page, app_url, wait_idle):
+    page.goto(f"{app_url}/?join=ZZZZZZ")
+    wait_idle(page)
+    alert = _main_alerts(page, "Could not join the class")
+    expect(alert).to_be_visible()
+    expect(alert).to_contain_text("There is no class ZZZZZZ")
+
+
+@pytest.mark.parametrize("path, params", [
+    ("Topological_sort", {"order": "https://evil.example/login,www.evil.example,x@evil.example"}),
+    ("Network_explorer", {"net": "custom", "layers": "linear 4, https://evil.example/login, relu"}),
+])
+def test_a_url_in_a_warning_is_text_not_a_link(page, app_url, wait_idle, path, params):
+    page.goto(f"{app_url}/{path}?{urlencode(params)}")
+    wait_idle(page)
+    alert = _main_alerts(page, "evil.example").first
+    expect(alert).to_be_visible()
+    expect(alert.locator("a")).to_have_count(0)
+    assert "https://evil.example/login" in alert.inner_text().replace("\u2060", "")   # as typed (a zero-width joiner)
+    expect(page.locator('[data-testid="stMain"] a[href*="evil"]')).to_have_count(0)
+
+
+def _through_proxy(new_page, address: str):
+    return new_page(extra_http_headers={"X-Forwarded-For": address})   # closed (and photographed) by the fixture
+
+
+def _header(page):
+    return page.get_by_text(re.compile(r"^Step \d+ of 14")).first
+
+
+def test_stepping_fast_is_never_refused_and_hammering_is_told_to_wait(new_page, app_url, wait_idle):
+    pg = _through_proxy(new_page, "93.184.216.34")
+    pg.goto(f"{app_url}/Expression_explorer")
+    wait_idle(pg)
+    step = pg.get_by_role("button", name="Step")
+    for _ in range(40):                      # as fast as the browser clicks: never refused
+        step.click()
+    wait_idle(pg)
+    expect(_header(pg)).to_have_text(re.compile(r"^Step 14 of 14"))
+    expect(pg.get_by_text(TOO_FAST)).to_have_count(0)
+
+    # a checkbox that reruns the whole page, clicked over and over: told to wait, then back by itself
+    box = pg.get_by_text("Show tanh, softmax, … as the primitives the engine ran")
+    for _ in range(120):
+        if pg.get_by_text(TOO_FAST).count():
+            break
+        box.click()
+    warning = pg.get_by_text(TOO_FAST)
+    expect(warning).to_be_visible()
+    expect(warning).to_have_count(0, timeout=TIMEOUT_MS)              # then it runs again by itself
+    expect(_header(pg)).to_be_visible(timeout=TIMEOUT_MS)
+
+
+def test_a_class_following_a_lecturer_who_steps_fast_is_never_refused(new_page, app_url, wait_idle):
+    lec = _through_proxy(new_page, "93.184.216.35")
+    stu = _through_proxy(new_page, "93.184.216.36")
+    lec.goto(f"{app_url}/Expression_explorer")
+    wait_idle(lec)
+    sidebar = lec.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Class", exact=True).click()
+    sidebar.get_by_role("button", name="Start a class").click()
+    bar = lec.get_by_text(re.compile(r"Class [A-Z0-9]{6} — your students follow this page"))
+    expect(bar).to_be_visible()
+    joined = re.search(r"Class ([A-Z0-9]{6})", bar.inner_text()).group(1)
+    stu.goto(f"{app_url}/?join={joined}")
+    wait_idle(stu)
+    expect(stu.get_by_text("following the lecturer")).to_be_visible()
+    step = lec.get_by_role("button", name="Step")
+    for k in range(13):                       # the lecturer steps through the whole animation, fast
+        step.click()
+        expect(_header(lec)).to_have_text(re.compile(rf"^Step {k + 2} of 14"))
+    expect(_header(stu)).to_have_text(re.compile(r"^Step 14 of 14"), timeout=TIMEOUT_MS)
+    for pg in (lec, stu):
+        expect(pg.get_by_text(TOO_FAST)).to_have_count(0)

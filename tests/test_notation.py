@@ -1,0 +1,108 @@
+"""One adjoint notation on every page: x̄i, the output's x̄7 (= f̄) named the same way everywhere (issue 36).
+
+The pages are run headless (streamlit AppTest) with the real engine; the test reads every text they send
+(Markdown, captions, HTML, tables, the figures with all their animation frames) and looks for a notation the
+slides do not use.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from engine.explain.graph import adjoint_names, bar, output_adjoint_note, output_number
+from explorer.expression_explorer import explorer_model
+from explorer.kit.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ROOT / "app" / "pages"
+
+# what a page must not write: the output's adjoint as f̄ (except where x̄7 is introduced as "x̄7 (= f̄)"), and the
+# generic ḡ / Ḡ the op formulas used before they wrote the output's adjoint ȳ in the same bar notation
+OTHER_NOTATION = re.compile(r"(?<!\(= )f\u0304|g\u0304|G\u0304")
+
+
+def _slide():
+    return explorer_model(PRESETS[0].program, PRESETS[0].inputs)
+
+
+def test_the_slide_examples_output_adjoint_is_x7_with_or_without_named_intermediates():
+    named = explorer_model(PRESETS[1].program, PRESETS[1].inputs)   # x3 = ..., x7 = x1 + x6
+    typed = _slide()                                                 # f = x1 + exp(...)
+    for m in (named, typed):
+        g = m.shown_trace.graph
+        assert adjoint_names(g)[g.output] == "x̄7"
+    g = typed.shown_trace.graph
+    assert output_number(g) == "x7" and output_adjoint_note(g) == " (= f̄)"
+    assert output_number(named.shown_trace.graph) == ""     # already numbered: nothing to add
+    # the caption that seeds the backward pass introduces the name once; the backward graph heads it x̄7
+    seed = next(f.caption for f in typed.frameset.frames if f.phase == "backward")
+    assert seed.startswith("take f: x̄7 (= f̄) = 1")
+    heads = typed.backward_figure["layout"]["meta"].get("heads") or json.dumps(typed.backward_figure,
+                                                                                ensure_ascii=False)
+    assert "x̄7" in heads and not OTHER_NOTATION.search(heads)
+
+
+def test_output_number_follows_the_intermediates_and_keeps_named_ones():
+    cases = {"f = 1 / (1 + exp(-(w * x)))": ("w = 0.5, x = 2", "v5"),   # v1..v4, then the output
+             "f = x1 * x2": ("x1 = 1, x2 = 2", "x3"),                   # no intermediate: after the inputs
+             "m = max(z)\nloss = m - y @ z": ("z = [2, 1, -1], y = [0, 1, 0]", "")}  # m is named: not numbered
+    for program, (inputs, want) in cases.items():
+        g = explorer_model(program, inputs).shown_trace.graph
+        assert output_number(g) == want, program
+        out = g.node(g.output)
+        assert adjoint_names(g)[g.output] == (bar(want) if want else bar(out.name))
+
+
+def _texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [str(h.proto.body) for h in at.get("html")]
+    parts += [e.label for e in at.expander] + [t.value for t in at.title] + [h.value for h in at.header]
+    parts += [h.value for h in at.subheader] + [i.value for i in at.info] + [w.value for w in at.warning]
+    parts += [s.value for s in at.success] + [e.value for e in at.error]
+    parts += [json.dumps(json.loads(p.proto.spec), ensure_ascii=False) for p in at.get("plotly_chart")]
+    parts += [str(t.value) for t in at.table] + [str(d.value) for d in at.dataframe]
+    parts += [str(j.proto.body) for j in at.json]
+    return "\n".join(map(str, parts))
+
+
+# every page, at a backward step where it has a stepper (the adjoints are written there)
+WALK = [("Home.py", {})] + [(p.name, {"step": "10"} if p.name.split("_")[0] in ("3", "4", "5", "13") else {})
+                            for p in sorted(PAGES.glob("[0-9]*_*.py"), key=lambda p: int(p.name.split("_")[0]))]
+
+
+@pytest.mark.parametrize("name,params", WALK, ids=[w[0] for w in WALK])
+def test_every_page_writes_adjoints_in_the_slides_notation(name, params):
+    path = ROOT / "app" / name if name == "Home.py" else PAGES / name
+    at = AppTest.from_file(str(path), default_timeout=120)
+    for k, v in {"present": "1", **params}.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = _texts(at)
+    assert text.strip(), name
+    found = sorted({m.group(0) for m in OTHER_NOTATION.finditer(text)})
+    assert not found, (name, found, [text[max(0, m.start() - 80):m.end() + 40]
+                                     for m in OTHER_NOTATION.finditer(text)][:3])
+    if name.split("_")[0] in ("3", "5"):   # the slide example at a backward step: its output's adjoint is x̄7
+        assert "x̄7" in text, name
+
+
+def test_order_labels_do_not_give_the_verdict_away():
+    from explorer.backprop_orders import STRATEGY_LABELS
+    verdicts = re.compile(r"correct|broken|wrong|right|exponential|limit", re.IGNORECASE)
+    assert STRATEGY_LABELS and not [label for label in STRATEGY_LABELS.values() if verdicts.search(label)]
+
+
+def test_the_weights_preset_names_its_nodes_as_slide_26_does():
+    preset = next(p for p in PRESETS if "weights as inputs" in p.label)
+    m = explorer_model(preset.program, preset.inputs)
+    g = m.shown_trace.graph
+    ops = [n.name for n in g.nodes if n.kind == "op"]
+    assert ops == ["x3", "x4", "x5", "x6", "x7"]
+    # w̄1 = x̄3·x1 and w̄2 = x̄4·x2, each side from the engine
+    adj = m.shown_trace.adjoints
+    assert m.trace.grads["w1"] == pytest.approx(adj[g.by_name("x3").id] * 3.0)
+    assert m.trace.grads["w2"] == pytest.approx(adj[g.by_name("x4").id] * 0.5)
