@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import threading
 
 import pytest
 
@@ -37,6 +38,26 @@ def test_a_view_over_the_bound_is_refused():
     v.add_html("x" * 2_000_000)
     with pytest.raises(ValueError, match="relayed"):
         v.to_json()
+
+
+def _run(coro):
+    """asyncio.run on a thread of its own: the browser tests' Playwright (sync API) keeps an event loop
+    running on the main thread for the whole session, and asyncio.run refuses to start beside it."""
+    out: dict = {}
+
+    def target():
+        try:
+            out["value"] = asyncio.run(coro)
+        except BaseException as exc:                 # re-raised on the test's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(120)
+    assert not t.is_alive(), "the scenario did not finish in 120 s"
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
 
 
 def _view() -> str:
@@ -85,7 +106,7 @@ def test_a_long_poll_returns_at_once_when_behind_and_wakes_on_the_next_step():
         late = await w.wait(code, version + 1, timeout=0.05)  # nothing new: the current state after the timeout
         assert late.version == version + 1
 
-    asyncio.run(scenario())
+    _run(scenario())
 
 
 def test_a_code_nobody_can_follow_is_not_watched_and_never_holds_the_loop():
@@ -110,10 +131,10 @@ def test_a_code_nobody_can_follow_is_not_watched_and_never_holds_the_loop():
         assert w.watched == []
         await asyncio.wait_for(w._task, 5)                    # nobody waits: the watcher's task ends
 
-    asyncio.run(scenario())
+    _run(scenario())
     again = Watcher(lambda: b, tick_s=0.01)
     for since in (version + 1, version + 1, -1):             # one watcher, a new event loop each time
-        assert asyncio.run(asyncio.wait_for(again.wait(code, since, timeout=0.05), 5)).version == version + 1
+        assert _run(asyncio.wait_for(again.wait(code, since, timeout=0.05), 5)).version == version + 1
 
 
 def test_a_class_brought_back_after_the_store_lost_it_never_shows_a_view_cached_for_its_old_versions():
@@ -177,7 +198,7 @@ class _Client:
 
             await asyncio.wait_for(self.app(scope, receive, send), 60)
 
-        asyncio.run(exchange())
+        _run(exchange())
         return _Reply(out["status"], out["headers"], out["body"])
 
 

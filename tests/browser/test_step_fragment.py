@@ -99,6 +99,8 @@ def test_play_and_a_page_wide_choice_rerun_the_whole_page(page, app_url, wait_id
     page.get_by_role("button", name=re.compile(r"\bPlay\b")).click()
     wait_until(page, lambda: "FINISHED_SUCCESSFULLY" in finished(msgs)
                and any(m.WhichOneof("type") == "auto_rerun" for m in msgs), what="Play's run and its timer")
+    # the timer's first tick moves the step on (the message above only starts the timer): wait for the tick
+    wait_until(page, lambda: header_step(page) > 1, what="Play's first step")
     page.get_by_role("button", name=re.compile(r"\bPause\b")).click()
     wait_idle(page)
     assert header_step(page) > 1
