@@ -17,11 +17,12 @@ from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, class_view, explorer_model,
                                           node_table_data, node_table_styler, protocol_html, relayed_view,
                                           step_view, table_data, walkthrough)
+from explorer import autograd_usage
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, program_refused
-from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, graph_px, presentation_toggle, preset_picker, program_boxes,
-                                  publish_link, rerun_page, show_dot, show_input_problem, show_plot, show_table,
-                                  start_page, stepper, still_graph, walkthrough_download)
+from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, fixed_figure, graph_px, presentation_toggle, preset_picker,
+                                  program_boxes, publish_link, rerun_page, show_dot, show_input_problem, show_plot,
+                                  show_table, start_page, stepper, still_graph, walkthrough_download)
 
 ctx = start_page(
     "Expression explorer", "explorer",
@@ -254,3 +255,20 @@ st.caption("Every call above is the real engine on one forward graph. backward()
            "retain_graph=True on the call before. zero_grad() sets .grad to None; training loops call it before "
            "each backward. Constants take no gradient (is_constant): the backward pass never visits them and "
            "their .grad stays None.")
+
+st.subheader("Slides 27–28: reverse mode as a function, make_vjp and grad")
+st.markdown("The lecture packages `backward_pass` as a function: `make_vjp` traces `fun` at `x` and hands back a "
+            "closure that runs the backward pass from any output adjoint g; `grad` is `make_vjp` with g = 1. The "
+            "notes then use `grad` on a small tanh network's log-posterior (log-probabilities by `logsumexp`, an L2 "
+            "prior on the weights). Right: that program as it runs here, on the engine's own `engine.vjp` (the "
+            "slides' `make_vjp`) and `engine.grad` (their `grad`).")
+mv = st.columns(2)
+mv[0].markdown(f"**The slides' code** ({autograd_usage.SLIDE_SOURCE})")
+mv[0].code(autograd_usage.SLIDE_MAKE_VJP, language="python")
+mv[1].markdown(f"**The notes' use of grad, on this engine** (layers {' → '.join(map(str, autograd_usage.LAYER_SIZES))}, "
+               f"{autograd_usage.N_EXAMPLES} examples, L2 weight {autograd_usage.L2_REG:g}, float64)")
+mv[1].code(autograd_usage.ENGINE_CODE, language="python")
+usage = fixed_figure("autograd_usage.check", "grad(objective) on the engine, checked by central differences")
+if usage is not None:
+    show_table(autograd_usage.rows_table(usage), look, static=True)
+    st.markdown(autograd_usage.summary(usage))
