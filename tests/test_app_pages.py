@@ -16,14 +16,15 @@ from explorer.kit.widgets import step_slider_key
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "app" / "pages"
 TIMEOUT = 90
+FIXED_TIMEOUT = 600   # the fixed figures run one after another in the background: on a loaded machine, minutes
 
 
 def fixed_figures_ready() -> None:
-    """Wait (for the condition, up to TIMEOUT) until the process's fixed figures are computed: the tests below
+    """Wait (for the condition, up to FIXED_TIMEOUT) until the process's fixed figures are computed: the tests below
     read them; a page run before that says "computing ..." for them (tested on its own below)."""
     figures = fixed.figures()
     for name in fixed.FIGURES:
-        assert not isinstance(figures.wait(name, TIMEOUT), fixed.Pending), name
+        assert not isinstance(figures.wait(name, FIXED_TIMEOUT), fixed.Pending), name
 
 
 def page(name: str) -> AppTest:

@@ -12,7 +12,9 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.labels import num
-from explorer.kit.widgets import graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page
+from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, publish_link, show_plot, show_table,
+                                  start_page)
+from explorer import granularity
 from explorer import static_vs_dynamic as M
 
 ctx = start_page(
@@ -235,6 +237,21 @@ if demo:
         show_plot(style_graph_figure(demo["graph_figure"], look), look, key=ns.key("captured_graph"))
         st.caption("Orange: ops the backward pass ran (VJP rules and the accumulation into .grad). Adam's "
                    "update is applied after each replay by the optimizer object itself.")
+
+# --- granularity: a fused op or its decomposition ----------------------------------------------------------
+st.divider()
+st.subheader("Granularity: one fused sigmoid or four primitive ops")
+st.markdown("How large should a framework's operations be? `engine.sigmoid` is one op whose VJP reads its own "
+            "output, x̄ = ȳ ⊙ y(1 − y); `1 / (1 + exp(−x))` is four primitives (neg, exp, add, reciprocal), each "
+            "recorded, each keeping what its own VJP reads, each a kernel call. Both below run on the engine, on "
+            "the same x; what a compiler's fusion buys is the difference.")
+gc = st.columns(2)
+gc[0].code("def fused(x):\n    return engine.sigmoid(x)", language="python")
+gc[1].code("def decomposed(x):\n    return 1.0 / (1.0 + engine.exp(-x))", language="python")
+gran = fixed_figure("granularity.sigmoid", "Fused against decomposed sigmoid")
+if gran is not None:
+    show_table(granularity.table(gran), look, static=True)
+    st.markdown(granularity.summary(gran))
 
 # --- 5. the framework map -------------------------------------------------------------------------------------
 st.divider()

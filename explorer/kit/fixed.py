@@ -28,6 +28,7 @@ FIGURES: dict[str, str] = {
     "forward_vs_reverse.pass_costs": "explorer.forward_vs_reverse:fixed_pass_costs",
     "forward_vs_reverse.micro_batches": "explorer.forward_vs_reverse:micro_batch_rows",
     "autograd_usage.check": "explorer.autograd_usage:usage_check",
+    "granularity.sigmoid": "explorer.granularity:fixed_granularity",
 }
 RETRY_S = 5.0          # a failed figure is computed again after this long, then twice as long, ... up to RETRY_MAX_S
 RETRY_MAX_S = 120.0
