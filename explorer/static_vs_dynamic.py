@@ -877,6 +877,85 @@ FRAMEWORKS = [
 
 # --- capture and replay ----------------------------------------------------------------------------------
 
+def _demo_batch(batch: int, tokens: int, hidden: int):
+    """The capture demo's batch (padded word vectors, their mask, labels) and HW2's initial weights, float32."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, tokens, 50)).astype(np.float32)
+    lengths = rng.integers(3, tokens + 1, batch)
+    mask = (np.arange(tokens)[None, :] < lengths[:, None]).astype(np.float32)
+    x *= mask[:, :, None]                                   # padding slots hold zero vectors
+    y = (rng.random(batch) < 0.5).astype(np.float32)
+    b1, b2 = 1 / np.sqrt(50), 1 / np.sqrt(hidden)
+    params = [rng.uniform(-b1, b1, (hidden, 50)).astype(np.float32), rng.uniform(-b1, b1, hidden).astype(np.float32),
+              rng.uniform(-b2, b2, (1, hidden)).astype(np.float32), rng.uniform(-b2, b2, 1).astype(np.float32)]
+    return x, mask, y, params, lengths
+
+
+def torch_step_us(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int = 32) -> float:
+    """The capture demo's step (same batch, weights, padding-excluded mean, dropout, BCE, Adam) in PyTorch's eager
+    mode on one thread: microseconds per step after three warm-up steps. Runs in a child process
+    (:func:`overhead_against_pytorch`): the server never imports PyTorch."""
+    import time
+
+    import torch
+    torch.set_num_threads(1)
+    torch.manual_seed(42)
+    x, mask, y, params, _ = _demo_batch(batch, tokens, hidden)
+    X, M, Y = torch.from_numpy(x), torch.from_numpy(mask), torch.from_numpy(y)
+    l1, l2 = torch.nn.Linear(50, hidden), torch.nn.Linear(hidden, 1)
+    with torch.no_grad():
+        for t, p in zip((l1.weight, l1.bias, l2.weight, l2.bias), params):
+            t.copy_(torch.from_numpy(p))
+    drop = torch.nn.Dropout(0.5)
+    opt = torch.optim.Adam(list(l1.parameters()) + list(l2.parameters()), lr=1e-3)
+
+    def step():
+        opt.zero_grad()
+        h = (X * M[:, :, None]).sum(1) / M.sum(1, keepdim=True)
+        p = torch.sigmoid(l2(drop(torch.relu(l1(h))))).squeeze(1)
+        loss = torch.nn.functional.binary_cross_entropy(p, Y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for _ in range(3):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return (time.perf_counter() - t0) / steps * 1e6
+
+
+NOTES_OVERHEAD = "3–4×"   # the notes: their NumPy framework trains HW2's network 3–4× slower than PyTorch
+
+
+def overhead_against_pytorch(demo: dict, steps: int = 20) -> dict | None:
+    """PyTorch's time for the demo's step (:func:`torch_step_us`, in a child process), beside the engine's eager
+    and replayed times from ``demo``; None without PyTorch. Raises ReferenceFailed when the child fails."""
+    from explorer.kit.reference import in_reference_process
+    torch_us = in_reference_process("explorer.static_vs_dynamic:torch_step_us", steps, 10, demo["tokens"], 32)
+    if torch_us is None:
+        return None
+    return {"torch_us": torch_us, "eager_ratio": demo["eager_us"] / torch_us,
+            "replay_ratio": demo["compiled_us"] / torch_us}
+
+
+def overhead_text(demo: dict, over: dict | None) -> str:
+    """The framework-overhead sentence: the notes' figure beside this engine's measurement, and why they differ."""
+    if over is None:
+        return (f"The notes' NumPy framework trains HW2's network {NOTES_OVERHEAD} slower than PyTorch; PyTorch is "
+                "not installed on this server, so the same step is not timed in PyTorch here "
+                "(`pip install -r requirements-reference.txt` adds it).")
+    return (f"The same step in PyTorch's eager mode (a child process, one thread): {over['torch_us']:.0f} µs. This "
+            f"engine's eager step takes {over['eager_ratio']:.2f}× PyTorch's time and its replay "
+            f"{over['replay_ratio']:.2f}×, where the notes' NumPy framework trains {NOTES_OVERHEAD} slower than "
+            f"PyTorch. At this size (a batch of 10 sentences, 32 hidden units) each op's arithmetic takes a few "
+            f"microseconds, so a step costs what dispatching its ops costs: this engine records "
+            f"{demo['traced_ops']} ops a step (Linear and BCE fused, one node each) and runs its backward on raw "
+            "arrays without building Tensors, where PyTorch pays its dispatcher and autograd engine for every op; "
+            "capture and replay removes the engine's remaining per-op work. Timings are this server's, now.")
+
+
 def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int = 32) -> dict:
     """Trace HW2's training step once, replay it ``steps`` times next to eager mode; report equality and timing.
 
@@ -887,15 +966,7 @@ def compile_demo(steps: int = 20, batch: int = 10, tokens: int = 20, hidden: int
     import time
 
     from sentiment.model import hw2_step
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((batch, tokens, 50)).astype(np.float32)
-    lengths = rng.integers(3, tokens + 1, batch)
-    mask = (np.arange(tokens)[None, :] < lengths[:, None]).astype(np.float32)
-    x *= mask[:, :, None]                                   # padding slots hold zero vectors
-    y = (rng.random(batch) < 0.5).astype(np.float32)
-    b1, b2 = 1 / np.sqrt(50), 1 / np.sqrt(hidden)
-    params = [rng.uniform(-b1, b1, (hidden, 50)).astype(np.float32), rng.uniform(-b1, b1, hidden).astype(np.float32),
-              rng.uniform(-b2, b2, (1, hidden)).astype(np.float32), rng.uniform(-b2, b2, 1).astype(np.float32)]
+    x, mask, y, params, lengths = _demo_batch(batch, tokens, hidden)
     xt, mt, yt = engine.tensor(x), engine.tensor(mask), engine.tensor(y)
     out = {}
     for name in ("eager", "compiled"):

@@ -455,3 +455,31 @@ def test_page_tf1_two_phase_example():
         at.radio(key="static_device").set_value(d)
         ok(at.run())
         assert f"No run on `{d}`" in "\n".join(w.value for w in at.warning)
+
+
+def test_framework_overhead_sets_the_notes_figure_beside_pytorchs_time_for_the_same_step():
+    d = M.compile_demo(steps=3, tokens=5)
+    assert M.NOTES_OVERHEAD in M.overhead_text(d, None) and "not installed" in M.overhead_text(d, None)
+    pytest.importorskip("torch")
+    over = M.overhead_against_pytorch(d, steps=3)
+    assert over["torch_us"] > 0
+    assert over["eager_ratio"] == pytest.approx(d["eager_us"] / over["torch_us"])
+    text = M.overhead_text(d, over)
+    assert f"{over['torch_us']:.0f} µs" in text and f"{over['eager_ratio']:.2f}×" in text
+    assert f"{d['traced_ops']} ops a step" in text and M.NOTES_OVERHEAD in text
+
+
+def test_pytorchs_step_is_the_engines_step():
+    """The step PyTorch times is the demo's: from the same weights and batch, without dropout, one step's loss
+    is the engine's (float32)."""
+    torch = pytest.importorskip("torch")
+    x, mask, y, params, _ = M._demo_batch(10, 5, 32)
+    X, Mk, Y = torch.from_numpy(x), torch.from_numpy(mask), torch.from_numpy(y)
+    h = (X * Mk[:, :, None]).sum(1) / Mk.sum(1, keepdim=True)
+    W1, b1, W2, b2 = (torch.from_numpy(p) for p in params)
+    p = torch.sigmoid(torch.relu(h @ W1.T + b1) @ W2.T + b2).squeeze(1)
+    theirs = torch.nn.functional.binary_cross_entropy(p, Y).item()
+    from sentiment.model import model_from_arrays
+    net = model_from_arrays(params, dropout=0.0)
+    ours, _ = net.loss(engine.tensor(x), engine.tensor(mask), engine.tensor(y))
+    assert ours.item() == pytest.approx(theirs, rel=1e-5)

@@ -11,7 +11,9 @@ import streamlit as st
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.formatting import md_escape
 from explorer.kit.labels import num
+from explorer.kit.reference import ReferenceFailed
 from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
 from explorer import granularity
@@ -233,6 +235,12 @@ if demo:
                 f"(first {num(demo['losses'][0])}, last {num(demo['losses'][-1])}); {demo['distinct_losses']} different "
                 "losses in 21 steps: each replay draws a new dropout mask. Timings are this server's, measured "
                 "while the page ran.")
+    try:
+        over = M.overhead_against_pytorch(demo)
+    except ReferenceFailed as e:
+        st.caption(md_escape(f"PyTorch's time for the same step: {e}"))
+    else:
+        st.markdown(M.overhead_text(demo, over))
     with st.expander(f"The captured step as a static graph: {M.breakdown_text(demo['breakdown'])}"):
         show_plot(style_graph_figure(demo["graph_figure"], look), look, key=ns.key("captured_graph"))
         st.caption("Orange: ops the backward pass ran (VJP rules and the accumulation into .grad). Adam's "
