@@ -437,7 +437,16 @@ def walkthrough_html(title: str, views: Sequence[ClassView], source: str = "", s
         ExportTooBig: the file would be larger than ``max_bytes``.
         ValueError: no views.
     """
-    data = script_json(walkthrough_data(views, step_ms, max_bytes))
+    return data_html(title, walkthrough_data(views, step_ms, max_bytes), source, max_bytes)
+
+
+def data_html(title: str, data: dict, source: str = "", max_bytes: int = MAX_EXPORT_BYTES) -> str:
+    """The file of :func:`walkthrough_html` from the stepper's data (:func:`walkthrough_data`): what a notebook
+    widget saves is the file the page's button downloads.
+
+    Raises:
+        ExportTooBig: the file would be larger than ``max_bytes``.
+    """
     name = html.escape(title)
     text = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -448,7 +457,8 @@ def walkthrough_html(title: str, views: Sequence[ClassView], source: str = "", s
         f"<title>{name}</title><style>{_PAGE_CSS}{STEPPER_CSS}</style></head><body class=\"adx-stepper\">"
         f"<h1>{name}</h1>" + (f'<div class="adx-source" data-testid="source">{html.escape(source)}</div>'
                               if source else "") + STEPPER_CONTROLS +
-        f'<script type="application/json" id="adx-data">{data}</script><script>{_FILE_SCRIPT}</script></body></html>')
+        f'<script type="application/json" id="adx-data">{script_json(data)}</script>'
+        f"<script>{_FILE_SCRIPT}</script></body></html>")
     if len(text.encode()) > max_bytes:
         raise ExportTooBig(f"this walk-through would be {len(text.encode()) / 1e6:.1f} MB "
                            f"(at most {max_bytes / 1e6:.0f} MB)")
