@@ -535,7 +535,26 @@ def tensor_model(output: Any, names: dict[str, Any] | None = None, width: int = 
     finally:
         for n, t in leaves.items():
             t.grad = kept[n]
+    return _drawn(trace, dict(leaves), width, max_height)
+
+
+def protocol_model(output: Any, names: dict[str, Any] | None = None, width: int = HALF_WIDTH,
+                   max_height: int = MAX_HEIGHT) -> ExplorerModel:
+    """The Expression explorer's model of a HW2-protocol graph (a student's MiniTorch ``Scalar``s): the engine's
+    own backward pass walking it and calling its ``chain_rule`` (:func:`engine.explain.protocol.record_protocol`),
+    drawn as a typed program's. The student's ``.derivative`` values stay as they were.
+
+    Raises:
+        TypeError: ``output`` does not offer HW2's protocol.
+        ValueError: nothing in the graph takes a gradient, or it is too large to step through.
+    """
+    from engine.explain.protocol import record_protocol
+    return _drawn(record_protocol(output, names), dict(names or {}), width, max_height)
+
+
+def _drawn(trace: Any, inputs: dict, width: int, max_height: int) -> ExplorerModel:
+    """A recorded graph's frames and figures, as :func:`explorer_model` draws a program's."""
     pic = trace_picture(trace, width=width, max_height=max_height)
     back = backward_figure(pic.frameset, pic.graph, pic.figure, width=width, max_height=max_height)
-    return ExplorerModel(program=None, inputs=dict(leaves), trace=trace, shown_trace=pic.trace, frameset=pic.frameset,
+    return ExplorerModel(program=None, inputs=inputs, trace=trace, shown_trace=pic.trace, frameset=pic.frameset,
                          figure=pic.figure, table=[], central={}, backward_figure=back)

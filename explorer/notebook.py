@@ -25,7 +25,7 @@ try:
 except ImportError as e:   # the extra is not installed: say how to get it, not where the import failed
     raise ImportError('explorer.notebook needs anywidget: python3 -m pip install -e ".[notebook]"') from e
 
-from .expression_explorer import explorer_model, tensor_model, walkthrough_views
+from .expression_explorer import explorer_model, protocol_model, tensor_model, walkthrough_views
 from .kit.export_html import (STEPPER_CONTROLS, STEPPER_CSS, STEPPER_JS, data_html, step_html, visible_text,
                               walkthrough_data)
 from .kit.programs import InputProblem
@@ -39,12 +39,14 @@ _ESM = STEPPER_JS + """
 function render({model, el}){
  el.classList.add("adx-stepper"); el.tabIndex=0;
  el.innerHTML='<div class="adx-title" style="font-weight:600;font-size:1.1rem"></div>'
-  +'<div class="adx-source" data-testid="source"></div>'+CONTROLS;
- const title=el.querySelector(".adx-title"), source=el.querySelector(".adx-source");
+  +'<div class="adx-source" data-testid="source"></div><div class="adx-check" data-testid="check"></div>'+CONTROLS;
+ const title=el.querySelector(".adx-title"), source=el.querySelector(".adx-source"), check=el.querySelector(".adx-check");
  let s=null;
  function build(){
   title.textContent=model.get("title"); source.textContent=model.get("source");
   source.style.display=model.get("source")?"":"none";
+  check.textContent=model.get("check"); check.style.display=model.get("check")?"":"none";
+  check.className="adx-check "+(model.get("check_ok")?"adx-caption":"adx-warning");
   if(s)s.close();
   s=adxStepper(el,model.get("walkthrough"),el,k=>{if(model.get("step")!==k){model.set("step",k);model.save_changes();}});
   s.show(model.get("step"));
@@ -118,11 +120,16 @@ class Stepper(anywidget.AnyWidget):
     walkthrough = traitlets.Dict().tag(sync=True)
     n_steps = traitlets.Int(0).tag(sync=True)
     step = traitlets.Int(0).tag(sync=True)
+    check = traitlets.Unicode("").tag(sync=True)
+    check_ok = traitlets.Bool(True).tag(sync=True)
 
-    def __init__(self, what: Any, inputs: str | None = None, /, *, step: int = 0, **values: Any) -> None:
+    def __init__(self, what: Any, inputs: str | None = None, /, *, step: int = 0, autodiff: Any = None,
+                 **values: Any) -> None:
         title, source, data = _walkthrough(what, inputs, values)
+        check, ok = ("", True) if autodiff is None else _check(what, autodiff, values)
         n = len(data["steps"])
-        super().__init__(title=title, source=source, walkthrough=data, n_steps=n, step=min(max(int(step), 0), n - 1))
+        super().__init__(title=title, source=source, walkthrough=data, n_steps=n, step=min(max(int(step), 0), n - 1),
+                         check=check, check_ok=ok)
 
     @traitlets.validate("step")
     def _within(self, proposal: Any) -> int:
@@ -181,4 +188,35 @@ def _walkthrough(what: Any, inputs: str | None, values: dict[str, Any]) -> tuple
         out = graph.node(graph.output).name
         return (f"{TITLE} of an engine graph", f"{out}: an engine graph of {leaves}",
                 walkthrough_data(walkthrough_views(model)))
-    raise StepperError(f"expected a program (text) or an engine Tensor, got {type(what).__name__}")
+    from engine.explain.protocol import follows_protocol
+    if follows_protocol(what):
+        if inputs is not None:
+            raise StepperError("a HW2 Variable carries its own inputs: name its leaves with keywords (x1=a)")
+        try:
+            model = protocol_model(what, values)
+        except (TypeError, ValueError) as e:
+            raise StepperError(str(e)) from None
+        leaves = ", ".join(n.name for n in model.shown_trace.graph.nodes if n.op == "leaf" and n.kind == "input")
+        return (f"{TITLE} of a HW2 graph ({type(what).__name__})",
+                f"the engine's backward pass over your graph of {leaves}, calling your chain_rule",
+                walkthrough_data(walkthrough_views(model)))
+    raise StepperError(f"expected a program (text), an engine Tensor or a HW2-protocol Variable (unique_id, parents, "
+                       f"is_leaf(), is_constant(), chain_rule(d), accumulate_derivative(x)), "
+                       f"got {type(what).__name__}")
+
+
+def _check(what: Any, autodiff: Any, values: dict[str, Any]) -> tuple[str, bool]:
+    """Your ``topological_sort`` and ``backpropagate`` (``autodiff``: HW2's ``minitorch.autodiff`` module, or any
+    object with both) run on ``what``'s graph and checked against the engine's: (a sentence, right or not)."""
+    from engine.explain.protocol import check_student, follows_protocol
+    if not follows_protocol(what):
+        raise StepperError("autodiff= checks your topological_sort and backpropagate on a HW2-protocol graph "
+                           "(your own Variables)")
+    fns = [getattr(autodiff, n, None) for n in ("topological_sort", "backpropagate")]
+    if not all(callable(f) for f in fns):
+        raise StepperError("autodiff= needs topological_sort and backpropagate (HW2's minitorch.autodiff)")
+    problems = check_student(what, *fns, names=values)
+    if not problems:
+        return ("Your topological_sort and backpropagate agree with the engine on this graph: every node once, "
+                "each before its inputs, and every input's derivative the same.", True)
+    return "Your code on this graph: " + "; ".join(problems) + ".", False

@@ -3,8 +3,10 @@ and for a graph built with the engine; what the parser refuses is a typed error.
 (``pip install -e ".[notebook]"``); tests/test_notebook_run.py executes the example notebook."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +18,7 @@ from explorer.kit import presets  # noqa: E402
 from explorer.kit.export_html import STEPPER_JS, step_html, visible_text, walkthrough_data  # noqa: E402
 from explorer.notebook import Stepper, StepperError  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 SLIDE = presets.DEFAULT   # f = x1 + exp(1.5*x1 + 2*x2) at x1 = 3, x2 = 0.5
 QUIZ = next(p for p in presets.PRESETS if p.label.startswith("Sigmoid quiz"))
 
@@ -119,3 +122,67 @@ def test_the_front_end_is_the_files_stepper_and_sets_user_text_as_text():
     widget = Stepper(program, x1=1)
     assert "<img" not in widget.html() and "<img" not in "".join(widget.walkthrough["pieces"])
     assert visible_text(step_html(widget.walkthrough, 0)).startswith("Step 1 of")
+
+
+# --- a HW2-protocol graph (a student's MiniTorch-shaped Scalars) ---------------------------------------------
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _slide_scalars():
+    """The slide example built with the example notebook's MiniTorch-shaped Scalars."""
+    hw2 = _load(ROOT / "examples" / "hw2_scalar.py", "hw2_scalar")
+    x1, x2 = hw2.Scalar(3.0), hw2.Scalar(0.5)
+    return x1, x2, x1 + hw2.exp(1.5 * x1 + 2 * x2)
+
+
+def _sample(name: str):
+    """One of the own-code page's sample solutions (a HW2 autodiff.py, right or broken), loaded from its file."""
+    return _load(ROOT / "explorer" / "student_code" / "samples" / f"{name}.py", f"sample_{name}")
+
+
+def test_a_hw2_protocol_graph_steps_as_the_engine_runs_it_calling_its_chain_rule():
+    from explorer.expression_explorer import protocol_model
+    x1, x2, f = _slide_scalars()
+    widget = Stepper(f, x1=x1, x2=x2)
+    assert x1.derivative is None and x2.derivative is None       # the student's graph is left as it was
+    model = protocol_model(f, {"x1": x1, "x2": x2})
+    assert widget.walkthrough == walkthrough_data(walkthrough_views(model))
+    # the engine's own graph of the same program: the same backward steps, word for word
+    e1, e2 = engine.tensor(3.0, requires_grad=True), engine.tensor(0.5, requires_grad=True)
+    same = tensor_model(e1 + engine.exp(1.5 * e1 + 2 * e2), {"x1": e1, "x2": e2})
+    assert model.n_frames == same.n_frames == 14
+    for k in range(model.n_frames):
+        if model.phase(k) != "forward":
+            assert model.caption(k) == same.caption(k), k
+    assert "x̄1 = v̄2·∂v2/∂x1 + v̄5·∂v5/∂x1 = 1.5·244.69 + 1 = 368.04 (2 of 2 received)" in widget.step_text(9)
+    assert "Gradients: ∂f/∂x1 = 368.04, ∂f/∂x2 = 489.38" in widget.step_text(13)
+    assert widget.check == ""           # no autodiff= given: nothing checked
+
+
+def test_the_students_own_sort_and_backpropagate_are_checked_on_their_graph():
+    x1, x2, f = _slide_scalars()
+    right = Stepper(f, x1=x1, x2=x2, autodiff=_sample("correct"))
+    assert right.check_ok and "agree with the engine" in right.check
+    assert Stepper(f, autodiff=engine.autodiff).check_ok
+    bfs = Stepper(f, x1=x1, x2=x2, autodiff=_sample("bfs_first_touch"))
+    assert not bfs.check_ok
+    assert "topological_sort puts x1 (position 2) before v2 (position 5)" in bfs.check
+    assert "backpropagate gives x1 the derivative 1; the engine's is 368.04" in bfs.check   # the lost contribution
+    lazy = Stepper(f, x1=x1, x2=x2, autodiff=_sample("no_leaf_accumulate"))
+    assert not lazy.check_ok and "gives x2 the derivative nothing" in lazy.check
+    assert x1.derivative is None                                  # checking never wrote into their graph
+    # the steps shown are the engine's, whatever the student's code does
+    assert bfs.walkthrough == right.walkthrough
+
+
+def test_autodiff_needs_a_hw2_graph_and_both_functions():
+    x1, x2, f = _slide_scalars()
+    with pytest.raises(StepperError, match="topological_sort and backpropagate"):
+        Stepper(f, autodiff=object())
+    with pytest.raises(StepperError, match="HW2-protocol graph"):
+        Stepper(SLIDE.program, SLIDE.inputs, autodiff=engine.autodiff)
