@@ -4,6 +4,8 @@ controls, no server.
     from explorer.notebook import Stepper
     Stepper("x1 + exp(1.5*x1 + 2*x2)", x1=3, x2=0.5)      # a program, read by the pages' parser (never eval)
     Stepper(loss)                                          # a graph built with the engine (engine.tensor ...)
+    Stepper(out, autodiff=minitorch.autodiff)              # HW2-protocol Variables (a student's Scalars), and the
+                                                           # student's topological_sort / backpropagate checked
 
 One description of a step: each step is the view the Expression explorer's walk-through file holds
 (:func:`explorer.expression_explorer.walkthrough_views`), as the file's data (:func:`~explorer.kit.export_html.
@@ -98,19 +100,24 @@ class Stepper(anywidget.AnyWidget):
 
     Args:
         what: a program as the Expression explorer takes it (``"f = x1 + exp(1.5*x1 + 2*x2)"``, several lines
-            allowed), or an engine Tensor computed from leaves with ``requires_grad``.
+            allowed), an engine Tensor computed from leaves with ``requires_grad``, or a HW2-protocol Variable
+            (a student's MiniTorch ``Scalar``: the engine's backward pass walks its graph calling its
+            ``chain_rule``; its ``.derivative`` values are left alone).
         inputs: for a program, its inputs as the page's text (``"x1 = 3, x2 = 0.5"``) instead of keywords.
         step: the step shown first (0-based).
-        **values: a program's inputs (``x1=3, x2=0.5``; numbers or nested lists), or, for a Tensor, display names
-            of its leaves (``x1=a, x2=b``).
+        autodiff: for a HW2-protocol Variable, the student's ``topological_sort`` and ``backpropagate`` (their
+            ``minitorch.autodiff`` module, or any object with both), run on the same graph and checked against the
+            engine's: ``check`` says what was found, ``check_ok`` whether both are right.
+        **values: a program's inputs (``x1=3, x2=0.5``; numbers or nested lists), or, for a Tensor or a Variable,
+            display names of its leaves (``x1=a, x2=b``).
 
     Traits (synced with the front end): ``walkthrough`` (the file's data: ``pieces``, ``steps``, ``ms``),
     ``step`` (0-based, set by Step/Back/Play/the slider/the keys, or from Python), ``n_steps``, ``title``,
-    ``source``.
+    ``source``, ``check`` and ``check_ok``.
 
     Raises:
         StepperError: a program or inputs the parser rejects (with the parser's message, line and column), values
-            that are not numbers, an object that is neither a program nor an engine Tensor.
+            that are not numbers, an object that is neither a program, an engine Tensor nor a HW2 Variable.
     """
 
     _esm = _ESM
@@ -192,6 +199,10 @@ def _walkthrough(what: Any, inputs: str | None, values: dict[str, Any]) -> tuple
     if follows_protocol(what):
         if inputs is not None:
             raise StepperError("a HW2 Variable carries its own inputs: name its leaves with keywords (x1=a)")
+        bad = [n for n, v in values.items() if not follows_protocol(v)]
+        if bad:
+            raise StepperError(f"{bad[0]}: for a HW2 Variable, keywords name its leaves (x1=a), got "
+                               f"{type(values[bad[0]]).__name__}")
         try:
             model = protocol_model(what, values)
         except (TypeError, ValueError) as e:

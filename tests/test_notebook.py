@@ -189,3 +189,5 @@ def test_autodiff_needs_a_hw2_graph_and_both_functions():
         Stepper(f, autodiff=object())
     with pytest.raises(StepperError, match="HW2-protocol graph"):
         Stepper(SLIDE.program, SLIDE.inputs, autodiff=engine.autodiff)
+    with pytest.raises(StepperError, match="keywords name its leaves"):
+        Stepper(f, x1=3.0)
