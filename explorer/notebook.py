@@ -59,7 +59,7 @@ function render({model, el}){
  return ()=>{s.close();model.off("change:step",follow);model.off("change:walkthrough",build);};
 }
 export default {render};
-""".replace("CONTROLS", json.dumps(STEPPER_CONTROLS))
+""".replace("+CONTROLS;", f"+{json.dumps(STEPPER_CONTROLS)};")
 
 
 class StepperError(ValueError):
