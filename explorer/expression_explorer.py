@@ -469,16 +469,92 @@ def relayed_view(model: ExplorerModel, shown: StepView, frame: int):
     return class_view(shown, [laptop_still(fig, frame) for fig in (model.figure, model.backward_figure)])
 
 
+def walkthrough_views(model: ExplorerModel) -> list:
+    """Every step of ``model`` as the view a following student sees (:func:`relayed_view`), at a laptop's code
+    size: what the exported file and the notebook widget (:mod:`explorer.notebook`) show."""
+    from .kit.code_panel import font_px
+    font = font_px(False)
+    return [relayed_view(model, step_view(model, k, font), k) for k in range(model.n_frames)]
+
+
 def walkthrough(model: ExplorerModel, program_text: str, inputs_text: str) -> str:
     """Every step of ``model`` as one self-contained HTML file (:func:`explorer.kit.export_html.walkthrough_html`):
-    each step the view a following student sees (:func:`relayed_view`), at a laptop's code size.
+    each step the view a following student sees (:func:`walkthrough_views`).
 
     Raises:
         explorer.kit.export_html.ExportTooBig: the file would be too large to email.
     """
-    from .kit.code_panel import font_px
     from .kit.export_html import walkthrough_html
-    font = font_px(False)
-    views = [relayed_view(model, step_view(model, k, font), k) for k in range(model.n_frames)]
-    return walkthrough_html("Expression explorer: a walk-through", views,
+    return walkthrough_html("Expression explorer: a walk-through", walkthrough_views(model),
                             source=f"{program_text.strip()}\nat {inputs_text.strip()}")
+
+
+MAX_TENSOR_NODES = 400   # ops in a graph built outside the app (a notebook): more is boxed and would not teach
+
+
+def tensor_model(output: Any, names: dict[str, Any] | None = None, width: int = HALF_WIDTH,
+                 max_height: int = MAX_HEIGHT) -> ExplorerModel:
+    """The Expression explorer's model of a graph built with the engine outside the app (a notebook's ``loss``):
+    the same recorded backward pass (:func:`engine.explain.record_tensor`), frames and figures as a typed
+    program's, without the page's central differences and gradient graph.
+
+    Args:
+        output: an engine Tensor computed from leaves with ``requires_grad``.
+        names: display name -> leaf tensor, listed in this order (other leaves: the tensor's ``name``, else
+            ``x1``, ``x2``, ... in the order the graph reaches them).
+
+    Every leaf's ``.grad`` is as it was afterwards (recording runs a backward pass of its own).
+
+    Raises:
+        TypeError: ``output`` is not an engine Tensor.
+        ValueError: nothing in its graph requires a gradient, or the graph has more than
+            :data:`MAX_TENSOR_NODES` ops.
+    """
+    from engine import autodiff
+    from engine.tensor import Tensor
+    if not isinstance(output, Tensor):
+        raise TypeError(f"expected an engine Tensor, got {type(output).__name__}")
+    if not output.requires_grad:
+        raise ValueError("this tensor does not depend on any input with requires_grad=True: there is no "
+                         "backward pass to step through")
+    order = autodiff.topological_sort(output)
+    if sum(1 for t in order if not t.is_leaf()) > MAX_TENSOR_NODES:
+        raise ValueError(f"this graph has more than {MAX_TENSOR_NODES} ops; step through a smaller one")
+    # the named leaves in the order given, then the others as the graph reaches them (inputs first)
+    leaves: dict[str, Any] = {n: t for n, t in (names or {}).items() if t.requires_grad}
+    named = {id(t) for t in leaves.values()}
+    for t in reversed(order):
+        if t.is_leaf() and t.requires_grad and id(t) not in named:
+            name = t.name or f"x{len(leaves) + 1}"
+            while name in leaves:
+                name += "'"
+            leaves[name] = t
+    kept = {n: t.grad for n, t in leaves.items()}
+    try:
+        trace = ex.record_tensor(output, leaves)
+    finally:
+        for n, t in leaves.items():
+            t.grad = kept[n]
+    return _drawn(trace, dict(leaves), width, max_height)
+
+
+def protocol_model(output: Any, names: dict[str, Any] | None = None, width: int = HALF_WIDTH,
+                   max_height: int = MAX_HEIGHT) -> ExplorerModel:
+    """The Expression explorer's model of a HW2-protocol graph (a student's MiniTorch ``Scalar``s): the engine's
+    own backward pass walking it and calling its ``chain_rule`` (:func:`engine.explain.protocol.record_protocol`),
+    drawn as a typed program's. The student's ``.derivative`` values stay as they were.
+
+    Raises:
+        TypeError: ``output`` does not offer HW2's protocol.
+        ValueError: nothing in the graph takes a gradient, or it is too large to step through.
+    """
+    from engine.explain.protocol import record_protocol
+    return _drawn(record_protocol(output, names), dict(names or {}), width, max_height)
+
+
+def _drawn(trace: Any, inputs: dict, width: int, max_height: int) -> ExplorerModel:
+    """A recorded graph's frames and figures, as :func:`explorer_model` draws a program's."""
+    pic = trace_picture(trace, width=width, max_height=max_height)
+    back = backward_figure(pic.frameset, pic.graph, pic.figure, width=width, max_height=max_height)
+    return ExplorerModel(program=None, inputs=inputs, trace=trace, shown_trace=pic.trace, frameset=pic.frameset,
+                         figure=pic.figure, table=[], central={}, backward_figure=back)

@@ -75,6 +75,8 @@ SHORT: dict[str, str | Serve | Skip] = {
     "pip install cupy-cuda12x": Skip(NO_GPU),
     "pip install cupy-cuda13x": Skip(NO_GPU),
     "pip install -e .": "python3 -m pip install -q -e .",
+    'python3 -m pip install -e ".[notebook]"': 'python3 -m pip install -q -e ".[notebook]"',
+    "python3 -m jupyter execute examples/stepper.ipynb": "python3 -m jupyter execute examples/stepper.ipynb",
     "docker build -t autodiff-explorer .": Skip(NO_DOCKER),
     "docker run --rm -p 8501:8501 autodiff-explorer": Skip(NO_DOCKER),
     "docker compose up --build -d": Skip(NO_DOCKER),

@@ -12,5 +12,5 @@ python3 -m venv "$venv"
 trap '[ -n "${KEEP_VENV:-}" ] || rm -rf "$(dirname "$venv")"' EXIT
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r requirements-min.txt
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e .
-"$venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -iE '^(numpy|streamlit|plotly|pydot|pandas|pyarrow|pytest|hypothesis) '
+"$venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null | grep -iE '^(numpy|streamlit|plotly|pydot|pandas|pyarrow|pytest|hypothesis|anywidget|ipykernel|nbclient|nbformat) '
 "$venv/bin/python" -m pytest -q -p no:cacheprovider --ignore=tests/browser -m "not slow" "$@"

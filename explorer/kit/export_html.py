@@ -22,6 +22,7 @@ import html
 import json
 import re
 from collections.abc import Callable, Sequence
+from html.parser import HTMLParser
 from typing import Any
 
 from explorer.classroom.views import ClassView
@@ -270,11 +271,11 @@ def view_pieces(view: ClassView, memo: dict | None = None) -> list[str]:
 
 # --- the file ---------------------------------------------------------------------------------------------
 
-_CSS = """
-body{font-family:Arial,'Liberation Sans',Helvetica,sans-serif;color:#111827;margin:0 auto;max-width:1400px;
-padding:12px 16px}
-h1{font-size:1.4rem;margin:.2rem 0}.adx-source{white-space:pre-wrap;background:#f3f4f6;padding:6px 10px;
-border-radius:4px;font-family:monospace;margin:.4rem 0}
+# the stepper's own rules: every selector under an adx- class, so that a notebook page that shows the widget keeps
+# its own look; the file adds the page's (body, title)
+STEPPER_CSS = """
+.adx-source{white-space:pre-wrap;background:#f3f4f6;padding:6px 10px;border-radius:4px;font-family:monospace;
+margin:.4rem 0}
 .adx-controls{position:sticky;top:0;background:#fff;padding:8px 0;display:flex;gap:8px;align-items:center;
 flex-wrap:wrap;z-index:2;border-bottom:1px solid #e5e7eb}
 .adx-controls button{font-size:1rem;padding:4px 12px}.adx-controls input[type=range]{flex:1;min-width:160px}
@@ -283,59 +284,78 @@ flex-wrap:wrap;z-index:2;border-bottom:1px solid #e5e7eb}
 padding:2px 8px;text-align:left}.adx-header h4{margin:.6rem 0 .2rem}.adx-caption{color:#4b5563;font-size:.9rem}
 .adx-warning{background:#fef3c7;color:#78350f;padding:6px 10px;border-radius:4px}
 .adx-error{background:#fee2e2;color:#7f1d1d;padding:6px 10px;border-radius:4px}
+.adx-stepper{font-family:Arial,'Liberation Sans',Helvetica,sans-serif;color:#111827}
+.adx-stepper:focus{outline:2px solid #93c5fd;outline-offset:2px}
+"""
+_PAGE_CSS = """
+body{font-family:Arial,'Liberation Sans',Helvetica,sans-serif;color:#111827;margin:0 auto;max-width:1400px;
+padding:12px 16px}
+h1{font-size:1.4rem;margin:.2rem 0}
 """
 
-# Step, Back, Play and the slider; keys: right arrow / PageDown one step on, left arrow / PageUp one back, Home and
-# End the first and last step, P play or pause. The step is kept in the address (#step=k) to link to it, where the
-# browser lets a file rewrite its own address (else it is simply not kept).
-_SCRIPT = """
-(function(){"use strict";
-const data=JSON.parse(document.getElementById("adx-data").textContent);
-const n=data.steps.length, out=document.getElementById("adx-step"), slider=document.getElementById("adx-slider");
-const label=document.getElementById("adx-count"), play=document.getElementById("adx-play");
+# The controls and the step, found by class under the element the stepper is given (a file's body, or one
+# notebook widget of several on a page)
+STEPPER_CONTROLS = (
+    '<div class="adx-controls"><button class="adx-back" title="Back (left arrow, PageUp)">◀ Back</button>'
+    '<button class="adx-play" title="Play or pause (P)">▶ Play</button>'
+    '<button class="adx-next" title="Step (right arrow, PageDown)">Step ▶</button>'
+    '<input class="adx-slider" type="range" min="1" value="1" aria-label="step">'
+    '<span class="adx-count" data-testid="step-count"></span></div>'
+    '<div class="adx-step" data-testid="step"></div>')
+
+# One stepper for both front ends, the file and the notebook widget (explorer/notebook.py): adxStepper(root, data,
+# keys, onStep) draws step k from data (pieces, steps, ms) under root and wires Step, Back, Play and the slider; keys
+# (the document in a file, the focused widget in a notebook): right arrow / PageDown one step on, left arrow / PageUp
+# one back, Home and End the first and last step, P play or pause. onStep(k) is told each step shown (0-based).
+STEPPER_JS = """
+function adxStepper(root,data,keys,onStep){"use strict";
+const q=c=>root.querySelector("."+c);
+const n=data.steps.length, out=q("adx-step"), slider=q("adx-slider"), label=q("adx-count"), play=q("adx-play");
 let k=0, timer=null;
 function show(i){k=Math.max(0,Math.min(n-1,i));out.innerHTML=data.steps[k].map(j=>data.pieces[j]).join("");
- slider.value=String(k+1);label.textContent="Step "+(k+1)+" of "+n;document.body.dataset.step=String(k+1);
- try{history.replaceState(null,"","#step="+(k+1));}catch(e){}}
+ slider.value=String(k+1);label.textContent="Step "+(k+1)+" of "+n;if(onStep)onStep(k);}
 function stop(){if(timer){clearInterval(timer);timer=null;}play.textContent="\\u25B6 Play";}
 function toggle(){if(timer){stop();return;}if(k>=n-1)show(0);play.textContent="\\u275A\\u275A Pause";
  timer=setInterval(()=>{if(k>=n-1){stop();return;}show(k+1);},data.ms);}
-document.getElementById("adx-next").onclick=()=>{stop();show(k+1);};
-document.getElementById("adx-back").onclick=()=>{stop();show(k-1);};
+q("adx-next").onclick=()=>{stop();show(k+1);};
+q("adx-back").onclick=()=>{stop();show(k-1);};
 play.onclick=toggle;slider.max=String(n);slider.oninput=()=>{stop();show(parseInt(slider.value,10)-1);};
-document.addEventListener("keydown",e=>{if(e.altKey||e.ctrlKey||e.metaKey)return;
+function onKey(e){if(e.altKey||e.ctrlKey||e.metaKey)return;
  const move={ArrowRight:1,PageDown:1,ArrowLeft:-1,PageUp:-1}[e.key];
- if(move){e.preventDefault();stop();show(k+move);}
- else if(e.key==="Home"){e.preventDefault();stop();show(0);}
- else if(e.key==="End"){e.preventDefault();stop();show(n-1);}
- else if(e.key==="p"||e.key==="P"){toggle();}});
-const m=/step=(\\d+)/.exec(location.hash);show(m?parseInt(m[1],10)-1:0);
+ if(move){e.preventDefault();e.stopPropagation();stop();show(k+move);}
+ else if(e.key==="Home"){e.preventDefault();e.stopPropagation();stop();show(0);}
+ else if(e.key==="End"){e.preventDefault();e.stopPropagation();stop();show(n-1);}
+ else if(e.key==="p"||e.key==="P"){e.stopPropagation();toggle();}}
+keys.addEventListener("keydown",onKey);
+return {show:show,step:()=>k,close:()=>{stop();keys.removeEventListener("keydown",onKey);}};
+}
+"""
+
+# The file: the step is kept in the address (#step=k) to link to it, where the browser lets a file rewrite its own
+# address (else it is simply not kept).
+_FILE_SCRIPT = STEPPER_JS + """
+(function(){"use strict";
+const data=JSON.parse(document.getElementById("adx-data").textContent);
+const s=adxStepper(document.body,data,document,k=>{document.body.dataset.step=String(k+1);
+ try{history.replaceState(null,"","#step="+(k+1));}catch(e){}});
+const m=/step=(\\d+)/.exec(location.hash);s.show(m?parseInt(m[1],10)-1:0);
 })();
 """
 
 
-def _script_json(obj: Any) -> str:
-    # inside <script>: no "</" (it would end the element) and no "<!--" (a script-data escape); both stay
-    # valid JSON written this way
+def script_json(obj: Any) -> str:
+    """``obj`` as JSON that can stand inside a ``<script>`` element: no ``</`` (it would end the element) and no
+    ``<!--`` (a script-data escape); both stay valid JSON written this way."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/").replace("<!", "<\\u0021")
 
 
-def walkthrough_html(title: str, views: Sequence[ClassView], source: str = "", step_ms: int = 1200,
-                     max_bytes: int = MAX_EXPORT_BYTES) -> str:
-    """One HTML file holding every step's view and the controls to step through them, opened without a network.
-
-    Args:
-        title: the page's name and what it shows (user text allowed: escaped).
-        views: one :class:`~explorer.classroom.views.ClassView` per step, in order (the page's own views).
-        source: the program and inputs as typed, shown above the steps (user text: escaped).
-        step_ms: Play's pace.
-        max_bytes: the largest file written.
-
-    Returns:
-        The file's text (UTF-8).
+def walkthrough_data(views: Sequence[ClassView], step_ms: int = 1200, max_bytes: int = MAX_EXPORT_BYTES) -> dict:
+    """Every step's view as the stepper's data (:data:`STEPPER_JS`): ``{"pieces": [html, ...], "steps": [[piece
+    number, ...] per step], "ms": Play's pace}``; a step's HTML is its pieces joined. A piece that several steps
+    show is kept once.
 
     Raises:
-        ExportTooBig: the file would be larger than ``max_bytes``.
+        ExportTooBig: the pieces would be larger than ``max_bytes``.
         ValueError: no views.
     """
     if not views:
@@ -357,7 +377,76 @@ def walkthrough_html(title: str, views: Sequence[ClassView], source: str = "", s
                                        f"({len(views)} steps); a smaller program exports")
             ids.append(index[p])
         steps.append(ids)
-    data = _script_json({"pieces": pieces, "steps": steps, "ms": int(step_ms)})
+    return {"pieces": pieces, "steps": steps, "ms": int(step_ms)}
+
+
+def step_html(data: dict, k: int) -> str:
+    """Step ``k``'s (0-based) HTML from :func:`walkthrough_data`'s data, as the stepper puts it together."""
+    return "".join(data["pieces"][j] for j in data["steps"][k])
+
+
+class _Visible(HTMLParser):
+    BLOCKS = {"div", "p", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "td", "th", "br", "table"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.BLOCKS:
+            self.parts.append(" ")
+        if tag in ("style", "script", "svg"):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in self.BLOCKS:
+            self.parts.append(" ")
+        if tag in ("style", "script", "svg") and self._skip:
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.parts.append(data)
+
+
+def visible_text(step: str) -> str:
+    """The text a reader sees of a step's HTML outside its pictures (the header, captions, tables, code), on one
+    line with single spaces."""
+    p = _Visible()
+    p.feed(step)
+    p.close()
+    return " ".join("".join(p.parts).split())
+
+
+def walkthrough_html(title: str, views: Sequence[ClassView], source: str = "", step_ms: int = 1200,
+                     max_bytes: int = MAX_EXPORT_BYTES) -> str:
+    """One HTML file holding every step's view and the controls to step through them, opened without a network.
+
+    Args:
+        title: the page's name and what it shows (user text allowed: escaped).
+        views: one :class:`~explorer.classroom.views.ClassView` per step, in order (the page's own views).
+        source: the program and inputs as typed, shown above the steps (user text: escaped).
+        step_ms: Play's pace.
+        max_bytes: the largest file written.
+
+    Returns:
+        The file's text (UTF-8).
+
+    Raises:
+        ExportTooBig: the file would be larger than ``max_bytes``.
+        ValueError: no views.
+    """
+    return data_html(title, walkthrough_data(views, step_ms, max_bytes), source, max_bytes)
+
+
+def data_html(title: str, data: dict, source: str = "", max_bytes: int = MAX_EXPORT_BYTES) -> str:
+    """The file of :func:`walkthrough_html` from the stepper's data (:func:`walkthrough_data`): what a notebook
+    widget saves is the file the page's button downloads.
+
+    Raises:
+        ExportTooBig: the file would be larger than ``max_bytes``.
+    """
     name = html.escape(title)
     text = (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -365,16 +454,11 @@ def walkthrough_html(title: str, views: Sequence[ClassView], source: str = "", s
         # nothing is fetched: no network needed, and a saved file can reach none
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
         "script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{name}</title><style>{_CSS}</style></head><body>"
+        f"<title>{name}</title><style>{_PAGE_CSS}{STEPPER_CSS}</style></head><body class=\"adx-stepper\">"
         f"<h1>{name}</h1>" + (f'<div class="adx-source" data-testid="source">{html.escape(source)}</div>'
-                              if source else "") +
-        '<div class="adx-controls"><button id="adx-back" title="Back (left arrow, PageUp)">◀ Back</button>'
-        '<button id="adx-play" title="Play or pause (P)">▶ Play</button>'
-        '<button id="adx-next" title="Step (right arrow, PageDown)">Step ▶</button>'
-        '<input id="adx-slider" type="range" min="1" value="1" aria-label="step">'
-        '<span id="adx-count" data-testid="step-count"></span></div>'
-        '<div id="adx-step" data-testid="step"></div>'
-        f'<script type="application/json" id="adx-data">{data}</script><script>{_SCRIPT}</script></body></html>')
+                              if source else "") + STEPPER_CONTROLS +
+        f'<script type="application/json" id="adx-data">{script_json(data)}</script>'
+        f"<script>{_FILE_SCRIPT}</script></body></html>")
     if len(text.encode()) > max_bytes:
         raise ExportTooBig(f"this walk-through would be {len(text.encode()) / 1e6:.1f} MB "
                            f"(at most {max_bytes / 1e6:.0f} MB)")

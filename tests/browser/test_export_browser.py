@@ -56,7 +56,7 @@ def test_an_exported_file_steps_offline_with_the_keyboard(browser, tmp_path, pre
         shows(n - 3)
         page.keyboard.press("Home")
         shows(0)
-        page.locator("#adx-slider").fill(str(n - 1))
+        page.locator(".adx-slider").fill(str(n - 1))
         shows(n - 2)
         page.get_by_role("button", name="Step").click()
         shows(n - 1)
