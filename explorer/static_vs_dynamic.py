@@ -850,10 +850,31 @@ def folding_note(fd: "FoldingDemo") -> str:
 FRAMEWORK_GOALS = [
     ("expressive", "any Python program over tensors: loops, branches, recursion",
      "eager mode records whatever runs (the data-dependent branch above)"),
-    ("productive", "gradients without writing them; debug with print and the Python debugger",
-     "`loss.backward()`, `engine.grad(f)`: VJP rules per op, never a hand-written backward"),
-    ("efficient", "a fixed graph can be optimised once and replayed without Python",
-     "`engine.static`: pruning and constant folding; `engine.compile`: a traced step replayed on raw arrays"),
+    ("productive", "gradients without writing them, and no CUDA needed: the framework brings the kernels; debug "
+                   "with print and the Python debugger",
+     "`loss.backward()`, `engine.grad(f)`: VJP rules per op, never a hand-written backward; the `numpy` and "
+     "`python` backends need no GPU"),
+    ("efficient", "scale to large models and data, with hardware acceleration (GPUs, TPUs); a fixed graph can be "
+                  "optimised once and replayed without Python",
+     "the `cuda` backend (CuPy and our kernels) where a GPU exists; `engine.static`: pruning and constant folding; "
+     "`engine.compile`: a traced step replayed on raw arrays"),
+]
+
+# The map's other rows: how the frameworks compare beyond their graphs (slide 34's comparison), and this engine.
+FRAMEWORK_CRITERIA = [
+    {"": "hardware", "PyTorch": "CPU, NVIDIA (CUDA) and AMD (ROCm) GPUs, Apple GPUs (MPS)",
+     "TensorFlow": "CPU, GPU, TPU", "JAX": "CPU, GPU, TPU (through XLA)",
+     "this engine": "CPU (`numpy`, `python`); NVIDIA GPUs through CuPy and the kernels in `engine/kernels/`"},
+    {"": "ease of use", "PyTorch": "eager Python, errors where they happen",
+     "TensorFlow": "TF1: build, then Session.run (errors at run time, far from the code); TF2: eager by default",
+     "JAX": "pure functions and explicit random keys; transformations compose",
+     "this engine": "PyTorch's API on a small code base a student can read"},
+    {"": "ecosystem", "PyTorch": "most research code, Hugging Face, torchvision",
+     "TensorFlow": "Keras, TF Serving, TF Lite for phones", "JAX": "Flax, Optax, research at scale",
+     "this engine": "none: a teaching engine, checked against PyTorch and NumPy"},
+    {"": "parallelism", "PyTorch": "DistributedDataParallel, FSDP, tensor parallelism",
+     "TensorFlow": "tf.distribute strategies", "JAX": "pmap, sharding (jit over a device mesh)",
+     "this engine": "one device, one process"},
 ]
 
 FRAMEWORKS = [

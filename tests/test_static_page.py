@@ -197,6 +197,12 @@ def test_notes_counts_are_explained_with_ours():
 
 def test_framework_map_ties_every_row_to_the_engine():
     assert [g for g, _, _ in M.FRAMEWORK_GOALS] == ["expressive", "productive", "efficient"]
+    means = " ".join(m for _, m, _ in M.FRAMEWORK_GOALS)
+    for words in ("no CUDA needed", "scale", "hardware acceleration"):     # the notes' own words for the goals
+        assert words in means
+    assert [r[""] for r in M.FRAMEWORK_CRITERIA] == ["hardware", "ease of use", "ecosystem", "parallelism"]
+    assert all(set(r) == {"", "PyTorch", "TensorFlow", "JAX", "this engine"} and all(r.values())
+               for r in M.FRAMEWORK_CRITERIA)
     names = [r["framework"] for r in M.FRAMEWORKS]
     assert {"NumPy", "PyTorch", "TensorFlow 1", "JAX"} <= set(names)
     text = " ".join(r["compiles with"] + r["in this engine"] for r in M.FRAMEWORKS)

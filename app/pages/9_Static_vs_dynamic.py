@@ -269,6 +269,8 @@ st.markdown("A framework wants three things at once; eager and static graphs tra
 # st.table wraps its cells (a dataframe would cut these sentences), at any size
 show_table([{"goal": g, "means": m, "in this engine": e} for g, m, e in M.FRAMEWORK_GOALS], look, static=True)
 show_table(M.FRAMEWORKS, look, static=True)
+st.markdown("Beyond the graph: hardware, ease of use, ecosystem and parallelism.")
+show_table(M.FRAMEWORK_CRITERIA, look, static=True)
 st.caption("`torch.compile`, `tf.function` and `jax.jit` all trace eager Python into a graph once and then run the "
            "graph: that is `engine.compile` in section 4. TensorFlow 1 asks for the graph up front: `engine.static` in "
            "sections 1-3.")
