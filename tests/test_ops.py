@@ -51,9 +51,10 @@ def test_second_order_matches_central_differences(case, backend):
 
 
 def _grads_both_ways(case, backend, dtype, seed=8):
-    """The row's gradients along a random cotangent from one graph, twice: through the ops' VJPs
-    written with engine ops (a ``trace_ops`` hook watches the pass, as graph capture and the explain
-    tools do) and through their ``vjp_arrays`` (nobody watches). Also which ops took the array path."""
+    """The row's gradients along a random cotangent from one graph, twice: with each op's VJP rule run by
+    the recorded interpreter (engine ops: a ``trace_ops`` hook watches the pass, as graph capture and the
+    explain tools do) and by the raw one (the backend's kernels on arrays: nobody watches). Also which ops
+    the raw interpreter ran."""
     T = importlib.import_module("engine.tensor")   # the module (engine.tensor is also the function)
     rng = np.random.default_rng(seed)
     xs = [tensor(x.astype(dtype), requires_grad=True, backend=backend) for x in case.inputs(rng)]
@@ -74,7 +75,7 @@ def _grads_both_ways(case, backend, dtype, seed=8):
 
     T._vjp_on_arrays = spy
     try:
-        with engine.trace_ops(lambda *_: None):   # watched: never the array path
+        with engine.trace_ops(lambda *_: None):   # watched: never the raw interpreter
             out.backward(r, retain_graph=True)
         assert not took, took
         for x in xs:
@@ -87,26 +88,35 @@ def _grads_both_ways(case, backend, dtype, seed=8):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("case", OP_TABLE, ids=lambda c: c.name)
-def test_vjp_on_arrays_gives_the_engine_ops_bits(case, backend, dtype):
-    """An op's ``vjp_arrays`` (the backward pass nobody watches and nothing records) gives exactly the
-    bits of its ``vjp`` in engine ops (what create_graph, graph capture and the explain tools run):
-    the eager and the compiled training step stay bit-identical."""
+def test_one_rule_gives_the_same_bits_under_both_interpreters(case, backend, dtype):
+    """Each op's single VJP rule gives exactly the same bits run by the raw interpreter (the backward pass
+    nobody watches and nothing records) as by the recorded one (engine ops: what create_graph, graph
+    capture and the explain tools run): the eager and the compiled training step stay bit-identical."""
     watched, fast, _ = _grads_both_ways(case, backend, dtype)
     for w, f in zip(watched, fast):
         assert w.dtype == f.dtype
         np.testing.assert_array_equal(f, w)
 
 
-def test_every_vjp_on_arrays_runs_in_the_op_table():
-    """Each op declaring ``vjp_arrays`` takes that path in some row (so the test above compares it), and
-    a watched pass never does."""
+def test_every_rule_runs_under_the_raw_interpreter_in_the_op_table():
+    """Every differentiable primitive's rule is written for both interpreters, and each runs under the raw
+    one in some row (so the test above compares it); a watched pass never does."""
     from engine.ops import PRIMITIVES
-    declared = {op.name for op in PRIMITIVES if op.vjp_arrays is not None}
-    assert {"add", "mul", "sum", "matmul", "permute", "relu", "sigmoid", "binary_cross_entropy"} <= declared
+    differentiable = {op.name for op in PRIMITIVES if op.differentiable}
+    assert {op.name for op in PRIMITIVES if op.array_rule} == differentiable
     took = set()
     for case in OP_TABLE:
         took |= _grads_both_ways(case, "numpy", np.float64)[2]
-    assert took == declared
+    assert took == differentiable
+
+
+def test_the_two_interpreters_offer_the_same_operations(backend):
+    """A rule may call any operation of either interpreter: both have the same names."""
+    from engine.backends import get_backend
+    from engine.ops import RECORDED, ArrayOps
+    raw = ArrayOps.raw(get_backend(backend))
+    assert set(vars(raw)) == set(vars(RECORDED))
+    assert {"value", "output", "mul", "sum_to_shape", "matmul", "apply"} <= set(vars(raw))
 
 
 def test_a_watched_hw2_backward_pass_still_runs_every_engine_op():
