@@ -20,6 +20,7 @@ import builtins
 import functools
 import numbers
 import operator
+import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -162,6 +163,8 @@ class _RawCtx:
 
 #: the recorded interpreter (engine ops on Tensors); its operations are the public functions defined below
 RECORDED = ArrayOps()
+#: the recorded interpreter reading the op's output as a constant: an elementwise VJP rule run as a JVP
+TANGENT = ArrayOps()
 
 
 # ---------------------------------------------------------------------------
@@ -178,21 +181,32 @@ RECORDED = ArrayOps()
 
 class Unary(Op):
     """An elementwise primitive of one input whose forward is the backend kernel named after it
-    (``Backend.unary(name, a)``): declaring the op declares the kernel, which each backend finds by
-    that name in its own table. ``keeps_int``: an integer input keeps its dtype (else float64)."""
+    (``Backend.unary(name, a)``). Declaring the op declares the kernel, which each backend finds by
+    that name in its own table, its public function in the declaring module (``engine.ops.sin``,
+    exported as ``engine.sin``) and, with ``tensor_method``, the Tensor method (``x.sin()``) unless
+    Tensor has one already. ``keeps_int``: an integer input keeps its dtype (else float64).
+
+    Its JVP follows from its VJP rule: an elementwise op's Jacobian is diagonal, so the tangent ṫ maps
+    to the same ``ṫ ⊙ f'(x)`` as an adjoint does (the rule run on ṫ, the output read as a constant)."""
 
     keeps_int = False
+    tensor_method = True
     #: the backend kernel the forward runs: the first class of the chain to name itself declares it;
     #: a subclass that only renames itself (a test's spy) keeps its parent's kernel, declaring none
     kernel_name: str | None = None
+    function: Callable   # the public function, ``function(a)``
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__ and cls.kernel_name is None:
             cls.kernel_name = cls.name
             declare_kernel("unary", cls.name, keeps_int=cls.keeps_int)
+            cls.function = _elementwise_function(cls)
+            vars(sys.modules[cls.__module__]).setdefault(cls.name, cls.function)
+            if cls.tensor_method and not hasattr(Tensor, cls.name):
+                setattr(Tensor, cls.name, _tensor_method(cls))
             if cls.typed:
-                _declare_typed(TypedFunction(cls.name, cls.call, 1, False))
+                _declare_typed(TypedFunction(cls.name, cls.function, 1, False))
 
     @classmethod
     def forward(cls, ctx, a):
@@ -203,9 +217,25 @@ class Unary(Op):
         return cls._backend_kernel(ctx, dtypes, "unary", cls.kernel_name)
 
     @classmethod
-    def call(cls, a: Tensor) -> Tensor:
-        """The op on tensor ``a`` (its public function: ``engine.ops.exp = Exp.call``)."""
-        return apply(cls, (a,))
+    def jvp(cls, ctx, ta):
+        return cls.vjp(ctx, ta, TANGENT)[0]
+
+
+def _elementwise_function(op: type[Op]) -> Callable:
+    def function(a: Tensor) -> Tensor:
+        return apply(op, (a,))
+    function.__name__ = function.__qualname__ = op.name
+    function.__module__ = op.__module__
+    function.__doc__ = f"{op.name}(a), elementwise (primitive {op.__name__}; VJP: {op.formula})"
+    return function
+
+
+def _tensor_method(op: type[Op]) -> Callable:
+    def method(self: Tensor) -> Tensor:
+        return apply(op, (self,))
+    method.__name__, method.__qualname__ = op.name, f"Tensor.{op.name}"
+    method.__doc__ = f"``engine.{op.name}(self)``"
+    return method
 
 
 class Binary(Op):
@@ -396,10 +426,6 @@ class Neg(Unary):
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.neg(g),)
 
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return neg(ta)
-
 
 class Reciprocal(Unary):
     name = "reciprocal"
@@ -412,11 +438,6 @@ class Reciprocal(Unary):
     def vjp(cls, ctx, g, k=RECORDED):
         y = k.output(ctx)
         return (k.mul(k.neg(g), k.mul(y, y)),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        out = ctx.output.detach()
-        return neg(ta) * (out * out)
 
 
 class Exp(Unary):
@@ -431,10 +452,6 @@ class Exp(Unary):
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.mul(g, k.output(ctx)),)
 
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return ta * ctx.output.detach()
-
 
 class Log(Unary):
     name = "log"
@@ -446,10 +463,6 @@ class Log(Unary):
     @classmethod
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.div(g, k.value(ctx.operands[0])),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return ta / ctx.inputs[0]
 
 
 class Sin(Unary):
@@ -463,10 +476,6 @@ class Sin(Unary):
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.mul(g, k.cos(k.value(ctx.operands[0]))),)
 
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return ta * cos(ctx.inputs[0])
-
 
 class Cos(Unary):
     name = "cos"
@@ -479,9 +488,19 @@ class Cos(Unary):
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.mul(k.neg(g), k.sin(k.value(ctx.operands[0]))),)
 
+
+class Tan(Unary):
+    name = "tan"
+    saves = ()
+    typed = True
+    formula = "x̄ = ȳ ⊙ (1 + y²)   (y = tan x, kept from the forward pass)"
+    scalar = np.tan
+    needs_output = True
+
     @classmethod
-    def jvp(cls, ctx, ta):
-        return neg(ta) * sin(ctx.inputs[0])
+    def vjp(cls, ctx, g, k=RECORDED):
+        y = k.output(ctx)
+        return (k.mul(g, k.add(k.const(1.0, y), k.mul(y, y))),)
 
 
 class Relu(Unary):
@@ -499,12 +518,6 @@ class Relu(Unary):
         y = k.output(ctx)
         zero = k.const(0.0, y)   # one constant for the comparison and the zeros
         return (k.where(k.gt(y, zero), g, zero),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        y = ctx.output.detach()
-        zero = as_tensor_like(0.0, y)
-        return where(compare("gt", y, zero), ta, zero)
 
 
 class Sigmoid(Unary):
@@ -526,11 +539,6 @@ class Sigmoid(Unary):
     def vjp(cls, ctx, g, k=RECORDED):
         y = k.output(ctx)
         return (k.mul(g, k.mul(y, k.sub(k.const(1.0, y), y))),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        out = ctx.output.detach()
-        return ta * (out * (1.0 - out))
 
 
 class Cast(Op):
@@ -582,6 +590,7 @@ class Step(Unary):
     name = "step"
     keeps_int = True
     differentiable = False
+    tensor_method = False   # an internal mask (PyTorch's Tensor has no step)
 
 
 class Uniform(Op):
@@ -1334,12 +1343,6 @@ def div(a, b, like=None) -> Tensor:
     return apply(Div, _pair(a, b, like))
 
 
-neg = Neg.call
-
-
-reciprocal = Reciprocal.call
-
-
 def pow(a: Tensor, exponent) -> Tensor:
     """``a ** exponent``; a tensor exponent is written as exp(exponent * log(a))."""
     if isinstance(exponent, Tensor):
@@ -1353,23 +1356,6 @@ def rpow(base, exponent: Tensor) -> Tensor:
     """``base ** exponent`` for a constant base: exp(exponent * log(base))."""
     b = as_tensor_like(base, exponent)
     return exp(mul(exponent, log(b)))
-
-
-exp = Exp.call
-
-
-log = Log.call
-sin = Sin.call
-cos = Cos.call
-
-
-relu = Relu.call
-
-
-sigmoid = Sigmoid.call
-
-
-step = Step.call
 
 
 def cast(a: Tensor, dtype) -> Tensor:
@@ -1664,3 +1650,4 @@ RECORDED.__dict__.update(
     gt=functools.partial(compare, "gt"), eq=functools.partial(compare, "eq"), where=where, cast=cast, sum=sum,
     sum_to_shape=sum_to_shape, spread=_spread, reshape=reshape, permute=permute, swap_last=_swap_last,
     matmul=lambda a, b: apply(MatMul, (a, b)), is_contiguous=Tensor.is_contiguous, apply=apply)
+TANGENT.__dict__.update(vars(RECORDED), output=lambda ctx: ctx.output.detach())

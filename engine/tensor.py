@@ -679,15 +679,18 @@ class Tensor:
     def __ne__(self, other): return _ops.compare("ne", self, other)  # type: ignore[override]
     def __getitem__(self, key): return _ops.getitem(self, key)
 
-    def exp(self): return _ops.exp(self)
-    def sin(self): return _ops.sin(self)
-    def cos(self): return _ops.cos(self)
-    def neg(self): return _ops.neg(self)
-    def log(self): return _ops.log(self)
-    def relu(self): return _ops.relu(self)
+    # exp, log, sin, cos, tan, neg, reciprocal, relu, sigmoid: each elementwise primitive's declaration adds its
+    # method (engine.ops.Unary)
+    def add(self, other): return self + other
+    def sub(self, other): return self - other
+    def mul(self, other): return self * other
+    def div(self, other): return self / other
+    def pow(self, exponent): return _ops.pow(self, exponent)
+    def matmul(self, other): return _ops.matmul(self, other)
+    def where(self, condition, other): return _ops.where(condition, self, other)   # PyTorch's x.where(c, y)
+    def clamp(self, min=None, max=None): return _F.clamp(self, min, max)  # noqa: A002  (PyTorch's names)
     def sqrt(self): return _ops.pow(self, 0.5)
     def abs(self): return _F.abs(self)
-    def sigmoid(self): return _F.sigmoid(self)
     def tanh(self): return _F.tanh(self)
     def sum(self, dim=None, keepdim=False): return _ops.sum(self, dim, keepdim)
     def mean(self, dim=None, keepdim=False): return _F.mean(self, dim, keepdim)

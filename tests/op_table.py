@@ -103,6 +103,7 @@ OP_TABLE: list[OpCase] = [
     OpCase("exp", lambda a: a.exp(), np.exp, [(2, 3)]),
     OpCase("log", lambda a: a.log(), np.log, [(2, 3)], "positive"),
     OpCase("sin_cos", lambda a, b: ops.sin(a) * ops.cos(b), lambda a, b: np.sin(a) * np.cos(b), [(2, 3), (2, 3)]),
+    OpCase("tan", ops.tan, np.tan, [(2, 3)], domain="prob"),   # in (0.05, 0.95): away from tan's poles
     OpCase("relu", lambda a: a.relu(), lambda a: np.maximum(a, 0), [(2, 3)], "relu"),
     OpCase("sigmoid", lambda a: a.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), [(2, 3)]),
     OpCase("tanh", lambda a: a.tanh(), np.tanh, [(2, 3)]),
