@@ -14,7 +14,7 @@ from .dtypes import DType, bool_, float32, float64, int64  # noqa: F401
 from .functional import (MaxResult, amax, binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
                          cross_entropy, dropout, linear, log_softmax, logsumexp, mean, softmax, tanh)
 from .functional import max as max  # noqa: F401,A004  (PyTorch's: values and indices with a dim)
-from .ops import cos, exp, log, matmul, neg, relu, sigmoid, sin, where  # noqa: F401
+from .ops import matmul, where  # noqa: F401
 from .ops import sum as sum  # noqa: F401,A004
 from .tensor import (GraphReleasedError, Tensor, is_grad_enabled, no_grad, set_grad_enabled, tensor,  # noqa: F401
                      trace_ops)
@@ -26,11 +26,16 @@ __all__ = [
     "grad", "vjp", "jvp", "gradcheck", "GradcheckError", "GradcheckReport",
     "zeros", "ones", "full", "randn", "manual_seed",
     "backpropagate", "topological_sort", "available_backends", "BackendUnavailable", "BroadcastError",
-    "exp", "log", "sin", "cos", "neg", "relu", "sigmoid", "tanh", "matmul", "where", "sum", "max", "amax", "MaxResult", "mean", "softmax",
+    "tanh", "matmul", "where", "sum", "max", "amax", "MaxResult", "mean", "softmax",
     "log_softmax",
     "logsumexp", "linear", "dropout", "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy",
     "autodiff", "backends", "checkpoint", "functional", "nn", "ops", "optim",
 ]
+
+# each elementwise primitive's public function (engine.exp, engine.sin, engine.tan, ...), from its declaration
+_ELEMENTWISE = {op.name: op.function for op in ops.PRIMITIVES if issubclass(op, ops.Unary) and op.tensor_method}
+globals().update(_ELEMENTWISE)
+__all__ += list(_ELEMENTWISE)
 
 # static graphs and captured steps (engine.static builds on everything above)
 from . import static  # noqa: E402

@@ -1,9 +1,11 @@
 """Primitive ops: one block per op with its forward, VJP and JVP together.
 
-Forwards call the backend on raw arrays. VJPs and JVPs are written with engine
-ops, so the backward pass is itself a graph (``create_graph=True`` gives
-higher-order derivatives, and the explorer can draw it). Broadcasting is undone
-in exactly one helper, :func:`sum_to_shape`.
+Forwards call the backend on raw arrays. Each op's VJP is one rule written with a small set of
+array operations (:class:`ArrayOps`) that two interpreters run: engine ops on Tensors (the default,
+:data:`RECORDED`: the backward pass is itself a graph, ``create_graph=True`` gives higher-order
+derivatives, and the explorer can draw it) and the backend's kernels on raw arrays (a backward pass
+nobody records or watches: training), with the same bits. JVPs are written with engine ops.
+Broadcasting is undone in exactly one helper, :func:`sum_to_shape`.
 
 Composites (tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and
 need no rules of their own. ``scalar`` is an op's kernel for the scalar fast path (0-d float64
@@ -15,8 +17,10 @@ their classes).
 from __future__ import annotations
 
 import builtins
+import functools
 import numbers
 import operator
+import sys
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -55,7 +59,7 @@ def sum_to_shape(g, shape: tuple[int, ...], backend=None):
     """Undo broadcasting: sum ``g`` over the dims that were broadcast to reach its shape.
 
     This is the only place in the engine where broadcasting is undone. ``g`` is a Tensor, or with
-    ``backend`` given one of its raw arrays (a VJP on arrays, ``Op.vjp_arrays``: the same reduction the
+    ``backend`` given one of its raw arrays (the raw interpreter's ``sum_to_shape``: the same reduction the
     engine ops make, so the same bits; when only leading dims are summed, as for a bias, without the
     keepdim and the reshape that undoes it: one backend call instead of two).
     """
@@ -85,6 +89,85 @@ def _pair(a, b, like: Tensor | None = None):
 
 
 # ---------------------------------------------------------------------------
+# the array operations derivative rules are written with, and their two interpreters
+
+
+class ArrayOps:
+    """The small set of array operations every ``vjp`` below is written with, as one interpreter runs them.
+
+    An op's VJP is one rule, ``vjp(ctx, g, k)``: ``ctx`` is the node (its operands say the shapes and who
+    takes a gradient), ``g`` the adjoint arriving at its output, ``k`` one of two interpreters of the same
+    operations:
+
+    * :data:`RECORDED` (the default): engine ops on Tensors. Each is an op like any other: recorded when
+      grad mode is on (``create_graph``: higher-order derivatives), seen by ``trace_ops`` hooks (the
+      explorer's trace, graph capture), recorded symbolically by a static graph.
+    * ``ArrayOps.raw(backend)`` (made once per backend, kept on it): the backend's kernels on its raw arrays,
+      for a backward pass that records nothing and that nobody watches (training, ``Tensor.chain_rule``):
+      no Tensor and no dispatch per operation. Each raw operation makes the backend calls its engine op
+      makes, in the same order, so a rule gives the same bits under both (tests/test_ops.py checks every
+      row of the op table).
+
+    The operations: ``value(x)`` (an operand's value: a Tensor, or its array), ``output(ctx)`` (the op's
+    own result), ``add sub mul div neg exp log sin cos`` (elementwise; broadcasting), ``pow(x, c)`` and
+    ``scale(x, c)`` (a Python number ``c``), ``const(c, like)`` and ``zeros_like(x)`` (of ``like``'s
+    dtype), ``gt eq`` (bool masks), ``where(c, a, b)``, ``cast(x, dtype)``, ``sum(x, dims, keepdim)``,
+    ``sum_to_shape(x, shape)`` (broadcasting undone), ``spread(g, shape, dims, keepdim)`` (a reduction's
+    adjoint sent back to every reduced element), ``reshape permute swap_last matmul is_contiguous`` and
+    ``apply(op, args, params)`` (another primitive: its forward, recorded or on the arrays).
+    """
+
+    @classmethod
+    def raw(cls, be) -> "ArrayOps":
+        """The raw interpreter on backend ``be``: its kernels on its arrays."""
+        k = cls()
+        binary, unary, array, dtype = be.binary, be.unary, be.array, be.dtype
+
+        def value(x):   # a number operand (the scalar path keeps it) becomes the constant vjp would make
+            return x._data if type(x) is not float else array(x, float64)
+
+        def reshape(x, shape):
+            return be.reshape(x, shape) if shape != x.shape else x
+
+        def cast(x, dt):
+            return be.astype(x, dt) if dtype(x) != dt else x
+
+        def raw_apply(op, args, params=None):
+            return op.forward(_RawCtx(be, params), *args)
+
+        for name in ("add", "sub", "mul", "div", "gt", "eq"):
+            setattr(k, name, functools.partial(binary, name))
+        for name in ("neg", "exp", "log", "sin", "cos"):
+            setattr(k, name, functools.partial(unary, name))
+        k.value, k.output, k.reshape, k.cast, k.apply = value, operator.attrgetter("_data"), reshape, cast, raw_apply
+        k.pow = lambda x, c: binary("pow", x, array(float(c), dtype(x)))
+        k.scale = lambda x, c: binary("mul", x, array(c, dtype(x)))
+        k.const = lambda c, like: be.kernels(dtype(like)).const(c)
+        k.zeros_like = lambda x: be.full(x.shape, 0.0, dtype(x))
+        k.where, k.matmul, k.is_contiguous, k.permute = be.where, be.matmul, be.is_contiguous, be.permute
+        k.sum = functools.partial(be.reduce, "sum")
+        k.sum_to_shape = functools.partial(sum_to_shape, backend=be)
+        k.spread = functools.partial(_spread_arrays, be)
+        k.swap_last = lambda x: be.permute(x, _swap_order(len(x.shape)))
+        return k
+
+
+class _RawCtx:
+    """What an op's forward reads from its context (the backend, the parameters), for ``ArrayOps.apply``
+    under the raw interpreter."""
+    __slots__ = ("backend", "params")
+
+    def __init__(self, backend, params):
+        self.backend, self.params = backend, params
+
+
+#: the recorded interpreter (engine ops on Tensors); its operations are the public functions defined below
+RECORDED = ArrayOps()
+#: the recorded interpreter reading the op's output as a constant: an elementwise VJP rule run as a JVP
+TANGENT = ArrayOps()
+
+
+# ---------------------------------------------------------------------------
 # declarations
 #
 # One primitive = one class below: its name, how backends find its forward kernel, its VJP and JVP,
@@ -98,21 +181,32 @@ def _pair(a, b, like: Tensor | None = None):
 
 class Unary(Op):
     """An elementwise primitive of one input whose forward is the backend kernel named after it
-    (``Backend.unary(name, a)``): declaring the op declares the kernel, which each backend finds by
-    that name in its own table. ``keeps_int``: an integer input keeps its dtype (else float64)."""
+    (``Backend.unary(name, a)``). Declaring the op declares the kernel, which each backend finds by
+    that name in its own table, its public function in the declaring module (``engine.ops.sin``,
+    exported as ``engine.sin``) and, with ``tensor_method``, the Tensor method (``x.sin()``) unless
+    Tensor has one already. ``keeps_int``: an integer input keeps its dtype (else float64).
+
+    Its JVP follows from its VJP rule: an elementwise op's Jacobian is diagonal, so the tangent ṫ maps
+    to the same ``ṫ ⊙ f'(x)`` as an adjoint does (the rule run on ṫ, the output read as a constant)."""
 
     keeps_int = False
+    tensor_method = True
     #: the backend kernel the forward runs: the first class of the chain to name itself declares it;
     #: a subclass that only renames itself (a test's spy) keeps its parent's kernel, declaring none
     kernel_name: str | None = None
+    function: Callable   # the public function, ``function(a)``
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__ and cls.kernel_name is None:
             cls.kernel_name = cls.name
             declare_kernel("unary", cls.name, keeps_int=cls.keeps_int)
+            cls.function = _elementwise_function(cls)
+            vars(sys.modules[cls.__module__]).setdefault(cls.name, cls.function)
+            if cls.tensor_method and not hasattr(Tensor, cls.name):
+                setattr(Tensor, cls.name, _tensor_method(cls))
             if cls.typed:
-                _declare_typed(TypedFunction(cls.name, cls.call, 1, False))
+                _declare_typed(TypedFunction(cls.name, cls.function, 1, False))
 
     @classmethod
     def forward(cls, ctx, a):
@@ -123,9 +217,25 @@ class Unary(Op):
         return cls._backend_kernel(ctx, dtypes, "unary", cls.kernel_name)
 
     @classmethod
-    def call(cls, a: Tensor) -> Tensor:
-        """The op on tensor ``a`` (its public function: ``engine.ops.exp = Exp.call``)."""
-        return apply(cls, (a,))
+    def jvp(cls, ctx, ta):
+        return cls.vjp(ctx, ta, TANGENT)[0]
+
+
+def _elementwise_function(op: type[Op]) -> Callable:
+    def function(a: Tensor) -> Tensor:
+        return apply(op, (a,))
+    function.__name__ = function.__qualname__ = op.name
+    function.__module__ = op.__module__
+    function.__doc__ = f"{op.name}(a), elementwise (primitive {op.__name__}; VJP: {op.formula})"
+    return function
+
+
+def _tensor_method(op: type[Op]) -> Callable:
+    def method(self: Tensor) -> Tensor:
+        return apply(op, (self,))
+    method.__name__, method.__qualname__ = op.name, f"Tensor.{op.name}"
+    method.__doc__ = f"``engine.{op.name}(self)``"
+    return method
 
 
 class Binary(Op):
@@ -202,18 +312,11 @@ class Add(Binary):
     scalar = operator.add
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         a, b = ctx.operands  # either may be a Python number (no gradient)
-        ga = sum_to_shape(g, a.shape) if _takes_grad(a) else None
-        gb = sum_to_shape(g, b.shape) if _takes_grad(b) else None
+        ga = k.sum_to_shape(g, a.shape) if _takes_grad(a) else None
+        gb = k.sum_to_shape(g, b.shape) if _takes_grad(b) else None
         return ga, gb
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        a, b = ctx.operands
-        be = ctx.backend
-        return (sum_to_shape(g, a.shape, be) if _takes_grad(a) else None,
-                sum_to_shape(g, b.shape, be) if _takes_grad(b) else None)
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
@@ -239,20 +342,11 @@ class Mul(Binary):
     scalar = operator.mul
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         a, b = ctx.operands  # either may be a Python number (no gradient)
-        ga = sum_to_shape(g * b, a.shape) if _takes_grad(a) else None
-        gb = sum_to_shape(g * a, b.shape) if _takes_grad(b) else None
+        ga = k.sum_to_shape(k.mul(g, k.value(b)), a.shape) if _takes_grad(a) else None
+        gb = k.sum_to_shape(k.mul(g, k.value(a)), b.shape) if _takes_grad(b) else None
         return ga, gb
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        a, b = ctx.operands
-        if type(a) is float or type(b) is float:
-            return None  # a number operand: vjp makes its constant
-        be = ctx.backend
-        return (sum_to_shape(be.binary("mul", g, b._data), a.shape, be) if a.requires_grad else None,
-                sum_to_shape(be.binary("mul", g, a._data), b.shape, be) if b.requires_grad else None)
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
@@ -268,23 +362,13 @@ class Div(Binary):
     needs_output = True
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         a, b = ctx.operands  # either may be a Python number (no gradient)
-        ga = sum_to_shape(g / b, a.shape) if _takes_grad(a) else None
-        gb = sum_to_shape(neg(g * ctx.output) / b, b.shape) if _takes_grad(b) else None  # a/b² = y/b
-        return ga, gb
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        a, b = ctx.operands
-        if type(a) is float or type(b) is float:
-            return None
-        be, bd = ctx.backend, b._data
-        ga = sum_to_shape(be.binary("div", g, bd), a.shape, be) if a.requires_grad else None
-        gb = None
-        if b.requires_grad:
-            gb = sum_to_shape(be.binary("div", be.unary("neg", be.binary("mul", g, ctx.output._data)), bd), b.shape, be)
-        return ga, gb
+        ga = k.sum_to_shape(k.div(g, k.value(b)), a.shape) if _takes_grad(a) else None
+        if not _takes_grad(b):
+            return ga, None
+        gb = k.div(k.neg(k.mul(g, k.output(ctx))), k.value(b))  # a/b² = y/b
+        return ga, k.sum_to_shape(gb, b.shape)
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
@@ -310,12 +394,11 @@ class Pow(Op):
         return be.binary("pow", a, be.array(ctx.params, be.dtype(a)))
 
     @classmethod
-    def vjp(cls, ctx, g):
-        (a,) = ctx.inputs
+    def vjp(cls, ctx, g, k=RECORDED):
         c = ctx.params
         if c == 0:
-            return (g * 0.0,)
-        return (g * (c * pow(a, c - 1)),)
+            return (k.scale(g, 0.0),)
+        return (k.mul(g, k.scale(k.pow(k.value(ctx.operands[0]), c - 1), c)),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -340,16 +423,8 @@ class Neg(Unary):
     scalar = operator.neg
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (neg(g),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        return (ctx.backend.unary("neg", g),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return neg(ta)
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.neg(g),)
 
 
 class Reciprocal(Unary):
@@ -360,14 +435,9 @@ class Reciprocal(Unary):
     needs_output = True
 
     @classmethod
-    def vjp(cls, ctx, g):
-        out = ctx.output
-        return (neg(g) * (out * out),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        out = ctx.output.detach()
-        return neg(ta) * (out * out)
+    def vjp(cls, ctx, g, k=RECORDED):
+        y = k.output(ctx)
+        return (k.mul(k.neg(g), k.mul(y, y)),)
 
 
 class Exp(Unary):
@@ -379,16 +449,8 @@ class Exp(Unary):
     needs_output = True
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (g * ctx.output,)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        return (ctx.backend.binary("mul", g, ctx.output._data),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return ta * ctx.output.detach()
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.mul(g, k.output(ctx)),)
 
 
 class Log(Unary):
@@ -399,16 +461,8 @@ class Log(Unary):
     scalar = np.log
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (g / ctx.inputs[0],)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        return (ctx.backend.binary("div", g, ctx.inputs[0]._data),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return ta / ctx.inputs[0]
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.div(g, k.value(ctx.operands[0])),)
 
 
 class Sin(Unary):
@@ -419,12 +473,8 @@ class Sin(Unary):
     scalar = np.sin
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (g * cos(ctx.inputs[0]),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return ta * cos(ctx.inputs[0])
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.mul(g, k.cos(k.value(ctx.operands[0]))),)
 
 
 class Cos(Unary):
@@ -435,12 +485,22 @@ class Cos(Unary):
     scalar = np.cos
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (neg(g) * sin(ctx.inputs[0]),)
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.mul(k.neg(g), k.sin(k.value(ctx.operands[0]))),)
+
+
+class Tan(Unary):
+    name = "tan"
+    saves = ()
+    typed = True
+    formula = "x̄ = ȳ ⊙ (1 + y²)   (y = tan x, kept from the forward pass)"
+    scalar = np.tan
+    needs_output = True
 
     @classmethod
-    def jvp(cls, ctx, ta):
-        return neg(ta) * sin(ctx.inputs[0])
+    def vjp(cls, ctx, g, k=RECORDED):
+        y = k.output(ctx)
+        return (k.mul(g, k.add(k.const(1.0, y), k.mul(y, y))),)
 
 
 class Relu(Unary):
@@ -454,22 +514,10 @@ class Relu(Unary):
     # where(y > 0, ȳ, 0): a bool mask and one result (ȳ ⊙ step(y) made a float mask too: one more
     # batch-sized buffer at the backward pass's peak, benchmarks/step_memory.py)
     @classmethod
-    def vjp(cls, ctx, g):
-        y = ctx.output
-        zero = as_tensor_like(0.0, y)   # one constant for the comparison and the zeros
-        return (where(compare("gt", y, zero), g, zero),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        be, y = ctx.backend, ctx.output._data
-        zero = be.kernels(be.dtype(y)).const(0.0)
-        return (be.where(be.binary("gt", y, zero), g, zero),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        y = ctx.output.detach()
-        zero = as_tensor_like(0.0, y)
-        return where(compare("gt", y, zero), ta, zero)
+    def vjp(cls, ctx, g, k=RECORDED):
+        y = k.output(ctx)
+        zero = k.const(0.0, y)   # one constant for the comparison and the zeros
+        return (k.where(k.gt(y, zero), g, zero),)
 
 
 class Sigmoid(Unary):
@@ -488,21 +536,9 @@ class Sigmoid(Unary):
     needs_output = True
 
     @classmethod
-    def vjp(cls, ctx, g):
-        out = ctx.output
-        return (g * (out * (1.0 - out)),)
-
-    # 1 − y as one subtraction where vjp adds the negation: the same bits (IEEE a − b is a + (−b))
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        be, y = ctx.backend, ctx.output._data
-        one = be.kernels(be.dtype(y)).const(1.0)
-        return (be.binary("mul", g, be.binary("mul", y, be.binary("sub", one, y))),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        out = ctx.output.detach()
-        return ta * (out * (1.0 - out))
+    def vjp(cls, ctx, g, k=RECORDED):
+        y = k.output(ctx)
+        return (k.mul(g, k.mul(y, k.sub(k.const(1.0, y), y))),)
 
 
 class Cast(Op):
@@ -519,8 +555,8 @@ class Cast(Op):
         return cls._backend_kernel(ctx, dtypes, "astype", ctx.params)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (cast(g, ctx.inputs[0].dtype),)
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.cast(g, ctx.operands[0].dtype),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -554,6 +590,7 @@ class Step(Unary):
     name = "step"
     keeps_int = True
     differentiable = False
+    tensor_method = False   # an internal mask (PyTorch's Tensor has no step)
 
 
 class Uniform(Op):
@@ -665,30 +702,18 @@ class BinaryCrossEntropy(Op):
         return fused if r is None else (lambda p, y: _bce_reduce(be, fused(p, y), r))
 
     @classmethod
-    def vjp(cls, ctx, g):
-        p, y = ctx.inputs
+    def vjp(cls, ctx, g, k=RECORDED):
+        p, y = ctx.operands
+        vp, vy = k.value(p), k.value(y)
         r = ctx.params
         if r is not None:   # the reduction's VJP first, as mean / sum's node sent it: ȳ (/ n) to every element
             how, shape, scale = r
-            g = _spread(g * scale if how == "mean" else g, shape, tuple(range(len(shape))), False)
-        gp = sum_to_shape(g * apply(BCEGrad, (p, y)), p.shape) if p.requires_grad else None
-        gy = sum_to_shape(g * (log(1.0 - p) - log(p)), y.shape) if y.requires_grad else None
+            g = k.spread(k.scale(g, scale) if how == "mean" else g, shape, tuple(range(len(shape))), False)
+        gp = k.sum_to_shape(k.mul(g, k.apply(BCEGrad, (vp, vy))), p.shape) if p.requires_grad else None
+        gy = None
+        if y.requires_grad:   # log(1 − p) − log(p)
+            gy = k.sum_to_shape(k.mul(g, k.sub(k.log(k.sub(k.const(1.0, vp), vp)), k.log(vp))), y.shape)
         return gp, gy
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        p, y = ctx.operands
-        if y.requires_grad:
-            return None  # a learned target: vjp's logs
-        be, pd, yd = ctx.backend, p._data, y._data
-        r = ctx.params
-        if r is not None:
-            how, shape, scale = r
-            dims = tuple(range(len(shape)))
-            g = (_mean_spread_arrays(be, g, shape, dims, False, scale) if how == "mean"
-                 else _spread_arrays(be, g, shape, dims, False))
-        grad = _bce_grad(_fused_kernels(be, pd, yd), pd, yd)  # BCEGrad's forward
-        return sum_to_shape(be.binary("mul", g, grad), p.shape, be), None
 
     @classmethod
     def jvp(cls, ctx, tp, ty):
@@ -733,12 +758,17 @@ class BCEGrad(Op):
         return _fused_kernel(_bce_grad, ctx, dtypes) or super().kernel(ctx, dtypes)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        p, y = ctx.inputs
+    def vjp(cls, ctx, g, k=RECORDED):
+        tp, ty = ctx.operands
+        p, y = k.value(tp), k.value(ty)
         # d/dp (p - y) / (p (1 - p)) = (p^2 - 2 p y + y) / (p (1 - p))^2 ;  d/dy = -1 / (p (1 - p))
-        q = p * (1.0 - p)
-        gp = sum_to_shape(g * ((p * p - 2.0 * p * y + y) / (q * q)), p.shape) if p.requires_grad else None
-        gy = sum_to_shape(neg(g) / q, y.shape) if y.requires_grad else None
+        q = k.mul(p, k.sub(k.const(1.0, p), p))
+        gp = gy = None
+        if tp.requires_grad:
+            num = k.add(k.sub(k.mul(p, p), k.mul(k.scale(p, 2.0), y)), y)
+            gp = k.sum_to_shape(k.mul(g, k.div(num, k.mul(q, q))), tp.shape)
+        if ty.requires_grad:
+            gy = k.sum_to_shape(k.div(k.neg(g), q), ty.shape)
         return gp, gy
 
     @classmethod
@@ -787,15 +817,9 @@ class Dropout(Op):
         return _dropout(ctx.backend.kernels(ctx.backend.dtype(x)), x, keep, ctx.params)
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         x, keep = ctx.operands
-        return (apply(Dropout, (g, keep), ctx.params) if x.requires_grad else None), None
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        x, keep = ctx.operands
-        be = ctx.backend
-        return (_dropout(be.kernels(be.dtype(g)), g, keep._data, ctx.params) if x.requires_grad else None), None
+        return (k.apply(Dropout, (g, k.value(keep)), ctx.params) if x.requires_grad else None), None
 
     @classmethod
     def jvp(cls, ctx, tx, tkeep):
@@ -815,8 +839,8 @@ def _spread(g, shape, dims, keepdim):
 
 
 def _spread_arrays(be, g, shape, dims, keepdim):
-    """:func:`_spread` on the backend's arrays (``Op.vjp_arrays``), skipping a reshape or broadcast
-    that would change nothing."""
+    """:func:`_spread` on the backend's arrays (the raw interpreter's ``spread``), skipping a reshape or
+    broadcast that would change nothing."""
     if not keepdim:
         kept = _kept_shape(shape, dims)
         g = be.reshape(g, kept) if kept != g.shape else g
@@ -828,11 +852,6 @@ def _mean_arrays(be, a, dims, keepdim, scale):
     s = be.reduce("sum", a, dims, keepdim)
     dt = be.dtype(s)
     return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
-
-
-def _mean_spread_arrays(be, g, shape, dims, keepdim, scale):
-    """A mean's adjoint ``g`` (an array) sent back to every averaged element of ``shape``: ȳ · (1/n), spread."""
-    return _spread_arrays(be, be.binary("mul", g, be.array(scale, be.dtype(g))), shape, dims, keepdim)
 
 
 class Sum(Op):
@@ -851,14 +870,9 @@ class Sum(Op):
         return cls._backend_kernel(ctx, dtypes, "reduce", "sum", dims, keepdim)
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         dims, keepdim = ctx.params
-        return (_spread(g, ctx.inputs[0].shape, dims, keepdim),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        dims, keepdim = ctx.params
-        return (_spread_arrays(ctx.backend, g, ctx.operands[0].shape, dims, keepdim),)
+        return (k.spread(g, ctx.operands[0].shape, dims, keepdim),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -882,13 +896,9 @@ class Mean(Op):
         return _mean_arrays(ctx.backend, a, *ctx.params)
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         dims, keepdim, scale = ctx.params
-        return (_spread(g * scale, ctx.inputs[0].shape, dims, keepdim),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        return (_mean_spread_arrays(ctx.backend, g, ctx.operands[0].shape, *ctx.params),)
+        return (k.spread(k.scale(g, scale), ctx.operands[0].shape, dims, keepdim),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -909,30 +919,29 @@ class Max(Op):
         return ctx.backend.reduce("max", a, dims, keepdim)
 
     @staticmethod
-    def _share(ctx) -> Tensor:
-        """1/(number of ties) where an element equals its max, else 0. Engine ops, so a static graph
-        or a captured step records it like any VJP; the comparison ends its gradient (the share is
-        piecewise constant)."""
-        (a,) = ctx.inputs
+    def _share(ctx, k) -> Tensor:
+        """1/(number of ties) where an element equals its max, else 0 (the comparison ends its gradient:
+        the share is piecewise constant)."""
+        (a,) = ctx.operands
         dims, keepdim = ctx.params
-        m = ctx.output
+        m = k.output(ctx)
         if not keepdim:
-            m = reshape(m, _kept_shape(a.shape, dims))
-        mask = cast(compare("eq", a, m), a.dtype)
-        return mask / sum(mask, dims, keepdim=True)
+            m = k.reshape(m, _kept_shape(a.shape, dims))
+        mask = k.cast(k.eq(k.value(a), m), a.dtype)
+        return k.div(mask, k.sum(mask, dims, True))
 
     @classmethod
-    def vjp(cls, ctx, g):
-        (a,) = ctx.inputs
+    def vjp(cls, ctx, g, k=RECORDED):
+        (a,) = ctx.operands
         dims, keepdim = ctx.params
         if not keepdim:
-            g = reshape(g, _kept_shape(a.shape, dims))
-        return (g * cls._share(ctx),)
+            g = k.reshape(g, _kept_shape(a.shape, dims))
+        return (k.mul(g, cls._share(ctx, k)),)
 
     @classmethod
     def jvp(cls, ctx, ta):
         dims, keepdim = ctx.params
-        return sum(ta * cls._share(ctx), dims, keepdim)
+        return sum(ta * cls._share(ctx, RECORDED), dims, keepdim)
 
 
 def _kept_shape(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[int, ...]:
@@ -970,54 +979,42 @@ class MatMul(Op):
         return cls._backend_kernel(ctx, dtypes, "matmul")
 
     @classmethod
-    def vjp(cls, ctx, g):
-        a, b = ctx.inputs
+    def vjp(cls, ctx, g, k=RECORDED):
+        a, b = ctx.operands
         a_shape, b_shape = a.shape, b.shape
         a_vec, b_vec = len(a_shape) == 1, len(b_shape) == 1
         # 1-D operands are promoted to matrices (as in the forward), then the results squeezed back
-        a2 = reshape(a, (1,) + a_shape) if a_vec else a
-        b2 = reshape(b, b_shape + (1,)) if b_vec else b
+        a2 = k.reshape(k.value(a), (1,) + a_shape) if a_vec else k.value(a)
+        b2 = k.reshape(k.value(b), b_shape + (1,)) if b_vec else k.value(b)
         g2 = g
         if a_vec:
-            g2 = unsqueeze(g2, 0 if b_vec else -2)
+            g2 = k.reshape(g2, _unsqueezed(g2.shape, 0 if b_vec else -2))
         if b_vec:
-            g2 = unsqueeze(g2, -1)
+            g2 = k.reshape(g2, _unsqueezed(g2.shape, -1))
         ga = gb = None
         if a.requires_grad:  # ā = ȳ bᵀ
-            ga = sum_to_shape(apply(MatMul, (g2, _swap_last(b2))), a2.shape)
-            ga = reshape(ga, a_shape) if a_vec else ga
+            ga = k.sum_to_shape(k.matmul(g2, k.swap_last(b2)), a2.shape)
+            ga = k.reshape(ga, a_shape) if a_vec else ga
         if b.requires_grad:  # b̄ = aᵀ ȳ
-            if len(b2.shape) == 2 and len(g2.shape) == 2 and not b2.is_contiguous():
+            if len(b2.shape) == 2 and len(g2.shape) == 2 and not k.is_contiguous(b2):
                 # b is a transposed view (x @ W.T in Linear): compute (ȳᵀ a)ᵀ instead, so the
                 # gradient lands in W's own row-major layout with no copy (same dot products)
-                gb = _swap_last(apply(MatMul, (_swap_last(g2), a2)))
+                gb = k.swap_last(k.matmul(k.swap_last(g2), a2))
             else:
-                gb = apply(MatMul, (_swap_last(a2), g2))
-            gb = sum_to_shape(gb, b2.shape)
-            gb = reshape(gb, b_shape) if b_vec else gb
-        return ga, gb
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        a, b = ctx.operands
-        if a.ndim < 2 or b.ndim < 2:
-            return None  # a vector operand: vjp's reshapes
-        be = ctx.backend
-        ga = gb = None
-        if a.requires_grad:
-            ga = sum_to_shape(be.matmul(g, be.permute(b._data, _swap_order(b.ndim))), a.shape, be)
-        if b.requires_grad:
-            ad = a._data
-            if b.ndim == 2 and len(g.shape) == 2 and not be.is_contiguous(b._data):
-                gb = be.permute(be.matmul(be.permute(g, (1, 0)), ad), (1, 0))
-            else:
-                gb = be.matmul(be.permute(ad, _swap_order(a.ndim)), g)
-            gb = sum_to_shape(gb, b.shape, be)
+                gb = k.matmul(k.swap_last(a2), g2)
+            gb = k.sum_to_shape(gb, b2.shape)
+            gb = k.reshape(gb, b_shape) if b_vec else gb
         return ga, gb
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
         return _bilinear_jvp(matmul, *ctx.inputs, ta, tb)
+
+
+def _unsqueezed(shape: tuple[int, ...], dim: int) -> tuple[int, ...]:
+    """``shape`` with a dim of 1 inserted at ``dim`` (what :func:`unsqueeze` gives)."""
+    d = _norm_dim(dim, len(shape) + 1)
+    return shape[:d] + (1,) + shape[d:]
 
 
 def _rows(x, reshape_fn):
@@ -1050,23 +1047,12 @@ class MatMulT(Op):
         return be.matmul(a, be.permute(b, (1, 0)))
 
     @classmethod
-    def vjp(cls, ctx, g):
-        a, b = ctx.inputs
-        ga = apply(MatMul, (g, b)) if a.requires_grad else None   # ā = ȳ b
+    def vjp(cls, ctx, g, k=RECORDED):
+        a, b = ctx.operands
+        ga = k.matmul(g, k.value(b)) if a.requires_grad else None   # ā = ȳ b
         gb = None
         if b.requires_grad:   # b̄ = ȳᵀ a, every leading dim of a (a vector: none) one more row
-            rows_g, rows_a = _rows(g, reshape), _rows(a, reshape)
-            gb = apply(MatMul, (_swap_last(rows_g), rows_a))
-        return ga, gb
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        a, b = ctx.operands
-        be = ctx.backend
-        ga = be.matmul(g, b._data) if a.requires_grad else None
-        gb = None
-        if b.requires_grad:
-            gb = be.matmul(be.permute(_rows(g, be.reshape), (1, 0)), _rows(a._data, be.reshape))
+            gb = k.matmul(k.swap_last(_rows(g, k.reshape)), _rows(k.value(a), k.reshape))
         return ga, gb
 
     @classmethod
@@ -1092,22 +1078,12 @@ class Linear(Op):
         return be.binary("add", be.matmul(x, be.permute(w, (1, 0))), b)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        x, w, b = ctx.inputs
-        gx = apply(MatMul, (g, w)) if x.requires_grad else None
-        gw = apply(MatMul, (_swap_last(_rows(g, reshape)), _rows(x, reshape))) if w.requires_grad else None
-        gb = sum_to_shape(g, b.shape) if b.requires_grad else None
-        return gx, gw, gb
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         x, w, b = ctx.operands
-        be = ctx.backend
-        gx = be.matmul(g, w._data) if x.requires_grad else None
-        gw = None
-        if w.requires_grad:
-            gw = be.matmul(be.permute(_rows(g, be.reshape), (1, 0)), _rows(x._data, be.reshape))
-        return gx, gw, (sum_to_shape(g, b.shape, be) if b.requires_grad else None)
+        gx = k.matmul(g, k.value(w)) if x.requires_grad else None
+        gw = k.matmul(k.swap_last(_rows(g, k.reshape)), _rows(k.value(x), k.reshape)) if w.requires_grad else None
+        gb = k.sum_to_shape(g, b.shape) if b.requires_grad else None
+        return gx, gw, gb
 
     @classmethod
     def jvp(cls, ctx, tx, tw, tb):
@@ -1141,20 +1117,12 @@ class Permute(Op):
         return cls._backend_kernel(ctx, dtypes, "permute", ctx.params)
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         order = ctx.params
         inverse = [0] * len(order)
         for i, o in enumerate(order):
             inverse[o] = i
-        return (permute(g, tuple(inverse)),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        order = ctx.params
-        inverse = [0] * len(order)
-        for i, o in enumerate(order):
-            inverse[o] = i
-        return (ctx.backend.permute(g, tuple(inverse)),)
+        return (k.permute(g, tuple(inverse)),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -1166,13 +1134,8 @@ class _NewShape:
     takes the input's shape back, the tangent the new one."""
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (reshape(g, ctx.inputs[0].shape),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        shape = ctx.operands[0].shape
-        return (ctx.backend.reshape(g, shape) if shape != g.shape else g,)
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.reshape(g, ctx.operands[0].shape),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -1223,12 +1186,8 @@ class Expand(Op):
         return cls._backend_kernel(ctx, dtypes, "expand", ctx.params)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (sum_to_shape(g, ctx.inputs[0].shape),)
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
-        return (sum_to_shape(g, ctx.operands[0].shape, ctx.backend),)
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.sum_to_shape(g, ctx.operands[0].shape),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -1245,7 +1204,7 @@ class Contiguous(Op):
         return ctx.backend.contiguous(a)
 
     @classmethod
-    def vjp(cls, ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         return (g,)
 
     @classmethod
@@ -1265,8 +1224,8 @@ class GetItem(Op):
         return ctx.backend.index(a, ctx.params)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (apply(IndexAdd, (g,), (ctx.inputs[0].shape, ctx.params)),)
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.apply(IndexAdd, (g,), (ctx.operands[0].shape, ctx.params)),)
 
     @classmethod
     def jvp(cls, ctx, ta):
@@ -1284,8 +1243,8 @@ class IndexAdd(Op):
         return ctx.backend.index_add(shape, key, src)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return (getitem(g, ctx.params[1]),)
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.apply(GetItem, (g,), ctx.params[1]),)
 
     @classmethod
     def jvp(cls, ctx, ts):
@@ -1306,20 +1265,12 @@ class Where(Op):
         return ctx.backend.where(cond, a, b)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        cond, a, b = ctx.inputs
-        zero = zeros_like(g)
-        ga = sum_to_shape(where(cond, g, zero), a.shape) if a.requires_grad else None
-        gb = sum_to_shape(where(cond, zero, g), b.shape) if b.requires_grad else None
-        return None, ga, gb
-
-    @staticmethod
-    def vjp_arrays(ctx, g):
+    def vjp(cls, ctx, g, k=RECORDED):
         cond, a, b = ctx.operands
-        be, c = ctx.backend, cond._data
-        zero = be.full(g.shape, 0.0, be.dtype(g))
-        return (None, sum_to_shape(be.where(c, g, zero), a.shape, be) if a.requires_grad else None,
-                sum_to_shape(be.where(c, zero, g), b.shape, be) if b.requires_grad else None)
+        c, zero = k.value(cond), k.zeros_like(g)
+        ga = k.sum_to_shape(k.where(c, g, zero), a.shape) if a.requires_grad else None
+        gb = k.sum_to_shape(k.where(c, zero, g), b.shape) if b.requires_grad else None
+        return None, ga, gb
 
     @classmethod
     def jvp(cls, ctx, tc, ta, tb):
@@ -1341,9 +1292,9 @@ class Gather(Op):
         return ctx.backend.gather(table, indices)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        table, indices = ctx.inputs
-        return apply(ScatterAdd, (g, indices), table.shape), None
+    def vjp(cls, ctx, g, k=RECORDED):
+        table, indices = ctx.operands
+        return k.apply(ScatterAdd, (g, k.value(indices)), table.shape), None
 
     @classmethod
     def jvp(cls, ctx, tt, ti):
@@ -1362,8 +1313,8 @@ class ScatterAdd(Op):
         return ctx.backend.scatter_add(ctx.params, indices, src)
 
     @classmethod
-    def vjp(cls, ctx, g):
-        return gather(g, ctx.inputs[1]), None
+    def vjp(cls, ctx, g, k=RECORDED):
+        return k.apply(Gather, (g, k.value(ctx.operands[1]))), None
 
     @classmethod
     def jvp(cls, ctx, ts, ti):
@@ -1392,12 +1343,6 @@ def div(a, b, like=None) -> Tensor:
     return apply(Div, _pair(a, b, like))
 
 
-neg = Neg.call
-
-
-reciprocal = Reciprocal.call
-
-
 def pow(a: Tensor, exponent) -> Tensor:
     """``a ** exponent``; a tensor exponent is written as exp(exponent * log(a))."""
     if isinstance(exponent, Tensor):
@@ -1411,23 +1356,6 @@ def rpow(base, exponent: Tensor) -> Tensor:
     """``base ** exponent`` for a constant base: exp(exponent * log(base))."""
     b = as_tensor_like(base, exponent)
     return exp(mul(exponent, log(b)))
-
-
-exp = Exp.call
-
-
-log = Log.call
-sin = Sin.call
-cos = Cos.call
-
-
-relu = Relu.call
-
-
-sigmoid = Sigmoid.call
-
-
-step = Step.call
 
 
 def cast(a: Tensor, dtype) -> Tensor:
@@ -1712,3 +1640,14 @@ def _collect_primitives() -> tuple[type[Op], ...]:
 
 #: the engine's primitives: every Op defined in this module, as ``Op.__init_subclass__`` registered them
 PRIMITIVES: tuple[type[Op], ...] = _collect_primitives()
+
+
+# the recorded interpreter's operations: the engine's own ops (see ArrayOps)
+RECORDED.__dict__.update(
+    value=lambda x: x, output=operator.attrgetter("output"),
+    add=operator.add, sub=sub, mul=operator.mul, div=operator.truediv, neg=operator.neg,
+    exp=exp, log=log, sin=sin, cos=cos, pow=pow, scale=operator.mul, const=as_tensor_like, zeros_like=zeros_like,
+    gt=functools.partial(compare, "gt"), eq=functools.partial(compare, "eq"), where=where, cast=cast, sum=sum,
+    sum_to_shape=sum_to_shape, spread=_spread, reshape=reshape, permute=permute, swap_last=_swap_last,
+    matmul=lambda a, b: apply(MatMul, (a, b)), is_contiguous=Tensor.is_contiguous, apply=apply)
+TANGENT.__dict__.update(vars(RECORDED), output=lambda ctx: ctx.output.detach())

@@ -10,6 +10,7 @@ hooks (explain layer, graph capture) what ran.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import operator
 import threading
@@ -133,8 +134,7 @@ class Op:
     """A primitive. Subclasses define ``forward`` and, when differentiable, ``vjp`` / ``jvp``.
 
     forward(ctx, *arrays) -> array   runs on the backend (ctx.backend) with raw arrays
-    vjp(ctx, g) -> tuple             one gradient (Tensor or None) per input, in engine ops
-    vjp_arrays(ctx, g) -> tuple      optional: the same VJP on raw arrays (see below)
+    vjp(ctx, g, k) -> tuple          one gradient (or None) per input, written with ``k``'s operations
     jvp(ctx, *tangents) -> Tensor    tangent of the output from input tangents (None = zero)
     kernel(ctx, dtypes) -> callable  what a captured step's replay calls (default: forward)
 
@@ -147,13 +147,13 @@ class Op:
     ``scalar`` (the scalar fast path's kernel). A subclass that sets its own ``name`` is registered
     under it (``engine.ops.primitive(name)``). ``engine.ops`` holds the declarations.
 
-    ``vjp_arrays(ctx, g)`` (None: the op has none) is ``vjp`` once more, on the backend's raw arrays:
-    ``g`` and the result's entries are arrays (None: no gradient), and it makes the backend calls
-    ``vjp``'s engine ops would make, in the same order, so it gives the same bits (tests/test_ops.py
-    compares them on every row). ``chain_rule`` takes it only for a backward pass that records
-    nothing and that nobody watches (no ``create_graph``, no ``trace_ops`` hook, no forward mode:
-    see :func:`_vjp_on_arrays`), where each engine op of ``vjp`` would cost a Tensor and a dispatch
-    for nothing (``benchmarks/hw2_step.py``). It may return None to leave a case to ``vjp``.
+    The VJP is one rule run by two interpreters (``engine.ops.ArrayOps``): ``k`` is the recorded one by
+    default (engine ops on Tensors: ``create_graph``, ``trace_ops`` hooks, forward mode and static graphs
+    see them), and ``chain_rule`` passes the raw one (the backend's kernels on its arrays: ``g`` and the
+    results are arrays) for a backward pass that records nothing and that nobody watches (see
+    :func:`_vjp_on_arrays`), where each engine op would cost a Tensor and a dispatch for nothing
+    (``benchmarks/hw2_step.py``). The same rule, the same backend calls in the same order: the same bits.
+    A ``vjp`` written on Tensors only (no ``k`` parameter) always runs recorded (``array_rule`` False).
     """
 
     name = "?"
@@ -165,12 +165,13 @@ class Op:
     label = ""
     typed = False
     scalar: Callable | None = None
-    vjp_arrays: Callable | None = None
+    array_rule = False  # its vjp takes an interpreter ``k``: the raw one may run it (set from the signature)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
             _OPS_BY_NAME.setdefault(cls.name, cls)  # the first definition of a name keeps it
+        cls.array_rule = "k" in inspect.signature(cls.vjp).parameters
 
     @staticmethod
     def forward(ctx: "History", *arrays):
@@ -199,20 +200,22 @@ class Op:
 
 
 def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
-    """``node``'s VJP contributions from its op's ``vjp_arrays``, each array made a Tensor once; None
-    when the op has no such rule, when the pass must see its engine ops (``create_graph`` records them,
-    a ``trace_ops`` hook watches them: graph capture, the explain tools; forward mode carries tangents
-    through them) or when ``g`` is a scalar fast-path value (its ops already skip the dispatch)."""
-    fast = node.op.vjp_arrays
-    if fast is None:
+    """``node``'s VJP contributions from its op's rule run by the raw interpreter (the backend's kernels
+    on arrays, ``engine.ops.ArrayOps.raw``), each array made a Tensor once; None when the rule is written
+    on Tensors only, when the pass must see its engine ops (``create_graph`` records them, a ``trace_ops``
+    hook watches them: graph capture, the explain tools; forward mode carries tangents through them) or
+    when ``g`` is a scalar fast-path value (its ops already skip the dispatch)."""
+    if not node.op.array_rule:
         return None
     st = _state
-    if st.grad_enabled or st.hooks or st.forward_mode or type(g._data) is _F64 or node.backend.deferred:
-        return None
-    arrays = fast(node, g._data)
-    if arrays is None:
-        return None
     be = node.backend
+    if st.grad_enabled or st.hooks or st.forward_mode or type(g._data) is _F64 or be.deferred:
+        return None
+    try:
+        k = be.raw_ops   # the backend's raw interpreter, made on its first backward pass
+    except AttributeError:
+        k = be.raw_ops = _ops.ArrayOps.raw(be)
+    arrays = node.op.vjp(node, g._data, k)
     n = len(arrays)
     if n == 2:  # most ops: no generator
         da, db = arrays
@@ -516,7 +519,7 @@ class Tensor:
         released = self._released
         if released and released != releasing:
             raise _released(self)  # an earlier backward() ran this VJP and released the node
-        grads = _vjp_on_arrays(self, d_output)  # None: a pass that records or is watched (Op.vjp_arrays)
+        grads = _vjp_on_arrays(self, d_output)  # None: a pass that records or is watched (the raw interpreter)
         if grads is None:
             grads = self.op.vjp(self, d_output)
         if releasing:
@@ -676,15 +679,18 @@ class Tensor:
     def __ne__(self, other): return _ops.compare("ne", self, other)  # type: ignore[override]
     def __getitem__(self, key): return _ops.getitem(self, key)
 
-    def exp(self): return _ops.exp(self)
-    def sin(self): return _ops.sin(self)
-    def cos(self): return _ops.cos(self)
-    def neg(self): return _ops.neg(self)
-    def log(self): return _ops.log(self)
-    def relu(self): return _ops.relu(self)
+    # exp, log, sin, cos, tan, neg, reciprocal, relu, sigmoid: each elementwise primitive's declaration adds its
+    # method (engine.ops.Unary)
+    def add(self, other): return self + other
+    def sub(self, other): return self - other
+    def mul(self, other): return self * other
+    def div(self, other): return self / other
+    def pow(self, exponent): return _ops.pow(self, exponent)
+    def matmul(self, other): return _ops.matmul(self, other)
+    def where(self, condition, other): return _ops.where(condition, self, other)   # PyTorch's x.where(c, y)
+    def clamp(self, min=None, max=None): return _F.clamp(self, min, max)  # noqa: A002  (PyTorch's names)
     def sqrt(self): return _ops.pow(self, 0.5)
     def abs(self): return _F.abs(self)
-    def sigmoid(self): return _F.sigmoid(self)
     def tanh(self): return _F.tanh(self)
     def sum(self, dim=None, keepdim=False): return _ops.sum(self, dim, keepdim)
     def mean(self, dim=None, keepdim=False): return _F.mean(self, dim, keepdim)

@@ -103,6 +103,7 @@ OP_TABLE: list[OpCase] = [
     OpCase("exp", lambda a: a.exp(), np.exp, [(2, 3)]),
     OpCase("log", lambda a: a.log(), np.log, [(2, 3)], "positive"),
     OpCase("sin_cos", lambda a, b: ops.sin(a) * ops.cos(b), lambda a, b: np.sin(a) * np.cos(b), [(2, 3), (2, 3)]),
+    OpCase("tan", ops.tan, np.tan, [(2, 3)], domain="prob"),   # in (0.05, 0.95): away from tan's poles
     OpCase("relu", lambda a: a.relu(), lambda a: np.maximum(a, 0), [(2, 3)], "relu"),
     OpCase("sigmoid", lambda a: a.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), [(2, 3)]),
     OpCase("tanh", lambda a: a.tanh(), np.tanh, [(2, 3)]),
@@ -178,7 +179,7 @@ OP_TABLE: list[OpCase] = [
     OpCase("scatter_add", lambda s: apply(ops.ScatterAdd, (s, _idx(s)), (4, 3)), _np_scatter_add, [(2, 3, 3)]),
     OpCase("bce_soft_targets", lambda p, y: ops.binary_cross_entropy(p, y), _np_bce, [(4,), (4,)], "prob"),
     # the loss's reduction in BCE's own node (as PyTorch): elementwise, the sum, the mean of a matrix, and
-    # the mean with a learned target (the engine-op VJP: vjp_arrays leaves a learned target to it)
+    # the mean with a learned target (its logs in the rule: both interpreters run them)
     OpCase("bce_elementwise", lambda p: ops.binary_cross_entropy(p, TARGET), lambda p: _np_bce(p, TARGET), [(4,)],
            "prob"),
     OpCase("bce_sum", lambda p: F.binary_cross_entropy(p, TARGET, reduction="sum"),

@@ -51,9 +51,10 @@ def test_second_order_matches_central_differences(case, backend):
 
 
 def _grads_both_ways(case, backend, dtype, seed=8):
-    """The row's gradients along a random cotangent from one graph, twice: through the ops' VJPs
-    written with engine ops (a ``trace_ops`` hook watches the pass, as graph capture and the explain
-    tools do) and through their ``vjp_arrays`` (nobody watches). Also which ops took the array path."""
+    """The row's gradients along a random cotangent from one graph, twice: with each op's VJP rule run by
+    the recorded interpreter (engine ops: a ``trace_ops`` hook watches the pass, as graph capture and the
+    explain tools do) and by the raw one (the backend's kernels on arrays: nobody watches). Also which ops
+    the raw interpreter ran."""
     T = importlib.import_module("engine.tensor")   # the module (engine.tensor is also the function)
     rng = np.random.default_rng(seed)
     xs = [tensor(x.astype(dtype), requires_grad=True, backend=backend) for x in case.inputs(rng)]
@@ -74,7 +75,7 @@ def _grads_both_ways(case, backend, dtype, seed=8):
 
     T._vjp_on_arrays = spy
     try:
-        with engine.trace_ops(lambda *_: None):   # watched: never the array path
+        with engine.trace_ops(lambda *_: None):   # watched: never the raw interpreter
             out.backward(r, retain_graph=True)
         assert not took, took
         for x in xs:
@@ -87,26 +88,35 @@ def _grads_both_ways(case, backend, dtype, seed=8):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("case", OP_TABLE, ids=lambda c: c.name)
-def test_vjp_on_arrays_gives_the_engine_ops_bits(case, backend, dtype):
-    """An op's ``vjp_arrays`` (the backward pass nobody watches and nothing records) gives exactly the
-    bits of its ``vjp`` in engine ops (what create_graph, graph capture and the explain tools run):
-    the eager and the compiled training step stay bit-identical."""
+def test_one_rule_gives_the_same_bits_under_both_interpreters(case, backend, dtype):
+    """Each op's single VJP rule gives exactly the same bits run by the raw interpreter (the backward pass
+    nobody watches and nothing records) as by the recorded one (engine ops: what create_graph, graph
+    capture and the explain tools run): the eager and the compiled training step stay bit-identical."""
     watched, fast, _ = _grads_both_ways(case, backend, dtype)
     for w, f in zip(watched, fast):
         assert w.dtype == f.dtype
         np.testing.assert_array_equal(f, w)
 
 
-def test_every_vjp_on_arrays_runs_in_the_op_table():
-    """Each op declaring ``vjp_arrays`` takes that path in some row (so the test above compares it), and
-    a watched pass never does."""
+def test_every_rule_runs_under_the_raw_interpreter_in_the_op_table():
+    """Every differentiable primitive's rule is written for both interpreters, and each runs under the raw
+    one in some row (so the test above compares it); a watched pass never does."""
     from engine.ops import PRIMITIVES
-    declared = {op.name for op in PRIMITIVES if op.vjp_arrays is not None}
-    assert {"add", "mul", "sum", "matmul", "permute", "relu", "sigmoid", "binary_cross_entropy"} <= declared
+    differentiable = {op.name for op in PRIMITIVES if op.differentiable}
+    assert {op.name for op in PRIMITIVES if op.array_rule} == differentiable
     took = set()
     for case in OP_TABLE:
         took |= _grads_both_ways(case, "numpy", np.float64)[2]
-    assert took == declared
+    assert took == differentiable
+
+
+def test_the_two_interpreters_offer_the_same_operations(backend):
+    """A rule may call any operation of either interpreter: both have the same names."""
+    from engine.backends import get_backend
+    from engine.ops import RECORDED, ArrayOps
+    raw = ArrayOps.raw(get_backend(backend))
+    assert set(vars(raw)) == set(vars(RECORDED))
+    assert {"value", "output", "mul", "sum_to_shape", "matmul", "apply"} <= set(vars(raw))
 
 
 def test_a_watched_hw2_backward_pass_still_runs_every_engine_op():
@@ -594,3 +604,53 @@ def test_linear_is_one_node_with_a_bias_and_says_what_is_wrong_with_its_shapes()
         ops.linear(x, w, tensor(rng.standard_normal(3)))
     with pytest.raises(ValueError, match="reduction must be"):
         F.binary_cross_entropy(ops.sigmoid(x), np.ones((4, 3)), reduction="max")
+
+
+# PyTorch's Tensor methods (``torch.Tensor``) named as an op or a row of the op table, with the same meaning
+TORCH_TENSOR_METHODS = {
+    "abs", "add", "argmax", "contiguous", "cos", "div", "exp", "expand", "log", "log_softmax", "logsumexp",
+    "matmul", "max", "mean", "mul", "neg", "permute", "pow", "reciprocal", "relu", "reshape", "sigmoid", "sin",
+    "softmax", "sum", "tan", "tanh", "transpose", "view", "where", "clamp",
+}
+# named alike, another op in PyTorch: its gather / scatter_add / index_add take a dim (ours are rows and
+# basic indexing, engine-internal names of embedding lookups and of indexing's VJP)
+NOT_PYTORCHS = {"gather", "scatter_add", "index_add"}
+
+
+def test_every_op_has_its_tensor_method_where_pytorch_has_one():
+    from engine.ops import PRIMITIVES
+    names = {op.name for op in PRIMITIVES} | {case.name for case in OP_TABLE}
+    assert {"tan", "sin", "cos", "exp", "matmul", "sum"} <= names & TORCH_TENSOR_METHODS
+    missing = sorted(n for n in names & TORCH_TENSOR_METHODS if not callable(getattr(engine.Tensor, n, None)))
+    assert not missing, missing
+    torch = pytest.importorskip("torch")   # the list is PyTorch's: check it against PyTorch where installed
+    assert all(hasattr(torch.Tensor, n) for n in TORCH_TENSOR_METHODS | NOT_PYTORCHS)
+    assert not sorted(n for n in names - TORCH_TENSOR_METHODS - NOT_PYTORCHS if hasattr(torch.Tensor, n))
+
+
+def test_an_elementwise_declaration_gives_the_function_the_method_and_the_typed_name():
+    """``Tan``'s declaration is all there is of tan: engine.tan, x.tan(), its JVP (from its VJP rule), and
+    the name typed programs may call."""
+    from engine.ops import Tan, typed_functions
+    x = tensor([0.1, 0.4, -0.7], requires_grad=True)
+    assert engine.tan is engine.ops.tan is Tan.function and engine.Tensor.tan(x).op_name == "tan"
+    np.testing.assert_array_equal(x.tan().numpy(), np.tan(x.numpy()))
+    _, t = engine.jvp(engine.tan, [x], [tensor([1.0, 1.0, 1.0])])
+    np.testing.assert_allclose(t.numpy(), 1 / np.cos(x.numpy()) ** 2, rtol=1e-12)
+    d2 = engine.grad(lambda u: engine.grad(lambda v: v.tan())(u))(tensor(0.3))   # (tan)'' = 2 tan / cos²
+    assert d2.item() == pytest.approx(2 * np.tan(0.3) / np.cos(0.3) ** 2)
+    assert typed_functions()["tan"].fn is engine.tan
+
+
+def test_a_number_operand_under_the_raw_interpreter_gives_the_recorded_bits():
+    """The scalar path keeps ``x * 1.5``'s number as a number; a backward pass seeded with an array (not a
+    scalar-path value) runs the rules raw, which make the constant the recorded pass makes."""
+    x = tensor(3.0, requires_grad=True)
+    z = 2.0 / ((x * 1.5) / 2.5 + 0.5)
+    assert type(z.operands[0]) is float
+    z.backward(tensor(np.array(2.0)), retain_graph=True)
+    raw = x.grad.item()
+    x.grad = None
+    with engine.trace_ops(lambda *_: None):
+        z.backward(tensor(np.array(2.0)))
+    assert raw == x.grad.item() == pytest.approx(-2.0 * 2.0 * 0.6 / (3.0 * 0.6 + 0.5) ** 2)

@@ -67,6 +67,7 @@ _UNARY = {
     "log": np.log,
     "sin": np.sin,
     "cos": np.cos,
+    "tan": np.tan,
     "reciprocal": np.reciprocal,
     "sqrt": np.sqrt,
 }

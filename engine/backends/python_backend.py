@@ -65,6 +65,10 @@ def _cos(x):
     return math.cos(x) if math.isfinite(x) else math.nan
 
 
+def _tan(x):
+    return math.tan(x) if math.isfinite(x) else math.nan
+
+
 def _sigmoid(x):
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -85,7 +89,7 @@ def _maximum(x, y):
 _UNARY = {
     "neg": lambda x: -x, "exp": _exp, "log": _log, "reciprocal": lambda x: _div(1.0, x),
     "relu": lambda x: x if x > 0 else 0.0 * x if x == x else x, "step": lambda x: 1.0 if x > 0 else 0.0,
-    "sqrt": _sqrt, "sigmoid": _sigmoid, "sin": _sin, "cos": _cos,
+    "sqrt": _sqrt, "sigmoid": _sigmoid, "sin": _sin, "cos": _cos, "tan": _tan,
 }
 _BINARY = {
     "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": _div,

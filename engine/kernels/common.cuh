@@ -35,6 +35,8 @@ __device__ __forceinline__ float ek_sin(float x) { return sinf(x); }
 __device__ __forceinline__ double ek_sin(double x) { return sin(x); }
 __device__ __forceinline__ float ek_cos(float x) { return cosf(x); }
 __device__ __forceinline__ double ek_cos(double x) { return cos(x); }
+__device__ __forceinline__ float ek_tan(float x) { return tanf(x); }
+__device__ __forceinline__ double ek_tan(double x) { return tan(x); }
 __device__ __forceinline__ float ek_sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double ek_sqrt(double x) { return sqrt(x); }
 __device__ __forceinline__ float ek_pow(float x, float y) { return powf(x, y); }

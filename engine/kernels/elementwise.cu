@@ -25,6 +25,7 @@ struct OpRelu {
 struct OpStep { template <typename T> __device__ T operator()(T x) const { return x > T(0) ? T(1) : T(0); } };
 struct OpSin { template <typename T> __device__ T operator()(T x) const { return ek_sin(x); } };
 struct OpCos { template <typename T> __device__ T operator()(T x) const { return ek_cos(x); } };
+struct OpTan { template <typename T> __device__ T operator()(T x) const { return ek_tan(x); } };
 struct OpSqrt { template <typename T> __device__ T operator()(T x) const { return ek_sqrt(x); } };
 struct OpSigmoid {
     // exp of a non-positive number only: no overflow for large |x|.
