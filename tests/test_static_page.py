@@ -249,6 +249,8 @@ def test_tf1_two_phase_on_a_backend_this_machine_lacks_says_why():
 # --- the page, headless --------------------------------------------------------------------------------
 
 def test_page_default_runs_the_lecture_graph():
+    from tests.test_app_pages import fixed_figures_ready
+    fixed_figures_ready()       # the granularity table is a fixed figure: drawn once it is computed
     at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
     # the lecture: sess.run(h, feed) evaluates 6 (x, W, b, matmul, add, relu): the fed placeholder counts
     assert "Evaluated **6 of" in texts(at) and "5 computed + 1 fed" in texts(at)
@@ -259,7 +261,8 @@ def test_page_default_runs_the_lecture_graph():
     table = at.dataframe[0].value  # the unrolled-loop table (the counts over steps are an HTML table)
     assert list(table["length T"]) == [3, 6, 12]
     assert set(table["h_T equal"]) == {"yes"}   # one convention for True in every table: no ticks beside "true"
-    assert len(at.table) == 1 + 2 and list(at.table[0].value.columns)[-1] == "eager: graphs"  # whole, no cut column
+    # the counts over steps, granularity, the framework map's three tables
+    assert len(at.table) == 1 + 1 + 3 and list(at.table[0].value.columns)[-1] == "eager: graphs"  # whole, no cut column
     # the recurrent loop's section carries no note about `if` (the branch below is where it is explained, once)
     assert sum("control flow such as" in t for t in texts(at).split("\n")) == 1
 
@@ -315,11 +318,13 @@ def test_page_deep_link_length_that_is_not_offered_is_reported():
 def test_presentation_mode_shows_small_tables_as_html_tables():
     """st.dataframe draws on a canvas at a fixed size; in presentation mode the small tables are HTML tables,
     whose text the presentation CSS enlarges."""
+    from tests.test_app_pages import fixed_figures_ready
+    fixed_figures_ready()       # the granularity table is a fixed figure: drawn once it is computed
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params["present"] = "1"
     ok(at.run())
-    # counts over steps, unrolled loop, folding; the framework map's two tables
-    assert len(at.table) == 5 and not at.dataframe
+    # counts over steps, unrolled loop, folding; granularity; the framework map's three tables
+    assert len(at.table) == 7 and not at.dataframe
     assert any("stMetricValue" in h.proto.body for h in at.get("html"))
 
 
