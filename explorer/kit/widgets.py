@@ -19,8 +19,8 @@ from engine.explain.parser import allowed_text
 from explorer.classroom.follow import JOIN_PARAM
 
 from ..student_code.optin import server_notes
-from . import class_widgets, fixed, rate_limit
-from .budget import is_deadline
+from . import class_widgets, fixed, priority, rate_limit
+from .budget import RUN_PRIORITY, is_deadline
 from .deeplink import LinkField, LinkSchema
 from .figures import PrebuiltFigure, static_frame, still_graph  # noqa: F401 (the pages import it from here)
 from .formatting import md_escape
@@ -105,6 +105,8 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     followed = st.session_state.get(class_widgets.APPLIED)
     class_widgets.follow_before_widgets(schema, ns, defaults, link_to_state, page, app_dir)
     followed = st.session_state.get(class_widgets.APPLIED) != followed
+    # a class's page (the lecturer's, a follower's) computes before page opens and background work
+    st.session_state[RUN_PRIORITY] = (priority.STEP if class_widgets.in_class() else priority.OPEN)
     by_timer = st.session_state.pop(TIMER_RUN, False)
     answering = st.session_state.pop(class_widgets.ANSWER_RUN, False)   # an answer is never lost to a limit
     _limit_runs(limits, client, title, asked=not followed and not by_timer and not answering)
@@ -441,7 +443,11 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
     @st.fragment
     def stepped() -> None:
         # what a Step reruns and re-sends: the controls and the step's view (see the docstring)
-        draw(_step_buttons(ns, n_steps, key, playing_key, moved_key, speed_key, label, shortcuts, wide=wide))
+        step = _step_buttons(ns, n_steps, key, playing_key, moved_key, speed_key, label, shortcuts, wide=wide)
+        # a step's view computes before page opens and background work (explorer.kit.priority), in a Step's
+        # fragment run as in the page's full run (Play's, a class's)
+        with priority.gate().enter(priority.STEP):
+            draw(step)
 
     stepped()
 
