@@ -7,6 +7,7 @@ describes what is on screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import functools
 import sys
 import time
 from typing import Any, Callable
@@ -123,6 +124,19 @@ def start_page(title: str, prefix: str, fields: dict[str, LinkField], defaults: 
     if not fields:   # a page without a link (Home) publishes here: publish_link is not called
         class_widgets.publish(page, {})
     return PageContext(ns=ns, schema=schema, look=lk, link_problems=problems, persist=tuple(defaults), page=page)
+
+
+def progress_poll(fn: Callable[[], None]) -> Callable[[], None]:
+    """For a fragment that polls work going on elsewhere (a training's progress): each poll draws as background
+    work of the process's priority gate (:mod:`explorer.kit.priority`), so it waits while a Step or a page open
+    computes; a class's poll (the lecturer's training on the projector) is a step's and never waits. Use it
+    under ``@st.fragment(run_every=...)``."""
+    @functools.wraps(fn)
+    def poll() -> None:
+        level = priority.STEP if class_widgets.in_class() else priority.BACKGROUND
+        with priority.gate().enter(level):
+            fn()
+    return poll
 
 
 FIXED_POLL_S = 2.0   # how often a page whose fixed figure is not ready looks again
