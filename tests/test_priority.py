@@ -210,3 +210,58 @@ def test_warm_up_imports_the_pages_modules_as_background_work(tmp_path):
     assert after.wait(T)
     t.join(T)
     assert seen == ["a", "b"] and levels == [BACKGROUND] * 3
+
+
+# --- in a page run (Streamlit's AppTest runs the script on a script thread, as the server does) -----------------
+
+def _page_with_a_computation():
+    import streamlit as st
+
+    from explorer.kit import budget, priority
+
+    @budget.bounded_cache(1 << 20, spinner="Laying out the graph")
+    def computed(n: int) -> int:
+        return n * 2
+
+    if st.session_state.get("as_class"):
+        st.session_state[budget.RUN_PRIORITY] = priority.STEP
+    st.write(f"priority {budget.page_priority()}")
+    st.write(f"value {computed(st.session_state.get('n', 1))}")
+
+
+def test_a_page_runs_computation_queues_behind_another_page_open():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_page_with_a_computation, default_timeout=T)
+    at.session_state["n"] = 21
+    gate = priority.gate()
+    before = gate.snapshot()["queued"]
+    held, release = threading.Event(), threading.Event()
+    holder = hold(gate, OPEN, held, release, [], "another page open")
+    assert held.wait(T)
+    runner = threading.Thread(target=at.run, daemon=True)
+    runner.start()
+    assert gate.wait_until(lambda s: s["queued"] == before + 1, T)   # the page's computation waits its turn
+    release.set()
+    runner.join(T)
+    holder.join(T)
+    assert [m.value for m in at.markdown] == [f"priority {OPEN}", "value 42"]
+    assert not at.exception
+
+
+def test_a_class_page_run_computes_as_a_step_without_queueing():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_page_with_a_computation, default_timeout=T)
+    at.session_state["as_class"] = True
+    at.session_state["n"] = 5
+    gate = priority.gate()
+    held, release = threading.Event(), threading.Event()
+    holder = hold(gate, OPEN, held, release, [], "another page open")
+    assert held.wait(T)
+    try:
+        at.run()   # in this thread: it would wait for the open above were it queued
+    finally:
+        release.set()
+        holder.join(T)
+    assert [m.value for m in at.markdown] == [f"priority {STEP}", "value 10"]
