@@ -14,7 +14,9 @@ import streamlit as st
 from explorer.classroom.web import routes
 
 if __name__ != "__main__":      # imported by `streamlit run`, which serves this app object
+    from explorer.kit import warmup
     app = st.App(__file__, routes=routes())
+    warmup.start()   # the pages' modules and the fixed figures, in the background before the first visitor
 else:   # a visit of the home page
     from explorer.kit.pages import available_backends, discover_pages
     from explorer import home

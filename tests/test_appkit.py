@@ -302,3 +302,30 @@ def test_check_gradient_passes_good_gradients_and_reports_plain_disagreement():
     wrong = check_gradient(m.trace, "x1", 0.7, 0.5)  # as a broken VJP would give
     assert not wrong.ok and wrong.reason.startswith("autodiff and central difference disagree")
     assert wrong.cause_node is None
+
+
+def _arrow_tables_page():
+    import pandas as pd
+    import pyarrow as pa
+    import streamlit as st
+
+    from explorer.kit.presentation import look
+    from explorer.kit.widgets import show_table
+
+    rows = [{"node": f"v{i}", "value": f"{i / 3:.3f}"} for i in range(30)]
+    show_table(pa.Table.from_pandas(pd.DataFrame(rows)), look(False), static=True)
+    show_table(pd.DataFrame(rows), look(False), static=True)
+    show_table(pa.Table.from_pandas(pd.DataFrame(rows)), look(True))
+
+
+def test_show_table_sends_a_cached_arrow_table_as_its_dataframe_would_be_sent():
+    """The Expression explorer keeps its step tables as Arrow (made once): show_table sends them without a round
+    trip through pandas, the same bytes as the DataFrame's, and cuts them on a projector like any table."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_arrow_tables_page, default_timeout=60).run()
+    assert not at.exception
+    arrow, frame, presented = at.table
+    assert arrow.proto.arrow_data.data == frame.proto.arrow_data.data
+    assert len(arrow.value) == 30 and len(presented.value) == 25
+    assert [c.value for c in at.caption] == ["The first 25 of 30 rows (all of them outside presentation mode)."]

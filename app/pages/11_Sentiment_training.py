@@ -13,7 +13,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.labels import num
-from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table,
+from explorer.kit.widgets import (presentation_toggle, progress_poll, publish_link, show_plot, show_table,
                                   start_page)
 from explorer.sentiment_training.replay import DEFAULT_PACE, PACES, Replay, replay_text, snapshot_at
 from explorer.sentiment_training.runner import TrainingRun, streamlit_session_id, streamlit_session_watch
@@ -245,6 +245,7 @@ def cached_svg(dot: str) -> str | None:
 
 # --- live view (a fragment that polls the run while it trains) --------------------------------
 @st.fragment(run_every=1.0 if busy else 0.5 if replaying else None)
+@progress_poll   # a poll waits while a Step or a page open computes elsewhere on the server (issue 35)
 def live_view() -> None:
     r: TrainingRun | None = S[k("run")]
     if r is None:

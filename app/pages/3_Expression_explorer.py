@@ -119,15 +119,17 @@ def gradient_graphs() -> None:
             show_dot(gdot, look)
         else:
             st.info("No gradient graph for this program.")
+    # the files are made when clicked (a callable), not hashed and stored again at every Step of the stepper
     dl = st.columns(3)
-    dl[0].download_button("Download graph (DOT)", model.forward_dot(), file_name="graph.dot",
-                          mime="text/vnd.graphviz")
+    dl[0].download_button("Download graph (DOT)", model.forward_dot, file_name="graph.dot",
+                          mime="text/vnd.graphviz", on_click="ignore")
     if gdot:
-        dl[1].download_button("Download gradient graph (DOT)", gdot, file_name="gradient_graph.dot",
-                              mime="text/vnd.graphviz")
+        dl[1].download_button("Download gradient graph (DOT)", model.gradient_dot, file_name="gradient_graph.dot",
+                              mime="text/vnd.graphviz", on_click="ignore")
     svg, why_not = model.forward_svg()
     if svg is not None:
-        dl[2].download_button("Download graph (SVG)", svg, file_name="graph.svg", mime="image/svg+xml")
+        dl[2].download_button("Download graph (SVG)", lambda: model.forward_svg()[0], file_name="graph.svg",
+                              mime="image/svg+xml", on_click="ignore")
     else:
         dl[2].caption(why_not)
 

@@ -85,8 +85,28 @@ def deadline(seconds: float) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
+# A function the computing thread calls at each check_deadline (None: nothing): a server's background work pauses
+# there for the requests users wait on (explorer.kit.priority). Per thread, like the deadline.
+_YIELD: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("explain_yield", default=None)
+
+
+@contextlib.contextmanager
+def yield_to(pause: Callable[[], None]) -> Iterator[None]:
+    """Within the block, every :func:`check_deadline` of this thread first calls ``pause()`` (which may block
+    while more urgent work runs); the engine's long loops check their deadline often, so they yield often."""
+    token = _YIELD.set(pause)
+    try:
+        yield
+    finally:
+        _YIELD.reset(token)
+
+
 def check_deadline() -> None:
-    """Raise :class:`ExpressionError` (kind ``limit``) when the current :func:`deadline` has passed."""
+    """Raise :class:`ExpressionError` (kind ``limit``) when the current :func:`deadline` has passed (after the
+    pause of :func:`yield_to`, where one is set)."""
+    pause = _YIELD.get()
+    if pause is not None:
+        pause()
     d = _DEADLINE.get()
     if d is not None and (time.thread_time() > d[0] or time.monotonic() > d[1]):
         raise ExpressionError(f"stopped: this took more than the {d[2]:g} s of computing a request may take; "

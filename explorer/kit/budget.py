@@ -343,7 +343,7 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
                 hit, value = store.get(key)   # computed by the session that asked first, while this one waited
                 if hit:
                     return value
-                with _slot(), (deadline(seconds) if seconds else contextlib.nullcontext()):
+                with _admitted(spinner), _slot(), (deadline(seconds) if seconds else contextlib.nullcontext()):
                     try:
                         value = fn(*args, **kwargs)
                     except (MemoryError, RecursionError) as e:
@@ -359,6 +359,53 @@ def bounded_cache(max_bytes: int, *, spinner: str | None = None, seconds: float 
         return wrapper
 
     return decorate
+
+
+RUN_PRIORITY = "_run_priority"   # session key: the priority start_page gives this session's full runs
+
+
+def page_priority() -> int | None:
+    """The :mod:`~explorer.kit.priority` level of the page run computing in this thread: the level it entered
+    (a step's drawing, nested calls), else :data:`~explorer.kit.priority.STEP` for a fragment's run (a Step, a
+    poll) or a class's run (``start_page`` says so), else :data:`~explorer.kit.priority.OPEN`; None outside a
+    page run (tests and scripts are not queued)."""
+    from . import priority
+    level = priority.gate().current()
+    if level is not None:
+        return level
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
+        return None
+    if ctx.fragment_ids_this_run:
+        return priority.STEP
+    import streamlit as st
+    return st.session_state.get(RUN_PRIORITY, priority.OPEN)
+
+
+@contextlib.contextmanager
+def _admitted(spinner: str | None):
+    """A page run's cached computation waits its turn in the process's priority gate (a page open queues behind
+    the other page opens; a step never waits), saying "Queued ..." on the page while it waits."""
+    from . import priority
+    level = page_priority()
+    if level is None:
+        yield
+        return
+    shown = []
+
+    def on_wait(ahead: int) -> None:   # in the waiting script thread itself: it may draw
+        import streamlit as st
+        from .formatting import md_escape
+        what = (spinner or "this page's computation").rstrip("…. ")
+        line = st.empty()
+        line.caption(md_escape(priority.queued_text(ahead, what)))
+        shown.append(line)
+
+    with priority.gate().enter(level, on_wait=on_wait if level == priority.OPEN else None):
+        for line in shown:
+            line.empty()
+        yield
 
 
 @contextlib.contextmanager

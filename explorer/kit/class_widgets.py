@@ -106,6 +106,11 @@ def _lecturing() -> bool:
     return st.session_state.get(ROLE) == LECTURER and bool(st.session_state.get(SECRET))
 
 
+def in_class() -> bool:
+    """Whether this session is a class's lecturer or a (attached) follower: its runs are what a class watches."""
+    return _following() or _lecturing()
+
+
 def _join(code: str, student: str | None = None) -> str | None:
     """Join class ``code`` as a student (``student``: the id a cookie kept, so answers stay one per student);
     returns a message when it cannot (for the sidebar)."""

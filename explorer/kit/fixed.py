@@ -20,6 +20,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from . import priority
+from .priority import PriorityGate
+
 # name -> "module:function" (imported by the background thread, so that importing this module costs nothing)
 FIGURES: dict[str, str] = {
     "gradient_check.notes_checks": "explorer.gradient_check:notes_check_rows",
@@ -56,11 +59,15 @@ class FixedFigures:
     Args:
         table: name -> a function, or a ``"module:function"`` string imported when it runs.
         retry_s, retry_max_s: the first pause after a failure, and the longest (the pause doubles).
+        gate: the :class:`~explorer.kit.priority.PriorityGate` the computations run under, as background work
+            (default: the process's): each waits while a step or a page open runs, and pauses at the engine's
+            checkpoints when one arrives, so a fixed figure never slows the pages users wait on.
     """
 
     def __init__(self, table: Mapping[str, str | Callable[[], Any]], retry_s: float = RETRY_S,
-                 retry_max_s: float = RETRY_MAX_S):
+                 retry_max_s: float = RETRY_MAX_S, gate: PriorityGate | None = None):
         self.table = dict(table)
+        self.gate = gate
         self.retry_s, self.retry_max_s = retry_s, retry_max_s
         self._values: dict[str, Any] = {}
         self._errors: dict[str, tuple[str, float, int]] = {}   # name -> (message, when to retry, failures so far)
@@ -106,12 +113,15 @@ class FixedFigures:
             return len(self._values) == len(self.table)
 
     def _compute(self, name: str) -> None:
+        from engine.explain.parser import yield_to
         fn = self.table[name]
+        gate = self.gate or priority.gate()
         try:
-            if isinstance(fn, str):
-                module, _, attr = fn.partition(":")
-                fn = getattr(importlib.import_module(module), attr)
-            value = fn()
+            with gate.enter(priority.BACKGROUND), yield_to(gate.checkpoint):
+                if isinstance(fn, str):
+                    module, _, attr = fn.partition(":")
+                    fn = getattr(importlib.import_module(module), attr)
+                value = fn()
         except Exception as e:  # noqa: BLE001 - any failure is reported on the page and retried, never kept
             with self._lock:
                 failures = self._errors.get(name, ("", 0.0, 0))[2] + 1

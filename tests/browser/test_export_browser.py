@@ -125,3 +125,24 @@ def test_an_exported_orders_file_steps_offline_and_shows_each_orders_step(browse
                 expect(step).to_contain_text(f"{fr.phase}: {' '.join(fr.caption.split())}")
     finally:
         context.close()
+
+
+def test_the_graph_downloads_are_made_when_clicked(page, app_url, wait_idle, tmp_path):
+    """The Expression explorer's DOT and SVG downloads are made on the click (not hashed again at every Step): the
+    files are the model's own."""
+    page.goto(f"{app_url}/Expression_explorer?step=3")
+    wait_idle(page)
+    page.get_by_role("tab", name="Graph and gradient graph").click()
+    files = {}
+    for label, name in [("Download graph (DOT)", "graph.dot"), ("Download gradient graph (DOT)", "gradient.dot"),
+                        ("Download graph (SVG)", "graph.svg")]:
+        button = page.get_by_role("button", name=label)
+        expect(button).to_be_visible()
+        with page.expect_download() as download:
+            button.click()
+        download.value.save_as(tmp_path / name)
+        files[name] = (tmp_path / name).read_text(encoding="utf-8")
+    model = explorer_model(presets.DEFAULT.program, presets.DEFAULT.inputs)
+    assert files["graph.dot"] == model.forward_dot()
+    assert files["gradient.dot"] == model.gradient_dot()
+    assert files["graph.svg"].lstrip().startswith("<?xml") or "<svg" in files["graph.svg"][:400]
