@@ -14,6 +14,7 @@ No Streamlit here.
 from __future__ import annotations
 
 import ast
+import html
 import math
 import time
 from dataclasses import dataclass, field
@@ -546,3 +547,92 @@ BACKEND_NOTE = ("The notes' three backends agree bit for bit on map / zip / redu
                 "not: the `python` backend computes exp with Python's `math.exp`, which can differ from NumPy's "
                 "vectorised exp in the last bit, and sums left to right where NumPy sums pairwise, so map and "
                 "reduce differ at rounding level while zip (a plain multiply) agrees exactly.")
+
+
+# --- the layer stack: one Linear call, followed down through the engine's layers --------------------------------
+
+LAYERS = (   # (layer, the engine's module, what lives there) — top to bottom, as HW1/HW2's MiniTorch stacks them
+    ("nn / optim", "engine/nn.py, engine/optim.py", "Module, Linear, Adam: parameters and the training loop's parts"),
+    ("Tensor", "engine/tensor.py", "Tensor: a value, its history (op, inputs), backward()"),
+    ("Function (ops)", "engine/ops.py", "Op: each primitive's forward and its VJP rule"),
+    ("backend ops", "engine/backends/", "Backend: unary / binary / reduce / matmul kernels (python, numpy, cuda)"),
+    ("TensorData", "engine/tensor_data.py", "TensorData: flat storage, shape, strides, offset"),
+)
+KERNEL_METHODS = ("unary", "binary", "where", "reduce", "matmul", "permute", "view", "reshape", "expand",
+                  "contiguous", "gather", "scatter_add", "index", "index_add", "full")
+
+
+@dataclass(frozen=True)
+class LayerWalk:
+    """What one ``nn.Linear(3, 2)`` call on a (4, 3) input did at each layer (pure-Python backend)."""
+    module_call: str
+    tensors_made: int                 # Tensors the forward pass created (the output and any intermediates)
+    ops: tuple[str, ...]              # primitives applied (engine.trace_ops)
+    kernel_calls: dict[str, int]      # backend methods called, by name
+    out_shape: tuple[int, ...]
+    out_strides: tuple[int, ...]
+    out_storage: int                  # elements in the output's flat storage
+
+    def per_layer(self) -> list[str]:
+        kernels = ", ".join(f"{k} ×{n}" for k, n in sorted(self.kernel_calls.items()))
+        return [self.module_call,
+                f"{self.tensors_made} Tensor{'s' if self.tensors_made != 1 else ''} made, holding its op and inputs "
+                "(the history backward() walks)",
+                "ops applied: " + ", ".join(self.ops),
+                "backend calls: " + kernels,
+                f"the result's TensorData: shape {self.out_shape}, strides {self.out_strides}, "
+                f"{self.out_storage} floats of storage"]
+
+
+def layer_walk() -> LayerWalk:
+    """Run ``nn.Linear(3, 2)(x)`` on a backend that counts its kernel calls, tracing the ops, and read the result's
+    TensorData."""
+    from engine.backends.python_backend import PythonBackend
+    from engine.tensor import trace_ops
+
+    calls: dict[str, int] = {}
+
+    def counted(name):
+        method = getattr(PythonBackend, name)
+
+        def call(self, *args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return method(self, *args, **kwargs)
+        return call
+
+    Counting = type("CountingPythonBackend", (PythonBackend,), {n: counted(n) for n in KERNEL_METHODS})
+    be = Counting()
+    layer = engine.nn.Linear(3, 2, backend=be, seed=0)
+    x = engine.tensor(np.arange(12.0).reshape(4, 3), backend=be)
+    calls.clear()                                     # count the call only, not the set-up
+    ops: list[str] = []
+    made: list[int] = []
+    with trace_ops(lambda op, inputs, params, out: (ops.append(op.name), made.append(out.unique_id))):
+        y = layer(x)
+    data: TensorData = y._data
+    return LayerWalk(f"nn.Linear(3, 2) called on x of shape {tuple(x.shape)}: Module.__call__ → forward → "
+                     "F.linear", len(set(made)), tuple(ops), dict(calls), tuple(data.shape), tuple(data.strides),
+                     len(data.storage))
+
+
+def layer_stack_figure(walk: LayerWalk, look: Look) -> go.Figure:
+    """The five layers as stacked boxes, top to bottom, each with its module and what the Linear call did there."""
+    fig = go.Figure()
+    n = len(LAYERS)
+    font = look.figure_font
+    for i, ((layer, module, what), did) in enumerate(zip(LAYERS, walk.per_layer())):
+        y0 = n - 1 - i
+        fig.add_shape(type="rect", x0=0, x1=10, y0=y0 + 0.08, y1=y0 + 0.92, line={"color": "#4a6fa5", "width": 2},
+                      fillcolor="#eef3fb")
+        fig.add_annotation(x=0.15, y=y0 + 0.5, xanchor="left", showarrow=False, align="left",
+                           text=f"<b>{html.escape(layer)}</b><br>{html.escape(module)}", font={"size": font})
+        fig.add_annotation(x=3.2, y=y0 + 0.5, xanchor="left", showarrow=False, align="left",
+                           text=f"{html.escape(what)}<br><i>{html.escape(did)}</i>", font={"size": font - 1})
+        if i:
+            fig.add_annotation(x=1.4, y=y0 + 0.92, ax=1.4, ay=y0 + 1.08, xref="x", yref="y", axref="x", ayref="y",
+                               showarrow=True, arrowhead=2, arrowwidth=2, arrowcolor="#4a6fa5", text="")
+    fig.update_xaxes(visible=False, range=[0, 10])
+    fig.update_yaxes(visible=False, range=[0, n])
+    fig.update_layout(height=int(n * 4.2 * font), margin={"l": 4, "r": 4, "t": 4, "b": 4}, plot_bgcolor="white",
+                      paper_bgcolor="white", showlegend=False)
+    return fig

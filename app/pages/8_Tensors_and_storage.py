@@ -155,5 +155,13 @@ if len(available) > 1:
     show_table(cached_agreement(tuple(available)), look, static=True)
     st.caption(M.BACKEND_NOTE)
 
+# --- the layer stack ---------------------------------------------------------------------------------------
+st.subheader("The layer stack: one Linear call, followed down through the engine")
+st.markdown("HW1 and HW2 build MiniTorch in layers, and the engine keeps them: each box is a layer with the "
+            "engine's module for it, and in italics what one `nn.Linear(3, 2)` call on a 4 × 3 input did there "
+            "just now (the ops traced, the backend's kernel calls counted on the pure-Python backend, the "
+            "result's own TensorData).")
+show_plot(M.layer_stack_figure(M.layer_walk(), look), look, key=ns.key("layer_stack"))
+
 publish_link(ctx, {"chain": chain_text, "base": base, "bshape": st.session_state[ns.key("bshape")],
                    "ids": st.session_state[ns.key("ids")], "op": op, "n": n})
