@@ -350,3 +350,76 @@ def exercise1_figure(rows: list[Exercise1Row], look: Look) -> go.Figure:
                       margin=dict(l=10, r=10, t=30, b=10), legend=dict(orientation="h", y=-0.2),
                       xaxis=dict(title="x"), yaxis=dict(title="f(x)"))
     return readable(fig, look)
+
+
+# --- gradient descent as the slides write it, beside the PyTorch-style loop ----------------------------------------
+
+FORMS_STEPS = 20
+
+
+def example_loss(w, x, y):
+    """One example's cross-entropy, from its logit x·w."""
+    return F.binary_cross_entropy_with_logits((engine.tensor(x) * w).sum(), engine.tensor(y))
+
+
+def gd_slides_form(w0, lr, steps):
+    """The slides' gradient descent: each example's gradient summed into total_g, divided by N."""
+    w = np.array(w0, dtype=float)
+    for t in range(steps):
+        total_g = np.zeros_like(w)
+        for x, y in zip(POINTS, LABELS):
+            total_g += engine.grad(example_loss)(w, x, y).numpy()
+        w = w - lr * total_g / len(POINTS)
+    return w
+
+
+def gd_pytorch_style(w0, lr, steps):
+    """The same descent as a PyTorch-style loop: the mean loss over the batch, backward(), an optimizer's step."""
+    w = engine.tensor(np.array(w0, dtype=float), requires_grad=True)
+    opt = engine.optim.SGD([w], lr=lr)
+    X, Y = engine.tensor(POINTS), engine.tensor(LABELS)
+    for t in range(steps):
+        opt.zero_grad()
+        loss = F.binary_cross_entropy_with_logits(X @ w, Y)
+        loss.backward()
+        opt.step()
+    return w.detach().numpy()
+
+
+def _source(*fns) -> str:
+    import inspect
+    return "\n\n".join(inspect.getsource(f).rstrip() for f in fns)
+
+
+SLIDES_FORM_CODE = _source(example_loss, gd_slides_form)
+PYTORCH_STYLE_CODE = _source(gd_pytorch_style)
+
+
+@dataclass(frozen=True)
+class TwoForms:
+    steps: int
+    lr: float
+    start: tuple[float, float]
+    slides: tuple[float, float]
+    loop: tuple[float, float]
+
+    @property
+    def max_difference(self) -> float:
+        return float(np.abs(np.subtract(self.slides, self.loop)).max())
+
+
+def two_forms(start=None, lr: float | None = None, steps: int = FORMS_STEPS) -> TwoForms:
+    """Both forms on the logistic-regression problem from the same start: where each lands after ``steps``."""
+    s = SURFACES["logistic"]
+    start = tuple(map(float, start if start is not None else s.start))
+    lr = float(lr if lr is not None else s.lr_default)
+    a, b = gd_slides_form(start, lr, steps), gd_pytorch_style(start, lr, steps)
+    return TwoForms(steps, lr, start, (float(a[0]), float(a[1])), (float(b[0]), float(b[1])))
+
+
+def two_forms_text(r: TwoForms) -> str:
+    return (f"Both run here on the 10-point logistic problem above, from w = ({num(r.start[0])}, {num(r.start[1])}) "
+            f"with η = {r.lr:g} for {r.steps} steps: the slides' form lands at w = ({num(r.slides[0])}, "
+            f"{num(r.slides[1])}), the loop at ({num(r.loop[0])}, {num(r.loop[1])}); largest difference "
+            f"{r.max_difference:.1e} (float64 rounding: the mean's gradient is the sum of the examples' divided by N, "
+            "added in another order).")

@@ -215,3 +215,43 @@ def test_loss_curve_draws_only_the_steps_taken():
         assert list(curve.x) == list(range(step + 2))
         assert curve.y[-1] == pytest.approx(max(path[step].loss_next - loss_min, 1e-16))
         assert tuple(fig.layout.xaxis.range) == (-0.5, len(path) + 0.5)
+
+
+# --- gradient descent in the slides' form beside the PyTorch-style loop ------------------------------------------
+
+def test_the_slides_form_and_the_loop_land_at_the_same_w_and_move_it():
+    from explorer import learning_problem as L
+    r = L.two_forms()
+    assert r.max_difference < 1e-12
+    assert np.abs(np.subtract(r.slides, r.start)).max() > 1.0          # they really descended
+    assert L.loss("logistic", engine.tensor(list(r.loop))).item() < L.loss("logistic", engine.tensor(list(r.start))).item()
+    text = L.two_forms_text(r)
+    assert f"{r.max_difference:.1e}" in text and f"η = {r.lr:g}" in text
+
+
+def test_a_wrong_slides_form_would_disagree():
+    """Without dividing by N the slides' form takes N times the step: the comparison catches it."""
+    from explorer import learning_problem as L
+    w = np.array(L.SURFACES["logistic"].start)
+    total_g = sum(engine.grad(L.example_loss)(w, x, y).numpy() for x, y in zip(L.POINTS, L.LABELS))
+    undivided = w - 2.0 * total_g
+    assert np.abs(undivided - L.gd_pytorch_style(w, 2.0, 1)).max() > 0.1
+
+
+def test_the_code_shown_is_the_code_that_runs():
+    import inspect
+    from explorer import learning_problem as L
+    assert inspect.getsource(L.gd_slides_form).rstrip() in L.SLIDES_FORM_CODE
+    assert "total_g += " in L.SLIDES_FORM_CODE and "/ len(POINTS)" in L.SLIDES_FORM_CODE
+    for call in ("opt.zero_grad()", "loss.backward()", "opt.step()"):
+        assert call in L.PYTORCH_STYLE_CODE
+
+
+def test_the_page_shows_both_forms_and_where_they_land():
+    from tests.test_app_pages import no_exceptions, page, texts
+    from explorer import learning_problem as L
+    at = page("2_Learning_problem.py").run()
+    no_exceptions(at)
+    codes = [c.value for c in at.code]
+    assert L.SLIDES_FORM_CODE in codes and L.PYTORCH_STYLE_CODE in codes
+    assert L.two_forms_text(L.two_forms()) in texts(at)

@@ -11,7 +11,8 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
-from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page, step_controls
+from explorer.kit.widgets import (fixed_figure, presentation_toggle, publish_link, show_plot, show_table, start_page,
+                                  step_controls)
 
 S0 = L.SURFACES[L.DEFAULT_SURFACE]
 ctx = start_page(
@@ -142,15 +143,19 @@ st.latex(r"L(w + \Delta w) \approx L(w) + \nabla L(w)^\top \Delta w"
 st.markdown("For a small enough η the first-order term wins and the loss falls. The second-order term "
             "½·ΔwᵀHΔw grows with η²: when η·λ > 2 for the largest curvature λ, the step overshoots and the "
             "loss grows — the divergent runs above.")
-st.subheader("Stochastic gradient descent (pseudo-code)")
-st.code("for epoch in range(num_epochs):\n"
-        "    for x_batch, y_batch in shuffle(train_data).batches(batch_size):\n"
-        "        loss = cross_entropy(model(x_batch), y_batch)   # forward: builds the graph\n"
-        "        loss.backward()                                 # backward: reverse topological order\n"
-        "        for p in model.parameters():\n"
-        "            p.data -= lr * p.grad                       # Δw = −η ∇L on this batch\n"
-        "            p.grad = None                               # zero_grad: else the next backward adds to it",
-        language="python")
+st.subheader("Gradient descent as the slides write it, and as a training loop")
+st.markdown("The slides sum each example's gradient into `total_g` and divide by N; a PyTorch-style loop takes the "
+            "mean loss over the batch, calls `backward()` and lets an optimizer step. Both are below as they run "
+            "on the engine; stochastic gradient descent is the same loop over shuffled mini-batches (the "
+            "Mini-batch control above).")
+gf = st.columns(2)
+gf[0].markdown("**The slides' form**: per-example gradients summed into total_g, divided by N")
+gf[0].code(L.SLIDES_FORM_CODE, language="python")
+gf[1].markdown("**A PyTorch-style loop**: zero_grad, the mean loss, backward, step")
+gf[1].code(L.PYTORCH_STYLE_CODE, language="python")
+two = fixed_figure("learning_problem.two_forms", "Both forms run on the engine")
+if two is not None:
+    st.markdown(L.two_forms_text(two))
 
 st.subheader("Lecture exercise 1: f(x) = (x − 3)², one step of gradient descent")
 st.markdown("Work it out before revealing: from x0 with learning rate η, what is f′(x0), and where does one step "

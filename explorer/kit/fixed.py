@@ -32,6 +32,7 @@ FIGURES: dict[str, str] = {
     "forward_vs_reverse.micro_batches": "explorer.forward_vs_reverse:micro_batch_rows",
     "autograd_usage.check": "explorer.autograd_usage:usage_check",
     "granularity.sigmoid": "explorer.granularity:fixed_granularity",
+    "learning_problem.two_forms": "explorer.learning_problem:two_forms",
 }
 RETRY_S = 5.0          # a failed figure is computed again after this long, then twice as long, ... up to RETRY_MAX_S
 RETRY_MAX_S = 120.0
