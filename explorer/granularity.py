@@ -98,7 +98,7 @@ def fixed_granularity() -> Granularity:
     return compare()
 
 
-def table(g: Granularity) -> list[dict]:
+def rows(g: Granularity) -> list[dict]:
     return [{"form": r.form, "ops recorded (forward kernels)": r.forward_ops,
              "ops run backward": r.backward_ops,
              "kept for backward": f"{r.kept_tensors} tensor{'s' if r.kept_tensors != 1 else ''}, {r.kept_bytes / 1e6:.1f} MB",

@@ -246,3 +246,16 @@ def test_plotly_figure_has_one_frame_per_step_and_does_not_move_nodes():
     assert fig.layout.updatemenus[0].buttons[0].label == "▶ Play"
     assert [s_["label"] for s_ in d["layout"]["sliders"][0]["steps"]][:2] == ["1", "2"]  # 1-based steps
     json.loads(fig.to_json())
+
+
+def test_a_long_fan_out_sum_writes_its_first_terms_and_how_many_more():
+    """A weight used 148 times: the line names the first terms, says how many more, and ends with the engine's sum
+    (writing all 148 at every arrival was quadratic: 11k terms per order on Backprop orders' worst request)."""
+    from explorer.kit.labels import MAX_SUM_TERMS, fan_out_sum
+    terms = [(f"v{k}", 2.0, 3.0) for k in range(1, 11)]
+    line = fan_out_sum("W", terms, 10, 10, 30.0)
+    assert line.startswith("W̄ = v̄1·∂v1/∂W + ") and f"v̄{MAX_SUM_TERMS}·∂v{MAX_SUM_TERMS}/∂W" in line
+    assert f"v̄{MAX_SUM_TERMS + 1}" not in line and f"… ({10 - MAX_SUM_TERMS} more terms)" in line
+    assert line.endswith("= 30")
+    short = fan_out_sum("W", terms[:3], 3, 3, 9.0)
+    assert "more terms" not in short and short.endswith("= 1.5·2 + 1.5·2 + 1.5·2 = 9")

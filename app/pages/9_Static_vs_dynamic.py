@@ -258,7 +258,7 @@ gc[0].code("def fused(x):\n    return engine.sigmoid(x)", language="python")
 gc[1].code("def decomposed(x):\n    return 1.0 / (1.0 + engine.exp(-x))", language="python")
 gran = fixed_figure("granularity.sigmoid", "Fused against decomposed sigmoid")
 if gran is not None:
-    show_table(granularity.table(gran), look, static=True)
+    show_table(granularity.rows(gran), look, static=True)
     st.markdown(granularity.summary(gran))
 
 # --- 5. the framework map -------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
     heads = [adjoint_of.get(i) or bar(names.get(i, str(i))) for i in ids]
     arrived: dict[int, int] = {}  # edge -> the frame its contribution arrived (the terms' order)
     frames: list[Frame] = []
+    memo: dict[int, tuple] = {}   # node -> (what its text was made from, (text, total)) at its last change
     for f in fs.frames:
         backward = f.phase != "forward"
         edge_text = list(f.edge_text) if backward and f.edge_text else [""] * len(edges)
@@ -69,32 +70,47 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
         totals = [""] * len(ids)   # a fan-out sum's total (or how many arrived), on a line of its own
         for i, nid in enumerate(ids):
             adj = f.node_adjoint[i] if backward and f.node_adjoint else ""
-            # a node marked wrong (page 13's first wrong node: " ✘" after its adjoint) keeps the mark, at the end
-            # of its line, not only its colour
-            wrong = WRONG_MARK if adj.endswith(WRONG_MARK) else ""
-            adj = adj.removesuffix(WRONG_MARK)
-            total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
-            if ", lost " in total:  # a broken order: what arrived too late is never added
-                kept, lost = total.split(", lost ", 1)
-                text.append(f"= {kept}, {lost} lost{wrong}")
+            if not adj:   # not reached yet (every node of a forward frame): nothing to write
+                text.append("")
                 continue
-            ks = sorted((k for k in out_edges.get(nid, []) if edge_text[k]), key=lambda k: (arrived[k], k))
             slide = f.node_sum[i] if backward and f.node_sum and i < len(f.node_sum) else ""
-            if adj and slide:   # the slides' sum in numbers, each term local derivative · adjoint, its total under it
-                # (the symbols are in the step's caption above the graphs: in the node they pushed the graph off a
-                # projector)
-                numbers = slide.replace(" received)", ")").split(" = ")[2]
-                line, totals[i] = (f"= {numbers.rsplit(' (', 1)[0]}", f"({numbers.rsplit(' (', 1)[1]}"
-                                   ) if " (" in numbers else (f"= {numbers}", "= " + slide.split(" = ")[3])
-            else:
-                line = _fan_out_line([edge_text[k] for k in ks], len(out_edges.get(nid, [])), total) if adj else ""
-            text.append((line + wrong).strip())
+            outs = out_edges.get(nid, [])
+            key = (adj, slide, tuple(edge_text[k] for k in outs))
+            if memo.get(nid, (None,))[0] != key:   # a node's text changes only when its adjoint or edges do
+                memo[nid] = (key, _node_text(adj, slide, outs, edge_text, arrived))
+            line, totals[i] = memo[nid][1]
+            text.append(line)
         states = ["idle" if (not backward or s == "computed") else s for s in f.node_state]
         frames.append(Frame(f.index, f.phase, f.caption, list(f.active_nodes) if backward else [],
                             [(d, s) for s, d in f.active_edges] if backward else [], text, states, totals,
                             edge_text, f.warning))
     return FrameSet(list(ids), frames, fs.truncated, fs.forward_per_frame, fs.backward_per_frame, heads,
                     [(d, s) for s, d in edges], [f"adjoint of {names.get(i, i)}" for i in ids])
+
+
+def _node_text(adj: str, slide: str, outs: list[int], edge_text: list[str], arrived: dict[int, int]
+               ) -> tuple[str, str]:
+    """(the line in an adjoint node, its total on a line of its own) from the forward frame's adjoint text
+    ``adj``, the slides' fan-out sum ``slide`` and the contributions on the node's reversed edges ``outs``."""
+    # a node marked wrong (page 13's first wrong node: " ✘" after its adjoint) keeps the mark, at the end
+    # of its line, not only its colour
+    wrong = WRONG_MARK if adj.endswith(WRONG_MARK) else ""
+    adj = adj.removesuffix(WRONG_MARK)
+    total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
+    if ", lost " in total:  # a broken order: what arrived too late is never added
+        kept, lost = total.split(", lost ", 1)
+        return f"= {kept}, {lost} lost{wrong}", ""
+    total_line = ""
+    if slide:   # the slides' sum in numbers, each term local derivative · adjoint, its total under it
+        # (the symbols are in the step's caption above the graphs: in the node they pushed the graph off a
+        # projector)
+        numbers = slide.replace(" received)", ")").split(" = ")[2]
+        line, total_line = (f"= {numbers.rsplit(' (', 1)[0]}", f"({numbers.rsplit(' (', 1)[1]}"
+                            ) if " (" in numbers else (f"= {numbers}", "= " + slide.split(" = ")[3])
+    else:
+        ks = sorted((k for k in outs if edge_text[k]), key=lambda k: (arrived[k], k))
+        line = _fan_out_line([edge_text[k] for k in ks], len(outs), total)
+    return (line + wrong).strip(), total_line
 
 
 def backward_figure(fs: FrameSet, graph: Graph, forward_figure: dict, **figure_options) -> dict:
