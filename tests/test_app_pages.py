@@ -837,8 +837,9 @@ def test_gradient_check_page_shows_the_notes_checks():
     at = page("6_Gradient_check.py").run()
     no_exceptions(at)
     table = next(t.value for t in at.table if "the notes" in t.value.columns)
-    assert list(table["the notes"]) == ["8.9e-16", "3.5e-17", "1.1e-16", "0", "2.8e-17", "2.1e-17", "9.0e-15",
-                                  "3.7e-10"]
+    # each figure beside the check it belongs to (issue 36), a dash where the notes print none
+    assert list(table["the notes"]) == ["8.9e-16", "—", "3.5e-17", "0", "2.8e-17", "—", "2.1e-17", "3.7e-10"]
+    assert "A dash: the notes print no figure for that check" in texts(at)
     assert "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ" in texts(at)
 
 
