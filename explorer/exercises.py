@@ -17,6 +17,7 @@ import numpy as np
 
 import engine
 from engine import explain as ex
+from engine.explain import harness
 from engine.explain.numbers import DIGITS, num
 
 from .lecture_kit import AnswerError, parse_answer
@@ -244,14 +245,20 @@ def _ex5() -> Exercise:
         page_link("Forward_vs_reverse", {}), "Forward vs reverse: passes and ops as n and m vary")
 
 
-def _ex6(n_graphs: int = 200) -> Exercise:
-    from engine.explain import harness
-    from .backprop_orders import orders_model
+def bfs_wrong_count(n_graphs: int = harness.RANDOM_GRAPHS):
+    """Breadth-first first touch on Backprop orders' random graphs (``harness.RANDOM_OPS`` ops, seeds 0…n−1),
+    counted by the one criterion (``harness.gradients_wrong``): the ``StrategyRow`` page 5's table shows."""
+    rows = harness.strategy_comparison(n_graphs, harness.RANDOM_OPS, 0, strategies=("topological", "bfs_first_touch"))
+    return next(r for r in rows if r.strategy == "bfs_first_touch")
+
+
+def _ex6(n_graphs: int = harness.RANDOM_GRAPHS) -> Exercise:
+    from .backprop_orders import NOTES_BFS_WRONG, orders_model
     bfs = ex.record_execution(SLIDE_PROGRAM, SLIDE_INPUTS, strategy="bfs_first_touch")
     right = ex.record_execution(SLIDE_PROGRAM, SLIDE_INPUTS)
     lost = [e for e in bfs.backward if e.kind == "lost"]
-    rows = harness.strategy_comparison(n_graphs, 12, 0, strategies=("topological", "bfs_first_touch"))
-    wrong = next(r for r in rows if r.strategy == "bfs_first_touch")
+    wrong = bfs_wrong_count(n_graphs)
+    notes_wrong, notes_total = NOTES_BFS_WRONG
     rate = 100.0 * wrong.wrong / wrong.graphs
     model = orders_model(SLIDE_PROGRAM, SLIDE_INPUTS, ("topological", "bfs_first_touch"))
     step = model.views["bfs_first_touch"].lost_step + 1  # the page's steps count from 1
@@ -267,8 +274,10 @@ def _ex6(n_graphs: int = 200) -> Exercise:
          "Its other contribution arrives via x6 → x5 → x3 after x1 was already processed and is lost: "
          + "; ".join(f"{format_value(e.value)} lost" for e in lost) + f" (the correct ∂f/∂x1 is "
          f"{format_value(right.grads['x1'])} = 1 + 1.5·e^5.5).",
-         f"Over {wrong.graphs} random graphs (12 ops each, seeds 0…{wrong.graphs - 1}) the engine's breadth-first "
-         f"pass is wrong on **{wrong.wrong}** ({rate:.1f}%); the notes report 189 of 200 (94%) on theirs."],
+         f"Over {wrong.graphs} random graphs ({harness.RANDOM_OPS} ops each, seeds 0…{wrong.graphs - 1}) the engine's breadth-first "
+         f"pass is wrong on **{wrong.wrong}** ({rate:.1f}%), counted as Backprop orders counts them "
+         f"({harness.WRONG_GRADIENTS}); the notes report {notes_wrong} of {notes_total} "
+         f"({100 * notes_wrong / notes_total:.0f}%) on theirs."],
         page_link("Backprop_orders", {"orders": "topological,bfs_first_touch", "step": step}),
         "Backprop orders at the step where the contribution is lost")
 
