@@ -611,6 +611,8 @@ def test_forward_vs_reverse_checkpointing_cost_table_and_micro_batches():
     assert "Jᵢⱼ = ∂yᵢ/∂xⱼ" in texts(at)
     costs = next(t.value for t in at.table if "× forward (multiply-adds)" in t.value.columns)
     assert list(costs["× forward (multiply-adds)"]) == ["1.00", "2.75", "2.00"]
+    notes = next(t.value for t in at.table if "the notes: ratio n/2" in t.value.columns)
+    assert list(notes["the notes: ratio n/2"])[:3] == ["0.5", "1", "5"] and "hence 2.75 rather than 3" in texts(at)
     ck = next(t.value for t in at.table if "layer calls" in t.value.columns)   # HTML: its headers wrap, never cut
     calls = dict(zip(zip(ck["policy"], ck["layers L"]), ck["layer calls"]))
     assert calls[("keep all", 16)] == 16 and calls[("checkpoint every √L", 16)] == 32
