@@ -293,19 +293,23 @@ def unit_roundoff(dtype: str) -> float:
 
 
 def _ex7() -> Exercise:
-    eps64, eps32 = unit_roundoff("float64"), unit_roundoff("float32")
-    h64, h32 = eps64 ** (1 / 3), eps32 ** (1 / 3)
+    from .gradient_check import default_sweep, notes_best_h_text
+    sweep = default_sweep()          # the figure Gradient check shows on its default, from the same function
+    h64, h32 = sweep.best_h["float64"], sweep.best_h["float32"]
+    m64, m32 = sweep.model("central", "float64"), sweep.model("central", "float32")
+    f, _, _, d3 = sweep.derivatives
     return Exercise(
         7, "best_h", "The best step for central differences",
         "The central difference's error is about C·h² (truncation) + ε·|f|/h (rounding). Roughly which h is best "
-        "in float64, and in float32? (an order of magnitude: within a factor 5 counts)",
+        "in float64, and in float32, for ∂f/∂x1 of the slide example f = x1 + exp(1.5·x1 + 2·x2) at x1 = 3, "
+        "x2 = 0.5? (an order of magnitude: within a factor 5 counts)",
         [Part("h64", "best h, float64 ≈", h64, Tolerance(factor=5.0)),
          Part("h32", "best h, float32 ≈", h32, Tolerance(factor=5.0))],
-        [f"The engine's unit roundoff (the largest u with 1 + u == 1 in its add): ε = {num(eps64, 3)} (float64), "
-         f"{num(eps32, 3)} (float32).",
-         "d/dh (C·h² + ε|f|/h) = 0 gives h ∝ ε^(1/3) (taking C ≈ |f|): "
-         f"**{num(h64, 2)}** in float64, **{num(h32, 2)}** in float32.",
-         "The notes' measured table is best near 1e-6 (float64) and 1e-2 (float32): the same orders of magnitude."],
+        [f"C = |f‴|/6 and the unit roundoff ε = {num(m64.eps, 3)} (float64), {num(m32.eps, 3)} (float32); "
+         f"here |f| = {num(abs(f))} and f‴ = {num(d3)} (the engine's third derivative).",
+         "d/dh (h²|f‴|/6 + ε|f|/h) = 0 gives h = (3ε|f| / |f‴|)^(1/3) ∝ ε^(1/3): "
+         f"**{h64:.1e}** in float64, **{h32:.1e}** in float32, the best h Gradient check marks on its default.",
+         notes_best_h_text(sweep)],
         page_link("Gradient_check", {}), "Gradient check: the error against h, both dtypes")
 
 

@@ -111,6 +111,41 @@ def best_h_text(sweep, dtype: str) -> str:
     return text
 
 
+def default_sweep():
+    """The h sweep Gradient check opens on (the slide example, ∂f/∂x1): the one source of the best h that the
+    page and exercise 7 quote (4.6e-6 in float64)."""
+    from .kit import presets
+    program, inputs = parse(presets.DEFAULT.program, presets.DEFAULT.inputs)
+    return costs.h_sweep(program, inputs, program.input_names[0])
+
+
+def _decade(h: float) -> str:
+    """1e-05 as 1e-5."""
+    mantissa, exponent = f"{h:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def notes_best_h_text(sweep) -> str:
+    """Why the notes' table prints a power of ten where the error model's best h (``sweep.best_h``) is not one:
+    their h steps by decades, and the error is nearly flat around its minimum (Markdown, one paragraph)."""
+    table = NOTES["best_h_table"].value
+    parts = []
+    for dt in ("float64", "float32"):
+        m, best = sweep.model("central", dt), sweep.best_h.get(dt)
+        if m is None or m.best_h is None or best is None:
+            continue
+        below = 10.0 ** math.floor(math.log10(best))
+        above = below * 10
+        parts.append(f"{dt}: the best h, **{best:.1e}**, lies between the decades {_decade(above)} and "
+                     f"{_decade(below)}, where the model's error is {m.error(above):.1e} and {m.error(below):.1e} (the "
+                     f"notes print {' and '.join(_decade(h) for h in table[dt])})")
+    if not parts:
+        return ""
+    return ("The notes' h table steps by powers of ten, so it can only print a decade: " + "; ".join(parts) + ". The "
+            "error is flat near its minimum, so rounding noise decides which decade comes out lowest; the best h "
+            "itself is (3ε|f| / |f‴|)^(1/3), about ε^(1/3) when |f| and |f‴| are of the same size.")
+
+
 _COLOURS = {"central": "#2563eb", "forward": "#ea580c"}
 
 

@@ -53,3 +53,23 @@ def test_forward_vs_reverse_page_says_in_total_never_more():
     page = (Path(__file__).resolve().parents[1] / "app" / "pages" / "7_Forward_vs_reverse.py").read_text()
     assert "two forward passes more" not in page and "forward passes *in total*" in page
     assert "2.75" not in page        # read from the table, not typed
+
+
+def test_best_h_is_one_figure_from_one_function():
+    """Gradient check's default sweep and exercise 7 quote the same best h (costs.h_sweep's error-model minimiser,
+    4.6e-6 in float64, no second 4.8e-6 from ε^(1/3)); the notes' decades are explained beside it."""
+    from explorer import exercises as X
+    from explorer import gradient_check as G
+    sweep = G.default_sweep()
+    ex7 = X.build("best_h")
+    answers = {p.key: p.answer for p in ex7.parts}
+    assert answers == {"h64": sweep.best_h["float64"], "h32": sweep.best_h["float32"]}
+    for dtype, key in (("float64", "h64"), ("float32", "h32")):
+        shown = f"{answers[key]:.1e}"
+        assert f"**{shown}**" in G.best_h_text(sweep, dtype)       # what the page prints under its plot
+        assert f"**{shown}**" in " ".join(ex7.steps)
+    eps_rule = f"{sweep.model('central', 'float64').eps ** (1 / 3):.1e}"
+    assert eps_rule != f"{answers['h64']:.1e}" and eps_rule not in " ".join(ex7.steps)
+    notes_text = G.notes_best_h_text(sweep)
+    assert notes_text in ex7.steps and "1e-5 and 1e-6" in notes_text and "powers of ten" in notes_text
+    assert NOTES["best_h_table"].value["float64"] == (1e-5, 1e-6)

@@ -10,7 +10,7 @@ import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.gradient_check import (notes_checks_caption, best_h_text, gradcheck_model, side_by_side, side_by_side_figure,
+from explorer.gradient_check import (notes_best_h_text, notes_checks_caption, best_h_text, gradcheck_model, side_by_side, side_by_side_figure,
                                      sweep_figure)
 from explorer.kit.budget import RequestRefused, bounded_cache
 from explorer.kit.formatting import md_escape
@@ -98,6 +98,9 @@ st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h
            "f(x−h) agree in most digits and rounding dominates, ε|f|/h (grey band) — much sooner in float32 "
            "(ε ≈ 6e-8) than in float64 (ε ≈ 1.1e-16). The best h minimises the sum. For a tensor input the "
            "sweep perturbs the chosen element.")
+if (program_text.strip(), inputs_text.strip(), wrt, int(index)) == \
+        (presets.DEFAULT.program, presets.DEFAULT.inputs, names[0], 0):   # the figure exercise 7 quotes
+    st.caption(notes_best_h_text(model.sweep))
 st.subheader(f"Every input at h = {h:.0e}")
 show_table(model.table, look, static=True)
 
