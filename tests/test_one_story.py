@@ -73,3 +73,20 @@ def test_best_h_is_one_figure_from_one_function():
     notes_text = G.notes_best_h_text(sweep)
     assert notes_text in ex7.steps and "1e-5 and 1e-6" in notes_text and "powers of ten" in notes_text
     assert NOTES["best_h_table"].value["float64"] == (1e-5, 1e-6)
+
+
+def test_tensors_caption_says_what_its_table_shows():
+    """The backends' caption is written from the agreement table it sits under (it said 'map differs at rounding
+    level' beside a table showing map bit for bit equal); the notes' matmul figure from the notes table."""
+    from explorer import tensors_and_storage as M
+    rows = M.backend_agreement(n=1000, backends=["numpy", "python"])
+    note = M.backend_note(rows)
+    for r in rows:
+        kind = r["kernel"].split(":")[0]
+        if r["bit for bit equal to numpy"] == "yes":
+            assert kind in note.split("Here ")[1].split(" bit for bit")[0]
+        else:
+            assert kind in note.split("; ")[1].split(" differ")[0]
+    assert f"{NOTES['backends_matmul'].value:.1e}" in note
+    fake = [dict(r, **{"bit for bit equal to numpy": "yes", "max |difference|": "0.0e+00"}) for r in rows]
+    assert "differ" not in M.backend_note(fake)
