@@ -90,3 +90,33 @@ def test_tensors_caption_says_what_its_table_shows():
     assert f"{NOTES['backends_matmul'].value:.1e}" in note
     fake = [dict(r, **{"bit for bit equal to numpy": "yes", "max |difference|": "0.0e+00"}) for r in rows]
     assert "differ" not in M.backend_note(fake)
+
+
+@pytest.mark.parametrize("key", ["lecture", "logreg", "mlp"])
+def test_static_vs_dynamic_node_count_sentences_add_up(key):
+    """Static vs dynamic's node counts: the graph's nodes split by what built them add up to the total, and a run's
+    'k evaluated' plus its skipped nodes (split the same way) add up to it too; the notes' counts from the table."""
+    import re
+    from explorer import static_vs_dynamic as M
+    for with_train in (False, True):
+        ex = M.build_example(key, with_gradients=True, with_train=with_train)
+        total = len(ex.graph.nodes)
+        built = M.node_count_text(ex)
+        head, parts = built.split(" = ", 1)
+        assert head == f"**{total} nodes**, built once"
+        groups = re.findall(r"(\d+) by (?:the forward graph|gradients\(\)|the training op) \(([^)]*)\)", parts)
+        assert groups and sum(int(n) for n, _ in groups) == total
+        for n, inner in groups:                  # each builder's own groups add up to its count
+            assert sum(int(k) for k in re.findall(r"(\d+) [a-z]", inner)) == int(n), inner
+        for fetch in ex.fetches:
+            result = M.run_fetch(ex, fetch, list(ex.feeds))
+            text = M.skipped_text(ex, result)
+            m = re.match(rf"{total} built = (\d+) evaluated(?: \+ (\d+) not: (.*))?", text)
+            assert m, text
+            assert int(m.group(1)) == result.counted
+            if m.group(2):
+                assert int(m.group(1)) + int(m.group(2)) == total
+                assert sum(int(n) for n in re.findall(r"(?:^| \+ )(\d+) built by ", m.group(3))) == int(m.group(2))
+            if "train" in fetch:
+                assert f"{total} built, {result.counted} evaluated" in M.training_note(ex, result.counted)
+    assert M.NOTES_TRAINING == NOTES["training_graph"].value and M.NOTES_GRADIENTS == NOTES["gradients_example"].value
