@@ -13,6 +13,7 @@ from engine.strategies import PathRecursion
 
 from engine.explain.graph import adjoint_names, bar
 
+from .kit.notes import NOTES
 from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program
 from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value
@@ -310,7 +311,7 @@ def _series(rows) -> dict[str, tuple[list[int], list[int]]]:
     return series
 
 
-NOTES_BFS_WRONG = (189, 200)  # the lecture notes: breadth-first first touch wrong on 189 of 200 random graphs
+NOTES_BFS_WRONG = NOTES["bfs_wrong"].value  # the lecture notes: breadth-first first touch wrong on 189 of 200
 # the random-graph statistic's defaults (graphs, ops per graph, first seed): the graphs `python -m
 # explorer.student_code` runs too, counted wrong by the same criterion (harness.gradients_wrong)
 RANDOM_DEFAULTS = (harness.RANDOM_GRAPHS, harness.RANDOM_OPS, 0)

@@ -17,6 +17,7 @@ import numpy as np
 
 import engine
 from engine import explain as ex
+from engine.explain import harness
 from engine.explain.numbers import DIGITS, num
 
 from .lecture_kit import AnswerError, parse_answer
@@ -244,14 +245,20 @@ def _ex5() -> Exercise:
         page_link("Forward_vs_reverse", {}), "Forward vs reverse: passes and ops as n and m vary")
 
 
-def _ex6(n_graphs: int = 200) -> Exercise:
-    from engine.explain import harness
-    from .backprop_orders import orders_model
+def bfs_wrong_count(n_graphs: int = harness.RANDOM_GRAPHS):
+    """Breadth-first first touch on Backprop orders' random graphs (``harness.RANDOM_OPS`` ops, seeds 0…n−1),
+    counted by the one criterion (``harness.gradients_wrong``): the ``StrategyRow`` page 5's table shows."""
+    rows = harness.strategy_comparison(n_graphs, harness.RANDOM_OPS, 0, strategies=("topological", "bfs_first_touch"))
+    return next(r for r in rows if r.strategy == "bfs_first_touch")
+
+
+def _ex6(n_graphs: int = harness.RANDOM_GRAPHS) -> Exercise:
+    from .backprop_orders import NOTES_BFS_WRONG, orders_model
     bfs = ex.record_execution(SLIDE_PROGRAM, SLIDE_INPUTS, strategy="bfs_first_touch")
     right = ex.record_execution(SLIDE_PROGRAM, SLIDE_INPUTS)
     lost = [e for e in bfs.backward if e.kind == "lost"]
-    rows = harness.strategy_comparison(n_graphs, 12, 0, strategies=("topological", "bfs_first_touch"))
-    wrong = next(r for r in rows if r.strategy == "bfs_first_touch")
+    wrong = bfs_wrong_count(n_graphs)
+    notes_wrong, notes_total = NOTES_BFS_WRONG
     rate = 100.0 * wrong.wrong / wrong.graphs
     model = orders_model(SLIDE_PROGRAM, SLIDE_INPUTS, ("topological", "bfs_first_touch"))
     step = model.views["bfs_first_touch"].lost_step + 1  # the page's steps count from 1
@@ -267,8 +274,10 @@ def _ex6(n_graphs: int = 200) -> Exercise:
          "Its other contribution arrives via x6 → x5 → x3 after x1 was already processed and is lost: "
          + "; ".join(f"{format_value(e.value)} lost" for e in lost) + f" (the correct ∂f/∂x1 is "
          f"{format_value(right.grads['x1'])} = 1 + 1.5·e^5.5).",
-         f"Over {wrong.graphs} random graphs (12 ops each, seeds 0…{wrong.graphs - 1}) the engine's breadth-first "
-         f"pass is wrong on **{wrong.wrong}** ({rate:.1f}%); the notes report 189 of 200 (94%) on theirs."],
+         f"Over {wrong.graphs} random graphs ({harness.RANDOM_OPS} ops each, seeds 0…{wrong.graphs - 1}) the engine's breadth-first "
+         f"pass is wrong on **{wrong.wrong}** ({rate:.1f}%), counted as Backprop orders counts them "
+         f"({harness.WRONG_GRADIENTS}); the notes report {notes_wrong} of {notes_total} "
+         f"({100 * notes_wrong / notes_total:.0f}%) on theirs."],
         page_link("Backprop_orders", {"orders": "topological,bfs_first_touch", "step": step}),
         "Backprop orders at the step where the contribution is lost")
 
@@ -284,19 +293,23 @@ def unit_roundoff(dtype: str) -> float:
 
 
 def _ex7() -> Exercise:
-    eps64, eps32 = unit_roundoff("float64"), unit_roundoff("float32")
-    h64, h32 = eps64 ** (1 / 3), eps32 ** (1 / 3)
+    from .gradient_check import default_sweep, notes_best_h_text
+    sweep = default_sweep()          # the figure Gradient check shows on its default, from the same function
+    h64, h32 = sweep.best_h["float64"], sweep.best_h["float32"]
+    m64, m32 = sweep.model("central", "float64"), sweep.model("central", "float32")
+    f, _, _, d3 = sweep.derivatives
     return Exercise(
         7, "best_h", "The best step for central differences",
         "The central difference's error is about C·h² (truncation) + ε·|f|/h (rounding). Roughly which h is best "
-        "in float64, and in float32? (an order of magnitude: within a factor 5 counts)",
+        "in float64, and in float32, for ∂f/∂x1 of the slide example f = x1 + exp(1.5·x1 + 2·x2) at x1 = 3, "
+        "x2 = 0.5? (an order of magnitude: within a factor 5 counts)",
         [Part("h64", "best h, float64 ≈", h64, Tolerance(factor=5.0)),
          Part("h32", "best h, float32 ≈", h32, Tolerance(factor=5.0))],
-        [f"The engine's unit roundoff (the largest u with 1 + u == 1 in its add): ε = {num(eps64, 3)} (float64), "
-         f"{num(eps32, 3)} (float32).",
-         "d/dh (C·h² + ε|f|/h) = 0 gives h ∝ ε^(1/3) (taking C ≈ |f|): "
-         f"**{num(h64, 2)}** in float64, **{num(h32, 2)}** in float32.",
-         "The notes' measured table is best near 1e-6 (float64) and 1e-2 (float32): the same orders of magnitude."],
+        [f"C = |f‴|/6 and the unit roundoff ε = {num(m64.eps, 3)} (float64), {num(m32.eps, 3)} (float32); "
+         f"here |f| = {num(abs(f))} and f‴ = {num(d3)} (the engine's third derivative).",
+         "d/dh (h²|f‴|/6 + ε|f|/h) = 0 gives h = (3ε|f| / |f‴|)^(1/3) ∝ ε^(1/3): "
+         f"**{h64:.1e}** in float64, **{h32:.1e}** in float32, the best h Gradient check marks on its default.",
+         notes_best_h_text(sweep)],
         page_link("Gradient_check", {}), "Gradient check: the error against h, both dtypes")
 
 

@@ -12,6 +12,7 @@ from engine.explain import ExpressionError, costs
 from engine.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the page shows them
 from engine.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
 
+from .kit.notes import NOTES
 from .kit.budget import check_program
 from .kit.formatting import fmt_value
 from .kit.frames import Frame, FrameSet, node_heads, value_line
@@ -285,8 +286,8 @@ JACOBIAN_DEFINITION = ("For f: Rⁿ → Rᵐ the **Jacobian** J is the m × n ma
 def pass_costs(depth: int = 4, width: int = 64, batch: int = 32) -> list[dict]:
     """Forward pass alone, forward + backward (every parameter's gradient) and one forward-mode (JVP) pass
     along one direction of the input, of a ReLU MLP, counted on the engine: ops run and matmul multiply-adds,
-    as a multiple of the forward pass (the notes: one reverse-mode gradient costs about two forward passes
-    more). Counts, not times: on a shared machine a time ratio says more about the neighbours' load."""
+    as a multiple of the forward pass (the notes: one reverse-mode gradient costs about two forward passes in
+    total). Counts, not times: on a shared machine a time ratio says more about the neighbours' load."""
     import engine
     rng = np.random.default_rng(0)
     Ws = [engine.tensor(rng.standard_normal((width, width)) / np.sqrt(width), requires_grad=True)
@@ -327,6 +328,39 @@ def pass_costs(depth: int = 4, width: int = 64, batch: int = 32) -> list[dict]:
         rows.append({"pass": what, "ops run": n_ops, "matmul multiply-adds": f"{macs:,}",
                      "× forward (multiply-adds)": f"{macs / base[1]:.2f}"})
     return rows
+
+
+PASS_RATIO = "× forward (multiply-adds)"
+
+
+def pass_ratios(rows: list[dict]) -> tuple[float, float]:
+    """(reverse mode's forward + backward, one forward-mode JVP pass), each × the forward pass, as
+    :func:`pass_costs`'s table prints them (so that a figure derived from them is the one the table shows)."""
+    return float(rows[1][PASS_RATIO]), float(rows[2][PASS_RATIO])
+
+
+def gradient_cost_rows(rows: list[dict], ns=(1, 2, 10, 100, 1000)) -> list[dict]:
+    """The notes' table of what a whole gradient of a scalar loss with n inputs costs, in forward passes: forward
+    mode n passes (one JVP pass per input), reverse mode about two in total (the notes' figure,
+    ``NOTES['reverse_passes']``), so reverse wins by n/2; beside it the same table from this engine's counts in
+    :func:`pass_costs`'s ``rows`` (a JVP pass and a forward + backward, × the forward pass's multiply-adds)."""
+    reverse, jvp = pass_ratios(rows)
+    two = NOTES["reverse_passes"].value
+    return [{"n inputs": n, "the notes: forward mode": n, "the notes: reverse mode": two,
+             "the notes: ratio n/2": f"{n / two:g}", "this engine: forward mode": f"{n * jvp:g}",
+             "this engine: reverse mode": f"{reverse:g}", "this engine: ratio": f"{n * jvp / reverse:.3g}"}
+            for n in ns]
+
+
+def pass_costs_caption(rows: list[dict]) -> str:
+    """The caption under :func:`pass_costs`'s table, its figures read from the table."""
+    reverse, jvp = pass_ratios(rows)
+    return (f"The backward pass runs two matmuls per layer (x̄ = ȳWᵀ and W̄ = xᵀȳ) against the forward's one; the "
+            f"first layer's input is data (no x̄), hence {reverse:g} rather than 3 forward passes in total (the notes "
+            f"round it to about {NOTES['reverse_passes'].value}). Forward mode carries one tangent beside each value "
+            f"(h·W and ḣ·W): {jvp:g} per pass, but for one direction only, so a whole gradient takes n of them. "
+            "Counts, not times: on a shared server a time ratio measures the neighbours (the checkpointing section "
+            "below times its runs in turn to be fair).")
 
 
 # --- activation recomputation (checkpointing), measured ---------------------------------------------------

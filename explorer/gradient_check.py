@@ -15,6 +15,7 @@ from engine.explain import ExpressionError, costs
 from .kit.budget import check_program, finite_difference_checks
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.labels import num
+from .kit.notes import NOTES
 from .kit.presentation import Look
 from .kit.programs import InputProblem, parse
 from .kit.reference import ReferenceFailed, in_reference_process
@@ -110,6 +111,41 @@ def best_h_text(sweep, dtype: str) -> str:
     return text
 
 
+def default_sweep():
+    """The h sweep Gradient check opens on (the slide example, ∂f/∂x1): the one source of the best h that the
+    page and exercise 7 quote (4.6e-6 in float64)."""
+    from .kit import presets
+    program, inputs = parse(presets.DEFAULT.program, presets.DEFAULT.inputs)
+    return costs.h_sweep(program, inputs, program.input_names[0])
+
+
+def _decade(h: float) -> str:
+    """1e-05 as 1e-5."""
+    mantissa, exponent = f"{h:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def notes_best_h_text(sweep) -> str:
+    """Why the notes' table prints a power of ten where the error model's best h (``sweep.best_h``) is not one:
+    their h steps by decades, and the error is nearly flat around its minimum (Markdown, one paragraph)."""
+    table = NOTES["best_h_table"].value
+    parts = []
+    for dt in ("float64", "float32"):
+        m, best = sweep.model("central", dt), sweep.best_h.get(dt)
+        if m is None or m.best_h is None or best is None:
+            continue
+        below = 10.0 ** math.floor(math.log10(best))
+        above = below * 10
+        parts.append(f"{dt}: the best h, **{best:.1e}**, lies between the decades {_decade(above)} and "
+                     f"{_decade(below)}, where the model's error is {m.error(above):.1e} and {m.error(below):.1e} (the "
+                     f"notes print {' and '.join(_decade(h) for h in table[dt])})")
+    if not parts:
+        return ""
+    return ("The notes' h table steps by powers of ten, so it can only print a decade: " + "; ".join(parts) + ". The "
+            "error is flat near its minimum, so rounding noise decides which decade comes out lowest; the best h "
+            "itself is (3ε|f| / |f‴|)^(1/3), about ε^(1/3) when |f| and |f‴| are of the same size.")
+
+
 _COLOURS = {"central": "#2563eb", "forward": "#ea580c"}
 
 
@@ -169,17 +205,42 @@ def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None) -> go.
 
 @dataclass
 class NotesCheck:
-    """One of the notes' checks: what is compared, the notes' figure, and the engine's, measured now."""
+    """One check: what is compared, the engine's figure measured now, and the notes' figure for the same kind of
+    check (``notes_key`` into :data:`explorer.kit.notes.NOTES`), or None where the notes print none for it."""
 
     check: str
     compared: str
-    notes: str
-    engine: float | None         # max |difference|; None when skipped
+    notes_key: str | None
+    engine: float | None         # max difference (absolute, or relative where ``compared`` says so); None: skipped
     skipped: str = ""            # why, when skipped (PyTorch not installed)
+
+    @property
+    def notes(self) -> str:
+        """The notes' figure as the table shows it ("—": the notes print none for this check)."""
+        if self.notes_key is None:
+            return "—"
+        value = NOTES[self.notes_key].value
+        return "0" if value == 0 else f"{value:.1e}"
 
     def row(self) -> dict:
         return {"check": self.check, "what is compared": self.compared, "the notes": self.notes,
                 "this engine, now": self.skipped if self.engine is None else f"{self.engine:.1e}"}
+
+
+# the notes' figures the table shows, in its order (a test checks that notes_checks() uses exactly these)
+NOTES_IN_TABLE = ("ops_vs_pytorch", "symbolic_vs_pytorch", "vjp_wx", "vjp_sigmoid", "text_classifier_by_hand",
+                  "random_graph_error")
+
+
+def notes_checks_caption() -> str:
+    """What each of the notes' figures in the table measured, read from the notes table (Markdown)."""
+    def fig(key):
+        value = NOTES[key].value
+        return "0" if value == 0 else f"{value:.1e}"
+    parts = [f"{fig(k)}: {NOTES[k].measures}" for k in NOTES_IN_TABLE]
+    return ("The notes' figures, each beside the check it belongs to: " + "; ".join(parts) + ". A dash: the notes "
+            f"print no figure for that check. Their {fig('side_by_side_loss')} is a *loss* difference over "
+            f"{NOTES['side_by_side_steps'].value} Adam steps: it sits beside the side-by-side training below.")
 
 
 def _torch():
@@ -340,10 +401,19 @@ def symbolic_against_tape(seed: int = 0) -> float:
     return float(np.max(np.abs(np.asarray(static) - we.grad.numpy())))
 
 
+def relative_error(autodiff: np.ndarray, estimate: np.ndarray) -> float:
+    """‖autodiff − estimate‖ relative to the larger of the two norms (0 when both are 0), over one graph's inputs:
+    the notes' measure for the random graphs (their 3.7e-10 is relative, so the table compares this, not the
+    absolute difference)."""
+    a, e = np.asarray(autodiff, dtype=float).ravel(), np.asarray(estimate, dtype=float).ravel()
+    scale = max(float(np.linalg.norm(a)), float(np.linalg.norm(e)))
+    return 0.0 if scale == 0 else float(np.linalg.norm(a - e)) / scale
+
+
 def random_graph_check(n_graphs: int = 50, n_ops: int = 8, h: float = 1e-6) -> tuple[float, float]:
-    """(mean nodes per graph, max |autodiff − central difference|) over ``n_graphs`` random scalar graphs
-    (``engine.explain.harness.random_dag_program``, seeds 0…n−1; 8 ops make 22.9 nodes on average, the size
-    of the notes' graphs)."""
+    """(mean nodes per graph, the largest :func:`relative_error` of a graph's input gradients, autodiff against
+    central differences) over ``n_graphs`` random scalar graphs (``engine.explain.harness.random_dag_program``,
+    seeds 0…n−1; 8 ops make 22.9 nodes on average, the size of the notes' graphs)."""
     from engine.explain import harness
     nodes, worst = [], 0.0
     for seed in range(n_graphs):
@@ -351,8 +421,8 @@ def random_graph_check(n_graphs: int = 50, n_ops: int = 8, h: float = 1e-6) -> t
         tr = ex.record_execution(text, inputs)
         nodes.append(len(tr.graph.nodes))
         fd = costs.central_differences(text, inputs, h=h)
-        for name, g in tr.grads.items():
-            worst = max(worst, abs(float(g) - float(fd[name])))
+        names = list(tr.grads)
+        worst = max(worst, relative_error([float(tr.grads[n]) for n in names], [float(fd[n]) for n in names]))
     return float(np.mean(nodes)), worst
 
 
@@ -367,32 +437,35 @@ def notes_checks() -> list[NotesCheck]:
         ops_t = mlp_t = None
         skipped = f"skipped: {e}"
     wx, sig = explicit_jacobian_checks()
-    mean_nodes, fd = random_graph_check()
+    mean_nodes, fd = random_graph_check(NOTES["random_graphs"].value)
+    n_graphs = NOTES["random_graphs"].value
     return [
-        NotesCheck("ops against PyTorch", "9 elementwise / softmax ops and a matmul: outputs and gradients, float64",
-                   "8.9e-16", ops_t, "" if ops_t is not None else skipped),
+        NotesCheck("ops against PyTorch", "9 elementwise / softmax ops and a matmul: outputs and gradients, float64 "
+                   "(the notes: 15 ops)", "ops_vs_pytorch", ops_t, "" if ops_t is not None else skipped),
         NotesCheck("a network's gradients against PyTorch", "two-layer ReLU MLP, sigmoid, BCE: every parameter's "
-                   "gradient", "3.5e-17", mlp_t, "" if mlp_t is not None else skipped),
-        NotesCheck("symbolic against tape", "static graph's gradients() against eager backward(), logistic "
-                   "regression", "1.1e-16", symbolic_against_tape()),
+                   "gradient", None, mlp_t, "" if mlp_t is not None else skipped),
+        NotesCheck("symbolic gradients against a tape", "static graph's gradients() against eager backward(), "
+                   "logistic regression (the notes: against PyTorch's tape)", "symbolic_vs_pytorch",
+                   symbolic_against_tape()),
         NotesCheck("VJP against the explicit Jacobian: y = Wx", "x̄ = VJP(ȳ) against Jᵀȳ, J built column by column "
-                   "with forward mode", "0", wx),
+                   "with forward mode", "vjp_wx", wx),
         NotesCheck("VJP against the explicit Jacobian: sigmoid", "s̄ ⊙ σ(1 − σ) against Jᵀs̄, J (diagonal) built by forward mode",
-                   "2.8e-17", sig),
+                   "vjp_sigmoid", sig),
         NotesCheck("autodiff against a hand-written backward", "the same MLP's gradients, chain rule written by hand "
-                   "in NumPy", "2.1e-17", hand_written_backward()),
-        NotesCheck("… on HW2's network", "padding-excluded mean of 50-d vectors, Linear(50, 32), ReLU, Linear(32, 1), "
-                   "sigmoid, BCE (batch 10, float64): every parameter's gradient against NumPy by hand", "9.0e-15",
-                   hw2_hand_written_backward()),
-        NotesCheck("random graphs against finite differences", f"50 random graphs ({mean_nodes:.1f} nodes on "
-                   "average; the notes' 22.8), central differences at h = 1e-6", "3.7e-10", fd),
+                   "in NumPy", None, hand_written_backward()),
+        NotesCheck("… on HW2's network (a text classifier)", "padding-excluded mean of 50-d vectors, Linear(50, 32), "
+                   "ReLU, Linear(32, 1), sigmoid, BCE (batch 10, float64): every parameter's gradient against NumPy "
+                   "by hand", "text_classifier_by_hand", hw2_hand_written_backward()),
+        NotesCheck("random graphs against finite differences", f"{n_graphs} random graphs ({mean_nodes:.1f} nodes on "
+                   f"average; the notes' {NOTES['random_graph_nodes'].value}), central differences at h = 1e-6: the "
+                   "largest relative error ‖autodiff − estimate‖ / ‖larger‖ of a graph's gradient", "random_graph_error", fd),
     ]
 
 
 # --- this engine against PyTorch, trained side by side (the notes' §5.2) ------------------------------------------
 
 SIDE_BY_SIDE = {"sentences": 200, "batch": 5, "epochs": 8, "lr": 0.01, "hidden": 32, "dropout": 0.5}
-NOTES_SIDE_BY_SIDE = 9.0e-15   # the notes' largest loss difference over their 320 steps
+NOTES_SIDE_BY_SIDE = NOTES["side_by_side_loss"].value   # the notes' largest loss difference over their 320 steps
 
 
 @dataclass

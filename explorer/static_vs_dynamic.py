@@ -26,6 +26,8 @@ from engine.explain.graph import graph_from_output
 from engine.explain.numbers import num
 from engine.static import Graph, Node, Session
 
+from .kit.notes import NOTES
+
 # fill colours by node kind / role (legend order)
 COLOURS = {
     "placeholder": "#bfdbfe",  # blue: fed at run time
@@ -776,13 +778,68 @@ def loss_nodes(ex: Example) -> list[Node]:
     return [n for n in sess.needed_nodes(loss) if n.id not in pred and n.kind == "op"]
 
 
+def _groups(nodes) -> str:
+    parts = dict.fromkeys(BREAKDOWN, 0)
+    for n in nodes:
+        if n.role == "gradient":
+            parts["gradient nodes"] += 1
+        else:
+            parts[{"placeholder": "placeholders", "variable": "variables", "constant": "constants",
+                   "update": "updates"}.get(n.kind, "forward ops")] += 1
+    return " + ".join(f"{v} {k[:-1] if v == 1 else k}" for k, v in parts.items() if v)
+
+
+def builders(ex: Example) -> list[tuple[str, list[Node]]]:
+    """The graph's nodes by what built them, in build order, adding up to the whole graph: the forward graph,
+    ``gradients()`` (the sum it differentiates included, for a fetch without a loss), the training op
+    (``minimize``: its own gradient nodes and the updates)."""
+    nodes = list(ex.graph.nodes)
+    fwd, added = ex.forward_nodes, ex.gradients_added if ex.with_gradients else 0
+    out = [("the forward graph", nodes[:fwd])]
+    if added:
+        out.append(("gradients()", nodes[fwd:fwd + added]))
+    if nodes[fwd + added:]:
+        out.append(("the training op", nodes[fwd + added:]))
+    return out
+
+
+def node_count_text(ex: Example) -> str:
+    """``17 nodes, built once: the forward graph's 6 (…) + gradients()'s 11 (…)`` (Markdown): every part named
+    once, so that the parts add up to the total (the page said 4 forward ops + 10 gradient nodes, then 'the
+    forward graph is 6 of them; gradients() added 11')."""
+    parts = [(who, ns) for who, ns in builders(ex) if ns]
+    assert sum(len(ns) for _, ns in parts) == len(ex.graph.nodes)
+    return (f"**{len(ex.graph.nodes)} nodes**, built once = " +
+            " + ".join(f"{len(ns)} by {who} ({_groups(ns)})" for who, ns in parts) + ".")
+
+
+def skipped_text(ex: Example, result: "RunResult") -> str:
+    """Why a run evaluated k of N nodes, in counts that add up: N = k + the nodes not evaluated, those split by
+    what built them (Markdown, one sentence)."""
+    ran = set(result.evaluated) | set(result.fed_used)
+    total = len(ex.graph.nodes)
+    skipped = [(who, [n for n in ns if n.id not in ran]) for who, ns in builders(ex)]
+    skipped = [(who, ns) for who, ns in skipped if ns]
+    k = len(ran)
+    if not skipped:
+        return f"{total} built = {k} evaluated: nothing skipped."
+    differentiates = result.fetch.startswith("d ") or "train" in result.fetch
+    own = "its gradient nodes for placeholders and constants, which nothing reads"
+    why = {"the forward graph": ("the loss's own: the gradient starts from a constant 1" if differentiates
+                                 else "what this fetch does not read"),
+           "gradients()": own if result.fetch.startswith("d ") else "not needed by this fetch",
+           "the training op": own if "train" in result.fetch else "not needed by this fetch"}
+    return (f"{total} built = {k} evaluated + {total - k} not: " +
+            " + ".join(f"{len(ns)} built by {who} ({why[who]})" for who, ns in skipped) + ".")
+
+
 # --- the notes' counts beside ours: the difference said where it appears ----------------------------------------
 
-NOTES_GRADIENTS = (22, 39)            # the notes' gradients() example: forward nodes, nodes added
-NOTES_TRAINING = (68, 54, 16)         # the notes' training graph: built, evaluated per step, eager ops per step
-NOTES_RNN_EAGER = (10, 19, 37)        # T = 3, 6, 12
-NOTES_RNN_STATIC = (50, 98, 194)      # with gradients
-NOTES_FOLDING = (3, 6)                # ops folded, of the example's ops
+NOTES_GRADIENTS = NOTES["gradients_example"].value   # the notes' gradients() example: forward nodes, nodes added
+NOTES_TRAINING = NOTES["training_graph"].value       # built, evaluated per step, eager ops per step
+NOTES_RNN_EAGER = NOTES["rnn_eager"].value           # T = 3, 6, 12
+NOTES_RNN_STATIC = NOTES["rnn_static"].value         # with gradients
+NOTES_FOLDING = NOTES["folding"].value               # ops folded, of the example's ops
 
 
 def gradients_note(ex: Example) -> str:

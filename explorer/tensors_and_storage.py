@@ -27,6 +27,7 @@ import engine
 from engine.explain.parser import parse_python
 from engine.tensor_data import IndexingError, TensorData, ViewError
 
+from .kit.notes import NOTES
 from .kit.presentation import Look
 from .lecture_kit import readable
 
@@ -543,10 +544,41 @@ def backend_agreement(n: int = 1000, seed: int = 0, backends: list[str] | None =
     return rows
 
 
-BACKEND_NOTE = ("The notes' three backends agree bit for bit on map / zip / reduce (matmul: 2.7e-15); ours need "
-                "not: the `python` backend computes exp with Python's `math.exp`, which can differ from NumPy's "
-                "vectorised exp in the last bit, and sums left to right where NumPy sums pairwise, so map and "
-                "reduce differ at rounding level while zip (a plain multiply) agrees exactly.")
+def backend_note(rows: list[dict]) -> str:
+    """The sentence under :func:`backend_agreement`'s table, its claims read from that table: which kernels are
+    bit for bit equal to NumPy's here and which differ, beside the notes' three backends."""
+    differ = [k for k in KERNEL_KINDS if any(r["kernel"].startswith(k) and r["bit for bit equal to numpy"] != "yes"
+                                             for r in rows)]   # on some backend
+    equal = [k for k in KERNEL_KINDS if k not in differ and any(r["kernel"].startswith(k) for r in rows)]
+    text = (f"The notes' three backends agree bit for bit on map / zip / reduce (matmul: "
+            f"{NOTES['backends_matmul'].value:.1e}). Here ")
+    if equal:
+        text += f"{' / '.join(equal)} {'is' if len(equal) == 1 else 'are'} bit for bit equal to numpy"
+    if differ:
+        text += ("; " if equal else "") + (f"{' / '.join(differ)} differ{'s' if len(differ) == 1 else ''} at "
+                                           "rounding level")
+    why = {"map": "the `python` backend computes exp with Python's `math.exp`, which may differ from NumPy's "
+                  "vectorised exp in the last bit",
+           "reduce": "`python` sums left to right where NumPy sums pairwise",
+           "matmul": "`python` accumulates each dot product left to right where NumPy's BLAS blocks and reorders it"}
+    reasons = [why[k] for k in differ if k in why]
+    return text + (" (" + "; ".join(reasons) + ")" if reasons else "") + "."
+
+
+KERNEL_KINDS = ("map", "zip", "reduce", "matmul")
+
+
+def timing_caption(timings: list[BackendTiming], op: str, n: int) -> str:
+    """Under the timing table: the slowdown depends on the size (a per-element loop against a call's fixed cost),
+    so a ratio here is for this op and this n, not the notes' figure at their sizes."""
+    ref = next(t.seconds for t in timings if t.backend == "numpy")
+    py = next((t for t in timings if t.backend == "python"), None)
+    if py is None:
+        return ""
+    return (f"`python` took ×{py.seconds / ref:.2g} numpy's time for {op} at n = {n}. The ratio grows with n: "
+            "python's loops cost per element while numpy's cost is mostly the call's fixed overhead at these sizes, "
+            "so it is a figure for this op and size only, not comparable with the notes' slowdown of their backend "
+            "measured at their own sizes.")
 
 
 # --- the layer stack: one Linear call, followed down through the engine's layers --------------------------------

@@ -341,6 +341,25 @@ def test_notes_checks_are_computed_and_small():
         else:
             assert c.engine < (1e-8 if "finite differences" in c.check else 1e-14), c.check
     assert "22.9 nodes on average" in checks["random graphs against finite differences"].compared
+    # one story per figure (issue 36): each of the notes' figures sits beside the check it belongs to, read from the
+    # one notes table; the loss difference (9.0e-15) and the 50-step loss (1.1e-16) are no check of this table
+    from explorer.gradient_check import NOTES_IN_TABLE, notes_checks_caption, random_graph_check
+    from explorer.kit.notes import NOTES
+    keys = [c.notes_key for c in checks.values() if c.notes_key is not None]
+    assert tuple(keys) == NOTES_IN_TABLE
+    for c in checks.values():
+        want = "—" if c.notes_key is None else ("0" if NOTES[c.notes_key].value == 0 else f"{NOTES[c.notes_key].value:.1e}")
+        assert c.row()["the notes"] == want
+    shown = {c.notes for c in checks.values()}
+    assert not shown & {f"{NOTES['side_by_side_loss'].value:.1e}", f"{NOTES['training_loss_50'].value:.1e}"}
+    assert checks["a network's gradients against PyTorch"].notes == "—"
+    assert checks["… on HW2's network (a text classifier)"].notes_key == "text_classifier_by_hand"
+    caption = notes_checks_caption()
+    assert all(NOTES[k].measures in caption for k in NOTES_IN_TABLE)
+    # the random-graph row: the engine's *relative* error (the notes' measure), from the same function
+    rg = checks["random graphs against finite differences"]
+    assert "relative" in rg.compared and "relative" in NOTES[rg.notes_key].measures
+    assert rg.engine == random_graph_check(NOTES["random_graphs"].value)[1]
     wx, _ = explicit_jacobian_checks()
     assert wx == 0.0
     assert hand_written_backward() < 1e-15

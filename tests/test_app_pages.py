@@ -612,6 +612,8 @@ def test_forward_vs_reverse_checkpointing_cost_table_and_micro_batches():
     assert "Jᵢⱼ = ∂yᵢ/∂xⱼ" in texts(at)
     costs = next(t.value for t in at.table if "× forward (multiply-adds)" in t.value.columns)
     assert list(costs["× forward (multiply-adds)"]) == ["1.00", "2.75", "2.00"]
+    notes = next(t.value for t in at.table if "the notes: ratio n/2" in t.value.columns)
+    assert list(notes["the notes: ratio n/2"])[:3] == ["0.5", "1", "5"] and "hence 2.75 rather than 3" in texts(at)
     ck = next(t.value for t in at.table if "layer calls" in t.value.columns)   # HTML: its headers wrap, never cut
     calls = dict(zip(zip(ck["policy"], ck["layers L"]), ck["layer calls"]))
     assert calls[("keep all", 16)] == 16 and calls[("checkpoint every √L", 16)] == 32
@@ -838,8 +840,9 @@ def test_gradient_check_page_shows_the_notes_checks():
     at = page("6_Gradient_check.py").run()
     no_exceptions(at)
     table = next(t.value for t in at.table if "the notes" in t.value.columns)
-    assert list(table["the notes"]) == ["8.9e-16", "3.5e-17", "1.1e-16", "0", "2.8e-17", "2.1e-17", "9.0e-15",
-                                  "3.7e-10"]
+    # each figure beside the check it belongs to (issue 36), a dash where the notes print none
+    assert list(table["the notes"]) == ["8.9e-16", "—", "3.5e-17", "0", "2.8e-17", "—", "2.1e-17", "3.7e-10"]
+    assert "A dash: the notes print no figure for that check" in texts(at)
     assert "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ" in texts(at)
 
 

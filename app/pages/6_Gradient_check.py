@@ -10,7 +10,7 @@ import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.gradient_check import (best_h_text, gradcheck_model, side_by_side, side_by_side_figure,
+from explorer.gradient_check import (notes_best_h_text, notes_checks_caption, best_h_text, gradcheck_model, side_by_side, side_by_side_figure,
                                      sweep_figure)
 from explorer.kit.budget import RequestRefused, bounded_cache
 from explorer.kit.formatting import md_escape
@@ -98,21 +98,25 @@ st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h
            "f(x−h) agree in most digits and rounding dominates, ε|f|/h (grey band) — much sooner in float32 "
            "(ε ≈ 6e-8) than in float64 (ε ≈ 1.1e-16). The best h minimises the sum. For a tensor input the "
            "sweep perturbs the chosen element.")
+if (program_text.strip(), inputs_text.strip(), wrt, int(index)) == \
+        (presets.DEFAULT.program, presets.DEFAULT.inputs, names[0], 0):   # the figure exercise 7 quotes
+    st.caption(notes_best_h_text(model.sweep))
 st.subheader(f"Every input at h = {h:.0e}")
 show_table(model.table, look, static=True)
 
 st.subheader("The notes' checks, computed on this server")
 st.markdown("The lecture notes check their framework's gradients several ways. The same checks on this engine, run "
-            "once when the server starts, in the background (largest absolute difference; float64). The Jacobian J of f: Rⁿ → Rᵐ is the "
+            "once when the server starts, in the background (largest difference; float64). The Jacobian J of f: Rⁿ → Rᵐ is the "
             "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ; a VJP gives ȳᵀJ without ever building it, so building it once, for a "
             "small case, is a check.")
 notes_rows = fixed_figure("gradient_check.notes_checks", "The notes' checks")
 if notes_rows is not None:
     show_table(notes_rows, look, static=True)
-st.caption("Differences of 1e-17 to 1e-15 are float64 rounding (ε ≈ 1.1e-16 relative to values of order 1); 0 "
-           "means the two computations did the same float operations. The random-graph figure is dominated by the "
-           "finite difference's own error (h² truncation plus ε/h rounding, see the sweep above), not by autodiff; "
-           "the graphs are this engine's random ones, of the notes' size, not the notes' own.")
+st.caption(notes_checks_caption() + " Differences of 1e-17 to 1e-15 are float64 rounding (ε ≈ 1.1e-16 relative to "
+           "values of order 1); 0 means the two computations did the same float operations. The random-graph figure "
+           "is a relative error, as the notes' is, dominated by the finite difference's own error (h² truncation "
+           "plus ε/h rounding, see the sweep above), not by autodiff; the graphs are this engine's random ones, of "
+           "the notes' size, not the notes' own.")
 st.subheader("This engine against PyTorch, trained side by side")
 st.markdown("The notes train their framework and PyTorch on HW2's network from the same initial weights, with the "
             "same batches and the same dropout masks, and compare the loss at every step. The same here: the "

@@ -10,6 +10,7 @@ import streamlit as st
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import line_plot, style_graph_figure
+from explorer import forward_vs_reverse as M
 from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH, MEMORY_DETAILS,
                                         MEMORY_LEAD,
                                         checkpoint_runs, dual_model, hw2_kept_for_backward, jacobian_cost_series,
@@ -129,16 +130,17 @@ show_plot(where=p[0], fig=line_plot(series["vary_n"], title=f"m = {fixed}, n var
 show_plot(where=p[1], fig=line_plot(series["vary_m"], title=f"n = {fixed}, m varies", x_title="m (outputs)",
                                y_title="count (log scale)", look=look, log_y=True), lk=look, key=ns.key("jac_m"))
 
-st.markdown("**What one gradient costs** (the notes' table: reverse mode's gradient of a scalar loss costs about "
-            "two forward passes more, whatever the number of inputs). Counted now on the engine running a 4-layer "
+st.markdown("**What one gradient costs** (the notes: reverse mode's gradient of a scalar loss costs about two "
+            "forward passes *in total*, forward + backward, whatever the number of inputs n; forward mode needs n "
+            "passes, one per input, so reverse wins by about n/2). Counted now on the engine running a 4-layer "
             "ReLU MLP, width 256, batch 128:")
 pass_rows = fixed_figure("forward_vs_reverse.pass_costs", "What one gradient costs")
 if pass_rows is not None:
     show_table(pass_rows, look, static=True)
-st.caption("The backward pass runs two matmuls per layer (x̄ = ȳWᵀ and W̄ = xᵀȳ) against the forward's one; the first "
-           "layer's input is data (no x̄), hence 2.75 rather than 3. Forward mode carries one tangent beside each "
-           "value (h·W and ḣ·W): 2, but for one direction only. Counts, not times: on a shared server a time ratio "
-           "measures the neighbours (the checkpointing section below times its runs in turn to be fair).")
+    st.caption(M.pass_costs_caption(pass_rows))
+    st.markdown("**A whole gradient of a loss with n inputs, in forward passes**: the notes' table beside the same "
+                "table from the counts above.")
+    show_table(M.gradient_cost_rows(pass_rows), look, static=True)
 
 st.subheader("Why frameworks never build the Jacobian")
 st.caption("A layer x (batch × d_in) → y (batch × d_out). Its full Jacobian is huge; a VJP only ever holds a "

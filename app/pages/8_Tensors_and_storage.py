@@ -150,10 +150,12 @@ st.caption(f"Backends on this machine: {', '.join(available)}"
 if go_run:
     timings = cached_timings(op, n, tuple(available))
     show_table(M.timing_rows(timings), look, static=True)
+    st.caption(M.timing_caption(timings, op, n))
 if len(available) > 1:
     st.markdown("**Do the backends agree bit for bit?** Each kernel kind on the same data, against `numpy`:")
-    show_table(cached_agreement(tuple(available)), look, static=True)
-    st.caption(M.BACKEND_NOTE)
+    agreement = cached_agreement(tuple(available))
+    show_table(agreement, look, static=True)
+    st.caption(M.backend_note(agreement))
 
 # --- the layer stack ---------------------------------------------------------------------------------------
 st.subheader("The layer stack: one Linear call, followed down through the engine")

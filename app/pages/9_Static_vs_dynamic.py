@@ -110,9 +110,7 @@ if not result.error:
         vcols[0].markdown("Same numbers as the eager run: **" + ("yes, bit for bit" if result.matches_eager
                                                                   else "no") + "**")
     with vcols[1]:
-        st.markdown(f"**Node counts** — {M.breakdown_text(M.node_breakdown(ex.graph))}, built once (the forward "
-                    f"graph is {ex.forward_nodes} of them" + (f"; gradients() added {ex.gradients_added}"
-                                                             if ex.with_gradients else "") + ").")
+        st.markdown(M.node_count_text(ex) + " " + M.skipped_text(ex, result))
         if ex.with_gradients:
             st.caption(M.gradients_note(ex))
         if ex.with_train and st.session_state[ns.key("fetch")] == "train step (SGD)":

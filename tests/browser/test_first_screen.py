@@ -284,3 +284,48 @@ def test_the_code_panels_keep_the_lit_lines_in_view_as_steps_go(big_page_1920, a
         assert pg.evaluate(ROWS_WHOLE_JS) == []
         pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
         wait_drawn(pg)
+
+
+# every lit line of the engine's code inside its panel's window and inside the browser's window (the first screen)
+LIT_ON_SCREEN_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(box => {
+  const b = box.getBoundingClientRect();
+  const lit = [...box.querySelectorAll('.adx-code .l.hl')];
+  if (!lit.length) return null;
+  return lit.every(l => { const r = l.getBoundingClientRect();
+    return r.top >= b.top - 1 && r.bottom <= b.bottom + 1 && r.top >= -0.5 && r.bottom <= window.innerHeight + 0.5
+           && r.left >= -0.5 && r.right <= window.innerWidth + 0.5; });
+})"""
+
+
+@pytest.mark.timeout(1800)   # 14 steps, each a rerun of the page: a minute each on a loaded 2-core machine
+@pytest.mark.parametrize("size", [(1920, 1080), pytest.param((1366, 768), marks=pytest.mark.xfail(
+    reason="issue 36 open: steps 7-13 read the lit rows outside the panel's window or the 768 px screen (the "
+           "step-11 screenshot shows them near the bottom edge); to be resolved", strict=False))],
+    ids=["1920x1080", "1366x768"])
+def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_page, app_url, wait_idle, size):
+    """Backprop orders in presentation mode, stepped from the first step to the last: at every step the lines the
+    engine's code ran are lit, inside the code panel's window and inside the first screen (issue 36: step 11
+    scrolled them below the fold)."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    open_presenting(pg, f"{app_url}/Backprop_orders?present=1", wait_idle)
+    caption = pg.get_by_text(re.compile(r"^Step \d+ of \d+ · ")).first
+    caption.wait_for()
+    total = int(re.match(r"^Step \d+ of (\d+)", caption.inner_text()).group(1))
+    problems, lit_somewhere = [], []
+    for step in range(1, total + 1):
+        pg.get_by_text(re.compile(rf"^Step {step} of {total} · ")).first.wait_for()
+        try:   # the panel scrolls itself once its script runs after the render
+            pg.wait_for_function("() => { const v = (" + LIT_ON_SCREEN_JS + ")(); "
+                                 "return v.length > 0 && v.every(x => x !== false); }", timeout=TIMEOUT_MS)
+        except Exception:  # noqa: BLE001 - recorded below with what was wrong
+            problems.append(f"step {step}: {pg.evaluate(LIT_ON_SCREEN_JS)}")
+        lit_somewhere.append(any(v is True for v in pg.evaluate(LIT_ON_SCREEN_JS)))
+        if step == 11:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=str(SHOTS / f"backprop_orders_lit_step11_{w}x{h}.png"))
+        if step < total:
+            pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
+            wait_drawn(pg)
+    assert problems == [], f"at {w} x {h}: " + "; ".join(problems)
+    assert total < 11 or lit_somewhere[10], lit_somewhere   # step 11 (the issue's) lights the engine's lines
