@@ -13,7 +13,7 @@ times. Each click's time runs from the button's ``pointerdown`` to the frame pai
 next step (a MutationObserver, then two animation frames). Reports p50 / p95 / max per page and over all
 clicks (with 6 clicks a page the p95 is the slowest click: use ``--clicks 20`` or more), and per page the
 median of where a click's time went: the app's script state turning "running" and "notRunning", the new
-header in the DOM, the paint, and the main thread's long tasks in between. The goal (issue 21): p95 <= 1 s.
+header in the DOM, the paint, and the main thread's long tasks in between. The goal: p95 <= 1 s.
 A measurement, not a test; everything on loopback, bounded in time.
 """
 from __future__ import annotations

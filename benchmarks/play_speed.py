@@ -7,7 +7,7 @@ Starts ``streamlit run app/Home.py`` on a free loopback port, opens the page in 
 (Playwright, ``/usr/bin/chromium``), presses Play and records in the page, with a MutationObserver, the time
 each new step's header ("Step k of n") is painted and the slider's value at that moment and 150 ms later.
 Reports the time from the first step to the last (13 steps for the slide example's 14), each step's interval,
-and the slider's lag (how many of the painted steps showed a slider behind the header). The goal (issue 21):
+and the slider's lag (how many of the painted steps showed a slider behind the header). The goal:
 13 steps in 13 +/- 1.5 s on a quiet machine, the slider in step. A measurement, not a test: run it on a quiet
 machine, several times.
 """

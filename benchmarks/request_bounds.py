@@ -9,7 +9,7 @@ under the page's deadline. It reports the request's CPU time (all threads of the
 started, such as Graphviz's ``dot``), the growth of
 its peak resident memory (the kernel's high-water mark, reset just before the request: NumPy buffers and
 Python objects alike), the size of the result a page cache keeps, and — where the page steps through a
-cached result — the CPU time of one click (a Step) on it. Rows are attacks from issues 14, 26 and 41 (which
+cached result — the CPU time of one click (a Step) on it. Rows are attacks found earlier (which
 must be refused) and the largest requests each page allows (which must stay within 2 s of CPU and
 100 MB). The last table is each page's worst request.
 """
@@ -49,7 +49,7 @@ def chain(lines: int) -> str:
 
 OUTER = values(a=np.full((1000, 1), HALF), b=np.full((1, 999), HALF))
 FAN = "\n".join(["y1 = x * x"] + [f"y{k + 1} = y{k} * y{k} * x" for k in range(1, 75)])   # 149 ops, fan-out
-# issue 41's worst requests: a 496-op program's SVG download; 148 ops on all four orders (path recursion's walk a
+# the worst requests found: a 496-op program's SVG download; 148 ops on all four orders (path recursion's walk a
 # frame per visit: 1,821 frames on 64-element values; 8x8 matmuls); the gradient check of a 10x10 W @ W at index 5
 SVG_496 = (chain(80) + "\nf=HB*x+x-x/x*x+x-x/x*x+x-x/x*x", values(x=np.full(20, 0.01)))
 DOUBLING_148 = ("\n".join(["A0=x*x"] + [f"A{k}=A{k - 1}*A{k - 1}" for k in range(1, 9)]
@@ -63,31 +63,31 @@ LAYERS_20x96 = ", ".join(["linear 96, relu"] * 20)
 
 # (page number, page, label, request kind, arguments)
 CASES = [
-    (3, "Expression explorer", "six 10-element axes, 98 lines of c*c*c*c*c (issue 14)", "explorer",
+    (3, "Expression explorer", "six 10-element axes, 98 lines of c*c*c*c*c", "explorer",
      ("c = p*q*r*s*t*u\n" + "\n".join(f"d{k} = c*c*c*c*c" for k in range(97)) + "\nf = d96*c",
       values(**{n: np.full([10 if i == j else 1 for j in range(6)], HALF) for i, n in enumerate("pqrstu")}))),
     (3, "Expression explorer", "two outer products of 999,000 numbers (just inside)", "explorer",
      ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
     (3, "Expression explorer", "an 80-line program of 480 ops (the parser allows 500)", "explorer",
      (chain(80), values(x=np.full(20, 0.01)))),
-    (3, "Expression explorer", "a vector output f = 2*x: backward twice (issue 26: crashed)", "accumulation",
+    (3, "Expression explorer", "a vector output f = 2*x: backward twice (before: crashed)", "accumulation",
      ("f = 2*x", "x = [1, 2]")),
-    (3, "Expression explorer", "the SVG download of a 496-op program (issue 41: dot ran 20 s)", "svg", SVG_496),
+    (3, "Expression explorer", "the SVG download of a 496-op program (before: dot ran 20 s)", "svg", SVG_496),
     (3, "Expression explorer", "the SVG download of the largest graph drawn (22 lines, 111 nodes, dot's work 2,993)",
      "svg", (chain(22), values(x=np.full(3, 0.01)))),
     (5, "Backprop orders", "the outer products on all four orders", "orders",
      ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
-    (5, "Backprop orders", "198 ops side by side (issue 26: never cached)", "orders",
+    (5, "Backprop orders", "198 ops side by side (before: never cached)", "orders",
      (chain(33), values(x=np.full(20, 0.01)))),
     (5, "Backprop orders", "149 ops with fan-out at every node (the limit is 150)", "orders", (FAN, "x = 1.0001")),
     (5, "Backprop orders", "24 lines, 144 ops on a 20-vector (just inside)", "orders",
      (chain(24), values(x=np.full(20, 0.01)))),
-    (5, "Backprop orders", "148 ops: 8 doublings then a chain, 64-vector; path recursion 1,821 frames (issue 41)",
+    (5, "Backprop orders", "148 ops: 8 doublings then a chain, 64-vector; path recursion 1,821 frames",
      "orders", DOUBLING_148),
-    (5, "Backprop orders", "148 ops of 8x8 matmuls W@W@W... (issue 41: 2.5-4.7 s)", "orders", MATMULS_148),
+    (5, "Backprop orders", "148 ops of 8x8 matmuls W@W@W... (before: 2.5-4.7 s)", "orders", MATMULS_148),
     (5, "Backprop orders", "the recursive DFS on the deepest chain the box allows (20,000)", "deep", (20_000,)),
     (6, "Gradient check", "the outer products", "gradcheck", ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
-    (6, "Gradient check", "10x10 W @ W, the sweep at flat index 5 (issue 41: IndexError)", "gradcheck",
+    (6, "Gradient check", "10x10 W @ W, the sweep at flat index 5 (before: IndexError)", "gradcheck",
      (*W_AT_W, "W", 1e-6, 5)),
     (6, "Gradient check", "99 scalar ops (~300 runs)", "gradcheck",
      ("\n".join(["y1 = x * x"] + [f"y{k + 1} = y{k} * x" for k in range(1, 99)]), "x = 1.001")),
@@ -95,12 +95,12 @@ CASES = [
      ("c = a*b\nd = b*a\nf = sum(c) + sum(d)", OUTER)),
     (7, "Forward vs reverse", "full Jacobians up to n = m = 16; memory kept at depth 32, batch 256, width 256",
      "series", ()),
-    (10, "Network explorer", "60 x linear 256, batch 64 (issue 26: 247 s, +1.5 GB)", "network",
+    (10, "Network explorer", "60 x linear 256, batch 64 (before: 247 s, +1.5 GB)", "network",
      ("custom", {"layers": LAYERS_60x256, "batch": 64, "features": 16})),
     (10, "Network explorer", "20 x (linear 96, relu), batch 64", "network",
      ("custom", {"layers": LAYERS_20x96, "batch": 64, "features": 16})),
-    (10, "Network explorer", "4 x linear 256, batch 64 (the largest allowed: a Linear records no transpose since "
-     "issue 25)", "network",
+    (10, "Network explorer", "4 x linear 256, batch 64 (the largest allowed: a Linear "
+     "records no transpose)", "network",
      ("custom", {"layers": "linear 256, relu, linear 256, relu, linear 256, relu, linear 256", "batch": 64,
                  "features": 16})),
     (10, "Network explorer", "60 layers: linear 8 then 59 tanh, batch 64 (303 ops)", "network",
@@ -111,9 +111,9 @@ CASES = [
     (10, "Network explorer", "the lecture's network on a 40-word sentence", "network",
      ("sentiment", {"sentence": " ".join(["a good good movie , never boring"] * 5 + ["it is a good film"]),
                     "hidden": 32})),
-    (11, "Sentiment training", "a 16 MB sentence to the trained model (issue 26: 8.7 s, +2 GB)", "sentence",
+    (11, "Sentiment training", "a 16 MB sentence to the trained model (before: 8.7 s, +2 GB)", "sentence",
      ("good " * 3_300_000,)),
-    (11, "Sentiment training", "a 20 MB paste (issue 26: refused but kept)", "paste", ("a fine film,1\n" * 1_500_000,)),
+    (11, "Sentiment training", "a 20 MB paste (before: refused but kept)", "paste", ("a fine film,1\n" * 1_500_000,)),
     (11, "Sentiment training", "a 5 MB paste of 100,000 labelled sentences (the largest allowed)", "paste",
      ("a fine film , never boring,1\nthe plot is a mess,0\n" * 50_000,)),
     (11, "Sentiment training", "Start on full SST-2 (the server's part; the run trains in a worker)", "start",

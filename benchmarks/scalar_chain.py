@@ -12,7 +12,7 @@ another's), taking turns for ``--repeats`` rounds:
 
 Prints µs per node (forward, backward, total; CPU time of the process, best of the rounds), the
 peak memory growth (RSS high-water mark over the run, best of the rounds) and the ratios against
-PyTorch with the goals of issue 15 §2: time <= 0.5x PyTorch, memory <= PyTorch.
+PyTorch with the goals: time <= 0.5x PyTorch, memory <= PyTorch.
 
     python benchmarks/scalar_chain.py                 # 100,000 nodes
     python benchmarks/scalar_chain.py --nodes 1000000 # the issue's size (slow on a 2-core VM)
@@ -149,7 +149,7 @@ def main(argv=None) -> None:
         return
     t_ratio = ours["total_s"] / torch_r["total_s"]
     m_ratio = ours["peak_bytes"] / max(torch_r["peak_bytes"], 1)
-    print("\n## Goals (issue 15 §2, same-run ratios)")
+    print("\n## Goals (same-run ratios)")
     print(f"time   ours / PyTorch  {t_ratio:5.2f}x   goal <= 0.5x: {'met' if t_ratio <= 0.5 else 'NOT met'}")
     print(f"memory ours / PyTorch  {m_ratio:5.2f}x   goal <= 1.0x: {'met' if m_ratio <= 1.0 else 'NOT met'}")
     print(f"plain Python scalars / ours: {best['python']['total_s'] / ours['total_s']:.2f}x the time")

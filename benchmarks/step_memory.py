@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 ENGINE, TORCH = "engine eager (numpy backend)", "PyTorch eager CPU"
 MLP = {"depth": 10, "width": 256, "batch": 4096}
 HW2 = {"batch": 512, "hidden": 1024}
-GOAL = 1.0   # issue 24: a training step's peak memory at most PyTorch's
+GOAL = 1.0   # a training step's peak memory at most PyTorch's
 
 
 def _status(field: str) -> int:

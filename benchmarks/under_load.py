@@ -1,4 +1,4 @@
-"""Every page under a class's load, in a real browser (issue 35): open time, Step click-to-paint, Play's pace.
+"""Every page under a class's load, in a real browser: open time, Step click-to-paint, Play's pace.
 
     python benchmarks/under_load.py                                   # every page, N = 2 x cores, 5 trainings
     python benchmarks/under_load.py --quick --pages Topological_sort  # one page, one busy process, no training

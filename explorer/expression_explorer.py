@@ -98,7 +98,7 @@ class ExplorerModel:
 
         Once, not per rerun: parsing the DOT back with pydot and starting ``dot`` took about a second,
         and every click of Step reran it. Its cost is estimated before dot starts and dot runs at most
-        :data:`~explorer.kit.budget.REQUEST_SECONDS` (a 496-op program ran it for 20 s of CPU, issue 41).
+        :data:`~explorer.kit.budget.REQUEST_SECONDS` (a 496-op program ran it for 20 s of CPU).
         """
         if "svg" not in self.dot_cache:
             g = self.shown_trace.graph.without_constants()

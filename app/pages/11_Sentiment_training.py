@@ -245,7 +245,7 @@ def cached_svg(dot: str) -> str | None:
 
 # --- live view (a fragment that polls the run while it trains) --------------------------------
 @st.fragment(run_every=1.0 if busy else 0.5 if replaying else None)
-@progress_poll   # a poll waits while a Step or a page open computes elsewhere on the server (issue 35)
+@progress_poll   # a poll waits while a Step or a page open computes elsewhere on the server
 def live_view() -> None:
     r: TrainingRun | None = S[k("run")]
     if r is None:

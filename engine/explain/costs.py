@@ -374,7 +374,7 @@ def h_sweep(program: Program | str, inputs: Mapping[str, Any] | str, wrt: str | 
     if not 0 <= index < size:
         raise ExpressionError(f"element {index} of `{wrt}` does not exist (it has {size} elements: 0 to {size - 1})",
                               kind="undefined")
-    # the whole gradient: the trace's plain values stop at 64 elements (a 10x10 input's was None: issue 41)
+    # the whole gradient: the trace's plain values stop at 64 elements (a 10x10 input's was None)
     exact = float(tr.grad_arrays[wrt].reshape(-1)[index])
     derivs = directional_derivatives(program, inputs, wrt, index)
     i = program.input_names.index(wrt)

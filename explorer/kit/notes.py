@@ -3,8 +3,8 @@ reads it from here, with what the notes measured, so that a figure is never atta
 belong to and no page types a notes figure of its own.
 
 Each entry says what the notes computed (their script, their data, their sizes); the page says how our figure
-differs where it does. The values are the notes' own (``/shared/LECTURE.md`` summarises them; issue 36's audit
-placed each one).
+differs where it does. The values are the notes' own (``/shared/LECTURE.md`` summarises them; an audit of every
+page placed each one beside the check it belongs to).
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Who computes first on a loaded server: a class's steps, then page opens one at a time, then background work.
 
 A server process shares its cores (and Python's one interpreter lock) between every session's runs and its own
-background threads. Under load (issue 35) the runs that matter most are the ones a class is watching: a Step,
+background threads. Under load the runs that matter most are the ones a class is watching: a Step,
 a lecturer's step relayed to the followers. The expensive part of a page's first open (running the engine,
 laying out its graph) comes next, and work nobody waits for (the fixed figures, importing the pages' modules
 at start-up) last. :class:`PriorityGate` orders them:

@@ -1,7 +1,7 @@
 """How fast one session and one client may make the server run pages: token buckets, sized so that a real
 student or lecturer never meets them (no Streamlit here; ``kit/widgets.start_page`` applies them).
 
-Issue 41: four sessions rerunning a page five times a second took 98 % of a two-core server (others' page loads
+Measured: four sessions rerunning a page five times a second took 98 % of a two-core server (others' page loads
 went from 0.08 s to 2.4 s), and a join code could be guessed as fast as a script could open links (80 ms of CPU
 each). What a real class does, and what the limits leave room for:
 

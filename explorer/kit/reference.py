@@ -1,7 +1,7 @@
 """PyTorch as a reference, computed in a child process so that the server never imports it.
 
 Importing PyTorch costs a server about 1.7 s of CPU and 165 MB of resident memory that it then keeps for
-good: more than one request may cost (issue 26). The pages' comparisons against PyTorch are fixed
+good: more than one request may cost. The pages' comparisons against PyTorch are fixed
 computations with fixed inputs, so :func:`in_reference_process` runs ``module:function(*args)`` in a
 short-lived child interpreter (where the function may import PyTorch), returns its JSON-able result and
 keeps it for the life of the server process. Without PyTorch installed the answer is ``None`` at once.

@@ -79,7 +79,7 @@ def play_tick(state: PlayState, n_steps: int, now: float, seconds_per_step: floa
     (the page ticks four times per step). A tick up to ``PLAY_EARLY`` of a step early counts as on time. When the
     ticks come late (a starved CPU: each rerun takes longer than a step), Play keeps its pace by skipping the
     steps whose time has passed (it shows the step due now, never one ahead of its time) rather than drawing
-    each one late and stretching the whole (issue 35: 13 steps took 35.7 s at load 20).
+    each one late and stretching the whole (13 steps took 35.7 s at load 20).
     """
     step = clamp_step(state.step, n_steps)
     if not state.playing:

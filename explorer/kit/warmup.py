@@ -2,7 +2,7 @@
 
 A page's first run in a fresh server process used to import its modules (the engine, the page's explorer module,
 Plotly, pandas, ...: 1-2 s of CPU on a quiet machine) and start the fixed figures before its title was drawn; on a
-loaded machine (issue 35) that took 18-31 s. :func:`start`, called once when ``streamlit run`` imports
+loaded machine that took 18-31 s. :func:`start`, called once when ``streamlit run`` imports
 ``app/Home.py``, does that work on a background thread instead: it imports every module the pages import (read
 from the pages' own ``import`` lines, so a new page is warmed with no list to update) and :data:`LAZY_MODULES`,
 then starts the fixed figures (:mod:`explorer.kit.fixed`). Each import runs as background work of the process's
