@@ -270,10 +270,10 @@ def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
 
 
 #: presentation mode: the contour plot's height in px on the 1920 x 1080 design screen (the page is scaled as a whole
-#: on smaller projectors). It ends within the first screen under the choices, the stepper's one row and the step's
-#: line; its square plot is ~25% wider and taller than at the 500 px it had, and loses the title the step's line
-#: above it already says (the room goes to the plot)
-PRESENT_CONTOUR_PX = 580
+#: on smaller projectors). It ends within the first screen under the one row of controls (the loss, mini-batch and
+#: start choices folded away), the stepper's row and the step's line (tests/browser/test_first_screen.py); with no
+#: title (the step's line above says it) its square plot is 590 px, ~30% more than at the 500 px it had
+PRESENT_CONTOUR_PX = 610
 
 
 def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look: Look,

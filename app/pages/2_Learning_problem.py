@@ -71,13 +71,21 @@ def _set_lr(value: float):
     _restart()
 
 
-head = st.columns([3, 1])
-head[0].selectbox("Loss", list(L.SURFACES), key=ns.key("surface"), format_func=lambda k: L.SURFACES[k].label,
-                  on_change=_new_surface)
-with head[1]:
-    presentation_toggle()
 surface = st.session_state[ns.key("surface")]
 S = L.SURFACES[surface]
+# presentation mode: one row of controls (the learning rate, its examples, the toggle); the loss, the gradient's
+# source and the start point folded away, so that the contour plot gets the first screen's height
+settings = (st.expander(f"Loss: {S.label.split(' (')[0]} · gradient from all examples or mini-batches · start point",
+                        expanded=False) if look.presenting else None)
+if settings is None:
+    head = st.columns([3, 1])
+    loss_where = head[0]
+    with head[1]:
+        presentation_toggle()
+else:
+    loss_where = settings
+loss_where.selectbox("Loss", list(L.SURFACES), key=ns.key("surface"), format_func=lambda k: L.SURFACES[k].label,
+                     on_change=_new_surface)
 if not look.presenting:  # on a projector the lecturer says it: the contours get the room
     st.markdown("Learning = choosing parameters w that make a loss small. For a classifier the loss is the "
                 "**cross-entropy**: the average of −log(probability the model gives the right label). "
@@ -89,14 +97,16 @@ lr_now = min(S.lr_choices, key=lambda v: abs(v - float(st.session_state[ns.key("
 st.session_state[ns.key("lr")] = lr_now
 if surface != "logistic":
     st.session_state[ns.key("batch")] = 0
-c = st.columns([3, 1, 1, 1])
+c = st.columns([2.2, 1.2, 1.2, 1.2, 1.1] if look.presenting else [3, 1, 1, 1], vertical_alignment="bottom")
+if look.presenting:
+    with c[-1]:
+        presentation_toggle()
 c[0].select_slider("Learning rate η", S.lr_choices, key=ns.key("lr"), on_change=_restart,
                    format_func=lambda v: f"{v:g}")
-for col, (name, value) in zip(c[1:], S.lr_examples.items()):
+for col, (name, value) in zip(c[1:4], S.lr_examples.items()):
     col.button(f"{name} (η = {value:g})", key=ns.key(f"lr_{name}"), on_click=_set_lr, args=(value,),
                width="stretch")
-with (st.expander("Gradient from all examples or mini-batches · start point", expanded=False) if look.presenting
-      else st.container()):
+with settings or st.container():
     c2 = st.columns([2, 1, 1])
 c2[0].selectbox("Gradient from", L.BATCH_CHOICES, key=ns.key("batch"), on_change=_restart,
                 disabled=surface != "logistic",
