@@ -385,14 +385,18 @@ def test_a_fan_out_sum_is_written_symbolically_then_in_numbers():
 def test_the_backward_frames_follow_the_recording():
     """Unit level (no page): the kit's mirrored frames, texts from the recording: nothing before the backward pass,
     a fan-out node's partial sum while it waits (k of n), every contribution on its reversed edge at the end."""
+    from engine.explain.graph import bar
     from explorer.network_explorer.backward import amount, backward_frames
     ex = explore("residual", {})
     v = ex.views["op"]
     bfs = backward_frames(ex.rec, v)
     assert bfs.edges == [(d, s) for s, d in v.frames.edges] and len(bfs.frames) == len(v.frames.frames)
+    # only what takes a gradient is named as an adjoint: HW2's labels and dropout mask keep their names
+    hw2 = explore("hw2", {})
+    hw2_heads = backward_frames(hw2.rec, hw2.views["op"]).heads
+    assert "labels" in hw2_heads and bar("labels") not in hw2_heads and bar("fc2.bias") in hw2_heads
     first_backward = len(ex.rec.forward_order) + 1
     assert all(t == "" for f in bfs.frames[:first_backward] for t in f.node_text + f.edge_text)
-    from engine.explain.graph import bar
     x = next(i for i, h in enumerate(bfs.heads) if h == bar("x"))
     texts_of_x = [f.node_text[x] for f in bfs.frames]
     assert any("(1 of 2)" in t for t in texts_of_x)   # one contribution arrived, the other still to come

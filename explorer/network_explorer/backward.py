@@ -49,6 +49,9 @@ def backward_frames(rec: Recording, view: NetworkView) -> FrameSet:
     with bars, each node's adjoint as the slides write it (symbols, then numbers), each edge's contribution."""
     bfs = backward_frameset(view.frames, view.graph)
     names = lecture_names(view.graph)
+    # a constant (the labels, a dropout mask) takes no gradient: it keeps its own name, drawn dotted, never an adjoint
+    constant = {n.id for n in view.graph.nodes if n.kind == "constant"}
+    bfs.heads = [names.get(nid, h) if nid in constant else h for nid, h in zip(bfs.node_ids, bfs.heads)]
     box_of = view.box_of
     slot_of = {nid: i for i, nid in enumerate(bfs.node_ids)}
     # the forward edges (parent, consumer) of the view; bfs.edges are these reversed, in the same order
