@@ -252,9 +252,10 @@ def _math(text: str) -> str:
 
 
 def step_caption(step: DescentStep, lr: float) -> str:
-    """The step's line, one minus sign throughout: ``Step 0: w = (3, −2.5), L = 3.5049 → Δw = −η∇L =
-    −2·(−0.073334, −1.4272) = (0.14667, 2.8544) → L = 1.7939``."""
-    return _math(f"Step {step.k}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = −{lr:g}·{_v(step.grad)} = "
+    """The step's line, numbered from 1 as every stepper of the app counts (step k + 1 moves w_k), one minus sign
+    throughout: ``Step 1: w = (3, −2.5), L = 3.5049 → Δw = −η∇L = −2·(−0.073334, −1.4272) = (0.14667, 2.8544) →
+    L = 1.7939``."""
+    return _math(f"Step {step.k + 1}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = −{lr:g}·{_v(step.grad)} = "
                  f"{_v(step.delta)} → L = {num(step.loss_next)}")
 
 
@@ -262,15 +263,23 @@ def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
     """Rows of the steps taken so far (the last one is the update about to be applied)."""
     rows = []
     for s in path[:upto + 1]:
-        rows.append({"k": s.k, "w_k": _v(s.w), "L(w_k)": num(s.loss), "∇L": _v(s.grad),
+        rows.append({"step": s.k + 1, "k": s.k, "w_k": _v(s.w), "L(w_k)": num(s.loss), "∇L": _v(s.grad),
                      f"Δw = −{lr:g}·∇L": _v(s.delta), "w_k+1": _v(s.w_next), "L(w_k+1)": num(s.loss_next),
                      **({"batch": ",".join(map(str, s.batch))} if s.batch else {})})
     return rows
 
 
+#: presentation mode: the contour plot's height in px on the 1920 x 1080 design screen (the page is scaled as a whole
+#: on smaller projectors). It ends within the first screen under the one row of controls (the loss, mini-batch and
+#: start choices folded away), the stepper's row and the step's line (tests/browser/test_first_screen.py); with no
+#: title (the step's line above says it) its square plot is 590 px, ~30% more than at the 500 px it had
+PRESENT_CONTOUR_PX = 610
+
+
 def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look: Look,
                    w_min: np.ndarray | None = None) -> go.Figure:
-    """Contours of the loss with the path up to ``step`` and the next update as an arrow."""
+    """Contours of the loss with the path up to the 0-based ``step`` (the update path[step] as an arrow); in
+    presentation mode :data:`PRESENT_CONTOUR_PX` tall, with no title (the page's step line says it)."""
     s = SURFACES[surface]
     w1s, w2s, Z = grid
     fig = go.Figure()
@@ -298,10 +307,10 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                                  text=["min"], textposition="top right",
                                  textfont=dict(size=look.figure_font, color="#14532d"),
                                  marker=dict(symbol="star", size=look.node_size * 0.6, color="#16a34a")))
-    fig.update_layout(height=int(look.figure_height * (0.95 if look.presenting else 0.9)),
-                      font=dict(size=look.figure_font), margin=dict(l=10, r=10, t=40, b=10),
-                      title=dict(text=f"{s.label.split(' (')[0]}: step {cur.k} of {len(path)}",
-                                 font=dict(size=look.figure_font + 1)),
+    fig.update_layout(height=PRESENT_CONTOUR_PX if look.presenting else int(look.figure_height * 0.9),
+                      font=dict(size=look.figure_font), margin=dict(l=10, r=10, t=10 if look.presenting else 40, b=10),
+                      title=None if look.presenting else dict(text=f"{s.label.split(' (')[0]}: step {cur.k + 1} of "
+                                                                   f"{len(path)}", font=dict(size=look.figure_font + 1)),
                       # the legend to the right of the square plot, top-aligned: under it, it sat on the w1 axis title
                       legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top",
                                   font=dict(size=look.figure_font)),

@@ -1,6 +1,7 @@
 """The "Learning problem" page: its logic (explorer.learning_problem) and the page headless (AppTest)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -136,9 +137,16 @@ def _md(at) -> str:
     return "\n".join(m.value for m in at.markdown)
 
 
+def _contours(at) -> dict:
+    """The contour plot's figure as the page sent it (the page's first chart)."""
+    return json.loads(at.get("plotly_chart")[0].proto.spec)
+
+
 def test_page_steps_and_switches_learning_rate():
     at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
-    assert "#### Step 0: w = (3, −2.5)" in _md(at)
+    # the first step shown is 1, as every stepper of the app counts (it moves w_0)
+    assert at.session_state["learn_step"] == 1
+    assert "#### Step 1: w = (3, −2.5)" in _md(at) and "Step 0" not in _md(at)
     # exercise 1 poses the question; the engine's step only on request (the Exercises page asks it too)
     assert "f′(x0) = -6" not in _md(at) and "**0.6**" not in _md(at)
     at.toggle(key="learn_ex1_reveal").set_value(True).run()
@@ -146,20 +154,70 @@ def test_page_steps_and_switches_learning_rate():
     at.toggle(key="learn_ex1_reveal").set_value(False).run()
     next(b for b in at.button if b.label == "Step").click().run()
     _ok(at)
-    assert at.session_state["learn_step"] == 1 and at.query_params["step"] == "1"
-    assert "#### Step 1:" in _md(at)
+    assert at.session_state["learn_step"] == 2 and at.query_params["step"] == "2"
+    assert "#### Step 2:" in _md(at)
     next(b for b in at.button if b.label.startswith("divergent")).click().run()
     _ok(at)
-    assert at.session_state["learn_step"] == 0 and at.query_params["lr"] == "32"
+    assert at.session_state["learn_step"] == 1 and at.query_params["lr"] == "32"
     assert "divergent" in _md(at)
     next(b for b in at.button if b.label.startswith("too small")).click().run()
     _ok(at)
     assert at.query_params["lr"] == "0.1"
-    # no spoiler at step 0: how far down so far, not how the run ends; the verdict at the last step
+    # no spoiler at the first step: how far down so far, not how the run ends; the verdict at the last step
     assert "on the way" in _md(at) and "after 1 of 40 steps" in _md(at) and "only" not in _md(at)
     next(b for b in at.button if b.label == "End").click().run()
     _ok(at)
+    assert "#### Step 40:" in _md(at)
     assert "too small" in _md(at) and "after 40 steps only" in _md(at) and "on the way" not in _md(at)
+
+
+def test_page_play_advances_the_steps_and_pause_keeps_the_step():
+    """The kit's stepper (Start / Back / Play / Step / End), as on the other stepped pages: Play moves the step, its
+    line, the contours' path and the link together; Pause stops where Play got to."""
+    at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
+    assert [b.label for b in at.button if b.label in ("Start", "Back", "Play", "Step", "End")] == \
+        ["Start", "Back", "Play", "Step", "End"]
+    next(b for b in at.button if b.label == "Play").click().run()
+    _ok(at)
+    assert at.session_state["learn_step_playing"] is True and any(b.label == "Pause" for b in at.button)
+    seen = [at.session_state["learn_step"]]
+    for _ in range(3):
+        # a tick of Play (its timer; here a rerun) a step's time later: the schedule moved back instead of waiting
+        at.session_state["learn_step_moved"] = at.session_state["learn_step_moved"] - 10.0
+        _ok(at.run())
+        step = at.session_state["learn_step"]
+        assert f"#### Step {step}:" in _md(at) and at.query_params["step"] == str(step)
+        walked = next(tr for tr in _contours(at)["data"] if tr.get("name") == "w_0 … w_k")
+        assert len(walked["x"]) == step   # w_0 … w_k with k = step - 1
+        seen.append(step)
+    assert seen == sorted(seen) and seen[-1] > seen[0] >= 1
+    next(b for b in at.button if b.label == "Pause").click().run()
+    reached = at.session_state["learn_step"]
+    at.session_state["learn_step_moved"] = at.session_state["learn_step_moved"] - 10.0
+    _ok(at.run())
+    assert at.session_state["learn_step"] == reached and not at.session_state["learn_step_playing"]
+
+
+def test_the_contours_fill_the_first_screen_in_presentation_mode():
+    """Issue 36: the contour plot large enough to read from the back row: in presentation mode its figure is
+    PRESENT_CONTOUR_PX tall (its square plot area at least half the 1080 px design screen, which the page's
+    choices, the stepper's row and the step's line leave room for), with no title taking the plot's room."""
+    path = L.descend("logistic", (3.0, -2.5), 2.0, 5)
+    grid = L.loss_grid("logistic", n=11)
+    fig = L.contour_figure("logistic", grid, path, 0, PRESENTING)
+    plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert fig.layout.height == L.PRESENT_CONTOUR_PX and plot_height >= 1080 / 2
+    assert fig.layout.height <= 1080 - 400   # under the page's title, choices, stepper and step line (~400 px)
+    assert not (fig.layout.title and fig.layout.title.text)
+    # the plot is square (w1 and w2 on one scale): its width is its height, well inside the contour column
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1
+    # the page draws that figure: its height as sent to the browser
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"present": "1"})
+    _ok(at.run())
+    assert _contours(at)["layout"]["height"] == L.PRESENT_CONTOUR_PX
+    normal = L.contour_figure("logistic", grid, path, 0, NORMAL)
+    assert normal.layout.title.text.endswith("step 1 of 5")
 
 
 def test_page_deep_link_and_bowl():
@@ -182,7 +240,7 @@ def test_the_step_line_writes_one_minus_sign_throughout():
     """"−2·(-0.073334, -1.4272)" mixed the formula's minus with the number formatter's hyphen."""
     path = L.descend("logistic", (3.0, -2.5), 2.0, steps=3)
     text = L.step_caption(path[0], 2.0)
-    assert text.startswith("Step 0: w = (3, −2.5), L = ") and "−η∇L = −2·(−" in text and "-" not in text
+    assert text.startswith("Step 1: w = (3, −2.5), L = ") and "−η∇L = −2·(−" in text and "-" not in text
 
 
 @pytest.mark.parametrize("surface", list(L.SURFACES))

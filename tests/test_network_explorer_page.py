@@ -276,3 +276,133 @@ def test_a_projectors_step_panel_is_compact_for_small_tensors():
     m = moment(ex, 18 - 1)
     assert ex.rec.node(m.node).label == "linear#15"
     assert m.node is not None and formula_parts(m.formula)[1] and side_by_side(m.value, m.adjoint)
+
+
+# --- issue 36: the backward pass drawn as the slides draw it --------------------------------------------------
+
+def _figures(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _graph_figures(at: AppTest) -> list[dict]:
+    """The page's graph figures (those with node boxes), in page order: forward, then backward."""
+    return [f for f in _figures(at) if any(tr.get("name") == "node" for tr in f["data"])]
+
+
+def _named(fig: dict, name: str) -> dict:
+    return next(tr for tr in fig["data"] if tr.get("name") == name)
+
+
+def _boxes(fig: dict) -> list[tuple[float, float, float, float]]:
+    """Every node's box (x0, x1, y0, y1), from the box outline traces (closed polygons separated by None)."""
+    out = []
+    for tr in fig["data"]:
+        if not str(tr.get("name") or "").startswith("box:"):
+            continue
+        pts: list = []
+        for x, y in zip(tr["x"] + [None], tr["y"] + [None]):
+            if x is None:
+                if pts:
+                    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+                    out.append((min(xs), max(xs), min(ys), max(ys)))
+                pts = []
+            else:
+                pts.append((x, y))
+    return out
+
+
+def arrow_targets(fig: dict) -> list[str]:
+    """The head (name) of the node each arrowhead of ``fig`` points at: its tip's nearest node box."""
+    heads = _named(fig, "node")
+    boxes = _boxes(fig)
+
+    def head_of(box) -> str:   # the node whose head text lies in the box
+        x0, x1, y0, y1 = box
+        return next(t for t, x, y in zip(heads["text"], heads["x"], heads["y"]) if x0 <= x <= x1 and y0 <= y <= y1)
+
+    def gap(box, x, y) -> float:
+        x0, x1, y0, y1 = box
+        return max(x0 - x, 0, x - x1) + max(y0 - y, 0, y - y1)
+
+    tr = _named(fig, "arrowheads")
+    tips = [(x, y) for k, (x, y) in enumerate(zip(tr["x"], tr["y"]))
+            if x is not None and (k == 0 or tr["x"][k - 1] is None)]
+    return [head_of(min(boxes, key=lambda b: gap(b, x, y))) for x, y in tips]
+
+
+def test_the_backward_graph_reverses_every_edge_and_names_adjoints_with_bars():
+    """Issue 36: at a backward step the page draws a second graph, the backward pass as the slides draw it: the
+    adjoint nodes named with the lecture's bar (x̄, f̄c.weight), every arrow pointing from a consumer back to its
+    input (the leaves receive arrows; the loss's adjoint sends only), the contributions in the backward colour.
+    The old page drew one forward graph whose arrows point at the loss."""
+    from explorer.kit.plotly_figure import ADJOINT
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({"net": "logreg", "level": "op"})
+    ok(at.run())
+    assert len(_graph_figures(at)) == 1   # forward steps: the forward graph only
+    button(at, "end").click().run()
+    ok(at)
+    forward, backward = _graph_figures(at)
+    heads = _named(backward, "node")["text"]
+    from engine.explain.graph import bar
+    assert {bar(n) for n in ("x", "fc.weight", "fc.bias", "linear#3", "sigmoid#4")} <= set(heads)
+    assert not any("\u0304" in h.split(" = ")[0] for h in _named(forward, "node")["text"])
+    # arrow directions, read from the arrowheads' tips: forward into the consumers, backward into the inputs
+    fwd_to, back_to = arrow_targets(forward), arrow_targets(backward)
+    loss = next(h for h in _named(forward, "node")["text"] if h.startswith("binary_cross_entropy"))
+    assert loss in fwd_to and not {"x", "fc.weight", "fc.bias"} & set(fwd_to)
+    assert {bar("x"), bar("fc.weight"), bar("fc.bias")} <= set(back_to) and bar("binary_cross_entropy#6") not in back_to
+    assert len(back_to) == len(fwd_to)
+    assert _named(backward, "sent edges")["line"]["color"] == ADJOINT
+    # each adjoint in numbers (a one-element tensor's value, a larger one's norm), the loss's the seed
+    values = _named(backward, "value")["text"]
+    assert "= 1 (the seed)" in values and any(v.startswith("= ‖·‖ ") for v in values)
+    assert "Backward pass: every edge reversed" in texts(at)
+    # the adjoint heatmap's title names the node's adjoint with its bar, not ȳ or ḡ
+    titles = [f["layout"].get("title", {}).get("text", "") for f in _figures(at)]
+    assert not any("ḡ" in t or "adjoint ȳ" in t for t in titles)
+
+
+def test_a_fan_out_sum_is_written_symbolically_then_in_numbers():
+    """The residual block's input x is used twice (the skip and the branch): its adjoint in the backward graph is
+    the slides' sum, x̄ = ādd#8·∂add#8/∂x + l̄inear#3·∂linear#3/∂x, then its numbers (norms: "→", not "=")."""
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({"net": "residual", "level": "op"})
+    ok(at.run())
+    button(at, "end").click().run()
+    ok(at)
+    backward = _graph_figures(at)[1]
+    heads, values = _named(backward, "node")["text"], _named(backward, "value")["text"]
+    adjoints = _named(backward, "adjoint")["text"]
+    symbolic = [v for v in values if "·∂" in v and " + " in v]
+    from engine.explain.graph import bar
+    expected = f"= {bar('add#8')}·∂add#8/∂x + {bar('linear#3')}·∂linear#3/∂x"   # the consumers in arrival order
+    assert expected in symbolic, symbolic
+    assert any(a.startswith("= ‖·‖ ") and " + ‖·‖ " in a and " → ‖·‖ " in a for a in adjoints), adjoints
+    assert bar("x") in heads
+
+
+def test_the_backward_frames_follow_the_recording():
+    """Unit level (no page): the kit's mirrored frames, texts from the recording: nothing before the backward pass,
+    a fan-out node's partial sum while it waits (k of n), every contribution on its reversed edge at the end."""
+    from engine.explain.graph import bar
+    from explorer.network_explorer.backward import amount, backward_frames
+    ex = explore("residual", {})
+    v = ex.views["op"]
+    bfs = backward_frames(ex.rec, v)
+    assert bfs.edges == [(d, s) for s, d in v.frames.edges] and len(bfs.frames) == len(v.frames.frames)
+    # only what takes a gradient is named as an adjoint: HW2's labels and dropout mask keep their names
+    hw2 = explore("hw2", {})
+    hw2_heads = backward_frames(hw2.rec, hw2.views["op"]).heads
+    assert "labels" in hw2_heads and bar("labels") not in hw2_heads and bar("fc2.bias") in hw2_heads
+    first_backward = len(ex.rec.forward_order) + 1
+    assert all(t == "" for f in bfs.frames[:first_backward] for t in f.node_text + f.edge_text)
+    x = next(i for i, h in enumerate(bfs.heads) if h == bar("x"))
+    texts_of_x = [f.node_text[x] for f in bfs.frames]
+    assert any("(1 of 2)" in t for t in texts_of_x)   # one contribution arrived, the other still to come
+    last = bfs.frames[-1]
+    for c in (c for s in ex.rec.backward for c in s.contributions):
+        k = bfs.edges.index((c.source, c.target)) if (c.source, c.target) in bfs.edges else None
+        if k is not None and sum(1 for d in ex.rec.backward for e in d.contributions
+                                 if (e.source, e.target) == (c.source, c.target)) == 1:
+            assert last.edge_text[k] == amount(c.value)

@@ -10,6 +10,7 @@ import json
 import pandas as pd
 import streamlit as st
 
+from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import md_escape
 from explorer.kit.deeplink import LinkField
@@ -20,8 +21,8 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, 
                                   still_graph, walkthrough_download)
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
 from explorer.network_explorer import analysis
-from explorer.network_explorer.explore import (FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
-                                               explore, formula_parts, graph_dot, heatmap, held_at, moment,
+from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
+                                               adjoint_name, explore, formula_parts, graph_dot, heatmap, held_at, moment,
                                                side_by_side, step_class_view, sweep_figure, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
@@ -194,7 +195,7 @@ def this_step(m, narrow: bool = False) -> None:
               if narrow else (220, 220))
     show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node), height=hv)
     if m.adjoint is not None:
-        show_tensor(b, m.adjoint, "adjoint ȳ (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node),
+        show_tensor(b, m.adjoint, f"adjoint {adjoint_name(ex, m.node)} (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node),
                     height=ha)
 
 
@@ -269,10 +270,16 @@ def draw(step: int) -> None:
     # presentation mode: the graph at the screen's height, the current op's values beside it
     size = {**present_size, "whole_text_only": True} if look.presenting else {}
     fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=False)
+    # the backward pass as the slides draw it: its own graph, every edge reversed, the adjoints named x̄
+    backward = m.phase in ("backward", "done")
+    back = still_graph(ex.backward_figure(level, frame, **size), 0, title=False) if backward else None
     if look.presenting:
         graph_col, step_col = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
-        with graph_col:
-            show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
+        with graph_col:   # backward steps: the backward graph in the forward one's place (one graph fits the screen)
+            show_plot(style_graph_figure(back or fig, look), look,
+                      key=ns.key("backward_figure" if back else "figure"))
+            if back:
+                st.html(backward_legend_html())
         with step_col:
             this_step(m, narrow=True)
             sent_lines(m)
@@ -281,6 +288,10 @@ def draw(step: int) -> None:
                 st.caption(note)
     else:
         show_plot(style_graph_figure(fig, look), look, key=ns.key("figure"))
+        if back:
+            st.markdown(f"##### {BACKWARD_HEADING}")
+            show_plot(style_graph_figure(back, look), look, key=ns.key("backward_figure"))
+            st.html(backward_legend_html())
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
                        file_name=f"{key}_{level}.dot", mime="text/vnd.graphviz",
                        help="The graph of this view as Graphviz DOT (final values and adjoints), from the "

@@ -12,7 +12,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
 from explorer.kit.widgets import (fixed_figure, presentation_toggle, publish_link, show_plot, show_table, start_page,
-                                  step_controls)
+                                  stepper)
 
 S0 = L.SURFACES[L.DEFAULT_SURFACE]
 ctx = start_page(
@@ -22,13 +22,12 @@ ctx = start_page(
             "batch": LinkField("int", 0, choices=L.BATCH_CHOICES),
             "w1": LinkField("float", S0.start[0], minimum=-L.START_LIMIT, maximum=L.START_LIMIT),
             "w2": LinkField("float", S0.start[1], minimum=-L.START_LIMIT, maximum=L.START_LIMIT),
-            "step": LinkField("int", 0, minimum=0),
+            "step": LinkField("int", 1, minimum=0),  # 1-based, as the header shows it (0: the first step)
             "x0": LinkField("float", 0.0, minimum=-100.0, maximum=100.0),
             "eta": LinkField("float", 0.1, minimum=0.001, maximum=2.0)},
     defaults={"surface": L.DEFAULT_SURFACE, "lr": S0.lr_default, "batch": 0, "w1": S0.start[0], "w2": S0.start[1],
-              "step": 0, "x0": 0.0, "eta": 0.1})
+              "step": 1, "x0": 0.0, "eta": 0.1})
 ns, look = ctx.ns, ctx.look
-PRESENT_CONTOUR_PX = 500  # presentation mode: the contour plot's height (it ends within the first 1080 px)
 if look.presenting:
     st.html(present_css(True))
 for msg in ctx.link_problems:
@@ -53,30 +52,40 @@ def cached_path(surface: str, w1: float, w2: float, lr: float, batch: int):
     return L.descend(surface, (w1, w2), lr, STEPS, batch=batch, seed=0)
 
 
+def _restart():
+    """Back to the first step, Play stopped (a new run of gradient descent)."""
+    st.session_state[ns.key("step")] = 1
+    st.session_state[ns.key("step_playing")] = False
+
+
 def _new_surface():
     s = L.SURFACES[st.session_state[ns.key("surface")]]
     st.session_state[ns.key("lr")] = s.lr_default
     st.session_state[ns.key("w1")], st.session_state[ns.key("w2")] = s.start
-    st.session_state[ns.key("step")] = 0
     st.session_state[ns.key("batch")] = 0
-
-
-def _restart():
-    st.session_state[ns.key("step")] = 0
+    _restart()
 
 
 def _set_lr(value: float):
     st.session_state[ns.key("lr")] = value
-    st.session_state[ns.key("step")] = 0
+    _restart()
 
 
-head = st.columns([3, 1])
-head[0].selectbox("Loss", list(L.SURFACES), key=ns.key("surface"), format_func=lambda k: L.SURFACES[k].label,
-                  on_change=_new_surface)
-with head[1]:
-    presentation_toggle()
 surface = st.session_state[ns.key("surface")]
 S = L.SURFACES[surface]
+# presentation mode: one row of controls (the learning rate, its examples, the toggle); the loss, the gradient's
+# source and the start point folded away, so that the contour plot gets the first screen's height
+settings = (st.expander(f"Loss: {S.label.split(' (')[0]} · gradient from all examples or mini-batches · start point",
+                        expanded=False) if look.presenting else None)
+if settings is None:
+    head = st.columns([3, 1])
+    loss_where = head[0]
+    with head[1]:
+        presentation_toggle()
+else:
+    loss_where = settings
+loss_where.selectbox("Loss", list(L.SURFACES), key=ns.key("surface"), format_func=lambda k: L.SURFACES[k].label,
+                     on_change=_new_surface)
 if not look.presenting:  # on a projector the lecturer says it: the contours get the room
     st.markdown("Learning = choosing parameters w that make a loss small. For a classifier the loss is the "
                 "**cross-entropy**: the average of −log(probability the model gives the right label). "
@@ -88,14 +97,16 @@ lr_now = min(S.lr_choices, key=lambda v: abs(v - float(st.session_state[ns.key("
 st.session_state[ns.key("lr")] = lr_now
 if surface != "logistic":
     st.session_state[ns.key("batch")] = 0
-c = st.columns([3, 1, 1, 1])
+c = st.columns([2.2, 1.2, 1.2, 1.2, 1.1] if look.presenting else [3, 1, 1, 1], vertical_alignment="bottom")
+if look.presenting:
+    with c[-1]:
+        presentation_toggle()
 c[0].select_slider("Learning rate η", S.lr_choices, key=ns.key("lr"), on_change=_restart,
                    format_func=lambda v: f"{v:g}")
-for col, (name, value) in zip(c[1:], S.lr_examples.items()):
+for col, (name, value) in zip(c[1:4], S.lr_examples.items()):
     col.button(f"{name} (η = {value:g})", key=ns.key(f"lr_{name}"), on_click=_set_lr, args=(value,),
                width="stretch")
-with (st.expander("Gradient from all examples or mini-batches · start point", expanded=False) if look.presenting
-      else st.container()):
+with settings or st.container():
     c2 = st.columns([2, 1, 1])
 c2[0].selectbox("Gradient from", L.BATCH_CHOICES, key=ns.key("batch"), on_change=_restart,
                 disabled=surface != "logistic",
@@ -110,31 +121,41 @@ w1, w2 = float(st.session_state[ns.key("w1")]), float(st.session_state[ns.key("w
 path = cached_path(surface, w1, w2, lr, batch)
 w_min, loss_min, lam, crit = cached_minimum(surface)
 
-step = step_controls(ns, len(path), label="GD step")
-cur = path[step]
-kind, why = L.progress(path, step, loss_min)  # the verdict only at the last step
-badge = {"too small": ":orange[:material/hourglass_bottom: too small]",
-         "about right": ":green[:material/check_circle: about right]",
-         "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]",
-         None: ":gray[:material/directions_walk: on the way]"}[kind]
-st.markdown("#### " + L.step_caption(cur, lr))
-left, right = st.columns([3, 2])
-with left:
-    contours = L.contour_figure(surface, cached_grid(surface), path, step, look, w_min)
-    if look.presenting:  # under the controls and the step's line, within the first screen
-        contours.update_layout(height=PRESENT_CONTOUR_PX)
-    show_plot(contours, look, key=ns.key("contours"))
-with right:
-    st.markdown(f"**η = {lr:g}: {badge}** — {why}.")
-    st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
-                f"eigenvalue λ = {num(lam)}, so steps with **η > 2/λ = {num(crit)}** overshoot there.")
-    show_plot(L.loss_curve_figure(path, step, loss_min, look), look, key=ns.key("curve"))
-    st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{num(cur.predicted_change)}**; "
-                f"the engine measured **{num(cur.loss_next - cur.loss)}**.")
-rows = L.step_rows(path, step, lr)
-show_table(rows[-6:], look, static=True)
-st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at w_k"
-           + (" on the mini-batch listed (SGD: a new shuffle every epoch)." if batch else "."))
+# read before the stepper: the link published with each step carries the exercise's numbers too
+x0, eta = float(st.session_state[ns.key("x0")]), float(st.session_state[ns.key("eta")])
+
+
+def draw(step: int) -> None:
+    """The 1-based gradient-descent ``step`` (path[step - 1]: w_k to w_k+1 with k = step - 1): its line, the
+    contours with the path so far, the verdict, the loss curve, the steps' table; the link."""
+    k = step - 1
+    cur = path[k]
+    kind, why = L.progress(path, k, loss_min)  # the verdict only at the last step
+    badge = {"too small": ":orange[:material/hourglass_bottom: too small]",
+             "about right": ":green[:material/check_circle: about right]",
+             "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]",
+             None: ":gray[:material/directions_walk: on the way]"}[kind]
+    st.markdown("#### " + L.step_caption(cur, lr))
+    left, right = st.columns([3, 2])
+    with left:   # presentation mode: as large as the first screen allows (L.contour_figure's size)
+        show_plot(L.contour_figure(surface, cached_grid(surface), path, k, look, w_min), look,
+                  key=ns.key("contours"))
+    with right:
+        st.markdown(f"**η = {lr:g}: {badge}** — {why}.")
+        st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
+                    f"eigenvalue λ = {num(lam)}, so steps with **η > 2/λ = {num(crit)}** overshoot there.")
+        show_plot(L.loss_curve_figure(path, k, loss_min, look), look, key=ns.key("curve"))
+        st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{num(cur.predicted_change)}**; "
+                    f"the engine measured **{num(cur.loss_next - cur.loss)}**.")
+    rows = L.step_rows(path, k, lr)
+    show_table(rows[-6:], look, static=True)
+    st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at w_k"
+               + (" on the mini-batch listed (SGD: a new shuffle every epoch)." if batch else "."))
+    publish_link(ctx, {"surface": surface, "lr": lr, "batch": batch, "w1": w1, "w2": w2, "step": step,
+                       "x0": x0, "eta": eta})
+
+
+stepper(ns, len(path), draw, label="GD step")
 
 st.subheader("Why step against the gradient: the Taylor expansion")
 st.latex(r"L(w + \Delta w) \approx L(w) + \nabla L(w)^\top \Delta w"
@@ -164,7 +185,7 @@ st.markdown("Work it out before revealing: from x0 with learning rate η, what i
 e = st.columns([1, 1, 2], vertical_alignment="bottom")
 e[0].number_input("x0", -100.0, 100.0, key=ns.key("x0"), step=0.5)
 e[1].number_input("η", 0.001, 2.0, key=ns.key("eta"), step=0.05, format="%.3f")
-x0, eta = float(st.session_state[ns.key("x0")]), float(st.session_state[ns.key("eta")])
+x0, eta = float(st.session_state[ns.key("x0")]), float(st.session_state[ns.key("eta")])  # as typed now
 # the answer only on request: the Exercises page asks the same question (no spoilers)
 if e[2].toggle("Reveal the engine's step", key=ns.key("ex1_reveal")):
     ex_rows = L.exercise1(x0, eta)
@@ -178,6 +199,3 @@ if e[2].toggle("Reveal the engine's step", key=ns.key("ex1_reveal")):
     with ec[1]:
         show_table([{"k": r.k, "x_k": num(r.x), "f(x_k)": num(r.f), "f′(x_k)": num(r.slope),
                     "x_k+1": num(r.x_next)} for r in ex_rows], look, static=True)
-
-publish_link(ctx, {"surface": surface, "lr": lr, "batch": batch, "w1": w1, "w2": w2, "step": step,
-                   "x0": x0, "eta": eta})

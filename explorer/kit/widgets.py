@@ -609,45 +609,6 @@ def show_dot(dot: str, lk: Look, *, where=None, **graphviz_args) -> None:
     """``st.graphviz_chart`` of DOT text, with text a class can read in presentation mode
     (:func:`explorer.kit.presentation.readable_dot`; the page's CSS keeps the chart at its natural size)."""
     (where or st).graphviz_chart(readable_dot(dot, lk), **graphviz_args)
-def step_controls(ns: Namespace, n_frames: int, *, name: str = "step", shortcuts: bool = True,
-                  label: str = "Step", where=None) -> int:
-    """Large first/back/forward/last buttons (keyboard: Home, Left, Right, End) and a scrub slider.
-
-    The step lives in ``st.session_state[ns.key(name)]``; returns it clamped to ``[0, n_frames-1]``.
-    The older, 0-based stepper without Play, kept for the Learning problem page, whose step k is the k-th gradient-descent
-    iterate w_k (w_0 is the start); every other stepped page uses :func:`stepper`.
-    """
-    where = where or st
-    key = ns.key(name)
-    last = max(n_frames - 1, 0)
-    cur = st.session_state.get(key, 0)
-    try:
-        cur = int(cur)
-    except (TypeError, ValueError):
-        cur = 0
-    st.session_state[key] = clamp_linked(ns, name, cur, 0, last)
-
-    shown = int(st.session_state[key])
-
-    def _move(to: int):  # a step named when the button was drawn (see _step_buttons)
-        st.session_state[key] = min(max(to, 0), last)
-
-    cols = where.columns([1.3, 1.1, 1.1, 1.3, 3.2])
-    keys = ("Home", "Left", "Right", "End") if shortcuts else (None,) * 4
-    # Material icons ship with Streamlit's own font, so they render on any machine (emoji may not)
-    cols[0].button("Start", key=key + "_first", on_click=_move, kwargs={"to": 0}, shortcut=keys[0],
-                   icon=":material/first_page:", width="stretch")
-    cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"to": shown - 1}, shortcut=keys[1],
-                   icon=":material/chevron_left:", width="stretch")
-    cols[2].button("Step", key=key + "_fwd", on_click=_move, kwargs={"to": shown + 1}, shortcut=keys[2],
-                   icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch")
-    cols[3].button("End", key=key + "_last", on_click=_move, kwargs={"to": last}, shortcut=keys[3],
-                   icon=":material/last_page:", icon_position="right", width="stretch")
-    if last > 0:
-        cols[4].slider(label, 0, last, key=key, label_visibility="collapsed")
-    else:
-        cols[4].caption("one step only")
-    return int(st.session_state[key])
 
 
 PRESENT_PAGE_PX = 1848  # the page's width in presentation mode at 1920 px (1.5 rem of padding either side)

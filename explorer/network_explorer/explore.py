@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.kit.frames import FrameSet
-from explorer.kit.labels import num
+from explorer.kit.labels import bar, num
 from explorer.kit.plotly_figure import figure_dict, plan
 
 from . import analysis, cost
@@ -36,6 +36,7 @@ class Explored:
     problems: list[str] = field(default_factory=list)
     figures: dict[str, dict] = field(default_factory=dict)
     drawings: dict[tuple, object] = field(default_factory=dict)   # views laid out again for another size
+    backward: dict[str, FrameSet] = field(default_factory=dict)     # level -> the backward graph's frames
 
     @property
     def n_frames(self) -> int:
@@ -81,6 +82,28 @@ class Explored:
         one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
                        hover=v.frames.hover)
         return figure_dict(one, v.graph, self.drawing(level, width, max_height), whole_text_only=whole_text_only)
+
+    def backward_figure(self, level: str, frame: int, width: int | None = None, max_height: int | None = None,
+                        whole_text_only: bool = False) -> dict:
+        """The backward graph at ``frame`` (:mod:`explorer.network_explorer.backward`): the view's graph with every
+        edge reversed and in the backward colour, its nodes the adjoints (``x̄``, ``f̄c1.weight``), fan-out sums
+        written symbolically then in numbers. One frame only (the page steps on the server); laid out once per
+        size, over every frame, so that a node stays put from step to step."""
+        from explorer.kit.plotly_figure import ADJOINT
+        from .backward import BACKWARD_RANKDIR, backward_frames
+        v = self.views[level]
+        if level not in self.backward:
+            self.backward[level] = backward_frames(self.rec, v)
+        bfs = self.backward[level]
+        key = ("backward", level, width, max_height)
+        if key not in self.drawings:
+            kw = {} if max_height is None else {"max_height": max_height}
+            self.drawings[key] = plan(bfs, v.graph, width or v.drawing.width, BACKWARD_RANKDIR[level],
+                                      label_room=False, **kw)
+        frame = min(max(frame, 0), len(bfs.frames) - 1)
+        one = FrameSet(bfs.node_ids, [bfs.frames[frame]], heads=bfs.heads, edges=bfs.edges, hover=bfs.hover)
+        return figure_dict(one, v.graph, self.drawings[key], edge_color=ADJOINT, pending_edges=True,
+                           whole_text_only=whole_text_only)
 
     def drawing(self, level: str, width: int | None = None, max_height: int | None = None):
         """The view's drawing, or one laid out again for ``width`` x ``max_height`` px (presentation mode,
@@ -208,6 +231,13 @@ def held_at(ex: Explored, node_id: int, frame: int) -> Held:
     return Held(value, value_note, c.total, note, len(arrived))
 
 
+def adjoint_name(ex: Explored, node_id: int) -> str:
+    """The adjoint of a recorded node as the backward graph names it, with the lecture's bar as every page writes
+    it (``l̄inear#3``, ``f̄c1.weight``; the op view's name, which a layer box's member keeps)."""
+    from engine.explain.graph import adjoint_names
+    return adjoint_names(ex.views["op"].graph).get(node_id) or bar(ex.rec.node(node_id).label)
+
+
 def graph_dot(ex: Explored, level: str) -> str:
     """Graphviz DOT text of one view (the explain layer's ``to_dot``), as of the last frame."""
     from explorer.kit.dot import to_dot
@@ -296,6 +326,9 @@ def sweep_figure(rows: list[dict], option: str, font: int = 12) -> go.Figure:
 NODE_LABELS_NOTE = ("Node labels: name, output shape, and where its adjoint stands (k of n contributions received; ✓ "
                     "once processed). Colours: blue computed, red waiting for more contributions, green complete, "
                     "yellow active.")
+#: what the page writes over the backward graph (normal mode: under the forward one)
+BACKWARD_HEADING = ("Backward pass: every edge reversed, each node the adjoint (x̄) of the node above; a node used "
+                    "more than once sums its contributions (symbols, then numbers: a value, or a tensor's norm ‖·‖)")
 FAN_OUT_NOTE = ("One colour scale for the row: a contribution's colours read against the sum's.")
 VJP_SYMBOL = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add", "sum": "summed over rows"}
 
@@ -350,6 +383,11 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
     view = ClassView("Network_explorer", "Network explorer",
                      markdown_html(f"#### Step {frame + 1} of {ex.n_frames} · {m.phase}\n{m.title}"))
     view.add_plot(laptop_still(ex.figure(level, frame, animate=False), 0))
+    if m.phase in ("backward", "done"):   # the backward graph under the forward one, as the page draws it
+        from explorer.kit.backward_view import legend_html
+        view.add_html(f"<h5>{esc(BACKWARD_HEADING)}</h5>")
+        view.add_plot(laptop_still(ex.backward_figure(level, frame), 0))
+        view.add_html(legend_html())
     view.add_html(f"<p class='adx-caption'>{esc(NODE_LABELS_NOTE)}</p>")
     here: list[dict] = [{"kind": "html", "html": "<h5>This step</h5>"}]
     if m.node is None:
@@ -366,7 +404,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
         pair = [{"kind": "column",
                  "blocks": _tensor_blocks(m.value, "value", analysis.value_scale(rec, m.node), drawn=drawn)}]
         if m.adjoint is not None:
-            pair.append({"kind": "column", "blocks": _tensor_blocks(m.adjoint, "adjoint ḡ (held now)",
+            pair.append({"kind": "column", "blocks": _tensor_blocks(m.adjoint, f"adjoint {adjoint_name(ex, m.node)} (held now)",
                                                                     analysis.adjoint_scale(rec, m.node), drawn=drawn)})
         here.append({"kind": "row", "blocks": pair, "widths": [1] * len(pair)})
     d = m.detail
@@ -375,7 +413,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
                      "html": "<p><b>The VJP's actual products</b> (engine ops run inside this VJP)</p>"})
         for (op, ins, out), (in_scales, out_scale) in zip(d.products[:3], d.product_scales):
             sym = VJP_SYMBOL.get(op, op)
-            names = ["left", "right"] if len(ins) > 1 else ["Ḡ,"]
+            names = ["left", "right"] if len(ins) > 1 else ["Ȳ,"]   # a Linear's b̄ = Σ_rows Ȳ, as the page
             cells = [{"kind": "column", "blocks": _tensor_blocks(arr, f"{nm} {sym}" if c == 0 else nm, sc, narrow=True,
                                                                  drawn=drawn)}
                      for c, (arr, nm, sc) in enumerate(zip(ins, names, in_scales))]
