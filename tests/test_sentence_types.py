@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from explorer.kit.notes import NOTES
-from explorer.sentiment_training.sentence_types import (SENTENCE_TYPES, TYPE_RULE, order_blind_text,
-                                                        per_type_accuracy, per_type_table, sentence_type)
+from explorer.sentiment_training.sentence_types import (SENTENCE_TYPES, TYPE_RULE, notes_differ_text,
+                                                        order_blind_text, per_type_accuracy, per_type_table,
+                                                        sentence_type)
 
 
 @pytest.mark.parametrize("sentence, kind", [
@@ -50,6 +51,14 @@ def test_per_type_accuracy_on_known_predictions():
     assert got.loc["contrast", "the notes' accuracy"] == NOTES["bow_contrast_accuracy"].value == 0.457
     assert (got.drop("contrast")["the notes' accuracy"] == NOTES["bow_other_accuracy"].value).all()
     assert NOTES["bow_other_accuracy"].value == 1.0
+    note = notes_differ_text(table, "built-in corpus")
+    assert "0.457 on contrasts, 1.000 on the other types" in note and "7 validation sentences (built-in corpus)" in note
+    assert "the smallest type holds 1 sentence, so one error moves its accuracy by 100%" in note
+    assert "Here contrasts are not the weakest type (negated is, 0.000)" in note   # measured, not assumed
+    worst_on_contrasts = per_type_accuracy(sentences, labels, np.where([s == "good but boring" for s in sentences],
+                                                                       1 - labels, labels))
+    assert "Here too contrasts are the weakest type" in notes_differ_text(worst_on_contrasts, "x")
+    assert "no contrast" in notes_differ_text(per_type_accuracy(["a film"], [1], [1]), "x")
 
 
 def test_a_type_with_no_sentence_has_no_accuracy_and_bad_lengths_raise():

@@ -27,7 +27,7 @@ from explorer.sentiment_training.views import (AUTOGRADER_EPOCHS, AUTOGRADER_NOT
                                                network_dot, network_figure, network_svg, predict_sentence,
                                                progress_text, record_run, too_large, units_chart, units_title, unknown_words_text,
                                                validation_table, word_order_demo)
-from explorer.sentiment_training.sentence_types import NOTES_DIFFER, TYPE_RULE, order_blind_text, per_type_table
+from explorer.sentiment_training.sentence_types import TYPE_RULE, notes_differ_text, order_blind_text, per_type_table
 
 ctx = start_page(
     "Sentiment training", "sentiment",
@@ -397,12 +397,13 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
 
     st.markdown("##### Validation accuracy per type of sentence")
     st.caption(TYPE_RULE)
-    show_table(per_type_table(trainer), look,
+    per_type = per_type_table(trainer)
+    show_table(per_type, look,
                column_config={"accuracy": st.column_config.NumberColumn("accuracy", format="%.3f"),
                               "the notes' accuracy": st.column_config.NumberColumn("the notes' accuracy",
                                                                                    format="%.3f")})
     st.caption("Accuracy: the best checkpoint's predictions on this run's validation sentences (the table above), "
-               "counted per type. " + NOTES_DIFFER)
+               "counted per type. " + notes_differ_text(per_type, md_escape(S[k("run_dataset")])))
 
     st.markdown("##### Try your own sentence")
     st.text_input("Sentence", key=k("text"), max_chars=MAX_SENTENCE_CHARS, on_change=_check_sentence,

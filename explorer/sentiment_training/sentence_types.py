@@ -46,8 +46,8 @@ def per_type_accuracy(sentences: list[str], labels: np.ndarray, predictions: np.
         predictions: the model's 0/1 predictions, one per sentence.
 
     Returns:
-        One row per type, in ``SENTENCE_TYPES`` order (accuracy None where a type has no sentence): type, sentences, correct, accuracy, and the
-        notes' accuracy for that type.
+        One row per type, in ``SENTENCE_TYPES`` order (accuracy None where a type has no sentence): type,
+        sentences, correct, accuracy, and the notes' accuracy for that type.
 
     Raises:
         ValueError: the three inputs differ in length.
@@ -76,10 +76,35 @@ def per_type_table(trainer) -> pd.DataFrame:
     return per_type_accuracy(list(enc.sentences), enc.labels, pred)
 
 
-NOTES_DIFFER = ("The notes measured their own classifier on their own synthetic sentences (other data, other "
-                "sizes, their own typing); ours is HW2's network on the built-in corpus's 60 validation sentences, "
-                "typed by the rule above, so a type holds only a few sentences and one error moves its accuracy "
-                "by several points. What both show: contrasts are where an averaged bag of words fails.")
+def notes_differ_text(table: pd.DataFrame, data_label: str) -> str:
+    """How the per-type table differs from the notes' figures: other data, other sizes, other typing.
+
+    Args:
+        table: ``per_type_accuracy``'s table for this run.
+        data_label: what the run trained on (the page's dataset label).
+    """
+    n = int(table["sentences"].sum())
+    smallest = int(table.loc[table["sentences"] > 0, "sentences"].min()) if n else 0
+    return (f"The notes measured their own bag-of-words classifier on their own sentences (other data, "
+            f"other sizes, their own typing): {NOTES['bow_contrast_accuracy'].value:.3f} on contrasts, "
+            f"{NOTES['bow_other_accuracy'].value:.3f} on the other types. Ours is HW2's network on this run's "
+            f"{n:,} validation sentences ({data_label}), typed by the rule above"
+            + (f"; the smallest type holds {smallest} sentence{'' if smallest == 1 else 's'}, so one error moves "
+               f"its accuracy by {1 / smallest:.0%}" if smallest else "")
+            + ". " + _contrast_verdict(table))
+
+
+def _contrast_verdict(table: pd.DataFrame) -> str:
+    """Whether this run, like the notes, does worst on contrasts (measured, not assumed)."""
+    rows = table[table["sentences"] > 0].set_index("type")["accuracy"]
+    if "contrast" not in rows.index:
+        return "This run's validation sentences hold no contrast."
+    weakest = rows.idxmin()
+    if rows["contrast"] <= rows.min():
+        return ("Here too contrasts are the weakest type: an averaged bag of words cannot tell which clause comes "
+                "last.")
+    return (f"Here contrasts are not the weakest type ({weakest} is, {rows[weakest]:.3f}): on so few sentences a "
+            "type's accuracy is noisy; the word-order demo below shows the blindness itself.")
 
 
 def order_blind_text(demo: pd.DataFrame) -> str:
