@@ -134,6 +134,21 @@ def test_train_the_builtin_corpus_and_inspect_results():
     demo = next(d.value for d in at.dataframe if "P(positive | A)" in d.value.columns)
     assert (demo["P(positive | A)"] == demo["P(positive | B)"]).all()
     assert (demo["max |mean(A) − mean(B)|"] < 1e-12).all()
+    a, b = demo.iloc[0]["P(positive | A)"], demo.iloc[0]["P(positive | B)"]
+    assert (f"“good but boring”) = **{a:.4f}**, P(positive | “boring but good”) = **{b:.4f}**: equal"
+            in texts(at))
+    # accuracy per type of sentence: the best checkpoint's own predictions, counted per type; the notes' beside
+    from explorer.sentiment_training.sentence_types import SENTENCE_TYPES, sentence_type
+    at.toggle(key="sentiment_errors_only").set_value(False).run()
+    per_type = next(d.value for d in at.dataframe if "the notes' accuracy" in d.value.columns).set_index("type")
+    assert per_type.index.tolist() == list(SENTENCE_TYPES) and per_type["sentences"].sum() == 60
+    kinds = table["sentence"].map(sentence_type)
+    for kind, row in per_type.iterrows():
+        assert row["sentences"] == (kinds == kind).sum()
+        assert row["correct"] == table["correct"][kinds == kind].sum()
+    assert per_type["correct"].sum() / 60 == pytest.approx(fin.best_val_accuracy)
+    assert per_type.loc["contrast", "the notes' accuracy"] == 0.457
+    assert "**contrast** if it has one of" in texts(at) and "other data, other sizes" in texts(at)
     assert at.get("image"), "the network graph is drawn (an SVG laid out by Graphviz on the server)"
 
 

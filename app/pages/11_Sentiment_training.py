@@ -27,6 +27,7 @@ from explorer.sentiment_training.views import (AUTOGRADER_EPOCHS, AUTOGRADER_NOT
                                                network_dot, network_figure, network_svg, predict_sentence,
                                                progress_text, record_run, too_large, units_chart, units_title, unknown_words_text,
                                                validation_table, word_order_demo)
+from explorer.sentiment_training.sentence_types import TYPE_RULE, notes_differ_text, order_blind_text, per_type_table
 
 ctx = start_page(
     "Sentiment training", "sentiment",
@@ -394,6 +395,16 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
                column_config={"P(positive)": st.column_config.ProgressColumn("P(positive)", min_value=0.0,
                                                                             max_value=1.0, format="%.3f")})
 
+    st.markdown("##### Validation accuracy per type of sentence")
+    st.caption(TYPE_RULE)
+    per_type = per_type_table(trainer)
+    show_table(per_type, look,
+               column_config={"accuracy": st.column_config.NumberColumn("accuracy", format="%.3f"),
+                              "the notes' accuracy": st.column_config.NumberColumn("the notes' accuracy",
+                                                                                   format="%.3f")})
+    st.caption("Accuracy: the best checkpoint's predictions on this run's validation sentences (the table above), "
+               "counted per type. " + notes_differ_text(per_type, md_escape(S[k("run_dataset")])))
+
     st.markdown("##### Try your own sentence")
     st.text_input("Sentence", key=k("text"), max_chars=MAX_SENTENCE_CHARS, on_change=_check_sentence,
                   help=f"At most {MAX_SENTENCE_CHARS:,} characters; a longer text is refused and not kept.")
@@ -416,7 +427,9 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
     st.markdown("##### What an averaged bag of words cannot do")
     st.markdown("The mean of the word vectors forgets word order: two sentences with the same words "
                 "get exactly the same input, so exactly the same prediction, whatever they mean.")
-    show_table(word_order_demo(trainer), look)
+    demo = word_order_demo(trainer)
+    st.markdown(order_blind_text(demo))
+    show_table(demo, look)
 
 # --- compare runs ---------------------------------------------------------------------------------------
 kept = S[k("kept")]

@@ -55,6 +55,11 @@ NOTES: dict[str, NotesFigure] = {
     "rnn_eager": NotesFigure((10, 19, 37), "unrolled RNN, T = 3 / 6 / 12: eager ops"),
     "rnn_static": NotesFigure((50, 98, 194), "unrolled RNN, T = 3 / 6 / 12: static nodes with gradients"),
     "folding": NotesFigure((3, 6), "constant folding: ops folded, of the example's ops"),
+    # Sentiment training (page 11): the bag of words cannot see order
+    "bow_contrast_accuracy": NotesFigure(0.457, "their averaged bag-of-words classifier's validation accuracy on "
+                                                "contrast sentences (\"good but boring\"), on their own data"),
+    "bow_other_accuracy": NotesFigure(1.0, "the same classifier's validation accuracy on every other type of their "
+                                           "sentences (single, negated, both)"),
 }
 
 
