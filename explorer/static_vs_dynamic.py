@@ -10,9 +10,13 @@
 * :func:`unrolled_rnn_rows` counts nodes of h_{t+1} = sigmoid(h_t * w + x_t) unrolled for several
   lengths: the eager (dynamic) graph per run vs one static graph per length.
 * :func:`folding_demo` constant-folds a graph and reports before / after.
+* :func:`session_order_exercise` and :func:`check_session_order`: the notes' mini-TensorFlow exercise as a
+  fill-in: the student writes the order in which ``Session.run`` evaluates the nodes a fetch needs; the answer
+  (node names, read with ``ast`` and a whitelist, never evaluated) is checked against the engine's own run.
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -1172,3 +1176,109 @@ TWO_PHASE_NOTE = ("TensorFlow 1 places each op on a device (`tf.device`) and the
                   "in this engine the device is the graph's backend, chosen once when the graph is built, and "
                   "`Session.run` runs every needed node's forward kernel on it. `cuda` is the engine's CuPy backend "
                   "(its kernels in `engine/kernels/*.cu`): it runs where CuPy and an NVIDIA GPU exist.")
+
+
+# --- the mini-TensorFlow exercise: in which order does Session.run evaluate? -----------------------------------
+
+#: the fetches the exercise asks about, on the lecture's example (x fed): label -> what the page writes
+SESSION_EXERCISE_FETCHES = {"h": "sess.run(h, {x: x_value})", "x @ W": "sess.run(x @ W, {x: x_value})"}
+MAX_ORDER_CHARS = 300
+
+
+@dataclass(frozen=True)
+class SessionOrderExercise:
+    """One fetch of the exercise with the engine's answer."""
+    fetch: str
+    call: str                          # ``sess.run(h, {x: x_value})``
+    node_names: tuple[str, ...]        # every node of the graph, in creation order
+    inputs: dict[str, tuple[str, ...]]  # node -> its input nodes
+    engine_order: tuple[str, ...]      # fed placeholders the fetch reads, then Session.run's evaluations in order
+
+
+@dataclass(frozen=True)
+class OrderVerdict:
+    correct: bool
+    message: str        # plain text (the page escapes it)
+
+
+def session_order_exercise(fetch: str) -> SessionOrderExercise:
+    """The engine's answer for ``fetch`` (a key of :data:`SESSION_EXERCISE_FETCHES`): a fresh lecture graph run
+    with ``Session.run`` feeding x; its order counts the fed placeholder first, as the lecture does.
+
+    Raises:
+        KeyError: unknown fetch.
+    """
+    call = SESSION_EXERCISE_FETCHES[fetch]
+    ex = build_example("lecture", with_gradients=False)
+    r = run_fetch(ex, fetch, ["x"])
+    names = {n.id: n.name for n in ex.graph.nodes}
+    return SessionOrderExercise(fetch, call, tuple(names.values()),
+                                {n.name: tuple(i.name for i in n.inputs) for n in ex.graph.nodes},
+                                tuple(names[i] for i in list(r.fed_used) + list(r.evaluated)))
+
+
+def parse_order(text: str, allowed: tuple[str, ...]) -> list[str]:
+    """Node names written as ``x, W, b`` (or a list ``[x, W]``, or quoted names), read with ``ast``: only names
+    and strings are accepted, nothing is evaluated.
+
+    Raises:
+        ValueError: too long, not a list of names, or a name that is not a node of the graph.
+    """
+    text = text.strip()
+    if not text:
+        raise ValueError("no answer yet: write node names separated by commas, e.g. x, W, ...")
+    if len(text) > MAX_ORDER_CHARS:
+        raise ValueError(f"the answer is longer than {MAX_ORDER_CHARS} characters")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        raise ValueError("write node names separated by commas, e.g. x, W, ...") from None
+    items = tree.elts if isinstance(tree, (ast.Tuple, ast.List)) else [tree]
+    out = []
+    for item in items:
+        if isinstance(item, ast.Name):
+            out.append(item.id)
+        elif isinstance(item, ast.Constant) and isinstance(item.value, str):
+            out.append(item.value.strip())
+        else:
+            raise ValueError(f"{ast.get_source_segment(text, item) or 'an item'!s} is not a node name; "
+                             f"the graph's nodes are {', '.join(allowed)}")
+    unknown = [n for n in out if n not in allowed]
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not a node of this graph; its nodes are {', '.join(allowed)}")
+    return out
+
+
+def check_session_order(ex: SessionOrderExercise, text: str) -> OrderVerdict:
+    """Check a student's evaluation order for ``ex.fetch``: exactly the nodes the fetch needs, each once, each
+    after its inputs (any such topological order is one Session.run could use); says what is wrong first."""
+    try:
+        order = parse_order(text, ex.node_names)
+    except ValueError as e:
+        return OrderVerdict(False, str(e))
+    needed = set(ex.engine_order)
+    seen: set[str] = set()
+    for name in order:
+        if name in seen:
+            return OrderVerdict(False, f"{name} is listed twice: Session.run evaluates each node once per run.")
+        seen.add(name)
+    extra = [n for n in order if n not in needed]
+    if extra:
+        return OrderVerdict(False, f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} not needed for "
+                                   f"{ex.call}: Session.run evaluates only the nodes the fetch depends on.")
+    missing = [n for n in ex.engine_order if n not in seen]
+    if missing:
+        return OrderVerdict(False, f"missing: {', '.join(missing)} (the fetch needs {len(needed)} nodes, "
+                                   f"you listed {len(order)}).")
+    for i, name in enumerate(order):
+        late = [p for p in ex.inputs[name] if p in needed and p not in order[:i]]
+        if late:
+            return OrderVerdict(False, f"{name} comes before its input {late[0]}: a node can be evaluated only "
+                                       f"after its inputs (a topological order).")
+    engine_order = ", ".join(ex.engine_order)
+    if tuple(order) == ex.engine_order:
+        return OrderVerdict(True, f"Right: {len(order)} nodes, in the very order the engine's Session.run "
+                                  f"evaluated them ({engine_order}).")
+    return OrderVerdict(True, f"Right: {len(order)} nodes, each after its inputs, so Session.run could evaluate "
+                              f"them in this order; the engine's Session went in the graph's creation order: "
+                              f"{engine_order}.")

@@ -8,6 +8,10 @@
 * :func:`broadcast_backward` runs y = x + b backward on the engine (the lecture's exercise 8).
 * :func:`embedding_backward` runs an ``nn.Embedding`` lookup backward (exercise 12): a scatter-add.
 * :func:`time_backends` runs one op on every backend on this machine and times it (bounded sizes).
+* :func:`declaration_source` reads an op's declaration (its forward and VJP) from the engine with
+  ``inspect.getsource``; :func:`check_custom_op` runs an op of your own, declared here the engine's way
+  (a fixed menu, never typed code) but kept out of the engine's registry, against central differences
+  and PyTorch.
 
 No Streamlit here.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import html
+import inspect
 import math
 import time
 from dataclasses import dataclass, field
@@ -24,10 +29,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 import engine
+from engine import ops as engine_ops
 from engine.explain.parser import parse_python
+from engine.ops import RECORDED
+from engine.tensor import Op, apply
 from engine.tensor_data import IndexingError, TensorData, ViewError
 
 from .kit.notes import NOTES
+from .kit.reference import ReferenceFailed, in_reference_process
 from .kit.presentation import Look
 from .lecture_kit import readable
 
@@ -668,3 +677,175 @@ def layer_stack_figure(walk: LayerWalk, look: Look) -> go.Figure:
     fig.update_layout(height=int(n * 4.2 * font), margin={"l": 4, "r": 4, "t": 4, "b": 4}, plot_bgcolor="white",
                       paper_bgcolor="white", showlegend=False)
     return fig
+
+
+# --- how an op is defined (slide 42): the engine's own declarations, and one of your own --------------------
+
+#: the engine declarations the page shows: one binary and one unary op (the classes themselves, not copies)
+SHOWN_DECLARATIONS = {"add": engine_ops.Add, "mul": engine_ops.Mul, "exp": engine_ops.Exp, "tan": engine_ops.Tan}
+
+
+@dataclass(frozen=True)
+class DeclarationSource:
+    """An op's declaration as the engine holds it, read with ``inspect.getsource``."""
+    name: str
+    whole: str          # the class
+    forward: str        # the ``forward`` it runs (its own, or the one its base declares: Binary / Unary)
+    forward_owner: str  # the class whose ``forward`` that is
+    backward: str       # its ``vjp``
+
+
+def declaration_source(op: type[Op]) -> DeclarationSource:
+    """The source of ``op``'s declaration, its forward and its VJP, read from the engine's objects."""
+    owner = next(c for c in op.__mro__ if "forward" in vars(c))
+    return DeclarationSource(op.name, inspect.getsource(op), inspect.getsource(vars(owner)["forward"]),
+                             owner.__name__, inspect.getsource(vars(op)["vjp"]))
+
+
+def _unregistered(name: str):
+    """Give an op declared here its name after the class statement: ``Op.__init_subclass__`` registers
+    only a name written in the class body, so these ops never enter the engine's registry (another
+    session never sees them) and are applied as objects with ``engine.tensor.apply``."""
+    def named(cls: type[Op]) -> type[Op]:
+        cls.name = name
+        return cls
+    return named
+
+
+# forwards run on the backend's kernels (ctx.backend), like every primitive; VJPs use the interpreter k
+
+
+@_unregistered("softplus")
+class Softplus(Op):
+    saves = (0,)
+    formula = "x̄ = ȳ ⊙ σ(x) = ȳ / (1 + exp(−x))"
+
+    @staticmethod
+    def forward(ctx, a):
+        be = ctx.backend
+        one = be.array(1.0, be.dtype(a))
+        return be.unary("log", be.binary("add", one, be.unary("exp", a)))
+
+    @classmethod
+    def vjp(cls, ctx, g, k=RECORDED):
+        x = k.value(ctx.operands[0])
+        return (k.div(g, k.add(k.const(1.0, x), k.exp(k.neg(x)))),)
+
+
+@_unregistered("cube")
+class Cube(Op):
+    saves = (0,)
+    formula = "x̄ = ȳ ⊙ 3x²"
+
+    @staticmethod
+    def forward(ctx, a):
+        be = ctx.backend
+        return be.binary("mul", be.binary("mul", a, a), a)
+
+    @classmethod
+    def vjp(cls, ctx, g, k=RECORDED):
+        x = k.value(ctx.operands[0])
+        return (k.mul(g, k.scale(k.mul(x, x), 3.0)),)
+
+
+@_unregistered("softplus")
+class SoftplusWrongBackward(Softplus):
+    formula = "x̄ = ȳ ⊙ exp(x)   (wrong: the derivative of exp, not of softplus)"
+
+    @classmethod
+    def vjp(cls, ctx, g, k=RECORDED):
+        return (k.mul(g, k.exp(k.value(ctx.operands[0]))),)
+
+
+#: the menu of your own ops: key -> (the op, what it is)
+CUSTOM_OPS: dict[str, tuple[type[Op], str]] = {
+    "softplus": (Softplus, "softplus(x) = log(1 + exp x)"),
+    "cube": (Cube, "cube(x) = x³"),
+    "softplus_wrong": (SoftplusWrongBackward, "softplus with a wrong backward (exp x instead of σ(x))"),
+}
+CUSTOM_X = (-2.0, -0.5, 0.3, 1.2, 2.5)
+
+
+@dataclass(frozen=True)
+class CustomOpCheck:
+    """One custom op checked against central differences (and PyTorch when installed)."""
+    key: str
+    source: str                 # inspect.getsource of the op class
+    x: list[float]
+    y: list[float]              # forward, on the engine
+    grad: list[float]           # autodiff's gradient of <r, f(x)>
+    central: list[float]        # the same by central differences, float64
+    max_error: float            # max |autodiff − central difference|
+    ok: bool
+    torch_grad: list[float] | None = None
+    torch_error: float | None = None
+    torch_note: str = ""
+
+
+def _apply_op(op: type[Op]):
+    return lambda t: apply(op, (t,))
+
+
+def check_custom_op(key: str, h: float = 1e-6, tol: float = 1e-6, with_torch: bool = True) -> CustomOpCheck:
+    """Run op ``key`` of :data:`CUSTOM_OPS` forward and backward on the engine (float64) and compare its
+    gradient of L = <r, f(x)> (r a fixed random cotangent, so a squared upstream gradient cannot pass)
+    with central differences (L(x + h eᵢ) − L(x − h eᵢ)) / 2h; with PyTorch installed, with torch too.
+
+    Raises:
+        KeyError: unknown op.
+    """
+    op, _ = CUSTOM_OPS[key]
+    f = _apply_op(op)
+    x0 = np.array(CUSTOM_X, dtype=np.float64)
+    r = np.random.default_rng(0).standard_normal(x0.shape)
+    x = engine.tensor(x0, dtype="float64", requires_grad=True)
+    y = f(x)
+    (y * engine.tensor(r, dtype="float64")).sum().backward()
+    grad = x.grad.numpy()
+
+    def loss(v: np.ndarray) -> float:
+        with engine.no_grad():
+            return float(np.sum(f(engine.tensor(v, dtype="float64")).numpy() * r))
+
+    central = np.empty_like(x0)
+    for i in range(x0.size):
+        e = np.zeros_like(x0)
+        e[i] = h
+        central[i] = (loss(x0 + e) - loss(x0 - e)) / (2 * h)
+    err = float(np.max(np.abs(grad - central)))
+    torch_grad = torch_error = None
+    note = ""
+    if with_torch:
+        try:
+            ref = in_reference_process("explorer.tensors_and_storage:torch_custom_op_grad", key, x0.tolist(), r.tolist())
+        except ReferenceFailed as e:
+            ref, note = None, f"PyTorch reference failed: {e}"
+        if ref is None and not note:
+            note = "PyTorch is not installed here: checked by central differences only."
+        elif ref is not None:
+            torch_grad = ref
+            torch_error = float(np.max(np.abs(grad - np.array(ref))))
+    return CustomOpCheck(key, inspect.getsource(op), x0.tolist(), y.numpy().tolist(), grad.tolist(),
+                         central.tolist(), err, err <= tol, torch_grad, torch_error, note)
+
+
+def torch_custom_op_grad(key: str, x: list[float], r: list[float]) -> list[float]:
+    """The gradient of <r, f(x)> by PyTorch for the op the menu item ``key`` means (the right maths, even
+    for the wrong-backward item); run in a child process by ``in_reference_process``."""
+    import torch
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    y = xt ** 3 if key == "cube" else torch.nn.functional.softplus(xt)
+    (y * torch.tensor(r, dtype=torch.float64)).sum().backward()
+    return xt.grad.tolist()
+
+
+def custom_op_rows(c: CustomOpCheck) -> list[dict[str, Any]]:
+    """One row per element: x, f(x), autodiff, central difference, |difference| (and PyTorch's)."""
+    rows = []
+    for i, xi in enumerate(c.x):
+        row = {"x": xi, "f(x)": c.y[i], "autodiff x̄": c.grad[i], "central difference": c.central[i],
+               "|autodiff − central|": abs(c.grad[i] - c.central[i])}
+        if c.torch_grad is not None:
+            row["PyTorch x̄"] = c.torch_grad[i]
+        rows.append(row)
+    return rows

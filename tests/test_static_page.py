@@ -494,3 +494,43 @@ def test_pytorchs_step_is_the_engines_step():
     net = model_from_arrays(params, dropout=0.0)
     ours, _ = net.loss(engine.tensor(x), engine.tensor(mask), engine.tensor(y))
     assert ours.item() == pytest.approx(theirs, rel=1e-5)
+
+
+# --- the mini-TensorFlow exercise: Session.run's order (issue 37) ----------------------------------------------
+
+def test_session_order_exercise_is_the_engines_run():
+    h = M.session_order_exercise("h")
+    assert h.engine_order == ("x", "W", "b", "matmul", "add", "relu")   # the lecture: 6 nodes, x fed
+    assert M.session_order_exercise("x @ W").engine_order == ("x", "W", "matmul")   # and 3
+    assert M.check_session_order(h, "x, W, b, matmul, add, relu").correct
+    other = M.check_session_order(h, "[W, 'x', matmul, b, add, relu]")   # another topological order
+    assert other.correct and "creation order" in other.message
+    wrong = {"x, W, b, add, matmul, relu": "add comes before its input matmul",
+             "x, W, matmul": "missing: b, add, relu",
+             "x, W, W, b, matmul, add, relu": "W is listed twice",
+             "x, W, b, matmul, add, relu, y": "'y' is not a node",
+             "__import__('os').system('ls')": "is not a node name",
+             "x W b": "separated by commas", "": "no answer yet"}
+    for text, why in wrong.items():
+        v = M.check_session_order(h, text)
+        assert not v.correct and why in v.message, (text, v.message)
+    v = M.check_session_order(M.session_order_exercise("x @ W"), "x, W, b, matmul, add, relu")
+    assert not v.correct and v.message.startswith("b, add, relu are not needed")
+    assert not M.check_session_order(h, "x, " * 200).correct   # too long: refused before parsing
+
+
+def test_page_checks_a_right_and_a_wrong_session_order():
+    at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    at.text_input(key="static_order_answer").input("x, W, b, matmul, add, relu")
+    next(b for b in at.button if b.label == "Check my order").click()
+    ok(at.run())
+    assert any("very order the engine" in s.value for s in at.success)
+    at.radio(key="static_order_fetch").set_value("x @ W")
+    at.text_input(key="static_order_answer").input("x, W, b, matmul")
+    next(b for b in at.button if b.label == "Check my order").click()
+    ok(at.run())
+    assert any("b is not needed for" in e.value for e in at.error)
+    at.text_input(key="static_order_answer").input("W, matmul, x")
+    next(b for b in at.button if b.label == "Check my order").click()
+    ok(at.run())
+    assert any("matmul comes before its input x" in e.value for e in at.error)

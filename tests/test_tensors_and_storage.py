@@ -243,3 +243,59 @@ def test_the_lesson_sentence_and_the_axes_in_words():
         "axis 0", "axis 1", "axes 0 and 1", "axes 0, 1 and 2", "no axis"]
     for shape in M.B_SHAPES.values():
         assert "(" not in M.axes_words(M.broadcast_backward(shape).summed_axes)
+
+
+# --- how an op is defined (issue 37) ---------------------------------------------------------------------------
+
+def test_the_shown_declarations_are_the_engines_own_source():
+    import inspect
+
+    from engine import ops
+    for name, op in M.SHOWN_DECLARATIONS.items():
+        assert op is ops.primitive(name)   # the engine's registered class, not a copy
+        src = M.declaration_source(op)
+        assert src.whole == inspect.getsource(op)
+        assert src.backward == inspect.getsource(op.vjp.__func__)
+        owner = ops.Binary if issubclass(op, ops.Binary) else ops.Unary
+        assert src.forward_owner == owner.__name__ and src.forward == inspect.getsource(owner.forward.__func__)
+    assert "k.sum_to_shape(g, a.shape)" in M.declaration_source(ops.Add).backward
+
+
+def test_your_own_op_passes_the_gradient_check_and_a_wrong_backward_fails_it():
+    from engine.tensor import _OPS_BY_NAME
+    before = dict(_OPS_BY_NAME)
+    for key in ("softplus", "cube"):
+        c = M.check_custom_op(key, with_torch=False)
+        assert c.ok and c.max_error < 1e-8, (key, c.max_error)
+        assert c.source.startswith(f"@_unregistered(\"{key}\")")
+    x = np.array(M.CUSTOM_X)
+    assert np.allclose(M.check_custom_op("cube", with_torch=False).grad,
+                       3 * x ** 2 * np.random.default_rng(0).standard_normal(x.shape), rtol=1e-12)
+    wrong = M.check_custom_op("softplus_wrong", with_torch=False)
+    assert not wrong.ok and wrong.max_error > 1.0   # the same check catches a wrong VJP
+    # declared ops stay out of the engine's registry: no other session sees them
+    assert "softplus" not in _OPS_BY_NAME and "cube" not in _OPS_BY_NAME and dict(_OPS_BY_NAME) == before
+    assert not hasattr(engine, "softplus") and not hasattr(engine.Tensor, "cube")
+
+
+def test_your_own_op_against_pytorch():
+    pytest.importorskip("torch")
+    c = M.check_custom_op("softplus")
+    assert c.torch_error is not None and c.torch_error < 1e-12 and "PyTorch x̄" in M.custom_op_rows(c)[0]
+    assert M.check_custom_op("softplus_wrong").torch_error > 1.0
+
+
+def test_page_shows_a_declaration_side_by_side_and_checks_your_op():
+    import inspect
+
+    from engine import ops
+    at = _ok(AppTest.from_file(PAGE, default_timeout=90).run())
+    codes = [c.value + "\n" for c in at.code]   # st.code drops the last newline
+    assert inspect.getsource(ops.Binary.forward.__func__) in codes and inspect.getsource(ops.Add.vjp.__func__) in codes
+    at.radio(key="tensors_decl").set_value("exp").run()
+    codes = [c.value + "\n" for c in _ok(at).code]
+    assert inspect.getsource(ops.Unary.forward.__func__) in codes and inspect.getsource(ops.Exp.vjp.__func__) in codes
+    assert any("Gradient check passed" in s.value for s in at.success)
+    at.selectbox(key="tensors_myop").set_value("softplus_wrong").run()
+    assert any("Gradient check failed" in e.value for e in _ok(at).error)
+    assert at.query_params["myop"] == "softplus_wrong"

@@ -18,8 +18,11 @@ ctx = start_page(
     "Tensors and storage", "tensors",
     fields={"chain": LinkField("str", M.DEFAULT_CHAIN), "base": LinkField("str", "3x4", choices=tuple(M.BASE_SHAPES)),
             "bshape": LinkField("str", "(2,)", choices=tuple(M.B_SHAPES)), "ids": LinkField("str", "3, 1, 3"),
-            "op": LinkField("str", "matmul", choices=tuple(M.BENCH_OPS)), "n": LinkField("int", 32, minimum=1)},
-    defaults={"chain": M.DEFAULT_CHAIN, "base": "3x4", "bshape": "(2,)", "ids": "3, 1, 3", "op": "matmul", "n": 32})
+            "op": LinkField("str", "matmul", choices=tuple(M.BENCH_OPS)), "n": LinkField("int", 32, minimum=1),
+            "decl": LinkField("str", "add", choices=tuple(M.SHOWN_DECLARATIONS)),
+            "myop": LinkField("str", "softplus", choices=tuple(M.CUSTOM_OPS))},
+    defaults={"chain": M.DEFAULT_CHAIN, "base": "3x4", "bshape": "(2,)", "ids": "3, 1, 3", "op": "matmul", "n": 32,
+              "decl": "add", "myop": "softplus"})
 ns, look = ctx.ns, ctx.look
 if look.presenting:
     st.html(present_css(True))
@@ -30,6 +33,11 @@ for msg in ctx.link_problems:
 @bounded_cache(8 << 20, spinner=None, refuse=M.ChainError)
 def cached_chain(text: str, base: str):
     return M.run_chain(text, M.BASE_SHAPES[base])
+
+
+@bounded_cache(1 << 20, spinner="Checking the op's gradient…")
+def cached_custom_op(key: str):
+    return M.check_custom_op(key)
 
 
 @bounded_cache(1 << 20, spinner="Comparing the backends' kernels…")
@@ -165,5 +173,39 @@ st.markdown("HW1 and HW2 build MiniTorch in layers, and the engine keeps them: e
             "result's own TensorData).")
 show_plot(M.layer_stack_figure(M.layer_walk(), look), look, key=ns.key("layer_stack"))
 
+# --- how an op is defined ----------------------------------------------------------------------------------
+st.subheader("How an op is defined: forward and backward side by side (slide 42)")
+st.markdown("The Function layer above is a list of declarations in `engine/ops.py`, one class per primitive: "
+            "its forward runs the backend's kernel, its `vjp` is the backward rule (ȳ in, one x̄ per input out), "
+            "written with the small set of operations `k` that the backward pass interprets. The source below is "
+            "read from the engine itself with `inspect.getsource`.")
+decl = st.radio("Declaration", list(M.SHOWN_DECLARATIONS), key=ns.key("decl"), horizontal=True)
+src = M.declaration_source(M.SHOWN_DECLARATIONS[decl])
+fwd_col, bwd_col = st.columns(2)
+fwd_col.markdown(f"**Forward** (`{src.forward_owner}.forward`)")
+fwd_col.code(src.forward, language="python")
+bwd_col.markdown("**Backward** (`vjp`)")
+bwd_col.code(src.backward, language="python")
+with st.expander(f"The whole declaration of `{decl}`"):
+    st.code(src.whole, language="python")
+
+st.markdown("**Add your own op.** Each op below is declared here the engine's way (an `Op` class: forward on "
+            "the backend's kernels, `vjp` with `k`), applied with `engine.tensor.apply`, and kept out of the "
+            "engine's registry, so no other session sees it. Its gradient is checked in float64 against "
+            "central differences, and against PyTorch where it is installed.")
+myop = st.selectbox("Your op", list(M.CUSTOM_OPS), key=ns.key("myop"), format_func=lambda k: M.CUSTOM_OPS[k][1])
+mine = cached_custom_op(myop)
+st.code(mine.source, language="python")
+show_table(M.custom_op_rows(mine), look, static=True)
+verdict = (f"max |autodiff − central difference| = {mine.max_error:.3g}"
+           + (f"; max |autodiff − PyTorch| = {mine.torch_error:.3g}" if mine.torch_error is not None else ""))
+if mine.ok:
+    st.success(f"Gradient check passed: {verdict}.", icon=":material/check_circle:")
+else:
+    st.error(f"Gradient check failed: {verdict}. The backward rule does not match the forward.",
+             icon=":material/cancel:")
+if mine.torch_note:
+    st.caption(md_escape(mine.torch_note))
+
 publish_link(ctx, {"chain": chain_text, "base": base, "bshape": st.session_state[ns.key("bshape")],
-                   "ids": st.session_state[ns.key("ids")], "op": op, "n": n})
+                   "ids": st.session_state[ns.key("ids")], "op": op, "n": n, "decl": decl, "myop": myop})

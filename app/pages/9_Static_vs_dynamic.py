@@ -146,6 +146,29 @@ else:
     tp_cols[1].warning(tp.run_text(), icon=":material/memory:")
 st.caption(M.TWO_PHASE_NOTE)
 
+# --- in-class exercise: Session.run's order --------------------------------------------------------------
+st.divider()
+st.subheader("In-class exercise: in which order does Session.run evaluate?")
+st.markdown("The lecture's graph h = relu(x @ W + b) is built (6 nodes: `x`, `W`, `b`, `matmul`, `add`, `relu`). "
+            "`Session.run` topologically sorts the nodes the fetch needs and evaluates them one by one, a fed "
+            "placeholder taking its value from the feed dict. Write the nodes the run evaluates, in an order it "
+            "may use, separated by commas (count the fed `x` as the lecture does). The page runs the engine's own "
+            "`Session` and checks your answer against it.")
+verdicts = st.session_state.setdefault(ns.key("order_verdicts"), {})
+with st.form(ns.key("order_form"), border=True):
+    ex_fetch = st.radio("Fetch", list(M.SESSION_EXERCISE_FETCHES), horizontal=True, key=ns.key("order_fetch"),
+                        format_func=lambda f: M.SESSION_EXERCISE_FETCHES[f])
+    st.text_input("Nodes evaluated, in order", key=ns.key("order_answer"), max_chars=M.MAX_ORDER_CHARS,
+                  placeholder="x, W, ...")
+    if st.form_submit_button("Check my order", type="primary"):
+        exercise = M.session_order_exercise(ex_fetch)
+        v = M.check_session_order(exercise, st.session_state[ns.key("order_answer")])
+        verdicts[ex_fetch] = (v.correct, v.message)
+for f, (right, message) in verdicts.items():
+    show = st.success if right else st.error
+    show(f"`{M.SESSION_EXERCISE_FETCHES[f]}`: {md_escape(message)}",
+         icon=":material/check_circle:" if right else ":material/cancel:")
+
 # --- 2. control flow --------------------------------------------------------------------------------
 st.divider()
 st.subheader("Control flow: a recurrent step unrolled")
