@@ -455,25 +455,67 @@ def scroll_to_highlight(step: int) -> str:
 
 
 # Whole rows only: the window starts at a row's top and ends at the last row that fits under its height (a
-# half-cut line at the top or bottom of the panel reads as clipped code).
-SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = () => document.querySelectorAll('.adx-scroll').forEach(box => {
-  const max = parseFloat(box.dataset.max || box.style.maxHeight) || box.clientHeight; box.dataset.max = max;
-  box.style.maxHeight = max + 'px';
+# half-cut line at the top or bottom of the panel reads as clipped code). The window never reaches below the
+# screen's bottom edge when the panel starts on the screen (a 1366 x 768 projector shows the 1080-pixel page
+# scaled: a 300-pixel panel under the graphs ran past the edge), and the first lit row sits one row from the
+# window's top, so the lines a step ran are read top-down inside the first screen. When the lit rows are further
+# apart than the window holds, the rows between them are folded into one "⋮ lines a–b folded" row (one row of
+# context kept on each side), so every lit row is in view at once; the page without presentation mode shows them.
+# The script is the same on every run but for its step mark (no data in it).
+SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
+  box.querySelectorAll('.jsgap').forEach(g => g.remove());
+  box.querySelectorAll('[data-fold]').forEach(r => { r.style.display = ''; delete r.dataset.fold; });
+  const max0 = parseFloat(box.dataset.max || box.style.maxHeight) || box.clientHeight; box.dataset.max = max0;
+  box.style.maxHeight = max0 + 'px';
   const first = [...box.querySelectorAll('.adx-code')].find(b => b.querySelector('.l.hl'));
-  const hl = first ? first.querySelectorAll('.l.hl') : [];
+  const hl = () => first ? [...first.querySelectorAll('.l.hl')] : [];
   const k = box.getBoundingClientRect().height / (box.offsetHeight || 1) || 1;  // a scaled page (projector)
   const at = el => (el.getBoundingClientRect().top - box.getBoundingClientRect().top) / k + box.scrollTop;
+  // one row's height: the shortest of the first rows (a long line wraps onto two)
+  const rowH = Math.min(...[...box.querySelectorAll('.adx-code .l')].slice(0, 12).map(r => r.offsetHeight)
+                               .filter(v => v > 0), 1e9) % 1e9 || 20;
+  const top0 = box.getBoundingClientRect().top;
+  const onScreen = (window.innerHeight - top0) / k;   // what is left of the first screen under the panel's top
+  const max = (top0 >= 0 && onScreen >= 4 * rowH) ? Math.min(max0, onScreen - 2) : max0;
+  const span = () => { const h = hl(); return h.length ? at(h[h.length - 1]) + h[h.length - 1].offsetHeight - at(h[0]) : 0; };
+  if (hl().length > 1 && span() + 2 * rowH > max) {
+    const lines = [...first.querySelectorAll('.l')];
+    const lit = lines.map((r, i) => r.classList.contains('hl') ? i : -1).filter(i => i >= 0);
+    for (let j = 0; j + 1 < lit.length; j++) {
+      const a = lit[j] + 2, b = lit[j + 1] - 2;   // rows a..b folded: one row kept after and before the lit ones
+      if (b < a) continue;
+      for (let i = a; i <= b; i++) { lines[i].style.display = 'none'; lines[i].dataset.fold = '1'; }
+      const from = lines[a].dataset.line || '', to = lines[b].dataset.line || '';
+      const gap = document.createElement('div'); gap.className = 'l gap jsgap';
+      for (const [c, t] of [['n', '⋮'], ['m', ''], ['c', from === to ? `… line ${from} folded`
+                                                      : `… lines ${from}–${to} folded`]]) {
+        const span = document.createElement('span'); span.className = c; span.textContent = t; gap.append(span); }
+      lines[a].before(gap);
+    }
+  }
+  const h = hl();
+  const rows = [...box.querySelectorAll('.adx-code .t, .adx-code .l')].filter(r => r.offsetHeight > 0)
+    .map(r => [at(r), at(r) + r.offsetHeight]);
   let want = 0;
-  if (hl.length) { const top = at(hl[0]), bottom = at(hl[hl.length - 1]) + hl[hl.length - 1].offsetHeight;
-                   want = Math.min(top, Math.max(0, (top + bottom) / 2 - max / 2)); }
-  const rows = [...box.querySelectorAll('.adx-code .t, .adx-code .l')].map(r => [at(r), at(r) + r.offsetHeight]);
+  if (h.length) { const top = at(h[0]), bottom = at(h[h.length - 1]) + h[h.length - 1].offsetHeight;
+                  want = (bottom - top) + 2 * rowH <= max ? top - rowH : top; }
   // the first row at or below the wanted top (at or above the first lit row: the lit rows stay whole in view)
   let start = Infinity; for (const [t] of rows) { if (t >= want - 0.5) start = Math.min(start, t); }
   if (!isFinite(start)) start = 0;
   let end = start; for (const [t, b] of rows) { if (t >= start - 0.5 && b <= start + max + 0.5) end = Math.max(end, b); }
   if (end > start) box.style.maxHeight = (end - start) + 'px';
-  box.scrollTop = start; });
-  go(); setTimeout(go, 150); setTimeout(go, 600); })();</script>"""
+  box.scrollTop = start; };
+  // laid out again whenever a panel is new or moved (the charts above it draw later, more so on a loaded
+  // machine): checked every frame until nothing has moved for about five seconds
+  const key = box => { const r = box.getBoundingClientRect();
+    return [Math.round(r.top), box.scrollHeight, box.querySelectorAll('.l.hl').length, window.innerHeight].join(); };
+  let quiet = 0, frames = 0;
+  const tick = () => { let moved = false;
+    document.querySelectorAll('.adx-scroll').forEach(box => {
+      if (box.dataset.key !== key(box)) { go(box); box.dataset.key = key(box); moved = true; } });
+    quiet = moved ? 0 : quiet + 1;
+    if (quiet < 300 && ++frames < 7200) requestAnimationFrame(tick); };
+  tick(); })();</script>"""
 
 
 def failed_code(strategy: str, error: str) -> CodeView:
