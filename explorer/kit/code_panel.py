@@ -472,8 +472,8 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
   const k = box.getBoundingClientRect().height / (box.offsetHeight || 1) || 1;  // a scaled page (projector)
   const at = el => (el.getBoundingClientRect().top - box.getBoundingClientRect().top) / k + box.scrollTop;
   // one row's height: the shortest of the first rows (a long line wraps onto two)
-  const rowH = Math.min(...[...box.querySelectorAll('.adx-code .l')].slice(0, 12).map(r => r.offsetHeight)
-                               .filter(v => v > 0), 1e9) % 1e9 || 20;
+  const heights = [...box.querySelectorAll('.adx-code .l')].slice(0, 12).map(r => r.offsetHeight).filter(v => v > 0);
+  const rowH = heights.length ? Math.min(...heights) : 20;
   const top0 = box.getBoundingClientRect().top;
   const onScreen = (window.innerHeight - top0) / k;   // what is left of the first screen under the panel's top
   const max = (top0 >= 0 && onScreen >= 4 * rowH) ? Math.min(max0, onScreen - 2) : max0;
