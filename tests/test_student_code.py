@@ -355,6 +355,28 @@ def test_the_work_lines_of_each_sample_are_its_chain_rule_call_its_use_of_a_cont
         V.work_lines("def backpropagate(:\n")
 
 
+def test_a_lost_contribution_is_named_at_the_step_it_arrives_not_when_the_node_is_marked():
+    """Breadth-first on the slide example: x1 is marked ✘ at step 8 (it passes its adjoint on with 1 of 2), but
+    the verdict that names the lost 367.04 and the engine's 368.04 waits for step 11, where x3 sends it (as
+    Backprop orders' LOST line does): the class watches the loss happen before any text names it."""
+    gv = V.graph_view(report("bfs_first_touch.py"), "slide")
+    lost = [e for e in gv.student.trace.backward if e.kind == "lost"]
+    assert (gv.wrong_frame, gv.verdict_frame) == (7, 10) and lost and "lost contribution" in gv.wrong_text
+    assert "LOST" in gv.student.frameset.frames[gv.verdict_frame].caption
+    assert "LOST" not in " ".join(f.caption for f in gv.student.frameset.frames[:gv.verdict_frame])
+    for step, written in ((gv.wrong_frame + 1, False), (gv.verdict_frame, False), (gv.verdict_frame + 1, True)):
+        view = V.step_class_view(gv, step, gv.student.label, "bfs_first_touch")
+        def htmls(blocks):
+            for b in blocks:
+                yield b.get("html", "")
+                yield from htmls(b.get("blocks", []))
+        html_text = " ".join(htmls(view.blocks))
+        assert ("first wrong node" in html_text) == written, step
+    # a reason that is no lost contribution is written at the step the node is marked
+    gv = V.graph_view(report("no_leaf_accumulate.py"), "slide")
+    assert gv.verdict_frame == gv.wrong_frame is not None
+
+
 def test_the_backward_graphs_mark_the_first_wrong_node_with_a_cross_from_its_step():
     """Presentation mode's backward graphs (x̄ nodes): the wrong node's line ends in ✘ from the frame it is marked
     (not only its colour), never before, never on the engine's side; read from the figures' frame data."""
@@ -426,9 +448,14 @@ def test_without_the_opt_in_the_page_runs_no_students_file_but_demos_a_sample(mo
     assert src.strip() == S.source("bfs_first_touch").strip()
     table = list(at.table) + list(at.dataframe)
     assert table                                                        # the "Every graph" table
-    # the sample's first wrong node, at its step
-    step = V.graph_view(report("bfs_first_touch.py"), "slide").wrong_frame + 1
-    for _ in range(step - 1):
+    # the sample's first wrong node: marked on its graph at its step, its reason written at the step the lost
+    # contribution arrives (not before: the engine's 368.04 and "x3 sent 367.04" were on screen at step 8)
+    gv = V.graph_view(report("bfs_first_touch.py"), "slide")
+    for _ in range(gv.wrong_frame):
+        next(b for b in at.button if b.label == "Step").click().run()
+    text = _texts(at)
+    assert "first wrong node" not in text and "367.04" not in text.split("Every graph")[0]
+    for _ in range(gv.verdict_frame - gv.wrong_frame):
         next(b for b in at.button if b.label == "Step").click().run()
     text = _texts(at)
     assert "The sample's first wrong node\\: x1" in text and "✘ " in text

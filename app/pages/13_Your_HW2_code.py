@@ -132,12 +132,13 @@ def draw(step: int) -> None:
         aside.caption(f"{V.SAMPLE_SIDES_NOTE} {V.SAMPLE_NOTE}")
     if gv.student is not None:
         last = k == gv.student.n_frames - 1
-        if gv.wrong_frame is not None and k >= gv.wrong_frame:
+        if gv.verdict_frame is not None and k >= gv.verdict_frame:
             notes.error(f"**{md_escape(gv.wrong_text)}**", icon=":material/error:")
         elif gv.wrong_frame is not None and own:
             notes.caption(f"Watch step {gv.wrong_frame + 1}: your first wrong node is marked there.")
-        # a sample's verdict waits for the step where it goes wrong (or the end): the class finds it first
-        if own or last or (gv.wrong_frame is not None and k >= gv.wrong_frame):
+        # a sample's verdict waits for the step where it goes wrong, or where the contribution it loses arrives
+        # (or the end): the class finds it first
+        if own or last or (gv.verdict_frame is not None and k >= gv.verdict_frame):
             mark = "✔ " if verdict.right else "~ " if verdict.kind == "warning" else "✘ "
             notes.markdown(mark + md_escape(verdict.headline))
         if last:

@@ -245,8 +245,9 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                     texts.append(f"take {nm}: {nb}{note} = {_v(e.value)}" + (f" (path {k})" if k > 1 else ""))
                 got, want = len(received.get(nid, [])), expected.get(nid, 0)
                 if want and got < want and nid not in count:
-                    warning = (f"{nm} passes on its adjoint with only {got} of {want} contributions received: "
-                               "the rest will arrive too late")
+                    # what is true at this step, no forecast of the steps to come ("the rest will arrive too
+                    # late" told the class what it is asked to find: the LOST line comes when it happens)
+                    warning = f"{nm} passes on its adjoint with only {got} of {want} contributions received"
                     texts.append(warning)
                 if shown:
                     if nid in count:

@@ -94,6 +94,10 @@ class GraphView:
     student: Side | None
     wrong_frame: int | None = None
     wrong_text: str = ""
+    # the frame from which the verdict is written out (the red note, the ✘ line): the wrong frame, or, where the
+    # reason is a contribution lost, the frame where that contribution arrives; before it the graph marks the node
+    # (✘) but no text names the reason or the engine's value (the class sees the loss happen first)
+    verdict_frame: int | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -255,12 +259,15 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
         stu_fs = build_frames(stu_shown, shown)
         if stu_fs.frames and stu_fs.frames[-1].phase == "done" and stu_shown.error is None:
             stu_fs.frames[-1].caption = done_caption(stu_shown.grads)
-    wrong_frame, wrong_text = None, ""
+    wrong_frame, verdict_frame, wrong_text = None, None, ""
     if stu_fs is not None and verdict.node is not None:
         why = verdict.details[0] if verdict.details else ""
         wrong_text = wrong_prefix(label) + verdict.headline.split("first wrong node ", 1)[-1] + (
             f". Why: {why}" if why else "")
-        wrong_frame = mark_wrong(stu_fs, stu_shown, verdict.node, wrong_text)
+        wrong_frame = verdict_frame = mark_wrong(stu_fs, stu_shown, verdict.node, wrong_text)
+        lost = [e for e in stu_shown.backward if e.kind == "lost" and e.node == verdict.node]
+        if wrong_frame is not None and lost and "lost" in why:
+            verdict_frame = max(wrong_frame, _frame_of_step(stu_fs, stu_shown, lost[0].step))
     frames = eng_fs.frames + (stu_fs.frames if stu_fs is not None else [])
     union = FrameSet(eng_fs.node_ids, frames, heads=eng_fs.heads, edges=eng_fs.edges)
     drawing = plan(union, shown, width, max_height=max_height)
@@ -270,7 +277,7 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
     for side, back in zip(sides, shared_backward_figures([side.frameset for side in sides], shown, width,
                                                          max_height)):
         side.backward_figure = back
-    return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text)
+    return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text, verdict_frame=verdict_frame)
 
 
 def work_lines(source: str, function: str = "backpropagate") -> dict[str, list[int]]:
@@ -447,12 +454,12 @@ def step_class_view(gv: GraphView, step: int, label: str, sample: str | None = N
         aside.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(SAMPLE_SIDES_NOTE)} {esc(SAMPLE_NOTE)}</p>"})
     if gv.student is not None:
         last = k == gv.student.n_frames - 1
-        if gv.wrong_frame is not None and k >= gv.wrong_frame:
+        if gv.verdict_frame is not None and k >= gv.verdict_frame:
             notes.append(f"<p class='adx-error'><b>{esc(gv.wrong_text)}</b></p>")
         elif gv.wrong_frame is not None and own:
             notes.append(f"<p class='adx-caption'>Watch step {gv.wrong_frame + 1}: your first wrong node is marked "
                          "there.</p>")
-        if own or last or (gv.wrong_frame is not None and k >= gv.wrong_frame):
+        if own or last or (gv.verdict_frame is not None and k >= gv.verdict_frame):
             mark = "✔ " if gv.verdict.right else "~ " if gv.verdict.kind == "warning" else "✘ "
             notes.append(f"<p>{esc(mark + gv.verdict.headline)}</p>")
         if last and gv.verdict.details:
