@@ -18,6 +18,7 @@ from engine import explain as ex
 from engine.explain.graph import Graph, GraphEdge, fmt
 
 from .kit.frames import Frame, FrameSet
+from .kit.labels import node_formulas
 from .kit.plotly_figure import DESIGN_WIDTH, figure_dict, plan
 from .kit.programs import InputProblem, parse
 
@@ -174,11 +175,12 @@ def sort_model(key: str) -> SortModel:
     if watched_order != engine_order:  # the stand-ins must walk exactly as the engine did
         raise AssertionError(f"DFS on stand-ins gave {watched_order}, the engine {engine_order}")
     computes = {}
+    slide = node_formulas(run.graph)   # the slides' notation, as every other page writes it: 1.5·x1, not 1.5 * x1
     for n in graph.nodes:
         if n.op == "leaf":
             computes[n.id] = "input"
         elif n.expr.startswith(n.name + " ="):  # its own line of the program
-            computes[n.id] = n.expr.split("=", 1)[1].strip()
+            computes[n.id] = slide.get(n.id) or n.expr.split("=", 1)[1].strip()
         else:  # a temporary inside a longer line: op(arguments), numbers included
             computes[n.id] = f"{n.op}({', '.join(run.graph.node(p).name for p in run.graph.parents(n.id))})"
     return SortModel(key, preset, graph, queue_method(graph, values), engine_order, reads,

@@ -57,7 +57,8 @@ def test_slide_example_queue_values_are_the_lectures():
     rows = T.queue_table(model, 1)
     assert rows[0]["ready (queue)"] == "x1, x2" and rows[0]["taken"] == "x1"
     assert rows[1]["ready (queue)"] == "x2, x3"
-    assert model.computes[model.id_of("x3")] == "1.5 * x1"
+    # the slides' notation, as the Expression explorer and Backprop orders write the same node
+    assert model.computes[model.id_of("x3")] == "1.5·x1" and model.computes[model.id_of("x7")] == "x1 + x6"
 
 
 def test_check_order_agrees_with_brute_force_on_every_permutation():
@@ -104,7 +105,7 @@ def test_graph_figure_marks_states_and_the_violated_edge():
     assert _fills(fig)["processed"] == 1 and _fills(fig)["taken"] == 1 and _fills(fig)["waiting"] == 1
     fill = {tr["name"][5:]: tr["fillcolor"] for tr in fig["data"] if str(tr.get("name", "")).startswith("fill:")}
     assert fill["taken"] == T.COLOURS["taken"] and fill["processed"] == T.COLOURS["processed"]
-    assert "v2 = v1 * v1" in _texts(fig, "node") and "= 2" in _texts(fig, "value") and "= 4" in _texts(fig, "value")
+    assert "v2 = v1·v1" in _texts(fig, "node") and "= 2" in _texts(fig, "value") and "= 4" in _texts(fig, "value")
     assert _texts(fig, "value").count("= ?") == 1                 # v3 is not computed yet
     outline = fig["data"][2 + 2 + len(T.COLOURS) + 1]             # hot edge x2, fills, lost outline, active outline
     assert outline["x"] != [None] and outline["line"]["width"] >= 3   # the taken node's thick outline
@@ -178,7 +179,7 @@ def test_the_step_header_names_the_ready_nodes_as_the_legend_does():
     table ("no unprocessed inputs: x4" read as if x4 were an unprocessed input)."""
     m = T.sort_model(T.DEFAULT_PRESET)
     head = T.step_header(m, 3)
-    assert head.replace("\\", "").startswith("#### Step 4 of 7 · ready: **x4** → take **x4** = 2 * x2 = 1")
+    assert head.replace("\\", "").startswith("#### Step 4 of 7 · ready: **x4** → take **x4** = 2·x2 = 1")
     assert "no unprocessed inputs:" not in head
     assert any(label.startswith("ready (queue)") for _, label in T.QUEUE_LEGEND)
     assert "ready (queue)" in T.queue_table(m, 3)[0]
