@@ -39,12 +39,13 @@ def _picked():
     st.session_state[ns.key("reveal")] = False
 
 
-head = st.columns([3.2, 1.4, 1.2, 2])
+head = st.columns([3.2, 1.7, 1.5, 1.6])
 head[0].selectbox("Exercise", KEYS, key=ns.key("ex"), format_func=lambda k: E.TITLES[k], on_change=_picked,
                   label_visibility="collapsed")
-head[1].button("Previous", key=ns.key("prev"), on_click=_move, args=(-1,), icon=":material/chevron_left:",
+# "exercise" in their names: the lecture's Previous / Next links (the corner, the clicker) move between pages
+head[1].button("Previous exercise", key=ns.key("prev"), on_click=_move, args=(-1,), icon=":material/chevron_left:",
                width="stretch")
-head[2].button("Next", key=ns.key("next"), on_click=_move, args=(1,), icon=":material/chevron_right:",
+head[2].button("Next exercise", key=ns.key("next"), on_click=_move, args=(1,), icon=":material/chevron_right:",
                icon_position="right", width="stretch")
 with head[3]:
     presentation_toggle()
