@@ -132,13 +132,15 @@ def draw(step: int) -> None:
         aside.caption(f"{V.SAMPLE_SIDES_NOTE} {V.SAMPLE_NOTE}")
     if gv.student is not None:
         last = k == gv.student.n_frames - 1
-        if gv.verdict_frame is not None and k >= gv.verdict_frame:
+        # a student's own code: the reason at once (it is their debugging); a sample's: at the step it happens
+        reveal = gv.wrong_frame if own else gv.verdict_frame
+        if reveal is not None and k >= reveal:
             notes.error(f"**{md_escape(gv.wrong_text)}**", icon=":material/error:")
         elif gv.wrong_frame is not None and own:
             notes.caption(f"Watch step {gv.wrong_frame + 1}: your first wrong node is marked there.")
         # a sample's verdict waits for the step where it goes wrong, or where the contribution it loses arrives
         # (or the end): the class finds it first
-        if own or last or (gv.verdict_frame is not None and k >= gv.verdict_frame):
+        if own or last or (reveal is not None and k >= reveal):
             mark = "✔ " if verdict.right else "~ " if verdict.kind == "warning" else "✘ "
             notes.markdown(mark + md_escape(verdict.headline))
         if last:

@@ -379,7 +379,7 @@ _CSS = """
              line-height: 1.35; margin: 0 0 0.6em 0; border: 1px solid #d1d5db; border-radius: 6px;
              overflow-x: auto; background: #fafafa; }}
 .adx-code .t {{ font-family: inherit; font-weight: 600; padding: 0.25em 0.6em; background: #eef2f7;
-               border-bottom: 1px solid #d1d5db; white-space: nowrap; }}
+               border-bottom: 1px solid #d1d5db; white-space: normal; overflow-wrap: anywhere; }}
 .adx-code .t .p {{ font-weight: 400; color: #4b5563; }}
 .adx-code .l {{ display: flex; }}
 .adx-code .c {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2ch; text-indent: -2ch; }}

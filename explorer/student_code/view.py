@@ -454,12 +454,13 @@ def step_class_view(gv: GraphView, step: int, label: str, sample: str | None = N
         aside.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(SAMPLE_SIDES_NOTE)} {esc(SAMPLE_NOTE)}</p>"})
     if gv.student is not None:
         last = k == gv.student.n_frames - 1
-        if gv.verdict_frame is not None and k >= gv.verdict_frame:
+        reveal = gv.wrong_frame if own else gv.verdict_frame   # a sample's reason at the step it happens
+        if reveal is not None and k >= reveal:
             notes.append(f"<p class='adx-error'><b>{esc(gv.wrong_text)}</b></p>")
         elif gv.wrong_frame is not None and own:
             notes.append(f"<p class='adx-caption'>Watch step {gv.wrong_frame + 1}: your first wrong node is marked "
                          "there.</p>")
-        if own or last or (gv.verdict_frame is not None and k >= gv.verdict_frame):
+        if own or last or (reveal is not None and k >= reveal):
             mark = "✔ " if gv.verdict.right else "~ " if gv.verdict.kind == "warning" else "✘ "
             notes.append(f"<p>{esc(mark + gv.verdict.headline)}</p>")
         if last and gv.verdict.details:

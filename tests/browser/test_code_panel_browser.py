@@ -52,3 +52,18 @@ def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle,
     assert any("node.accumulate_derivative(adjoint)" in t for t in highlighted)  # the walk's own line
     lecture = page.locator('[data-testid="code-lecture"] .l.hl').all_inner_texts()
     assert len(lecture) == 1 and "outgrad = outgrads.pop(node)" in lecture[0]  # a leaf: its gradient is what it pops
+
+
+def test_a_narrow_code_panel_wraps_its_title_instead_of_cutting_it(new_page, app_url, wait_idle):
+    """Backprop orders on a 1280 x 720 laptop (not presenting): two orders side by side, each code panel about 400 px
+    wide; the title row ("engine.strategies.BfsFirstTouch.run · engine/strategies.py") wraps inside its panel, where
+    it ran out of the panel and scrolled sideways, its file name cut ("engine/strat")."""
+    pg = new_page(viewport={"width": 1280, "height": 720})
+    pg.goto(f"{app_url}/Backprop_orders?step=11")
+    wait_idle(pg)
+    pg.locator(".adx-code .t").first.wait_for()
+    overflow = pg.evaluate("""() => [...document.querySelectorAll('.adx-code')].filter(b => b.offsetWidth > 0)
+        .map(b => [b.querySelector('.t') ? b.querySelector('.t').innerText : '', b.scrollWidth - b.clientWidth])""")
+    assert overflow and all(extra <= 1 for _, extra in overflow), overflow
+    titles = pg.locator(".adx-code .t").all_inner_texts()
+    assert any("engine/strategies.py" in t for t in titles), titles

@@ -76,13 +76,14 @@ FIRST_SCREEN = {
     "Cross_entropy_on_logits": [("text", r"^Slide 7"), ("text", r"# how\? in what order\?"),
                                 ("text", r"^The same with this engine"), ("text", r"^How is backward implemented\?"),
                                 ("text", r"^In what order\?")],
-    # the shared server runs no student code: the project's breadth-first sample at the step where its first wrong
-    # node is marked, both orders side by side, the sample's backpropagate with the step's lines lit (the opted-in page's two graphs are checked at the three sizes by
-    # test_student_code_browser.py, on a server of its own)
-    "Your_HW2_code?step=8": [
+    # the shared server runs no student code: the project's breadth-first sample at the step where the contribution
+    # it loses arrives and its verdict is written (x1 is marked ✘ from step 8, the reason named at step 11, as Backprop
+    # orders' LOST line), both orders side by side, the sample's backpropagate with the step's lines lit (the opted-in
+    # page's two graphs are checked at the three sizes by test_student_code_browser.py, on a server of its own)
+    "Your_HW2_code?step=11": [
         ("graphs", 2),
-        ("caption", r"^The engine \(topological order\) · Step 8 of 14"),
-        ("caption", r"^Sample: Breadth-first, passes a gradient on first touch · Step 8 of 14"),
+        ("caption", r"^The engine \(topological order\) · Step 11 of 14"),
+        ("caption", r"^Sample: Breadth-first, passes a gradient on first touch · Step 11 of 14"),
         ("text", r"^The sample's first wrong node: x1"), ("testid", "code-sample"), ("buttons", STEP_BUTTONS)],
 }
 

@@ -74,7 +74,9 @@ def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url,
         text = main.inner_text()
         assert "Sample: Breadth-first, passes a gradient on first touch · Step" in text
         assert "Your code ·" not in text and V.SAMPLE_SIDES_NOTE in text
-        assert "The sample's first wrong node: x1" in text and "lost contribution" in text
+        # x1 is marked at this step (its ✘ in the graph); the reason waits for the step the lost contribution
+        # arrives (the class watches it happen first)
+        assert "first wrong node" not in text and "lost contribution" not in text
         assert "def backpropagate(variable, deriv):" in text            # the sample's code, below
         assert "Run your own HW2 code on this page" in text and "Running your own code is off" not in text  # folded
         a, b = _side_by_side(main, w, h)
@@ -86,6 +88,12 @@ def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url,
         assert box["y"] >= a["y"] + a["height"] and (not present or box["y"] + box["height"] <= h + 1), (box, h)
         assert box["x"] + box["width"] <= b["x"] + 1          # the left column: the verdict stays beside it
         shot(pg, name)
+        pg.goto(f"{app_url}/Your_HW2_code?sample=bfs_first_touch&graph=slide&step={_verdict_step()}"
+                + ("&present=1" if present else ""))
+        wait_idle(pg)
+        text = pg.locator('[data-testid="stMain"]').inner_text()
+        assert "The sample's first wrong node: x1" in text and "lost contribution" in text
+        _side_by_side(pg.locator('[data-testid="stMain"]'), w, h)
     # the folded box opens on the reason and the commands
     pg = browser.new_page()
     try:
@@ -102,6 +110,12 @@ def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url,
 def _wrong_step() -> int:
     gv = V.graph_view(report_for(str(SOLUTION), keys=["slide"]), "slide")
     return gv.wrong_frame + 1
+
+
+def _verdict_step() -> int:
+    """The step where the breadth-first sample's lost contribution arrives and its verdict is written (11)."""
+    gv = V.graph_view(report_for(str(SOLUTION), keys=["slide"]), "slide")
+    return gv.verdict_frame + 1
 
 
 def test_the_first_wrong_node_is_marked_beside_the_correct_order(browser, student_app_url, wait_idle, shot):
