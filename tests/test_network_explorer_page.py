@@ -406,3 +406,27 @@ def test_the_backward_frames_follow_the_recording():
         if k is not None and sum(1 for d in ex.rec.backward for e in d.contributions
                                  if (e.source, e.target) == (c.source, c.target)) == 1:
             assert last.edge_text[k] == amount(c.value)
+
+
+def test_a_layer_that_reads_its_input_twice_is_one_term_not_a_fan_out():
+    """The layer view of the two-layer MLP: the cross-entropy box reads the logits with two of its ops, one edge of
+    the drawing. L̄inear 2 (logits) is that box's one contribution (its recorded total), not the fan-out sum
+    "c̄ross-entropy·∂cross-entropy/∂Linear 2 (logits) + c̄ross-entropy·∂…" (138 characters: on a projector the box
+    spread over the graph's width and was left blank). A real fan-out keeps its sum (the residual block's x)."""
+    from engine.explain.graph import bar
+    from explorer.network_explorer.backward import amount, backward_frames
+    ex = explore("mlp", {})
+    v = ex.views["layer"]
+    bfs = backward_frames(ex.rec, v)
+    logits = next(i for i, h in enumerate(bfs.heads) if h.startswith(bar("Linear 2")))
+    texts = [f.node_text[logits] for f in bfs.frames if f.node_text[logits]]
+    # while the box's second op has not sent yet: "= ‖·‖ 0.5 + …", one number and what is still to come
+    assert texts and all("∂" not in t and t.count(" + ") <= 1 for t in texts), texts
+    assert " + " not in texts[-1]
+    target = next(layer.output for layer in ex.rec.layers if layer.name.startswith("Linear 2"))
+    assert texts[-1] == f"= {amount(ex.rec.contributions_to(target)[-1].total)}"
+    assert all(len(t) + len(a) < 40 for f in bfs.frames for t, a in zip(f.node_text, f.node_adjoint or [""] * 99))
+    res = explore("residual", {})
+    rbfs = backward_frames(res.rec, res.views["op"])
+    x = rbfs.heads.index(bar("x"))
+    assert any(" + " in f.node_text[x] and "∂" in f.node_text[x] for f in rbfs.frames)

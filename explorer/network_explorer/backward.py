@@ -80,22 +80,35 @@ def backward_frames(rec: Recording, view: NetworkView) -> FrameSet:
             got = [c for c in parts if c.step <= last]
             if not got:
                 continue
-            consumers = [names.get(box_of.get(c.source, c.source), "?") for c in parts]
-            terms = [f"{bar(c)}·∂{c}/∂{x}" for c in consumers[:len(got)]]
-            numbers = [amount(c.value) for c in got]
-            if len(parts) == 1:   # one consumer: its contribution is the adjoint (the reversed edge says whose)
-                text[i] = f"= {numbers[0]}"
-            elif len(got) < len(parts):
-                text[i] = f"= {' + '.join(terms)} + … ({len(got)} of {len(parts)})"
+            # one term per consumer box: in the layer view a layer may read its input with several of its ops
+            # (cross-entropy reads the logits twice), which is one edge of the drawing, not a fan-out
+            boxes = list(dict.fromkeys(box_of.get(c.source, c.source) for c in parts))
+            by_box = {b: [c for c in got if box_of.get(c.source, c.source) == b] for b in boxes}
+            arrived = [b for b in boxes if by_box[b]]
+            if len(boxes) == 1:   # one consumer: its contribution is the adjoint (the reversed edge says whose)
+                text[i] = f"= {amount(got[-1].total)}" + ("" if len(got) == len(parts) else " + …")
+                e = edge_of.get((boxes[0], nid))
+                if e is not None:
+                    edge_text[e] = amount(got[-1].total)
+                continue
+
+            def number(b) -> str:   # what consumer box b sent: one contribution, or its parts in brackets
+                cs = by_box[b]
+                return amount(cs[0].value) if len(cs) == 1 else f"({' + '.join(amount(c.value) for c in cs)})"
+            consumers = [names.get(b, "?") for b in arrived]
+            terms = [f"{bar(c)}·∂{c}/∂{x}" for c in consumers]
+            numbers = [number(b) for b in arrived]
+            if len(got) < len(parts):
+                text[i] = f"= {' + '.join(terms)} + … ({len(arrived)} of {len(boxes)})"
                 totals[i] = f"= {' + '.join(numbers)} + …"
             else:   # a fan-out sum: the slides' symbols, then the numbers and their total
                 # (one-element tensors add up exactly: "="; larger ones are written by their norms: "→")
-                sign = "→" if any(n.startswith("‖") for n in numbers) else "="
+                sign = "→" if any("‖" in n for n in numbers) else "="
                 text[i] = f"= {' + '.join(terms)}"
                 totals[i] = f"= {' + '.join(numbers)} {sign} {amount(got[-1].total)}"
-            for c in got:
-                e = edge_of.get((box_of.get(c.source, c.source), nid))
+            for b in arrived:
+                e = edge_of.get((b, nid))
                 if e is not None:
-                    edge_text[e] = amount(c.value)
+                    edge_text[e] = number(b)
         frame.node_text, frame.node_adjoint, frame.edge_text = text, totals, edge_text
     return bfs
