@@ -775,6 +775,23 @@ def test_cross_entropy_page_opening_example():
     assert "overflow in float32" in stab["exp(max z)"].iloc[2]
 
 
+def test_cross_entropy_page_on_a_projector_asks_before_it_answers():
+    """Presentation mode: slide 7's two questions on the first screen, each answer folded (the class is asked
+    first), the pages that show the answers linked under them; the engine's formula as text, not a caption."""
+    from explorer import cross_entropy as C
+    at = page(XENT)
+    at.query_params["present"] = "1"
+    at.run()
+    no_exceptions(at)
+    md = [m.value for m in at.markdown]
+    for question, answer, _ in C.QUESTIONS:
+        assert f"**{question}**" in md and not any(answer in m for m in md if m.startswith("**"))
+    assert [e.label for e in at.expander if e.label == "The answer"] == ["The answer", "The answer"]
+    assert all(answer in "\n".join(m.value for m in e.markdown) for e, (_, answer, _) in
+               zip([e for e in at.expander if e.label == "The answer"], C.QUESTIONS))
+    assert C.ENGINE_FORMULA in md and C.ENGINE_FORMULA not in [c.value for c in at.caption]
+
+
 def test_a_fixed_figure_not_ready_says_computing_and_the_rest_of_the_page_is_drawn(monkeypatch):
     """Issue 35: the notes' checks ran under the request's deadline and broke the page under load. Now they are
     computed in the background: until they are ready the page draws everything else and one line for them;

@@ -37,12 +37,18 @@ c[0].markdown("**Slide 7** (PyTorch)")
 c[0].code(C.SLIDE_CODE, language="python", wrap_lines=True)
 c[1].markdown("**The same with this engine**")
 c[1].code(C.ENGINE_CODE, language="python", wrap_lines=True)
-st.caption(C.ENGINE_FORMULA)
+# the formula the engine's loss is: text the back row reads on a projector (a caption there was 14 px at 1366 x 768)
+(st.markdown if look.presenting else st.caption)(C.ENGINE_FORMULA)
 
 q = st.columns(2)
 for col, (question, answer, links) in zip(q, C.QUESTIONS):
     with col.container(border=True):
-        st.markdown(f"**{question}** {answer}")
+        if look.presenting:   # the lecture asks the class first: the answer is folded, the pages that show it below
+            st.markdown(f"**{question}**")
+            with st.expander("The answer"):
+                st.markdown(answer)
+        else:
+            st.markdown(f"**{question}** {answer}")
         for url, label in links:
             st.link_button(label, url, icon=":material/open_in_new:")
 
