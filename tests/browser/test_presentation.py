@@ -149,3 +149,15 @@ def test_keyboard_steps_right_after_a_preset_is_chosen(big_page, app_url, wait_i
     wait_idle(big_page)
     assert big_page.get_by_text(re.compile(r"^Step \d+ of \d+")).first.inner_text().startswith("Step 2 of")
     assert "step=2" in big_page.url
+
+
+def test_the_exercise_answer_labels_are_text_sized(big_page, app_url, wait_idle):
+    """Exercises on a projector: each answer box's label is a part of the exercise ("f′(x0) =", "x1 =") and the
+    reveal switch says what it shows; they are the page's text size (24 px at 1920 x 1080), not Streamlit's widget
+    label (18 px, 13 px once a 1366 x 768 screen scales the page)."""
+    open_presenting(big_page, f"{app_url}/Exercises?present=1", wait_idle)
+    main = big_page.locator('[data-testid="stMain"]')
+    for text in ("f′(x0) =", "x1 =", "Reveal the worked steps"):
+        el = main.get_by_text(text, exact=True).first
+        px = el.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert px >= 24 - 0.05, (text, px)

@@ -76,7 +76,7 @@ def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url,
         assert "Your code ·" not in text and V.SAMPLE_SIDES_NOTE in text
         # x1 is marked at this step (its ✘ in the graph); the reason waits for the step the lost contribution
         # arrives (the class watches it happen first)
-        assert "first wrong node" not in text and "lost contribution" not in text
+        assert "The sample's first wrong node" not in text and "Why: lost contribution" not in text
         assert "def backpropagate(variable, deriv):" in text            # the sample's code, below
         assert "Run your own HW2 code on this page" in text and "Running your own code is off" not in text  # folded
         a, b = _side_by_side(main, w, h)
