@@ -22,7 +22,7 @@ if look.presenting:
     st.html(present_css(True))
     # the answer boxes' labels are the exercise's own parts ("f′(x0) =", "x1 ="): the text's size on a projector,
     # not Streamlit's small widget label (18 px at 1920 x 1080, 13 px at 1366 x 768); the reveal switch the same
-    st.html("<style>[class*='st-key-exercises_form_'] [data-testid='stWidgetLabel'] p, "
+    st.html("<style>[class*='st-key-exercises_ans_'] [data-testid='stWidgetLabel'] p, "
             ".st-key-exercises_reveal [data-testid='stWidgetLabel'] p, .st-key-exercises_reveal label p "
             f"{{ font-size: {look.font_px}px !important; }}</style>")
 for msg in ctx.link_problems:
