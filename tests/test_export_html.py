@@ -293,8 +293,9 @@ def test_every_exported_step_of_a_hw2_sample_shows_both_sides_and_its_code():
         k = min(step_no, gv.student.n_frames) - 1
         block = V.sample_code_block(key, gv.student, k)
         assert sorted(t.strip() for t in text.lit) == sorted(t.strip() for n, t in block.lines if block.marks.get(n))
-        # the sample's first wrong node is told from its step on, never before
-        assert (gv.wrong_text in shown) == (gv.wrong_frame is not None and k >= gv.wrong_frame)
+        # the sample's first wrong node is told from the step its reason happens on (a lost contribution: the step it
+        # arrives), never before
+        assert (gv.wrong_text in shown) == (gv.verdict_frame is not None and k >= gv.verdict_frame)
     assert str(V.SAMPLES_BY_KEY[key].path.parent) not in "".join(steps)     # no path of the server
 
 
