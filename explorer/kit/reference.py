@@ -18,8 +18,13 @@ from pathlib import Path
 from typing import Any
 
 CHILD_TIMEOUT_S = 60.0
+# the child's nice value: its work is background work (a fixed figure), so on a loaded server it takes the CPU
+# only when the server's own threads (a Step, a page open) do not want it; the server and its children share one
+# scheduling group (Linux's autogroup: one per session), where nice orders them
+CHILD_NICENESS = 19
 _ROOT = str(Path(__file__).resolve().parents[2])
-_CHILD = ("import importlib, json, sys\n"
+_CHILD = ("import importlib, json, os, sys\n"
+          f"os.nice({CHILD_NICENESS})\n"
           "mod, fn = sys.argv[1].split(':')\n"
           "out = getattr(importlib.import_module(mod), fn)(*json.loads(sys.argv[2]))\n"
           "sys.stdout.write('\\n' + json.dumps(out))\n")
