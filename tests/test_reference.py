@@ -41,4 +41,4 @@ def test_the_reference_child_runs_below_the_server(monkeypatch):
     import os
     here = os.nice(0)
     child = reference._run("os:nice", "[0]")   # os.nice(0) in the child: its nice value
-    assert child == min(19, here + reference.CHILD_NICENESS)
+    assert reference.CHILD_NICENESS > 0 and child == min(19, here + reference.CHILD_NICENESS)
