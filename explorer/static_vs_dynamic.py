@@ -1560,8 +1560,8 @@ def run_mini_tf(fills: dict[int, str], call: str, ex: Example | None = None) -> 
                     twice.append(name)
                 seen.add(name)
             if twice:
-                problem = (f"evaluated {', '.join(evaluated)}: {', '.join(twice)} evaluated twice (the engine's "
-                           "Session evaluates each node once per run)")
+                problem = (f"so Session.run evaluated {', '.join(twice)} twice (the engine's Session evaluates "
+                           "each node once per run)")
             elif set(evaluated) != set(engine_order):
                 problem = (f"evaluated {', '.join(evaluated)}, the engine {', '.join(engine_order)}")
             else:

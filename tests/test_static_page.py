@@ -574,7 +574,7 @@ def test_mini_tf_right_fill_reproduces_the_engines_session_run():
 WRONG_FILLS = {
     # blank: fill -> what the run of the otherwise right code shows (the first run that differs)
     (1, "if node not in visited: return"): "topological_sort returned nothing; then KeyError: relu",
-    (1, "pass"): "x, W, matmul evaluated twice",
+    (1, "pass"): "so Session.run evaluated x, W, matmul twice",
     (2, "order.append(node)\nfor inp in node.inputs:\n    visit(inp)"): "KeyError: add while evaluating relu",
     (2, "for inp in node.inputs:\n    visit(node)\norder.append(node)"): "KeyError: add while evaluating relu",
     (3, "feed_dict[node.name]"): "KeyError: 'x' while reading placeholder x",
@@ -642,3 +642,5 @@ def test_page_checks_the_mini_tf_fill_in():
     wrong = [e.value.replace("\\", "") for e in at.error]
     assert any("(4)" in e and "KeyError: W while evaluating matmul" in e for e in wrong), wrong
     assert not any("Traceback" in t for t in wrong)
+    labels = [s.label.replace("\\", "") for s in at.selectbox if s.key and s.key.startswith("static_mini_")]
+    assert labels and all(lab.startswith("____(") for lab in labels)   # the blank's mark, not Markdown bold

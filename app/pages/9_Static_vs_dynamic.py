@@ -178,7 +178,8 @@ mini_cols = st.columns([3, 2])
 code_slot = mini_cols[0].empty()   # written after the form, so a check shows the lines just chosen
 with mini_cols[1].form(ns.key("mini_form"), border=True):
     for blank in M.MINI_TF_BLANKS:
-        st.selectbox(f"____({blank.number})____ {blank.what}", [c.code for c in blank.choices], index=None,
+        # a label reads Markdown (its __ would be bold): the blank's mark is escaped to show as in the code
+        st.selectbox(md_escape(f"____({blank.number})____ {blank.what}"), [c.code for c in blank.choices], index=None,
                      format_func=M.choice_label, placeholder="choose a line", key=ns.key(f"mini_{blank.number}"))
     if st.form_submit_button("Check my code", type="primary"):
         fills = {b.number: st.session_state[ns.key(f"mini_{b.number}")] for b in M.MINI_TF_BLANKS}
