@@ -6,7 +6,11 @@
 Starts ``streamlit run app/Home.py`` on a free loopback port and measures Play on ``--play-pages`` while the
 machine is quiet (the baseline). Then it loads the machine: ``--load`` busy processes (``while True: pass``,
 default twice the cores) and ``--trainings`` browser sessions that each start a long Sentiment training
-(``?epochs=3000``). Under that load it opens every page (or ``--pages``) in a fresh headless Chromium
+(``?epochs=3000``) and keep watching it (the server keeps answering their progress polls). Those sessions stand
+for students' laptops: they run in a Chromium of their own, in a session of its own (Linux schedules each
+session's processes as one group beside the others, as it does each busy process), so that redrawing their
+curves every second is one more load on the machine rather than a queue inside the measured browser
+(``--same-browser``: in the measured browser, as before). Under that load it opens every page (or ``--pages``) in a fresh headless Chromium
 session (Debian's ``/usr/bin/chromium`` through Playwright) and reports, per page:
 
 * **first paint**: from ``goto`` until the page's title is painted; **open**: until its first run has ended and
@@ -34,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -175,6 +180,15 @@ def measure_play(browser, url: str, timeout_ms: float) -> tuple[float, int, int]
         context.close()
 
 
+def own_session_chromium(folder: Path) -> Path:
+    """A launcher for Debian's Chromium in a session of its own (``setsid``): the scheduler then shares the CPU
+    between it and the measured browser as between two busy processes."""
+    path = folder / "chromium-own-session"
+    path.write_text(f'#!/bin/sh\nexec setsid {CHROMIUM} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
 def start_trainings(browser, url: str, k: int, timeout_ms: float) -> list:
     """``k`` sessions, each training a long Sentiment run (their progress polls go on while the pages are measured)."""
     contexts = []
@@ -197,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                     "slide example's 13 steps; --quick: 11)")
     ap.add_argument("--quick", action="store_true", help="a short run: one busy process, no training, 2 Steps, "
                     "Play over the last 3 steps (for CI's check of the documented commands)")
+    ap.add_argument("--same-browser", action="store_true", help="the trainings' sessions in the measured browser "
+                    "(default: a Chromium of their own, in a session of its own, as students' laptops would be)")
     ap.add_argument("--timeout", type=float, default=240.0, help="seconds any one wait may take")
     args = ap.parse_args(argv)
     cores = os.cpu_count() or 2
@@ -221,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     server = start_server(port, args.timeout)
     busy: list[subprocess.Popen] = []
     try:
-        with sync_playwright() as pw:
+        with sync_playwright() as pw, tempfile.TemporaryDirectory() as tmp:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 quiet = {}
@@ -230,7 +246,9 @@ def main(argv: list[str] | None = None) -> int:
                     ctx.close()
                     quiet[name] = measure_play(browser, f"{url}/{name}?step={play_from}", timeout_ms)
                 busy = busy_processes(load)
-                training = start_trainings(browser, url, trainings, timeout_ms)
+                watchers = browser if args.same_browser or not trainings else pw.chromium.launch(
+                    executable_path=str(own_session_chromium(Path(tmp))), args=CHROMIUM_ARGS)
+                training = start_trainings(watchers, url, trainings, timeout_ms)
                 print(f"under load: {load} busy processes on {cores} cores, {len(training)} trainings; "
                       f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
                 print("| page | first paint (s) | open (s) | Step p50 / p95 (s) | Steps | exception boxes | "
@@ -259,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"failed-request lines {worst['failed']}")
                 for ctx in training:
                     ctx.close()
+                if watchers is not browser:
+                    watchers.close()
             finally:
                 browser.close()
     finally:

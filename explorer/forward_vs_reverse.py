@@ -363,6 +363,106 @@ def pass_costs_caption(rows: list[dict]) -> str:
             "below times its runs in turn to be fair).")
 
 
+# --- the notes' own case: logistic regression on 8 samples, a whole gradient both ways ---------------------------
+
+LOGREG_SAMPLES = 8                  # the notes' logistic regression: 8 samples
+LOGREG_FEATURES = (1, 2, 10, 100, 1000)   # n: the weights, the inputs the gradient is taken with respect to
+
+
+@dataclass(frozen=True)
+class LogregCost:
+    """One size n of the notes' logistic regression, its whole gradient ∂loss/∂w computed both ways on the engine."""
+    n: int
+    forward_macs: int            # the forward pass's matmul multiply-adds (X @ w: 8·n)
+    reverse_passes: float        # forward + backward, × the forward pass (multiply-adds)
+    forward_passes: float        # n JVP passes (one per weight, along eᵢ), × the forward pass
+    jvp_passes: int              # the JVP passes run: n
+    gradients_agree: float       # max |reverse gradient − forward-mode gradient|
+
+
+def logreg_gradient_costs(ns=LOGREG_FEATURES, samples: int = LOGREG_SAMPLES) -> list[LogregCost]:
+    """The notes' cost table measured on their own case: the mean binary cross-entropy of logistic regression on
+    ``samples`` examples with n features, its gradient with respect to the n weights by reverse mode (one forward
+    + backward) and by forward mode (n JVP passes along the unit vectors, one column each), every pass run and its
+    matmul multiply-adds counted with ``engine.trace_ops``; the two gradients compared."""
+    import engine
+    from engine import functional as F
+    rng = np.random.default_rng(0)
+    out = []
+    for n in ns:
+        X = engine.tensor(rng.standard_normal((samples, n)))
+        y = engine.tensor((rng.random((samples, 1)) < 0.5).astype(float))
+        w0 = rng.standard_normal((n, 1)) / np.sqrt(n)
+
+        def loss(w):
+            return F.binary_cross_entropy((X @ w).sigmoid(), y)
+
+        macs = [0]
+
+        def count(op, inputs, params, out_):
+            if op.name == "matmul":
+                macs[0] += int(np.prod(inputs[0].shape)) * int(inputs[1].shape[-1])
+
+        def counted(run):
+            macs[0] = 0
+            with engine.trace_ops(count):
+                result = run()
+            return macs[0], result
+
+        forward, _ = counted(lambda: loss(engine.tensor(w0)))
+        w = engine.tensor(w0, requires_grad=True)
+        reverse, _ = counted(lambda: loss(w).backward())
+        by_reverse = w.grad.numpy().ravel()
+
+        def forward_mode():
+            columns = []
+            for i in range(n):
+                e = np.zeros((n, 1))
+                e[i, 0] = 1.0
+                columns.append(float(engine.jvp(loss, [engine.tensor(w0)], [engine.tensor(e)])[1].item()))
+            return np.array(columns)
+
+        fwd, by_forward = counted(forward_mode)
+        out.append(LogregCost(n, forward, reverse / forward, fwd / forward, n,
+                              float(np.abs(by_reverse - by_forward).max())))
+    return out
+
+
+def fixed_logreg_costs() -> list[LogregCost]:
+    """:func:`logreg_gradient_costs` at the page's sizes: its fixed figure (``explorer.kit.fixed``)."""
+    return logreg_gradient_costs()
+
+
+def logreg_rows(costs_: list[LogregCost]) -> list[dict]:
+    """:func:`logreg_gradient_costs` as the page's table: the notes' figures beside this engine's, in forward passes."""
+    two = NOTES["reverse_passes"].value
+    return [{"features n": c.n, "forward pass (multiply-adds)": f"{c.forward_macs:,}",
+             "the notes: reverse mode": two, "this engine: reverse mode": f"{c.reverse_passes:g}",
+             "the notes: forward mode": c.n, "this engine: forward mode (n JVP passes)": f"{c.forward_passes:g}",
+             "the notes: ratio (n/2)": f"{c.n / two:g}",
+             "this engine: ratio": f"{c.forward_passes / c.reverse_passes:.3g}",
+             "max |reverse − forward-mode gradient|": f"{c.gradients_agree:.1e}"} for c in costs_]
+
+
+def _times_n(r: float) -> str:
+    return "n" if r == 1 else f"{r:g}·n"
+
+
+def logreg_caption(costs_: list[LogregCost]) -> str:
+    """What the logistic-regression table measured, and how its figures differ from the notes' (Markdown); every
+    figure read from ``costs_`` (its largest n)."""
+    c = costs_[-1]
+    per = c.forward_passes / c.jvp_passes
+    return (f"Logistic regression on {LOGREG_SAMPLES} samples, as in the notes: the mean binary cross-entropy of "
+            f"sigmoid(X·w), its gradient with respect to the n weights, counted in the forward pass's matmul "
+            f"multiply-adds. Reverse mode: one forward and one backward pass, {c.reverse_passes:g} forward passes "
+            f"(the backward's w̄ = Xᵀ·r costs what the forward's X·w costs; X is data and gets no gradient), the "
+            f"notes' {NOTES['reverse_passes'].value}. Forward mode: n JVP passes, one per weight, each run here; "
+            f"one costs {per:g} forward passes (the value X·w and the tangent X·eᵢ) where the notes count it as one, "
+            f"so this engine's ratio is {_times_n(per / c.reverse_passes)} where the notes' is n/2. The last column: the "
+            "two gradients, computed both ways, agree.")
+
+
 # --- activation recomputation (checkpointing), measured ---------------------------------------------------
 
 CHECKPOINT_DEPTHS = (4, 9, 16)

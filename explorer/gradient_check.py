@@ -410,20 +410,45 @@ def relative_error(autodiff: np.ndarray, estimate: np.ndarray) -> float:
     return 0.0 if scale == 0 else float(np.linalg.norm(a - e)) / scale
 
 
-def random_graph_check(n_graphs: int = 50, n_ops: int = 8, h: float = 1e-6) -> tuple[float, float]:
+def shared_values(graph) -> int:
+    """How many values of a recorded graph are shared: an input or an op's result read by two or more operands
+    (``x·x`` reads x twice), so that its adjoint is a sum of contributions. Constants take no adjoint and are
+    not counted."""
+    uses: dict[int, int] = {}
+    for e in graph.edges:
+        uses[e.src] = uses.get(e.src, 0) + 1
+    return sum(1 for n in graph.nodes if n.kind != "constant" and uses.get(n.id, 0) >= 2)
+
+
+def shared_text(mean_shared: float) -> str:
+    """This engine's shared values per random graph beside the notes' figure, and why they differ where they do."""
+    notes = NOTES["random_graph_shared"].value
+    text = (f"{mean_shared:.1f} shared values on average, each read by two or more operands so that its adjoint is a "
+            f"sum; the notes' {notes}")
+    if round(mean_shared, 1) < notes:
+        text += (": this engine's generator lets each op read one or two earlier values, favouring the latest, so "
+                 "fewer values are read twice than in the notes' graphs")
+    elif round(mean_shared, 1) > notes:
+        text += ": this engine's generator reuses earlier values more often than the notes' graphs do"
+    return text
+
+
+def random_graph_check(n_graphs: int = 50, n_ops: int = 8, h: float = 1e-6) -> tuple[float, float, float]:
     """(mean nodes per graph, the largest :func:`relative_error` of a graph's input gradients, autodiff against
-    central differences) over ``n_graphs`` random scalar graphs (``engine.explain.harness.random_dag_program``,
-    seeds 0…n−1; 8 ops make 22.9 nodes on average, the size of the notes' graphs)."""
+    central differences, mean :func:`shared_values` per graph) over ``n_graphs`` random scalar graphs
+    (``engine.explain.harness.random_dag_program``, seeds 0…n−1; 8 ops make 22.9 nodes on average, the size of the
+    notes' graphs)."""
     from engine.explain import harness
-    nodes, worst = [], 0.0
+    nodes, shared, worst = [], [], 0.0
     for seed in range(n_graphs):
         text, inputs = harness.random_dag_program(n_ops, seed)
         tr = ex.record_execution(text, inputs)
         nodes.append(len(tr.graph.nodes))
+        shared.append(shared_values(tr.graph))
         fd = costs.central_differences(text, inputs, h=h)
         names = list(tr.grads)
         worst = max(worst, relative_error([float(tr.grads[n]) for n in names], [float(fd[n]) for n in names]))
-    return float(np.mean(nodes)), worst
+    return float(np.mean(nodes)), worst, float(np.mean(shared))
 
 
 def notes_checks() -> list[NotesCheck]:
@@ -437,7 +462,7 @@ def notes_checks() -> list[NotesCheck]:
         ops_t = mlp_t = None
         skipped = f"skipped: {e}"
     wx, sig = explicit_jacobian_checks()
-    mean_nodes, fd = random_graph_check(NOTES["random_graphs"].value)
+    mean_nodes, fd, mean_shared = random_graph_check(NOTES["random_graphs"].value)
     n_graphs = NOTES["random_graphs"].value
     return [
         NotesCheck("ops against PyTorch", "9 elementwise / softmax ops and a matmul: outputs and gradients, float64 "
@@ -457,7 +482,8 @@ def notes_checks() -> list[NotesCheck]:
                    "ReLU, Linear(32, 1), sigmoid, BCE (batch 10, float64): every parameter's gradient against NumPy "
                    "by hand", "text_classifier_by_hand", hw2_hand_written_backward()),
         NotesCheck("random graphs against finite differences", f"{n_graphs} random graphs ({mean_nodes:.1f} nodes on "
-                   f"average; the notes' {NOTES['random_graph_nodes'].value}), central differences at h = 1e-6: the "
+                   f"average; the notes' {NOTES['random_graph_nodes'].value}; {shared_text(mean_shared)}), central "
+                   "differences at h = 1e-6: the "
                    "largest relative error ‖autodiff − estimate‖ / ‖larger‖ of a graph's gradient", "random_graph_error", fd),
     ]
 

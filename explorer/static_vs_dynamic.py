@@ -13,6 +13,9 @@
 * :func:`session_order_exercise` and :func:`check_session_order`: the notes' mini-TensorFlow exercise as a
   fill-in: the student writes the order in which ``Session.run`` evaluates the nodes a fetch needs; the answer
   (node names, read with ``ast`` and a whitelist, never evaluated) is checked against the engine's own run.
+* :func:`mini_tf_code` and :func:`check_mini_tf`: the same exercise as code, the mini-TensorFlow's
+  ``topological_sort`` and ``Session.run`` with blanks filled from offered lines; the completed code is run by a
+  small interpreter on the lecture's real static graph and set beside the engine's ``Session.run``.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from engine.explain.graph import graph_from_output
 from engine.explain.numbers import num
 from engine.static import Graph, Node, Session
 
+from .kit.formatting import fmt_value
 from .kit.notes import NOTES
 
 # fill colours by node kind / role (legend order)
@@ -1282,3 +1286,370 @@ def check_session_order(ex: SessionOrderExercise, text: str) -> OrderVerdict:
     return OrderVerdict(True, f"Right: {len(order)} nodes, each after its inputs, so Session.run could evaluate "
                               f"them in this order; the engine's Session went in the graph's creation order: "
                               f"{engine_order}.")
+
+
+# --- the mini-TensorFlow exercise as code: topological_sort and Session.run, with blanks ---------------------
+#
+# The student fills each blank by choosing one of a few lines (no typed text at all). The chosen lines are read
+# with ``ast`` and run by the small interpreter below, on the engine's real static Graph / Node objects, next to
+# the engine's own ``Session.run``: the verdict is what that run did, never a stored answer.
+
+MINI_TF_CODE = '''\
+def topological_sort(fetches):
+    order, visited = [], set()
+    def visit(node):
+        ____(1)____
+        visited.add(node)
+        ____(2)____
+    for f in fetches:
+        visit(f)
+    return order
+
+class Session:
+    def run(self, fetches, feed_dict):
+        values = {}
+        for node in topological_sort(fetches):
+            if node.kind == "placeholder":
+                values[node] = ____(3)____
+            elif node.kind == "variable":
+                values[node] = node.state.value
+            elif node.kind == "constant":
+                values[node] = node.value
+            else:  # an op: its own forward kernel
+                args = [____(4)____ for inp in node.inputs]
+                values[node] = node.op.forward(node.run_ctx, *args)
+        return [values[f] for f in fetches]'''
+_VISIT_FIXED = "visited.add(node)"   # the line between blanks 1 and 2, run by the interpreter too
+
+
+@dataclass(frozen=True)
+class MiniChoice:
+    """One line (or lines) a blank may be filled with, and what it does, in one line."""
+    code: str
+    why: str
+
+
+@dataclass(frozen=True)
+class MiniBlank:
+    """One blank of :data:`MINI_TF_CODE`: the lines offered for it (the right one not always first)."""
+    number: int
+    what: str                       # what the blank is for (the form's label)
+    choices: tuple[MiniChoice, ...]
+    right: str                      # the code of the right choice
+    kind: str                       # "statements" (in visit's body) or "expression"
+
+
+_IN_ORDER = "for inp in node.inputs:\n    visit(inp)\norder.append(node)"
+MINI_TF_BLANKS: tuple[MiniBlank, ...] = (
+    MiniBlank(1, "visit: skip a node seen before", (
+        MiniChoice("if node not in visited: return", "the test is inverted: every node not yet seen, the fetch "
+                                                     "first, returns at once, so nothing is ever sorted"),
+        MiniChoice("if node in visited: return", "a node reached a second time (matmul, by h and by x @ W) is "
+                                                 "skipped, so it is sorted once"),
+        MiniChoice("pass", "no visited check: a node reached along two paths is sorted, and evaluated, twice"),
+    ), "if node in visited: return", "statements"),
+    MiniBlank(2, "visit: the inputs, and the node", (
+        MiniChoice("order.append(node)\nfor inp in node.inputs:\n    visit(inp)",
+                   "the node is appended before its inputs are visited, so it comes before them in the order"),
+        MiniChoice(_IN_ORDER, "every input is sorted before the node that reads it (depth first, post-order)"),
+        MiniChoice("for inp in node.inputs:\n    visit(node)\norder.append(node)",
+                   "visit(node) calls visit on the node itself, not on its inputs: the inputs are never reached"),
+    ), _IN_ORDER, "statements"),
+    MiniBlank(3, "a placeholder's value", (
+        MiniChoice("node.value", "a placeholder holds no value in the graph (None): it gets one only from the "
+                                 "feed, at run time"),
+        MiniChoice("feed_dict[node.name]", "feed_dict is keyed by the placeholder nodes, not by their names"),
+        MiniChoice("feed_dict[node]", "a placeholder's value is the one fed for that node"),
+    ), "feed_dict[node]", "expression"),
+    MiniBlank(4, "an op's argument", (
+        MiniChoice("feed_dict[inp]", "the feed holds only placeholders: a Variable's or an op's value is in values"),
+        MiniChoice("values[node]", "the node's own value, which is what it is about to compute: not there yet"),
+        MiniChoice("values[inp]", "each input's value, computed earlier in this run"),
+    ), "values[inp]", "expression"),
+)
+_BLANK = {b.number: b for b in MINI_TF_BLANKS}
+
+#: the runs the check makes on the lecture's graph (x fed): what the page writes -> the fetches, by label
+MINI_TF_RUNS = {"sess.run([h], {x: x_value})": ("h",),
+                "sess.run([h, x @ W], {x: x_value})": ("h", "x @ W")}
+MAX_VISIT_DEPTH = 100   # nested visit calls before the interpreter calls it infinite recursion
+
+
+def choice_label(code: str) -> str:
+    """A choice's lines on one line for a selectbox (``⏎`` between lines)."""
+    return "  ⏎  ".join(line.strip() for line in code.splitlines())
+
+
+def mini_tf_code(fills: dict[int, str | None] | None = None) -> str:
+    """The mini-TensorFlow code with its blanks (``____(1)____``), or with ``fills`` written into them (each
+    line of a fill at the blank's indentation; a blank not in ``fills`` stays blank)."""
+    out = []
+    for line in MINI_TF_CODE.splitlines():
+        for number, blank in _BLANK.items():
+            mark = f"____({number})____"
+            fill = (fills or {}).get(number)
+            if mark in line and fill:
+                indent = line[:len(line) - len(line.lstrip())]
+                first, *rest = fill.splitlines()
+                line = line.replace(mark, first) + "".join("\n" + indent + r for r in rest)
+        out.append(line)
+    return "\n".join(out)
+
+
+class _Stop(Exception):
+    """Infinite recursion caught at a bounded depth (Python itself would raise RecursionError)."""
+
+
+def _node_text(v: Any) -> str:
+    return v.name if isinstance(v, Node) else repr(v)
+
+
+class _MiniInterpreter:
+    """Runs the chosen lines (read with ``ast``) inside the fixed code of :data:`MINI_TF_CODE`, on real Nodes.
+
+    Only the few constructs the choices use are understood: names, ``.inputs`` / ``.name`` / ``.value``,
+    ``d[k]``, ``in`` / ``not in``, ``pass``, ``if ...: return``, ``for ... in ...:``, and the calls
+    ``visit(...)`` / ``order.append(...)``; anything else is refused before running.
+    """
+
+    ATTRIBUTES = ("inputs", "name", "value")
+
+    def __init__(self, fills: dict[int, str]):
+        self.visit_body = (self._parse(fills[1], 1) + ast.parse(_VISIT_FIXED).body + self._parse(fills[2], 2))
+        self.placeholder_value = self._parse(fills[3], 3)
+        self.argument = self._parse(fills[4], 4)
+        self.visit_calls: list[str] = []
+
+    @staticmethod
+    def _parse(code: str, number: int):
+        blank = _BLANK[number]
+        if code not in {c.code for c in blank.choices}:
+            raise ValueError(f"blank ({number}) takes one of the offered lines")
+        if blank.kind == "expression":
+            return ast.parse(code, mode="eval").body
+        return ast.parse(code).body
+
+    # --- expressions ----------------------------------------------------------------------------------
+    def expr(self, e: ast.AST, env: dict) -> Any:
+        if isinstance(e, ast.Name):
+            return env[e.id]
+        if isinstance(e, ast.Constant):
+            return e.value
+        if isinstance(e, ast.Attribute) and e.attr in self.ATTRIBUTES:
+            return getattr(self.expr(e.value, env), e.attr)
+        if isinstance(e, ast.Subscript):
+            return self.expr(e.value, env)[self.expr(e.slice, env)]     # a real dict lookup: KeyError included
+        if isinstance(e, ast.Compare) and len(e.ops) == 1 and isinstance(e.ops[0], (ast.In, ast.NotIn)):
+            found = self.expr(e.left, env) in self.expr(e.comparators[0], env)
+            return found if isinstance(e.ops[0], ast.In) else not found
+        raise ValueError(f"not understood: {ast.unparse(e)}")
+
+    # --- statements (visit's body) ------------------------------------------------------------------------
+    def block(self, stmts: list, env: dict) -> bool:
+        """Run statements; True when one of them returned."""
+        for s in stmts:
+            if isinstance(s, ast.Pass):
+                continue
+            if isinstance(s, ast.Return) and s.value is None:
+                return True
+            if isinstance(s, ast.If) and not s.orelse:
+                if self.expr(s.test, env) and self.block(s.body, env):
+                    return True
+                continue
+            if isinstance(s, ast.For) and isinstance(s.target, ast.Name) and not s.orelse:
+                for item in list(self.expr(s.iter, env)):
+                    if self.block(s.body, {**env, s.target.id: item}):
+                        return True
+                continue
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and len(s.value.args) == 1:
+                fn, arg = s.value.func, self.expr(s.value.args[0], env)
+                if isinstance(fn, ast.Name) and fn.id == "visit":
+                    self.visit(arg, env["order"], env["visited"], env["depth"] + 1)
+                    continue
+                if isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and \
+                        (fn.value.id, fn.attr) in (("order", "append"), ("visited", "add")):
+                    getattr(env[fn.value.id], fn.attr)(arg)
+                    continue
+            raise ValueError(f"not understood: {ast.unparse(s)}")
+        return False
+
+    def visit(self, node: Node, order: list, visited: set, depth: int) -> None:
+        self.visit_calls.append(node.name)
+        if depth > MAX_VISIT_DEPTH:
+            raise _Stop(node.name)
+        self.block(self.visit_body, {"node": node, "order": order, "visited": visited, "depth": depth})
+
+    def topological_sort(self, fetches: list[Node]) -> list[Node]:
+        order: list[Node] = []
+        visited: set[Node] = set()
+        for f in fetches:
+            self.visit(f, order, visited, 0)
+        return order
+
+
+@dataclass(frozen=True)
+class MiniRun:
+    """One run of the filled-in mini-TensorFlow beside the engine's ``Session.run`` of the same fetches."""
+    call: str                            # sess.run([h, x @ W], {x: x_value})
+    fetches: tuple[str, ...]             # fetch labels (h, x @ W)
+    order: tuple[str, ...] | None        # what topological_sort returned (None: it did not return)
+    evaluated: tuple[str, ...]           # nodes Session.run gave a value, in order (up to an error)
+    values: tuple[np.ndarray, ...] | None
+    error: str | None                    # "KeyError: add while evaluating relu"
+    engine_order: tuple[str, ...]        # the fed x the fetches read, then the engine's evaluations in order
+    engine_values: tuple[np.ndarray, ...]
+    problem: str | None                  # the first way this run differs from the engine's (None: it does not)
+
+    def summary(self) -> str:
+        """What the run did, in one sentence (plain text)."""
+        if self.order is None:
+            return f"{self.error}"
+        sorted_ = f"topological_sort returned {', '.join(self.order) if self.order else 'nothing'}"
+        if self.error:
+            return f"{sorted_}; then {self.error}"
+        if self.problem:
+            return f"{sorted_}; {self.problem}"
+        same = ("in the engine's order" if self.evaluated == self.engine_order else
+                f"each once and after its inputs (the engine went {', '.join(self.engine_order)}, its creation "
+                "order)")
+        fetched = " and ".join(f"{lab} = {fmt_value(v)}" for lab, v in zip(self.fetches, self.values))
+        return (f"evaluated {', '.join(self.evaluated)}: the engine's {len(self.engine_order)} nodes, {same}; "
+                f"{fetched}, equal to the engine's Session.run bit for bit")
+
+
+def _lecture_graph() -> Example:
+    return build_example("lecture", with_gradients=False)
+
+
+def run_mini_tf(fills: dict[int, str], call: str, ex: Example | None = None) -> MiniRun:
+    """Run the mini-TensorFlow completed with ``fills`` (blank number -> the chosen choice's code) for one of
+    :data:`MINI_TF_RUNS` on the lecture's graph, and the engine's ``Session.run`` of the same fetches.
+
+    Raises:
+        ValueError: a fill that is not one of its blank's choices (or a blank left out).
+    """
+    ex = ex or _lecture_graph()
+    labels = MINI_TF_RUNS[call]
+    targets = [ex.fetches[lab] for lab in labels]
+    x, x_value = ex.feeds["x"]
+    x_node = tf.tensor_to_node(x)
+    # the engine's own run
+    sess = Session(ex.graph)
+    engine_values = tuple(sess.run(targets, {x: x_value}))
+    reads = {n.id for n in sess.needed_nodes(targets)}
+    engine_order = tuple(([x_node.name] if x_node.id in reads else []) + tf.evaluated_names(sess))
+    # the student's code, run by the interpreter on the same graph's nodes
+    missing = [b.number for b in MINI_TF_BLANKS if not fills.get(b.number)]
+    if missing:
+        raise ValueError(f"blank ({missing[0]}) is not filled")
+    interp = _MiniInterpreter(fills)
+    be = ex.graph.backend
+    fetches = [tf.tensor_to_node(t) for t in targets]
+    feed_dict = {x_node: be.array(np.asarray(x_value), x_node.dtype)}   # as Session.run converts a fed value
+    values: dict[Node, Any] = {}
+    evaluated: list[str] = []
+    order: list[Node] | None = None
+    error = None
+
+    def result(values_out=None) -> MiniRun:
+        problem = error
+        if problem is None:
+            seen, twice = set(), []
+            for name in evaluated:
+                if name in seen and name not in twice:
+                    twice.append(name)
+                seen.add(name)
+            if twice:
+                problem = (f"so Session.run evaluated {', '.join(twice)} twice (the engine's Session evaluates "
+                           "each node once per run)")
+            elif set(evaluated) != set(engine_order):
+                problem = (f"evaluated {', '.join(evaluated)}, the engine {', '.join(engine_order)}")
+            else:
+                for lab, mine, theirs in zip(labels, values_out, engine_values):
+                    if not np.array_equal(mine, theirs):
+                        problem = f"{lab} differs from the engine's (max |difference| " \
+                                  f"{num(float(np.max(np.abs(np.asarray(mine, float) - theirs))))})"
+                        break
+        return MiniRun(call, labels, None if order is None else tuple(n.name for n in order), tuple(evaluated),
+                       values_out, error, engine_order, engine_values, problem)
+
+    try:
+        order = interp.topological_sort(fetches)
+    except _Stop as e:
+        error = (f"RecursionError: visit({interp.visit_calls[0]}) never returned, visit({e.args[0]}) calling "
+                 f"itself {MAX_VISIT_DEPTH} levels deep (stopped there; Python stops at its recursion limit)")
+        return result()
+    where = "topological_sort"
+    try:
+        for node in order:
+            if node.kind == "placeholder":
+                where = f"reading placeholder {node.name}"
+                values[node] = interp.expr(interp.placeholder_value, {"node": node, "feed_dict": feed_dict,
+                                                                      "values": values})
+            elif node.kind == "variable":
+                values[node] = node.state.value
+            elif node.kind == "constant":
+                values[node] = node.value
+            else:
+                where = f"evaluating {node.name}"
+                args = [interp.expr(interp.argument, {"inp": inp, "node": node, "feed_dict": feed_dict,
+                                                      "values": values}) for inp in node.inputs]
+                values[node] = node.op.forward(node.run_ctx, *args)
+            evaluated.append(node.name)
+        where = "returning the fetches"
+        out = tuple(np.array(be.to_numpy(values[f])) for f in fetches)
+    except KeyError as e:
+        error = f"KeyError: {_node_text(e.args[0])} while {where}"
+        return result()
+    except Exception as e:  # noqa: BLE001 -- a kernel given None: the real error, named, without a traceback
+        error = f"{type(e).__name__}: {e} while {where}"
+        return result()
+    return result(out)
+
+
+@dataclass(frozen=True)
+class BlankVerdict:
+    number: int
+    fill: str | None
+    right: bool
+    message: str          # plain text (the page escapes it)
+
+
+@dataclass(frozen=True)
+class MiniTFVerdict:
+    blanks: tuple[BlankVerdict, ...]
+    runs: tuple[MiniRun, ...]          # the whole filled-in program (empty when a blank is not filled)
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.runs) and all(b.right for b in self.blanks) and all(r.problem is None for r in self.runs)
+
+
+def check_mini_tf(fills: dict[int, str | None]) -> MiniTFVerdict:
+    """Check the student's fills: each blank by running the code with that blank as chosen and the others
+    right (so its message says what *that* line does), then the whole program as filled in; every run is set
+    beside the engine's ``Session.run`` of the same fetches on the lecture's graph.
+
+    Raises:
+        ValueError: a fill that is not one of its blank's choices.
+    """
+    ex = _lecture_graph()
+    right = {b.number: b.right for b in MINI_TF_BLANKS}
+    blanks = []
+    for b in MINI_TF_BLANKS:
+        fill = fills.get(b.number)
+        if not fill:
+            blanks.append(BlankVerdict(b.number, None, False, "not filled: choose a line"))
+            continue
+        why = next((c.why for c in b.choices if c.code == fill), None)
+        if why is None:
+            raise ValueError(f"blank ({b.number}) takes one of the offered lines")
+        runs = [run_mini_tf({**right, b.number: fill}, call, ex) for call in MINI_TF_RUNS]
+        bad = next((r for r in runs if r.problem), None)
+        if bad is None:
+            blanks.append(BlankVerdict(b.number, fill, True, f"right: {why}."))
+        else:
+            blanks.append(BlankVerdict(b.number, fill, False, f"{bad.call}: {bad.summary()}. Why: {why}."))
+    if any(not b.fill for b in blanks):
+        return MiniTFVerdict(tuple(blanks), ())
+    return MiniTFVerdict(tuple(blanks), tuple(run_mini_tf(dict(fills), call, ex) for call in MINI_TF_RUNS))

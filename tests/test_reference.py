@@ -33,3 +33,12 @@ def test_a_failing_child_is_a_typed_error(monkeypatch):
     reference._run.cache_clear()
     with pytest.raises(reference.ReferenceFailed):
         reference.in_reference_process("explorer.kit.reference:no_such_function")
+
+
+def test_the_reference_child_runs_below_the_server(monkeypatch):
+    """The child is background work: it runs at CHILD_NICENESS more than the server (a Step or a page open of the
+    server's own threads comes first on a loaded machine)."""
+    import os
+    here = os.nice(0)
+    child = reference._run("os:nice", "[0]")   # os.nice(0) in the child: its nice value
+    assert reference.CHILD_NICENESS > 0 and child == min(19, here + reference.CHILD_NICENESS)

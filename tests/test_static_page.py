@@ -534,3 +534,113 @@ def test_page_checks_a_right_and_a_wrong_session_order():
     next(b for b in at.button if b.label == "Check my order").click()
     ok(at.run())
     assert any("matmul comes before its input x" in e.value for e in at.error)
+
+
+# --- the mini-TensorFlow exercise as code: topological_sort and Session.run with blanks (issue 37) ------------
+
+RIGHT = {b.number: b.right for b in M.MINI_TF_BLANKS}
+
+
+def with_fill(number: int, fill: str) -> dict[int, str]:
+    return {**RIGHT, number: fill}
+
+
+def test_mini_tf_right_fill_reproduces_the_engines_session_run():
+    """The completed code, run on the lecture's real static graph, evaluates exactly the nodes the engine's
+    Session.run does, each once and after its inputs, and fetches the same arrays bit for bit."""
+    v = M.check_mini_tf(RIGHT)
+    assert v.correct and all(b.right for b in v.blanks)
+    for run in v.runs:
+        assert run.problem is None, run.summary()
+        assert sorted(run.evaluated) == sorted(run.engine_order)        # the same nodes, each once
+        assert len(set(run.evaluated)) == len(run.evaluated)
+        assert len(run.values) == len(run.engine_values)
+        for mine, theirs in zip(run.values, run.engine_values):
+            assert np.array_equal(mine, theirs)
+    h, both = v.runs
+    assert h.engine_order == ("x", "W", "b", "matmul", "add", "relu")   # the engine: creation order
+    assert h.evaluated == ("x", "W", "matmul", "b", "add", "relu")      # depth first: matmul before b
+    assert both.evaluated == h.evaluated                                 # matmul reached twice, evaluated once
+    # each node after its inputs: the order exercise's own checker accepts the order the code evaluated in
+    assert M.check_session_order(M.session_order_exercise("h"), ", ".join(h.evaluated)).correct
+    # the engine's own numbers, independently: Session.run on a fresh lecture graph
+    ex = M.build_example("lecture", with_gradients=False)
+    x, xv = ex.feeds["x"]
+    hv, xwv = engine.static.Session(ex.graph).run([ex.fetches["h"], ex.fetches["x @ W"]], {x: xv})
+    assert np.array_equal(both.values[0], hv) and np.array_equal(both.values[1], xwv)
+    assert np.array_equal(h.values[0], hv)
+
+
+WRONG_FILLS = {
+    # blank: fill -> what the run of the otherwise right code shows (the first run that differs)
+    (1, "if node not in visited: return"): "topological_sort returned nothing; then KeyError: relu",
+    (1, "pass"): "so Session.run evaluated x, W, matmul twice",
+    (2, "order.append(node)\nfor inp in node.inputs:\n    visit(inp)"): "KeyError: add while evaluating relu",
+    (2, "for inp in node.inputs:\n    visit(node)\norder.append(node)"): "KeyError: add while evaluating relu",
+    (3, "feed_dict[node.name]"): "KeyError: 'x' while reading placeholder x",
+    (3, "node.value"): "AttributeError: 'NoneType' object has no attribute 'ndim' while evaluating matmul",
+    (4, "feed_dict[inp]"): "KeyError: W while evaluating matmul",
+    (4, "values[node]"): "KeyError: matmul while evaluating matmul",
+}
+
+
+@pytest.mark.parametrize("number, fill", list(WRONG_FILLS))
+def test_mini_tf_each_wrong_fill_gives_its_own_outcome(number, fill):
+    v = M.check_mini_tf(with_fill(number, fill))
+    assert not v.correct
+    verdict = next(b for b in v.blanks if b.number == number)
+    assert not verdict.right and WRONG_FILLS[(number, fill)] in verdict.message, verdict.message
+    assert all(b.right for b in v.blanks if b.number != number)
+    assert "Traceback" not in verdict.message
+
+
+def test_mini_tf_wrong_outcomes_are_all_different():
+    messages = [next(b for b in M.check_mini_tf(with_fill(n, f)).blanks if b.number == n).message.split(" Why: ")[0]
+                for n, f in WRONG_FILLS]   # what the runs did, without the line that explains it
+    assert len(set(messages)) == len(messages)
+    every = {(b.number, c.code) for b in M.MINI_TF_BLANKS for c in b.choices if c.code != b.right}
+    assert every == set(WRONG_FILLS)        # every wrong choice offered is tested above
+
+
+def test_mini_tf_infinite_recursion_is_stopped_and_reported():
+    """No visited check and visit(node) instead of visit(inp): visit calls itself for ever; the interpreter
+    stops it at a bounded depth and says so (Python would raise RecursionError)."""
+    v = M.check_mini_tf({**RIGHT, 1: "pass", 2: "for inp in node.inputs:\n    visit(node)\norder.append(node)"})
+    assert not v.correct
+    assert all(r.error and "RecursionError" in r.error for r in v.runs), [r.error for r in v.runs]
+    assert "visit(relu)" in v.runs[0].summary()
+
+
+def test_mini_tf_code_shows_blanks_then_the_fill():
+    blank = M.mini_tf_code()
+    assert "def topological_sort(fetches):" in blank and "def run(self, fetches, feed_dict):" in blank
+    assert all(f"____({b.number})____" in blank for b in M.MINI_TF_BLANKS)
+    filled = M.mini_tf_code(RIGHT)
+    assert "____" not in filled
+    assert "        for inp in node.inputs:\n            visit(inp)\n        order.append(node)" in filled
+    compile(filled, "<mini-tf>", "exec")          # the filled code is Python (compiled, never run)
+    assert M.check_mini_tf({**RIGHT, 2: None}).blanks[1].message.startswith("not filled")
+    with pytest.raises(ValueError):
+        M.check_mini_tf({**RIGHT, 3: "__import__('os')"})     # only the offered lines are accepted
+
+
+def test_page_checks_the_mini_tf_fill_in():
+    at = ok(AppTest.from_file(PAGE, default_timeout=TIMEOUT).run())
+    assert any("____(1)____" in c.value for c in at.code)
+    for b in M.MINI_TF_BLANKS:
+        at.selectbox(key=f"static_mini_{b.number}").set_value(b.right)
+    next(b for b in at.button if b.label == "Check my code").click()
+    ok(at.run(timeout=TIMEOUT))
+    assert sum(any(f"({b.number})" in s.value.replace("\\", "") for b in M.MINI_TF_BLANKS)
+               for s in at.success) == 4
+    assert any("bit for bit" in s.value and "x, W, matmul, b, add, relu" in s.value.replace("\\", "")
+               for s in at.success)
+    assert any("visit(inp)" in c.value and "____" not in c.value for c in at.code)
+    at.selectbox(key="static_mini_4").set_value("feed_dict[inp]")
+    next(b for b in at.button if b.label == "Check my code").click()
+    ok(at.run(timeout=TIMEOUT))
+    wrong = [e.value.replace("\\", "") for e in at.error]
+    assert any("(4)" in e and "KeyError: W while evaluating matmul" in e for e in wrong), wrong
+    assert not any("Traceback" in t for t in wrong)
+    labels = [s.label.replace("\\", "") for s in at.selectbox if s.key and s.key.startswith("static_mini_")]
+    assert labels and all(lab.startswith("____(") for lab in labels)   # the blank's mark, not Markdown bold

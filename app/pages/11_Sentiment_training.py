@@ -22,7 +22,7 @@ from explorer.sentiment_training.settings import (DEFAULTS, EXAMPLE_SENTENCE, LR
                                                   RUN_FIELDS, RunRefused, available_backends, hw2_target,
                                                   one_click_values, read_own_input, start_run, untrained_network)
 from explorer.sentiment_training.views import (AUTOGRADER_EPOCHS, AUTOGRADER_NOTE, COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
-                                               accuracy_chart, autograder_log, checkpoint_text, compare_figure, compare_rows,
+                                               accuracy_chart, autograder_log, training_faq_text, checkpoint_text, compare_figure, compare_rows,
                                                inside_charts, keep_run, last_look, latest_val_accuracy, loss_chart,
                                                network_dot, network_figure, network_svg, predict_sentence,
                                                progress_text, record_run, too_large, units_chart, units_title, unknown_words_text,
@@ -159,7 +159,7 @@ with settings_box:
     elif S[k("dataset")] == "subset" and (S[k("n_train")], S[k("n_val")]) == (450, 100):
         st.caption("HW2's setting: the first 450 training and first 100 validation sentences of SST-2. "
                    "HW2's target is 75% best validation accuracy (lr 0.01, 250 epochs: 71–76% in file order, "
-                   "77–82% shuffled, depending on the seed).")
+                   "77–82% shuffled, depending on the seed). " + training_faq_text())
 
 
 # --- your own data (kept in this browser session only) --------------------------------------------

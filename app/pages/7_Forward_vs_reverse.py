@@ -141,6 +141,12 @@ if pass_rows is not None:
     st.markdown("**A whole gradient of a loss with n inputs, in forward passes**: the notes' table beside the same "
                 "table from the counts above.")
     show_table(M.gradient_cost_rows(pass_rows), look, static=True)
+st.markdown("**The notes' own case: logistic regression on 8 samples**, its whole gradient computed both ways on "
+            "the engine, every pass run and counted:")
+logreg = fixed_figure("forward_vs_reverse.logreg_costs", "Logistic regression's gradient, both ways")
+if logreg is not None:
+    show_table(M.logreg_rows(logreg), look, static=True)
+    st.caption(M.logreg_caption(logreg))
 
 st.subheader("Why frameworks never build the Jacobian")
 st.caption("A layer x (batch × d_in) → y (batch × d_out). Its full Jacobian is huge; a VJP only ever holds a "

@@ -11,7 +11,7 @@ import streamlit as st
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
-from explorer.kit.formatting import md_escape
+from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.labels import num
 from explorer.kit.reference import ReferenceFailed
 from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, publish_link, show_plot, show_table,
@@ -168,6 +168,32 @@ for f, (right, message) in verdicts.items():
     show = st.success if right else st.error
     show(f"`{M.SESSION_EXERCISE_FETCHES[f]}`: {md_escape(message)}",
          icon=":material/check_circle:" if right else ":material/cancel:")
+
+st.markdown("##### The same exercise as code: fill in the mini-TensorFlow")
+st.markdown("The notes' mini-TensorFlow sorts the nodes the fetches need and evaluates them. Choose a line for each "
+            "blank; **Check my code** runs your completed code on the lecture's graph (a small interpreter, on the "
+            "engine's real nodes) and sets it beside the engine's own `Session.run` of `[h]` and of `[h, x @ W]`.")
+mini = st.session_state.setdefault(ns.key("mini_checked"), {})   # {"fills": ..., "verdict": ...} after a check
+mini_cols = st.columns([3, 2])
+code_slot = mini_cols[0].empty()   # written after the form, so a check shows the lines just chosen
+with mini_cols[1].form(ns.key("mini_form"), border=True):
+    for blank in M.MINI_TF_BLANKS:
+        # a label reads Markdown (its __ would be bold): the blank's mark is escaped to show as in the code
+        st.selectbox(md_escape(f"____({blank.number})____ {blank.what}"), [c.code for c in blank.choices], index=None,
+                     format_func=M.choice_label, placeholder="choose a line", key=ns.key(f"mini_{blank.number}"))
+    if st.form_submit_button("Check my code", type="primary"):
+        fills = {b.number: st.session_state[ns.key(f"mini_{b.number}")] for b in M.MINI_TF_BLANKS}
+        mini.update(fills=fills, verdict=M.check_mini_tf(fills))
+code_slot.code(M.mini_tf_code(mini.get("fills")), language="python")
+if mini.get("verdict") is not None:
+    for bv in mini["verdict"].blanks:
+        line = f"**({bv.number})** " + (f"{code_span(M.choice_label(bv.fill))} — " if bv.fill else "")
+        (st.success if bv.right else st.error)(line + md_escape(bv.message),
+                                              icon=":material/check_circle:" if bv.right else ":material/cancel:")
+    for run in mini["verdict"].runs:
+        (st.success if run.problem is None else st.error)(f"Your code, `{run.call}`: {md_escape(run.summary())}")
+    if not mini["verdict"].runs:
+        st.warning("Fill every blank to run the code.")
 
 # --- 2. control flow --------------------------------------------------------------------------------
 st.divider()

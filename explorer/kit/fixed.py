@@ -29,6 +29,7 @@ FIGURES: dict[str, str] = {
     "cross_entropy.batch": "explorer.cross_entropy:batch_example",
     "cross_entropy.program_checks": "explorer.cross_entropy:step_program_checks",
     "forward_vs_reverse.pass_costs": "explorer.forward_vs_reverse:fixed_pass_costs",
+    "forward_vs_reverse.logreg_costs": "explorer.forward_vs_reverse:fixed_logreg_costs",
     "forward_vs_reverse.micro_batches": "explorer.forward_vs_reverse:micro_batch_rows",
     "autograd_usage.check": "explorer.autograd_usage:usage_check",
     "granularity.sigmoid": "explorer.granularity:fixed_granularity",

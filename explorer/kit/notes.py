@@ -37,6 +37,8 @@ NOTES: dict[str, NotesFigure] = {
     "side_by_side_steps": NotesFigure(320, "Adam steps trained side by side with PyTorch"),
     "random_graphs": NotesFigure(50, "random graphs checked against finite differences"),
     "random_graph_nodes": NotesFigure(22.8, "nodes per random graph, on average"),
+    "random_graph_shared": NotesFigure(9.7, "shared values per random graph, on average: values more than one "
+                                            "operation reads, whose adjoints are sums"),
     "random_graph_error": NotesFigure(3.7e-10, "the largest *relative* error of autodiff against central "
                                                "differences over their random graphs"),
     # Backprop orders (page 5): breadth-first first touch on random graphs

@@ -23,7 +23,7 @@ from sentiment.trainer import InsideLook, SentimentTrainer
 
 from ..kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
 from ..kit.labels import num
-from ..student_code.handout import AUTOGRADER_NOTE, autograder_log  # noqa: F401  (HW2's log lines, for the page)
+from ..student_code.handout import AUTOGRADER_NOTE, autograder_log, training_faq_text  # noqa: F401  (HW2's log lines and FAQ, for the page)
 from .runner import LOOK_METRICS, RunSnapshot
 
 AUTOGRADER_EPOCHS = 3   # the epochs whose default_log_fn lines the page prints after a run

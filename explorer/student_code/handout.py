@@ -201,6 +201,13 @@ VERSION_NOTES = (
 )
 
 
+def training_faq_text() -> str:
+    """The handout's two FAQ answers about training (a run under 75 %, a slow epoch), for the Sentiment training
+    page's HW2 setting, where a student trains HW2's network (Markdown)."""
+    (under_q, under_a, _), (slow_q, slow_a, _) = FAQ[0], FAQ[2]
+    return f"The handout's FAQ: *{under_q}* {under_a} *{slow_q}* {slow_a}"
+
+
 def faq_rows() -> list[dict]:
     """The handout's FAQ, each answer beside where this app shows the thing it is about."""
     return [{"question": q, "the handout's answer": a, "here": here} for q, a, here in FAQ]
