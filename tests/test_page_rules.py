@@ -55,3 +55,13 @@ def test_the_checks_can_fail():
     names = [n for _, n in _imported_packages(tree) if n.split(".")[0] in LOGIC_PACKAGES]
     assert names == ["engine", "sentiment.data", "engine.explain"]
     assert _direct_tables(tree) == [5, 6]
+
+
+def test_no_page_summary_gives_away_the_answer_the_class_judges():
+    """Home's cards are the pages' summaries: the card of an exercise's page asks, it does not answer (the card
+    of Backprop orders once said breadth-first 'passes x̄1 on too early and a contribution is lost', exercise
+    6's answer)."""
+    from explorer.kit.pages import discover_pages
+    summaries = {p.path.stem: p.summary for p in discover_pages(Path(__file__).resolve().parents[1] / "app" / "pages")}
+    card = summaries["5_Backprop_orders"]
+    assert card and not any(w in card.lower() for w in ("too early", "is lost", "broken", "wrong on"))

@@ -1,4 +1,4 @@
-"""The correct order and a broken one side by side, stepping together: where breadth-first passes x̄1 on too early and a contribution is lost.
+"""The correct order and other orders side by side, stepping together: does each one give the right gradient, and if not, where does it go wrong?
 
 The same graph backpropagated in the correct order and in broken ones, side by side and stepping together: where a wrong gradient appears and which contribution was dropped, the exponential cost of recursing along every path, statistics over random graphs, and the recursion limit of a recursive DFS on a deep chain.
 """
