@@ -265,3 +265,15 @@ def test_a_class_page_run_computes_as_a_step_without_queueing():
         release.set()
         holder.join(T)
     assert [m.value for m in at.markdown] == [f"priority {STEP}", "value 10"]
+
+
+def test_a_progress_poll_slows_on_a_loaded_machine_and_comes_back_without_flapping():
+    from explorer.kit.priority import LOADED_PER_CORE, SLOW_FACTOR, UNLOADED_PER_CORE, poll_period
+    assert poll_period(1.0, False, load_per_core=0.5) == (1.0, False)
+    assert poll_period(1.0, False, load_per_core=LOADED_PER_CORE + 0.1) == (SLOW_FACTOR * 1.0, True)
+    between = (LOADED_PER_CORE + UNLOADED_PER_CORE) / 2      # between the thresholds: the last period stays
+    assert poll_period(1.0, True, load_per_core=between) == (SLOW_FACTOR * 1.0, True)
+    assert poll_period(1.0, False, load_per_core=between) == (1.0, False)
+    assert poll_period(1.0, True, load_per_core=UNLOADED_PER_CORE - 0.1) == (1.0, False)
+    period, slowed = poll_period(2.0, False)                 # the machine's own load average
+    assert slowed in (True, False) and period in (2.0, 2.0 * SLOW_FACTOR)

@@ -9,11 +9,13 @@ import time
 import streamlit as st
 
 from explorer.kit.budget import bounded_cache
+from explorer.kit.class_widgets import in_class
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.kit.formatting import code_span, md_escape
 from explorer.kit.labels import num
-from explorer.kit.widgets import (presentation_toggle, progress_poll, publish_link, show_plot, show_table,
+from explorer.kit.priority import poll_period
+from explorer.kit.widgets import (TIMER_RUN, presentation_toggle, progress_poll, publish_link, show_plot, show_table,
                                   start_page)
 from explorer.sentiment_training.replay import DEFAULT_PACE, PACES, Replay, replay_text, snapshot_at
 from explorer.sentiment_training.runner import TrainingRun, streamlit_session_id, streamlit_session_watch
@@ -245,9 +247,17 @@ def cached_svg(dot: str) -> str | None:
 
 
 # --- live view (a fragment that polls the run while it trains) --------------------------------
-@st.fragment(run_every=1.0 if busy else 0.5 if replaying else None)
+# every second while it trains; every 3 s on a loaded server unless a class watches (the lecturer's projector)
+poll_s, S[k("poll_slowed")] = ((1.0, False) if in_class() else
+                               poll_period(1.0, bool(S.get(k("poll_slowed")))))
+
+
+@st.fragment(run_every=poll_s if busy else 0.5 if replaying else None)
 @progress_poll   # a poll waits while a Step or a page open computes elsewhere on the server
 def live_view() -> None:
+    if busy and not in_class() and poll_period(1.0, S[k("poll_slowed")])[1] != S[k("poll_slowed")]:
+        S[TIMER_RUN] = True   # not a run the session asked for (the page-run limit leaves it out)
+        st.rerun()            # the whole page, once: the fragment's timer takes the new period
     r: TrainingRun | None = S[k("run")]
     if r is None:
         st.info("Choose a dataset and press **Start training** (or a one-click preset above). The curves grow "

@@ -197,3 +197,27 @@ def gate() -> PriorityGate:
 
 
 __all__ = ["BACKGROUND", "OPEN", "OPEN_SLOTS", "STEP", "PriorityGate", "gate", "queued_text"]
+
+
+# --- how often a session's progress poll runs --------------------------------------------------------------
+# A poll (a training's curves, redrawn every second) is background work, but five students watching their
+# trainings poll five times a second, and each poll's drawing and its messages share the server's event loop
+# with a class's Step. On a loaded machine (more runnable tasks than cores, averaged over a minute) a poll
+# nobody in a class is watching runs less often; the class's own (the lecturer's, on the projector) never does.
+LOADED_PER_CORE = 1.5     # slow down above this load average per core ...
+UNLOADED_PER_CORE = 1.0   # ... and come back below this one (between the two: keep the last period)
+SLOW_FACTOR = 3
+
+
+def poll_period(base_s: float, slowed: bool, load_per_core: float | None = None) -> tuple[float, bool]:
+    """The period for a progress poll of ``base_s`` seconds and whether it is slowed: ``slowed`` is the last
+    answer (the two thresholds keep a poll from flapping); ``load_per_core`` defaults to the machine's 1-minute
+    load average over its cores."""
+    if load_per_core is None:
+        import os
+        load_per_core = os.getloadavg()[0] / (os.cpu_count() or 1)
+    if load_per_core > LOADED_PER_CORE:
+        slowed = True
+    elif load_per_core < UNLOADED_PER_CORE:
+        slowed = False
+    return (base_s * SLOW_FACTOR if slowed else base_s), slowed
