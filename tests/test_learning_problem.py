@@ -313,3 +313,18 @@ def test_the_page_shows_both_forms_and_where_they_land():
     codes = [c.value for c in at.code]
     assert L.SLIDES_FORM_CODE in codes and L.PYTORCH_STYLE_CODE in codes
     assert L.two_forms_text(L.two_forms()) in texts(at)
+
+
+def test_on_a_projector_the_learning_rate_buttons_do_not_name_the_verdict():
+    """The class judges a learning rate from its run: in presentation mode the example buttons read "η = 0.1",
+    not "too small (η = 0.1)"; on a laptop the verdict helps a student alone and stays."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"present": "1"})
+    at = _ok(at.run())
+    s = L.SURFACES[L.DEFAULT_SURFACE]
+    labels = [b.label for b in at.button]
+    for name, value in s.lr_examples.items():
+        assert f"η = {value:g}" in labels
+        assert not any(name in lab for lab in labels), (name, labels)
+    at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
+    assert any(b.label.startswith("too small (η =") for b in at.button)

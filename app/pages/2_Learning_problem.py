@@ -104,8 +104,9 @@ if look.presenting:
 c[0].select_slider("Learning rate η", S.lr_choices, key=ns.key("lr"), on_change=_restart,
                    format_func=lambda v: f"{v:g}")
 for col, (name, value) in zip(c[1:4], S.lr_examples.items()):
-    col.button(f"{name} (η = {value:g})", key=ns.key(f"lr_{name}"), on_click=_set_lr, args=(value,),
-               width="stretch")
+    # on a projector the class judges the rate from the run: the button names the value, not the verdict
+    col.button(f"η = {value:g}" if look.presenting else f"{name} (η = {value:g})", key=ns.key(f"lr_{name}"),
+               on_click=_set_lr, args=(value,), width="stretch")
 with settings or st.container():
     c2 = st.columns([2, 1, 1])
 c2[0].selectbox("Gradient from", L.BATCH_CHOICES, key=ns.key("batch"), on_change=_restart,
