@@ -644,3 +644,19 @@ def test_page_checks_the_mini_tf_fill_in():
     assert not any("Traceback" in t for t in wrong)
     labels = [s.label.replace("\\", "") for s in at.selectbox if s.key and s.key.startswith("static_mini_")]
     assert labels and all(lab.startswith("____(") for lab in labels)   # the blank's mark, not Markdown bold
+
+
+def test_on_a_projector_the_lectures_run_starts_dark_and_lights_up_with_the_slider():
+    """The order Session.run evaluates the lecture's graph in is the in-class exercise's answer: in presentation
+    mode the run opens with no node lit and no order written; the slider lights the nodes one at a time."""
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.query_params.update({"present": "1"})
+    at = ok(at.run())
+    assert at.slider(key="static_upto").value == 0
+    assert "matmul → add → relu" not in texts(at) and "move the slider" in texts(at)
+    at.slider(key="static_upto").set_value(3)
+    at = ok(at.run())
+    assert "the first 3 of 5: W → b → matmul → …" in texts(at)    # x is fed, not evaluated
+    at.slider(key="static_upto").set_value(5)
+    at = ok(at.run())
+    assert "W → b → matmul → add → relu" in texts(at)

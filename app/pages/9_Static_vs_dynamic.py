@@ -87,7 +87,11 @@ if result.error:
 else:
     n_eval = len(result.evaluated)
     count_at.success(result.count_text(short=look.presenting))
-    upto = slider_at.slider("Evaluation order: light up the first k nodes", 0, n_eval, n_eval, key=ns.key("upto"))
+    # on a projector the lecture's run starts dark and the lecturer lights it up node by node: its order is the
+    # answer to the in-class exercise below, so the page does not show it before the class has guessed
+    start_dark = look.presenting and example == "lecture" and not st.session_state[ns.key("grads")]
+    upto = slider_at.slider("Evaluation order: light up the first k nodes", 0, n_eval, 0 if start_dark else n_eval,
+                            key=ns.key("upto"))
 (slider_at if look.presenting else stage).html(f"<div style='font-size:0.85rem'>{legend}</div>")
 size = ({"width": graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE),
          "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look)), "whole_text_only": True}
@@ -98,7 +102,12 @@ show_plot(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not re
                              look), look, key=ns.key("graph"), where=graph_at)
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
-    st.caption("Evaluation order (topological, only what the fetch depends on): " + " → ".join(names))
+    if upto >= len(names):
+        st.caption("Evaluation order (topological, only what the fetch depends on): " + " → ".join(names))
+    elif upto == 0:
+        st.caption("Evaluation order: move the slider to light the nodes up in the order Session.run evaluates them.")
+    else:
+        st.caption(f"Evaluation order, the first {upto} of {len(names)}: " + " → ".join(names[:upto]) + " → …")
     vcols = st.columns([2, 3])
     if result.value is not None:
         vcols[0].markdown(f"**{result.fetch}** =")
