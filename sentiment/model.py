@@ -141,7 +141,7 @@ class SentimentNet(nn.Module):
             LayerInfo("relu", "ReLU", f"(B, {h})", 0),
             LayerInfo("dropout", f"Dropout(p={self.dropout.p})", f"(B, {h})", 0),
             LayerInfo("fc2", f"Linear({h}, 1)", "(B, 1)", self.fc2.weight.numel() + self.fc2.bias.numel()),
-            LayerInfo("sigmoid", "sigmoid -> P(positive)", "(B,)", 0),
+            LayerInfo("sigmoid", "sigmoid → P(positive)", "(B,)", 0),
         ]
 
 
