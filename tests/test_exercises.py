@@ -240,3 +240,19 @@ def test_feedback_reads_as_a_sentence_after_the_answers_name():
     assert wrong.startswith("f′(x0): not quite") and "= Not" not in wrong
     assert right.startswith("f′(x0): correct: the engine gets ")
     assert E.feedback_line(ex.parts[1], E.Verdict(False, "No answer yet.")) == "x1: no answer yet."
+
+
+def test_the_exercise_buttons_stop_at_the_ends():
+    """No wrap-around: "Previous exercise" is off at the first exercise and "Next exercise" at the last (a
+    clicker's PageDown then goes on to the next page instead of back to exercise 1)."""
+    keys = list(E.BUILDERS)
+    at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
+    buttons = {b.label: b for b in at.button}
+    assert buttons["Previous exercise"].disabled and not buttons["Next exercise"].disabled
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"ex": keys[-1]})
+    at = _ok(at.run())
+    buttons = {b.label: b for b in at.button}
+    assert buttons["Next exercise"].disabled and not buttons["Previous exercise"].disabled
+    buttons["Previous exercise"].click().run()
+    assert at.query_params["ex"] == keys[-2]

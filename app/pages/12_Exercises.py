@@ -48,10 +48,13 @@ head = st.columns([3.2, 1.7, 1.5, 1.6])
 head[0].selectbox("Exercise", KEYS, key=ns.key("ex"), format_func=lambda k: E.TITLES[k], on_change=_picked,
                   label_visibility="collapsed")
 # "exercise" in their names: the lecture's Previous / Next links (the corner, the clicker) move between pages
+# no wrap-around: at the last exercise a clicker's PageDown (which presses "Next exercise" while it can) goes on to
+# the next page, and at the first PageUp to the previous one
+at_ex = KEYS.index(st.session_state[ns.key("ex")])
 head[1].button("Previous exercise", key=ns.key("prev"), on_click=_move, args=(-1,), icon=":material/chevron_left:",
-               width="stretch")
+               width="stretch", disabled=at_ex == 0)
 head[2].button("Next exercise", key=ns.key("next"), on_click=_move, args=(1,), icon=":material/chevron_right:",
-               icon_position="right", width="stretch")
+               icon_position="right", width="stretch", disabled=at_ex == len(KEYS) - 1)
 with head[3]:
     presentation_toggle()
 

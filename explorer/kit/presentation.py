@@ -310,7 +310,9 @@ NAV_CSS = (f"<style>.st-key-{NAV_KEY} {{ position: fixed; right: 1rem; top: 0.4r
            f"gap: 0.2rem; flex-direction: row; }}</style>")
 
 # The keys a presentation clicker sends: PageDown / space / → step the page's stepper, or, on its last step (or on a
-# page without one), open the next page; PageUp / ← step back, or open the previous page from the first step.
+# page without one), open the next page; PageUp / ← step back, or open the previous page from the first step. A page
+# of numbered parts without a stepper (the Exercises: "Next exercise" / "Previous exercise") moves through them the
+# same way, and on past the last one.
 # Arrows on a stepper are Streamlit's own shortcuts of Step and Back (the script adds only the move to another
 # page at either end). Keys typed into a box, a slider or a menu are theirs; installed once per browser tab.
 CLICKER_SCRIPT = f"""<script>(() => {{ if (window.__adxClicker) return; window.__adxClicker = true;
@@ -330,6 +332,8 @@ CLICKER_SCRIPT = f"""<script>(() => {{ if (window.__adxClicker) return; window._
     if (!forward && !back) return;
     if (e.key === ' ' && e.target && e.target.closest && e.target.closest('button, a')) return;  // its own click
     const arrow = e.key.startsWith('Arrow');
+    const part = !button('Step') && button(forward ? 'Next exercise' : 'Previous exercise');
+    if (part) {{ e.preventDefault(); part.click(); return; }}
     if (atEnd(forward)) {{ e.preventDefault(); go(forward); return; }}
     if (arrow) return;   // Streamlit's shortcut steps
     e.preventDefault(); const b = button(forward ? 'Step' : 'Back'); if (b) b.click();

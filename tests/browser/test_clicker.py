@@ -94,3 +94,25 @@ def test_the_lit_code_line_is_on_the_first_screen_at_every_backward_step(screen,
             problems.append(f"step {step}: {pg.evaluate(LIT_ON_SCREEN_JS, h)}")
         pg.keyboard.press("PageDown")
     assert problems == [], f"/{path} at {w} x {h}: lit lines out of view: {problems}"
+
+
+def test_the_clicker_moves_through_the_exercises_then_to_the_next_page(screen, app_url, wait_idle):
+    """Exercises have no stepper: PageDown presses "Next exercise" while there is one, and on the last exercise
+    opens the next page; PageUp on the first exercise opens the page before."""
+    from explorer import exercises as E
+    keys = list(E.BUILDERS)
+    pg, w, h = screen
+    pg.goto(f"{app_url}/Exercises?present=1&ex={keys[-2]}")
+    wait_idle(pg, timeout=120)
+    heading = pg.locator('[data-testid="stMain"]').get_by_text(re.compile(r"^Exercise \d+ · ")).first
+    expect(heading).to_have_text(re.compile(rf"^Exercise {len(keys) - 1} · "))
+    pg.evaluate("() => document.activeElement && document.activeElement.blur()")
+    pg.keyboard.press("PageDown")
+    expect(heading).to_have_text(re.compile(rf"^Exercise {len(keys)} · "))
+    pg.keyboard.press("PageUp")
+    expect(heading).to_have_text(re.compile(rf"^Exercise {len(keys) - 1} · "))
+    pg.keyboard.press("PageDown")
+    expect(heading).to_have_text(re.compile(rf"^Exercise {len(keys)} · "))
+    wait_idle(pg, timeout=120)
+    pg.keyboard.press("PageDown")
+    expect(pg).to_have_url(re.compile(r"/Your_HW2_code"))
