@@ -67,6 +67,7 @@ SHORT: dict[str, str | Serve | Skip] = {
     "streamlit run app/Home.py": Serve("streamlit run app/Home.py"),
     ".venv/bin/python -m streamlit run app/Home.py": Serve("{python} -m streamlit run app/Home.py"),
     "python3 -m pytest -q": Skip(THE_SUITE),
+    "python3 -m pytest -q -n 0 tests/test_page_rules.py": "python3 -m pytest -q -n 0 tests/test_page_rules.py",
     "bash tools/check_min_versions.sh": Skip(MIN_VERSIONS),
     "python tools/check_doc_commands.py": Skip("this script"),
     "apt-get install -y chromium": Skip("a Debian package; .ci/run installs it"),
