@@ -26,3 +26,20 @@ def backend_params():
 @pytest.fixture(params=backend_params())
 def backend(request):
     return request.param
+
+
+BROWSER_TESTS = "tests/browser/"
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """The suite runs on two workers (pytest-xdist, pytest.ini): a test module goes to one worker, and the browser
+    tests, all of them, form one unit that one worker runs module after module (one Chromium and one app server at
+    a time, as in a one-process run) while the other worker takes the rest of the suite. (xdist's own
+    ``--dist loadgroup`` would say this with markers, but does not group anything under pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return BROWSER_TESTS if nodeid.startswith(BROWSER_TESTS) else super()._split_scope(nodeid)
+
+    return BrowserTestsTogether(config, log)

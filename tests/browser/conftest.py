@@ -55,14 +55,12 @@ def _skip_reason() -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)   # before pytest-xdist reads the group (--dist loadgroup, pytest.ini)
 def pytest_collection_modifyitems(config, items):
     reason = _skip_reason()
     here = Path(__file__).parent
     for item in items:
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.browser)
-            item.add_marker(pytest.mark.xdist_group("browser"))   # one worker: one Chromium and server at a time
             if reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
 
