@@ -3,7 +3,7 @@
     python benchmarks/app_rerun.py            # both measurements
     python benchmarks/app_rerun.py --quick    # fewer repeats
 
-1. A ~50-node program (a random DAG from engine.explain.harness, the same generator the Backprop
+1. A ~50-node program (a random DAG from explorer.explain.harness, the same generator the Backprop
    orders page uses) is opened in the Expression explorer through streamlit's AppTest (the real page
    script, headless); then "Step" is clicked repeatedly and each rerun's wall time is measured.
    This is the server's time per rerun (script + building the page's elements), without the browser.
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def program_with_nodes(target: int, seed: int = 0):
     """(text, inputs-text, node count) of a random DAG whose graph has about ``target`` nodes."""
-    from engine.explain import record_execution
-    from engine.explain.harness import random_dag_program
+    from explorer.explain import record_execution
+    from explorer.explain.harness import random_dag_program
     n_ops = max(1, target // 2)
     best = None
     for _ in range(30):
@@ -94,7 +94,7 @@ def bench_frames(target: int, repeats: int) -> dict:
 
     from explorer.kit.figures import at_frame, style_graph_figure
     from explorer.kit.presentation import look
-    from engine.explain import random_dag_tensors, record_tensor
+    from explorer.explain import random_dag_tensors, record_tensor
     from explorer.kit.graph_view import trace_picture
     from explorer.kit.graphviz_layout import cache
     from explorer.kit.plotly_figure import figure_dict, plan

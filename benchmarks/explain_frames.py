@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
-from engine.explain import random_dag_tensors, record_tensor
+from explorer.explain import random_dag_tensors, record_tensor
 from explorer.kit.graphviz_layout import cache, find_dot
 from explorer.kit.graph_view import trace_picture
 from explorer.kit.plotly_figure import build_figure, figure_dict, plan

@@ -274,7 +274,7 @@ def run_case(kind: str, args: tuple, out) -> None:
                    "explorer.topological_sort", "explorer.tensors_and_storage", "explorer.exercises",
                    "explorer.cross_entropy", "explorer.kit.widgets"):
         importlib.import_module(module)
-    from engine.explain import deadline
+    from explorer.explain import deadline
     from explorer.kit.budget import REQUEST_SECONDS, estimate_bytes
     try:
         from sentiment.data import load_sst2

@@ -557,7 +557,7 @@ class Tensor:
         it has run, as PyTorch frees saved tensors (the strategies that run a VJP more than once,
         ``path_recursion``, only mark the nodes). The graph's structure stays, and every value a
         caller still holds; a picture that reads the graph's values after backward passes
-        ``retain_graph=True`` (engine.explain does). ``engine.grad`` / ``engine.vjp`` and
+        ``retain_graph=True`` (explorer.explain does). ``engine.grad`` / ``engine.vjp`` and
         ``chain_rule`` called directly release nothing.
 
         Args:

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 
-from engine.explain import activation_memory, jacobian_costs  # noqa: E402
-from engine.explain.costs import memory_at_scale  # noqa: E402
-from engine.explain.text import table  # noqa: E402
+from explorer.explain import activation_memory, jacobian_costs  # noqa: E402
+from explorer.explain.costs import memory_at_scale  # noqa: E402
+from explorer.explain.text import table  # noqa: E402
 
 CASES = [  # (program, inputs, variables): n = variable elements, m = output elements
     ("f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5", None),

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.explain import ExpressionError, h_sweep
-from engine.explain.text import table
+from explorer.explain import ExpressionError, h_sweep
+from explorer.explain.text import table
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 
-from engine.explain import (STRATEGY_NAMES, doubling_chain_costs, record_execution, recursion_demo,  # noqa: E402
+from explorer.explain import (STRATEGY_NAMES, doubling_chain_costs, record_execution, recursion_demo,  # noqa: E402
                             strategy_comparison)
-from engine.explain.text import table  # noqa: E402
+from explorer.explain.text import table  # noqa: E402
 
 SLIDE = "f = x1 + exp(1.5*x1 + 2*x2)"
 

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 
-from engine.explain import STRATEGY_NAMES, ExpressionError, record_execution  # noqa: E402
+from explorer.explain import STRATEGY_NAMES, ExpressionError, record_execution  # noqa: E402
 from explorer.kit.dot import to_dot  # noqa: E402
-from engine.explain.text import backward_lines, forward_lines, gradient_lines, lines  # noqa: E402
+from explorer.explain.text import backward_lines, forward_lines, gradient_lines, lines  # noqa: E402
 
 SLIDE = "f = x1 + exp(1.5*x1 + 2*x2)"
 

@@ -50,7 +50,7 @@ def _rnn(T: int, expand: bool = False):
 
 
 def _random(n_ops: int):
-    from engine.explain import random_dag_tensors, record_tensor
+    from explorer.explain import random_dag_tensors, record_tensor
     from explorer.kit.graph_view import trace_picture
     out, leaves = random_dag_tensors(n_ops, seed=1)
     pic = trace_picture(record_tensor(out, leaves))

@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from engine import explain as ex
-from engine.explain import ExpressionError, harness
+from explorer import explain as ex
+from explorer.explain import ExpressionError, harness
 from engine.strategies import PathRecursion
 
-from engine.explain.graph import adjoint_names, bar
+from explorer.explain.graph import adjoint_names, bar
 
 from .kit.notes import NOTES
 from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program

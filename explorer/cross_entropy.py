@@ -172,7 +172,7 @@ def _vec(a: np.ndarray) -> str:
 def step_program_checks() -> dict[str, float]:
     """The Expression explorer's program (written out with max, exp, sum and log) against
     ``engine.cross_entropy`` on the same logits: same loss, same gradient z̄ = softmax(z) − y."""
-    from engine import explain as ex
+    from explorer import explain as ex
     from .kit.programs import parse
     program, inputs = parse(STEP_PROGRAM, STEP_INPUTS)
     z = engine.tensor(np.asarray(inputs["z"], dtype=float).reshape(1, -1), requires_grad=True)

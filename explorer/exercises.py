@@ -16,9 +16,9 @@ from urllib.parse import urlencode
 import numpy as np
 
 import engine
-from engine import explain as ex
-from engine.explain import harness
-from engine.explain.numbers import DIGITS, num
+from explorer import explain as ex
+from explorer.explain import harness
+from explorer.explain.numbers import DIGITS, num
 
 from .lecture_kit import AnswerError, parse_answer
 
@@ -225,7 +225,7 @@ def _ex4() -> Exercise:
 
 
 def _ex5() -> Exercise:
-    from engine.explain import costs
+    from explorer.explain import costs
     n = 1000
     f = costs.jacobian_costs("f = sum(x * x)", {"x": np.linspace(0.0, 1.0, n).tolist()})
     g = costs.jacobian_costs("y = t * c", {"t": 0.5, "c": np.linspace(0.0, 1.0, n).tolist()}, wrt=["t"])
@@ -331,10 +331,10 @@ def _ex8() -> Exercise:
 
 def mlp_buffers_per_notes(depth: int) -> tuple[int, int]:
     """(tensors saved for backward, distinct buffers they fill) for a depth-``depth`` Linear + ReLU MLP,
-    read from the engine's graph (``engine.explain.costs.mlp_saved_counts``): every matmul keeps its input
+    read from the engine's graph (``explorer.explain.costs.mlp_saved_counts``): every matmul keeps its input
     (for W̄ = xᵀȳ) and every ReLU its output (for the mask), minus the network's input, the data itself.
     """
-    from engine.explain.costs import mlp_saved_counts
+    from explorer.explain.costs import mlp_saved_counts
     return mlp_saved_counts(depth)
 
 
@@ -447,7 +447,7 @@ def _ex12() -> Exercise:
 
 
 def _ex13(depth: int = 10) -> Exercise:
-    from engine.explain import harness
+    from explorer.explain import harness
     rows = harness.doubling_chain_costs([depth])
     calls = {r["strategy"]: r["vjp_calls"] for r in rows}
     text, _ = harness.doubling_chain_program(depth)

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from engine import explain as ex
+from explorer import explain as ex
 from engine import ops
-from engine.explain import ExpressionError, costs
+from explorer.explain import ExpressionError, costs
 
 from .kit.budget import REQUEST_SECONDS, check_program, finite_difference_checks
 from .kit.code_panel import ENGINE_HEADING, frame_code, lecture_block, protocol_blocks, step_events, to_html
@@ -495,7 +495,7 @@ MAX_TENSOR_NODES = 400   # ops in a graph built outside the app (a notebook): mo
 def tensor_model(output: Any, names: dict[str, Any] | None = None, width: int = HALF_WIDTH,
                  max_height: int = MAX_HEIGHT) -> ExplorerModel:
     """The Expression explorer's model of a graph built with the engine outside the app (a notebook's ``loss``):
-    the same recorded backward pass (:func:`engine.explain.record_tensor`), frames and figures as a typed
+    the same recorded backward pass (:func:`explorer.explain.record_tensor`), frames and figures as a typed
     program's, without the page's central differences and gradient graph.
 
     Args:
@@ -541,14 +541,14 @@ def tensor_model(output: Any, names: dict[str, Any] | None = None, width: int = 
 def protocol_model(output: Any, names: dict[str, Any] | None = None, width: int = HALF_WIDTH,
                    max_height: int = MAX_HEIGHT) -> ExplorerModel:
     """The Expression explorer's model of a HW2-protocol graph (a student's MiniTorch ``Scalar``s): the engine's
-    own backward pass walking it and calling its ``chain_rule`` (:func:`engine.explain.protocol.record_protocol`),
+    own backward pass walking it and calling its ``chain_rule`` (:func:`explorer.explain.protocol.record_protocol`),
     drawn as a typed program's. The student's ``.derivative`` values stay as they were.
 
     Raises:
         TypeError: ``output`` does not offer HW2's protocol.
         ValueError: nothing in the graph takes a gradient, or it is too large to step through.
     """
-    from engine.explain.protocol import record_protocol
+    from explorer.explain.protocol import record_protocol
     return _drawn(record_protocol(output, names), dict(names or {}), width, max_height)
 
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from engine import explain as ex
-from engine.explain import ExpressionError, costs
-from engine.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the page shows them
-from engine.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
+from explorer import explain as ex
+from explorer.explain import ExpressionError, costs
+from explorer.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the page shows them
+from explorer.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
 
 from .kit.notes import NOTES
 from .kit.budget import check_program
@@ -140,7 +140,7 @@ MEMORY_LINES = ("kept by this engine (measured)", "the notes' rule: 2 buffers pe
 
 def memory_series(depth: int, batch: int, width: int) -> dict[str, dict[str, tuple[list, list]]]:
     """Bytes kept for backward by a ReLU MLP of ``width`` in float32, versus batch (at ``depth``) and
-    versus depth (at ``batch``): measured on the engine, the notes' rule and the parameters (the network's input is not counted; see ``engine.explain.costs``)."""
+    versus depth (at ``batch``): measured on the engine, the notes' rule and the parameters (the network's input is not counted; see ``explorer.explain.costs``)."""
     out: dict[str, dict[str, tuple[list, list]]] = {}
     # versus depth: the network of x layers is the first x layers of the deepest one (same layers, same
     # seeds, each layer charged what it adds), so one run gives every depth (it was one run per depth)

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from engine import explain as ex
-from engine.explain import ExpressionError, costs
+from explorer import explain as ex
+from explorer.explain import ExpressionError, costs
 
 from .kit.budget import check_program, finite_difference_checks
 from .kit.formatting import check_difference, fmt_check, fmt_value
@@ -436,9 +436,9 @@ def shared_text(mean_shared: float) -> str:
 def random_graph_check(n_graphs: int = 50, n_ops: int = 8, h: float = 1e-6) -> tuple[float, float, float]:
     """(mean nodes per graph, the largest :func:`relative_error` of a graph's input gradients, autodiff against
     central differences, mean :func:`shared_values` per graph) over ``n_graphs`` random scalar graphs
-    (``engine.explain.harness.random_dag_program``, seeds 0…n−1; 8 ops make 22.9 nodes on average, the size of the
+    (``explorer.explain.harness.random_dag_program``, seeds 0…n−1; 8 ops make 22.9 nodes on average, the size of the
     notes' graphs)."""
-    from engine.explain import harness
+    from explorer.explain import harness
     nodes, shared, worst = [], [], 0.0
     for seed in range(n_graphs):
         text, inputs = harness.random_dag_program(n_ops, seed)

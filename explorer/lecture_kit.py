@@ -10,7 +10,7 @@ import ast
 import math
 import re
 
-from engine.explain.parser import parse_python
+from explorer.explain.parser import parse_python
 
 from .kit.formatting import md_escape  # noqa: F401  (the pages' one escaper, re-exported for the pages)
 

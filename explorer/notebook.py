@@ -195,7 +195,7 @@ def _walkthrough(what: Any, inputs: str | None, values: dict[str, Any]) -> tuple
         out = graph.node(graph.output).name
         return (f"{TITLE} of an engine graph", f"{out}: an engine graph of {leaves}",
                 walkthrough_data(walkthrough_views(model)))
-    from engine.explain.protocol import follows_protocol
+    from explorer.explain.protocol import follows_protocol
     if follows_protocol(what):
         if inputs is not None:
             raise StepperError("a HW2 Variable carries its own inputs: name its leaves with keywords (x1=a)")
@@ -219,7 +219,7 @@ def _walkthrough(what: Any, inputs: str | None, values: dict[str, Any]) -> tuple
 def _check(what: Any, autodiff: Any, values: dict[str, Any]) -> tuple[str, bool]:
     """Your ``topological_sort`` and ``backpropagate`` (``autodiff``: HW2's ``minitorch.autodiff`` module, or any
     object with both) run on ``what``'s graph and checked against the engine's: (a sentence, right or not)."""
-    from engine.explain.protocol import check_student, follows_protocol
+    from explorer.explain.protocol import check_student, follows_protocol
     if not follows_protocol(what):
         raise StepperError("autodiff= checks your topological_sort and backpropagate on a HW2-protocol graph "
                            "(your own Variables)")

@@ -29,8 +29,8 @@ import pydot
 import engine
 from engine import functional as F
 from engine import static as tf
-from engine.explain.graph import graph_from_output
-from engine.explain.numbers import num
+from explorer.explain.graph import graph_from_output
+from explorer.explain.numbers import num
 from engine.static import Graph, Node, Session
 
 from .kit.formatting import fmt_value
@@ -118,7 +118,7 @@ class Example:
     forward_nodes: int = 0
     gradient_nodes: int = 0
     notes: list[str] = field(default_factory=list)
-    eager_graph: Any = None                 # the graph the eager run recorded (engine.explain Graph)
+    eager_graph: Any = None                 # the graph the eager run recorded (explorer.explain Graph)
     eager_forward_ops: int = 0              # of eager_ops_per_step, those run before backward()
     prediction: str | None = None           # the fetch that is the model's output (the loss's input)
     with_gradients: bool = False
@@ -454,7 +454,7 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
     """
     from .kit.frames import Frame, FrameSet
     from .kit.labels import formula, heading, shape_text
-    from engine.explain.graph import Graph as Drawn, GraphEdge, GraphNode
+    from explorer.explain.graph import Graph as Drawn, GraphEdge, GraphNode
 
     order = {nid: i for i, nid in enumerate(evaluated or [])}
     lit = set((evaluated or [])[: (len(evaluated or []) if upto is None else upto)])
@@ -551,7 +551,7 @@ EAGER_FILL = {"data": COLOURS["placeholder"], "param": COLOURS["variable"], "con
 
 
 def eager_figure(graph, width: int = STATIC_WIDTH, caption: str = "") -> dict:
-    """A graph recorded by an eager run (``engine.explain.graph_from_output``), drawn by the graph renderer:
+    """A graph recorded by an eager run (``explorer.explain.graph_from_output``), drawn by the graph renderer:
     data tensors in the placeholders' blue, parameters (requires_grad leaves) in the Variables' green,
     numbers as grey constants, ops white with their formula."""
     from .kit.labels import node_formulas, heading, shape_text

@@ -30,7 +30,7 @@ import plotly.graph_objects as go
 
 import engine
 from engine import ops as engine_ops
-from engine.explain.parser import parse_python
+from explorer.explain.parser import parse_python
 from engine.ops import RECORDED
 from engine.tensor import Op, apply
 from engine.tensor_data import IndexingError, TensorData, ViewError

@@ -1,7 +1,7 @@
 """Topological sort (page 4): the slides' queue method step by step beside the engine's own DFS order,
 and a check of an order the student clicks together.
 
-Everything starts from a program run on the engine (``engine.explain.run_forward``): the graph is the
+Everything starts from a program run on the engine (``explorer.explain.run_forward``): the graph is the
 one the engine recorded, the values are the ones it computed, and the DFS order is what
 ``engine.topological_sort`` returns on the engine's own output tensor. To show *how* the engine's DFS
 walked, the sort is also run on thin stand-ins for the tensors (the HW2 protocol: ``unique_id``,
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine import autodiff
-from engine import explain as ex
-from engine.explain.graph import Graph, GraphEdge, fmt
+from explorer import explain as ex
+from explorer.explain.graph import Graph, GraphEdge, fmt
 
 from .kit.frames import Frame, FrameSet
 from .kit.labels import node_formulas

@@ -15,8 +15,8 @@ from explorer.forward_vs_reverse import dual_frames, dual_model, jacobian_cost_s
 from explorer.gradient_check import best_h_text, gradcheck_model, sweep_figure, sweep_series
 from explorer.kit.programs import InputProblem, parse
 from explorer.kit.presentation import NORMAL, PRESENTING
-from engine.explain import ExpressionError, record_execution
-from engine.explain.dual import dual_number_steps, network_jacobian_costs
+from explorer.explain import ExpressionError, record_execution
+from explorer.explain.dual import dual_number_steps, network_jacobian_costs
 
 SLIDE, SLIDE_AT = "f = x1 + exp(1.5*x1 + 2*x2)", "x1 = 3, x2 = 0.5"
 DF_DX1 = 1 + 1.5 * math.exp(5.5)
@@ -308,7 +308,7 @@ def test_random_graph_run_in_slices_equals_the_whole_table():
 def test_memory_series_from_one_run_equals_a_run_per_point():
     # the series is derived from one measured run (prefixes for depth, exact scaling for batch): each point
     # must equal the engine measured at that size
-    from engine.explain import costs
+    from explorer.explain import costs
     from explorer.forward_vs_reverse import BATCHES, MEMORY_LINES, memory_series
     depth, batch, width = 5, 8, 6
     series = memory_series(depth, batch, width)
@@ -434,9 +434,9 @@ def test_the_worst_148_op_orders_request_fits_its_deadline():
     time (this thread's clock, as the deadline's) within the request's 2 s."""
     import time
     from benchmarks.request_bounds import DOUBLING_148, MATMULS_148
-    from engine.explain import deadline
+    from explorer.explain import deadline
     from explorer.kit.budget import REQUEST_SECONDS
-    from engine.explain.parser import estimate_cost
+    from explorer.explain.parser import estimate_cost
     orders_model("f = x * x", "x = 2", ALL_ORDERS)   # the imports a server holds
     for program, inputs in (DOUBLING_148, MATMULS_148):
         assert estimate_cost(program, inputs).ops == 148

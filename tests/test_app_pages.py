@@ -470,7 +470,7 @@ def test_orders_lecture_numbers_deep_chain_and_bfs_rate_over_200_graphs():
     assert f"wrong on {bfs['wrong gradients']} of 200 graphs" in texts(at) and "189 of 200 (94%)" in texts(at)
     # `python -m explorer.student_code` on the breadth-first sample counts the same 200 graphs by the same
     # criterion, stated in both places: the same number as the page (it said 197 by another criterion)
-    from engine.explain.harness import WRONG_GRADIENTS
+    from explorer.explain.harness import WRONG_GRADIENTS
     sample = ROOT / "explorer" / "student_code" / "samples" / "bfs_first_touch.py"
     cli = subprocess.run([sys.executable, "-m", "explorer.student_code", str(sample)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
@@ -628,7 +628,7 @@ def test_forward_vs_reverse_checkpointing_cost_table_and_micro_batches():
 
 
 def test_relu_saved_tensor_is_named_the_same_on_both_memory_pages():
-    from engine.explain.costs import RELU_SAVED
+    from explorer.explain.costs import RELU_SAVED
     for name in (FWDREV, "10_Network_explorer.py"):
         at = page(name).run()
         no_exceptions(at)

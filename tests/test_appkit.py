@@ -284,7 +284,7 @@ def test_bfs_goes_wrong_where_x1_is_finalised_early():
     ("f = exp(x1) * x2", "x1 = 800, x2 = 1", "overflow in exp", "x3"),
 ])
 def test_check_gradient_names_the_reason(program, inputs, reason, node):
-    from engine.explain import costs
+    from explorer.explain import costs
     from explorer.expression_explorer import check_gradient, explorer_model
     m = explorer_model(program, inputs)
     fd = costs.central_differences(m.program, m.inputs)

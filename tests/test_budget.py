@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import engine
-from engine import explain as ex
-from engine.explain import ExpressionError, costs, deadline, estimate_cost
-from engine.explain.costs import DirectionalDifferences, central_differences
-from engine.explain.harness import doubling_chain_program
-from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, parse_inputs, parse_program
+from explorer import explain as ex
+from explorer.explain import ExpressionError, costs, deadline, estimate_cost
+from explorer.explain.costs import DirectionalDifferences, central_differences
+from explorer.explain.harness import doubling_chain_program
+from explorer.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, parse_inputs, parse_program
 from engine.strategies import PathRecursion, WorkLimitExceeded
 from explorer.backprop_orders import orders_model
 from explorer.expression_explorer import explorer_model
@@ -323,7 +323,7 @@ def test_parsing_is_safe_from_many_threads():
     with a garbage collection running a finaliser in between, raised SystemError under a class's load."""
     import gc
     import threading
-    from engine.explain.parser import parse_python
+    from explorer.explain.parser import parse_python
 
     class Junk:  # cyclic garbage whose finaliser lets the GIL change hands inside a parse
         def __init__(self):
@@ -369,7 +369,7 @@ def _spin(seconds: float) -> None:
 def test_the_deadline_counts_cpu_time_not_waiting():
     """Under load a valid request waits for a core: waiting must not spend its budget (a wall-clock deadline
     refused valid requests while 30 students stepped)."""
-    from engine.explain import check_deadline
+    from explorer.explain import check_deadline
     with deadline(0.2):
         time.sleep(0.3)          # waiting (another session holds the core): still within the budget
         check_deadline()
@@ -422,7 +422,7 @@ def test_the_memory_limit_is_the_cgroups_when_there_is_one(monkeypatch, tmp_path
 def test_a_request_that_hit_its_deadline_is_not_cached_and_succeeds_when_cheap_again():
     """Issue 35: on a loaded server the Gradient-check page met its deadline and the failure was kept, so the page
     stayed broken after the load went away. The same request (same arguments, same store) must compute again."""
-    from engine.explain import check_deadline
+    from explorer.explain import check_deadline
     cost = {"seconds": 0.3}   # what the request costs this time: more than its deadline, then less
     calls = []
 
@@ -543,7 +543,7 @@ def test_a_deadline_in_a_page_is_one_line_not_an_exception_box_and_the_next_run_
 
         import streamlit as st
 
-        from engine.explain import check_deadline
+        from explorer.explain import check_deadline
         from explorer.kit.budget import bounded_cache
 
         @bounded_cache(1 << 20, spinner="Summing the series on the engine…", seconds=0.1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.explain import trace as ex
+from explorer.explain import trace as ex
 from explorer.classroom import broker as cb
 from explorer.classroom import follow as fl
 from explorer.classroom import questions as qs

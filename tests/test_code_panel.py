@@ -11,8 +11,8 @@ import pytest
 
 from engine import autodiff, ops, strategies
 from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
-from engine.explain import record_execution
-from engine.explain.trace import run_forward
+from explorer.explain import record_execution
+from explorer.explain.trace import run_forward
 from engine.tensor import Tensor
 from explorer.kit.code_panel import (CodeBlock, block, failed_code, frame_code, gap_text, protocol_blocks,
                                      source_lines, to_html)

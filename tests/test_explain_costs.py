@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import engine
-from engine.explain import (ExpressionError, activation_memory, central_differences, h_sweep, jacobian_costs,
+from explorer.explain import (ExpressionError, activation_memory, central_differences, h_sweep, jacobian_costs,
                             op_counts)
-from engine.explain.costs import directional_derivatives, error_model, jacobian_sizes, memory_at_scale
+from explorer.explain.costs import directional_derivatives, error_model, jacobian_sizes, memory_at_scale
 
 SLIDE = "f = x1 + exp(1.5*x1 + 2*x2)"
 X = {"x1": 3.0, "x2": 0.5}

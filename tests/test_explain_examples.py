@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.explain import jacobian_costs, record_execution
-from engine.explain.text import backward_lines, forward_lines, table
+from explorer.explain import jacobian_costs, record_execution
+from explorer.explain.text import backward_lines, forward_lines, table
 
 ROOT = Path(__file__).resolve().parents[1]
 

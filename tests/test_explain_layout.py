@@ -6,11 +6,11 @@ import numpy as np
 import pydot
 import pytest
 
-from engine.explain import random_dag_tensors, record_execution, record_tensor
+from explorer.explain import random_dag_tensors, record_execution, record_tensor
 from explorer.kit.dot import to_dot
 from explorer.kit.frames import build_frames
 from explorer.kit.layout import collapse_composites, collapse_groups, layout
-from engine.explain.graph import Graph, GraphEdge, GraphNode
+from explorer.explain.graph import Graph, GraphEdge, GraphNode
 from explorer.kit.plotly_figure import build_figure, figure_dict
 
 SLIDE = "f = x1 + exp(1.5*x1 + 2*x2)"
@@ -186,7 +186,7 @@ def test_path_recursion_frames_sum_leaf_gradients_over_paths():
 
 
 def test_frames_report_a_caught_recursion_error():
-    from engine.explain import recursion_demo
+    from explorer.explain import recursion_demo
     _, rec = recursion_demo(1500, strategies=("topological", "recursive_dfs"))
     fs = build_frames(rec, max_frames=50)
     assert "RecursionError" in fs.frames[-1].caption

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engine
-from engine.explain import ExpressionError, parse_inputs, parse_program, record_execution, run_forward
-from engine.explain import parser as P
+from explorer.explain import ExpressionError, parse_inputs, parse_program, record_execution, run_forward
+from explorer.explain import parser as P
 
 SLIDE = "f = x1 + exp(1.5*x1 + 2*x2)"
 LECTURE = "x3 = 1.5*x1\nx4 = 2*x2\nx5 = x3 + x4\nx6 = exp(x5)\nf = x1 + x6"

@@ -8,7 +8,7 @@ import pytest
 
 import engine
 from engine import autodiff
-from engine.explain import (STRATEGY_NAMES, central_differences, doubling_chain_costs, doubling_chain_program,
+from explorer.explain import (STRATEGY_NAMES, central_differences, doubling_chain_costs, doubling_chain_program,
                             gradient_graph, random_dag_program, random_dag_tensors, random_tree_program,
                             record_execution, record_tensor, recursion_demo, run_forward, strategy_comparison)
 from engine.strategies import PathRecursion
@@ -103,7 +103,7 @@ def test_harness_bfs_often_wrong_on_dags_others_never():
 def test_one_criterion_for_a_wrong_gradient():
     """harness.gradients_wrong: relative to the largest input gradient (at least 1); a missing gradient reads as
     zeros; a non-number, a NaN or another size is wrong."""
-    from engine.explain.harness import gradients_wrong
+    from explorer.explain.harness import gradients_wrong
     ref = {"x1": 368.04, "x2": np.array([0.0, 2.0])}
     assert not gradients_wrong(dict(ref), ref)
     assert not gradients_wrong({"x1": 368.04 + 1e-8, "x2": [0.0, 2.0]}, ref)     # 1e-8 <= 1e-9 * 368.04

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from engine.explain import random_dag_tensors, record_execution, record_tensor
+from explorer.explain import random_dag_tensors, record_execution, record_tensor
 from explorer.kit import graphviz_layout as gl
 from explorer.kit.figures import at_frame, style_graph_figure
 from explorer.kit.frames import build_frames

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import engine
-from engine.explain.numbers import num
+from explorer.explain.numbers import num
 from explorer.student_code import handout as H
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from engine import Tensor, tensor
-from engine.explain import harness
-from engine.explain.trace import run_forward
+from explorer.explain import harness
+from explorer.explain.trace import run_forward
 from explorer.kit import presets
 from explorer.network_explorer import presets as network_presets
 from explorer.student_code.graphs import LECTURE_GRAPHS

@@ -75,7 +75,7 @@ def test_random_graphs_relative_error_and_shared_values_beside_the_notes():
     # how the figures differ is said under the table: the engine's own random graphs, not the notes'
     assert "not the notes' own" in texts(at)
     # the count is the graph's: x·x reads x twice (its adjoint is a sum), a value read once is not shared
-    from engine import explain as ex
+    from explorer import explain as ex
     assert shared_values(ex.record_execution("y = x * x\nf = y + 1", {"x": 2.0}).graph) == 1
     assert shared_values(ex.record_execution("y = exp(x)\nf = y + 1", {"x": 2.0}).graph) == 0
 

@@ -41,9 +41,9 @@ def test_events_match_engine_gradients(key):
 
 
 def test_backward_is_recorded_by_the_explain_trace():
-    """One recorder: the network's backward steps are engine.explain's events grouped by step, and the
+    """One recorder: the network's backward steps are explorer.explain's events grouped by step, and the
     frames read those same events (not a translation of the steps back into events)."""
-    from engine.explain.trace import BackwardEvent
+    from explorer.explain.trace import BackwardEvent
     from explorer.network_explorer.frames import build_view, to_graph, to_trace
     rec = record(build("mlp"))
     assert rec.events and all(isinstance(e, BackwardEvent) for e in rec.events)
@@ -562,7 +562,7 @@ def test_the_recording_and_the_gradient_check_stop_at_the_requests_deadline():
     not only inside a typed program's ops: the issue's requests ran 16-24 s unchecked."""
     import time
 
-    from engine.explain import ExpressionError, deadline
+    from explorer.explain import ExpressionError, deadline
     net = build("mlp", batch=8, hidden=8, depth=2)
     for work in (lambda: record(net), lambda: analysis.gradient_check(net, coords=2)):
         with deadline(0.0):

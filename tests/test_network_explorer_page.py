@@ -344,7 +344,7 @@ def test_the_backward_graph_reverses_every_edge_and_names_adjoints_with_bars():
     ok(at)
     forward, backward = _graph_figures(at)
     heads = _named(backward, "node")["text"]
-    from engine.explain.graph import bar
+    from explorer.explain.graph import bar
     assert {bar(n) for n in ("x", "fc.weight", "fc.bias", "linear#3", "sigmoid#4")} <= set(heads)
     assert not any("\u0304" in h.split(" = ")[0] for h in _named(forward, "node")["text"])
     # arrow directions, read from the arrowheads' tips: forward into the consumers, backward into the inputs
@@ -375,7 +375,7 @@ def test_a_fan_out_sum_is_written_symbolically_then_in_numbers():
     heads, values = _named(backward, "node")["text"], _named(backward, "value")["text"]
     adjoints = _named(backward, "adjoint")["text"]
     symbolic = [v for v in values if "·∂" in v and " + " in v]
-    from engine.explain.graph import bar
+    from explorer.explain.graph import bar
     expected = f"= {bar('add#8')}·∂add#8/∂x + {bar('linear#3')}·∂linear#3/∂x"   # the consumers in arrival order
     assert expected in symbolic, symbolic
     assert any(a.startswith("= ‖·‖ ") and " + ‖·‖ " in a and " → ‖·‖ " in a for a in adjoints), adjoints
@@ -385,7 +385,7 @@ def test_a_fan_out_sum_is_written_symbolically_then_in_numbers():
 def test_the_backward_frames_follow_the_recording():
     """Unit level (no page): the kit's mirrored frames, texts from the recording: nothing before the backward pass,
     a fan-out node's partial sum while it waits (k of n), every contribution on its reversed edge at the end."""
-    from engine.explain.graph import bar
+    from explorer.explain.graph import bar
     from explorer.network_explorer.backward import amount, backward_frames
     ex = explore("residual", {})
     v = ex.views["op"]
@@ -413,7 +413,7 @@ def test_a_layer_that_reads_its_input_twice_is_one_term_not_a_fan_out():
     the drawing. L̄inear 2 (logits) is that box's one contribution (its recorded total), not the fan-out sum
     "c̄ross-entropy·∂cross-entropy/∂Linear 2 (logits) + c̄ross-entropy·∂…" (138 characters: on a projector the box
     spread over the graph's width and was left blank). A real fan-out keeps its sum (the residual block's x)."""
-    from engine.explain.graph import bar
+    from explorer.explain.graph import bar
     from explorer.network_explorer.backward import amount, backward_frames
     ex = explore("mlp", {})
     v = ex.views["layer"]

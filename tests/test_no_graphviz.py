@@ -204,7 +204,7 @@ def test_the_svg_of_a_496_op_program_is_refused_before_graphviz_starts():
     """A 496-op program ran ``dot -Tsvg`` for its whole 20 s timeout (20 s of CPU), then said Graphviz "is not
     installed here". Its cost is estimated first: refused at once, saying why, with the DOT offered instead."""
     from benchmarks.request_bounds import SVG_496
-    from engine.explain.parser import estimate_cost
+    from explorer.explain.parser import estimate_cost
     from explorer.expression_explorer import explorer_model
     assert estimate_cost(*SVG_496).ops == 496
     model = explorer_model(*SVG_496)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.explain.graph import adjoint_names, bar, output_adjoint_note, output_number
+from explorer.explain.graph import adjoint_names, bar, output_adjoint_note, output_number
 from explorer.expression_explorer import explorer_model
 from explorer.kit.presets import PRESETS
 

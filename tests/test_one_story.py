@@ -10,7 +10,7 @@ from explorer.kit.notes import NOTES
 def test_breadth_first_wrong_count_is_one_number_by_one_criterion():
     """Backprop orders' table, its sentence and exercise 6 count breadth-first first touch on the same graphs by
     harness.gradients_wrong (the student-code CLI's count is checked against the page in test_app_pages)."""
-    from engine.explain import harness
+    from explorer.explain import harness
     from explorer import backprop_orders as B
     from explorer import exercises as X
     table = B.random_graph_table(*B.RANDOM_DEFAULTS)

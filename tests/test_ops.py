@@ -200,7 +200,7 @@ def test_a_renamed_subclass_keeps_its_parents_kernel_and_declares_none():
 def test_typed_programs_parser_and_help_read_the_declarations():
     """The parser's allowed functions, the program help and the pictures' labels come from the
     declarations (a primitive's ``typed`` / ``label``, ``@typed`` on a composite), not from lists."""
-    from engine.explain.parser import ALLOWED_FUNCTIONS
+    from explorer.explain.parser import ALLOWED_FUNCTIONS
     from engine.ops import PRIMITIVES, typed_functions
     from explorer.kit.labels import formula
     from explorer.kit.widgets import PROGRAM_HELP

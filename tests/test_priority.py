@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from engine.explain.parser import check_deadline, yield_to
+from explorer.explain.parser import check_deadline, yield_to
 from explorer.kit import budget, priority, warmup
 from explorer.kit.fixed import FixedFigures, Pending
 from explorer.kit.priority import BACKGROUND, OPEN, STEP, PriorityGate, queued_text

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import engine
 import engine.backends
-from engine.explain.numbers import num
+from explorer.explain.numbers import num
 from explorer import static_vs_dynamic as M
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "9_Static_vs_dynamic.py")

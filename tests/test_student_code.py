@@ -533,7 +533,7 @@ def test_the_random_graphs_and_the_headline_count_wrong_by_the_inputs_gradients(
     """One criterion (harness.gradients_wrong on the inputs' gradients) for the random graphs' count, the
     headline and page 5; a graph whose inputs come out right with an inner adjoint wrong is counted apart, and a
     failing run is never counted wrong or right."""
-    from engine.explain import harness
+    from explorer.explain import harness
     from explorer.student_code.diagnose import reference
     rep = report("bfs_first_touch.py")
     count = rep.random_count()

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import engine
-from engine import explain as ex
+from explorer import explain as ex
 from explorer import topological_sort as T
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "4_Topological_sort.py")

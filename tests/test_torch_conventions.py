@@ -11,7 +11,7 @@ import pytest
 
 import engine
 from engine import GraphReleasedError, optim, tensor
-from engine.explain import record_execution
+from explorer.explain import record_execution
 from engine.strategies import PathRecursion
 from explorer.expression_explorer import accumulation_rows
 

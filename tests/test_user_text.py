@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.explain import ExpressionError, parse_inputs, parse_program
-from engine.explain import parser as parser_module
+from explorer.explain import ExpressionError, parse_inputs, parse_program
+from explorer.explain import parser as parser_module
 from explorer.expression_explorer import explorer_model
 from explorer.kit.deeplink import DeepLinkError, LinkField, LinkSchema, decode_values
 from explorer.kit.formatting import code_span, md_escape

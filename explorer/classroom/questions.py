@@ -1,7 +1,7 @@
 """Questions a lecturer can ask at the current step, read from the engine's own recorded execution.
 
 Nothing here re-computes the maths: the next node taken, the contribution it sends and the adjoint it
-holds are the recorded backward events (:class:`engine.explain.trace.BackwardEvent`) of the step after
+holds are the recorded backward events (:class:`explorer.explain.trace.BackwardEvent`) of the step after
 the one on screen; "is this order right?" runs the engine with that traversal strategy and compares its
 gradients with the topological order's. Numbers are checked to :data:`QUESTION_RTOL` (relative), the
 Exercises page's default tolerance.
@@ -13,9 +13,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from engine.explain import ExpressionError
-from engine.explain.numbers import num
-from engine.explain.graph import adjoint_names
+from explorer.explain import ExpressionError
+from explorer.explain.numbers import num
+from explorer.explain.graph import adjoint_names
 from explorer.kit.budget import check_program
 from explorer.kit.programs import InputProblem, parse
 
@@ -138,7 +138,7 @@ def order_is_right(reference_grads: Mapping[str, Any], grads: Mapping[str, Any],
 
 def order_questions(program_text: str, inputs_text: str, orders: tuple[str, ...]) -> list[Proposal]:
     """"Is this order right?" for each order on the Backprop orders page (the engine runs each one)."""
-    from engine.explain import trace as ex
+    from explorer.explain import trace as ex
     from .. import backprop_orders as bo
 
     try:    # the page's own budget (one run per order), estimated before anything runs
@@ -164,7 +164,7 @@ def order_questions(program_text: str, inputs_text: str, orders: tuple[str, ...]
 def expression_questions(program_text: str, inputs_text: str, step: int) -> list[Proposal]:
     """The step questions of the Expression explorer's program at 1-based ``step`` (frames as the page
     draws them: composites as one node)."""
-    from engine.explain import trace as ex
+    from explorer.explain import trace as ex
     from explorer.kit.frames import build_frames
     from explorer.kit.layout import collapse_composites
 

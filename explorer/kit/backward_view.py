@@ -10,7 +10,7 @@ nothing is recomputed here.
 """
 from __future__ import annotations
 
-from engine.explain.graph import Graph
+from explorer.explain.graph import Graph
 
 from .frames import Frame, FrameSet
 from .labels import adjoint_names, bar

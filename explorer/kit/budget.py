@@ -3,7 +3,7 @@ deadline, and the pages' caches are bounded by bytes.
 
 * :func:`check_program` estimates one run of a program from its inputs' shapes (the engine's parser
   evaluates it on abstract tensors; nothing is computed) and refuses it, with the parser's usual
-  :class:`~engine.explain.ExpressionError`, when the page's runs would exceed the budget.
+  :class:`~explorer.explain.ExpressionError`, when the page's runs would exceed the budget.
 * :func:`bounded_cache` replaces ``st.cache_resource`` / ``st.cache_data`` in the pages: entries are
   bounded by their estimated bytes (a least-recently-used store per function, shared by the sessions),
   a failed call is never kept (a deadline met on a busy server, or any error, is tried again by the next run:
@@ -33,10 +33,10 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from engine.explain import ExpressionError
-from engine.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Program, deadline
+from explorer.explain import ExpressionError
+from explorer.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Program, deadline
 
-# The most CPU time one cached computation may spend (its thread's CPU clock: see engine.explain.deadline);
+# The most CPU time one cached computation may spend (its thread's CPU clock: see explorer.explain.deadline);
 # its engine ops, finite-difference loops, frame building and layout check it. Estimates refuse what would
 # come near it before anything runs; the deadline stops what the estimates missed.
 REQUEST_SECONDS = 2.0
@@ -110,9 +110,9 @@ def check_server_memory(what: str = "this request") -> None:
 
 
 def finite_difference_checks(shapes: Mapping[str, tuple]) -> int:
-    """How many central differences :func:`engine.explain.costs.central_differences` takes for these inputs
+    """How many central differences :func:`explorer.explain.costs.central_differences` takes for these inputs
     (one per element of a small input, a few random directions for a larger one)."""
-    from engine.explain.costs import N_DIRECTIONS, PER_ELEMENT_MAX
+    from explorer.explain.costs import N_DIRECTIONS, PER_ELEMENT_MAX
     return sum(int(math.prod(s)) if math.prod(s) <= PER_ELEMENT_MAX else N_DIRECTIONS for s in shapes.values())
 
 
@@ -424,7 +424,7 @@ def _slot():
 
 
 def is_deadline(error: BaseException) -> bool:
-    """Whether ``error`` is a request's compute deadline (:func:`engine.explain.parser.check_deadline`), as
+    """Whether ``error`` is a request's compute deadline (:func:`explorer.explain.parser.check_deadline`), as
     opposed to a refusal by the estimates: the same request may well pass on a quieter server."""
     return isinstance(error, ExpressionError) and getattr(error, "kind", "") == "limit" and \
         str(error).startswith("stopped:")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from engine import autodiff, ops, strategies
-from engine.explain.parser import parse_python
+from explorer.explain.parser import parse_python
 from engine.tensor import Tensor
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

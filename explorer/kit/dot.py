@@ -7,8 +7,8 @@ import pydot
 
 from .frames import Frame, FrameSet, node_heads
 from .labels import adjoint_names, bar, short_value
-from engine.explain.graph import Graph
-from engine.explain.trace import Trace
+from explorer.explain.graph import Graph
+from explorer.explain.trace import Trace
 
 
 _FILL = {"input": "#dbeafe", "constant": "#f3f4f6", "op": "#ffffff", "group": "#fef3c7",

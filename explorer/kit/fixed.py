@@ -115,7 +115,7 @@ class FixedFigures:
             return len(self._values) == len(self.table)
 
     def _compute(self, name: str) -> None:
-        from engine.explain.parser import yield_to
+        from explorer.explain.parser import yield_to
         fn = self.table[name]
         gate = self.gate or priority.gate()
         try:

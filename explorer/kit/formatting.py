@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.explain.numbers import DIGITS, num
+from explorer.explain.numbers import DIGITS, num
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
@@ -52,7 +52,7 @@ def fmt_value(v: Any, digits: int = DIGITS, max_items: int = 6) -> str:
 
 def fmt_check(fd: Any, digits: int = DIGITS) -> str:
     """A central-difference result as text: per element (a number or list), or, for a larger input,
-    the estimates along random directions (:class:`engine.explain.costs.DirectionalDifferences`)."""
+    the estimates along random directions (:class:`explorer.explain.costs.DirectionalDifferences`)."""
     estimates = getattr(fd, "estimates", None)
     if estimates is None:
         return fmt_value(fd, digits)

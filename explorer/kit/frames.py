@@ -1,6 +1,6 @@
 """Frames for an animation: what each node shows and what is highlighted, step by step.
 
-Built only from a :class:`~engine.explain.trace.Trace` (the recorded engine execution) — one frame
+Built only from a :class:`~explorer.explain.trace.Trace` (the recorded engine execution) — one frame
 for the inputs, one per forward op, one per backward step (a node taken with all the contributions
 it sends), and a final frame with the gradients. Every number is written in five significant
 digits (:mod:`explorer.kit.labels`), and a fan-out sum is written as the slides write it, symbolically and then
@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from engine.explain.graph import Graph, adjoint_names, output_adjoint_note
-from engine.explain.parser import check_deadline
-from engine.explain.trace import Trace
+from explorer.explain.graph import Graph, adjoint_names, output_adjoint_note
+from explorer.explain.parser import check_deadline
+from explorer.explain.trace import Trace
 
 from .labels import bar, fan_out_sum, heading, is_scalar, lecture_names, node_formulas, num, shape_text, short_value
 

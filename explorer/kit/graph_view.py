@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.explain.graph import Graph
-from engine.explain.trace import Trace
+from explorer.explain.graph import Graph
+from explorer.explain.trace import Trace
 
 from .frames import MAX_FRAMES, FrameSet, build_frames
 from .graphviz_layout import Box, Link, dot_work

@@ -26,7 +26,7 @@ import sysconfig
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from engine.explain.parser import seconds_left
+from explorer.explain.parser import seconds_left
 
 from .budget import ByteLRU
 
@@ -352,7 +352,7 @@ def dot_work(boxes: Sequence[Box], links: Sequence[Link]) -> int:
 def fallback_place(boxes: Sequence[Box], links: Sequence[Link], rankdir: str = "LR", nodesep: float = 18,
                    ranksep: float = 30, note: str = NO_DOT_NOTE) -> Placement:
     """Layers by longest path, barycentre order, straight edges (parallel ones bent apart)."""
-    from engine.explain.graph import Graph, GraphEdge, GraphNode
+    from explorer.explain.graph import Graph, GraphEdge, GraphNode
 
     from .layout import layout
     ids = [b.id for b in boxes]

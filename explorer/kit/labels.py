@@ -2,7 +2,7 @@
 
 Plain functions over the explain layer's graph; no UI. One precision everywhere a class reads a
 number (captions, node labels, edge labels, tables): :data:`DIGITS` significant digits, by the app's
-one formatter :func:`num` (``engine.explain.numbers``, re-exported here). Hover texts carry the full
+one formatter :func:`num` (``explorer.explain.numbers``, re-exported here). Hover texts carry the full
 value (:func:`full_value`).
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.explain.graph import Graph, adjoint_names, bar, lecture_names  # noqa: F401  (the one notation)
-from engine.explain.numbers import DIGITS, num  # noqa: F401  (the one formatter, re-exported for the kit)
+from explorer.explain.graph import Graph, adjoint_names, bar, lecture_names  # noqa: F401  (the one notation)
+from explorer.explain.numbers import DIGITS, num  # noqa: F401  (the one formatter, re-exported for the kit)
 from engine.ops import label_of
 
 MINUS = "\u2212"

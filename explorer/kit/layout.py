@@ -7,8 +7,8 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Callable
 
-from engine.explain.graph import Graph, GraphEdge, GraphNode
-from engine.explain.trace import Trace
+from explorer.explain.graph import Graph, GraphEdge, GraphNode
+from explorer.explain.trace import Trace
 
 from .labels import literal_name
 

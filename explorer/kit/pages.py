@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import engine
-from engine.explain.parser import parse_python
+from explorer.explain.parser import parse_python
 
 def available_backends() -> list[str]:
     """The engine's backends this machine can run (numpy and python always; cuda with CuPy and a GPU)."""

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 
-from engine.explain.graph import Graph
-from engine.explain.parser import check_deadline
+from explorer.explain.graph import Graph
+from explorer.explain.parser import check_deadline
 
 from .frames import Frame, FrameSet
 from .graphviz_layout import Box, Link, Placement, place

@@ -11,8 +11,8 @@ at start-up) last. :class:`PriorityGate` orders them:
   others wait in arrival order, and a waiting run is told its place (the page shows "queued ...") instead of
   racing the others for the same cores;
 * :data:`BACKGROUND` work waits while any STEP or OPEN work runs or is queued, and pauses at its
-  checkpoints (:meth:`PriorityGate.checkpoint`, called by the engine's :func:`engine.explain.parser.check_deadline`
-  through :func:`engine.explain.parser.yield_to`) when such work arrives while it computes.
+  checkpoints (:meth:`PriorityGate.checkpoint`, called by the engine's :func:`explorer.explain.parser.check_deadline`
+  through :func:`explorer.explain.parser.yield_to`) when such work arrives while it computes.
 
 Nested entries in one thread (a cached computation calling another) do not queue again: the thread keeps the
 priority it entered with, so a thread never waits for itself. STEP never waits, OPEN waits only for OPEN work

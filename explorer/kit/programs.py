@@ -5,8 +5,8 @@ parser's message (line, column, caret) under it. No Streamlit here.
 """
 from __future__ import annotations
 
-from engine import explain as ex
-from engine.explain import ExpressionError
+from explorer import explain as ex
+from explorer.explain import ExpressionError
 
 
 

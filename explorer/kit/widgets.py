@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 import streamlit as st
 
-from engine.explain.parser import allowed_text
+from explorer.explain.parser import allowed_text
 
 from explorer.classroom.follow import JOIN_PARAM
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine import no_grad, ops
-from engine.explain.costs import RELU_SAVED  # noqa: F401 - one wording for every page that shows memory
-from engine.explain.parser import check_deadline
+from explorer.explain.costs import RELU_SAVED  # noqa: F401 - one wording for every page that shows memory
+from explorer.explain.parser import check_deadline
 from engine.tensor import Tensor, kept_for_backward
 
 from .presets import Network

@@ -9,7 +9,7 @@ contributions arrived) and then in numbers; each reversed edge carries the contr
 """
 from __future__ import annotations
 
-from engine.explain.graph import bar, lecture_names
+from explorer.explain.graph import bar, lecture_names
 from explorer.kit.backward_view import backward_frameset
 from explorer.kit.frames import FrameSet
 from explorer.kit.labels import num

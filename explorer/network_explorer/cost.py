@@ -7,7 +7,7 @@ under ``no_grad`` with the engine's op tracer, counting what the recording will 
 every op output and every leaf) and the work of one run (numbers computed, a matmul's multiply-adds,
 the Python overhead of each op). :func:`check` multiplies that by the runs the page makes and refuses,
 with the page's usual :class:`~explorer.network_explorer.presets.PresetError`, what would exceed the
-request budget of ``engine.explain.parser`` (``MAX_WORK``) or the numbers a recording may hold.
+request budget of ``explorer.explain.parser`` (``MAX_WORK``) or the numbers a recording may hold.
 
 One probe run costs one forward pass without any graph (a few percent of the whole request); the custom
 network's parameters are bounded before they are built (``presets.MAX_PARAMETERS``).
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from engine.explain.parser import MAX_NODES, MAX_WORK, OP_WORK
+from explorer.explain.parser import MAX_NODES, MAX_WORK, OP_WORK
 from engine.tensor import no_grad, trace_ops
 
 from .presets import SWEEPS, Network, PresetError
@@ -49,7 +49,7 @@ class NetworkCost:
 
     @property
     def work(self) -> int:
-        """Work units of one forward run (``engine.explain.parser.CostEstimate``'s unit)."""
+        """Work units of one forward run (``explorer.explain.parser.CostEstimate``'s unit)."""
         return int(self.op_numbers + MATMUL_WORK * self.multiply_adds + OP_WORK * self.ops)
 
 

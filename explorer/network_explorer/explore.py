@@ -234,7 +234,7 @@ def held_at(ex: Explored, node_id: int, frame: int) -> Held:
 def adjoint_name(ex: Explored, node_id: int) -> str:
     """The adjoint of a recorded node as the backward graph names it, with the lecture's bar as every page writes
     it (``l̄inear#3``, ``f̄c1.weight``; the op view's name, which a layer box's member keeps)."""
-    from engine.explain.graph import adjoint_names
+    from explorer.explain.graph import adjoint_names
     return adjoint_names(ex.views["op"].graph).get(node_id) or bar(ex.rec.node(node_id).label)
 
 

@@ -1,7 +1,7 @@
 """A recording as the explain layer's data (``Graph`` + ``Trace``), then its layout, frames and figure.
 
 The page kit (``explorer.kit``: layout, frames, Plotly figure) draws every graph of the app; here the
-tensor-level recording becomes its ``Graph`` (the backward events already are ``engine.explain``'s
+tensor-level recording becomes its ``Graph`` (the backward events already are ``explorer.explain``'s
 ``BackwardEvent``), for two views over the same frame indices:
 
 * op view: one node per primitive (scalar constants folded away);
@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from explorer.kit.frames import MAX_FRAMES, FrameSet, build_frames
-from engine.explain.graph import Graph, GraphEdge, GraphNode, plain_value
+from explorer.explain.graph import Graph, GraphEdge, GraphNode, plain_value
 from explorer.kit.labels import formula, heading, num, shape_text
 from explorer.kit.layout import collapse_groups
 from explorer.kit.plotly_figure import Drawing, plan
-from engine.explain.trace import BackwardEvent, ForwardStep, Trace
+from explorer.explain.trace import BackwardEvent, ForwardStep, Trace
 
 from .analysis import format_shape
 from .recording import Recording

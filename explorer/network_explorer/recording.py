@@ -1,7 +1,7 @@
 """Record one real forward + backward pass of a network at tensor level.
 
 The forward op list comes from ``engine.trace_ops`` (every primitive, in execution order,
-with the layer its ``scope`` named). The backward pass is recorded by ``engine.explain``'s trace
+with the layer its ``scope`` named). The backward pass is recorded by ``explorer.explain``'s trace
 (``record_backward``: the app's one recorder of the observer's events), keeping whole arrays; its
 events are grouped into one :class:`BackwardStep` per visited node. The ops the engine runs
 *inside* each VJP come with the trace too, so a step can show the actual matrices that were
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from engine.explain.parser import check_deadline
-from engine.explain.trace import BackwardEvent, record_backward
+from explorer.explain.parser import check_deadline
+from explorer.explain.trace import BackwardEvent, record_backward
 from engine.tensor import Tensor, trace_ops
 from explorer.kit.labels import shape_text
 
@@ -178,7 +178,7 @@ class Recording:
     layers: list[Layer]
     loss: float
     loss_node: int
-    events: list[BackwardEvent] = field(default_factory=list)   # engine.explain's trace of the backward pass
+    events: list[BackwardEvent] = field(default_factory=list)   # explorer.explain's trace of the backward pass
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id]

@@ -574,7 +574,7 @@ NETWORK_WIDTH = 900   # px: the expander spans the main column
 def network_figure(trainer_or_model, width: int = NETWORK_WIDTH) -> dict:
     """The network drawn by the graph renderer, one node per layer, bottom-up as on the slides: what
     the layer is, its output shape and (second colour) its parameter count."""
-    from engine.explain.graph import Graph, GraphEdge, GraphNode
+    from explorer.explain.graph import Graph, GraphEdge, GraphNode
     from explorer.kit.plotly_figure import still_figure
     model = getattr(trainer_or_model, "model", trainer_or_model)
     layers = model.layers_summary()

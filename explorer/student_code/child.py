@@ -289,7 +289,7 @@ def main() -> int:
 
     import numpy  # noqa: F401  (the engine's imports happen before the limits, so they do not count)
     import engine  # noqa: F401
-    from engine.explain import trace  # noqa: F401
+    from explorer.explain import trace  # noqa: F401
     signal.signal(signal.SIGALRM, _alarm)
     limit_resources(int(request.get("memory_mb", 1024)), int(request.get("cpu_s", 120)))
     limit_s = float(request.get("time_limit_s", 3.0))

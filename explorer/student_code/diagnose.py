@@ -13,8 +13,8 @@ import numpy as np
 
 from engine import autodiff
 from engine.autodiff import NodeVisited
-from engine.explain.graph import fmt
-from engine.explain.harness import gradients_wrong
+from explorer.explain.graph import fmt
+from explorer.explain.harness import gradients_wrong
 
 from .graphs import BuiltGraph, build, spec_for
 

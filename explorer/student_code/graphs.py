@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from engine import Tensor
-from engine.explain import harness
-from engine.explain.trace import ForwardRun, run_forward
+from explorer.explain import harness
+from explorer.explain.trace import ForwardRun, run_forward
 
 
 @dataclass(frozen=True)

@@ -300,7 +300,7 @@ def backend_runs(batch: int = 10, tokens: int = 12, hidden: int = 32, repeats: i
 
 def backend_rows(runs: Sequence[BackendRun]) -> list[dict]:
     """The measured runs as table rows (an unavailable backend says why, in the engine's words)."""
-    from engine.explain.numbers import num
+    from explorer.explain.numbers import num
     rows = []
     for r in runs:
         if r.available:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from engine.explain.harness import WRONG_GRADIENTS, gradients_wrong
+from explorer.explain.harness import WRONG_GRADIENTS, gradients_wrong
 
 from .diagnose import Reference, Verdict, diagnose, error_text, reference
 from .graphs import DOUBLING_DEPTHS, LECTURE_GRAPHS, N_RANDOM, all_keys
@@ -29,7 +29,7 @@ FAILED = ("exception", "recursion", "not_implemented", "time_limit", "work_limit
 @dataclass
 class RandomCount:
     """The random graphs counted as Backprop orders (page 5) counts them: ``wrong`` by
-    :func:`engine.explain.harness.gradients_wrong` on the inputs' gradients; ``failed`` (the code raised or was
+    :func:`explorer.explain.harness.gradients_wrong` on the inputs' gradients; ``failed`` (the code raised or was
     stopped, or was not run after that) counted apart, as page 5's errors; the rest split into ``right``, ``warned`` (right, the protocol
     misused) and ``inner`` (the inputs' gradients right, an inner node's adjoint wrong on the way)."""
     graphs: int

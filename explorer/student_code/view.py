@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from engine import autodiff
-from engine.explain import record_execution
-from engine.explain.graph import fmt, plain_value
-from engine.explain.graph import adjoint_names
-from engine.explain.trace import BackwardEvent, Trace, bar
+from explorer.explain import record_execution
+from explorer.explain.graph import fmt, plain_value
+from explorer.explain.graph import adjoint_names
+from explorer.explain.trace import BackwardEvent, Trace, bar
 
 from ..kit.backward_view import WRONG_MARK, shared_backward_figures
 from ..kit.code_panel import CodeBlock, step_events

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import autodiff
-from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
+from engine import autodiff
+from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
 from .graph import adjoint_names, fmt, graph_from_records, is_finite, plain_value
 from .trace import ForwardStep, Trace, _Recorder
 

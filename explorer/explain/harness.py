@@ -9,10 +9,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .. import autodiff, ops
-from ..autodiff import NodeVisited
-from ..strategies import STRATEGY_NAMES, PathRecursion, WorkLimitExceeded
-from ..tensor import Tensor, tensor, trace_ops
+from engine import autodiff, ops
+from engine.autodiff import NodeVisited
+from engine.strategies import STRATEGY_NAMES, PathRecursion, WorkLimitExceeded
+from engine.tensor import Tensor, tensor, trace_ops
 from .parser import parse_inputs, parse_program
 from .trace import Trace, record_execution, record_tensor
 

@@ -7,7 +7,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..tensor import Tensor, value_kept
+from engine.tensor import Tensor, value_kept
 from .numbers import DIGITS, num
 
 VALUE_LIMIT = 64  # tensors with more elements keep a summary instead of every value
@@ -295,7 +295,7 @@ def graph_from_output(out: Tensor, names: dict[int, str] | None = None, groups: 
         groups: Tensor.unique_id -> group label (for :func:`collapse_groups`, e.g. "Linear 1").
         include_constants: keep constant inputs (numbers, data) as nodes.
     """
-    from ..autodiff import topological_sort
+    from engine.autodiff import topological_sort
     names = dict(names or {})
     order = topological_sort(out)[::-1]  # inputs first
     recs = []

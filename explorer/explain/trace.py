@@ -9,11 +9,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .. import autodiff
-from ..autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
-from ..strategies import ContributionLost, WorkLimitExceeded
-from ..ops import ones_like
-from ..tensor import Tensor, tensor, trace_ops
+from engine import autodiff
+from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
+from engine.strategies import ContributionLost, WorkLimitExceeded
+from engine.ops import ones_like
+from engine.tensor import Tensor, tensor, trace_ops
 from .graph import Graph, adjoint_names, bar, fmt, graph_from_records, is_finite, plain_value, summary
 from .parser import ExpressionError, Program, check_deadline, parse_inputs, parse_program
 
@@ -257,7 +257,7 @@ def record_backward(output: Tensor, id_of: dict[int, int], names: dict[int, str]
 
     ``value_of`` / ``describe`` make an event's value and its text (see :class:`_Recorder`); ``on_op`` is
     called with each :class:`BackwardOp` as it runs (to copy its arrays before later ops reuse them);
-    ``adjoints`` names each node's adjoint in the texts (:func:`~engine.explain.graph.adjoint_names`; default
+    ``adjoints`` names each node's adjoint in the texts (:func:`~explorer.explain.graph.adjoint_names`; default
     ``bar`` of the node's name).
 
     Returns ``(recorder, error, backward_records)`` where backward_records are the engine ops the
@@ -337,7 +337,7 @@ def gradient_graph_from(bops: list, fw: ForwardRun, seed: Tensor,
 
     A tensor that is a node's complete adjoint (the backward pass took the node holding it: ``adjoint_of``,
     unique id -> nodes) is named as the slides name it, ``x̄5`` (when an addition handed one tensor on to
-    several nodes, after the first: x̄3 and x̄4 are x̄5); the seed is the output's (``x̄7``, as :func:`~engine.explain.graph.adjoint_names` names it); the other results
+    several nodes, after the first: x̄3 and x̄4 are x̄5); the seed is the output's (``x̄7``, as :func:`~explorer.explain.graph.adjoint_names` names it); the other results
     (single contributions, a VJP's inner products) are ``g1``, ``g2``, ... in the order they ran.
     """
     names: dict[int, str] = {}

@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
-from .. import ops
-from ..tensor import Tensor, as_tensor_like, trace_ops
+from engine import ops
+from engine.tensor import Tensor, as_tensor_like, trace_ops
 
 MAX_TEXT_CHARS = 2000
 MAX_NODES = 500       # engine ops one program may run
@@ -544,7 +544,7 @@ class Program:
             ExpressionError: (kind ``limit``) at the first line whose values would hold more than
                 ``MAX_KEPT_ELEMENTS`` numbers, or an op larger than ``MAX_ELEMENTS``.
         """
-        from ..static.graph import Graph, placeholder  # the static engine: abstract evaluation
+        from engine.static.graph import Graph, placeholder  # the static engine: abstract evaluation
 
         g = Graph(name="estimate")
         est = CostEstimate()

@@ -11,7 +11,7 @@ Pictures (layout, frames, figures, DOT) are drawn from these by the explorer's p
 from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_output, plain_value  # noqa: F401
 from .parser import (ALLOWED_FUNCTIONS, CostEstimate, ExpressionError, Program, check_deadline, deadline,  # noqa: F401
                      estimate_cost, parse_inputs, parse_program)
-from ..strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # noqa: F401
+from engine.strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # noqa: F401
 from .trace import (BackwardEvent, ForwardRun, ForwardStep, Trace, bar, gradient_graph,  # noqa: F401
                     record_backward, record_execution, run_forward)
 from .trace import record_tensor  # noqa: F401,E402

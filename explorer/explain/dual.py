@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import api
-from ..tensor import in_forward_mode, tensor, trace_ops
+from engine import api
+from engine.tensor import in_forward_mode, tensor, trace_ops
 from .graph import Graph, fmt, plain_value
 from .parser import ExpressionError, Program
 from .trace import _as_program, run_forward
@@ -129,12 +129,12 @@ class NetworkJacobianCosts:
 def network_jacobian_costs(n: int, m: int, seed: int = 0) -> NetworkJacobianCosts:
     """Build the m x n Jacobian of ``tanh(A @ x)`` (A fixed, x the only input) by forward and reverse mode.
 
-    Unlike :func:`engine.explain.costs.jacobian_costs` (every element of every program input counts
+    Unlike :func:`explorer.explain.costs.jacobian_costs` (every element of every program input counts
     as an input), the matrix here is a constant, so n and m can be chosen independently.
     """
-    from .. import functional as F
-    from .. import ops
-    from ..tensor import no_grad
+    from engine import functional as F
+    from engine import ops
+    from engine.tensor import no_grad
 
     if not (isinstance(n, int) and isinstance(m, int) and 1 <= n <= 512 and 1 <= m <= 512):
         raise ValueError(f"n and m must be whole numbers in 1..512, got n={n!r}, m={m!r}")

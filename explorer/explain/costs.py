@@ -10,9 +10,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .. import api
-from ..dtypes import as_dtype
-from ..tensor import kept_bytes, no_grad, tensor, trace_ops
+from engine import api
+from engine.dtypes import as_dtype
+from engine.tensor import kept_bytes, no_grad, tensor, trace_ops
 from .parser import ExpressionError, Program, check_deadline
 from .trace import _as_program, record_execution, run_forward
 
@@ -477,8 +477,8 @@ def _check_sizes(**sizes: int) -> None:
 def _mlp(depth: int, in_features: int, width: int, batch: int, dtype: str, seed: int):
     """Run an MLP's forward pass; returns (each layer's output, input x, layers, the unique id each layer's
     ops start at)."""
-    from .. import nn
-    from ..tensor import next_unique_id
+    from engine import nn
+    from engine.tensor import next_unique_id
     rng = np.random.default_rng(seed)
     layers = [nn.Linear(in_features if k == 0 else width, width, dtype=dtype, seed=seed + k) for k in range(depth)]
     x = tensor(rng.standard_normal((batch, in_features)), dtype=dtype)
@@ -493,7 +493,7 @@ def _mlp(depth: int, in_features: int, width: int, batch: int, dtype: str, seed:
 def _saved_per_layer(h, x, layers, starts: list[int]) -> list[int]:
     """Tensors each layer's ops save (read from the graph: ``engine.tensor.saved_for_backward``), leaving
     out the input x and the weights (views of them, such as Wᵀ, too)."""
-    from ..tensor import saved_for_backward
+    from engine.tensor import saved_for_backward
     skip = {p.backend.buffer(p.data)[0] for lay in layers for p in lay.parameters()}
     skip.add(x.backend.buffer(x.data)[0])
     counts = [0] * len(layers)
