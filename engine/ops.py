@@ -1048,7 +1048,7 @@ class MatMulT(Op):
 
     @classmethod
     def vjp(cls, ctx, g, k=RECORDED):
-        a, b = ctx.operands
+        a, b = ctx.operands[:2]   # (Linear's rule too: its bias is the third operand)
         ga = k.matmul(g, k.value(b)) if a.requires_grad else None   # ā = ȳ b
         gb = None
         if b.requires_grad:   # b̄ = ȳᵀ a, every leading dim of a (a vector: none) one more row
@@ -1057,7 +1057,8 @@ class MatMulT(Op):
 
     @classmethod
     def jvp(cls, ctx, ta, tb):
-        return _bilinear_jvp(lambda x, y: apply(MatMulT, (x, y)), *ctx.inputs, ta, tb)
+        a, b = ctx.inputs[:2]
+        return _bilinear_jvp(lambda x, y: apply(MatMulT, (x, y)), a, b, ta, tb)
 
 
 class Linear(Op):
@@ -1078,25 +1079,17 @@ class Linear(Op):
         return be.binary("add", be.matmul(x, be.permute(w, (1, 0))), b)
 
     @classmethod
-    def vjp(cls, ctx, g, k=RECORDED):
-        x, w, b = ctx.operands
-        gx = k.matmul(g, k.value(w)) if x.requires_grad else None
-        gw = k.matmul(k.swap_last(_rows(g, k.reshape)), _rows(k.value(x), k.reshape)) if w.requires_grad else None
-        gb = k.sum_to_shape(g, b.shape) if b.requires_grad else None
-        return gx, gw, gb
+    def vjp(cls, ctx, g, k=RECORDED):   # x̄ and W̄ as MatMulT's rule sends them, plus the bias's
+        b = ctx.operands[2]
+        return (*MatMulT.vjp(ctx, g, k), k.sum_to_shape(g, b.shape) if b.requires_grad else None)
 
     @classmethod
     def jvp(cls, ctx, tx, tw, tb):
-        x, w, _ = ctx.inputs
-        parts = [apply(MatMulT, (tx, w))] if tx is not None else []
-        if tw is not None:
-            parts.append(apply(MatMulT, (x, tw)))
-        if tb is not None:
-            parts.append(tb if parts else expand(tb, x.shape[:-1] + w.shape[:1]))
-        out = parts[0]
-        for part in parts[1:]:
-            out = out + part
-        return out
+        out = MatMulT.jvp(ctx, tx, tw) if tx is not None or tw is not None else None
+        if tb is None:
+            return out
+        x, w = ctx.inputs[:2]
+        return tb + out if out is not None else expand(tb, x.shape[:-1] + w.shape[:1])
 
 
 # ---------------------------------------------------------------------------

@@ -875,8 +875,9 @@ def value_kept(t: Tensor) -> bool:
 
 def _unsaved(t: Tensor) -> Tensor:
     """``t`` as the graph holds an input no rule reads: itself when its value must stay (a leaf, a
-    result whose own VJP reads it, already an edge), else an :class:`_Unsaved` edge."""
-    if t.op is None or t.op.needs_output or type(t) is not Tensor:
+    result whose own VJP reads it, already an edge) or is too small to be worth an edge
+    (``FREE_MIN_BYTES``), else an :class:`_Unsaved` edge."""
+    if t.op is None or t.op.needs_output or type(t) is not Tensor or not _worth_freeing(t):
         return t
     return _edge(t)
 
@@ -894,8 +895,8 @@ def _edge(t: Tensor) -> _Unsaved:
     return e
 
 
-#: a buffer smaller than this is not worth freeing during backward: the edge that lets go of it costs ~1 µs
-#: and ~200 bytes (benchmarks/hw2_step.py's batch-10 step makes ~25 of them); freed when the graph goes
+#: a buffer smaller than this is not worth freeing early (in the forward pass or during backward): the edge
+#: that would let go of it costs ~1 µs and ~200 bytes; it is freed with the graph instead
 FREE_MIN_BYTES = 16384
 
 
