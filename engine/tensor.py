@@ -219,25 +219,11 @@ def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
     n = len(arrays)
     if n == 2:  # most ops: no generator
         da, db = arrays
-        return (None if da is None else _leaf_of(da, be)), (None if db is None else _leaf_of(db, be))
+        return (None if da is None else _make(da, be)), (None if db is None else _make(db, be))
     if n == 1:
         da = arrays[0]
-        return (None if da is None else _leaf_of(da, be)),
-    return tuple([None if a is None else _leaf_of(a, be) for a in arrays])
-
-
-def _leaf_of(data, be: Backend) -> "Tensor":
-    """``Tensor._make(data, be)`` inlined: a constant holding ``data`` (one per VJP contribution)."""
-    t = _new(Tensor)
-    t._data = data
-    t.backend = be
-    t.requires_grad = False
-    t.grad = None
-    t.op = None
-    t.unique_id = next(_ids)
-    t.tangent = None
-    t.name = None
-    return t
+        return (None if da is None else _make(da, be)),
+    return tuple([None if a is None else _make(a, be) for a in arrays])
 
 
 def _saved_inputs(op: type[Op], inputs: tuple) -> tuple:
@@ -334,7 +320,9 @@ class Tensor:
 
     @staticmethod
     def _make(data, backend: Backend, requires_grad: bool = False, history: History | None = None) -> "Tensor":
-        t = object.__new__(Tensor)
+        """The engine's one constructor (``Tensor(...)`` checks and converts user data, then sets the same
+        fields): a tensor holding the backend array ``data``, a leaf unless ``history`` is given."""
+        t = _new(Tensor)
         t._data = data
         t.backend = backend
         t.requires_grad = requires_grad
@@ -716,6 +704,9 @@ class Tensor:
     def flatten(self): return _ops.reshape(self, (-1,))
 
 
+_make = Tensor._make
+
+
 def _dims_arg(args) -> tuple[int, ...]:
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         return tuple(args[0])
@@ -998,7 +989,7 @@ def as_tensor_like(x, like: Tensor) -> Tensor:
         return x
     be = like.backend
     if type(x) is float and type(like._data) is _F64:  # the scalar fast path: a float64 constant
-        return _leaf_of(_F64(x), be)
+        return _make(_F64(x), be)
     if isinstance(x, (int, float, bool)):
         # a Python number joins the tensor's dtype, as in PyTorch: float data stays float, a bool joins
         # anything, an int joins an int tensor and makes a bool one int64, a float makes any other float64
@@ -1052,11 +1043,7 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
     if be.deferred:  # a static graph's symbolic backend records the op instead of running it
         return be.record(op, inputs, params)
     st = _state
-    out = ctx = _new(Tensor)
-    out.backend = be
-    out.grad = None
-    out.tangent = None
-    out.name = None
+    out = ctx = _make(None, be)   # the op's context while forward runs: it reads the backend and params
     out.op, out.params = op, params
     out._released = 0
     n = out._n = len(inputs)
@@ -1070,7 +1057,6 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
         out._a, out._b = tuple(inputs), None
         data = op.forward(ctx, *[t._data for t in inputs])
     out._data = data
-    out.unique_id = next(_ids)
     requires_grad = requires_grad and op.differentiable and st.grad_enabled
     out.requires_grad = requires_grad
     forward_mode = st.forward_mode
@@ -1097,20 +1083,11 @@ def apply(op: type[Op], inputs: tuple, params: Any = None, backend: Backend | No
 def _scalar_node(op, be: Backend, data, a, b, n: int, rg: bool, params=None) -> Tensor:
     """The scalar fast path's output: a 0-d tensor holding ``data`` (a NumPy float64 scalar), which
     records ``op`` on operands ``a`` / ``b`` when one of them takes a gradient."""
-    t = _new(Tensor)
-    t._data = data
-    t.backend = be
-    t.grad = None
-    t.unique_id = next(_ids)
-    t.tangent = None
-    t.name = None
+    t = _make(data, be)
     if rg and _state.grad_enabled:
         t.op, t.params, t._a, t._b, t._n = op, params, a, b, n
         t._released = 0
         t.requires_grad = True
-    else:
-        t.op = None
-        t.requires_grad = False
     return t
 
 
