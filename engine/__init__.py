@@ -16,12 +16,13 @@ from .functional import (MaxResult, amax, binary_cross_entropy, binary_cross_ent
 from .functional import max as max  # noqa: F401,A004  (PyTorch's: values and indices with a dim)
 from .ops import matmul, where  # noqa: F401
 from .ops import sum as sum  # noqa: F401,A004
-from .tensor import (GraphReleasedError, Tensor, is_grad_enabled, no_grad, set_grad_enabled, tensor,  # noqa: F401
-                     trace_ops)
+from .tensor import (GraphReleasedError, OpRun, Recording, Tensor, is_grad_enabled, no_grad,  # noqa: F401
+                     recording, set_grad_enabled, tensor, trace_ops)
 from .tensor_data import BroadcastError  # noqa: F401
 
 __all__ = [
     "Tensor", "tensor", "GraphReleasedError", "no_grad", "set_grad_enabled", "is_grad_enabled", "trace_ops",
+    "recording", "Recording", "OpRun",
     "float32", "float64", "int64", "bool_", "DType",
     "grad", "vjp", "jvp", "gradcheck", "GradcheckError", "GradcheckReport",
     "zeros", "ones", "full", "randn", "manual_seed",

@@ -334,6 +334,15 @@ def _bilinear_jvp(f, a, b, ta, tb):
     return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
 
+def _product_multiply_adds(cls, in_shapes, out_shape) -> int:
+    """A matrix product's multiply-adds: k (the first operand's last dim) per output number."""
+    k = in_shapes[0][-1] if in_shapes[0] else 1
+    n = 1
+    for s in out_shape:
+        n *= s
+    return n * k
+
+
 class Mul(Binary):
     name = "mul"
     saves = (0, 1)
@@ -969,6 +978,7 @@ class MatMul(Op):
     saves = (0, 1)
     label = "{0} @ {1}"
     formula = "Ā = Ȳ Bᵀ,  B̄ = Aᵀ Ȳ   (batch dims summed back)"
+    multiply_adds = classmethod(_product_multiply_adds)
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1040,6 +1050,7 @@ class MatMulT(Op):
     saves = (0, 1)
     label = "{0} @ {1}ᵀ"
     formula = "Ā = Ȳ B,  B̄ = Ȳᵀ A   (y = A Bᵀ; A's leading dims flattened into the rows for B̄)"
+    multiply_adds = classmethod(_product_multiply_adds)
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1072,6 +1083,7 @@ class Linear(Op):
     saves = (0, 1)   # the bias's contribution needs only its shape (an edge keeps it)
     label = "{0} @ {1}ᵀ + {2}"
     formula = "x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ   (y = x Wᵀ + b; x's leading dims flattened into the rows)"
+    multiply_adds = classmethod(_product_multiply_adds)
 
     @staticmethod
     def forward(ctx, x, w, b):

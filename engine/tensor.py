@@ -16,7 +16,7 @@ import operator
 import threading
 import weakref
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -127,6 +127,40 @@ def trace_ops(hook: Callable[[type["Op"], tuple, Any, "Tensor"], None]) -> Itera
         _state.hooks.remove(hook)
 
 
+class OpRun(NamedTuple):
+    """One op as :func:`recording` saw it run: the op, its input tensors, its parameters, its output."""
+    op: type["Op"]
+    inputs: tuple
+    params: Any
+    out: "Tensor"
+
+    @property
+    def multiply_adds(self) -> int:
+        return self.op.multiply_adds([t.shape for t in self.inputs], self.out.shape)
+
+
+class Recording(list):
+    """The ops a :func:`recording` block ran, in order (:class:`OpRun` each)."""
+
+    @property
+    def names(self) -> list[str]:
+        return [r.op.name for r in self]
+
+    @property
+    def multiply_adds(self) -> int:
+        """The matrix products' multiply-adds (``Op.multiply_adds``), summed."""
+        return sum(r.multiply_adds for r in self)
+
+
+@contextmanager
+def recording() -> Iterator[Recording]:
+    """Record every op applied in this thread inside the block: the one forward recorder the explorer's
+    counts, pictures and cost tables read (``with recording() as ops: ...; ops.names, ops.multiply_adds``)."""
+    ops = Recording()
+    with trace_ops(lambda op, inputs, params, out: ops.append(OpRun(op, inputs, params, out))):
+        yield ops
+
+
 _OPS_BY_NAME: dict[str, type["Op"]] = {}
 
 
@@ -189,6 +223,12 @@ class Op:
     def _backend_kernel(cls, ctx: "History", dtypes: tuple, method: str, *args) -> Callable:
         direct = ctx.backend.kernel(method, *args, dtypes=dtypes)
         return direct if direct is not None else Op.kernel.__func__(cls, ctx, dtypes)
+
+    @classmethod
+    def multiply_adds(cls, in_shapes: Sequence[tuple], out_shape: tuple) -> int:
+        """Multiply-adds the op makes beyond one per output number: a matrix product's k per output
+        number, 0 for the others (what the cost tables count)."""
+        return 0
 
     @classmethod
     def vjp(cls, ctx: "History", g: "Tensor"):

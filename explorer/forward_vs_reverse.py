@@ -300,11 +300,9 @@ def pass_costs(depth: int = 4, width: int = 64, batch: int = 32) -> list[dict]:
         return h.sum()
 
     def measure(run):
-        ops: list[tuple] = []
-        with engine.trace_ops(lambda op, inputs, params, out: ops.append(
-                (op.name, int(np.prod(inputs[0].shape)) * int(inputs[1].shape[-1]) if op.name == "matmul" else 0))):
+        with engine.recording() as ops:
             run()
-        return len(ops), sum(m for _, m in ops)
+        return len(ops), ops.multiply_adds
 
     def forward():
         with engine.no_grad():
@@ -384,7 +382,7 @@ def logreg_gradient_costs(ns=LOGREG_FEATURES, samples: int = LOGREG_SAMPLES) -> 
     """The notes' cost table measured on their own case: the mean binary cross-entropy of logistic regression on
     ``samples`` examples with n features, its gradient with respect to the n weights by reverse mode (one forward
     + backward) and by forward mode (n JVP passes along the unit vectors, one column each), every pass run and its
-    matmul multiply-adds counted with ``engine.trace_ops``; the two gradients compared."""
+    matmul multiply-adds counted with ``engine.recording``; the two gradients compared."""
     import engine
     from engine import functional as F
     rng = np.random.default_rng(0)
@@ -397,17 +395,10 @@ def logreg_gradient_costs(ns=LOGREG_FEATURES, samples: int = LOGREG_SAMPLES) -> 
         def loss(w):
             return F.binary_cross_entropy((X @ w).sigmoid(), y)
 
-        macs = [0]
-
-        def count(op, inputs, params, out_):
-            if op.name == "matmul":
-                macs[0] += int(np.prod(inputs[0].shape)) * int(inputs[1].shape[-1])
-
         def counted(run):
-            macs[0] = 0
-            with engine.trace_ops(count):
+            with engine.recording() as ops:
                 result = run()
-            return macs[0], result
+            return ops.multiply_adds, result
 
         forward, _ = counted(lambda: loss(engine.tensor(w0)))
         w = engine.tensor(w0, requires_grad=True)

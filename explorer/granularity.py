@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import engine
-from engine.tensor import kept_bytes, kept_for_backward, trace_ops
+from engine.tensor import kept_bytes, kept_for_backward, recording
 
 N = 200_000          # elements of x (float64): 1.6 MB
 REPEATS = 9          # the fastest run is reported (the least disturbed by other work on a busy server)
@@ -66,14 +66,14 @@ def _run(fn, x_np):
 
 def _measure(form: str, fn, x_np: np.ndarray, repeats: int) -> FormRow:
     x = engine.tensor(x_np, requires_grad=True)
-    forward: list[str] = []
-    with trace_ops(lambda op, inputs, params, out: forward.append(op.name)):
+    with recording() as forward_ops:
         y = fn(x)
+    forward = forward_ops.names
     kept = [t for t in kept_for_backward(y) if t is not x]
     nbytes = kept_bytes(y, exclude=[x])
-    backward: list[str] = []
-    with trace_ops(lambda op, inputs, params, out: backward.append(op.name)):
+    with recording() as backward_ops:
         y.backward(engine.tensor(np.ones_like(x_np)))
+    backward = backward_ops.names
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()

@@ -281,11 +281,10 @@ def build_example(key: str, with_gradients: bool = True, with_train: bool = Fals
     static_code += static_run
     if with_gradients or with_train:
         eager_code += eager_grad + "   # runs backward ops, records none"
-    counted: list[str] = []
     forward: list[int] = []
     runs_backward = with_gradients or (with_train and key != "lecture")
-    results: list = []   # every result stays alive until the eager graph is drawn with its values
-    with engine.trace_ops(lambda op, inputs, params, out: (counted.append(op.name), results.append(out))):
+    # every result stays alive (in the recording) until the eager graph is drawn with its values
+    with engine.recording() as counted:
         ran = eager_fn({k: val for k, (_, val) in feeds.items()}, before_backward=lambda: forward.append(len(counted)),
                        backward=runs_backward)
     forward.append(len(counted))    # no backward: every op ran forward
@@ -657,8 +656,7 @@ def rnn_figure(length: int, expand: bool = False, width: int = RNN_WIDTH) -> dic
 
 def rnn_eager(xs: np.ndarray, w0: float = 0.8) -> tuple[float, float, int, int]:
     """The same recurrence eagerly: (h_T, dh_T/dw, forward ops recorded, ops incl. backward)."""
-    ops: list[str] = []
-    with engine.trace_ops(lambda op, *_: ops.append(op.name)):
+    with engine.recording() as ops:
         w = engine.tensor(w0, requires_grad=True)
         x = engine.tensor(xs)
         h = engine.tensor(0.0)

@@ -380,9 +380,9 @@ def broadcast_backward(b_shape=(2,), g=EX8_G) -> BroadcastResult:
     x = engine.tensor(EX8_X, requires_grad=True, name="x")
     b = engine.tensor(b0, requires_grad=True, name="b")
     y = x + b
-    ops: list[str] = []
-    with engine.trace_ops(lambda op, *_: ops.append(op.name)):
+    with engine.recording() as ran:
         y.backward(engine.tensor(g))
+    ops = ran.names
     # the axes where b was stretched: missing in front, or of size 1 where y's is not
     pad = (1,) * (y.ndim - len(b_shape)) + b_shape
     axes = tuple(i for i, (s, t) in enumerate(zip(pad, y.shape)) if s == 1 and t != 1)
@@ -434,9 +434,9 @@ def embedding_backward(ids: list[int]) -> EmbeddingResult:
     emb = engine.nn.Embedding(VOCAB, DIM, seed=0)
     out = emb(np.array([ids]))                          # shape (1, len(ids), DIM): one sentence
     g = np.array([[[2 * k + 1, 2 * k + 2] for k in range(len(ids))]], dtype=float)
-    ops: list[str] = []
-    with engine.trace_ops(lambda op, *_: ops.append(op.name)):
+    with engine.recording() as ran:
         out.backward(engine.tensor(g))
+    ops = ran.names
     sources: dict[int, list[int]] = {}
     for k, i in enumerate(ids):
         sources.setdefault(i, []).append(k)
@@ -629,7 +629,7 @@ def layer_walk() -> LayerWalk:
     """Run ``nn.Linear(3, 2)(x)`` on a backend that counts its kernel calls, tracing the ops, and read the result's
     TensorData."""
     from engine.backends.python_backend import PythonBackend
-    from engine.tensor import trace_ops
+    from engine.tensor import recording
 
     calls: dict[str, int] = {}
 
@@ -646,10 +646,9 @@ def layer_walk() -> LayerWalk:
     layer = engine.nn.Linear(3, 2, backend=be, seed=0)
     x = engine.tensor(np.arange(12.0).reshape(4, 3), backend=be)
     calls.clear()                                     # count the call only, not the set-up
-    ops: list[str] = []
-    made: list[int] = []
-    with trace_ops(lambda op, inputs, params, out: (ops.append(op.name), made.append(out.unique_id))):
+    with recording() as ran:
         y = layer(x)
+    ops, made = ran.names, [r.out.unique_id for r in ran]
     data: TensorData = y._data
     return LayerWalk(f"nn.Linear(3, 2) called on x of shape {tuple(x.shape)}: Module.__call__ → forward → "
                      "F.linear", len(set(made)), tuple(ops), dict(calls), tuple(data.shape), tuple(data.strides),

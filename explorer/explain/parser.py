@@ -563,9 +563,8 @@ class Program:
                         est.ops += 1
                         est.elements += size
                         est.work += size + OP_WORK
-                        if node.op.name == "matmul":  # m*k*n multiply-adds, not only the m*n results
-                            a = node.inputs[0].shape
-                            est.work += size * (int(a[-1]) if a else 1)
+                        # a matrix product's m*k*n multiply-adds, not only its m*n results
+                        est.work += node.op.multiply_adds([t.shape for t in node.inputs], node.shape)
                         if size > est.largest:
                             est.largest, est.largest_line = size, st.line
                         if est.ops > MAX_NODES:

@@ -66,9 +66,7 @@ def probe(network: Network) -> NetworkCost:
         for t in inputs:
             if t.unique_id not in made:
                 leaves.setdefault(t.unique_id, t.numel())
-        # (…, k) @ (k, n), (…, k) @ (n, k)ᵀ or a Linear's (…, k) @ (n, k)ᵀ + b: k per output number
-        if op.name in ("matmul", "matmul_t", "linear"):
-            cost.multiply_adds += out.numel() * (inputs[0].shape[-1] if inputs[0].shape else 1)
+        cost.multiply_adds += op.multiply_adds([t.shape for t in inputs], out.shape)
 
     with no_grad(), trace_ops(hook):
         network.loss()
