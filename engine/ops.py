@@ -7,12 +7,10 @@ derivatives, and the explorer can draw it) and the backend's kernels on raw arra
 nobody records or watches: training), with the same bits. JVPs are written with engine ops.
 Broadcasting is undone in exactly one helper, :func:`sum_to_shape`.
 
-Composites (tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and
-need no rules of their own. ``scalar`` is an op's kernel for the scalar fast path (0-d float64
-values, see ``engine.tensor.apply``): NumPy's own scalar arithmetic (exactly rounded, the same bits
-as the array kernels) or the same ufunc. Sigmoid, binary cross-entropy, the dropout mask, the mean and
-Linear's ``x @ Wᵀ`` are fused primitives here because ``benchmarks/hw2_step.py`` showed they pay (see
-their classes).
+Composites (tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and need no rules of
+their own. ``scalar`` is an op's kernel for the scalar fast path (0-d float64 values, see
+``engine.tensor.apply``), with the same bits as its array kernel. Sigmoid, binary cross-entropy, dropout,
+the mean and Linear are fused primitives (one node each, as PyTorch records them): fewer dispatches per step.
 """
 from __future__ import annotations
 
@@ -520,8 +518,7 @@ class Relu(Unary):
     formula = "x̄ = ȳ ⊙ 1[y > 0]   (the mask from the kept output y = relu x: y > 0 exactly where x > 0)"
     needs_output = True
 
-    # where(y > 0, ȳ, 0): a bool mask and one result (ȳ ⊙ step(y) made a float mask too: one more
-    # batch-sized buffer at the backward pass's peak, benchmarks/step_memory.py)
+    # where(y > 0, ȳ, 0): a bool mask, not a float one (a smaller buffer at the backward pass's peak)
     @classmethod
     def vjp(cls, ctx, g, k=RECORDED):
         y = k.output(ctx)
@@ -530,12 +527,7 @@ class Relu(Unary):
 
 
 class Sigmoid(Unary):
-    """Fused sigmoid: 1 / (1 + exp(-a)).
-
-    A composite of neg/exp/add/reciprocal gives the same numbers; this fused
-    primitive exists because ``benchmarks/hw2_step.py`` showed the four-op
-    version costs ~25 µs per training step in Python overhead.
-    """
+    """1 / (1 + exp(-a)) as one node (the same numbers as neg, exp, add and reciprocal, one dispatch)."""
 
     name = "sigmoid"
     saves = ()
@@ -657,7 +649,7 @@ def _dropout_mask(k, shape, p):
 def _dropout(k, x, keep, scale):
     # (x ⊙ keep) ⊙ scale: the bits of x ⊙ (keep ⊙ scale) (x · 1 is x, x · 0 is x · 0), from a bool mask
     out = k.mul(x, keep)
-    if type(out) is np.ndarray:  # NumPy scales in place: no second batch-sized buffer (benchmarks/step_memory.py)
+    if type(out) is np.ndarray:  # NumPy scales in place: no second batch-sized buffer
         return np.multiply(out, k.const(scale), out=out)
     return k.mul(out, k.const(scale))
 
@@ -683,11 +675,9 @@ class BinaryCrossEntropy(Op):
     reduction (the mean or the sum over every element) in the same node, as PyTorch records
     ``F.binary_cross_entropy`` (one BinaryCrossEntropyBackward node).
 
-    Fused: as a composite (clamps, logs, products) the HW2 step spent ~40 extra op dispatches here,
-    and the loss's mean as a node of its own one more op forward and one more VJP node backward
-    (benchmarks/hw2_step.py). The reduction makes the backend calls ``mean`` / ``sum`` would make, so
-    the same bits. The VJP is ℓ̄ (the loss's adjoint, spread back to every element, times 1/n for the mean) ⊙ BCEGrad(p, y),
-    itself a primitive with a VJP, so higher-order derivatives still work.
+    The reduction makes the backend calls ``mean`` / ``sum`` would make, so the same bits. The VJP is ℓ̄
+    (spread back to every element, times 1/n for the mean) ⊙ BCEGrad(p, y), itself a primitive with a
+    VJP, so higher-order derivatives still work.
 
     ``params``: None (elementwise) or ``(reduction, shape, scale)``: "mean" or "sum", the elementwise
     loss's shape and 1/n (the mean's; None for the sum).
@@ -812,10 +802,8 @@ class DropoutMask(Op):
 
 
 class Dropout(Op):
-    """Inverted dropout, x ⊙ keep / (1 − p), from a bool mask (``DropoutMask``): it saves the mask
-    only. Fused: as ``x * mask`` with a float mask (Mul saves both) the HW2 step kept 4x the mask's
-    bytes and its peak memory was above PyTorch's (benchmarks/step_memory.py). Linear in x: its VJP
-    and JVP are the same op on ȳ / the tangent."""
+    """Inverted dropout, x ⊙ keep / (1 − p), from a bool mask (``DropoutMask``): it saves the mask only
+    (``x * mask`` would save x and a float mask). Linear in x: its VJP and JVP are the same op on ȳ / ẋ."""
 
     name = "dropout"
     saves = (1,)
@@ -890,11 +878,8 @@ class Sum(Op):
 
 
 class Mean(Op):
-    """The mean over dims: the sum times 1/n, as one primitive. Fused: as ``sum(x) * (1/n)`` (the
-    composite it was) every mean cost two ops forward and two VJP nodes backward, and HW2's step
-    takes two means (the word vectors', the loss's): ~15 µs of its ~250 (benchmarks/hw2_step.py).
-    The same kernels in the same order, so the same bits as that composite; PyTorch records one
-    node (MeanBackward) too."""
+    """The mean over dims: the sum times 1/n as one node (PyTorch's MeanBackward), the same bits as
+    ``sum(x) * (1/n)``."""
 
     name = "mean"
     saves = ()
@@ -1040,11 +1025,8 @@ def _rows(x, reshape_fn):
 
 
 class MatMulT(Op):
-    """``a @ bᵀ`` for a matrix ``b`` (n, k) and ``a`` (..., k): Linear's ``x @ Wᵀ`` as one node. Fused: as
-    ``matmul(x, transpose(W))`` every Linear cost a transpose op forward and its VJP node backward
-    (benchmarks/hw2_step.py: ~10 µs of HW2's step for its two layers). The same backend calls as that
-    pair (a matmul with a transposed view of ``b``), so the same bits. A Linear with its bias is one node,
-    :class:`Linear` (as PyTorch's AddmmBackward); this is a Linear without one."""
+    """``a @ bᵀ`` for a matrix ``b`` (n, k) and ``a`` (..., k): a Linear without a bias, as one node (the
+    same bits as ``matmul(x, transpose(W))``, without the transpose's node)."""
 
     name = "matmul_t"
     saves = (0, 1)
@@ -1074,10 +1056,7 @@ class MatMulT(Op):
 
 class Linear(Op):
     """``x @ Wᵀ + b`` for a matrix ``W`` (n, k), ``x`` (..., k) and a bias ``b`` (n,): ``nn.Linear`` as one
-    node, as PyTorch records it (AddmmBackward). Fused: as ``matmul_t`` and the bias's add every Linear
-    cost one more op forward and one more VJP node backward (benchmarks/hw2_step.py: ~8 µs of HW2's step
-    for each of its two layers). The same backend calls as that pair, in the same order, so the same bits.
-    Its VJP sends three contributions: to the input, to the weight and to the bias."""
+    node, as PyTorch records it (AddmmBackward), the same bits as ``matmul_t`` then the add."""
 
     name = "linear"
     saves = (0, 1)   # the bias's contribution needs only its shape (an edge keeps it)

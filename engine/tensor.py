@@ -182,12 +182,9 @@ class Op:
     under it (``engine.ops.primitive(name)``). ``engine.ops`` holds the declarations.
 
     The VJP is one rule run by two interpreters (``engine.ops.ArrayOps``): ``k`` is the recorded one by
-    default (engine ops on Tensors: ``create_graph``, ``trace_ops`` hooks, forward mode and static graphs
-    see them), and ``chain_rule`` passes the raw one (the backend's kernels on its arrays: ``g`` and the
-    results are arrays) for a backward pass that records nothing and that nobody watches (see
-    :func:`_vjp_on_arrays`), where each engine op would cost a Tensor and a dispatch for nothing
-    (``benchmarks/hw2_step.py``). The same rule, the same backend calls in the same order: the same bits.
-    A ``vjp`` written on Tensors only (no ``k`` parameter) always runs recorded (``array_rule`` False).
+    default (engine ops on Tensors, which ``create_graph``, hooks, forward mode and static graphs see);
+    ``chain_rule`` passes the raw one (the backend's kernels on arrays) for a pass that records nothing
+    and nobody watches (:func:`_vjp_on_arrays`). A ``vjp`` without a ``k`` parameter always runs recorded.
     """
 
     name = "?"
@@ -283,12 +280,8 @@ def _operands(rec) -> tuple:
 
 
 class History:
-    """How a tensor was made: op, inputs, parameters, and what its VJP needs.
-
-    One or two inputs are kept in slots of their own, not in a tuple: a graph holds one History
-    per node, and an extra long-lived tuple per node costs the cyclic garbage collector ~0.6 µs
-    of work per node of a scalar program (benchmarks/scalar_chain.py); ``inputs`` builds the tuple.
-    """
+    """How a tensor was made: op, inputs, parameters, and what its VJP needs. One or two inputs sit in
+    slots of their own (no long-lived tuple per node for the garbage collector to walk)."""
 
     __slots__ = ("op", "_a", "_b", "_n", "params", "backend", "_out")
 
@@ -552,8 +545,7 @@ class Tensor:
             grads = self.op.vjp(self, d_output)
         if releasing:
             self._released = releasing  # after the VJP ran (this pass may run it again: path recursion)
-            # ...and if its strategy runs each VJP once, free what it saved now (on the scalar path an
-            # 8-byte value is not worth an edge: benchmarks/scalar_chain.py)
+            # ...and if its strategy runs each VJP once, free what it saved now (not a scalar's 8 bytes)
             if _state.freeing and (type(self) is not Tensor or type(self._data) is not _F64):
                 _drop_saved(self)
         if self._n == 2:  # most nodes: no zip, no filtering loop (the scalar chain's backward, per node)
@@ -938,8 +930,7 @@ def _worth_freeing(t: Tensor) -> bool:
 def _holds_large_values(root: Tensor, limit: int = 32) -> bool:
     """Whether freeing during ``root``'s backward can pay: an op result of at least ``FREE_MIN_BYTES``
     among the first ``limit`` nodes of its graph (leaves are the caller's). A graph of small buffers
-    (HW2's step at batch 10: every one under 3 kB) is freed when it goes, as before: freeing node by
-    node costs ~1-2 µs a node there (benchmarks/hw2_step.py) and would free less than that many bytes."""
+    (HW2's step at batch 10: every one under 3 kB) is freed with the graph instead."""
     stack, seen = [root], 0
     while stack and seen < limit:
         t = stack.pop()
