@@ -62,8 +62,14 @@ def test_a_narrow_code_panel_wraps_its_title_instead_of_cutting_it(new_page, app
     pg.goto(f"{app_url}/Backprop_orders?step=11")
     wait_idle(pg)
     pg.locator(".adx-code .t").first.wait_for()
-    overflow = pg.evaluate("""() => [...document.querySelectorAll('.adx-code')].filter(b => b.offsetWidth > 0)
-        .map(b => [b.querySelector('.t') ? b.querySelector('.t').innerText : '', b.scrollWidth - b.clientWidth])""")
+    js = """() => [...document.querySelectorAll('.adx-code')].filter(b => b.offsetWidth > 0)
+        .map(b => [b.querySelector('.t') ? b.querySelector('.t').innerText : '', b.scrollWidth - b.clientWidth])"""
+    try:   # both orders' panels drawn and laid out (a loaded machine draws the second one later)
+        pg.wait_for_function(f"() => {{ const v = ({js})(); return v.length >= 2 && v.every(x => x[1] <= 1); }}",
+                             timeout=120_000)
+    except Exception:  # noqa: BLE001 - the assertion below says what overflowed
+        pass
+    overflow = pg.evaluate(js)
     assert overflow and all(extra <= 1 for _, extra in overflow), overflow
     titles = pg.locator(".adx-code .t").all_inner_texts()
     assert any("engine/strategies.py" in t for t in titles), titles

@@ -276,7 +276,7 @@ NOW_NAMED_JS = """() => [...document.querySelectorAll('.adx-scroll')].flatMap((b
   if (!now || !now.classList.contains('adx-now')) return [`panel ${p + 1}: no name over the box`];
   const r = now.getBoundingClientRect(), title = first.querySelector('.t').innerText.trim();
   const out = [];
-  if (now.innerText.replace(/^▶\s*/, '').trim() !== title) out.push(`panel ${p + 1}: names ${now.innerText}, lit ${title}`);
+  if (now.innerText.replace(/^▶\\s*/, '').trim() !== title) out.push(`panel ${p + 1}: names ${now.innerText}, lit ${title}`);
   if (!(r.height > 0 && r.top >= -0.5 && r.bottom <= window.innerHeight + 0.5)) out.push(`panel ${p + 1}: name off screen`);
   return out; })"""
 
