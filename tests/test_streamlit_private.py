@@ -102,3 +102,15 @@ def test_the_import_check_can_fail():
     source = ("import streamlit as st\nfrom streamlit.testing.v1 import AppTest\n"
               "def f():\n    from streamlit.runtime import Runtime\n    import streamlit.proto.BackMsg_pb2\n")
     assert _private_imports(source) == ["line 4: streamlit.runtime", "line 5: streamlit.proto.BackMsg_pb2"]
+
+
+def test_only_the_widget_modules_import_streamlit_when_they_load():
+    """What explorer/__init__.py and docs/engine.md say: in explorer/ only the two widget modules import Streamlit
+    at their top level (the rest import it inside a page run, if at all); engine/ and sentiment/ never."""
+    top = {str(p.relative_to(ROOT)) for p in PY_FILES if p.parts[len(ROOT.parts)] == "explorer"
+           and any(isinstance(n, (ast.Import, ast.ImportFrom)) and _streamlit_modules(n)
+                   for n in ast.parse(p.read_text(encoding="utf-8")).body)}
+    assert top == {"explorer/kit/widgets.py", "explorer/kit/class_widgets.py"}
+    anywhere = [str(p.relative_to(ROOT)) for p in PY_FILES if p.parts[len(ROOT.parts)] in ("engine", "sentiment")
+                and _streamlit_modules(ast.parse(p.read_text(encoding="utf-8")))]
+    assert not anywhere
