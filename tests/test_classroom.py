@@ -463,7 +463,7 @@ def test_a_following_student_sees_no_page_controls_but_the_class_card():
 
 
 def test_a_long_program_reaches_students_whole_and_a_state_too_long_to_share_is_said_to_the_lecturer():
-    """The hostile afternoon's finding 2: students followed a program clipped to 200 characters."""
+    """Students followed a program clipped to 200 characters."""
     program = "\n".join(f"x{i + 3} = x{i + 2} * 1.01 + sin(x1)" for i in range(10)) + "\nf = x12 + x2"
     assert len(program) > 200
     lec = _home().run()

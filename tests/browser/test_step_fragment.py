@@ -1,4 +1,4 @@
-"""A Step reruns only the stepper's fragment (issue 21 §8): read from the messages the server sends the browser.
+"""A Step reruns only the stepper's fragment: read from the messages the server sends the browser.
 
 Every stepped page draws its step controls and the step's view inside one ``st.fragment``
 (:func:`explorer.kit.widgets.stepper`). A click on Step must make the server run that fragment only: the
