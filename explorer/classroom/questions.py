@@ -2,9 +2,9 @@
 
 Nothing here re-computes the maths: the next node taken, the contribution it sends and the adjoint it
 holds are the recorded backward events (:class:`explorer.explain.trace.BackwardEvent`) of the step after
-the one on screen; "is this order right?" runs the engine with that traversal strategy and compares its
-gradients with the topological order's. Numbers are checked to :data:`QUESTION_RTOL` (relative), the
-Exercises page's default tolerance.
+the one on screen; a page adds its own (Backprop orders: "is this order right?", the engine run with that
+traversal strategy). Numbers are checked to :data:`QUESTION_RTOL` (relative), the Exercises page's default
+tolerance.
 
 Each page says which questions it has: its explorer module registers a :data:`QuestionSource` under the page's
 name (``@register_questions("Topological_sort")``) when it is imported, which the page's own script does before
