@@ -6,7 +6,7 @@
 The graphs are random DAGs of primitive engine ops (harness.random_dag_tensors). Timed, as a page
 builds its model (each on a cold layout cache): boxing (a graph of more than ``layout.MAX_DRAWN`` nodes
 is drawn as blocks of consecutive operations), frames, the layout (Graphviz ``dot`` on the drawn
-graph, with every node measured over all frames), and the figure dict. The issue's bar: layout +
+graph, with every node measured over all frames), and the figure dict. The goal: layout +
 frames for 500 nodes in under 1 s. The recorded backward pass and ``go.Figure`` are reported apart.
 """
 from __future__ import annotations

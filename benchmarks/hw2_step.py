@@ -185,7 +185,7 @@ def report(title: str, results: dict[str, float]) -> None:
         print(f"{name:34s} {us:10.1f} {ratios}")
 
 
-#: (table, implementation, reference, goal): the ratios the issues set
+#: (table, implementation, reference, goal): the ratios each benchmark is held to
 GOALS = [
     ("batch 10", EAGER, TORCH, 0.5),         # was <= 1.0x before
     ("batch 10", COMPILED, TORCH, 0.5),

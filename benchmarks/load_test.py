@@ -46,8 +46,10 @@ from pathlib import Path
 from typing import Callable
 
 import websockets
-from streamlit.proto.BackMsg_pb2 import BackMsg
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from explorer.kit.streamlit_private import private
+
+BackMsg, ForwardMsg = private("BackMsg"), private("ForwardMsg")   # the websocket's messages
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_SESSIONS = 200

@@ -7,7 +7,7 @@ about that many graph nodes; we time (best of ``--repeat``):
   record        the real forward + backward pass with trace_ops and the backward observer
   op view       Graph + Trace translation, layout, frames (op level)
   layer view    the same, collapsed into layer boxes
-The issue's bar: layout + frames for 500 nodes in under 1 s.
+The goal: layout + frames for 500 nodes in under 1 s.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ peak memory growth (RSS high-water mark over the run, best of the rounds) and th
 PyTorch with the goals: time <= 0.5x PyTorch, memory <= PyTorch.
 
     python benchmarks/scalar_chain.py                 # 100,000 nodes
-    python benchmarks/scalar_chain.py --nodes 1000000 # the issue's size (slow on a 2-core VM)
+    python benchmarks/scalar_chain.py --nodes 1000000 # the goal's size (slow on a 2-core VM)
 """
 from __future__ import annotations
 

@@ -53,8 +53,8 @@ class ScriptClock:
         self._lock = threading.Lock()
 
     def install(self) -> None:
-        from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
-        from streamlit.testing.v1 import local_script_runner as lsr
+        from explorer.kit.streamlit_private import private
+        ScriptRunner, lsr = private("ScriptRunner"), private("local_script_runner")
 
         clock = self
         original = ScriptRunner._run_script
@@ -75,7 +75,7 @@ class ScriptClock:
 
         # one script cache for every rerun, as a server has (AppTest makes a new one per run and so
         # compiles the page, magic and all, at every rerun: ~8 ms a server does not spend)
-        from streamlit.testing.v1 import app_test
+        app_test = private("app_test")
         shared = app_test.ScriptCache()
         app_test.ScriptCache = lsr.ScriptCache = lambda: shared
 
@@ -92,8 +92,8 @@ class ScriptClock:
 
 def fragment_rerun(at, fragment_id: str, timeout: float):
     """Rerun only the fragment ``fragment_id`` (as the browser's fragment timer asks the server to)."""
-    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
-    from streamlit.testing.v1 import local_script_runner as lsr
+    from explorer.kit.streamlit_private import private
+    RerunData, lsr = private("RerunData"), private("local_script_runner")
 
     def scoped(*args, **kwargs):
         return RerunData(*args, **kwargs, fragment_id_queue=[fragment_id], is_auto_rerun=True)

@@ -1,6 +1,8 @@
 """The explorer's page logic: one module (or subpackage) per page of the app, named after it, plus the
-page kit (:mod:`explorer.kit`). Tested without a browser; only :mod:`explorer.kit.widgets` imports
-Streamlit.
+page kit (:mod:`explorer.kit`), the explain layer (:mod:`explorer.explain`: the engine's execution as plain data)
+and the class (:mod:`explorer.classroom`; each page module registers its own class questions there). Tested
+without a browser: Streamlit is imported when a module loads only by :mod:`explorer.kit.widgets` and
+:mod:`explorer.kit.class_widgets`, and its private API only through :mod:`explorer.kit.streamlit_private`.
 
 Pages in the lecture's order (``app/pages/N_*.py``):
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from explorer import explain as ex
+from explorer.classroom import questions as q
 from explorer.explain import ExpressionError, harness
 from engine.strategies import PathRecursion
 
@@ -491,3 +492,40 @@ def walkthrough(model: OrdersModel, orders: tuple[str, ...], side_by_side: bool,
     return walkthrough_html("Backprop orders: a walk-through", views,
                             source=f"{program_text.strip()}\nat {inputs_text.strip()}\norders: "
                                    + ", ".join(STRATEGY_LABELS[s] for s in orders))
+
+
+# --- the class's questions ---------------------------------------------------------------------------
+
+def order_questions(program_text: str, inputs_text: str, orders: tuple[str, ...]) -> list[q.Proposal]:
+    """"Is this order right?" for each of ``orders``: the engine runs the program with each one, and the answer is
+    the page's own verdict (:func:`same_gradient` on every input's gradient). None where the program is refused."""
+    try:    # the page's own budget (one run per order), estimated before anything runs
+        program, inputs = parse(program_text, inputs_text)
+        check_program(program, inputs, 3 * (len(orders) + 1), "backprop orders", max_ops=MAX_SIDE_BY_SIDE_OPS)
+        reference = ex.record_execution(program, inputs, strategy="topological")
+    except (ExpressionError, InputProblem):
+        return []
+    out = []
+    for s in orders:
+        strategy = PAGE_PATH_RECURSION if s == "path_recursion" else s
+        try:
+            tr = reference if s == "topological" else ex.record_execution(program, inputs, strategy=strategy)
+        except ExpressionError:
+            continue
+        right = tr.error is None and all(same_gradient(tr.grad_arrays.get(name), correct)
+                                         for name, correct in reference.grad_arrays.items())
+        label = STRATEGY_LABELS.get(s, s)   # what the order is, not whether it is right
+        out.append(q.Proposal(f"Is “{label}” right?", f"Does the order “{label}” give the right gradients here?",
+                              "choice", q.YES if right else q.NO, 0.0, (q.YES, q.NO)))
+    return out
+
+
+@q.register_questions("Backprop_orders")
+def class_questions(params: Mapping[str, str]) -> list[q.Proposal]:
+    """The page's questions from its link parameters: the next backward step of the program (as on the Expression
+    explorer), then "is this order right?" for each order shown (``orders``, comma-separated)."""
+    out = q.program_questions(params)
+    expr, at = params.get("expr"), params.get("at")
+    if expr is not None and at is not None:
+        out += order_questions(expr, at, tuple(o for o in str(params.get("orders", "")).split(",") if o))
+    return out

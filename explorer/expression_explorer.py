@@ -5,11 +5,12 @@ No Streamlit here: the page calls :func:`explorer_model` through its cache.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
 from explorer import explain as ex
+from explorer.classroom import questions as q
 from engine import ops
 from explorer.explain import ExpressionError, costs
 
@@ -558,3 +559,10 @@ def _drawn(trace: Any, inputs: dict, width: int, max_height: int) -> ExplorerMod
     back = backward_figure(pic.frameset, pic.graph, pic.figure, width=width, max_height=max_height)
     return ExplorerModel(program=None, inputs=inputs, trace=trace, shown_trace=pic.trace, frameset=pic.frameset,
                          figure=pic.figure, table=[], central={}, backward_figure=back)
+
+
+@q.register_questions("Expression_explorer")
+def class_questions(params: Mapping[str, str]) -> list[q.Proposal]:
+    """The page's questions from its link parameters: the next step of the program's walk, frames as the page
+    draws them (:func:`explorer.classroom.questions.program_questions`)."""
+    return q.program_questions(params)

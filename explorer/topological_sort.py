@@ -11,11 +11,13 @@ order they produce is checked to be the engine's. No Streamlit here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from engine import autodiff
 from explorer import explain as ex
+from explorer.classroom import questions as q
 from explorer.explain.graph import Graph, GraphEdge, fmt
+from explorer.explain.numbers import num
 
 from .kit.frames import Frame, FrameSet
 from .kit.labels import node_formulas
@@ -391,3 +393,35 @@ def walkthrough(model: SortModel) -> str:
     views = [step_class_view(model, k) for k in range(len(model.queue_steps))]
     return walkthrough_html("Topological sort (the slides' queue method): a walk-through", views,
                             source=f"{model.preset.program}\n# at {model.preset.inputs}")
+
+
+# --- the class's questions ---------------------------------------------------------------------------
+
+def queue_questions(model: SortModel, step: int) -> list[q.Proposal]:
+    """After 1-based ``step`` of the queue method: which node it takes next (the front of the queue) and the value
+    the engine computed for that node, read from ``model``'s recorded steps."""
+    steps = model.queue_steps
+    if not 1 <= step < len(steps):
+        return []
+    nxt = steps[step]
+    done = set(nxt.processed)
+    candidates = [model.name(i) for i in model.node_ids if i not in done]
+    right = model.name(nxt.taken)
+    out = []
+    if len(candidates) > 1:
+        out.append(q.Proposal("Which node is taken next?", "The queue method takes the front of the queue. "
+                              "Which node is taken next?", "choice", right, 0.0, q.node_choices(candidates, right)))
+    value = q.scalar(nxt.value)
+    if value is not None:
+        out.append(q.Proposal(f"The value of {right}", f"{right} is taken next. What value does the engine compute "
+                              "for it?", "number", num(value), q.QUESTION_RTOL))
+    return out
+
+
+@q.register_questions("Topological_sort")
+def class_questions(params: Mapping[str, str]) -> list[q.Proposal]:
+    """The page's questions from its link parameters: :func:`queue_questions` on the linked preset and step."""
+    try:
+        return queue_questions(sort_model(str(params.get("preset"))), int(params.get("step", 1)))
+    except (KeyError, ValueError, InputProblem):
+        return []

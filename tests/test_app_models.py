@@ -341,7 +341,7 @@ def test_notes_checks_are_computed_and_small():
         else:
             assert c.engine < (1e-8 if "finite differences" in c.check else 1e-14), c.check
     assert "22.9 nodes on average" in checks["random graphs against finite differences"].compared
-    # one story per figure (issue 36): each of the notes' figures sits beside the check it belongs to, read from the
+    # one story per figure: each of the notes' figures sits beside the check it belongs to, read from the
     # one notes table; the loss difference (9.0e-15) and the 50-step loss (1.1e-16) are no check of this table
     from explorer.gradient_check import NOTES_IN_TABLE, notes_checks_caption, random_graph_check
     from explorer.kit.notes import NOTES
@@ -380,7 +380,7 @@ def test_hand_written_backward_check_can_fail():
     assert np.max(np.abs(G._engine_mlp_grads(0)[0] - wrong_gW1)) > 1e-3
 
 
-# --- issue 41: tensors over the 64 numbers a trace keeps as plain values ----------------------------------------
+# --- tensors over the 64 numbers a trace keeps as plain values --------------------------------------------------
 
 ALL_ORDERS = ("topological", "bfs_first_touch", "path_recursion", "recursive_dfs")
 W10 = np.arange(100, dtype=float).reshape(10, 10) / 100 - 0.3
@@ -389,7 +389,7 @@ W10_TEXT = f"W = {W10.tolist()}"
 
 @pytest.mark.parametrize("index", [5, 0, 99])
 def test_gradient_check_sweeps_an_element_of_a_10x10_input(index):
-    """Issue 41, finding 1: `f = sum(W @ W)` with a 10x10 W raised IndexError at index 5 (the trace keeps no plain
+    """`f = sum(W @ W)` with a 10x10 W raised IndexError at index 5 (the trace keeps no plain
     value over 64 elements) and swept against nan at index 0 (empty charts); the table's autodiff was blank."""
     m = gradcheck_model("f = sum(W @ W)", W10_TEXT, "W", 1e-6, index)
     ones = np.ones((10, 10))
@@ -407,7 +407,7 @@ def test_gradient_check_sweeps_an_element_of_a_10x10_input(index):
 
 
 def test_orders_on_a_10x10_input_are_right_and_their_verdicts_name_numbers():
-    """Issue 41, finding 10: over 64 elements every order's gradient was "wrong" (None against None) and a verdict
+    """Over 64 elements every order's gradient was "wrong" (None against None) and a verdict
     read "W.grad =  is final"; now the whole gradients are compared and a verdict shows the first numbers."""
     m = orders_model("f = sum(W) + sum(exp(W @ W))", W10_TEXT, ALL_ORDERS)
     for s in ("topological", "path_recursion", "recursive_dfs"):
@@ -429,7 +429,7 @@ def test_orders_on_a_10x10_input_are_right_and_their_verdicts_name_numbers():
 
 
 def test_the_worst_148_op_orders_request_fits_its_deadline():
-    """Issue 41, finding 6: 148 ops with all four orders cost 2.5-4.7 s of CPU (every frame of eight figures built
+    """148 ops with all four orders cost 2.5-4.7 s of CPU (every frame of eight figures built
     and packed, after the last deadline check). Run as the page runs it, under the request's deadline, and its CPU
     time (this thread's clock, as the deadline's) within the request's 2 s."""
     import time

@@ -793,7 +793,7 @@ def test_cross_entropy_page_on_a_projector_asks_before_it_answers():
 
 
 def test_a_fixed_figure_not_ready_says_computing_and_the_rest_of_the_page_is_drawn(monkeypatch):
-    """Issue 35: the notes' checks ran under the request's deadline and broke the page under load. Now they are
+    """The notes' checks ran under the request's deadline and broke the page under load. Now they are
     computed in the background: until they are ready the page draws everything else and one line for them;
     a failure is reported in one line and computed again (never kept)."""
     import threading
@@ -857,14 +857,14 @@ def test_gradient_check_page_shows_the_notes_checks():
     at = page("6_Gradient_check.py").run()
     no_exceptions(at)
     table = next(t.value for t in at.table if "the notes" in t.value.columns)
-    # each figure beside the check it belongs to (issue 36), a dash where the notes print none
+    # each figure beside the check it belongs to, a dash where the notes print none
     assert list(table["the notes"]) == ["8.9e-16", "—", "3.5e-17", "0", "2.8e-17", "—", "2.1e-17", "3.7e-10"]
     assert "A dash: the notes print no figure for that check" in texts(at)
     assert "m × n matrix Jᵢⱼ = ∂yᵢ/∂xⱼ" in texts(at)
 
 
 def test_a_vector_output_works_in_every_section_of_page_1():
-    """``expr=f = 2*x&at=x = [1, 2]`` crashed the accumulation section (backward() of a vector, issue 26)."""
+    """``expr=f = 2*x&at=x = [1, 2]`` crashed the accumulation section (backward() of a vector)."""
     at = page("3_Expression_explorer.py")
     at.query_params["expr"] = "f = 2*x"
     at.query_params["at"] = "x = [1, 2]"
@@ -880,7 +880,7 @@ def test_a_vector_output_works_in_every_section_of_page_1():
 
 
 def test_gradient_check_of_a_10x10_input_at_index_5_draws_its_sweeps():
-    """Issue 41, finding 1, as a browser reaches it: ``f = sum(W @ W)`` with a 10x10 W and ``&index=5`` showed
+    """As a browser reaches it: ``f = sum(W @ W)`` with a 10x10 W and ``&index=5`` showed
     Streamlit's error box (IndexError); the page draws both sweeps and the table."""
     import numpy as np
     at = page("6_Gradient_check.py")

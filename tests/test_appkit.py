@@ -197,7 +197,7 @@ def test_play_keeps_to_its_schedule_when_a_rerun_is_slow():
 
 
 def test_play_under_cpu_starvation_skips_steps_and_keeps_its_pace():
-    """Issue 35: at load 20 every rerun took ~2.5 s and 13 steps at 1 s/step took 35.7 s. Play now shows the step
+    """At load 20 every rerun took ~2.5 s and 13 steps at 1 s/step took 35.7 s. Play now shows the step
     that is due when its rerun can run, skipping the ones in between: the last step comes on time (within one
     rerun), and it is always shown."""
     from explorer.kit.state import play_interval

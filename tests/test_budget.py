@@ -1,4 +1,4 @@
-"""Every request bounded: cost estimated from shapes before running (the attack programs of issue 14 are
+"""Every request bounded: cost estimated from shapes before running (the attack programs are
 refused or finish fast, every preset fits with room to spare), central differences along random directions,
 deadlines, path recursion's work budget, caches bounded by bytes that keep nothing of a failed run, and
 MemoryError / RecursionError as typed errors."""
@@ -35,7 +35,7 @@ def values_text(values: dict) -> str:
     return ", ".join(f"{k} = {np.asarray(v).tolist()}" for k, v in values.items())
 
 
-# --- the attacks of issue 14 --------------------------------------------------------------------------
+# --- the attack programs ---------------------------------------------------------------------------------------
 
 SIX_AXES_PROGRAM = ("c = p*q*r*s*t*u\n" + "\n".join(f"d{k} = c*c*c*c*c" for k in range(97)) + "\nf = d96*c")
 SIX_AXES_INPUTS = values_text({n: np.full([10 if i == j else 1 for j in range(6)], 0.5)
@@ -358,7 +358,7 @@ def test_parsing_is_safe_from_many_threads():
     assert errors == []
 
 
-# --- issue 26: the deadline is CPU time; the server-wide memory guard; issue 35: no failure kept ---------------
+# --- the deadline is CPU time; the server-wide memory guard; no failure kept -----------------------------------
 
 def _spin(seconds: float) -> None:
     end = time.thread_time() + seconds
@@ -420,7 +420,7 @@ def test_the_memory_limit_is_the_cgroups_when_there_is_one(monkeypatch, tmp_path
 
 
 def test_a_request_that_hit_its_deadline_is_not_cached_and_succeeds_when_cheap_again():
-    """Issue 35: on a loaded server the Gradient-check page met its deadline and the failure was kept, so the page
+    """On a loaded server the Gradient-check page met its deadline and the failure was kept, so the page
     stayed broken after the load went away. The same request (same arguments, same store) must compute again."""
     from explorer.explain import check_deadline
     cost = {"seconds": 0.3}   # what the request costs this time: more than its deadline, then less
@@ -448,7 +448,7 @@ def test_a_request_that_hit_its_deadline_is_not_cached_and_succeeds_when_cheap_a
 
 def test_backprop_orders_at_its_limit_fits_the_pages_cache():
     """At its op limit the four orders' result was 16-27 MB, over the store's per-entry cap: every Step
-    recomputed it (1.7-2.4 s of CPU). Its figures' frames are built when a Step reads one (issue 41: building
+    recomputed it (1.7-2.4 s of CPU). Its figures' frames are built when a Step reads one (building
     and packing every frame was most of the request), so it stays cacheable and a Step reads one frame."""
     from explorer.kit.budget import MAX_SIDE_BY_SIDE_OPS
     from explorer.kit.plotly_figure import FramesOnRead
@@ -470,7 +470,7 @@ def test_backprop_orders_at_its_limit_fits_the_pages_cache():
 
 
 def test_at_most_a_few_computations_run_at_once_and_nested_calls_do_not_deadlock():
-    """Eight worst-in-budget requests at once took +437 MB: the others wait for a slot (issue 26)."""
+    """Eight worst-in-budget requests at once took +437 MB: the others wait for a slot."""
     import threading
 
     from explorer.kit import budget
@@ -534,7 +534,7 @@ def test_sessions_asking_for_the_same_arguments_at_once_share_one_computation():
 
 
 def test_a_deadline_in_a_page_is_one_line_not_an_exception_box_and_the_next_run_tries_again():
-    """Issue 35: a cached computation whose page has no message of its own met its deadline under load; the page
+    """A cached computation whose page has no message of its own met its deadline under load; the page
     showed Streamlit's exception box. Now one line says what was too expensive, and the next run computes again."""
     from streamlit.testing.v1 import AppTest
 

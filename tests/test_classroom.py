@@ -2,6 +2,8 @@
 lecturer and students sharing the in-process broker."""
 from __future__ import annotations
 
+import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -119,11 +121,11 @@ def test_the_checked_answer_uses_the_exercises_tolerance():
 
 
 def test_order_questions_are_the_engine_running_each_order():
-    got = {p.label: p.answer for p in qs.order_questions(SLIDE.program, SLIDE.inputs,
+    from explorer import backprop_orders as bo
+    got = {p.label: p.answer for p in bo.order_questions(SLIDE.program, SLIDE.inputs,
                                                          ("topological", "bfs_first_touch"))}
     assert got == {"Is “Topological” right?": "yes", "Is “BFS, first touch” right?": "no"}
-    assert qs.order_is_right({"x": 1.0}, {"x": 1.0}) and not qs.order_is_right({"x": 1.0}, {"x": 2.0})
-    assert not qs.order_is_right({"x": 1.0}, {"x": 1.0}, error="stopped")
+    assert bo.order_questions("f = (", SLIDE.inputs, ("topological",)) == []      # a refused program asks nothing
 
 
 def test_queue_questions_are_the_recorded_queue_steps():
@@ -140,10 +142,109 @@ def test_queue_questions_are_the_recorded_queue_steps():
 
 
 def test_bad_or_unsteppable_pages_give_no_question():
+    _import_the_pages()
     assert qs.page_questions("Expression_explorer", {"expr": "f = (", "at": "x = 1"}, {}) == []
     assert qs.page_questions("Topological_sort", {"preset": "no such preset"}, {}) == []
     assert qs.page_questions("Network_explorer", {"net": "a"}, {}) == []
     assert qs.page_questions("Expression_explorer", {"step": "8"}, {"expr": SLIDE.program, "at": SLIDE.inputs})
+
+
+def test_a_choice_keeps_the_right_node_among_at_most_twelve():
+    names = [f"v{i}" for i in range(30)]
+    got = qs.node_choices(names, "v29")
+    assert len(got) == qs.MAX_NODE_CHOICES and got[-1] == "v29" and got[:-1] == tuple(names[:11])
+    assert qs.node_choices(names[:3], "v1") == ("v0", "v1", "v2")
+
+
+# --- which pages ask: each page module registers its own questions ---------------------------------------
+
+CLASSROOM = ROOT / "explorer" / "classroom"
+SHARED_LAYERS = ("classroom", "kit", "explain")      # what explorer.classroom may import from the explorer
+
+
+def _explorer_imports(tree: ast.AST, package: str) -> list[tuple[int, str]]:
+    """(line, module) for each explorer module a file of ``package`` imports, relative imports resolved and
+    ``from explorer import page`` read as the module ``explorer.page``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]) if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            if module == "explorer":
+                found += [(node.lineno, f"explorer.{a.name}") for a in node.names]
+            else:
+                found.append((node.lineno, module))
+    return [(line, m) for line, m in found if m.startswith("explorer.")]
+
+
+def _page_imports(source: str, package: str = "explorer.classroom") -> list[str]:
+    return [f"line {line}: {m}" for line, m in _explorer_imports(ast.parse(source), package)
+            if m.split(".")[1] not in SHARED_LAYERS]
+
+
+@pytest.mark.parametrize("path", sorted(CLASSROOM.glob("*.py")), ids=lambda p: p.name)
+def test_the_classroom_imports_no_page_module(path):
+    """The pages use the classroom (they register their questions), never the other way round."""
+    bad = _page_imports(path.read_text(encoding="utf-8"))
+    assert not bad, f"{path.name} imports page modules {bad}: let the page register through questions.py"
+
+
+def test_the_page_import_check_can_fail():
+    source = ("from .. import backprop_orders as bo\nfrom explorer import topological_sort\n"
+              "import explorer.exercises\nfrom ..kit.budget import check_program\nfrom . import views\n"
+              "def f():\n    from explorer.network_explorer import model\n")
+    assert _page_imports(source) == ["line 1: explorer.backprop_orders", "line 2: explorer.topological_sort",
+                                     "line 3: explorer.exercises", "line 7: explorer.network_explorer"]
+
+
+def _import_the_pages() -> None:
+    """Import every explorer module the app's pages import, as a running app does (each page before it draws)."""
+    from explorer.kit.warmup import page_modules
+    for name in page_modules(APP / "pages"):
+        if name.startswith("explorer."):
+            try:
+                importlib.import_module(name)
+            except ImportError:     # `from explorer.x import function`: the module is in the list too
+                pass
+
+
+# a link each page asks about (the slide's program; the Topological sort's default preset)
+LINKS = {
+    "Expression_explorer": {"expr": SLIDE.program, "at": SLIDE.inputs, "step": "8"},
+    "Backprop_orders": {"expr": SLIDE.program, "at": SLIDE.inputs, "step": "8", "orders": "topological,bfs_first_touch"},
+    "Topological_sort": {"preset": "slide", "step": "3"},
+}
+
+
+def test_every_registered_page_asks_at_its_link():
+    _import_the_pages()
+    registered = qs.registered_questions()
+    assert set(registered) == set(LINKS)
+    for page, link in LINKS.items():
+        got = qs.page_questions(page, link, {})
+        assert got and all(p.kind in ("number", "choice") and p.answer for p in got), page
+    orders = {p.label: p.answer for p in qs.page_questions("Backprop_orders", LINKS["Backprop_orders"], {})}
+    assert orders["Is “BFS, first touch” right?"] == "no" and "The adjoint of x5" in orders
+
+
+def test_each_page_script_imports_the_module_that_registers_its_questions():
+    """A page's questions are there whenever the page is: its own script imports the module that registers them."""
+    _import_the_pages()
+    for page, source in qs.registered_questions().items():
+        script = fl.page_script(APP, page)
+        assert script is not None, f"{page} registers questions but there is no such page"
+        tree = ast.parse((APP / script).read_text(encoding="utf-8"))
+        imported = {m for _, m in _explorer_imports(tree, "app")}
+        assert source.__module__ in imported, f"{script} does not import {source.__module__}"
+
+
+def test_a_page_takes_no_other_modules_questions():
+    _import_the_pages()
+    with pytest.raises(ValueError, match="Topological_sort"):
+        qs.register_questions("Topological_sort")(lambda params: [])
+    assert qs.registered_questions()["Topological_sort"].__module__ == "explorer.topological_sort"
 
 
 def test_a_class_of_200_students_is_bounded():
@@ -362,7 +463,7 @@ def test_a_following_student_sees_no_page_controls_but_the_class_card():
 
 
 def test_a_long_program_reaches_students_whole_and_a_state_too_long_to_share_is_said_to_the_lecturer():
-    """The hostile afternoon's finding 2: students followed a program clipped to 200 characters."""
+    """Students followed a program clipped to 200 characters."""
     program = "\n".join(f"x{i + 3} = x{i + 2} * 1.01 + sin(x1)" for i in range(10)) + "\nf = x12 + x2"
     assert len(program) > 200
     lec = _home().run()

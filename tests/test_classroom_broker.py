@@ -157,7 +157,7 @@ def test_text_is_bounded_and_classes_expire_after_their_lecturer_left():
 
 
 def test_a_long_program_is_shared_whole_or_refused_never_clipped(replicas):
-    """The hostile afternoon's finding 2: an 11-line, 271-character program reached students clipped to 200."""
+    """An 11-line, 271-character program reached students clipped to 200."""
     from explorer.kit.deeplink import MAX_PARAM_CHARS
     assert cb.MAX_PARAM_CHARS == MAX_PARAM_CHARS         # whatever a page reads back from a link, a class carries
     a, b = replicas

@@ -83,7 +83,7 @@ def test_best_h_is_the_minimiser_of_the_error_model_with_the_engines_third_deriv
     eps64, eps32 = 2.0 ** -53, 2.0 ** -24
     assert sw.best_h["float64"] == pytest.approx((3 * eps64 * f / d3) ** (1 / 3), rel=1e-9)
     assert sw.best_h["float32"] == pytest.approx((3 * eps32 * f / d3) ** (1 / 3), rel=1e-9)
-    # the notes: about 5e-6 in float64 and 4e-3 in float32 (exercise 7); the band for float64
+    # the notes: about 5e-6 in float64 and 4e-3 in float32 (exercise 7); a band around them
     assert 1e-6 <= sw.best_h["float64"] <= 3e-5 and 1e-3 <= sw.best_h["float32"] <= 1e-2
     # the model is the measured error's envelope: no measured error exceeds it by more than a small
     # factor, for either scheme (rounding noise can fall far below it: the sweep's lucky dips)

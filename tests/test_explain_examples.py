@@ -62,7 +62,7 @@ def test_example_costs_and_h_sweep(capsys):
     assert "1.0e-12" in out and "float64 forward |error|" in out
     best = out.split("best h (central")[1].splitlines()[0]
     h64 = float(best.split("float64: ")[1].split(",")[0])
-    assert 1e-6 <= h64 <= 3e-5  # issue 13: the float64 best h on the slide example
+    assert 1e-6 <= h64 <= 3e-5  # the float64 best h on the slide example
     assert "float32: 3.8e-03" in best
 
 

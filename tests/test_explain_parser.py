@@ -149,7 +149,7 @@ def test_number_only_arithmetic_is_folded_in_floating_point_not_python_ints():
     ("f = 2 ** 10 ** 10 * x1", "exponent 10 ** 10 = 1e+10 is too large", 10),
 ])
 def test_one_exponent_rule_however_the_number_is_written(program, message, col):
-    """Issue 41, finding 7: ``x1**10**10`` was accepted (folded to 1e10, the result inf) while ``x1**1000000`` was
+    """``x1**10**10`` was accepted (folded to 1e10, the result inf) while ``x1**1000000`` was
     refused: a number-only exponent is folded and held to the same bound, at the exponent's column."""
     with pytest.raises(ExpressionError) as e:
         parse_program(program, {"x1": 2.0})

@@ -144,7 +144,7 @@ def test_500_node_expression_is_boxed_into_blocks():
 
 @pytest.mark.parametrize("width, height", [(940, 3000), (200, 200)], ids=["whole", "through a window"])
 def test_frames_built_on_read_are_the_frames_built_at_once(width, height):
-    """Backprop orders builds each frame when a Step reads it (issue 41); every frame, the window's axes included,
+    """Backprop orders builds each frame when a Step reads it; every frame, the window's axes included,
     is the one the eager figure holds, and the figure around the frames is the same."""
     from explorer.kit.plotly_figure import FramesOnRead
     tr = record_execution("a = x * y\nb = exp(a) + a * x\nf = b * b + sin(y)", {"x": 0.5, "y": 1.5})

@@ -199,7 +199,7 @@ def test_page_play_advances_the_steps_and_pause_keeps_the_step():
 
 
 def test_the_contours_fill_the_first_screen_in_presentation_mode():
-    """Issue 36: the contour plot large enough to read from the back row: in presentation mode its figure is
+    """The contour plot large enough to read from the back row: in presentation mode its figure is
     PRESENT_CONTOUR_PX tall (its square plot area at least half the 1080 px design screen, which the page's
     choices, the stepper's row and the step's line leave room for), with no title taking the plot's room."""
     path = L.descend("logistic", (3.0, -2.5), 2.0, 5)
@@ -245,7 +245,7 @@ def test_the_step_line_writes_one_minus_sign_throughout():
 
 @pytest.mark.parametrize("surface", list(L.SURFACES))
 def test_progress_gives_no_verdict_before_the_last_step(surface):
-    """Issue 21 (no spoilers): at step 0 the page must not say how the run ends ("100.0% of the way down in 40
+    """No spoilers: at step 0 the page must not say how the run ends ("100.0% of the way down in 40
     steps"); the verdict is the regime's, and only at the last step."""
     s = L.SURFACES[surface]
     _, loss_min = L.minimum(surface)

@@ -1,4 +1,4 @@
-"""The lecture hall (issue 21), without a browser: the backward graph in the slides' notation read from its
+"""The lecture hall, without a browser: the backward graph in the slides' notation read from its
 figure data, the orders' verdict lines that give nothing away, the log axes' labels, the projector scaling."""
 from __future__ import annotations
 

@@ -445,14 +445,14 @@ def test_colour_scales_are_shared_by_a_tensor_and_its_parts():
     assert (fig.data[0].zmin, fig.data[0].zmax) == (-5.0, 5.0)
 
 
-# --- issue 26: every request bounded, estimated before it runs, compact enough to cache ----------------------
+# --- every request bounded, estimated before it runs, compact enough to cache --------------------------------
 
 from explorer.kit.budget import ByteLRU, estimate_bytes   # noqa: E402
 from explorer.network_explorer import cost                 # noqa: E402
 from explorer.network_explorer.explore import explore, moment      # noqa: E402
 from explorer.network_explorer.recording import Summary   # noqa: E402
 
-ATTACK_60 = ", ".join(["linear 256"] * 60)   # the issue's link: 247 s of CPU, 171 -> 1628 MB
+ATTACK_60 = ", ".join(["linear 256"] * 60)   # the attack link: 247 s of CPU, 171 -> 1628 MB
 CACHE_ENTRY = ByteLRU(64 << 20).max_entry_bytes   # the page's store: bounded_cache(64 MB), an entry at most a quarter
 
 
@@ -559,7 +559,7 @@ def test_a_summary_says_what_the_page_shows():
 
 def test_the_recording_and_the_gradient_check_stop_at_the_requests_deadline():
     """The deadline is checked where the Network explorer works (recording copies, finite differences),
-    not only inside a typed program's ops: the issue's requests ran 16-24 s unchecked."""
+    not only inside a typed program's ops: such requests ran 16-24 s unchecked."""
     import time
 
     from explorer.explain import ExpressionError, deadline

@@ -219,7 +219,7 @@ def test_empty_layer_between_commas_is_rejected_on_the_page():
     assert "cannot be built" in texts(at) and "layer 2 is empty" in texts(at)
 
 
-# --- issue 26: the attack link, the largest allowed network, text beyond its limit ----------------------------
+# --- the attack link, the largest allowed network, text beyond its limit --------------------------------------
 
 def test_the_attack_link_is_a_typed_refusal_not_a_run():
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
@@ -278,7 +278,7 @@ def test_a_projectors_step_panel_is_compact_for_small_tensors():
     assert m.node is not None and formula_parts(m.formula)[1] and side_by_side(m.value, m.adjoint)
 
 
-# --- issue 36: the backward pass drawn as the slides draw it --------------------------------------------------
+# --- the backward pass drawn as the slides draw it ------------------------------------------------------------
 
 def _figures(at: AppTest) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
@@ -331,7 +331,7 @@ def arrow_targets(fig: dict) -> list[str]:
 
 
 def test_the_backward_graph_reverses_every_edge_and_names_adjoints_with_bars():
-    """Issue 36: at a backward step the page draws a second graph, the backward pass as the slides draw it: the
+    """At a backward step the page draws a second graph, the backward pass as the slides draw it: the
     adjoint nodes named with the lecture's bar (x̄, f̄c.weight), every arrow pointing from a consumer back to its
     input (the leaves receive arrows; the loss's adjoint sends only), the contributions in the backward colour.
     The old page drew one forward graph whose arrows point at the loss."""

@@ -232,7 +232,7 @@ def test_sparse_adam_matches_pytorch():
     np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-12, atol=1e-14)
 
 
-# --- what PyTorch refuses, the engine refuses (issue 26): no silent wrong answer -----------------------------
+# --- what PyTorch refuses, the engine refuses: no silent wrong answer ----------------------------------------
 
 
 @pytest.mark.parametrize("ids", [[-1], [5], [[0, 7]]])

@@ -187,7 +187,7 @@ def test_graphviz_beside_the_interpreter_is_used_when_its_folder_is_off_path():
     assert engine in gl.DOT_PROGRAMS, engine
 
 
-# --- issue 41, finding 5: the SVG download within the request's budget ------------------------------------------
+# --- the SVG download within the request's budget ---------------------------------------------------------------
 
 def _chain_program(lines: int) -> str:
     from benchmarks.request_bounds import chain

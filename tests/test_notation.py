@@ -1,4 +1,4 @@
-"""One adjoint notation on every page: x̄i, the output's x̄7 (= f̄) named the same way everywhere (issue 36).
+"""One adjoint notation on every page: x̄i, the output's x̄7 (= f̄) named the same way everywhere.
 
 The pages are run headless (streamlit AppTest) with the real engine; the test reads every text they send
 (Markdown, captions, HTML, tables, the figures with all their animation frames) and looks for a notation the

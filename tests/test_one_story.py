@@ -1,4 +1,4 @@
-"""One story per number (issue 36): a figure a page sets beside another comes from the same function as the
+"""One story per number: a figure a page sets beside another comes from the same function as the
 figure it is compared with, and the notes' figures come from the one notes table (explorer/kit/notes.py)."""
 from __future__ import annotations
 

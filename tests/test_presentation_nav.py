@@ -1,4 +1,4 @@
-"""Presentation mode's way through a lecture (issue 36): Previous / Home / Next in the lecture's page order."""
+"""Presentation mode's way through a lecture: Previous / Home / Next in the lecture's page order."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The process's priority gate (issue 35): a class's steps never wait, page opens queue in arrival order and say
+"""The process's priority gate: a class's steps never wait, page opens queue in arrival order and say
 so, background work (the fixed figures, the start-up warm-up) waits for both and pauses at its checkpoints.
 
 Every test waits for a state of the gate or an event, never for the clock (the timeouts only stop a broken test).

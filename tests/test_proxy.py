@@ -61,8 +61,8 @@ def test_the_websocket_runs_a_page_through_the_proxy_on_the_cookies_replica(prox
     import asyncio
 
     import websockets
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from explorer.kit.streamlit_private import private
+    BackMsg, ForwardMsg = private("BackMsg"), private("ForwardMsg")
 
     url, _ = proxied
     opener, jar = _opener()

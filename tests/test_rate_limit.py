@@ -1,4 +1,4 @@
-"""Issue 41, finding 11: how fast one session and one client may make the server run pages (kit/rate_limit). The
+"""How fast one session and one client may make the server run pages (kit/rate_limit). The
 limits must stop the attack (four sessions rerunning five times a second took 98 % of the server; join codes
 guessed as fast as links open) and never refuse a real student or lecturer: simulated on the limits' own clock."""
 from __future__ import annotations

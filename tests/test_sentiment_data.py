@@ -513,7 +513,7 @@ def test_labelled_file_reads_sst2s_own_train_file_within_the_limits(tmp_path):
 
 
 def test_glove_is_loaded_once_per_process_when_sessions_ask_at_once(tmp_path):
-    """Eight simultaneous first trainings each read GloVe without a lock (69 -> 1272 MB, issue 26): they must
+    """Eight simultaneous first trainings each read GloVe without a lock (69 -> 1272 MB): they must
     share one table, read once."""
     import threading
 

@@ -485,7 +485,7 @@ def test_live_charts_send_what_pandas_sent_and_the_runner_keeps_the_columns():
     assert [e.get_source().strip('"') for e in graph.get_edges()][:2] == ["input", "mean"]
 
 
-# --- issue 26: inputs bounded, refused text not kept, no training start when the server is near its limit ------
+# --- inputs bounded, refused text not kept, no training start when the server is near its limit ----------------
 
 def test_a_paste_over_the_limit_is_refused_and_not_kept_in_the_session():
     """A 20 MB paste was refused but stayed in session state (5 sessions: +276 MB never released)."""

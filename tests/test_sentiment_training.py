@@ -701,7 +701,7 @@ def test_presets_and_the_command_line(glove):
 
 
 def test_trainers_on_the_same_data_share_one_read_only_encoding():
-    """16 students starting "Full SST-2" each built and held their own 35 MB encoding (issue 26)."""
+    """16 students starting "Full SST-2" each built and held their own 35 MB encoding."""
     g = tiny_glove()
     data = Dataset(["good film", "bad film", "great film", "awful film", "not good", "film"], [1, 0, 1, 0, 0, 1], "t")
     a = SentimentTrainer(data, data, g, TrainConfig(epochs=1, batch_size=2, seed=0))

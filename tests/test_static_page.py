@@ -153,7 +153,7 @@ def test_counts_over_steps():
 
 
 def test_code_shown_builds_the_graph_drawn():
-    """Issue 21: no gradient nodes unless the code calls gradients(); the lecture's 6 nodes by default."""
+    """No gradient nodes unless the code calls gradients(); the lecture's 6 nodes by default."""
     plain = M.build_example("lecture", with_gradients=False)
     assert "gradients(" not in plain.static_code and len(plain.graph.nodes) == 6
     assert not any(n.role == "gradient" for n in plain.graph.nodes)
@@ -496,7 +496,7 @@ def test_pytorchs_step_is_the_engines_step():
     assert ours.item() == pytest.approx(theirs, rel=1e-5)
 
 
-# --- the mini-TensorFlow exercise: Session.run's order (issue 37) ----------------------------------------------
+# --- the mini-TensorFlow exercise: Session.run's order ---------------------------------------------------------
 
 def test_session_order_exercise_is_the_engines_run():
     h = M.session_order_exercise("h")
@@ -536,7 +536,7 @@ def test_page_checks_a_right_and_a_wrong_session_order():
     assert any("matmul comes before its input x" in e.value for e in at.error)
 
 
-# --- the mini-TensorFlow exercise as code: topological_sort and Session.run with blanks (issue 37) ------------
+# --- the mini-TensorFlow exercise as code: topological_sort and Session.run with blanks ------------------------
 
 RIGHT = {b.number: b.right for b in M.MINI_TF_BLANKS}
 

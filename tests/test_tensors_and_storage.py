@@ -220,7 +220,7 @@ def test_backend_agreement_says_which_kernels_are_bit_for_bit():
     for r in rows.values():
         assert float(r["max |difference|"]) < 1e-12
         assert (r["bit for bit equal to numpy"] == "yes") == (float(r["max |difference|"]) == 0.0)
-    # the caption's claims are the table's (issue 36: it said map differs while the table showed map equal)
+    # the caption's claims are the table's (it once said map differs while the table showed map equal)
     note = backend_note(list(rows.values()))
     assert "2.7e-15" in note
     equal = [k for k in ("map", "zip", "reduce", "matmul")
@@ -245,7 +245,7 @@ def test_the_lesson_sentence_and_the_axes_in_words():
         assert "(" not in M.axes_words(M.broadcast_backward(shape).summed_axes)
 
 
-# --- how an op is defined (issue 37) ---------------------------------------------------------------------------
+# --- how an op is defined --------------------------------------------------------------------------------------
 
 def test_the_shown_declarations_are_the_engines_own_source():
     import inspect

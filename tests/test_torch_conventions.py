@@ -1,4 +1,4 @@
-"""PyTorch's conventions where HW2's protocol says nothing else (issue 24, item 5): ``size()``,
+"""PyTorch's conventions where HW2's protocol says nothing else: ``size()``,
 ``tensor(True)`` as bool, ``max(dim)`` with values and indices, ``retain_graph``, ``SGD(params, lr)``.
 
 Each convention is checked on the engine alone, and against PyTorch CPU where it is installed (the

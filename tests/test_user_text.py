@@ -1,4 +1,4 @@
-"""User text is data (issue 14): deep-link warnings, program errors, hover labels and page messages show it
+"""User text is data: deep-link warnings, program errors, hover labels and page messages show it
 escaped; malformed links and layer lists are typed errors (never a traceback); out-of-range link values are
 reported; the inputs box reports positions in what the user typed."""
 from __future__ import annotations
@@ -189,7 +189,7 @@ def test_no_traceback_reaches_a_browser():
     assert config["client"]["showErrorDetails"] == "none"   # "false" is read as the old stacktrace mode
 
 
-# --- issue 41 ------------------------------------------------------------------------------------------------
+# --- what an adversary met on the class server: links, long programs, bad join codes -------------------------
 
 # what GitHub-flavoured Markdown (remark-gfm's autolink literals, Streamlit's renderer) links in a text node after
 # the escapes are read: a scheme or www., and e-mail addresses
@@ -206,7 +206,7 @@ def read_by_markdown(markdown: str) -> str:
                                   "write to a.b+c@evil.example", "mailto:x@evil.example", "xmpp:x@evil.example/r",
                                   "linear 4, https://evil.example/x, relu"])
 def test_escaped_user_text_leaves_no_bare_url_or_address_for_markdown_to_link(text):
-    """Issue 41, finding 8: a warning quoting a link's ``order=https://...`` (or the custom-layers box) was escaped
+    """A warning quoting a link's ``order=https://...`` (or the custom-layers box) was escaped
     yet showed a live link: GFM links bare URLs after reading the escapes. The text still reads the same."""
     shown = md_escape(text)
     read = read_by_markdown(shown)
@@ -215,7 +215,7 @@ def test_escaped_user_text_leaves_no_bare_url_or_address_for_markdown_to_link(te
 
 
 def test_a_program_too_long_for_a_link_is_not_written_into_the_url():
-    """Issue 41, finding 9: a 1 MB program was written into the URL (1.47 MB) though a link parameter over 4,000
+    """A 1 MB program was written into the URL (1.47 MB) though a link parameter over 4,000
     characters is refused when read back; only what the link can give back is written."""
     from explorer.kit.deeplink import MAX_PARAM_CHARS
     at = page("3_Expression_explorer.py").run()
@@ -239,7 +239,7 @@ def test_a_link_schema_keeps_only_what_it_reads_back():
 
 @pytest.mark.parametrize("code", ["ZZZZZZ", "https://evil.example/<b>x</b>"])
 def test_a_bad_join_link_says_so_on_the_page(code):
-    """Issue 41, finding 4: ``/?join=ZZZZZZ`` showed its error only in the sidebar's Class box (collapsed on a phone
+    """``/?join=ZZZZZZ`` showed its error only in the sidebar's Class box (collapsed on a phone
     and in presentation mode); the page itself says the join failed, the link's text escaped."""
     at = AppTest.from_file(str(ROOT / "app" / "Home.py"), default_timeout=90)
     at.query_params["join"] = code

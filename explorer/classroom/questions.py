@@ -2,14 +2,19 @@
 
 Nothing here re-computes the maths: the next node taken, the contribution it sends and the adjoint it
 holds are the recorded backward events (:class:`explorer.explain.trace.BackwardEvent`) of the step after
-the one on screen; "is this order right?" runs the engine with that traversal strategy and compares its
-gradients with the topological order's. Numbers are checked to :data:`QUESTION_RTOL` (relative), the
-Exercises page's default tolerance.
+the one on screen; a page adds its own (Backprop orders: "is this order right?", the engine run with that
+traversal strategy). Numbers are checked to :data:`QUESTION_RTOL` (relative), the Exercises page's default
+tolerance.
+
+Each page says which questions it has: its explorer module registers a :data:`QuestionSource` under the page's
+name (``@register_questions("Topological_sort")``) when it is imported, which the page's own script does before
+it draws anything. This module knows no page: it holds the protocol, the shared question builders and
+:func:`page_questions`, the lookup the class widgets call.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -35,15 +40,21 @@ class Proposal:
     choices: tuple[str, ...] = ()
 
 
-def _scalar(value: Any) -> float | None:
+def scalar(value: Any) -> float | None:
+    """``value`` as one finite float, or None where it is missing, not one element or not finite (a number
+    question needs one number to type)."""
     a = np.asarray(value, dtype=float) if value is not None else None
     if a is None or a.size != 1 or not np.isfinite(a).all():
         return None
     return float(a.reshape(()))
 
 
-def _number(x: float) -> str:
-    return num(x)
+def node_choices(candidates: list[str], right: str) -> tuple[str, ...]:
+    """At most :data:`MAX_NODE_CHOICES` of ``candidates``, in their order, ``right`` always among them."""
+    if len(candidates) <= MAX_NODE_CHOICES:
+        return tuple(candidates)
+    keep = set([c for c in candidates if c != right][:MAX_NODE_CHOICES - 1])
+    return tuple(c for c in candidates if c in keep or c == right)
 
 
 def backward_step_index(frameset, frame: int) -> int:
@@ -72,13 +83,13 @@ def forward_questions(trace, frameset, step: int) -> list[Proposal]:
     g = trace.graph
     nid = frames[frame + 1].active_nodes[-1]
     node = g.node(nid)
-    value = _scalar(node.value)
+    value = scalar(node.value)
     fstep = next((s for s in trace.forward if s.node == nid), None)
     if value is None or fstep is None:
         return []
     args = ", ".join(g.node(i).name for i in fstep.inputs)
     return [Proposal(f"The value of {node.name}", f"The forward pass computes {node.name} = {fstep.op}({args}) next. "
-                     "What is its value?", "number", _number(value), QUESTION_RTOL)]
+                     "What is its value?", "number", num(value), QUESTION_RTOL)]
 
 
 def step_questions(trace, frameset, step: int) -> list[Proposal]:
@@ -102,62 +113,19 @@ def step_questions(trace, frameset, step: int) -> list[Proposal]:
     taken = {e.node for grp in groups[:k] for e in grp if e.kind == "visit"}
     candidates = [n.name for n in g.nodes if n.kind != "constant" and n.id not in taken]
     right = name[visit.node]
-    if len(candidates) > MAX_NODE_CHOICES:
-        keep = [c for c in candidates if c != right][:MAX_NODE_CHOICES - 1]
-        candidates = [c for c in candidates if c in keep or c == right]
     if len(candidates) > 1:
         out.append(Proposal("Which node is taken next?", "Which node does the backward pass take next?",
-                            "choice", right, 0.0, tuple(candidates)))
-    adj = _scalar(visit.value)
+                            "choice", right, 0.0, node_choices(candidates, right)))
+    adj = scalar(visit.value)
     if adj is not None:
         ask = f"{right} is taken next. What is its adjoint {adjoint_names(g)[visit.node]}?"
-        out.append(Proposal(f"The adjoint of {right}", ask, "number", _number(adj), QUESTION_RTOL))
+        out.append(Proposal(f"The adjoint of {right}", ask, "number", num(adj), QUESTION_RTOL))
     send = next((e for e in groups[k] if e.kind == "send"), None)
-    if send is not None and _scalar(send.value) is not None:
+    if send is not None and scalar(send.value) is not None:
         src, dst = name[send.node], name[send.parent]
         out.append(Proposal(f"The contribution {src} → {dst}",
                             f"When {src} is taken, what contribution does it send to {dst}?",
-                            "number", _number(_scalar(send.value)), QUESTION_RTOL))
-    return out
-
-
-def order_is_right(reference_grads: Mapping[str, Any], grads: Mapping[str, Any], error: str | None = None) -> bool:
-    """Whether an order's gradients are the topological order's (to 1e-9 relative), as the Backprop orders
-    page judges them; a run that failed is not right."""
-    if error is not None:
-        return False
-    for name, want in reference_grads.items():
-        got = grads.get(name)
-        if got is None:
-            return False
-        w, g = np.asarray(want, dtype=float), np.asarray(got, dtype=float)
-        if w.shape != g.shape or not np.all(np.abs(g - w) <= 1e-9 * max(1.0, float(np.max(np.abs(w), initial=0)))):
-            return False
-    return True
-
-
-def order_questions(program_text: str, inputs_text: str, orders: tuple[str, ...]) -> list[Proposal]:
-    """"Is this order right?" for each order on the Backprop orders page (the engine runs each one)."""
-    from explorer.explain import trace as ex
-    from .. import backprop_orders as bo
-
-    try:    # the page's own budget (one run per order), estimated before anything runs
-        program, inputs = parse(program_text, inputs_text)
-        check_program(program, inputs, 3 * (len(orders) + 1), "backprop orders", max_ops=bo.MAX_SIDE_BY_SIDE_OPS)
-        reference = ex.record_execution(program, inputs, strategy="topological")
-    except (ExpressionError, InputProblem):
-        return []
-    out = []
-    for s in orders:
-        strategy = bo.PAGE_PATH_RECURSION if s == "path_recursion" else s
-        try:
-            tr = reference if s == "topological" else ex.record_execution(program, inputs, strategy=strategy)
-        except ExpressionError:
-            continue
-        right = order_is_right(reference.grads, tr.grads, tr.error)
-        label = bo.STRATEGY_LABELS.get(s, s)   # what the order is, not whether it is right
-        out.append(Proposal(f"Is “{label}” right?", f"Does the order “{label}” give the right gradients here?",
-                            "choice", YES if right else NO, 0.0, (YES, NO)))
+                            "number", num(scalar(send.value)), QUESTION_RTOL))
     return out
 
 
@@ -177,50 +145,55 @@ def expression_questions(program_text: str, inputs_text: str, step: int) -> list
     return step_questions(tr, build_frames(tr, tr.graph.without_constants()), step)
 
 
-def queue_questions(model, step: int) -> list[Proposal]:
-    """The Topological sort page's queue method after 1-based ``step``: which node the queue method takes next
-    (the front of the queue) and the value the engine computed for it (a
-    :class:`explorer.topological_sort.SortModel`'s recorded steps)."""
-    steps = model.queue_steps
-    if not 1 <= step < len(steps):
+QuestionSource = Callable[[Mapping[str, str]], list[Proposal]]
+"""A page's questions from its link parameters (every parameter there: defaults filled in); none where the page
+has no checkable step there."""
+
+# page name -> its questions; written only by register_questions, when a page module is imported
+_SOURCES: dict[str, QuestionSource] = {}
+
+
+def register_questions(page: str) -> Callable[[QuestionSource], QuestionSource]:
+    """A decorator: the decorated function is the questions of ``page`` (its name in links, the app's file name
+    without its number: ``"Topological_sort"``). A page module uses it at import; importing it again (a reload)
+    replaces its own entry.
+
+    Raises:
+        ValueError: when another module has registered ``page`` already.
+    """
+    def register(source: QuestionSource) -> QuestionSource:
+        old = _SOURCES.get(page)
+        if old is not None and old.__module__ != source.__module__:
+            raise ValueError(f"page {page!r} has questions from {old.__module__} already")
+        _SOURCES[page] = source
+        return source
+    return register
+
+
+def registered_questions() -> dict[str, QuestionSource]:
+    """Page name -> its question source, for the pages whose modules have been imported (a copy)."""
+    return dict(_SOURCES)
+
+
+def link_step(params: Mapping[str, str]) -> int:
+    """The 1-based step in a page's link parameters (1 where it is missing or not a number)."""
+    try:
+        return max(int(params.get("step", 1)), 1)
+    except ValueError:
+        return 1
+
+
+def program_questions(params: Mapping[str, str]) -> list[Proposal]:
+    """:func:`expression_questions` for a page whose link holds a program (``expr``), its inputs (``at``) and a
+    ``step``; none when the program or its inputs are missing."""
+    expr, at = params.get("expr"), params.get("at")
+    if expr is None or at is None:
         return []
-    nxt = steps[step]
-    done = set(nxt.processed)
-    candidates = [model.name(i) for i in model.node_ids if i not in done]
-    right = model.name(nxt.taken)
-    out = []
-    if len(candidates) > 1:
-        out.append(Proposal("Which node is taken next?", "The queue method takes the front of the queue. "
-                            "Which node is taken next?", "choice", right, 0.0, tuple(candidates[:MAX_NODE_CHOICES])
-                            if right in candidates[:MAX_NODE_CHOICES] else (*candidates[:MAX_NODE_CHOICES - 1], right)))
-    value = _scalar(nxt.value)
-    if value is not None:
-        out.append(Proposal(f"The value of {right}", f"{right} is taken next. What value does the engine compute "
-                            "for it?", "number", _number(value), QUESTION_RTOL))
-    return out
+    return expression_questions(expr, at, link_step(params))
 
 
 def page_questions(page: str, params: Mapping[str, str], defaults: Mapping[str, str]) -> list[Proposal]:
     """The questions for a followed page from its link parameters (``defaults`` fill the ones left out:
-    a link leaves out default values). Pages without a checkable step give none."""
-    p = {**defaults, **params}
-    if page == "Topological_sort":
-        from .. import topological_sort as T
-        try:
-            return queue_questions(T.sort_model(str(p.get("preset"))), int(p.get("step", 1)))
-        except (KeyError, ValueError, InputProblem):
-            return []
-    expr, at = p.get("expr"), p.get("at")
-    if expr is None or at is None:
-        return []
-    try:
-        step = int(p.get("step", 1))
-    except ValueError:
-        step = 1
-    out: list[Proposal] = []
-    if page in ("Expression_explorer", "Backprop_orders"):
-        out += expression_questions(expr, at, max(step, 1))
-    if page == "Backprop_orders":
-        orders = tuple(o for o in str(p.get("orders", "")).split(",") if o)
-        out += order_questions(expr, at, orders)
-    return out
+    a link leaves out default values). Pages that registered no questions give none."""
+    source = _SOURCES.get(page)
+    return source({**defaults, **params}) if source is not None else []

@@ -15,6 +15,9 @@
 - :mod:`explorer.kit.presets`       the example programs the expression pages offer
 - :mod:`explorer.kit.widgets`       shared Streamlit widgets (stepping controls, presentation toggle, preset picker,
   rejected-input message, deep links)
+- :mod:`explorer.kit.class_widgets` the class's widgets (start, join, follow, ask), drawn by ``start_page``
+- :mod:`explorer.kit.streamlit_private` every use of Streamlit's private API (the run context, session liveness)
 
-Only :mod:`explorer.kit.widgets` imports Streamlit.
+Only :mod:`explorer.kit.widgets` and :mod:`explorer.kit.class_widgets` import Streamlit when they load;
+:mod:`explorer.kit.budget` imports it inside a page run only.
 """

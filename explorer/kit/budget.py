@@ -373,11 +373,10 @@ def page_priority() -> int | None:
     level = priority.gate().current()
     if level is not None:
         return level
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-    ctx = get_script_run_ctx(suppress_warning=True)
-    if ctx is None:
+    from .streamlit_private import fragment_run, in_page_run
+    if not in_page_run():
         return None
-    if ctx.fragment_ids_this_run:
+    if fragment_run():
         return priority.STEP
     import streamlit as st
     return st.session_state.get(RUN_PRIORITY, priority.OPEN)
@@ -434,8 +433,8 @@ def _one_line_and_stop(spinner: str | None, message: str) -> None:
     """In a page run, for a cached computation whose page shows no message of its own: one line saying what was
     too expensive (never Streamlit's exception box, which a bare exception would draw), then the run stops there;
     nothing is kept, so the next run tries again. Outside a page run (tests, scripts) it does nothing."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-    if get_script_run_ctx(suppress_warning=True) is None:
+    from .streamlit_private import in_page_run
+    if not in_page_run():
         return
     import streamlit as st
     from .formatting import md_escape

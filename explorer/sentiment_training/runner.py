@@ -111,28 +111,15 @@ class SessionWatch:
 
 def streamlit_session_watch(grace_s: float = 10.0) -> SessionWatch | None:
     """A :class:`SessionWatch` for the calling Streamlit session (None outside a served app)."""
-    try:
-        from streamlit.runtime import Runtime
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-    except ImportError:  # pragma: no cover
-        return None
-    ctx = get_script_run_ctx()
-    if ctx is None or not Runtime.exists():
-        return None
-    runtime, session_id = Runtime.instance(), ctx.session_id
-    if not runtime.is_active_session(session_id):  # AppTest runs scripts without a served session
-        return None
-    return SessionWatch(lambda: runtime.is_active_session(session_id), grace_s)
+    from explorer.kit.streamlit_private import session_connected
+    connected = session_connected()
+    return None if connected is None else SessionWatch(connected, grace_s)
 
 
 def streamlit_session_id() -> str | None:
     """The calling Streamlit session's id (the owner a :class:`TrainingPool` counts runs by), or None."""
-    try:
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-    except ImportError:  # pragma: no cover
-        return None
-    ctx = get_script_run_ctx()
-    return None if ctx is None else ctx.session_id
+    from explorer.kit.streamlit_private import session_id
+    return session_id()
 
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Waiting for conditions in the browser tests (issue 35): one overall timeout, no fixed pauses.
+"""Waiting for conditions in the browser tests: one overall timeout, no fixed pauses.
 
 ``$AUTODIFF_BROWSER_TIMEOUT_S`` (default :data:`DEFAULT_TIMEOUT_S`) bounds every wait; each returns as soon as
 its condition holds. Imported by ``conftest.py`` (its fixtures) and by the tests (``from browser_kit import
@@ -10,7 +10,7 @@ import os
 import time
 
 TIMEOUT_ENV = "AUTODIFF_BROWSER_TIMEOUT_S"
-DEFAULT_TIMEOUT_S = 240.0   # generous: a loaded 2-core machine took 88 s to open a page (issue 35)
+DEFAULT_TIMEOUT_S = 240.0   # generous: a loaded 2-core machine took 88 s to open a page
 TIMEOUT_S = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
 TIMEOUT_MS = int(TIMEOUT_S * 1000)
 QUIET_MS = 600   # the app counts as idle once it has not run, nor shown a stale element, for this long

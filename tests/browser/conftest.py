@@ -9,7 +9,7 @@ Fixtures:
     shot      ``shot(page, name)`` saves ``test-output/screenshots/<name>.png`` and returns the path.
     wait_idle ``wait_idle(page)`` waits until Streamlit has finished running the script.
 
-Tests wait for conditions, never for the clock (issue 35: under a class's load, fixed waits failed 8 of 9
+Tests wait for conditions, never for the clock (under a class's load, fixed waits failed 8 of 9
 tests): Playwright's ``expect(...)`` and locators auto-wait, :func:`wait_idle` waits until the app is idle
 and stays so, :func:`wait_stable` until a value read in the page has stopped changing, :func:`wait_until`
 until a condition read in Python holds. Each waits up to one generous overall timeout,

@@ -1,4 +1,4 @@
-"""A lecture driven by a presentation clicker (issue 36): in presentation mode PageDown / space step the page's
+"""A lecture driven by a presentation clicker: in presentation mode PageDown / space step the page's
 stepper, PageUp steps back, and at the last step the same key opens the next page, still presenting; Previous /
 Home / Next links sit in the screen's corner, inside the first screen, at 1920x1080 and 1366x768."""
 from __future__ import annotations
@@ -74,7 +74,7 @@ LIT_ON_SCREEN_JS = """(h) => [...document.querySelectorAll('.adx-scroll')].map(b
 
 
 # Backprop orders is not here yet: its two code panels start under both orders' graphs, and breadth-first's lit
-# rows of one step span more than the rows left on the first screen (issue 36, left open)
+# rows of one step span more than the rows left on the first screen (left as it is)
 @pytest.mark.parametrize("path", ["Expression_explorer"])
 def test_the_lit_code_line_is_on_the_first_screen_at_every_backward_step(screen, app_url, wait_idle, path):
     """Every step of the slide example's backward pass, stepped with the clicker's key: the lines the step ran stay

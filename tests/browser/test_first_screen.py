@@ -321,7 +321,7 @@ LIT_ON_SCREEN_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(bo
 @pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
 def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_page, app_url, wait_idle, size):
     """Backprop orders in presentation mode, stepped from the first step to the last: at every step the lines the
-    engine's code ran are lit, inside the code panel's window and inside the first screen (issue 36: step 11
+    engine's code ran are lit, inside the code panel's window and inside the first screen (step 11 once
     scrolled them below the fold)."""
     w, h = size
     pg = new_page(viewport={"width": w, "height": h})
@@ -345,4 +345,4 @@ def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_pag
             pg.get_by_role("button", name=re.compile(r"^\W*Step\b")).first.click()
             wait_drawn(pg)
     assert problems == [], f"at {w} x {h}: " + "; ".join(problems)
-    assert total < 11 or lit_somewhere[10], lit_somewhere   # step 11 (the issue's) lights the engine's lines
+    assert total < 11 or lit_somewhere[10], lit_somewhere   # step 11 (once below the fold) lights the engine's lines

@@ -1,10 +1,10 @@
-"""Issue 41 in a real browser: what an adversary met on the class server, and what a real class must never meet.
+"""In a real browser: what an adversary met on the class server, and what a real class must never meet.
 
-* a bad ``?join=`` link says so on the page (finding 4);
-* a URL a link or the custom-layers box puts into a warning is text, never a link (finding 8);
+* a bad ``?join=`` link says so on the page;
+* a URL a link or the custom-layers box puts into a warning is text, never a link;
 * a session asking for page runs faster than the server runs pages for one visitor is told to wait, and its page
   comes back by itself; a student clicking Step as fast as a hand can, and a class following a lecturer who steps
-  fast, are never refused (finding 11). These sessions come "through the proxy": an ``X-Forwarded-For`` header,
+  fast, are never refused. These sessions come "through the proxy": an ``X-Forwarded-For`` header,
   as deploy/haproxy.cfg adds it, names their address (the app's own machine is not limited).
 """
 from __future__ import annotations

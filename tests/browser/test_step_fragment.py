@@ -1,4 +1,4 @@
-"""A Step reruns only the stepper's fragment (issue 21 §8): read from the messages the server sends the browser.
+"""A Step reruns only the stepper's fragment: read from the messages the server sends the browser.
 
 Every stepped page draws its step controls and the step's view inside one ``st.fragment``
 (:func:`explorer.kit.widgets.stepper`). A click on Step must make the server run that fragment only: the
@@ -21,7 +21,8 @@ STEPPED = ("Expression_explorer", "Backprop_orders", "Network_explorer", "Topolo
 
 def listen(page) -> list:
     """The ForwardMsgs the page's websocket receives from now on (decoded with Streamlit's own protobufs)."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from explorer.kit.streamlit_private import private
+    ForwardMsg = private("ForwardMsg")
 
     got: list = []
 
@@ -38,7 +39,8 @@ def listen(page) -> list:
 
 
 def finished(msgs: list) -> list[str]:
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    from explorer.kit.streamlit_private import private
+    ForwardMsg = private("ForwardMsg")
 
     return [ForwardMsg.ScriptFinishedStatus.Name(m.script_finished) for m in msgs
             if m.WhichOneof("type") == "script_finished"]
