@@ -11,7 +11,7 @@ from explorer import explain as ex
 from explorer.explain import ExpressionError, harness
 from engine.strategies import PathRecursion
 
-from explorer.explain.graph import adjoint_names, bar
+from explorer.explain.graph import adjoint_label, adjoint_names
 
 from .kit.notes import NOTES
 from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program
@@ -232,7 +232,7 @@ def wrong_moments(trace, frameset) -> list[Moment]:
                 if want and got < want:
                     who = name.get(e.node, f"#{e.node}")
                     what = (f"{who}.grad = {_shown(e)} is final" if e.node in leaves else
-                            f"its adjoint {adjoint_of.get(e.node) or bar(who)} = {_shown(e)} is passed on incomplete")
+                            f"its adjoint {adjoint_label(adjoint_of, e.node, who)} = {_shown(e)} is passed on incomplete")
                     out.append(Moment(frame, "finalised", who,
                                       f"{who} finalised with {got} of {want} contributions: {what}"))
             elif e.kind == "lost":

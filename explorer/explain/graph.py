@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -170,6 +170,13 @@ _NUMBERED = re.compile(r"([A-Za-z])(\d+)")
 def bar(name: str) -> str:
     """The lecture's adjoint notation of a name: x5 -> x̄5 (a combining macron after the first letter)."""
     return name[:1] + MACRON + name[1:] if name else name
+
+
+def adjoint_label(adjoints: Mapping[int, str], nid: int, name: str) -> str:
+    """The adjoint of node ``nid`` as every page writes it: its lecture name from ``adjoints`` (as
+    :func:`adjoint_names` gives them: the output's ``x̄7`` where the program called it f), else :func:`bar` of
+    ``name`` (a node the graph does not hold, such as a composite's box)."""
+    return adjoints.get(nid) or bar(name)
 
 
 def output_number(graph: Graph) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from explorer.explain.graph import Graph, adjoint_names, bar, lecture_names  # noqa: F401  (the one notation)
+from explorer.explain.graph import Graph, adjoint_label, adjoint_names, bar, lecture_names  # noqa: F401  (the one notation)
 from explorer.explain.numbers import DIGITS, num  # noqa: F401  (the one formatter, re-exported for the kit)
 from engine.ops import label_of
 
