@@ -22,6 +22,7 @@ from .kit.layout import collapse_big, collapse_composites
 from .kit.backward_view import shared_backward_figures
 from .kit.plotly_figure import figure_dict, plan
 from .kit.programs import InputProblem, parse
+from explorer.explain.numbers import count, fixed, percent
 
 # what each order is, never whether it is right: the class judges that, and each order's verdict line says it from
 # the step where it goes wrong (a label "(broken)" gave the answer away before the first step)
@@ -327,9 +328,9 @@ def random_graph_table(n_graphs: int, n_ops: int, seed: int) -> list[dict]:
 
 def _table(rows) -> list[dict]:
     return [{"order": STRATEGY_LABELS.get(r.strategy, r.strategy), "graphs": r.graphs,
-             "wrong gradients": r.wrong, "wrong rate": f"{100 * r.wrong / max(1, r.graphs):.0f}%",
-             "errors": r.errors, "mean VJP calls": f"{r.mean_vjp_calls:.1f}",
-             "mean backward ops": f"{r.mean_backward_ops:.1f}"} for r in rows]
+             "wrong gradients": r.wrong, "wrong rate": percent(r.wrong / max(1, r.graphs)),
+             "errors": r.errors, "mean VJP calls": fixed(r.mean_vjp_calls),
+             "mean backward ops": fixed(r.mean_backward_ops)} for r in rows]
 
 
 class RandomGraphRun:
@@ -347,7 +348,7 @@ class RandomGraphRun:
         if not 1 <= n_graphs <= harness.STATS_MAX_GRAPHS or not 1 <= n_ops <= harness.STATS_MAX_OPS \
                 or n_graphs * n_ops > harness.STATS_MAX_TOTAL_OPS:
             raise ValueError(f"at most {harness.STATS_MAX_GRAPHS} graphs of at most {harness.STATS_MAX_OPS} ops "
-                             f"and {harness.STATS_MAX_TOTAL_OPS:,} ops in all (asked for {n_graphs} of {n_ops})")
+                             f"and {count(harness.STATS_MAX_TOTAL_OPS)} ops in all (asked for {n_graphs} of {n_ops})")
         self.key = (n_graphs, n_ops, seed)
         self.n_graphs, self.n_ops, self.seed = n_graphs, n_ops, seed
         self.done = 0
@@ -390,7 +391,7 @@ def bfs_rate_text(table: list[dict]) -> str:
     wrong, total = NOTES_BFS_WRONG
     return (f"Breadth-first, first touch: **wrong on {row['wrong gradients']} of {row['graphs']} graphs "
             f"({row['wrong rate']})**. The lecture notes report {wrong} of {total} "
-            f"({100 * wrong / total:.0f}%) on their own random graphs.")
+            f"({percent(wrong / total)}) on their own random graphs.")
 
 
 def deep_chain_results(depth: int) -> list[dict]:

@@ -15,7 +15,8 @@ from typing import Any
 
 from engine import autodiff
 from explorer import explain as ex
-from explorer.explain.graph import Graph, GraphEdge, fmt
+from explorer.explain.graph import Graph, GraphEdge
+from explorer.explain.numbers import fmt
 
 from .kit.frames import Frame, FrameSet
 from .kit.labels import node_formulas

@@ -42,10 +42,6 @@ def _scalar(value: Any) -> float | None:
     return float(a.reshape(()))
 
 
-def _number(x: float) -> str:
-    return num(x)
-
-
 def backward_step_index(frameset, frame: int) -> int:
     """Which backward step (0-based group of ``trace.steps()``) comes *after* frame ``frame`` (0-based).
 
@@ -78,7 +74,7 @@ def forward_questions(trace, frameset, step: int) -> list[Proposal]:
         return []
     args = ", ".join(g.node(i).name for i in fstep.inputs)
     return [Proposal(f"The value of {node.name}", f"The forward pass computes {node.name} = {fstep.op}({args}) next. "
-                     "What is its value?", "number", _number(value), QUESTION_RTOL)]
+                     "What is its value?", "number", num(value), QUESTION_RTOL)]
 
 
 def step_questions(trace, frameset, step: int) -> list[Proposal]:
@@ -111,13 +107,13 @@ def step_questions(trace, frameset, step: int) -> list[Proposal]:
     adj = _scalar(visit.value)
     if adj is not None:
         ask = f"{right} is taken next. What is its adjoint {adjoint_names(g)[visit.node]}?"
-        out.append(Proposal(f"The adjoint of {right}", ask, "number", _number(adj), QUESTION_RTOL))
+        out.append(Proposal(f"The adjoint of {right}", ask, "number", num(adj), QUESTION_RTOL))
     send = next((e for e in groups[k] if e.kind == "send"), None)
     if send is not None and _scalar(send.value) is not None:
         src, dst = name[send.node], name[send.parent]
         out.append(Proposal(f"The contribution {src} → {dst}",
                             f"When {src} is taken, what contribution does it send to {dst}?",
-                            "number", _number(_scalar(send.value)), QUESTION_RTOL))
+                            "number", num(_scalar(send.value)), QUESTION_RTOL))
     return out
 
 
@@ -196,7 +192,7 @@ def queue_questions(model, step: int) -> list[Proposal]:
     value = _scalar(nxt.value)
     if value is not None:
         out.append(Proposal(f"The value of {right}", f"{right} is taken next. What value does the engine compute "
-                            "for it?", "number", _number(value), QUESTION_RTOL))
+                            "for it?", "number", num(value), QUESTION_RTOL))
     return out
 
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from engine.tensor import Tensor, value_kept
-from .numbers import DIGITS, num
+from .numbers import DIGITS, fmt_value, plain
 
 VALUE_LIMIT = 64  # tensors with more elements keep a summary instead of every value
 
@@ -38,26 +38,10 @@ def _finite_or_str(v: float):
     return v if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
 
 
-def fmt(value, digits: int = DIGITS) -> str:
-    """Short text for a plain value (as stored in nodes/events): numbers by :func:`num`, lists by their first
-    four numbers."""
-    if value is None:
-        return "…"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (int, float)):
-        return num(value, digits)
-    flat = np.asarray(value, dtype=object).ravel().tolist()
-    body = ", ".join(fmt(v, digits) for v in flat[:4])
-    return f"[{body}{', …' if len(flat) > 4 else ''}]"
-
-
 def summary(x: Any, digits: int = DIGITS) -> str:
     """Short text for a value too large to keep (over :data:`VALUE_LIMIT` elements, :func:`plain_value` gives
     None): its first four numbers and its shape, ``[0.1, 0.2, 0.3, 0.4, …] (10×10)``."""
-    arr = x.numpy() if isinstance(x, Tensor) else np.asarray(x)
-    head = ", ".join(num(v, digits) for v in arr.reshape(-1)[:4].astype(float).tolist())
-    return f"[{head}{', …' if arr.size > 4 else ''}] ({'×'.join(map(str, arr.shape))})"
+    return fmt_value(x.numpy() if isinstance(x, Tensor) else np.asarray(x), digits, max_items=4)
 
 
 def is_finite(value) -> bool:
@@ -250,7 +234,7 @@ def graph_from_records(records: Iterable, names: dict[int, str], groups: dict[in
         name = names.get(t.unique_id)
         if name is None:
             if kind == "constant" and t.numel() == 1:
-                name = f"{float(t.item()):g}"
+                name = plain(float(t.item()))
             else:
                 const_count[0] += 1
                 name = f"c{const_count[0]}"

@@ -14,7 +14,8 @@ from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated
 from engine.strategies import ContributionLost, WorkLimitExceeded
 from engine.ops import ones_like
 from engine.tensor import Tensor, tensor, trace_ops
-from .graph import Graph, adjoint_label, adjoint_names, bar, fmt, graph_from_records, is_finite, plain_value, summary
+from .graph import Graph, adjoint_label, adjoint_names, bar, graph_from_records, is_finite, plain_value, summary
+from .numbers import fmt
 from .parser import ExpressionError, Program, check_deadline, parse_inputs, parse_program
 
 MAX_EVENTS = 50_000  # events kept per trace (path recursion can do far more work; it is still counted)

@@ -16,7 +16,8 @@ from explorer.explain.graph import Graph, adjoint_names, output_adjoint_note
 from explorer.explain.parser import check_deadline
 from explorer.explain.trace import Trace
 
-from .labels import adjoint_label, fan_out_sum, heading, is_scalar, lecture_names, node_formulas, num, shape_text, short_value
+from .labels import (adjoint_label, fan_out_sum, heading, is_scalar, lecture_names, node_formulas, num, shape_text,
+                     short_value)
 
 MAX_FRAMES = 2000
 

@@ -14,7 +14,8 @@ from typing import Any, Mapping
 
 from engine import autodiff
 from explorer.explain import record_execution
-from explorer.explain.graph import adjoint_label, adjoint_names, fmt, plain_value
+from explorer.explain.graph import adjoint_label, adjoint_names, plain_value
+from explorer.explain.numbers import fmt
 from explorer.explain.trace import BackwardEvent, Trace
 
 from ..kit.backward_view import WRONG_MARK, shared_backward_figures
