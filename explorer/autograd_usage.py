@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import engine
+from explorer.explain.numbers import fixed, num, plain, sci
 
 # Slide 28 (HIPS autograd's core), as the lecture shows it: make_vjp traces, grad applies the vjp to a one.
 SLIDE_MAKE_VJP = (
@@ -160,14 +161,14 @@ def usage_check(seed: int = SEED, h: float = H) -> UsageCheck:
 
 def rows_table(check: UsageCheck) -> list[dict]:
     """The page's table: one row per weight and bias."""
-    return [{"parameter": r.name, "shape": " × ".join(map(str, r.shape)), "‖∂objective/∂p‖": f"{r.grad_norm:.6g}",
-             "max |grad − central difference|": f"{r.max_abs_error:.1e}"} for r in check.rows]
+    return [{"parameter": r.name, "shape": " × ".join(map(str, r.shape)), "‖∂objective/∂p‖": num(r.grad_norm, 6),
+             "max |grad − central difference|": sci(r.max_abs_error)} for r in check.rows]
 
 
 def summary(check: UsageCheck) -> str:
     """One sentence under the table, every number from ``check``."""
-    return (f"objective = −log posterior = {check.objective:.6f}; `engine.grad` checked on all {check.n_entries} "
-            f"entries against central differences (h = {check.h:g}, float64): largest difference "
-            f"{check.max_abs_error:.1e} (relative {check.max_rel_error:.1e}). `engine.vjp`'s closure applied to 1.0 "
+    return (f"objective = −log posterior = {fixed(check.objective, 6)}; `engine.grad` checked on all {check.n_entries} "
+            f"entries against central differences (h = {plain(check.h)}, float64): largest difference "
+            f"{sci(check.max_abs_error)} (relative {sci(check.max_rel_error)}). `engine.vjp`'s closure applied to 1.0 "
             f"gives {'the same tensors as `engine.grad`, bit for bit' if check.vjp_equals_grad else 'other tensors than `engine.grad`'}"
             ": grad is make_vjp applied to a one, as slide 28 writes it.")

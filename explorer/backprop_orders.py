@@ -12,7 +12,7 @@ from explorer.classroom import questions as q
 from explorer.explain import ExpressionError, harness
 from engine.strategies import PathRecursion
 
-from explorer.explain.graph import adjoint_names, bar
+from explorer.explain.graph import adjoint_label, adjoint_names
 
 from .kit.notes import NOTES
 from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program
@@ -23,6 +23,7 @@ from .kit.layout import collapse_big, collapse_composites
 from .kit.backward_view import shared_backward_figures
 from .kit.plotly_figure import figure_dict, plan
 from .kit.programs import InputProblem, parse
+from explorer.explain.numbers import count, fixed, percent
 
 # what each order is, never whether it is right: the class judges that, and each order's verdict line says it from
 # the step where it goes wrong (a label "(broken)" gave the answer away before the first step)
@@ -233,7 +234,7 @@ def wrong_moments(trace, frameset) -> list[Moment]:
                 if want and got < want:
                     who = name.get(e.node, f"#{e.node}")
                     what = (f"{who}.grad = {_shown(e)} is final" if e.node in leaves else
-                            f"its adjoint {adjoint_of.get(e.node) or bar(who)} = {_shown(e)} is passed on incomplete")
+                            f"its adjoint {adjoint_label(adjoint_of, e.node, who)} = {_shown(e)} is passed on incomplete")
                     out.append(Moment(frame, "finalised", who,
                                       f"{who} finalised with {got} of {want} contributions: {what}"))
             elif e.kind == "lost":
@@ -328,9 +329,9 @@ def random_graph_table(n_graphs: int, n_ops: int, seed: int) -> list[dict]:
 
 def _table(rows) -> list[dict]:
     return [{"order": STRATEGY_LABELS.get(r.strategy, r.strategy), "graphs": r.graphs,
-             "wrong gradients": r.wrong, "wrong rate": f"{100 * r.wrong / max(1, r.graphs):.0f}%",
-             "errors": r.errors, "mean VJP calls": f"{r.mean_vjp_calls:.1f}",
-             "mean backward ops": f"{r.mean_backward_ops:.1f}"} for r in rows]
+             "wrong gradients": r.wrong, "wrong rate": percent(r.wrong / max(1, r.graphs)),
+             "errors": r.errors, "mean VJP calls": fixed(r.mean_vjp_calls),
+             "mean backward ops": fixed(r.mean_backward_ops)} for r in rows]
 
 
 class RandomGraphRun:
@@ -348,7 +349,7 @@ class RandomGraphRun:
         if not 1 <= n_graphs <= harness.STATS_MAX_GRAPHS or not 1 <= n_ops <= harness.STATS_MAX_OPS \
                 or n_graphs * n_ops > harness.STATS_MAX_TOTAL_OPS:
             raise ValueError(f"at most {harness.STATS_MAX_GRAPHS} graphs of at most {harness.STATS_MAX_OPS} ops "
-                             f"and {harness.STATS_MAX_TOTAL_OPS:,} ops in all (asked for {n_graphs} of {n_ops})")
+                             f"and {count(harness.STATS_MAX_TOTAL_OPS)} ops in all (asked for {n_graphs} of {n_ops})")
         self.key = (n_graphs, n_ops, seed)
         self.n_graphs, self.n_ops, self.seed = n_graphs, n_ops, seed
         self.done = 0
@@ -391,7 +392,7 @@ def bfs_rate_text(table: list[dict]) -> str:
     wrong, total = NOTES_BFS_WRONG
     return (f"Breadth-first, first touch: **wrong on {row['wrong gradients']} of {row['graphs']} graphs "
             f"({row['wrong rate']})**. The lecture notes report {wrong} of {total} "
-            f"({100 * wrong / total:.0f}%) on their own random graphs.")
+            f"({percent(wrong / total)}) on their own random graphs.")
 
 
 def deep_chain_results(depth: int) -> list[dict]:

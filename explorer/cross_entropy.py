@@ -18,7 +18,7 @@ from engine import functional as F
 
 from .exercises import page_link
 from .kit import presets
-from .kit.labels import num
+from explorer.explain.numbers import nested, num, plain
 from .kit.reference import ReferenceFailed, in_reference_process
 
 # one example, three classes: logits z (a model's output), the label is class 1 (one-hot y);
@@ -151,22 +151,14 @@ def stability_rows(scales=SCALES, label: int = 2, dtype: str = "float64") -> lis
                 loss = -fn(z)[label]
                 loss.backward()
             out[name] = (loss.item(), z.grad.numpy())
-        rows.append({"logits": "(" + ", ".join(f"{v * s:g}" for v in BASE_LOGITS) + ")",
+        rows.append({"logits": "(" + ", ".join(plain(v * s) for v in BASE_LOGITS) + ")",
                      "exp(max z)": num(np.exp(np.float64(max(BASE_LOGITS) * s)))
                      if max(BASE_LOGITS) * s < limit else f"inf (overflow in {dtype})",
-                     "naive: −log(softmax(z)[2])": _num(out["naive"][0]),
-                     "naive: ∂loss/∂z": _vec(out["naive"][1]),
-                     "log_softmax: −log_softmax(z)[2]": _num(out["stable"][0]),
-                     "log_softmax: ∂loss/∂z": _vec(out["stable"][1])})
+                     "naive: −log(softmax(z)[2])": num(out["naive"][0]),
+                     "naive: ∂loss/∂z": nested(out["naive"][1]),
+                     "log_softmax: −log_softmax(z)[2]": num(out["stable"][0]),
+                     "log_softmax: ∂loss/∂z": nested(out["stable"][1])})
     return rows
-
-
-def _num(v: float) -> str:
-    return num(v) if np.isfinite(v) else str(v)
-
-
-def _vec(a: np.ndarray) -> str:
-    return "[" + ", ".join(_num(float(v)) for v in a) + "]"
 
 
 def step_program_checks() -> dict[str, float]:

@@ -18,7 +18,7 @@ import numpy as np
 import engine
 from explorer import explain as ex
 from explorer.explain import harness
-from explorer.explain.numbers import DIGITS, num
+from explorer.explain.numbers import DIGITS, count, fixed, megabytes, nested, num, percent, plain, sci
 
 from .lecture_kit import AnswerError, parse_answer
 
@@ -32,8 +32,8 @@ class Tolerance:
 
     def describe(self) -> str:
         if self.factor is not None:
-            return f"within a factor {self.factor:g}"
-        return f"to {self.rel:.1%} (relative)" if self.rel >= 1e-4 else "to rounding"
+            return f"within a factor {plain(self.factor)}"
+        return f"to {percent(self.rel, 1)} (relative)" if self.rel >= 1e-4 else "to rounding"
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Part:
         if self.choices:
             return str(self.answer)
         digits = 2 if self.tolerance.factor is not None else DIGITS  # an order of magnitude: two digits say it
-        return format_value(self.answer, digits) + (f" {self.unit}" if self.unit else "")
+        return nested(self.answer, digits) + (f" {self.unit}" if self.unit else "")
 
 
 @dataclass
@@ -70,13 +70,6 @@ class Exercise:
 class Verdict:
     correct: bool
     message: str
-
-
-def format_value(v: Any, digits: int = DIGITS) -> str:
-    """An answer (a number or nested list of numbers) in the app's one precision."""
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(format_value(x, digits) for x in v) + "]"
-    return num(v, digits)
 
 
 def check(part: Part, text: str) -> Verdict:
@@ -163,8 +156,8 @@ def _ex1() -> Exercise:
         "f(x) = (x − 3)². Take one gradient-descent step from x0 = 0 with learning rate η = 0.1.",
         [Part("slope", "f′(x0) =", r.slope), Part("x1", "x1 =", r.x_next, hints=[(-r.x_next, "mind the sign: the "
                                                                                       "step goes against the slope")])],
-        [f"`engine.grad(lambda x: (x - 3) ** 2)(0.0)` = **{format_value(r.slope)}** (= 2·(0 − 3)).",
-         f"x1 = x0 − η·f′(x0) = 0 − 0.1·({format_value(r.slope)}) = **{format_value(r.x_next)}**: a step towards "
+        [f"`engine.grad(lambda x: (x - 3) ** 2)(0.0)` = **{nested(r.slope)}** (= 2·(0 − 3)).",
+         f"x1 = x0 − η·f′(x0) = 0 − 0.1·({nested(r.slope)}) = **{nested(r.x_next)}**: a step towards "
          "the minimum at 3."],
         page_link("Learning_problem", {"x0": 0, "eta": 0.1}), "Learning problem: exercise 1 with its plot")
 
@@ -173,7 +166,7 @@ def _ex2() -> Exercise:
     prog, inp = "f = (x1 + x2) * exp(x1)", "x1 = 1, x2 = 2"
     tr = ex.record_execution(prog, inp)
     sent = contributions_to(tr, "x1")
-    parts = " + ".join(f"{format_value(v)} (from {who})" for who, v in sent)
+    parts = " + ".join(f"{nested(v)} (from {who})" for who, v in sent)
     g1, g2 = tr.grads["x1"], tr.grads["x2"]
     return Exercise(
         2, "fan_out", "Fan-out: a variable with two users",
@@ -183,8 +176,8 @@ def _ex2() -> Exercise:
          Part("dx2", "∂f/∂x2 =", g2)],
         [f"x1 is used twice (in x1 + x2 and in exp(x1)), so its adjoint is a sum. The engine's backward pass sent "
          f"x1 {len(sent)} contributions: {parts}.",
-         f"∂f/∂x1 = **{format_value(g1)}** = 4e (e·1 from the sum, (1 + 2)·e from exp).",
-         f"∂f/∂x2 = exp(x1) = **{format_value(g2)}** = e."],
+         f"∂f/∂x1 = **{nested(g1)}** = 4e (e·1 from the sum, (1 + 2)·e from exp).",
+         f"∂f/∂x2 = exp(x1) = **{nested(g2)}** = e."],
         page_link("Expression_explorer", {"expr": prog, "at": inp,
                                           "step": explorer_step_of_leaf(prog, inp, "x1")}),
         "Expression explorer at the step where x1's sum is complete")
@@ -200,8 +193,8 @@ def _ex3() -> Exercise:
         "f = x·x·x at x = 2, computed as v1 = x·x, then f = v1·x (x is used three times). What is ∂f/∂x?",
         [Part("dx", "∂f/∂x =", g, hints=[(4.0, "that is one of the contributions; x is used three times")])],
         [f"x is used three times, so three contributions reach it: "
-         + " + ".join(format_value(v) for _, v in sent) + f" (from {', '.join(w for w, _ in sent)}).",
-         f"∂f/∂x = **{format_value(g)}** = 3x²."],
+         + " + ".join(nested(v) for _, v in sent) + f" (from {', '.join(w for w, _ in sent)}).",
+         f"∂f/∂x = **{nested(g)}** = 3x²."],
         page_link("Expression_explorer", {"expr": prog, "at": inp, "step": explorer_step_of_leaf(prog, inp, "x")}),
         "Expression explorer at the step where x's gradient lands")
 
@@ -217,7 +210,7 @@ def _ex4() -> Exercise:
         "y = Wx with W = [[1, 2], [3, 4]] and upstream ȳ = [1, −1]. What is x̄? (a list, e.g. [a, b])",
         [Part("xbar", "x̄ =", xb, hints=[([-1.0, -1.0], "that is W·ȳ; the VJP multiplies by the transpose, Wᵀȳ")])],
         ["The Jacobian of Wx is W, so x̄ = ȳᵀW = Wᵀȳ; nobody builds the Jacobian, the VJP is one matmul.",
-         f"Wᵀȳ = [1·1 + 3·(−1), 2·1 + 4·(−1)] = **{format_value(xb)}** (`engine.vjp(lambda x: W @ x, x)` "
+         f"Wᵀȳ = [1·1 + 3·(−1), 2·1 + 4·(−1)] = **{nested(xb)}** (`engine.vjp(lambda x: W @ x, x)` "
          "with cotangent ȳ)."],
         page_link("Expression_explorer", {"expr": "f = sum((W @ x) * ybar)",
                                           "at": "W = [[1, 2], [3, 4]], x = [1, 1], ybar = [1, -1]"}),
@@ -240,7 +233,7 @@ def _ex5() -> Exercise:
          f"The engine built both Jacobians: f = sum(x·x) with {n} inputs took **{f.forward.passes}** JVP passes and "
          f"**{f.reverse.passes}** backward pass ({f.forward.forward_ops} vs {f.reverse.total_ops} ops); "
          f"g = t·c with {n} outputs took **{g.forward.passes}** JVP pass and **{g.reverse.passes}** backward passes. "
-         f"Both ways agree (max difference {max(f.max_difference, g.max_difference):.1e}).",
+         f"Both ways agree (max difference {sci(max(f.max_difference, g.max_difference))}).",
          "A loss is R^n → R: reverse mode wins, which is why training uses backprop."],
         page_link("Forward_vs_reverse", {}), "Forward vs reverse: passes and ops as n and m vary")
 
@@ -270,14 +263,14 @@ def _ex6(n_graphs: int = harness.RANDOM_GRAPHS) -> Exercise:
         [Part("dx1", "∂f/∂x1 (breadth-first) =", bfs.grads["x1"],
               hints=[(right.grads["x1"], "that is the correct gradient; breadth-first loses a contribution")]),
          Part("rate", "wrong on (%) =", rate, Tolerance(rel=0.0, abs=2.5), unit="%")],
-        [f"x1 is a direct input of f, so breadth-first reaches it first and passes on **{format_value(bfs.grads['x1'])}**.",
+        [f"x1 is a direct input of f, so breadth-first reaches it first and passes on **{nested(bfs.grads['x1'])}**.",
          "Its other contribution arrives via x6 → x5 → x3 after x1 was already processed and is lost: "
-         + "; ".join(f"{format_value(e.value)} lost" for e in lost) + f" (the correct ∂f/∂x1 is "
-         f"{format_value(right.grads['x1'])} = 1 + 1.5·e^5.5).",
+         + "; ".join(f"{nested(e.value)} lost" for e in lost) + f" (the correct ∂f/∂x1 is "
+         f"{nested(right.grads['x1'])} = 1 + 1.5·e^5.5).",
          f"Over {wrong.graphs} random graphs ({harness.RANDOM_OPS} ops each, seeds 0…{wrong.graphs - 1}) the engine's breadth-first "
-         f"pass is wrong on **{wrong.wrong}** ({rate:.1f}%), counted as Backprop orders counts them "
+         f"pass is wrong on **{wrong.wrong}** ({percent(wrong.wrong / wrong.graphs, 1)}), counted as Backprop orders counts them "
          f"({harness.WRONG_GRADIENTS}); the notes report {notes_wrong} of {notes_total} "
-         f"({100 * notes_wrong / notes_total:.0f}%) on theirs."],
+         f"({percent(notes_wrong / notes_total)}) on theirs."],
         page_link("Backprop_orders", {"orders": "topological,bfs_first_touch", "step": step}),
         "Backprop orders at the step where the contribution is lost")
 
@@ -308,7 +301,7 @@ def _ex7() -> Exercise:
         [f"C = |f‴|/6 and the unit roundoff ε = {num(m64.eps, 3)} (float64), {num(m32.eps, 3)} (float32); "
          f"here |f| = {num(abs(f))} and f‴ = {num(d3)} (the engine's third derivative).",
          "d/dh (h²|f‴|/6 + ε|f|/h) = 0 gives h = (3ε|f| / |f‴|)^(1/3) ∝ ε^(1/3): "
-         f"**{h64:.1e}** in float64, **{h32:.1e}** in float32, the best h Gradient check marks on its default.",
+         f"**{sci(h64)}** in float64, **{sci(h32)}** in float32, the best h Gradient check marks on its default.",
          notes_best_h_text(sweep)],
         page_link("Gradient_check", {}), "Gradient check: the error against h, both dtypes")
 
@@ -324,7 +317,7 @@ def _ex8() -> Exercise:
                                                                    "so sum over axis 0")]),
          Part("xbar", "x̄ =", r.x_grad)],
         [f"b was broadcast along axis {r.summed_axes[0]} (one copy per row of y); each copy sends its part of G back.",
-         f"b̄ = G summed over axis 0 = **{format_value(r.b_grad)}**; x̄ = G = {format_value(r.x_grad)}. "
+         f"b̄ = G summed over axis 0 = **{nested(r.b_grad)}**; x̄ = G = {nested(r.x_grad)}. "
          f"(`y.backward(G)` on the engine; its backward ran {', '.join(r.backward_ops)}.)"],
         page_link("Tensors_and_storage", {}), "Tensors and storage: broadcasting's backward for other shapes of b")
 
@@ -340,10 +333,10 @@ def mlp_buffers_per_notes(depth: int) -> tuple[int, int]:
 
 def _ex9() -> Exercise:
     depth, width, batch = 10, 4096, 512
-    count, distinct = mlp_buffers_per_notes(depth)
+    kept, distinct = mlp_buffers_per_notes(depth)
     one = engine.zeros(batch, width, dtype="float32")        # one batch × width activation, as the engine stores it
     nbytes = one.numpy().nbytes
-    total = count * nbytes
+    total = kept * nbytes
     return Exercise(
         9, "memory", "Memory kept for the backward pass",
         f"A {depth}-layer MLP (each layer Linear({width}, {width}) + ReLU), batch {batch}, float32. Using the "
@@ -353,11 +346,11 @@ def _ex9() -> Exercise:
               hints=[(total / 2 ** 20, "that is in MiB (2²⁰ bytes); the question asks for MB (10⁶ bytes)"),
                      (2 * depth * nbytes / 1e6, "the network's input is the data itself: not counted")])],
         [f"The engine's graph of the network (built small) keeps for backward, per layer, the matmul's input (for "
-         f"W̄ = xᵀȳ) and what the ReLU's mask needs: {count + 1} saved tensors, minus the input x → "
-         f"**{count}** = 2·{depth} − 1.",
-         f"One {batch} × {width} float32 buffer is {nbytes:,} bytes "
+         f"W̄ = xᵀȳ) and what the ReLU's mask needs: {kept + 1} saved tensors, minus the input x → "
+         f"**{kept}** = 2·{depth} − 1.",
+         f"One {batch} × {width} float32 buffer is {count(nbytes)} bytes "
          f"(`engine.zeros({batch}, {width}, dtype='float32')`).",
-         f"{count} × {nbytes:,} = {total:,} bytes ≈ **{total / 1e6:.1f} MB** ({total / 2 ** 20:.0f} MiB).",
+         f"{kept} × {count(nbytes)} = {count(total)} bytes ≈ **{megabytes(total)} MB** ({fixed(total / 2 ** 20, 0)} MiB).",
          f"The engine's graph itself holds {distinct} distinct buffers of that size here: its ReLU keeps its output "
          "(the notes keep the input z), which is also the next layer's saved input."],
         page_link("Forward_vs_reverse", {}), "Forward vs reverse: memory kept as batch and depth grow")
@@ -441,8 +434,8 @@ def _ex12() -> Exercise:
          Part("others", "other non-zero rows:", others, Tolerance(0, 0))],
         [f"The forward op is {r.forward_op}; its backward is **{', '.join(r.backward_ops)}**: each g_k is added "
          "into the row it was read from.",
-         f"Row 3 was read at positions 0 and 2: g0 + g2 = **{format_value(r.grad[3])}**; row 1 at position 1: "
-         f"**{format_value(r.grad[1])}**; every other row: 0 (so **{others}** others)."],
+         f"Row 3 was read at positions 0 and 2: g0 + g2 = **{nested(r.grad[3])}**; row 1 at position 1: "
+         f"**{nested(r.grad[1])}**; every other row: 0 (so **{others}** others)."],
         page_link("Tensors_and_storage", {"ids": "3, 1, 3"}), "Tensors and storage: the embedding's scatter-add")
 
 

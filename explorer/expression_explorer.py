@@ -25,6 +25,7 @@ from .kit.graphviz_layout import (Box, GraphvizFailed, GraphvizTimedOut, Graphvi
 from .kit.plotly_figure import figure_dict
 from .kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from .kit.programs import InputProblem, parse
+from explorer.explain.numbers import plain, sci
 
 @dataclass
 class ExplorerModel:
@@ -113,7 +114,7 @@ class ExplorerModel:
                 why = (f"No SVG download: this graph is too large for Graphviz to draw within a request ({e}). "
                        "Download the DOT and run `dot -Tsvg graph.dot` on your machine.")
             except GraphvizTimedOut:
-                why = (f"No SVG download: Graphviz took more than {REQUEST_SECONDS:g} s to draw this graph. "
+                why = (f"No SVG download: Graphviz took more than {plain(REQUEST_SECONDS)} s to draw this graph. "
                        "Download the DOT and run `dot -Tsvg graph.dot` on your machine.")
             except GraphvizFailed:
                 why = "No SVG download: Graphviz could not draw this graph. The DOT download has the same graph."
@@ -289,7 +290,7 @@ def node_table(trace, central: dict) -> list[dict]:
             row["autodiff ∂f/∂node"] = fmt_value(auto)
             row["central difference"] = fmt_check(fd)
             diff = check_difference(auto, fd)
-            row["|difference|"] = "" if diff is None else f"{diff:.2e}"
+            row["|difference|"] = "" if diff is None else sci(diff, 3)
             chk = checks[node.name]
             status, check = (OK, "✓ agrees") if chk.ok else (FAILED, "✗ " + chk.reason)
         else:

@@ -20,6 +20,7 @@ from .kit.labels import dot_name, num, short_value
 from .kit.layout import composite_graph
 from .kit.plotly_figure import figure_dict
 from .kit.programs import InputProblem, parse
+from explorer.explain.numbers import count, fixed, megabytes, milliseconds, plain, sci
 
 @dataclass
 class DualModel:
@@ -181,7 +182,7 @@ def memory_table(depth: int, width: int, batch: int, dtype: str = "float32") -> 
     on a small copy of the network and scaled, ``costs.memory_at_scale``) beside the notes' rule."""
     s = costs.memory_at_scale(depth, width, batch, dtype)
     return [{"count": r["count"], "what is kept": r["what is kept"], "tensors saved": r["tensors saved"],
-             "buffers of batch × width": r["buffers"], "bytes": f"{r['bytes']:,}", "MB": f"{r['MB']:,.1f}",
+             "buffers of batch × width": r["buffers"], "bytes": count(r['bytes']), "MB": f"{r['MB']:,.1f}",
              "MiB": f"{r['MiB']:,.1f}"} for r in s.rows()]
 
 
@@ -323,8 +324,8 @@ def pass_costs(depth: int = 4, width: int = 64, batch: int = 32) -> list[dict]:
                       ("forward mode: one JVP pass (one direction)", forward_mode)):
         n_ops, macs = measure(run)
         base = base or (n_ops, macs)
-        rows.append({"pass": what, "ops run": n_ops, "matmul multiply-adds": f"{macs:,}",
-                     "× forward (multiply-adds)": f"{macs / base[1]:.2f}"})
+        rows.append({"pass": what, "ops run": n_ops, "matmul multiply-adds": count(macs),
+                     "× forward (multiply-adds)": fixed(macs / base[1], 2)})
     return rows
 
 
@@ -345,8 +346,8 @@ def gradient_cost_rows(rows: list[dict], ns=(1, 2, 10, 100, 1000)) -> list[dict]
     reverse, jvp = pass_ratios(rows)
     two = NOTES["reverse_passes"].value
     return [{"n inputs": n, "the notes: forward mode": n, "the notes: reverse mode": two,
-             "the notes: ratio n/2": f"{n / two:g}", "this engine: forward mode": f"{n * jvp:g}",
-             "this engine: reverse mode": f"{reverse:g}", "this engine: ratio": f"{n * jvp / reverse:.3g}"}
+             "the notes: ratio n/2": plain(n / two), "this engine: forward mode": plain(n * jvp),
+             "this engine: reverse mode": plain(reverse), "this engine: ratio": num(n * jvp / reverse, 3)}
             for n in ns]
 
 
@@ -354,9 +355,9 @@ def pass_costs_caption(rows: list[dict]) -> str:
     """The caption under :func:`pass_costs`'s table, its figures read from the table."""
     reverse, jvp = pass_ratios(rows)
     return (f"The backward pass runs two matmuls per layer (x̄ = ȳWᵀ and W̄ = xᵀȳ) against the forward's one; the "
-            f"first layer's input is data (no x̄), hence {reverse:g} rather than 3 forward passes in total (the notes "
+            f"first layer's input is data (no x̄), hence {plain(reverse)} rather than 3 forward passes in total (the notes "
             f"round it to about {NOTES['reverse_passes'].value}). Forward mode carries one tangent beside each value "
-            f"(h·W and ḣ·W): {jvp:g} per pass, but for one direction only, so a whole gradient takes n of them. "
+            f"(h·W and ḣ·W): {plain(jvp)} per pass, but for one direction only, so a whole gradient takes n of them. "
             "Counts, not times: on a shared server a time ratio measures the neighbours (the checkpointing section "
             "below times its runs in turn to be fair).")
 
@@ -427,16 +428,16 @@ def fixed_logreg_costs() -> list[LogregCost]:
 def logreg_rows(costs_: list[LogregCost]) -> list[dict]:
     """:func:`logreg_gradient_costs` as the page's table: the notes' figures beside this engine's, in forward passes."""
     two = NOTES["reverse_passes"].value
-    return [{"features n": c.n, "forward pass (multiply-adds)": f"{c.forward_macs:,}",
-             "the notes: reverse mode": two, "this engine: reverse mode": f"{c.reverse_passes:g}",
-             "the notes: forward mode": c.n, "this engine: forward mode (n JVP passes)": f"{c.forward_passes:g}",
-             "the notes: ratio (n/2)": f"{c.n / two:g}",
-             "this engine: ratio": f"{c.forward_passes / c.reverse_passes:.3g}",
-             "max |reverse − forward-mode gradient|": f"{c.gradients_agree:.1e}"} for c in costs_]
+    return [{"features n": c.n, "forward pass (multiply-adds)": count(c.forward_macs),
+             "the notes: reverse mode": two, "this engine: reverse mode": plain(c.reverse_passes),
+             "the notes: forward mode": c.n, "this engine: forward mode (n JVP passes)": plain(c.forward_passes),
+             "the notes: ratio (n/2)": plain(c.n / two),
+             "this engine: ratio": num(c.forward_passes / c.reverse_passes, 3),
+             "max |reverse − forward-mode gradient|": sci(c.gradients_agree)} for c in costs_]
 
 
 def _times_n(r: float) -> str:
-    return "n" if r == 1 else f"{r:g}·n"
+    return "n" if r == 1 else f"{plain(r)}·n"
 
 
 def logreg_caption(costs_: list[LogregCost]) -> str:
@@ -446,10 +447,10 @@ def logreg_caption(costs_: list[LogregCost]) -> str:
     per = c.forward_passes / c.jvp_passes
     return (f"Logistic regression on {LOGREG_SAMPLES} samples, as in the notes: the mean binary cross-entropy of "
             f"sigmoid(X·w), its gradient with respect to the n weights, counted in the forward pass's matmul "
-            f"multiply-adds. Reverse mode: one forward and one backward pass, {c.reverse_passes:g} forward passes "
+            f"multiply-adds. Reverse mode: one forward and one backward pass, {plain(c.reverse_passes)} forward passes "
             f"(the backward's w̄ = Xᵀ·r costs what the forward's X·w costs; X is data and gets no gradient), the "
             f"notes' {NOTES['reverse_passes'].value}. Forward mode: n JVP passes, one per weight, each run here; "
-            f"one costs {per:g} forward passes (the value X·w and the tangent X·eᵢ) where the notes count it as one, "
+            f"one costs {plain(per)} forward passes (the value X·w and the tangent X·eᵢ) where the notes count it as one, "
             f"so this engine's ratio is {_times_n(per / c.reverse_passes)} where the notes' is n/2. The last column: the "
             "two gradients, computed both ways, agree.")
 
@@ -482,8 +483,8 @@ def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: i
     from .kit.budget import RequestRefused
     work = checkpoint_work(width, batch, depths, repeats)
     if work > MAX_CHECKPOINT_MACS:
-        raise RequestRefused(f"measuring every policy at width {width}, batch {batch} would run {work:,} "
-                             f"multiply-adds, more than this page's {MAX_CHECKPOINT_MACS:,}; choose a smaller size")
+        raise RequestRefused(f"measuring every policy at width {width}, batch {batch} would run {count(work)} "
+                             f"multiply-adds, more than this page's {count(MAX_CHECKPOINT_MACS)}; choose a smaller size")
     series: dict[str, tuple[list, list]] = {}
     rows = []
     cases = [(mode, L) for mode in CHECKPOINT_MODES for L in depths]
@@ -500,10 +501,10 @@ def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: i
         rows.append({"policy": _policy_name(mode), "layers L": L,
                      "segment (layers)": {"keep_all": "—", "recompute_all": "1 (from the input)"}.get(
                          mode, str(c.segment)),
-                     "kept after forward (MB)": f"{c.kept_bytes / 1e6:.2f}",
-                     "peak during forward + backward (MB)": f"{c.peak_bytes / 1e6:.2f}",
-                     "layer calls": c.layer_calls, "time (ms)": f"{c.seconds * 1e3:.1f}",
-                     "max |Δ gradient| vs keep all": f"{c.max_grad_difference:.1e}"})
+                     "kept after forward (MB)": megabytes(c.kept_bytes, 2),
+                     "peak during forward + backward (MB)": megabytes(c.peak_bytes, 2),
+                     "layer calls": c.layer_calls, "time (ms)": milliseconds(c.seconds),
+                     "max |Δ gradient| vs keep all": sci(c.max_grad_difference)})
     return series, rows
 
 
@@ -540,8 +541,8 @@ def micro_batch_rows(batch: int = 64, width: int = 32, depth: int = 3, splits=(1
         reference = reference or grads
         diff = max(float(np.max(np.abs(a - b))) for a, b in zip(grads, reference))
         rows.append({"micro-batches k": k, "micro-batch size": size, "effective batch": size * k,
-                     "backward calls before the step": k, "kept per backward (KB)": f"{kept / 1e3:.1f}",
-                     "max |Δ gradient| vs one batch": f"{diff:.1e}"})
+                     "backward calls before the step": k, "kept per backward (KB)": fixed(kept / 1e3),
+                     "max |Δ gradient| vs one batch": sci(diff)})
     return rows
 
 
@@ -562,7 +563,7 @@ class HW2Kept:
         return (f"HW2's network has L = {self.layers} Linear layers, so the notes' rule predicts "
                 f"**2L − 1 = {self.rule}** activations kept for backward. Its real graph (training mode, batch "
                 f"{self.batch}, float64 as the trainer runs it) keeps **{self.activations} activations**: {verdict} "
-                f"({self.activation_bytes:,} bytes). The other rows are not activations: the network's input "
+                f"({count(self.activation_bytes)} bytes). The other rows are not activations: the network's input "
                 "(the rule's 'minus the input'), the weights (they exist anyway), dropout's mask and the labels "
                 "(the means keep nothing: their VJP needs only the shape).")
 

@@ -19,6 +19,7 @@ from .kit.notes import NOTES
 from .kit.presentation import Look
 from .kit.programs import InputProblem, parse
 from .kit.reference import ReferenceFailed, in_reference_process
+from explorer.explain.numbers import fixed, plain, sci
 
 SCHEME_LABELS = {"central": "central (f(x+h) − f(x−h)) / 2h", "forward": "forward (f(x+h) − f(x)) / h"}
 
@@ -57,10 +58,10 @@ def gradcheck_model(program_text: str, inputs_text: str, wrt: str, h: float, ind
         auto = trace.grad_arrays.get(name)   # whole: the plain values stop at 64 elements
         d64, d32 = check_difference(auto, fd64.get(name)), check_difference(auto, fd32.get(name))
         table.append({"input": name, "value": fmt_value(inputs[name]), "autodiff": fmt_value(auto, 10),
-                      f"central diff. float64 (h={h:g})": fmt_check(fd64.get(name), 10),
-                      "|diff| float64": "" if d64 is None else f"{d64:.2e}",
-                      f"central diff. float32 (h={h:g})": fmt_check(fd32.get(name), 10),
-                      "|diff| float32": "" if d32 is None else f"{d32:.2e}"})
+                      f"central diff. float64 (h={plain(h)})": fmt_check(fd64.get(name), 10),
+                      "|diff| float64": "" if d64 is None else sci(d64, 3),
+                      f"central diff. float32 (h={plain(h)})": fmt_check(fd32.get(name), 10),
+                      "|diff| float32": "" if d32 is None else sci(d32, 3)})
     return GradcheckModel(program, inputs, sweep, trace.grad_arrays, table)
 
 
@@ -89,7 +90,7 @@ def sweep_series(sweep, dtype: str | None = None) -> tuple[dict, list]:
         else:  # no truncation term: the best h is the sweep's lowest point
             xs, ys = series[str(dt)]
             y = ys[xs.index(float(h))] if float(h) in xs else min(ys)
-        markers.append((f"best h ({dt})", float(h), y, f"best h = {float(h):.1e}"))
+        markers.append((f"best h ({dt})", float(h), y, f"best h = {sci(float(h))}"))
     return series, markers
 
 
@@ -100,13 +101,13 @@ def best_h_text(sweep, dtype: str) -> str:
     if best is None:
         return ""
     if m is None or m.best_h is None:
-        return (f"**{dtype}**: best h = {best:.1e}, the lowest point of the sweep (f''' = 0 here, so central "
+        return (f"**{dtype}**: best h = {sci(best)}, the lowest point of the sweep (f''' = 0 here, so central "
                 "differences have no truncation error: only rounding is left).")
     f, _, _, d3 = sweep.derivatives
-    text = (f"**{dtype}**: best h = (3ε|f| / |f'''|)^(1/3) = **{best:.1e}**, with ε = {num(m.eps, 2)}, "
+    text = (f"**{dtype}**: best h = (3ε|f| / |f'''|)^(1/3) = **{sci(best)}**, with ε = {num(m.eps, 2)}, "
             f"|f| = {num(abs(f))}, f''' = {num(d3)} (the engine's third derivative, nested grad).")
     if lowest is not None and not (best / 3 <= lowest <= best * 3):
-        text += (f" The sweep's lowest point, h = {lowest:.1e}, is a lucky cancellation of rounding errors, "
+        text += (f" The sweep's lowest point, h = {sci(lowest)}, is a lucky cancellation of rounding errors, "
                  "not a better step.")
     return text
 
@@ -121,7 +122,7 @@ def default_sweep():
 
 def _decade(h: float) -> str:
     """1e-05 as 1e-5."""
-    mantissa, exponent = f"{h:.0e}".split("e")
+    mantissa, exponent = sci(h, 1).split("e")
     return f"{mantissa}e{int(exponent)}"
 
 
@@ -136,8 +137,8 @@ def notes_best_h_text(sweep) -> str:
             continue
         below = 10.0 ** math.floor(math.log10(best))
         above = below * 10
-        parts.append(f"{dt}: the best h, **{best:.1e}**, lies between the decades {_decade(above)} and "
-                     f"{_decade(below)}, where the model's error is {m.error(above):.1e} and {m.error(below):.1e} (the "
+        parts.append(f"{dt}: the best h, **{sci(best)}**, lies between the decades {_decade(above)} and "
+                     f"{_decade(below)}, where the model's error is {sci(m.error(above))} and {sci(m.error(below))} (the "
                      f"notes print {' and '.join(_decade(h) for h in table[dt])})")
     if not parts:
         return ""
@@ -187,7 +188,7 @@ def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None) -> go.
                                  marker=dict(size=max(5, look.node_size // 5))))
     _, markers = sweep_series(sweep, dtype)
     for name, x, y, _text in markers:
-        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=f"{name} = {x:.1e}",
+        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=f"{name} = {sci(x)}",
                                  marker=dict(symbol="star", size=look.node_size * 0.8, color="#16a34a",
                                              line=dict(width=1, color="#14532d"))))
     fig.update_layout(title=title or f"|finite difference − autodiff|, {dtype}", xaxis_title="h (log scale)",
@@ -220,11 +221,11 @@ class NotesCheck:
         if self.notes_key is None:
             return "—"
         value = NOTES[self.notes_key].value
-        return "0" if value == 0 else f"{value:.1e}"
+        return "0" if value == 0 else sci(value)
 
     def row(self) -> dict:
         return {"check": self.check, "what is compared": self.compared, "the notes": self.notes,
-                "this engine, now": self.skipped if self.engine is None else f"{self.engine:.1e}"}
+                "this engine, now": self.skipped if self.engine is None else sci(self.engine)}
 
 
 # the notes' figures the table shows, in its order (a test checks that notes_checks() uses exactly these)
@@ -236,7 +237,7 @@ def notes_checks_caption() -> str:
     """What each of the notes' figures in the table measured, read from the notes table (Markdown)."""
     def fig(key):
         value = NOTES[key].value
-        return "0" if value == 0 else f"{value:.1e}"
+        return "0" if value == 0 else sci(value)
     parts = [f"{fig(k)}: {NOTES[k].measures}" for k in NOTES_IN_TABLE]
     return ("The notes' figures, each beside the check it belongs to: " + "; ".join(parts) + ". A dash: the notes "
             f"print no figure for that check. Their {fig('side_by_side_loss')} is a *loss* difference over "
@@ -423,7 +424,7 @@ def shared_values(graph) -> int:
 def shared_text(mean_shared: float) -> str:
     """This engine's shared values per random graph beside the notes' figure, and why they differ where they do."""
     notes = NOTES["random_graph_shared"].value
-    text = (f"{mean_shared:.1f} shared values on average, each read by two or more operands so that its adjoint is a "
+    text = (f"{fixed(mean_shared)} shared values on average, each read by two or more operands so that its adjoint is a "
             f"sum; the notes' {notes}")
     if round(mean_shared, 1) < notes:
         text += (": this engine's generator lets each op read one or two earlier values, favouring the latest, so "
@@ -481,7 +482,7 @@ def notes_checks() -> list[NotesCheck]:
         NotesCheck("… on HW2's network (a text classifier)", "padding-excluded mean of 50-d vectors, Linear(50, 32), "
                    "ReLU, Linear(32, 1), sigmoid, BCE (batch 10, float64): every parameter's gradient against NumPy "
                    "by hand", "text_classifier_by_hand", hw2_hand_written_backward()),
-        NotesCheck("random graphs against finite differences", f"{n_graphs} random graphs ({mean_nodes:.1f} nodes on "
+        NotesCheck("random graphs against finite differences", f"{n_graphs} random graphs ({fixed(mean_nodes)} nodes on "
                    f"average; the notes' {NOTES['random_graph_nodes'].value}; {shared_text(mean_shared)}), central "
                    "differences at h = 1e-6: the "
                    "largest relative error ‖autodiff − estimate‖ / ‖larger‖ of a graph's gradient", "random_graph_error", fd),
@@ -611,8 +612,8 @@ class SideBySide:
             return f"This engine trained for {setting}; PyTorch {self.skipped.removeprefix('skipped: ')}."
         worst = int(np.argmax(self.differences))
         return (f"Both trained for {setting}, from the same weights, batches and dropout masks (losses from "
-                f"{num(self.engine[0])} to {num(self.engine[-1])}). Largest loss difference: **{self.largest:.1e}** "
-                f"(at step {worst + 1}). The notes report {NOTES_SIDE_BY_SIDE:.1e} on their own data and batches: "
+                f"{num(self.engine[0])} to {num(self.engine[-1])}). Largest loss difference: **{sci(self.largest)}** "
+                f"(at step {worst + 1}). The notes report {sci(NOTES_SIDE_BY_SIDE)} on their own data and batches: "
                 "both are float64 rounding (each framework orders its float operations its own way, and Adam carries "
                 "the rounding from step to step), so the two figures agree in kind, not digit for digit.")
 

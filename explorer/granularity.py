@@ -16,6 +16,7 @@ import numpy as np
 
 import engine
 from engine.tensor import kept_bytes, kept_for_backward, recording
+from explorer.explain.numbers import count, fixed, megabytes, plain, sci
 
 N = 200_000          # elements of x (float64): 1.6 MB
 REPEATS = 9          # the fastest run is reported (the least disturbed by other work on a busy server)
@@ -101,18 +102,18 @@ def fixed_granularity() -> Granularity:
 def rows(g: Granularity) -> list[dict]:
     return [{"form": r.form, "ops recorded (forward kernels)": r.forward_ops,
              "ops run backward": r.backward_ops,
-             "kept for backward": f"{r.kept_tensors} tensor{'s' if r.kept_tensors != 1 else ''}, {r.kept_bytes / 1e6:.1f} MB",
-             "forward + backward (ms)": f"{r.ms:.1f}",
-             f"σ({FAR_LEFT:g}) and its gradient": f"{r.value_at_far_left:g}, {r.grad_at_far_left:g}"}
+             "kept for backward": f"{r.kept_tensors} tensor{'s' if r.kept_tensors != 1 else ''}, {megabytes(r.kept_bytes)} MB",
+             "forward + backward (ms)": fixed(r.ms),
+             f"σ({plain(FAR_LEFT)}) and its gradient": f"{plain(r.value_at_far_left)}, {plain(r.grad_at_far_left)}"}
             for r in g.rows]
 
 
 def summary(g: Granularity) -> str:
     f, d = g.rows
-    return (f"On {g.n:,} float64 values: the fused op records {f.forward_ops} node against {d.forward_ops}, keeps "
-            f"{f.kept_bytes / 1e6:.1f} MB for backward against {d.kept_bytes / 1e6:.1f} MB, runs "
+    return (f"On {count(g.n)} float64 values: the fused op records {f.forward_ops} node against {d.forward_ops}, keeps "
+            f"{megabytes(f.kept_bytes)} MB for backward against {megabytes(d.kept_bytes)} MB, runs "
             f"{f.forward_ops + f.backward_ops} kernel calls against {d.forward_ops + d.backward_ops}, and is "
-            f"{g.speedup:.1f}× as fast (fastest of {REPEATS} runs each, on this server). Both agree to "
-            f"{g.max_value_difference:.1e} in value and {g.max_grad_difference:.1e} in gradient — except far left: at "
-            f"x = {FAR_LEFT:g} the decomposition's backward computes (−1/u²)·(−exp(800)) with u = ∞, 0·∞ = "
-            f"{d.grad_at_far_left:g}, where the fused rule's y(1 − y) gives {f.grad_at_far_left:g}.")
+            f"{fixed(g.speedup)}× as fast (fastest of {REPEATS} runs each, on this server). Both agree to "
+            f"{sci(g.max_value_difference)} in value and {sci(g.max_grad_difference)} in gradient — except far left: at "
+            f"x = {plain(FAR_LEFT)} the decomposition's backward computes (−1/u²)·(−exp(800)) with u = ∞, 0·∞ = "
+            f"{plain(d.grad_at_far_left)}, where the fused rule's y(1 − y) gives {plain(f.grad_at_far_left)}.")

@@ -18,6 +18,7 @@ from engine import functional as F
 from .kit.labels import num
 from .kit.presentation import Look
 from .lecture_kit import readable
+from explorer.explain.numbers import percent, plain, sci
 
 MAX_STEPS = 60
 GRID = 81          # contour grid points per axis (81 x 81 losses in one engine call)
@@ -120,7 +121,7 @@ def descend(surface: str, start, lr: float, steps: int = 40, batch: int = 0, see
         raise KeyError(f"unknown surface {surface!r}")
     w = np.array(start, dtype=float)
     if w.shape != (2,) or not np.all(np.isfinite(w)) or np.max(np.abs(w)) > START_LIMIT:
-        raise ValueError(f"the start point must be two finite numbers within ±{START_LIMIT:g}")
+        raise ValueError(f"the start point must be two finite numbers within ±{plain(START_LIMIT)}")
     if not (lr > 0 and np.isfinite(lr)):
         raise ValueError("the learning rate must be a positive number")
     if not 1 <= steps <= MAX_STEPS:
@@ -194,10 +195,10 @@ def regime(path: list[DescentStep], loss_min: float) -> tuple[str, str]:
     closed = _share_down(start, end, loss_min)
     if stochastic:
         return "noisy", (f"the loss went up in {ups} of {len(path)} steps (a mini-batch gradient only estimates "
-                         f"the full one), yet {closed:.0%} of the way down overall")
+                         f"the full one), yet {percent(closed)} of the way down overall")
     if closed < 0.99:
-        return "too small", f"after {len(path)} steps only {closed:.0%} of the way down to the minimum"
-    return "about right", f"{closed:.1%} of the way down in {len(path)} steps"
+        return "too small", f"after {len(path)} steps only {percent(closed)} of the way down to the minimum"
+    return "about right", f"{percent(closed, 1)} of the way down in {len(path)} steps"
 
 
 def progress(path: list[DescentStep], upto: int, loss_min: float) -> tuple[str | None, str]:
@@ -210,7 +211,7 @@ def progress(path: list[DescentStep], upto: int, loss_min: float) -> tuple[str |
     if not np.isfinite(now) or now > start:
         return None, f"{done} the loss is {num(now)}, up from {num(start)} at w_0"
     closed = _share_down(start, now, loss_min)
-    return None, f"{done}: {closed:.1%} of the way down to the minimum so far"
+    return None, f"{done}: {percent(closed, 1)} of the way down to the minimum so far"
 
 
 # --- the lecture's exercise 1 ------------------------------------------------------------------------------
@@ -255,7 +256,8 @@ def step_caption(step: DescentStep, lr: float) -> str:
     """The step's line, numbered from 1 as every stepper of the app counts (step k + 1 moves w_k), one minus sign
     throughout: ``Step 1: w = (3, −2.5), L = 3.5049 → Δw = −η∇L = −2·(−0.073334, −1.4272) = (0.14667, 2.8544) →
     L = 1.7939``."""
-    return _math(f"Step {step.k + 1}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = −{lr:g}·{_v(step.grad)} = "
+    return _math(f"Step {step.k + 1}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = "
+                 f"−{plain(lr)}·{_v(step.grad)} = "
                  f"{_v(step.delta)} → L = {num(step.loss_next)}")
 
 
@@ -264,7 +266,7 @@ def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
     rows = []
     for s in path[:upto + 1]:
         rows.append({"step": s.k + 1, "k": s.k, "w_k": _v(s.w), "L(w_k)": num(s.loss), "∇L": _v(s.grad),
-                     f"Δw = −{lr:g}·∇L": _v(s.delta), "w_k+1": _v(s.w_next), "L(w_k+1)": num(s.loss_next),
+                     f"Δw = −{plain(lr)}·∇L": _v(s.delta), "w_k+1": _v(s.w_next), "L(w_k+1)": num(s.loss_next),
                      **({"batch": ",".join(map(str, s.batch))} if s.batch else {})})
     return rows
 
@@ -349,7 +351,8 @@ def exercise1_figure(rows: list[Exercise1Row], look: Look) -> go.Figure:
                              line=dict(color="#2563eb", width=look.edge_width + 1)))
     r0 = rows[0]
     tx = np.array([r0.x - 0.8, r0.x + 0.8])
-    fig.add_trace(go.Scatter(x=tx, y=r0.f + r0.slope * (tx - r0.x), mode="lines", name=f"tangent, slope {r0.slope:g}",
+    fig.add_trace(go.Scatter(x=tx, y=r0.f + r0.slope * (tx - r0.x), mode="lines",
+                             name=f"tangent, slope {plain(r0.slope)}",
                              line=dict(color="#b91c1c", dash="dash", width=look.edge_width + 1)))
     fig.add_trace(go.Scatter(x=xs_pts, y=[(x - 3.0) ** 2 for x in xs_pts], mode="markers+text", name="x_k",
                              text=[f"x{k}" for k in range(len(xs_pts))], textposition="top right",
@@ -428,7 +431,7 @@ def two_forms(start=None, lr: float | None = None, steps: int = FORMS_STEPS) -> 
 
 def two_forms_text(r: TwoForms) -> str:
     return (f"Both run here on the 10-point logistic problem above, from w = ({num(r.start[0])}, {num(r.start[1])}) "
-            f"with η = {r.lr:g} for {r.steps} steps: the slides' form lands at w = ({num(r.slides[0])}, "
+            f"with η = {plain(r.lr)} for {r.steps} steps: the slides' form lands at w = ({num(r.slides[0])}, "
             f"{num(r.slides[1])}), the loop at ({num(r.loop[0])}, {num(r.loop[1])}); largest difference "
-            f"{r.max_difference:.1e} (float64 rounding: the mean's gradient is the sum of the examples' divided by N, "
+            f"{sci(r.max_difference)} (float64 rounding: the mean's gradient is the sum of the examples' divided by N, "
             "added in another order).")

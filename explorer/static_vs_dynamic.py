@@ -30,7 +30,7 @@ import engine
 from engine import functional as F
 from engine import static as tf
 from explorer.explain.graph import graph_from_output
-from explorer.explain.numbers import num
+from explorer.explain.numbers import fixed, num
 from engine.static import Graph, Node, Session
 
 from .kit.formatting import fmt_value
@@ -852,8 +852,8 @@ def gradients_note(ex: Example) -> str:
     """One sentence: the notes' gradients() count beside this graph's."""
     fwd, added = NOTES_GRADIENTS
     ours_fwd, ours_added = ex.forward_nodes, ex.gradients_added
-    return (f"The notes' gradients() example adds {added} nodes to {fwd} ({added / fwd:.1f} per forward node); here "
-            f"gradients() adds {ours_added} to {ours_fwd} ({ours_added / ours_fwd:.1f} per forward node): another, "
+    return (f"The notes' gradients() example adds {added} nodes to {fwd} ({fixed(added / fwd)} per forward node); here "
+            f"gradients() adds {ours_added} to {ours_fwd} ({fixed(ours_added / ours_fwd)} per forward node): another, "
             "smaller graph, and the same rule, a few nodes per VJP plus one add per fan-out.")
 
 
@@ -1030,9 +1030,9 @@ def overhead_text(demo: dict, over: dict | None) -> str:
         return (f"The notes' NumPy framework trains HW2's network {NOTES_OVERHEAD} slower than PyTorch; PyTorch is "
                 "not installed on this server, so the same step is not timed in PyTorch here "
                 "(`pip install -r requirements-reference.txt` adds it).")
-    return (f"The same step in PyTorch's eager mode (a child process, one thread): {over['torch_us']:.0f} µs. This "
-            f"engine's eager step takes {over['eager_ratio']:.2f}× PyTorch's time and its replay "
-            f"{over['replay_ratio']:.2f}×, where the notes' NumPy framework trains {NOTES_OVERHEAD} slower than "
+    return (f"The same step in PyTorch's eager mode (a child process, one thread): {fixed(over['torch_us'], 0)} µs. This "
+            f"engine's eager step takes {fixed(over['eager_ratio'], 2)}× PyTorch's time and its replay "
+            f"{fixed(over['replay_ratio'], 2)}×, where the notes' NumPy framework trains {NOTES_OVERHEAD} slower than "
             f"PyTorch. At this size (a batch of 10 sentences, 32 hidden units) each op's arithmetic takes a few "
             f"microseconds, so a step costs what dispatching its ops costs: this engine records "
             f"{demo['traced_ops']} ops a step (Linear and BCE fused, one node each) and runs its backward on raw "

@@ -39,6 +39,7 @@ from .kit.notes import NOTES
 from .kit.reference import ReferenceFailed, in_reference_process
 from .kit.presentation import Look
 from .lecture_kit import readable
+from explorer.explain.numbers import num, plain, sci
 
 MAX_CHAIN_CHARS = 160
 MAX_CALLS = 8
@@ -283,7 +284,7 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
     text(-0.04, top + 1.15, "storage", font, "#334155", xanchor="left")
     for p in range(n):
         rect(p, top, _colour(p) if p in used else "#e5e7eb", dash=p not in used)
-        text(p + 0.46, top + 0.46, f"{lay.storage[p]:g}", font)
+        text(p + 0.46, top + 0.46, plain(lay.storage[p]), font)
         text(p + 0.46, top - 0.28, str(p), max(font - 4, 10), "#64748b")
     # the tensor's elements: rows of the last dim; leading dims stacked (blocks for 3-D)
     shape = lay.shape or (1,)
@@ -298,7 +299,7 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
         for cidx in range(cols):
             p = lay.positions[k]
             rect(cidx, y, _colour(p))
-            text(cidx + 0.46, y + 0.56, f"{lay.values[k]:g}", font)
+            text(cidx + 0.46, y + 0.56, plain(lay.values[k]), font)
             text(cidx + 0.46, y + 0.2, f"@{p}", max(font - 5, 10), "#475569")
             k += 1
     # the picture keeps boxes square: its height follows the width it will get (half a page) and the rows
@@ -337,19 +338,12 @@ def storage_sentence(last: "Layout") -> str:
     return f"`{last.expr}` reads **{same}**{order}"
 
 
-def fmt_tree(v) -> str:
-    """``[9.0, 12.0]`` -> ``"[9, 12]"``: a nested list of numbers as short text."""
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(fmt_tree(x) for x in v) + "]"
-    return f"{float(v):g}"
-
-
 def matrix_frame(v):
     """A number, vector or matrix as a DataFrame of short strings (one row per matrix row)."""
     import pandas as pd
     arr = np.asarray(v, dtype=float)
     arr = arr.reshape(1, -1) if arr.ndim < 2 else arr
-    return pd.DataFrame([[f"{x:g}" for x in row] for row in arr])
+    return pd.DataFrame([[plain(x) for x in row] for row in arr])
 
 
 # --- broadcasting's backward (exercise 8) ---------------------------------------------------------------
@@ -447,7 +441,7 @@ def embedding_rows(res: EmbeddingResult) -> list[dict]:
     rows = []
     for r in range(VOCAB):
         src = res.sources.get(r, [])
-        rows.append({"row": r, "gradient (engine)": "[" + ", ".join(f"{v:g}" for v in res.grad[r]) + "]",
+        rows.append({"row": r, "gradient (engine)": "[" + ", ".join(plain(v) for v in res.grad[r]) + "]",
                      "= sum of": " + ".join(f"g{k}" for k in src) if src else "0 (not looked up)"})
     return rows
 
@@ -527,8 +521,8 @@ def time_backends(op: str, n: int, backends: list[str] | None = None, repeats: i
 
 def timing_rows(timings: list[BackendTiming]) -> list[dict]:
     ref = next(t.seconds for t in timings if t.backend == "numpy")
-    return [{"backend": t.backend, "time": f"{t.seconds * 1e3:.3g} ms", "× numpy's time": f"{t.seconds / ref:.3g}",
-             "max |difference| from numpy": f"{t.max_diff:.1e}", "runs": t.repeats} for t in timings]
+    return [{"backend": t.backend, "time": f"{num(t.seconds * 1e3, 3)} ms", "× numpy's time": num(t.seconds / ref, 3),
+             "max |difference| from numpy": sci(t.max_diff), "runs": t.repeats} for t in timings]
 
 
 def backend_agreement(n: int = 1000, seed: int = 0, backends: list[str] | None = None) -> list[dict]:
@@ -549,7 +543,7 @@ def backend_agreement(n: int = 1000, seed: int = 0, backends: list[str] | None =
             got = run(b).numpy()
             same = bool(np.array_equal(got, ref))
             rows.append({"kernel": kernel, "backend": b, "bit for bit equal to numpy": "yes" if same else "no",
-                         "max |difference|": f"{float(np.max(np.abs(got - ref))):.1e}"})
+                         "max |difference|": sci(float(np.max(np.abs(got - ref))))})
     return rows
 
 
@@ -560,7 +554,7 @@ def backend_note(rows: list[dict]) -> str:
                                              for r in rows)]   # on some backend
     equal = [k for k in KERNEL_KINDS if k not in differ and any(r["kernel"].startswith(k) for r in rows)]
     text = (f"The notes' three backends agree bit for bit on map / zip / reduce (matmul: "
-            f"{NOTES['backends_matmul'].value:.1e}). Here ")
+            f"{sci(NOTES['backends_matmul'].value)}). Here ")
     if equal:
         text += f"{' / '.join(equal)} {'is' if len(equal) == 1 else 'are'} bit for bit equal to numpy"
     if differ:
@@ -584,7 +578,7 @@ def timing_caption(timings: list[BackendTiming], op: str, n: int) -> str:
     py = next((t for t in timings if t.backend == "python"), None)
     if py is None:
         return ""
-    return (f"`python` took ×{py.seconds / ref:.2g} numpy's time for {op} at n = {n}. The ratio grows with n: "
+    return (f"`python` took ×{num(py.seconds / ref, 2)} numpy's time for {op} at n = {n}. The ratio grows with n: "
             "python's loops cost per element while numpy's cost is mostly the call's fixed overhead at these sizes, "
             "so it is a figure for this op and size only, not comparable with the notes' slowdown of their backend "
             "measured at their own sizes.")

@@ -16,8 +16,8 @@ from typing import Any, Mapping
 from engine import autodiff
 from explorer import explain as ex
 from explorer.classroom import questions as q
-from explorer.explain.graph import Graph, GraphEdge, fmt
-from explorer.explain.numbers import num
+from explorer.explain.graph import Graph, GraphEdge
+from explorer.explain.numbers import fmt, num
 
 from .kit.frames import Frame, FrameSet
 from .kit.labels import node_formulas

@@ -218,22 +218,28 @@ def test_checks_catch_what_they_claim():
     assert check_figure(pale).low_contrast
 
 
-def test_checker_and_renderer_agree_on_segments_that_touch():
-    """The picture checker is an independent implementation, but as strict as the renderer: a segment that
-    only touches a box (along its border, or ending on it) meets it in both; one just outside meets neither."""
-    from explorer.kit.picture_checks import _seg_hits_rect
-    from explorer.kit.plotly_figure import _segment_rect
+def test_one_segment_rectangle_test_for_the_renderer_and_the_checker():
+    """The renderer (which edge labels an edge passes through) and the picture checker (edges through nodes)
+    ask one function, so the check is as strict as the drawing: a segment that only touches a box (along its
+    border, or ending on it) meets it; one just outside does not."""
+    from explorer.kit import picture_checks, plotly_figure
+    from explorer.kit.geometry import segment_meets_rect
+    assert picture_checks.segment_meets_rect is segment_meets_rect is plotly_figure.segment_meets_rect
     box = (10.0, 10.0, 20.0, 20.0)
     touching = [((0, 10), (30, 10)),      # along the top border
                 ((20, 0), (20, 30)),      # along the right border
                 ((0, 0), (10, 10)),       # ending on a corner
                 ((15, 0), (15, 10)),      # ending on the border
-                ((15, 15), (15, 15))]     # a point inside
-    apart = [((0, 9.9), (30, 9.9)), ((20.1, 0), (20.1, 30)), ((0, 0), (9.9, 9.9)), ((15, 0), (15, 9.9))]
+                ((15, 15), (15, 15)),     # a point inside
+                ((0, 15), (30, 15)),      # straight through
+                ((14, 12), (16, 18))]     # wholly inside
+    apart = [((0, 9.9), (30, 9.9)), ((20.1, 0), (20.1, 30)), ((0, 0), (9.9, 9.9)), ((15, 0), (15, 9.9)),
+             ((0, 0), (0, 0)),            # a point outside
+             ((15, 30), (30, 15))]        # past the corner (20, 20): its bounding box overlaps, x + y = 45 misses
     for p, q in touching:
-        assert _seg_hits_rect(p, q, box) and _segment_rect(*p, *q, box), (p, q)
+        assert segment_meets_rect(p, q, box) and segment_meets_rect(q, p, box), (p, q)
     for p, q in apart:
-        assert not _seg_hits_rect(p, q, box) and not _segment_rect(*p, *q, box), (p, q)
+        assert not segment_meets_rect(p, q, box) and not segment_meets_rect(q, p, box), (p, q)
 
 
 def test_every_fill_keeps_both_text_colours_readable():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from explorer.explain.graph import adjoint_names, bar, output_adjoint_note, output_number
+from explorer.explain.graph import adjoint_label, adjoint_names, bar, output_adjoint_note, output_number
 from explorer.expression_explorer import explorer_model
 from explorer.kit.presets import PRESETS
 
@@ -55,6 +55,18 @@ def test_output_number_follows_the_intermediates_and_keeps_named_ones():
         assert output_number(g) == want, program
         out = g.node(g.output)
         assert adjoint_names(g)[g.output] == (bar(want) if want else bar(out.name))
+
+
+def test_one_adjoint_label_the_lectures_name_else_the_bar():
+    """Every text that names an adjoint asks :func:`adjoint_label`: the lecture's name where the graph has one
+    (the output's x̄7 for a program that called it f), else the bar over the node's own name."""
+    g = _slide().shown_trace.graph
+    names = adjoint_names(g)
+    assert adjoint_label(names, g.output, "f") == "x̄7"
+    x1 = g.by_name("x1").id
+    assert adjoint_label(names, x1, "anything") == "x̄1"
+    assert adjoint_label(names, -1, "sigmoid") == "s̄igmoid" == bar("sigmoid")   # a node the graph lacks
+    assert bar("") == ""
 
 
 def _texts(at: AppTest) -> str:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explorer.explain.numbers import duration
 from sentiment.embeddings import load_glove
 from explorer.sentiment_training.settings import untrained_network
-from explorer.sentiment_training.views import (DataChoice, accuracy_chart, format_seconds, load_choice, loss_chart,
+from explorer.sentiment_training.views import (DataChoice, accuracy_chart, load_choice, loss_chart,
                                                network_dot, network_figure,
                              progress_text)
 
@@ -238,7 +239,7 @@ def test_view_helpers_on_a_real_run():
     drawn = " ".join(t for tr in fig["data"] for t in tr.get("text") or [] if isinstance(t, str))
     assert "Linear(50, 32)" in drawn and "1,632 parameters" in drawn
     assert "1,665 trainable parameters" in fig["layout"]["annotations"][0]["text"]
-    assert format_seconds(5) == "5 s" and format_seconds(125) == "2 min 05 s" and format_seconds(None) == "–"
+    assert duration(5) == "5 s" and duration(125) == "2 min 05 s" and duration(None) == "–"
     with pytest.raises(ValueError):
         DataChoice("imdb")
 

@@ -12,7 +12,7 @@ import streamlit as st
 
 from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
-from explorer.kit.formatting import md_escape
+from explorer.kit.formatting import count, md_escape, plain, sci
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.labels import num
@@ -89,14 +89,14 @@ for col, o in zip(cols, OPTIONS[key]):
     if isinstance(o.default, str):
         limit = MAX_TEXT[o.name]
         if len(st.session_state[k]) > limit:   # refused text is not kept (a link or a client past the box)
-            st.warning(f"The {o.label} text had {len(st.session_state[k]):,} characters, more than the limit of "
-                       f"{limit:,}: it was refused and the default is back.")
+            st.warning(f"The {o.label} text had {count(len(st.session_state[k]))} characters, more than the limit of "
+                       f"{count(limit)}: it was refused and the default is back.")
             st.session_state[k] = o.default
         col.text_input(o.label, key=k, max_chars=limit,
                        help=f"e.g. 'a good good movie' (a repeated word shows the scatter-add). At most {MAX_WORDS} "
                             f"words, {limit} characters." if o.name == "sentence" else
                        f"comma-separated: linear N, relu, sigmoid, tanh, dropout P. At most {MAX_LAYERS} layers, "
-                       f"widths up to {MAX_WIDTH}, {limit:,} characters; the page refuses a network too big to "
+                       f"widths up to {MAX_WIDTH}, {count(limit)} characters; the page refuses a network too big to "
                        "record and check within one request.")
     elif isinstance(o.default, float):
         st.session_state[k] = float(clamp_linked(ns, o.name, float(st.session_state[k]), o.minimum, o.maximum))
@@ -339,8 +339,8 @@ if look.presenting:
 tab_mem, tab_check, tab_layers = st.tabs(["Memory kept for backward", "Gradient check", "Layers"])
 with tab_mem:
     mem = ex.memory
-    st.markdown(f"**{len(mem.rows)} tensors kept** by the graph for backward: **{mem.total_bytes:,} bytes** "
-                f"(the VJPs actually read {mem.read_bytes:,} bytes of them). Trainable leaves are not counted. "
+    st.markdown(f"**{len(mem.rows)} tensors kept** by the graph for backward: **{count(mem.total_bytes)} bytes** "
+                f"(the VJPs actually read {count(mem.read_bytes)} bytes of them). Trainable leaves are not counted. "
                 f"Under `no_grad` nothing is kept: 0 bytes.")
     show_table(pd.DataFrame(memory_rows(mem)), look)
     st.caption(memory_caption(mem) + " " + analysis.RELU_SAVED)
@@ -351,9 +351,9 @@ with tab_mem:
 with tab_check:
     t = ex.gradcheck
     w = t.worst
-    st.markdown(f"Engine gradients vs central differences (ε = {t.eps:g}) at random coordinates of "
+    st.markdown(f"Engine gradients vs central differences (ε = {plain(t.eps)}) at random coordinates of "
                 f"{gradcheck_scope(t, rec)}. "
-                f"**Worst relative error: {w.rel_error:.2e}** ({w.leaf}{list(w.index)}).")
+                f"**Worst relative error: {sci(w.rel_error, 3)}** ({w.leaf}{list(w.index)}).")
     show_table(pd.DataFrame(gradcheck_rows(t)), look)
 with tab_layers:
     show_table(pd.DataFrame(layer_rows(rec)), look)

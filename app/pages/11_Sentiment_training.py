@@ -12,7 +12,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.class_widgets import in_class
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
-from explorer.kit.formatting import code_span, md_escape
+from explorer.kit.formatting import code_span, count, fixed, md_escape, percent
 from explorer.kit.labels import num
 from explorer.kit.priority import poll_period
 from explorer.kit.widgets import (TIMER_RUN, presentation_toggle, progress_poll, publish_link, show_plot, show_table,
@@ -182,7 +182,7 @@ if S[k("dataset")] == "own":
                     f"{MAX_USER_BYTES // 1_000_000} MB per file. Kept in this browser session only: nothing is "
                     "saved on the server.")
         oc = st.columns(2)
-        limits = (f"At most {MAX_USER_BYTES // 1_000_000} MB, {MAX_USER_ROWS:,} sentences and {MAX_SENTENCE_CHARS:,} "
+        limits = (f"At most {MAX_USER_BYTES // 1_000_000} MB, {count(MAX_USER_ROWS)} sentences and {count(MAX_SENTENCE_CHARS)} "
                   "characters per sentence.")
         oc[0].file_uploader("Training file (CSV or TSV)", type=["csv", "tsv", "txt"], key=k("own_file"),
                             on_change=_read_own, disabled=busy, help=limits)
@@ -191,13 +191,13 @@ if S[k("dataset")] == "own":
         st.text_area("…or paste training sentences", key=k("own_paste"), height=110, on_change=_read_own,
                      placeholder="a gripping , beautifully acted film,1\nthe plot is a mess,0", disabled=busy,
                      max_chars=MAX_USER_BYTES,
-                     help=f"At most {MAX_USER_BYTES:,} characters (5 MB) and {MAX_SENTENCE_CHARS:,} characters per "
+                     help=f"At most {count(MAX_USER_BYTES)} characters (5 MB) and {count(MAX_SENTENCE_CHARS)} characters per "
                           "sentence; longer text is refused and not kept.")
         if S[k("own_error")]:
             st.error("**Not accepted** — " + md_escape(S[k("own_error")]), icon="🚫")
         elif S[k("own")] is not None:
             own = S[k("own")]
-            st.success(md_escape(own.note) + f" · {own.train.positive_fraction:.0%} positive.",
+            st.success(md_escape(own.note) + f" · {percent(own.train.positive_fraction)} positive.",
                        icon=":material/check:")
         else:
             st.info("Upload a file or paste sentences, then press **Start training**.")
@@ -312,11 +312,11 @@ def live_view() -> None:
         best = last.best_val_accuracy
         parts = [f"epoch **{last.epoch} / {snap.total_epochs}**", f"train loss **{num(last.train_loss)}**"]
         if val_now is not None:
-            parts.append(f"validation accuracy **{val_now:.1%}**")
+            parts.append(f"validation accuracy **{percent(val_now, 1)}**")
         if best is not None:
             # its epoch is in the accuracy chart's subtitle (here it wrapped the line to three on a projector)
             vs = f" ({(best - target) * 100:+.1f} points vs HW2's 75% target)" if target else ""
-            parts.append(f"best **{best:.1%}**{vs}")
+            parts.append(f"best **{percent(best, 1)}**{vs}")
         line += "  \n" + " · ".join(parts)
     # written once per run: written twice, the browser painted the bare line and then the line with its figures
     progress_line.markdown(line)
@@ -329,8 +329,8 @@ def live_view() -> None:
     g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
     g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
     if started is not None and not look.presenting:
-        st.caption(f"Run {S[k('run_number')]} · {started.n_train:,} training / {started.n_val:,} validation "
-                   f"sentences · {started.n_params:,} parameters · backend `{started.config['backend']}` · "
+        st.caption(f"Run {S[k('run_number')]} · {count(started.n_train)} training / {count(started.n_val)} validation "
+                   f"sentences · {count(started.n_params)} parameters · backend `{started.config['backend']}` · "
                    f"GloVe: {md_escape(started.glove_source)} · {unknown_words_text(started)}")
     # the network top to bottom at its own size (a left-to-right one scaled down to the page was unreadable)
     net_dot = network_dot(r.trainer, look_now, look.figure_font, rankdir="LR" if look.presenting else "TB",
@@ -400,7 +400,7 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
     st.markdown("##### Validation sentences")
     st.toggle("Show only the errors", key=k("errors_only"))
     table = validation_table(trainer, S[k("errors_only")])
-    st.caption(f"{len(table):,} sentences shown; P(positive) is the best checkpoint's output (dropout off).")
+    st.caption(f"{count(len(table))} sentences shown; P(positive) is the best checkpoint's output (dropout off).")
     show_table(table, look, width="stretch", height=320,
                column_config={"P(positive)": st.column_config.ProgressColumn("P(positive)", min_value=0.0,
                                                                             max_value=1.0, format="%.3f")})
@@ -417,7 +417,7 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
 
     st.markdown("##### Try your own sentence")
     st.text_input("Sentence", key=k("text"), max_chars=MAX_SENTENCE_CHARS, on_change=_check_sentence,
-                  help=f"At most {MAX_SENTENCE_CHARS:,} characters; a longer text is refused and not kept.")
+                  help=f"At most {count(MAX_SENTENCE_CHARS)} characters; a longer text is refused and not kept.")
     if S.get(k("text_refused")):
         st.warning(md_escape(S[k("text_refused")]))
     try:
@@ -426,7 +426,7 @@ if run is not None and run.snapshot().done and run.snapshot().started is not Non
         st.warning(md_escape(e))
     else:
         label = "positive" if pred.label else "negative"
-        st.markdown(f"Prediction of the best checkpoint: **{label}** (P(positive) = {pred.probability:.3f})")
+        st.markdown(f"Prediction of the best checkpoint: **{label}** (P(positive) = {fixed(pred.probability, 3)})")
         st.markdown("Tokens: " + " ".join(code_span(t) for t in pred.tokens))
         if pred.unknown:
             st.warning("Unknown to GloVe (they all get the same fixed random vector): "

@@ -12,6 +12,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import fixed_figure, presentation_toggle, publish_link, show_table, start_page
+from explorer.kit.formatting import fixed, sci
 
 ctx = start_page("Cross-entropy on logits", "xent",
                  fields={"dtype": LinkField("str", "float64", choices=("float64", "float32"))},
@@ -64,12 +65,12 @@ if b is not None:
     with right:
         st.markdown(f"loss = mean over the batch of −log_softmax(z)[label] = **{num(b.loss)}**")
         st.markdown(f"∂loss/∂z = (softmax(z) − onehot(label)) / batch: the engine's backward differs from that "
-                    f"formula by **{b.formula_difference:.1e}**.")
+                    f"formula by **{sci(b.formula_difference)}**.")
         if b.torch_loss_difference is None:
             st.caption("PyTorch is not installed here: the comparison with torch.nn.functional.cross_entropy is skipped.")
         else:
             st.markdown(f"Against `torch.nn.functional.cross_entropy` on the same logits: loss differs by "
-                        f"**{b.torch_loss_difference:.1e}**, ∂loss/∂z by **{b.torch_grad_difference:.1e}**.")
+                        f"**{sci(b.torch_loss_difference)}**, ∂loss/∂z by **{sci(b.torch_grad_difference)}**.")
     show_table(grad_table, look)
     st.caption(f"∂loss/∂z from the engine's backward, one row per example: (p − onehot(label)) / {len(b.labels)}, so "
                "each row sums to 0.")
@@ -88,9 +89,9 @@ st.markdown("For one example with three classes (logits z, label 1 as a one-hot 
 st.code(C.STEP_PROGRAM, language="python")
 checks = fixed_figure("cross_entropy.program_checks", "The program against engine.cross_entropy")
 if checks is not None:
-    st.caption(f"This program gives loss {checks['loss (program)']:.10f}; `engine.cross_entropy` on the same logits "
-               f"{checks['loss (engine.cross_entropy)']:.10f}, and the same z̄ = softmax(z) − y = "
-               f"[{', '.join(f'{v:.4f}' for v in checks['z̄'])}] (max difference {checks['max |Δz̄|']:.1e}).")
+    st.caption(f"This program gives loss {fixed(checks['loss (program)'], 10)}; `engine.cross_entropy` on the same logits "
+               f"{fixed(checks['loss (engine.cross_entropy)'], 10)}, and the same z̄ = softmax(z) − y = "
+               f"[{', '.join(fixed(v, 4) for v in checks['z̄'])}] (max difference {sci(checks['max |Δz̄|'])}).")
 st.link_button("Step it on the Expression explorer", C.QUESTIONS[0][2][0][0], type="primary",
                icon=":material/play_arrow:")
 st.caption(md_escape("Inputs: " + C.STEP_INPUTS))

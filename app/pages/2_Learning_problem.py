@@ -13,6 +13,7 @@ from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
 from explorer.kit.widgets import (fixed_figure, presentation_toggle, publish_link, show_plot, show_table, start_page,
                                   stepper)
+from explorer.kit.formatting import plain
 
 S0 = L.SURFACES[L.DEFAULT_SURFACE]
 ctx = start_page(
@@ -102,10 +103,10 @@ if look.presenting:
     with c[-1]:
         presentation_toggle()
 c[0].select_slider("Learning rate η", S.lr_choices, key=ns.key("lr"), on_change=_restart,
-                   format_func=lambda v: f"{v:g}")
+                   format_func=plain)
 for col, (name, value) in zip(c[1:4], S.lr_examples.items()):
     # on a projector the class judges the rate from the run: the button names the value, not the verdict
-    col.button(f"η = {value:g}" if look.presenting else f"{name} (η = {value:g})", key=ns.key(f"lr_{name}"),
+    col.button(f"η = {plain(value)}" if look.presenting else f"{name} (η = {plain(value)})", key=ns.key(f"lr_{name}"),
                on_click=_set_lr, args=(value,), width="stretch")
 with settings or st.container():
     c2 = st.columns([2, 1, 1])
@@ -142,7 +143,7 @@ def draw(step: int) -> None:
         show_plot(L.contour_figure(surface, cached_grid(surface), path, k, look, w_min), look,
                   key=ns.key("contours"))
     with right:
-        st.markdown(f"**η = {lr:g}: {badge}** — {why}.")
+        st.markdown(f"**η = {plain(lr)}: {badge}** — {why}.")
         st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
                     f"eigenvalue λ = {num(lam)}, so steps with **η > 2/λ = {num(crit)}** overshoot there.")
         show_plot(L.loss_curve_figure(path, k, loss_min, look), look, key=ns.key("curve"))
@@ -191,8 +192,8 @@ x0, eta = float(st.session_state[ns.key("x0")]), float(st.session_state[ns.key("
 if e[2].toggle("Reveal the engine's step", key=ns.key("ex1_reveal")):
     ex_rows = L.exercise1(x0, eta)
     r0 = ex_rows[0]
-    st.markdown(f"`engine.grad(f)({x0:g})` = **f′(x0) = {r0.slope:g}**, so x1 = x0 − η·f′(x0) = "
-                f"{x0:g} − {eta:g}·({r0.slope:g}) "
+    st.markdown(f"`engine.grad(f)({plain(x0)})` = **f′(x0) = {plain(r0.slope)}**, so x1 = x0 − η·f′(x0) = "
+                f"{plain(x0)} − {plain(eta)}·({plain(r0.slope)}) "
                 f"= **{num(r0.x_next)}**.")
     ec = st.columns([3, 2])
     with ec[0]:

@@ -23,6 +23,7 @@ from explorer.kit.programs import InputProblem, program_refused
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, fixed_figure, graph_px, presentation_toggle, preset_picker,
                                   program_boxes, publish_link, rerun_page, show_dot, show_input_problem, show_plot,
                                   show_table, start_page, stepper, still_graph, walkthrough_download)
+from explorer.kit.formatting import plain
 
 ctx = start_page(
     "Expression explorer", "explorer",
@@ -268,7 +269,7 @@ mv = st.columns(2)
 mv[0].markdown(f"**The slides' code** ({autograd_usage.SLIDE_SOURCE})")
 mv[0].code(autograd_usage.SLIDE_MAKE_VJP, language="python")
 mv[1].markdown(f"**The notes' use of grad, on this engine** (layers {' → '.join(map(str, autograd_usage.LAYER_SIZES))}, "
-               f"{autograd_usage.N_EXAMPLES} examples, L2 weight {autograd_usage.L2_REG:g}, float64)")
+               f"{autograd_usage.N_EXAMPLES} examples, L2 weight {plain(autograd_usage.L2_REG)}, float64)")
 mv[1].code(autograd_usage.ENGINE_CODE, language="python")
 usage = fixed_figure("autograd_usage.check", "grad(objective) on the engine, checked by central differences")
 if usage is not None:

@@ -13,7 +13,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.gradient_check import (notes_best_h_text, notes_checks_caption, best_h_text, gradcheck_model, side_by_side, side_by_side_figure,
                                      sweep_figure)
 from explorer.kit.budget import RequestRefused, bounded_cache
-from explorer.kit.formatting import md_escape
+from explorer.kit.formatting import md_escape, sci
 from explorer.kit.programs import ExpressionError, InputProblem, parse, program_refused
 from explorer.kit.widgets import (clamp_linked, fixed_figure, presentation_toggle, preset_picker, program_boxes,
                                   publish_link, show_input_problem, show_plot, show_table, start_page)
@@ -71,7 +71,7 @@ if index_key not in st.session_state:  # first time this input is shown: a deep 
     st.session_state[ns.key("index")] = 0
 index = p[1].number_input("element (flat index)", 0, size - 1, key=index_key,
                           disabled=size == 1, help="For a tensor input: which element is perturbed by ±h")
-p[2].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: f"{v:.0e}")
+p[2].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: sci(v, 1))
 h = float(st.session_state[ns.key("h")])
 
 try:
@@ -101,7 +101,7 @@ st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h
 if (program_text.strip(), inputs_text.strip(), wrt, int(index)) == \
         (presets.DEFAULT.program, presets.DEFAULT.inputs, names[0], 0):   # the figure exercise 7 quotes
     st.caption(notes_best_h_text(model.sweep))
-st.subheader(f"Every input at h = {h:.0e}")
+st.subheader(f"Every input at h = {sci(h, 1)}")
 show_table(model.table, look, static=True)
 
 st.subheader("The notes' checks, computed on this server")

@@ -22,6 +22,7 @@ from explorer.kit.programs import InputProblem, parse, program_refused
 from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, preset_picker, program_boxes, publish_link,
                                   show_input_problem, show_plot, show_table, start_page, stepper, still_graph,
                                   walkthrough_download)
+from explorer.kit.formatting import count
 
 ctx = start_page(
     "Forward vs reverse", "fwdrev",
@@ -158,8 +159,8 @@ j_batch = js[2].number_input("batch", 1, 1_000_000, 2048, key=ns.key("jac_batch"
 j_dtype = js[3].selectbox("dtype", ["float64", "float32"], key=ns.key("jac_dtype"))
 size_rows, passes = jacobian_size_table(int(j_in), int(j_out), int(j_batch), j_dtype)
 show_table(size_rows, look, static=True)
-st.markdown(f"Building the whole-batch Jacobian would take **{passes['forward']:,} forward (JVP) passes**, one "
-            f"per input number, or **{passes['reverse']:,} backward (VJP) passes**, one per output number. "
+st.markdown(f"Building the whole-batch Jacobian would take **{count(passes['forward'])} forward (JVP) passes**, one "
+            f"per input number, or **{count(passes['reverse'])} backward (VJP) passes**, one per output number. "
             "Training needs the gradient of one scalar loss: **one** backward pass, whose VJPs carry vectors "
             "like the last row.")
 

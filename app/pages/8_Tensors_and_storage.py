@@ -9,6 +9,7 @@ import streamlit as st
 from explorer import tensors_and_storage as M
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.formatting import nested, num
 from explorer.kit.pages import available_backends
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page
@@ -118,7 +119,7 @@ bc[0].markdown("**G = ȳ** (upstream)")
 show_table(M.matrix_frame(br.g), look, where=bc[0], static=True, hide_header=True)
 bc[1].markdown("**x̄ = G** (same shape, nothing to sum)")
 show_table(M.matrix_frame(br.x_grad), look, where=bc[1], static=True, hide_header=True)
-bc[2].markdown(f"**b̄** from the engine: `{M.fmt_tree(br.b_grad)}`")
+bc[2].markdown(f"**b̄** from the engine: `{nested(br.b_grad)}`")
 show_table(M.matrix_frame(br.b_grad), look, where=bc[2], static=True, hide_header=True)
 
 # --- embedding's backward ----------------------------------------------------------------------------------
@@ -134,7 +135,7 @@ if ids is not None:
     er = M.embedding_backward(ids)
     e[1].markdown(f"`nn.Embedding({M.VOCAB}, {M.DIM})` looks up rows {ids} (forward op **{er.forward_op}**). "
                   "Upstream rows: "
-                  + ", ".join(f"g{k} = {M.fmt_tree(row)}" for k, row in enumerate(er.upstream))
+                  + ", ".join(f"g{k} = {nested(row)}" for k, row in enumerate(er.upstream))
                   + f". Backward the engine ran **{', '.join(er.backward_ops)}**: every g_k is *added* into the row "
                   "it was read from; a repeated word collects the sum, rows never read get 0.")
     show_table(M.embedding_rows(er), look, where=e[1], static=True)
@@ -197,8 +198,8 @@ myop = st.selectbox("Your op", list(M.CUSTOM_OPS), key=ns.key("myop"), format_fu
 mine = cached_custom_op(myop)
 st.code(mine.source, language="python")
 show_table(M.custom_op_rows(mine), look, static=True)
-verdict = (f"max |autodiff − central difference| = {mine.max_error:.3g}"
-           + (f"; max |autodiff − PyTorch| = {mine.torch_error:.3g}" if mine.torch_error is not None else ""))
+verdict = (f"max |autodiff − central difference| = {num(mine.max_error, 3)}"
+           + (f"; max |autodiff − PyTorch| = {num(mine.torch_error, 3)}" if mine.torch_error is not None else ""))
 if mine.ok:
     st.success(f"Gradient check passed: {verdict}.", icon=":material/check_circle:")
 else:

@@ -11,7 +11,7 @@ import streamlit as st
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
-from explorer.kit.formatting import code_span, md_escape
+from explorer.kit.formatting import code_span, fixed, md_escape
 from explorer.kit.labels import num
 from explorer.kit.reference import ReferenceFailed
 from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, publish_link, show_plot, show_table,
@@ -285,8 +285,8 @@ if demo:
     mc = st.columns(4)
     mc[0].metric("ops traced", demo["traced_ops"])
     mc[1].metric("ops replayed", demo["replayed_ops"])
-    mc[2].metric("eager µs / step", f"{demo['eager_us']:.0f}")
-    mc[3].metric("replayed µs / step", f"{demo['compiled_us']:.0f}")
+    mc[2].metric("eager µs / step", fixed(demo['eager_us'], 0))
+    mc[3].metric("replayed µs / step", fixed(demo['compiled_us'], 0))
     st.markdown(f"Losses of 21 steps identical to eager mode, bit for bit: **{demo['identical']}** "
                 f"(first {num(demo['losses'][0])}, last {num(demo['losses'][-1])}); {demo['distinct_losses']} different "
                 "losses in 21 steps: each replay draws a new dropout mask. Timings are this server's, measured "

@@ -29,6 +29,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol
+from explorer.explain.numbers import count
 
 CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"   # no 0/O, 1/I/L: read off a projector
 CODE_LENGTH = 6
@@ -173,11 +174,11 @@ def _bounded_params(params: dict[str, Any]) -> dict[str, str]:
         if len(k) > 40:
             raise StateTooLong("a page parameter's name is over 40 characters")
         if len(v) > MAX_PARAM_CHARS:
-            raise StateTooLong(f"'{k}' has {len(v):,} characters; the class shares at most {MAX_PARAM_CHARS:,}")
+            raise StateTooLong(f"'{k}' has {count(len(v))} characters; the class shares at most {count(MAX_PARAM_CHARS)}")
     total = sum(len(k) + len(v) for k, v in out.items())
     if total > MAX_STATE_CHARS:
-        raise StateTooLong(f"this page's state has {total:,} characters; the class shares at most "
-                           f"{MAX_STATE_CHARS:,}")
+        raise StateTooLong(f"this page's state has {count(total)} characters; the class shares at most "
+                           f"{count(MAX_STATE_CHARS)}")
     return out
 
 

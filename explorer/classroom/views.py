@@ -18,6 +18,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from explorer.explain.numbers import count
 
 MAX_VIEW_CHARS = 1_500_000      # a view over this is not relayed (the followers' pages run the page instead)
 MASK = "?"
@@ -55,7 +56,7 @@ class ClassView:
         text = pj.to_json_plotly({"page": self.page, "title": self.title, "header": self.header_html,
                                   "blocks": self.blocks})
         if len(text) > MAX_VIEW_CHARS:
-            raise ValueError(f"the view is {len(text):,} characters (at most {MAX_VIEW_CHARS:,} are relayed)")
+            raise ValueError(f"the view is {count(len(text))} characters (at most {count(MAX_VIEW_CHARS)} are relayed)")
         return text
 
 

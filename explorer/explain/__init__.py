@@ -8,7 +8,8 @@ parser (typed text -> engine ops), graph + trace (what ran, as events), harness
 memory), dual (forward mode step by step), text (tables for the command-line examples).
 Pictures (layout, frames, figures, DOT) are drawn from these by the explorer's page kit.
 """
-from .graph import Graph, GraphEdge, GraphNode, fmt, graph_from_output, plain_value  # noqa: F401
+from .graph import Graph, GraphEdge, GraphNode, graph_from_output, plain_value  # noqa: F401
+from .numbers import fmt  # noqa: F401
 from .parser import (ALLOWED_FUNCTIONS, CostEstimate, ExpressionError, Program, check_deadline, deadline,  # noqa: F401
                      estimate_cost, parse_inputs, parse_program)
 from engine.strategies import STRATEGY_NAMES, ContributionLost, WorkLimitExceeded  # noqa: F401

@@ -15,6 +15,7 @@ from engine.dtypes import as_dtype
 from engine.tensor import kept_bytes, no_grad, tensor, trace_ops
 from .parser import ExpressionError, Program, check_deadline
 from .trace import _as_program, record_execution, run_forward
+from .numbers import count, human_bytes
 
 
 class _Counter:
@@ -668,25 +669,13 @@ class JacobianSizes:
         b, di, do = self.batch, self.width_in, self.width_out
         out = []
         for what, shape, n in (
-                ("Jacobian of one example (one layer)", f"{do:,} × {di:,}", self.per_example_elements),
-                ("Jacobian of the whole batch (layer or network)", f"{b * do:,} × {b * di:,}",
+                ("Jacobian of one example (one layer)", f"{count(do)} × {count(di)}", self.per_example_elements),
+                ("Jacobian of the whole batch (layer or network)", f"{count(b * do)} × {count(b * di)}",
                  self.whole_batch_elements),
-                ("VJP: the cotangent ȳ it carries instead", f"{b:,} × {do:,}", self.vjp_elements)):
-            out.append({"what": what, "shape": shape, "elements": f"{n:,}", "bytes": n * self.itemsize,
+                ("VJP: the cotangent ȳ it carries instead", f"{count(b)} × {count(do)}", self.vjp_elements)):
+            out.append({"what": what, "shape": shape, "elements": count(n), "bytes": n * self.itemsize,
                         "size": human_bytes(n * self.itemsize)})
         return out
-
-
-def human_bytes(n: float) -> str:
-    """Decimal units as the notes use them: 67 MB, 0.134 GB, 5.6e5 GB."""
-    if n < 1e3:
-        return f"{n:.0f} B"
-    if n < 1e6:
-        return f"{n / 1e3:.3g} kB"
-    if n < 1e8:
-        return f"{n / 1e6:.3g} MB"
-    gb = n / 1e9
-    return f"{gb:.3g} GB" if gb < 1e4 else f"{gb:.2g} GB".replace("e+0", "e").replace("e+", "e")
 
 
 def jacobian_sizes(width_in: int = 4096, width_out: int = 4096, batch: int = 2048,

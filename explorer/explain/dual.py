@@ -14,7 +14,8 @@ import numpy as np
 
 from engine import api
 from engine.tensor import in_forward_mode, tensor, trace_ops
-from .graph import Graph, fmt, plain_value
+from .graph import Graph, plain_value
+from .numbers import fmt
 from .parser import ExpressionError, Program
 from .trace import _as_program, run_forward
 

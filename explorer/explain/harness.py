@@ -15,6 +15,7 @@ from engine.strategies import STRATEGY_NAMES, PathRecursion, WorkLimitExceeded
 from engine.tensor import Tensor, tensor, trace_ops
 from .parser import parse_inputs, parse_program
 from .trace import Trace, record_execution, record_tensor
+from .numbers import count
 
 _UNARY = ("sigmoid({a})", "tanh({a})", "0.5 * {a}", "exp(-0.5 * {a} * {a})")
 _BINARY = ("{a} + {b}", "{a} * {b}", "{a} - {b}")
@@ -239,7 +240,7 @@ def strategy_comparison(n_graphs: int = 50, n_ops: int = 12, seed: int = 0, stra
         if not 1 <= n_graphs <= STATS_MAX_GRAPHS or not 1 <= n_ops <= STATS_MAX_OPS \
                 or n_graphs * n_ops > STATS_MAX_TOTAL_OPS:
             raise ValueError(f"at most {STATS_MAX_GRAPHS} graphs of at most {STATS_MAX_OPS} ops and "
-                             f"{STATS_MAX_TOTAL_OPS:,} ops in all (asked for {n_graphs} of {n_ops})")
+                             f"{count(STATS_MAX_TOTAL_OPS)} ops in all (asked for {n_graphs} of {n_ops})")
         gen = random_tree_program if tree else random_dag_program
         programs = [gen(n_ops, seed + i) for i in range(n_graphs)]
     runners = {s: (PathRecursion(max_vjp_calls) if s == "path_recursion" else autodiff.get_strategy(s))

@@ -22,6 +22,7 @@ import numpy as np
 
 from engine import ops
 from engine.tensor import Tensor, as_tensor_like, trace_ops
+from .numbers import count, plain
 
 MAX_TEXT_CHARS = 2000
 MAX_NODES = 500       # engine ops one program may run
@@ -109,7 +110,7 @@ def check_deadline() -> None:
         pause()
     d = _DEADLINE.get()
     if d is not None and (time.thread_time() > d[0] or time.monotonic() > d[1]):
-        raise ExpressionError(f"stopped: this took more than the {d[2]:g} s of computing a request may take; "
+        raise ExpressionError(f"stopped: this took more than the {plain(d[2])} s of computing a request may take; "
                               "use smaller inputs or a shorter program", kind="limit")
 
 
@@ -285,7 +286,7 @@ def _check_exponent(node: ast.AST, value: float | None = None) -> None:
     """
     e = _constant(node) if value is None else value
     if e is not None and not abs(e) <= MAX_EXPONENT:   # also nan
-        written = ast.unparse(node)[:40] + ("" if isinstance(node, ast.Constant) else f" = {e:g}")
+        written = ast.unparse(node)[:40] + ("" if isinstance(node, ast.Constant) else f" = {plain(e)}")
         why = "is too large" if math.isfinite(e) else "is not a finite number"
         at = node.operand if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant) else node
         raise _err(at, f"exponent {written} {why} (|exponent| <= {MAX_EXPONENT})", "limit")
@@ -669,8 +670,8 @@ class Program:
 
 
 def _kept_message(n: int) -> str:
-    return (f"the program is too big to run here: by this line its values hold {n:,} numbers "
-            f"(at most {MAX_KEPT_ELEMENTS:,} per run); use smaller inputs or fewer lines")
+    return (f"the program is too big to run here: by this line its values hold {count(n)} numbers "
+            f"(at most {count(MAX_KEPT_ELEMENTS)} per run); use smaller inputs or fewer lines")
 
 
 @dataclass
@@ -699,8 +700,8 @@ class CostEstimate:
             line = self.largest_line if self.largest > 1 else None
             raise ExpressionError(
                 f"too much work for one request: {what} runs the program about {runs} times, each run "
-                f"{self.ops} operations on {self.elements:,} numbers in all (largest value: {self.largest:,} "
-                f"numbers), {total:,.0f} work units in all; the budget is {MAX_WORK:,}. Use smaller inputs "
+                f"{self.ops} operations on {count(self.elements)} numbers in all (largest value: {count(self.largest)} "
+                f"numbers), {count(total)} work units in all; the budget is {count(MAX_WORK)}. Use smaller inputs "
                 "or a shorter program", line, kind="limit")
 
 

@@ -16,7 +16,8 @@ import numpy as np
 
 from engine import autodiff
 from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated, NodeVisited
-from .graph import adjoint_names, fmt, graph_from_records, is_finite, plain_value
+from .graph import adjoint_names, graph_from_records, is_finite, plain_value
+from .numbers import fmt
 from .trace import ForwardStep, Trace, _Recorder
 
 PROTOCOL = ("unique_id", "parents", "is_leaf", "is_constant", "chain_rule", "accumulate_derivative")

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from .graph import fmt
-from .numbers import num
+from .numbers import fmt, num
 from .trace import Trace
 
 

@@ -14,7 +14,8 @@ from engine.autodiff import ContributionSent, FanOutAccumulated, LeafAccumulated
 from engine.strategies import ContributionLost, WorkLimitExceeded
 from engine.ops import ones_like
 from engine.tensor import Tensor, tensor, trace_ops
-from .graph import Graph, adjoint_names, bar, fmt, graph_from_records, is_finite, plain_value, summary
+from .graph import Graph, adjoint_label, adjoint_names, bar, graph_from_records, is_finite, plain_value, summary
+from .numbers import fmt
 from .parser import ExpressionError, Program, check_deadline, parse_inputs, parse_program
 
 MAX_EVENTS = 50_000  # events kept per trace (path recursion can do far more work; it is still counted)
@@ -199,7 +200,8 @@ class _Recorder:
                 self.last_adjoint.setdefault(nid, val)
             shown = self._show(ev.adjoint, val)
             self._add("visit", ev.step, nid, None, val, None, None,
-                      f"take {self._name(nid)}: adjoint {self._bar(nid)} = {shown}", shown)
+                      f"take {self._name(nid)}: adjoint {adjoint_label(self.adjoints, nid, self._name(nid))} = {shown}",
+                      shown)
         elif isinstance(ev, ContributionSent):
             nid, pid = self._id(ev.node), self._id(ev.parent)
             val = self.value_of(ev.contribution)
@@ -212,7 +214,8 @@ class _Recorder:
             self.last_adjoint[pid] = val
             shown = self._show(ev.total, val)
             self._add("accumulate", ev.step, pid, None, val, ev.received, ev.expected,
-                      f"{self._bar(pid)} = {shown} ({ev.received} of {ev.expected} received)", shown)
+                      f"{adjoint_label(self.adjoints, pid, self._name(pid))} = {shown} "
+                      f"({ev.received} of {ev.expected} received)", shown)
         elif isinstance(ev, LeafAccumulated):
             nid = self._id(ev.node)
             val = self.value_of(ev.derivative)
@@ -225,9 +228,6 @@ class _Recorder:
             self._add("lost", ev.step, pid, None, val, ev.received, ev.expected,
                       f"LOST: {shown} reached {self._name(pid)} after it was passed on "
                       f"({ev.received} of {ev.expected})", shown)
-
-    def _bar(self, nid: int) -> str:
-        return self.adjoints.get(nid) or bar(self._name(nid))
 
     def _show(self, t, val) -> str:
         # a value too large to keep (None) is still described: its first numbers and shape, not "…" or nothing

@@ -11,7 +11,7 @@
   :mod:`explorer.kit.plotly_figure` (the figure); :mod:`explorer.kit.picture_checks` tests a figure's data;
   :mod:`explorer.kit.dot` exports DOT
 - :mod:`explorer.kit.figures`       Plotly figures (animated graph with frames, plots)
-- :mod:`explorer.kit.formatting`    numbers and tensor values as short text for tables and captions
+- :mod:`explorer.kit.formatting`    user text made safe to show; the number formats of :mod:`explorer.explain.numbers`
 - :mod:`explorer.kit.presets`       the example programs the expression pages offer
 - :mod:`explorer.kit.widgets`       shared Streamlit widgets (stepping controls, presentation toggle, preset picker,
   rejected-input message, deep links)

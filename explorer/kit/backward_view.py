@@ -13,7 +13,7 @@ from __future__ import annotations
 from explorer.explain.graph import Graph
 
 from .frames import Frame, FrameSet
-from .labels import adjoint_names, bar
+from .labels import adjoint_label, adjoint_names
 from .plotly_figure import ADJOINT, figure_dict, plan
 
 # the backward graph mirrors the forward one: its sources (the output's adjoint) where the output is
@@ -56,7 +56,7 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
     for k, (src, _dst) in enumerate(edges):
         out_edges.setdefault(src, []).append(k)
     adjoint_of = adjoint_names(graph)   # the output's x̄7 where the program called it f
-    heads = [adjoint_of.get(i) or bar(names.get(i, str(i))) for i in ids]
+    heads = [adjoint_label(adjoint_of, i, names.get(i, str(i))) for i in ids]
     arrived: dict[int, int] = {}  # edge -> the frame its contribution arrived (the terms' order)
     frames: list[Frame] = []
     memo: dict[int, tuple] = {}   # node -> (what its text was made from, (text, total)) at its last change

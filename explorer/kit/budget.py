@@ -35,6 +35,7 @@ import numpy as np
 
 from explorer.explain import ExpressionError
 from explorer.explain.parser import MAX_KEPT_ELEMENTS, MAX_WORK, CostEstimate, Program, deadline
+from explorer.explain.numbers import count, percent, plain
 
 # The most CPU time one cached computation may spend (its thread's CPU clock: see explorer.explain.deadline);
 # its engine ops, finite-difference loops, frame building and layout check it. Estimates refuse what would
@@ -104,8 +105,8 @@ def check_server_memory(what: str = "this request") -> None:
     """
     used, limit = resident_bytes(), memory_limit_bytes()
     if used > MEMORY_FRACTION * limit:
-        raise ServerBusy(f"the server is busy, try again in a minute: it holds {used / 2**20:,.0f} MB, more than "
-                         f"{MEMORY_FRACTION:.0%} of its {limit / 2**20:,.0f} MB, so {what} waits until "
+        raise ServerBusy(f"the server is busy, try again in a minute: it holds {count(used / 2**20)} MB, more than "
+                         f"{percent(MEMORY_FRACTION)} of its {count(limit / 2**20)} MB, so {what} waits until "
                          "memory is freed")
 
 
@@ -141,8 +142,8 @@ def check_program(program: Program, inputs: Mapping[str, Any], runs: int, what: 
 
 def budget_text() -> str:
     """One line for a page's help: what a request may cost."""
-    return (f"A request may hold {MAX_KEPT_ELEMENTS:,} numbers per run, {MAX_WORK:,} work units in all "
-            f"and {REQUEST_SECONDS:g} s of computing.")
+    return (f"A request may hold {count(MAX_KEPT_ELEMENTS)} numbers per run, {count(MAX_WORK)} work units in all "
+            f"and {plain(REQUEST_SECONDS)} s of computing.")
 
 
 # ---------------------------------------------------------------------------

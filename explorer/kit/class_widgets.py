@@ -37,6 +37,7 @@ from explorer.classroom.views import ClassView
 
 from . import rate_limit
 from .formatting import md_escape
+from explorer.explain.numbers import percent
 
 LECTURER_EVERY_S = 1.0          # the lecturer's session checks its class is there (restores it after Redis lost it)
 TALLY_EVERY_S = 0.5             # the lecturer's live count and histogram
@@ -463,7 +464,7 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
             st.html(_bars_html(rows, q.revealed))
         if q.revealed:
             share = fl.right_share(t)
-            st.success(md_escape(f"The engine's answer: {q.answer}" + (f" · {share:.0%} of the class got it right"
+            st.success(md_escape(f"The engine's answer: {q.answer}" + (f" · {percent(share)} of the class got it right"
                                                                     if share is not None else "")))
 
     live()
@@ -573,7 +574,7 @@ def _question_card(code: str) -> None:
                 right = mine is not None and q.is_right(mine)
                 verdict = "" if mine is None else (" · you were right" if right else f" · you answered {mine}")
                 text = md_escape(f"The engine's answer: {q.answer}{verdict}" +
-                                 (f" · {share:.0%} of the class got it right" if share is not None else ""))
+                                 (f" · {percent(share)} of the class got it right" if share is not None else ""))
                 # green for a right answer only; a wrong or missing one is told without the colour of success
                 (st.success if right else st.info)(text)
                 return

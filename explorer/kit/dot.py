@@ -6,7 +6,7 @@ from collections import defaultdict
 import pydot
 
 from .frames import Frame, FrameSet, node_heads
-from .labels import adjoint_names, bar, short_value
+from .labels import adjoint_label, adjoint_names, short_value
 from explorer.explain.graph import Graph
 from explorer.explain.trace import Trace
 
@@ -51,7 +51,7 @@ def to_dot(graph: Graph, trace: Trace | None = None, frame: Frame | None = None,
             label = "\n".join(t for t in (head, txt, a) if t)
             fill = _STATE_FILL.get(st, fill)
         elif trace is not None and n.id in trace.adjoints:
-            label += f"\n{adjoint_of.get(n.id) or bar(n.name)} = {short_value(trace.adjoints[n.id])}"
+            label += f"\n{adjoint_label(adjoint_of, n.id, n.name)} = {short_value(trace.adjoints[n.id])}"
         g.add_node(pydot.Node(f"n{n.id}", label=_q(label), fillcolor=_q(fill)))
     contributions: dict[tuple[int, int], list] = defaultdict(list)
     if trace is not None:

@@ -26,6 +26,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from explorer.classroom.views import ClassView
+from explorer.explain.numbers import megabytes, num
 
 MAX_EXPORT_BYTES = 8 << 20   # a file nobody would email; refused before it is written out
 MAX_EXPORT_STEPS = 600       # more steps than anyone steps through; the page offers no download beyond this
@@ -177,7 +178,7 @@ def heatmap_svg(fig: dict, test_id: str = "heatmap", width: float = 300.0) -> li
             v = z[i, j]
             fill = fills[i * cols + j]
             cells.append(f'<rect x="{_n(j * cw)}" y="{_n(top + i * ch)}" width="{_n(cw + 0.3)}" height="{_n(ch + 0.3)}" '
-                         f'fill="{fill}"><title>[{i}, {j}] {v:.6g}</title></rect>')
+                         f'fill="{fill}"><title>[{i}, {j}] {num(v, 6)}</title></rect>')
             if text is not None:   # dark text on a light cell, white on a dark one (as Plotly picks it)
                 rgb = [float(c) for c in re.findall(r"[\d.]+", fill)[:3]] or [255.0, 255.0, 255.0]
                 ink = "#111827" if 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 128 else "#ffffff"
@@ -373,7 +374,7 @@ def walkthrough_data(views: Sequence[ClassView], step_ms: int = 1200, max_bytes:
                 pieces.append(p)
                 size += len(p.encode())
                 if size > max_bytes:
-                    raise ExportTooBig(f"this walk-through would be over {max_bytes / 1e6:.0f} MB "
+                    raise ExportTooBig(f"this walk-through would be over {megabytes(max_bytes, 0)} MB "
                                        f"({len(views)} steps); a smaller program exports")
             ids.append(index[p])
         steps.append(ids)
@@ -460,8 +461,8 @@ def data_html(title: str, data: dict, source: str = "", max_bytes: int = MAX_EXP
         f'<script type="application/json" id="adx-data">{script_json(data)}</script>'
         f"<script>{_FILE_SCRIPT}</script></body></html>")
     if len(text.encode()) > max_bytes:
-        raise ExportTooBig(f"this walk-through would be {len(text.encode()) / 1e6:.1f} MB "
-                           f"(at most {max_bytes / 1e6:.0f} MB)")
+        raise ExportTooBig(f"this walk-through would be {megabytes(len(text.encode()))} MB "
+                           f"(at most {megabytes(max_bytes, 0)} MB)")
     return text
 
 

@@ -1,5 +1,7 @@
-"""Numbers and values as text for tables and captions, and user text made safe to show (plain functions,
-no UI)."""
+"""User text made safe to show, and how far autodiff is from a central difference (plain functions, no UI).
+
+Numbers as text are :mod:`explorer.explain.numbers`'s, re-exported here for the pages (which do not import the
+explain layer)."""
 from __future__ import annotations
 
 import re
@@ -7,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from explorer.explain.numbers import DIGITS, num
+from explorer.explain.numbers import (DIGITS, count, duration, fixed, fmt_check, fmt_value, megabytes,  # noqa: F401
+                                      milliseconds, nested, num, percent, plain, sci)
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$&:])")
@@ -33,30 +36,6 @@ def code_span(text: object) -> str:
     instead."""
     text = str(text)
     return md_escape(text) if "`" in text or "\n" in text else f"`{text}`"
-
-
-def fmt_value(v: Any, digits: int = DIGITS, max_items: int = 6) -> str:
-    """A float or nested list (as the explain layer stores tensor values) as short text."""
-    if v is None:
-        return ""
-    if isinstance(v, (int, float, np.floating, np.integer)):
-        return num(float(v), digits)
-    arr = np.asarray(v, dtype=float)
-    if arr.ndim == 0:
-        return num(float(arr), digits)
-    flat = [num(x, digits) for x in arr.ravel()[:max_items]]
-    more = ", …" if arr.size > max_items else ""
-    shape = "×".join(map(str, arr.shape))
-    return f"[{', '.join(flat)}{more}] ({shape})"
-
-
-def fmt_check(fd: Any, digits: int = DIGITS) -> str:
-    """A central-difference result as text: per element (a number or list), or, for a larger input,
-    the estimates along random directions (:class:`explorer.explain.costs.DirectionalDifferences`)."""
-    estimates = getattr(fd, "estimates", None)
-    if estimates is None:
-        return fmt_value(fd, digits)
-    return f"along {len(estimates)} random directions v: " + ", ".join(num(e, digits) for e in estimates)
 
 
 def check_difference(auto: Any, fd: Any) -> float | None:

@@ -16,7 +16,8 @@ from explorer.explain.graph import Graph, adjoint_names, output_adjoint_note
 from explorer.explain.parser import check_deadline
 from explorer.explain.trace import Trace
 
-from .labels import bar, fan_out_sum, heading, is_scalar, lecture_names, node_formulas, num, shape_text, short_value
+from .labels import (adjoint_label, fan_out_sum, heading, is_scalar, lecture_names, node_formulas, num, shape_text,
+                     short_value)
 
 MAX_FRAMES = 2000
 
@@ -129,7 +130,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     name = {n.id: n.name for n in trace.graph.nodes}
     name.update({n.id: n.name for n in g.nodes})
     adj_name = adjoint_names(trace.graph)   # x̄3, and the output's x̄7 where the program called it f
-    adj_name.update({n.id: adj_name.get(n.id, bar(n.name)) for n in g.nodes})
+    adj_name.update({n.id: adjoint_label(adj_name, n.id, n.name) for n in g.nodes})
     seed_note = output_adjoint_note(trace.graph)
     lname = lecture_names(trace.graph)
     position = {n.id: k for k, n in enumerate(trace.graph.nodes)}   # the graph's order: x3 before x7
@@ -230,7 +231,7 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
             nid = e.node
             shown = nid in index
             nm = name.get(nid, f"#{nid}")
-            nb = adj_name.get(nid) or bar(nm)
+            nb = adjoint_label(adj_name, nid, nm)
             if e.kind == "visit":
                 held[nid] = e.value
                 visits[nid] = visits.get(nid, 0) + 1

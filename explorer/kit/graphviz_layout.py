@@ -29,6 +29,7 @@ from typing import Sequence
 from explorer.explain.parser import seconds_left
 
 from .budget import ByteLRU
+from explorer.explain.numbers import count, plain
 
 DOT_PROGRAMS = ("graphviz-pure", "dot")
 DOT_TIMEOUT_S = 20.0
@@ -122,8 +123,8 @@ def draw_svg(source: str, boxes: Sequence[Box], links: Sequence[Link], seconds: 
     """
     work = dot_work(boxes, links)
     if work > SVG_WORK_LIMIT:
-        raise PictureTooBig(f"{len(boxes)} nodes and {len(links)} edges; Graphviz's work {work:,}, at most "
-                            f"{SVG_WORK_LIMIT:,}")
+        raise PictureTooBig(f"{len(boxes)} nodes and {len(links)} edges; Graphviz's work {count(work)}, at most "
+                            f"{count(SVG_WORK_LIMIT)}")
     return run_dot(source, "svg", timeout=seconds)
 
 
@@ -186,7 +187,7 @@ def run_dot(source: str, fmt: str = "svg", timeout: float | None = None) -> byte
     try:
         run = subprocess.run([prog, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
-        raise GraphvizTimedOut(f"{os.path.basename(prog)} ran past {timeout:g} s and was stopped") from e
+        raise GraphvizTimedOut(f"{os.path.basename(prog)} ran past {plain(timeout)} s and was stopped") from e
     except (OSError, subprocess.SubprocessError) as e:
         raise GraphvizFailed(f"{os.path.basename(prog)} could not run ({type(e).__name__})") from e
     if run.returncode != 0 or not run.stdout:

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from explorer.explain.graph import Graph, adjoint_names, bar, lecture_names  # noqa: F401  (the one notation)
-from explorer.explain.numbers import DIGITS, num  # noqa: F401  (the one formatter, re-exported for the kit)
+from explorer.explain.graph import (Graph, adjoint_label, adjoint_names, bar,  # noqa: F401  (the one notation)
+                                    lecture_names)
+from explorer.explain.numbers import DIGITS, num, precise  # noqa: F401  (the one formatter, re-exported for the kit)
 from engine.ops import label_of
 
 MINUS = "\u2212"
@@ -58,9 +59,9 @@ def full_value(value: Any) -> str:
 
     def nested(a) -> str:   # 12 significant digits, as nested lists (array2string took 1 ms per 8x8 hover)
         if a.ndim == 0:
-            return f"{float(a):.12g}"
+            return precise(a)
         return "[" + ", ".join(nested(r) for r in a) + "]" if a.ndim > 1 else \
-            "[" + ", ".join(f"{x:.12g}" for x in a.tolist()) + "]"
+            "[" + ", ".join(precise(x) for x in a.tolist()) + "]"
     return nested(arr)
 
 

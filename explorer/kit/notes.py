@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from explorer.explain.numbers import sci
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,7 @@ class NotesFigure:
     measures: str
 
     def __str__(self) -> str:
-        return f"{self.value:.1e}" if isinstance(self.value, float) else str(self.value)
+        return sci(self.value) if isinstance(self.value, float) else str(self.value)
 
 
 NOTES: dict[str, NotesFigure] = {

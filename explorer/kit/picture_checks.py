@@ -23,8 +23,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-Rect = tuple[float, float, float, float]   # x0, y0, x1, y1 (figure units)
-Point = tuple[float, float]
+from .geometry import Point, Rect, segment_meets_rect
 
 
 @dataclass
@@ -90,27 +89,6 @@ def _inside(a: Rect, b: Rect, tol: float = 0.5) -> bool:
 
 def _shrink(r: Rect, d: float) -> Rect:
     return r[0] + d, r[1] + d, r[2] - d, r[3] - d
-
-
-def _seg_hits_rect(p: Point, q: Point, r: Rect) -> bool:
-    """Liang-Barsky: does segment pq meet the closed rectangle r (a segment that only touches its border
-    counts, as in the renderer's ``plotly_figure._segment_rect``: the check is as strict as the drawing)?"""
-    x0, y0 = p
-    dx, dy = q[0] - p[0], q[1] - p[1]
-    t0, t1 = 0.0, 1.0
-    for pk, qk in ((-dx, x0 - r[0]), (dx, r[2] - x0), (-dy, y0 - r[1]), (dy, r[3] - y0)):
-        if pk == 0:
-            if qk < 0:
-                return False
-        else:
-            t = qk / pk
-            if pk < 0:
-                t0 = max(t0, t)
-            else:
-                t1 = min(t1, t)
-            if t0 > t1:
-                return False
-    return True
 
 
 def _chars(text: str) -> int:
@@ -260,11 +238,11 @@ def check_figure(fig: dict) -> Report:
             if j in (src, dst):
                 continue
             inner = _shrink(b, 1.5 / scale)
-            if any(_seg_hits_rect(p, q, inner) for p, q in zip(path, path[1:])):
+            if any(segment_meets_rect(p, q, inner) for p, q in zip(path, path[1:])):
                 rep.edge_node.append(f"edge {k} crosses node {j}")
         for kind, rect, text, centre in labels:
             inner = _shrink(rect, 1.0 / scale)
-            if inner[0] < inner[2] and any(_seg_hits_rect(p, q, inner) for p, q in zip(path, path[1:])):
+            if inner[0] < inner[2] and any(segment_meets_rect(p, q, inner) for p, q in zip(path, path[1:])):
                 rep.label_edge.append(f"edge {k} through {text!r}")
     seen: dict[tuple[int, int], list[int]] = {}
     for k, key in enumerate(ends):

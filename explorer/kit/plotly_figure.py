@@ -28,6 +28,7 @@ from explorer.explain.graph import Graph
 from explorer.explain.parser import check_deadline
 
 from .frames import Frame, FrameSet
+from .geometry import segment_meets_rect
 from .graphviz_layout import Box, Link, Placement, place
 
 FONT = 14                 # node text (px at scale 1)
@@ -222,27 +223,9 @@ def _hits(poly: list[Point], r) -> bool:
     for (x0, y0), (x1, y1) in zip(poly, poly[1:]):
         if max(x0, x1) < r[0] or min(x0, x1) > r[2] or max(y0, y1) < r[1] or min(y0, y1) > r[3]:
             continue
-        if _segment_rect(x0, y0, x1, y1, r):
+        if segment_meets_rect((x0, y0), (x1, y1), r):
             return True
     return False
-
-
-def _segment_rect(x0, y0, x1, y1, r) -> bool:
-    dx, dy = x1 - x0, y1 - y0
-    t0, t1 = 0.0, 1.0
-    for pk, qk in ((-dx, x0 - r[0]), (dx, r[2] - x0), (-dy, y0 - r[1]), (dy, r[3] - y0)):
-        if pk == 0:
-            if qk < 0:
-                return False
-        else:
-            t = qk / pk
-            if pk < 0:
-                t0 = max(t0, t)
-            else:
-                t1 = min(t1, t)
-            if t0 > t1:
-                return False
-    return True
 
 
 # --- geometry ---------------------------------------------------------------------------------------

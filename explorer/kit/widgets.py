@@ -29,6 +29,7 @@ from .plotly_figure import LINE_H
 from .presentation import (CLICKER_SCRIPT, NAV_CSS, NAV_KEY, Look, css, look, neighbours, readable_dot,
                            readable_figure)
 from .state import DEFAULT_SPEED, SPEEDS, Namespace, PlayState, clamp_step, play_interval, play_tick, start_playing
+from explorer.explain.numbers import count, plain
 
 PRESENT_KEY = "presenting"  # plain (non-widget) key shared by all pages
 PRESENT_FIELD = LinkField("bool", False)
@@ -396,7 +397,7 @@ def publish_link(ctx: PageContext, state: dict[str, Any], view: Callable[[], Any
 
 def _speed_label(name: str) -> str:
     seconds = SPEEDS[name]
-    return f"{name} ({seconds:g} s / step)"
+    return f"{name} ({plain(seconds)} s / step)"
 
 
 def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: str = "step",
@@ -591,7 +592,7 @@ def show_table(data: Any, lk: Look, *, where=None, static: bool = False, hide_in
     cut = lk.presenting and n_rows > PRESENT_TABLE_ROWS
     where.table(head(df) if cut else df, hide_index=hide_index, **_table_only(table_args))
     if cut:
-        where.caption(f"The first {PRESENT_TABLE_ROWS} of {n_rows:,} rows (all of them outside presentation mode).")
+        where.caption(f"The first {PRESENT_TABLE_ROWS} of {count(n_rows)} rows (all of them outside presentation mode).")
 
 
 def yes_no(rows: list[dict]) -> list[dict]:

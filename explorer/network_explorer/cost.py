@@ -21,6 +21,7 @@ from explorer.explain.parser import MAX_NODES, MAX_WORK, OP_WORK
 from engine.tensor import no_grad, trace_ops
 
 from .presets import SWEEPS, Network, PresetError
+from explorer.explain.numbers import count
 
 # A recording holds every value, adjoint, contribution, running sum and the arrays each VJP multiplied:
 # 60-100 bytes per number of the graph (measured over the presets: benchmarks/request_bounds.py). 600,000
@@ -103,20 +104,20 @@ def check(key: str, cost: NetworkCost, options: dict) -> None:
         PresetError: kind of limit and the numbers, in the page's usual words.
     """
     if cost.ops > MAX_OPS:
-        raise PresetError(f"too many operations to step through: this network runs {cost.ops:,} primitives "
-                          f"(at most {MAX_OPS:,}); use fewer layers or time steps")
+        raise PresetError(f"too many operations to step through: this network runs {count(cost.ops)} primitives "
+                          f"(at most {count(MAX_OPS)}); use fewer layers or time steps")
     if cost.numbers > MAX_RECORDED_NUMBERS:
-        raise PresetError(f"too big to step through here: its graph holds {cost.numbers:,} numbers (values of "
-                          f"{cost.ops:,} ops and their inputs; at most {MAX_RECORDED_NUMBERS:,}, since every "
+        raise PresetError(f"too big to step through here: its graph holds {count(cost.numbers)} numbers (values of "
+                          f"{count(cost.ops)} ops and their inputs; at most {count(MAX_RECORDED_NUMBERS)}, since every "
                           "value, adjoint and contribution is kept for the pictures); use a smaller batch, fewer "
                           "or narrower layers")
     total = request_work(key, cost, options)
     if total > MAX_WORK:
         raise PresetError(f"too much work for one request: the page runs this network about "
                           f"{math.ceil(runs(key, cost, options)[0])} times (recording, gradient check, memory "
-                          f"sweep), each run {cost.ops:,} ops on {cost.op_numbers:,} numbers and "
-                          f"{cost.multiply_adds:,} multiply-adds: {total:,.0f} work units; the budget is "
-                          f"{MAX_WORK:,}. Use a smaller batch, fewer or narrower layers")
+                          f"sweep), each run {count(cost.ops)} ops on {count(cost.op_numbers)} numbers and "
+                          f"{count(cost.multiply_adds)} multiply-adds: {count(total)} work units; the budget is "
+                          f"{count(MAX_WORK)}. Use a smaller batch, fewer or narrower layers")
 
 
 __all__ = ["NetworkCost", "probe", "runs", "request_work", "check", "MAX_RECORDED_NUMBERS", "MAX_OPS",

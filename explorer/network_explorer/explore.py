@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from explorer.kit.frames import FrameSet
-from explorer.kit.labels import bar, num
+from explorer.kit.labels import adjoint_label, num
 from explorer.kit.plotly_figure import figure_dict, plan
 
 from . import analysis, cost
@@ -235,7 +235,7 @@ def adjoint_name(ex: Explored, node_id: int) -> str:
     """The adjoint of a recorded node as the backward graph names it, with the lecture's bar as every page writes
     it (``l̄inear#3``, ``f̄c1.weight``; the op view's name, which a layer box's member keeps)."""
     from explorer.explain.graph import adjoint_names
-    return adjoint_names(ex.views["op"].graph).get(node_id) or bar(ex.rec.node(node_id).label)
+    return adjoint_label(adjoint_names(ex.views["op"].graph), node_id, ex.rec.node(node_id).label)
 
 
 def graph_dot(ex: Explored, level: str) -> str:

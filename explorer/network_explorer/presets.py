@@ -21,6 +21,7 @@ from engine.backends import get_backend
 from engine.nn import Parameter
 from engine.tensor import Tensor, no_grad, tensor
 from explorer.kit.labels import num
+from explorer.explain.numbers import count
 
 
 class Scope:
@@ -464,7 +465,7 @@ def parse_layers(text: str) -> list[tuple[str, float | None]]:
 
 def _check_text(name: str, text: str) -> None:
     if len(text) > MAX_TEXT[name]:
-        raise PresetError(f"the {name} text has {len(text):,} characters, more than the limit of {MAX_TEXT[name]:,}")
+        raise PresetError(f"the {name} text has {count(len(text))} characters, more than the limit of {count(MAX_TEXT[name])}")
 
 
 def _check_parameters(spec: list[tuple[str, float | None]], features: int) -> None:
@@ -474,8 +475,8 @@ def _check_parameters(spec: list[tuple[str, float | None]], features: int) -> No
         if kind == "linear":
             n_params, width = n_params + width * int(arg) + int(arg), int(arg)
     if n_params > MAX_PARAMETERS:
-        raise PresetError(f"too big to step through here: these layers hold {n_params:,} weights and biases (at "
-                          f"most {MAX_PARAMETERS:,}); use fewer or narrower layers")
+        raise PresetError(f"too big to step through here: these layers hold {count(n_params)} weights and biases (at "
+                          f"most {count(MAX_PARAMETERS)}); use fewer or narrower layers")
 
 
 def custom(layers: "str | list[tuple[str, float | None]]" = "linear 4, relu, linear 2", batch: int = 3,

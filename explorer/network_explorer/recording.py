@@ -20,6 +20,7 @@ from engine.tensor import Tensor, trace_ops
 from explorer.kit.labels import shape_text
 
 from .presets import Network, Scope
+from explorer.explain.numbers import plain
 
 COMPACT_CELLS = 400   # arrays up to this many numbers are kept whole (a heatmap shows at most this many)
 
@@ -243,7 +244,7 @@ def record(network: Network) -> Recording:
             kind, label = "param", t.name or f"leaf{len(nodes)}"
         else:
             kind = "constant" if t.numel() == 1 else "input"
-            label = t.name or (f"{t.item():g}" if t.numel() == 1 else
+            label = t.name or (plain(t.item()) if t.numel() == 1 else
                                ("indices" if not t.dtype.is_floating else "const") + f"#{len(nodes)}")
         nid = len(nodes)
         nodes.append(Node(nid, label, kind, kind, t.shape, t.dtype.name, layer, [], t.requires_grad,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .analysis import fan_out_sum, format_shape
 from .recording import Summary, is_zero
+from explorer.explain.numbers import count
 
 
 def note_levels(notes: list[str]) -> list[tuple[str, str]]:
@@ -73,7 +74,7 @@ def memory_caption(mem) -> str:
     n = len(unread)
     return (head + f" {n} of the {len(mem.rows)} {'was' if n == 1 else 'were'} kept but not read: an op keeps "
             "its inputs for one another's gradients, and the gradient it kept "
-            f"{'it' if n == 1 else 'them'} for was not wanted here ({mem.unread_bytes:,} bytes).")
+            f"{'it' if n == 1 else 'them'} for was not wanted here ({count(mem.unread_bytes)} bytes).")
 
 
 def gradcheck_rows(check) -> list[dict]:

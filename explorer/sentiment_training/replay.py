@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from .runner import RunSnapshot
+from explorer.explain.numbers import fixed, plain
 
 PACES = (20, 40, 60)      # seconds a replay of the whole run takes (the lecturer's choice)
 DEFAULT_PACE = 40
@@ -81,8 +82,9 @@ def replay_text(snap: RunSnapshot, shown: RunSnapshot, replay: Replay) -> str:
     """The progress line during a replay, one line on a projector: which epoch is on screen, and that the
     numbers are the run's own (a longer line wrapped to three and pushed the network below the screen)."""
     f = snap.finished
-    took = None if f is None or f.elapsed is None else f"{f.elapsed:.0f}" if f.elapsed >= 10 else f"{f.elapsed:.1f}"
+    took = None if f is None or f.elapsed is None else fixed(f.elapsed, 0) if f.elapsed >= 10 else fixed(f.elapsed)
     recorded = f" (trained in {took} s)" if took is not None else ""
     epoch = shown.epochs[-1].epoch if shown.epochs else 0
-    return (f"Replay over {replay.seconds:g} s: epoch {epoch} / {snap.total_epochs} of the recorded run{recorded}, "
+    return (f"Replay over {plain(replay.seconds)} s: epoch {epoch} / {snap.total_epochs} of the recorded "
+            f"run{recorded}, "
             "every number its own")

@@ -31,6 +31,7 @@ from sentiment.trainer import (BatchEnd, EpochEnd, InsideLook, SentimentTrainer,
                                TrainingFinished, TrainingStarted, ValidationPoint)
 
 from .progress import ProgressClock
+from explorer.explain.numbers import fixed
 
 LOOK_METRICS = ("weight_norm", "grad_norm", "update_ratio")   # per layer, in RunSnapshot.look_columns
 EPOCH_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_accuracy", "best_val_accuracy")
@@ -528,7 +529,7 @@ class TrainingRun:
                             self._record(msg)
                 now = time.monotonic()
                 if now > deadline and not self.control.stopped:
-                    self._note = f"stopped by the server after its time limit of {pool.max_run_s / 60:.0f} min"
+                    self._note = f"stopped by the server after its time limit of {fixed(pool.max_run_s / 60, 0)} min"
                     self.stop()
                 if (self._stop_sent_at is not None and now - self._stop_sent_at > self.STOP_GRACE_S
                         and self._process.is_alive()):

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from explorer.kit.notes import NOTES
+from explorer.explain.numbers import count, fixed, percent
 
 NEGATIONS = frozenset({"not", "n't", "no", "never", "nothing", "none", "nobody", "nor", "neither", "without"})
 CONTRASTS = frozenset({"but", "yet", "although", "though", "however"})
@@ -86,11 +87,11 @@ def notes_differ_text(table: pd.DataFrame, data_label: str) -> str:
     n = int(table["sentences"].sum())
     smallest = int(table.loc[table["sentences"] > 0, "sentences"].min()) if n else 0
     return (f"The notes measured their own bag-of-words classifier on their own sentences (other data, "
-            f"other sizes, their own typing): {NOTES['bow_contrast_accuracy'].value:.3f} on contrasts, "
-            f"{NOTES['bow_other_accuracy'].value:.3f} on the other types. Ours is HW2's network on this run's "
-            f"{n:,} validation sentences ({data_label}), typed by the rule above"
+            f"other sizes, their own typing): {fixed(NOTES['bow_contrast_accuracy'].value, 3)} on contrasts, "
+            f"{fixed(NOTES['bow_other_accuracy'].value, 3)} on the other types. Ours is HW2's network on this run's "
+            f"{count(n)} validation sentences ({data_label}), typed by the rule above"
             + (f"; the smallest type holds {smallest} sentence{'' if smallest == 1 else 's'}, so one error moves "
-               f"its accuracy by {1 / smallest:.0%}" if smallest else "")
+               f"its accuracy by {percent(1 / smallest)}" if smallest else "")
             + ". " + _contrast_verdict(table))
 
 
@@ -103,7 +104,7 @@ def _contrast_verdict(table: pd.DataFrame) -> str:
     if rows["contrast"] <= rows.min():
         return ("Here too contrasts are the weakest type: an averaged bag of words cannot tell which clause comes "
                 "last.")
-    return (f"Here contrasts are not the weakest type ({weakest} is, {rows[weakest]:.3f}): on so few sentences a "
+    return (f"Here contrasts are not the weakest type ({weakest} is, {fixed(rows[weakest], 3)}): on so few sentences a "
             "type's accuracy is noisy; the word-order demo below shows the blindness itself.")
 
 
@@ -113,4 +114,4 @@ def order_blind_text(demo: pd.DataFrame) -> str:
     row = demo.iloc[0]
     a, b, pa, pb = row["sentence A"], row["sentence B"], row["P(positive | A)"], row["P(positive | B)"]
     verdict = "equal: the mean of the word vectors ignores their order" if pa == pb else "different"
-    return f"P(positive | “{a}”) = **{pa:.4f}**, P(positive | “{b}”) = **{pb:.4f}**: {verdict}."
+    return f"P(positive | “{a}”) = **{fixed(pa, 4)}**, P(positive | “{b}”) = **{fixed(pb, 4)}**: {verdict}."

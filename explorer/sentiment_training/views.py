@@ -25,6 +25,7 @@ from ..kit.graphviz_layout import GraphvizFailed, GraphvizUnavailable, run_dot
 from ..kit.labels import num
 from ..student_code.handout import AUTOGRADER_NOTE, autograder_log, training_faq_text  # noqa: F401  (HW2's log lines and FAQ, for the page)
 from .runner import LOOK_METRICS, RunSnapshot
+from explorer.explain.numbers import count, duration, percent, plain, sci
 
 AUTOGRADER_EPOCHS = 3   # the epochs whose default_log_fn lines the page prints after a run
 
@@ -36,7 +37,7 @@ HW2_SIZES = (450, 100)     # HW2's subset: its 75% target belongs to this settin
 DATASETS = {
     "builtin": "Built-in corpus (hand-written, no download)",
     "subset": "SST-2, HW2 subset (first N train / first M validation)",
-    "full": f"SST-2, full ({SST2_SIZES[0]:,} train / {SST2_SIZES[1]:,} validation)",
+    "full": f"SST-2, full ({count(SST2_SIZES[0])} train / {count(SST2_SIZES[1])} validation)",
     "own": "Your own data (upload a CSV / TSV file or paste sentences)",
 }
 
@@ -112,15 +113,16 @@ def own_data(train: "bytes | str | None", train_name: str, val: "bytes | str | N
     va = None
     if val is not None and (not isinstance(val, (str, bytes)) or val.strip()):
         va = parse_labelled(val, val_name, max_bytes=max_bytes)
-        note = f"{len(tr):,} training sentences from {train_name}, {len(va):,} validation sentences from {val_name}"
+        note = (f"{count(len(tr))} training sentences from {train_name}, {count(len(va))} validation sentences from "
+                f"{val_name}")
     elif len(tr) >= 10:
         n_val = max(1, int(round(len(tr) * HOLD_OUT)))
         va = tr[len(tr) - n_val:]
         tr = tr[:len(tr) - n_val]
-        note = (f"{len(tr):,} training sentences from {train_name}; its last {n_val:,} are held out for "
+        note = (f"{count(len(tr))} training sentences from {train_name}; its last {count(n_val)} are held out for "
                 "validation (no validation file given)")
     else:
-        note = f"{len(tr):,} training sentences from {train_name}; too few to hold some out: no validation"
+        note = f"{count(len(tr))} training sentences from {train_name}; too few to hold some out: no validation"
     return OwnData(tr, va, note)
 
 
@@ -135,7 +137,7 @@ def too_large(text: "str | bytes | None", max_chars: int) -> str | None:
     """
     if text is None or len(text) <= max_chars:
         return None
-    return f"{len(text):,} characters, more than the limit of {max_chars:,}"
+    return f"{count(len(text))} characters, more than the limit of {count(max_chars)}"
 
 
 def predict_sentence(trainer: SentimentTrainer, text: str):
@@ -149,17 +151,6 @@ def predict_sentence(trainer: SentimentTrainer, text: str):
     if why is not None:
         raise ValueError(f"this sentence has {why}: type a sentence or two")
     return trainer.predict_text(text)
-
-
-def format_seconds(s: float | None) -> str:
-    if s is None or not np.isfinite(s):
-        return "–"
-    s = int(round(s))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 def seconds_left(snap: RunSnapshot) -> float | None:
@@ -191,19 +182,19 @@ def progress_text(snap: RunSnapshot) -> str:
     """``Epoch 12/250 · batch 30/45 · 2,345 examples/s · 1 min 20 s left`` (or the final state)."""
     if snap.finished is not None:
         f = snap.finished
-        best = f" · best validation accuracy {f.best_val_accuracy:.1%} (epoch {f.best_epoch})" \
+        best = f" · best validation accuracy {percent(f.best_val_accuracy, 1)} (epoch {f.best_epoch})" \
             if f.best_val_accuracy is not None else ""
         word = {"completed": "Finished", "stopped": "Stopped", "error": "Failed"}.get(f.status, f.status)
-        return f"{word} after {f.epochs_done}/{snap.total_epochs} epochs in {format_seconds(f.elapsed)}{best}"
+        return f"{word} after {f.epochs_done}/{snap.total_epochs} epochs in {duration(f.elapsed)}{best}"
     if snap.queue_position is not None:
         return f"Waiting for a free training process: number {snap.queue_position} in the queue…"
     if snap.last_batch is None:
         return "Starting…"
     b = snap.last_batch
-    rate = f"{snap.examples_per_s:,.0f} examples/s" if snap.examples_per_s else "measuring speed…"
+    rate = f"{count(snap.examples_per_s)} examples/s" if snap.examples_per_s else "measuring speed…"
     state = " · paused" if snap.status == "paused" else " · stopping…" if snap.status == "stopping" else ""
     return (f"Epoch {b.epoch}/{snap.total_epochs} · batch {b.batch}/{b.n_batches} · {rate} · "
-            f"about {format_seconds(seconds_left(snap))} left{state}")
+            f"about {duration(seconds_left(snap))} left{state}")
 
 
 # --- figures ---------------------------------------------------------------------------
@@ -300,13 +291,13 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
          "encoding": {"x": _epoch_x(snap.total_epochs), "y": y, "tooltip": [{"field": "label"}]}},
     ]
     if target is not None:
-        layers.append({"data": {"values": [{"target": target, "label": f"HW2 target {target:.0%}"}]},
+        layers.append({"data": {"values": [{"target": target, "label": f"HW2 target {percent(target)}"}]},
                        "mark": {"type": "rule", "strokeDash": [8, 5], "color": "gray", "strokeWidth": 2},
                        "encoding": {"y": {"field": "target", "type": "quantitative", "scale": {"domain": [0, 1]}}}})
     # the checkpoint named in the subtitle: a label beside the diamond ran into the curves and the chart's edge
     # and so is HW2's target line (its label on the line sat on the curves' first epochs)
-    named = ([f"◆ {best[0]['label']} ({best[0]['accuracy']:.1%})"] if best else []) + \
-        ([f"- - HW2 target {target:.0%}"] if target is not None else [])
+    named = ([f"◆ {best[0]['label']} ({percent(best[0]['accuracy'], 1)})"] if best else []) + \
+        ([f"- - HW2 target {percent(target)}"] if target is not None else [])
     title = {"text": "Accuracy per epoch", "subtitle": " · ".join(named) or " ", "subtitleColor": BEST_COLOUR,
              "subtitleFontSize": font_size}
     spec = {"title": title, "height": height, "config": _config(font_size), "autosize": FIT_X, "layer": layers}
@@ -474,9 +465,10 @@ def unknown_words_text(started) -> str:
     if not words:
         return "every word has a GloVe vector"
     plural = words != 1
-    return (f"{words:,} distinct word{'s' if plural else ''} {'have' if plural else 'has'} no GloVe vector and "
-            f"share{'' if plural else 's'} one fixed random vector: {train + val:,} occurrence"
-            f"{'s' if train + val != 1 else ''}, {train:,} in the training and {val:,} in the validation sentences")
+    return (f"{count(words)} distinct word{'s' if plural else ''} {'have' if plural else 'has'} no GloVe vector and "
+            f"share{'' if plural else 's'} one fixed random vector: {count(train + val)} occurrence"
+            f"{'s' if train + val != 1 else ''}, {count(train)} in the training and {count(val)} in the validation "
+            "sentences")
 
 
 def units_chart(look: InsideLook | None, hidden: int, font_size: int = 13, height: int = 40
@@ -533,7 +525,7 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
     total = sum(layer.n_params for layer in layers)
     # top to bottom the picture is a narrow column: short lines (a long one widened it and shrank every text)
     brk = "\\n" if rankdir == "TB" else " "
-    caption = f"{total:,} trainable parameters{brk}(word vectors fixed)"
+    caption = f"{count(total)} trainable parameters{brk}(word vectors fixed)"
     if look is not None:
         caption += (f"\\nmeasured {look_when(look, n_batches).replace(', ', ',' + brk)}\\nthicker arrow: larger "
                     f"‖∂L/∂W‖{brk}of the layer it enters")
@@ -542,17 +534,17 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
            f"fontname={NETWORK_FONT};", f"edge [fontname={NETWORK_FONT}];",
            f'node [shape=box, style="rounded,filled", fontname={NETWORK_FONT}, fontsize={font_size}];']
     for layer in layers:
-        params = f"\\n{layer.n_params:,} parameters" if layer.n_params else ""
+        params = f"\\n{count(layer.n_params)} parameters" if layer.n_params else ""
         fill = "#dbe7ff" if layer.n_params else "#f2f2f2"
         label = f"{layer.description}\\n{layer.output_shape}{params}"
         attrs = {}
         if layer.name in stats:
             st_ = stats[layer.name]
             label += (f"\\n‖W‖ {num(st_.weight_norm, 3)}\\n‖∂L/∂W‖ {num(st_.grad_norm, 2)}"
-                      f"\\n‖ΔW‖/‖W‖ {st_.update_ratio:.1e}")
+                      f"\\n‖ΔW‖/‖W‖ {sci(st_.update_ratio)}")
         if layer.name == "relu" and look is not None:
             n_dead = int(round(look.dead_relu * len(look.active)))
-            label += f"\\ndead: {look.dead_relu:.0%} ({n_dead} of {len(look.active)})"
+            label += f"\\ndead: {percent(look.dead_relu)} ({n_dead} of {len(look.active)})"
             fill = _heat(look.dead_relu)
             attrs["penwidth"] = "3" if look.dead_relu >= 0.5 else "1"
             attrs["color"] = "#b91c1c" if look.dead_relu >= 0.5 else "black"
@@ -584,9 +576,9 @@ def network_figure(trainer_or_model, width: int = NETWORK_WIDTH) -> dict:
     total = sum(layer.n_params for layer in layers)
     return still_figure(graph, {k: layer.description for k, layer in enumerate(layers)},
                         {k: f"→ {layer.output_shape}" for k, layer in enumerate(layers)},
-                        {k: f"{layer.n_params:,} parameters" for k, layer in enumerate(layers) if layer.n_params},
+                        {k: f"{count(layer.n_params)} parameters" for k, layer in enumerate(layers) if layer.n_params},
                         {k: "computed" if layer.n_params else "idle" for k, layer in enumerate(layers)},
-                        caption=f"{total:,} trainable parameters (word vectors are fixed)", width=width,
+                        caption=f"{count(total)} trainable parameters (word vectors are fixed)", width=width,
                         rankdir="BT")
 
 
@@ -617,9 +609,9 @@ def checkpoint_text(snap: RunSnapshot) -> str:
     last = snap.epochs[-1] if snap.epochs else None
     if f.best_epoch is not None and f.best_val_accuracy is not None:
         text = (f"Everything below uses the **best checkpoint: epoch {f.best_epoch}** (validation accuracy "
-                f"{f.best_val_accuracy:.1%}), the weights the trainer kept when validation accuracy peaked")
+                f"{percent(f.best_val_accuracy, 1)}), the weights the trainer kept when validation accuracy peaked")
         if last is not None and last.epoch != f.best_epoch and last.val_accuracy is not None:
-            text += f"; the last epoch ({last.epoch}) had {last.val_accuracy:.1%}."
+            text += f"; the last epoch ({last.epoch}) had {percent(last.val_accuracy, 1)}."
         else:
             text += "; it is also the last epoch."
         return text
@@ -663,7 +655,7 @@ class RunRecord:
     @property
     def label(self) -> str:
         c = self.config
-        return (f"run {self.number}: lr {c['lr']:g} {c['optimizer']}, dropout {c['dropout']:g}, "
+        return (f"run {self.number}: lr {plain(c['lr'])} {c['optimizer']}, dropout {plain(c['dropout'])}, "
                 f"hidden {c['hidden']}, {c['backend']}")
 
 
@@ -722,9 +714,9 @@ def compare_rows(records: list[RunRecord]) -> pd.DataFrame:
         row = {"run": r.number, "dataset": r.dataset}
         row.update({label: r.config.get(key) for key, label in SETTING_NAMES.items()})
         row.update({"status": r.status, "epochs run": r.epochs[-1] if r.epochs else 0,
-                    "best validation accuracy": f"{r.best:.1%}" if r.best is not None else "–",
+                    "best validation accuracy": percent(r.best, 1) if r.best is not None else "–",
                     "best epoch": r.best_epoch if r.best_epoch is not None else "–",
-                    "dead ReLUs at the end": f"{r.dead_relu[-1]:.0%}" if r.dead_relu else "–"})
+                    "dead ReLUs at the end": percent(r.dead_relu[-1]) if r.dead_relu else "–"})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from engine import autodiff
 from engine.autodiff import NodeVisited
-from explorer.explain.graph import fmt
+from explorer.explain.numbers import count, fmt
 from explorer.explain.harness import gradients_wrong
 
 from .graphs import BuiltGraph, build, spec_for
@@ -229,8 +229,8 @@ def diagnose(key: str, raw: dict | None, ref: Reference, skipped: str | None = N
         v.headline = f"{who}: {error_text(err)}"
         v.error = err
         if v.kind == "work_limit":
-            v.headline = (f"exponential work: {who} made more than {bp['vjp_calls'] - 1:,} chain_rule calls "
-                          f"on a graph the engine backpropagates with {ref.vjp_calls:,}")
+            v.headline = (f"exponential work: {who} made more than {count(bp['vjp_calls'] - 1)} chain_rule calls "
+                          f"on a graph the engine backpropagates with {count(ref.vjp_calls)}")
         if bp.get("error") is None and sort_error is not None:
             v.details.append("backpropagate ran without error (it does not call your topological_sort?)")
         elif bp.get("error") is not None and sort_error is not None and sort_error != bp["error"]:
@@ -323,7 +323,7 @@ def diagnose(key: str, raw: dict | None, ref: Reference, skipped: str | None = N
 
 
 def _calls(n: int) -> str:
-    return f"{n:,} VJP call" + ("" if n == 1 else "s")
+    return f"{count(n)} VJP call" + ("" if n == 1 else "s")
 
 
 def _fmt(v) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from engine import Tensor
 from explorer.explain import harness
 from explorer.explain.trace import ForwardRun, run_forward
+from explorer.explain.numbers import count, plain
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def doubling_spec(depth: int) -> GraphSpec:
                      ", ".join(f"{k} = {v}" for k, v in inputs.items()), "doubling")
 
 
-DEEP = GraphSpec("deep", f"The notes' {DEEP_CHAIN_DEPTH:,}-deep chain h ← h·1.0002", family="deep")
+DEEP = GraphSpec("deep", f"The notes' {count(DEEP_CHAIN_DEPTH)}-deep chain h ← h·1.0002", family="deep")
 
 
 def spec_for(key: str) -> GraphSpec:
@@ -124,6 +125,6 @@ def _deep_chain(spec: GraphSpec) -> BuiltGraph:
         for p in t.parents:
             if p.unique_id not in node_of:
                 c = node_of[p.unique_id] = len(names)
-                names[c], kinds[c], parents[c] = f"{p.item():g}", "constant", []
+                names[c], kinds[c], parents[c] = plain(p.item()), "constant", []
             parents[k].append(node_of[p.unique_id])
     return BuiltGraph(spec, out, {"x1": x}, node_of, names, kinds, parents)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from explorer.explain.numbers import fixed
 
 # --- the three problems ------------------------------------------------------------------------------------------
 
@@ -305,7 +306,7 @@ def backend_rows(runs: Sequence[BackendRun]) -> list[dict]:
     for r in runs:
         if r.available:
             rows.append({"engine backend": r.backend, "runs here": "yes", "loss": num(r.loss),
-                         "ms per step": f"{r.ms:.1f}", "largest gradient difference from numpy": num(r.grad_diff)})
+                         "ms per step": fixed(r.ms), "largest gradient difference from numpy": num(r.grad_diff)})
         else:
             rows.append({"engine backend": r.backend, "runs here": "no: " + r.reason, "loss": "—",
                          "ms per step": "—", "largest gradient difference from numpy": "—"})
@@ -330,6 +331,6 @@ def backend_runs_caption(runs: Sequence[BackendRun]) -> str:
             "off so that every backend computes the same function) on one batch of 10 padded sentences, forward and "
             "backward from one initialisation, measured on this server when the page opened")
     if slow is not fast:
-        text += (f": `{slow.backend}` took {slow.ms / fast.ms:.0f}× as long as `{fast.backend}` for the loss and "
+        text += (f": `{slow.backend}` took {fixed(slow.ms / fast.ms, 0)}× as long as `{fast.backend}` for the loss and "
                  "gradients in the table")
     return text + "."

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .graphs import all_keys
+from explorer.explain.numbers import plain
 
 ROOT = Path(__file__).resolve().parents[2]   # the checkout holding engine/ and explorer/
 
@@ -83,13 +84,13 @@ def run_student_code(path: str | os.PathLike, keys: list[str] | None = None, tim
                 run.skipped[k] = (f"not run: the code was stopped at the {_limit_name(msg.get('reason'))} on "
                                   f"graph {msg.get('after')}")
     if not run.load:
-        why = (f"the child process was stopped after {total_limit_s:g} s" if killed else
+        why = (f"the child process was stopped after {plain(total_limit_s)} s" if killed else
                f"the child process exited with code {proc.returncode} before loading the file")
         run.load = {"type": "load", "ok": False, "error": {"kind": "crashed", "type": "", "message": why,
                                                            "file": None, "line": None, "code": None,
                                                            "function": None, "depth": 0}}
     elif run.load.get("ok"):
-        why = (f"not run: the whole run was stopped after {total_limit_s:g} s" if killed else
+        why = (f"not run: the whole run was stopped after {plain(total_limit_s)} s" if killed else
                f"not run: the child process exited with code {proc.returncode} (memory or CPU limit?)")
         for k in keys:
             if k not in run.graphs and k not in run.skipped:

@@ -14,9 +14,9 @@ from typing import Any, Mapping
 
 from engine import autodiff
 from explorer.explain import record_execution
-from explorer.explain.graph import fmt, plain_value
-from explorer.explain.graph import adjoint_names
-from explorer.explain.trace import BackwardEvent, Trace, bar
+from explorer.explain.graph import adjoint_label, adjoint_names, plain_value
+from explorer.explain.numbers import fmt
+from explorer.explain.trace import BackwardEvent, Trace
 
 from ..kit.backward_view import WRONG_MARK, shared_backward_figures
 from ..kit.code_panel import CodeBlock, step_events
@@ -145,7 +145,7 @@ def student_events(events: list[list], ref: Reference) -> list[BackwardEvent]:
         if kind == "vjp":
             step += 1
             taken.add(node)
-            add("visit", node, None, value, text=f"your code: chain_rule({nm}) with {adjoint_of.get(node) or bar(nm)} = {_f(value)}")
+            add("visit", node, None, value, text=f"your code: chain_rule({nm}) with {adjoint_label(adjoint_of, node, nm)} = {_f(value)}")
         elif kind == "acc":
             step += 1
             taken.add(node)
@@ -165,7 +165,7 @@ def student_events(events: list[list], ref: Reference) -> list[BackwardEvent]:
             v = _num(value)
             total[parent] = v if parent not in total or v is None or total[parent] is None else total[parent] + v
             add("accumulate", parent, None, total[parent], received[parent], want,
-                f"{adjoint_of.get(parent) or bar(pn)} = {_f(total[parent])} ({received[parent]} of {want} received)")
+                f"{adjoint_label(adjoint_of, parent, pn)} = {_f(total[parent])} ({received[parent]} of {want} received)")
     return out
 
 
