@@ -33,8 +33,8 @@ MODES = ("keep_all", "every", "sqrt", "recompute_all")
 
 
 class _Segment:
-    """The parameters of a recorded checkpoint: what to recompute and how many of the op's inputs are the
-    segment's own arguments (the rest are tensors its closure reads)."""
+    """A recorded checkpoint's parameters: what to recompute, and how many of the op's inputs are the
+    segment's arguments (the rest are tensors its closure reads)."""
 
     __slots__ = ("fns", "n_args", "result", "chain")
 
@@ -176,7 +176,7 @@ def run_layers(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor, mode: str =
     if k < 1:
         raise ValueError(f"every must be at least 1, got {every!r}")
     for s in range(0, len(fns), k):
-        x = _record(fns[s:s + k], (x,), chain=False) if k == 1 else _record([_compose(fns[s:s + k])], (x,), False)
+        x = _record([_compose(fns[s:s + k])], (x,), chain=False)
     return x
 
 
@@ -185,7 +185,7 @@ def _compose(fns):
         for f in fns:
             h = f(h)
         return h
-    return segment
+    return segment if len(fns) > 1 else fns[0]
 
 
 def sqrt_segment(depth: int) -> int:
@@ -239,8 +239,7 @@ def measure_policy(depth: int, width: int, batch: int, mode: str, every: int | N
         for pair in params:
             for p in pair:
                 p.grad = None
-        out = run_layers(layers(), x, mode=mode, every=every)
-        return out
+        return run_layers(layers(), x, mode=mode, every=every)
 
     out = run_layers(layers(), x)                  # keep-all's gradients, the reference
     out.sum().backward()

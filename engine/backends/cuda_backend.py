@@ -1,22 +1,18 @@
 """CUDA backend: CuPy arrays as storage, our own kernels from ``engine/kernels/*.cu``.
 
-CuPy supplies device memory, strided views (permute, expand, basic indexing),
-host transfers and the random generator. Every computation runs one of our
-kernels, compiled by NVRTC through ``cupy.RawModule``:
+CuPy supplies device memory, strided views, host transfers and the random generator. Every
+computation runs one of our kernels, compiled by NVRTC through ``cupy.RawModule``:
 
     map / zip / where   elementwise.cu  one thread per output, grid-stride, contiguous fast path
     reduce              reduce.cu       one block per output row, shared-memory tree
     matmul              matmul.cu       batched, shared-memory tiles + register tiles
     gather / scatter    gather.cu       embedding rows; scatter-add with atomicAdd
 
-The kernels only see pointers, sizes and a small ``meta`` vector of shapes and
-strides (in elements). Building that vector is pure Python (:func:`collapse_dims` and
-the ``*_meta`` helpers below) and is tested without a GPU; the kernels themselves are
-compiled by ``nvcc`` in CI and executed by a host emulator (``tests/cuda_emulator``)
-that runs the same source on CPU threads.
-
-``CudaBackend(runtime)`` takes the object that owns memory and launches kernels;
-the default is :class:`CupyRuntime` (the GPU).
+The kernels see pointers, sizes and a ``meta`` vector of shapes and strides (in elements), built in
+pure Python (:func:`collapse_dims`, the ``*_meta`` helpers) and tested without a GPU; the kernels
+themselves are compiled by ``nvcc`` in CI and run by a host emulator (``tests/cuda_emulator``).
+``CudaBackend(runtime)`` takes the object that owns memory and launches kernels (default
+:class:`CupyRuntime`, the GPU).
 """
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64, result_dtype
-from ..tensor_data import IndexingError, ViewError, broadcast_error
+from ..tensor_data import IndexingError, ViewError, broadcast_error, strides_from_shape
 from .base import BINARY_OPS, COMPARISONS, INT_UNARY_OPS, UNARY_OPS, Backend, BackendUnavailable, ThreadRandom
 
 KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
@@ -45,19 +41,16 @@ CTYPE = {"float32": "float", "float64": "double", "int64": "long long", "bool": 
 
 
 def functor_name(op: str) -> str:
-    """The C++ functor (in elementwise.cu) of a declared kernel: ``Op`` + its name in CamelCase
-    (``exp`` -> ``OpExp``); declaring a kernel in ``engine.ops`` and writing that struct is all it takes."""
+    """The C++ functor in elementwise.cu of a declared kernel: ``exp`` -> ``OpExp``."""
     return "Op" + "".join(part.capitalize() for part in op.split("_"))
 
 
-_INT_UNARY = INT_UNARY_OPS  # stay integer; the rest compute in float64
 _LOGICAL = ("add", "mul", "maximum")  # on two bools: or, and, or
 _FLOATS = ("float32", "float64")
 _NUMERIC = ("float32", "float64", "int64")
 
 
-# ---------------------------------------------------------------------------
-# kernel names: the single list the backend, the nvcc test and the emulator use
+# --- kernel names: the one list the backend, the nvcc test and the emulator use
 
 
 def map_name(kind: str, tin: str, tout: str, functor: str) -> str:
@@ -83,7 +76,7 @@ def kernel_names() -> dict[str, list[str]]:
     elementwise = []
     for kind in ("contig", "strided"):
         for op in sorted(UNARY_OPS):
-            for t in (_NUMERIC if op in _INT_UNARY else _FLOATS):
+            for t in (_NUMERIC if op in INT_UNARY_OPS else _FLOATS):
                 elementwise.append(map_name(kind, t, t, functor_name(op)))
         for tin in CTYPE:  # casts (and copies) between every pair of dtypes
             for tout in CTYPE:
@@ -106,8 +99,7 @@ def kernel_source(filename: str) -> str:
     return re.sub(r'#include\s+"common\.cuh"', lambda _: common, text)
 
 
-# ---------------------------------------------------------------------------
-# index maths (pure Python; the kernels receive its results)
+# --- index maths (pure Python; the kernels receive its results)
 
 
 def collapse_dims(shape: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
@@ -131,12 +123,7 @@ def collapse_dims(shape: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[
     return tuple(out_shape), per_operand
 
 
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for s in reversed(tuple(shape)):
-        out.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(out))
+contiguous_strides = strides_from_shape
 
 
 def offset_of(lin: int, shape: Sequence[int], strides: Sequence[int]) -> int:
@@ -189,8 +176,7 @@ def _pow2_at_least(n: int, lo: int, hi: int) -> int:
     return p
 
 
-# ---------------------------------------------------------------------------
-# the GPU runtime
+# --- the GPU runtime
 
 
 def _import_cupy():
@@ -242,9 +228,6 @@ class CupyRuntime:
 
     def synchronize(self) -> None:
         self.cp.cuda.Device().synchronize()
-
-
-# ---------------------------------------------------------------------------
 
 
 class CudaBackend(Backend):
@@ -363,8 +346,8 @@ class CudaBackend(Backend):
         if op not in UNARY_OPS:
             raise ValueError(f"unknown unary kernel {op!r}")
         dt = as_dtype(a.dtype)
-        if dt == bool_ or (not dt.is_floating and op not in _INT_UNARY):
-            a = self.astype(a, int64 if op in _INT_UNARY else float64)
+        if dt == bool_ or (not dt.is_floating and op not in INT_UNARY_OPS):
+            a = self.astype(a, int64 if op in INT_UNARY_OPS else float64)
             dt = as_dtype(a.dtype)
         return self._map(a, functor_name(op), dt)
 
@@ -561,7 +544,7 @@ class CudaBackend(Backend):
         return self._el_strides(a)
 
     def index(self, a, key):
-        # A trailing Ellipsis keeps the result an array view even for all-integer keys.
+        # a trailing Ellipsis keeps the result an array view even for all-integer keys
         key = (key if isinstance(key, tuple) else (key,)) + (Ellipsis,)
         try:
             return a[key]
@@ -575,8 +558,7 @@ class CudaBackend(Backend):
             src = self.xp.broadcast_to(src, target.shape)
         except ValueError:
             raise IndexingError(f"index_add: cannot add shape {tuple(src.shape)} into {tuple(target.shape)}") from None
-        # Basic indexing never selects an element twice and ``out`` is zeros, so the
-        # sum is a strided copy into the view.
+        # basic indexing never selects an element twice and ``out`` is zeros: the sum is a copy into the view
         self._map_into(target, src, "OpIdentity")
         return out
 

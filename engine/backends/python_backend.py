@@ -1,10 +1,8 @@
 """Pure-Python backend: plain loops over strided storage (the teaching reference).
 
-Every kernel walks multi-indices and turns them into storage positions with the
-index maths of :mod:`engine.tensor_data`. It is slow; its worth is that it
-proves the strides, broadcasting and views right, because the NumPy backend
-must give the same numbers. NumPy is used only to convert data
-in and out.
+Every kernel walks multi-indices and turns them into storage positions with the index maths of
+:mod:`engine.tensor_data`. It is slow; its worth is that it proves strides, broadcasting and views
+right, because the NumPy backend must give the same numbers. NumPy only converts data in and out.
 """
 from __future__ import annotations
 
@@ -50,23 +48,13 @@ def _div(x, y):
 def _pow(x, y):
     try:
         r = x ** y
-    except ZeroDivisionError:
-        return math.inf
-    except OverflowError:
+    except (ZeroDivisionError, OverflowError):
         return math.inf
     return math.nan if isinstance(r, complex) else r
 
 
-def _sin(x):
-    return math.sin(x) if math.isfinite(x) else math.nan  # math.sin(inf) raises; NumPy gives nan
-
-
-def _cos(x):
-    return math.cos(x) if math.isfinite(x) else math.nan
-
-
-def _tan(x):
-    return math.tan(x) if math.isfinite(x) else math.nan
+def _periodic(f):
+    return lambda x: f(x) if math.isfinite(x) else math.nan  # math.sin(inf) raises; NumPy gives nan
 
 
 def _sigmoid(x):
@@ -89,7 +77,8 @@ def _maximum(x, y):
 _UNARY = {
     "neg": lambda x: -x, "exp": _exp, "log": _log, "reciprocal": lambda x: _div(1.0, x),
     "relu": lambda x: x if x > 0 else 0.0 * x if x == x else x, "step": lambda x: 1.0 if x > 0 else 0.0,
-    "sqrt": _sqrt, "sigmoid": _sigmoid, "sin": _sin, "cos": _cos, "tan": _tan,
+    "sqrt": _sqrt, "sigmoid": _sigmoid,
+    "sin": _periodic(math.sin), "cos": _periodic(math.cos), "tan": _periodic(math.tan),
 }
 _BINARY = {
     "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": _div,
@@ -97,6 +86,10 @@ _BINARY = {
     "lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,
     "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y,
 }
+
+
+def _promoted(a: TensorData, b: TensorData) -> str:
+    return a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
 
 
 def _new(values, shape, typecode) -> TensorData:
@@ -169,12 +162,9 @@ class PythonBackend(Backend):
         ea, eb = a.expand(shape), b.expand(shape)  # stride-0 views: broadcasting is index maths
         sa, sb = ea.storage, eb.storage
         vals = [f(sa[p], sb[q]) for p, q in zip(ea.positions(), eb.positions())]
-        if op in COMPARISONS:
-            tc = "b"
-        else:
-            tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
-            if op == "div" and tc in "bq":
-                tc = "d"
+        tc = "b" if op in COMPARISONS else _promoted(a, b)
+        if op == "div" and tc in "bq":
+            tc = "d"
         return _new(vals, shape, tc)
 
     def where(self, cond, a, b):
@@ -182,8 +172,7 @@ class PythonBackend(Backend):
         ec, ea, eb = cond.expand(shape), a.expand(shape), b.expand(shape)
         vals = [ea.storage[p] if ec.storage[c] else eb.storage[q]
                 for c, p, q in zip(ec.positions(), ea.positions(), eb.positions())]
-        tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
-        return _new(vals, shape, tc)
+        return _new(vals, shape, _promoted(a, b))
 
     def reduce(self, op, a, axes, keepdim):
         axes = tuple(sorted(ax % len(a.shape) for ax in axes)) if a.shape else ()
@@ -216,7 +205,7 @@ class PythonBackend(Backend):
     def matmul(self, a, b):
         a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
         if a_vec:
-            a = a.view((1,) + a.shape) if a.is_contiguous() else a.contiguous().view((1,) + a.shape)
+            a = a.contiguous().view((1,) + a.shape)
         if b_vec:
             b = b.contiguous().view(b.shape + (1,))
         if len(a.shape) < 2 or len(b.shape) < 2:
@@ -235,9 +224,8 @@ class PythonBackend(Backend):
                     for t in range(k):
                         s += ea.get(bi + (i, t)) * eb.get(bi + (t, j))
                     vals.append(s)
-        tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
         out_shape = batch + (m, n)
-        res = _new(vals, out_shape, tc)
+        res = _new(vals, out_shape, _promoted(a, b))
         if a_vec:
             res = res.view(out_shape[:-2] + (n,))
             out_shape = res.shape
@@ -246,15 +234,13 @@ class PythonBackend(Backend):
         return res
 
     def gather(self, table, indices):
-        rows = [int(v) for v in indices.values()]
         n = table.shape[0]
-        row_shape = table.shape[1:]
         vals = []
-        for r in rows:
+        for r in (int(v) for v in indices.values()):
             if not -n <= r < n:
                 raise IndexingError(f"index {r} out of range for {n} rows")
             vals.extend(table.basic_index(r).values())
-        return _new(vals, indices.shape + row_shape, table.typecode)
+        return _new(vals, indices.shape + table.shape[1:], table.typecode)
 
     def scatter_add(self, shape, indices, src):
         out = TensorData(array.array(src.typecode, [0.0] * prod(shape)), tuple(shape))

@@ -11,9 +11,8 @@ Build first, run later::
     Session(g).run(h, {x: x_value})         # now only the nodes h needs are evaluated
 
 The tensors a graph hands out are ordinary ``engine.Tensor`` objects on the graph's symbolic
-backend, so ``engine.ops`` / ``engine.functional`` (one definition for both worlds) build nodes.
-Nodes are kept in creation order, which is a topological order (an op's inputs always exist
-before it).
+backend (see :mod:`engine.static.symbolic`). Nodes are kept in creation order, which is a
+topological order (an op's inputs always exist before it).
 """
 from __future__ import annotations
 
@@ -110,10 +109,7 @@ class Graph:
     """A static computation graph (nodes in creation order)."""
 
     def __init__(self, backend: "str | Backend" = "numpy", name: str | None = None):
-        """Args:
-            backend: the real backend a Session runs this graph on (``numpy``, ``python``, ``cuda``).
-            name: a label (defaults to ``graph1``, ``graph2``, ...).
-        """
+        """``backend``: the real backend a Session runs the graph on; ``name`` defaults to ``graph1``, ..."""
         self.name = name or f"graph{next(_graph_ids)}"
         self.backend = get_backend(backend)
         self.symbolic = SymbolicBackend(self)
@@ -123,7 +119,7 @@ class Graph:
         self.outputs: list[Node] = []          # set for captured programs (engine.static.compile)
         self.gradients: dict[int, Node] = {}
 
-    # --- context ------------------------------------------------------------------------------
+    # --- context
     @contextmanager
     def as_default(self) -> Iterator["Graph"]:
         """Make this the graph that ``placeholder`` / ``Variable`` / ``constant`` add to."""
@@ -141,7 +137,7 @@ class Graph:
         finally:
             self._role = prev
 
-    # --- node creation -----------------------------------------------------------------------
+    # --- node creation
     def _unique(self, base: str) -> str:
         k = self._names[base]
         self._names[base] += 1
@@ -188,16 +184,16 @@ class Graph:
     def _node_of_abstract(self, a: Abstract) -> Node:
         if a.node is not None:
             return a.node
-        if a.value is not None:  # a constant made by as_tensor_like / zeros_like inside an op
-            node = Node(self, "constant", self._unique("Const"), a.shape, a.dtype, role=self._role)
-            node.value = self.backend.array(a.value, a.dtype)
-        else:
+        if a.value is None:
             raise RuntimeError("a value of this graph was computed by a backend kernel outside any op (a VJP "
                                "or composite reaching into raw arrays): write it with engine ops")
+        # a constant made by as_tensor_like / zeros_like inside an op
+        node = Node(self, "constant", self._unique("Const"), a.shape, a.dtype, role=self._role)
+        node.value = self.backend.array(a.value, a.dtype)
         a.node = node
         return self._append(node)
 
-    # --- queries ------------------------------------------------------------------------------
+    # --- queries
     def get(self, name: str) -> Node:
         for n in self.nodes:
             if n.name == name:

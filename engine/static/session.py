@@ -49,7 +49,7 @@ class Session:
     def __exit__(self, *exc) -> bool:
         return False
 
-    # --- fetch handling ------------------------------------------------------------------------
+    # --- fetches
     def _node(self, f) -> Node:
         if isinstance(f, str):
             return self.graph.get(f)
@@ -79,18 +79,18 @@ class Session:
             return leaves_r, lambda vals: dict(zip(keys, rebuild_r(vals)))
         return [fetches], lambda vals: vals[0]
 
+    def fetched_nodes(self, fetches) -> list[Node]:
+        """The nodes ``fetches`` name (a training op's update nodes)."""
+        roots: list[Node] = []
+        for f in self._flatten(fetches)[0]:
+            roots.extend(f.updates if isinstance(f, TrainOp) else [self._node(f)])
+        return roots
+
     def needed_nodes(self, fetches, feed_dict: dict | None = None) -> list[Node]:
         """The nodes a run of ``fetches`` evaluates, in order (fed nodes are not evaluated)."""
-        leaves, _ = self._flatten(fetches)
         fed = {self._node(k).id for k in (feed_dict or {})}
-        roots: list[Node] = []
-        for f in leaves:
-            if isinstance(f, TrainOp):
-                roots.extend(f.updates)
-            else:
-                roots.append(self._node(f))
         seen: set[int] = set()
-        stack = list(roots)
+        stack = self.fetched_nodes(fetches)
         while stack:
             n = stack.pop()
             if n.id in seen:
@@ -101,7 +101,7 @@ class Session:
             stack.extend(n.inputs)
         return [n for n in self.graph.nodes if n.id in seen and n.id not in fed]
 
-    # --- running -------------------------------------------------------------------------------
+    # --- running
     def run(self, fetches, feed_dict: dict | None = None):
         """Evaluate ``fetches`` (a tensor, node, name or TrainOp, or a list / tuple / dict of them).
 
@@ -143,13 +143,8 @@ class Session:
         for var, new in assignments:
             var.state.value = new
         self.last_evaluated = [n.id for n in order]
-        out = []
-        for f in leaves:
-            if isinstance(f, TrainOp):
-                out.append(None)
-            else:
-                out.append(np.array(be.to_numpy(values[self._node(f).id])))
-        return rebuild(out)
+        return rebuild([None if isinstance(f, TrainOp) else np.array(be.to_numpy(values[self._node(f).id]))
+                        for f in leaves])
 
     def _feed_value(self, node: Node, val):
         be = self.graph.backend
