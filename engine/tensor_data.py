@@ -9,6 +9,8 @@ A position in the flat storage is ``offset + sum(index[i] * strides[i])``. Views
 from __future__ import annotations
 
 import array
+import itertools
+from math import prod
 from typing import Iterator, Sequence
 
 Shape = tuple[int, ...]
@@ -29,13 +31,6 @@ def broadcast_error(*shapes) -> BroadcastError:
 
 class ViewError(RuntimeError):
     """A view was requested that the strides cannot express (as in PyTorch)."""
-
-
-def prod(shape: Sequence[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 INT64_MAX = 2**63 - 1
@@ -74,24 +69,8 @@ def to_index(ordinal: int, shape: Shape) -> list[int]:
 
 
 def all_indices(shape: Shape) -> Iterator[tuple[int, ...]]:
-    """Every multi-index of ``shape`` in row-major order."""
-    if len(shape) == 0:
-        yield ()
-        return
-    if prod(shape) == 0:
-        return
-    index = [0] * len(shape)
-    while True:
-        yield tuple(index)
-        d = len(shape) - 1
-        while d >= 0:
-            index[d] += 1
-            if index[d] < shape[d]:
-                break
-            index[d] = 0
-            d -= 1
-        if d < 0:
-            return
+    """Every multi-index of ``shape`` in row-major order (the last dim varies fastest)."""
+    return itertools.product(*(range(s) for s in shape))
 
 
 def broadcast_shape(a: Shape, b: Shape) -> Shape:

@@ -113,7 +113,7 @@ class Backend(ABC):
 
     @classmethod
     def is_available(cls) -> bool:
-        return True
+        return cls.unavailable_reason() == ""
 
     @classmethod
     def unavailable_reason(cls) -> str:

@@ -250,10 +250,6 @@ class CudaBackend(Backend):
             return "CuPy is installed but no usable NVIDIA GPU / CUDA driver was found (cupy.cuda.is_available() is False)"
         return ""
 
-    @classmethod
-    def is_available(cls) -> bool:
-        return cls.unavailable_reason() == ""
-
     def __init__(self, runtime: Any = None) -> None:
         if runtime is None:
             reason = self.unavailable_reason()

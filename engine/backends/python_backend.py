@@ -13,8 +13,7 @@ import random
 import numpy as np
 
 from ..dtypes import DType, bool_, float32, float64, int64
-from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_shape,
-                           prod)
+from ..tensor_data import IndexingError, TensorData, all_indices, broadcast_shape, prod, strides_from_shape
 from .base import COMPARISONS, INT_UNARY_OPS, Backend, ThreadRandom
 
 _TYPECODE_DTYPE = {"d": float64, "f": float32, "q": int64, "b": bool_}
@@ -188,13 +187,11 @@ class PythonBackend(Backend):
             combine = lambda x, y: y if x is None or y > x or y != y else x  # noqa: E731
         else:
             raise ValueError(f"unknown reduction {op!r}")
-        out = TensorData(array.array("d", [0.0] * n_out), kept_shape)
+        # the output's strides with 0 on the reduced axes send every element to its output slot
+        out_strides = [0 if i in axes else s for i, s in enumerate(strides_from_shape(kept_shape))]
         st = a.storage
         for index, pos in zip(all_indices(a.shape), a.positions()):
-            o = 0
-            for i, (ix, s) in enumerate(zip(index, out.strides)):
-                if i not in axes:
-                    o += ix * s
+            o = sum(ix * s for ix, s in zip(index, out_strides))
             acc[o] = combine(acc[o], st[pos])
         tc = a.typecode if a.typecode in "df" else "q"
         res = _new(acc, kept_shape, tc)
@@ -224,14 +221,8 @@ class PythonBackend(Backend):
                     for t in range(k):
                         s += ea.get(bi + (i, t)) * eb.get(bi + (t, j))
                     vals.append(s)
-        out_shape = batch + (m, n)
-        res = _new(vals, out_shape, _promoted(a, b))
-        if a_vec:
-            res = res.view(out_shape[:-2] + (n,))
-            out_shape = res.shape
-        if b_vec:
-            res = res.view(out_shape[:-1])
-        return res
+        res = _new(vals, batch + (m, n), _promoted(a, b))
+        return res.view(batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ()))
 
     def gather(self, table, indices):
         n = table.shape[0]
@@ -243,7 +234,7 @@ class PythonBackend(Backend):
         return _new(vals, indices.shape + table.shape[1:], table.typecode)
 
     def scatter_add(self, shape, indices, src):
-        out = TensorData(array.array(src.typecode, [0.0] * prod(shape)), tuple(shape))
+        out = _new([0] * prod(shape), shape, src.typecode)
         row = prod(shape[1:])
         src_vals = src.values()
         for i, r in enumerate(int(v) for v in indices.values()):
@@ -283,7 +274,7 @@ class PythonBackend(Backend):
         return a.basic_index(key)
 
     def index_add(self, shape, key, src):
-        out = TensorData(array.array(src.typecode, [0.0] * prod(shape)), tuple(shape))
+        out = _new([0] * prod(shape), shape, src.typecode)
         target = out.basic_index(key)
         if target.shape != src.shape:
             src = src.expand(target.shape)
