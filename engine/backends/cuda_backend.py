@@ -279,9 +279,6 @@ class CudaBackend(Backend):
     def _empty(self, shape, dtype: DType):
         return self.xp.empty(tuple(shape), dtype=dtype.numpy)
 
-    def _el_strides(self, a) -> tuple[int, ...]:
-        return tuple(s // a.itemsize for s in a.strides)
-
     def _map_into(self, out, a, functor: str) -> None:
         """out[...] = functor(a) elementwise; ``a`` is already broadcast to out's shape."""
         n = out.size
@@ -292,7 +289,7 @@ class CudaBackend(Backend):
         if a.flags.c_contiguous and out.flags.c_contiguous and a.shape == out.shape:
             self.rt.launch(map_name("contig", tin, tout, functor), grid, block, (a, out, np.int64(n)))
         else:
-            meta = elementwise_meta(out.shape, self._el_strides(a), self._el_strides(out))
+            meta = elementwise_meta(out.shape, self.strides(a), self.strides(out))
             self.rt.launch(map_name("strided", tin, tout, functor), grid, block,
                            (a, out, np.int64(n), self._meta(meta)))
 
@@ -377,7 +374,7 @@ class CudaBackend(Backend):
         if a.flags.c_contiguous and b.flags.c_contiguous and a.shape == b.shape:
             self.rt.launch(zip_name("contig", dt.name, op), grid, block, (a, b, out, np.int64(n)))
         else:
-            meta = elementwise_meta(shape, self._el_strides(ea), self._el_strides(eb), contiguous_strides(shape))
+            meta = elementwise_meta(shape, self.strides(ea), self.strides(eb), contiguous_strides(shape))
             self.rt.launch(zip_name("strided", dt.name, op), grid, block, (ea, eb, out, np.int64(n), self._meta(meta)))
         return self.astype(out, bool_) if logical else out
 
@@ -389,7 +386,7 @@ class CudaBackend(Backend):
         out = self._empty(shape, dt)
         n = out.size
         if n:
-            meta = elementwise_meta(shape, self._el_strides(ec), self._el_strides(ea), self._el_strides(eb),
+            meta = elementwise_meta(shape, self.strides(ec), self.strides(ea), self.strides(eb),
                                     contiguous_strides(shape))
             grid, block = self._grid(n)
             self.rt.launch(f"where_strided<{CTYPE[dt.name]}>", grid, block,
@@ -403,7 +400,7 @@ class CudaBackend(Backend):
         axes = tuple(sorted({ax % nd for ax in axes})) if nd else ()
         dt = as_dtype(a.dtype)
         src = a if dt != bool_ else self.astype(a, int64)
-        meta, rows, length = reduce_meta(tuple(a.shape), self._el_strides(src), axes)
+        meta, rows, length = reduce_meta(tuple(a.shape), self.strides(src), axes)
         if op == "max" and length == 0:
             raise ValueError("max of an empty dimension")
         kept_shape = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
@@ -444,7 +441,7 @@ class CudaBackend(Backend):
         out = self._empty(batch + (m, n), dt)
         nbatch = math.prod(batch)
         if out.size:
-            meta = matmul_meta(batch, self._el_strides(ea), self._el_strides(eb))
+            meta = matmul_meta(batch, self.strides(ea), self.strides(eb))
             grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), min(nbatch, MAX_GRID_Z))
             self.rt.launch(matmul_name(dt.name, self.matmul_min_blocks[dt.name]), grid, (MATMUL_THREADS, 1, 1),
                            (ea, eb, out, np.int64(m), np.int64(n), np.int64(k), np.int64(nbatch), self._meta(meta)))
@@ -537,7 +534,7 @@ class CudaBackend(Backend):
         return bool(a.flags.c_contiguous)
 
     def strides(self, a):
-        return self._el_strides(a)
+        return tuple(s // a.itemsize for s in a.strides)
 
     def index(self, a, key):
         # a trailing Ellipsis keeps the result an array view even for all-integer keys

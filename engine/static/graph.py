@@ -40,8 +40,7 @@ class VariableState:
     __slots__ = ("value", "initial")
 
     def __init__(self, value) -> None:
-        self.value = value
-        self.initial = value
+        self.value = self.initial = value
 
 
 class Node:
