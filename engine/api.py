@@ -6,10 +6,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .autodiff import derivatives_at
 from .backends import get_backend, seed_all
 from .dtypes import as_dtype, float64
+from .ops import cast, ones_like, zeros_like
 from .tensor_data import check_size
-from .ops import ones_like, zeros_like
 from .tensor import Tensor, _dims_arg, _state, as_tensor_like, no_grad, set_grad_enabled, tensor
 
 
@@ -71,10 +72,8 @@ def _differentiable_inputs(args) -> tuple[list[Tensor], bool]:
 
 
 def _derivatives(out: Tensor, inputs: Sequence[Tensor], cotangent: Tensor, create_graph: bool) -> tuple:
-    from .autodiff import derivatives_at
     if not out.requires_grad:
         return tuple(zeros_like(x) for x in inputs)
-    from .ops import cast
     with set_grad_enabled(create_graph):
         found = derivatives_at(out, cotangent, inputs)
         # a mixed-dtype op promotes the adjoint; each derivative keeps its input's dtype
