@@ -445,10 +445,8 @@ class CudaBackend(Backend):
             grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), min(nbatch, MAX_GRID_Z))
             self.rt.launch(matmul_name(dt.name, self.matmul_min_blocks[dt.name]), grid, (MATMUL_THREADS, 1, 1),
                            (ea, eb, out, np.int64(m), np.int64(n), np.int64(k), np.int64(nbatch), self._meta(meta)))
-        if a_vec:
-            out = out.reshape(batch + (n,))
-        if b_vec:
-            out = out.reshape(tuple(out.shape[:-1]))
+        if a_vec or b_vec:  # a vector operand's dim is dropped again
+            out = out.reshape(batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ()))
         return out
 
     def _rows_args(self, table_shape, indices):
@@ -459,21 +457,23 @@ class CudaBackend(Backend):
         idx = self.contiguous(self.astype(indices, int64))
         return idx, int(table_shape[0]), math.prod(table_shape[1:])
 
-    def _check_bad(self, bad, what: str, rows: int) -> None:
-        if int(self.rt.to_host(bad)[0]):
-            raise IndexingError(f"{what}: an index is out of range for {rows} rows")
+    def _launch_rows(self, what: str, dt: DType, src, idx, out, rows: int, row_len: int) -> None:
+        """``{what}_rows`` (gather.cu): one thread per element of the picked rows; an index out of range
+        sets ``bad``."""
+        n = idx.size * row_len
+        if n:
+            bad = self.xp.zeros(1, dtype=np.int32)
+            grid, block = self._grid(n)
+            self.rt.launch(f"{what}_rows<{CTYPE[dt.name]}>", grid, block,
+                           (src, idx, out, np.int64(idx.size), np.int64(rows), np.int64(row_len), bad))
+            if int(self.rt.to_host(bad)[0]):
+                raise IndexingError(f"{what}: an index is out of range for {rows} rows")
 
     def gather(self, table, indices):
         idx, rows, row_len = self._rows_args(tuple(table.shape), indices)
         table = self.contiguous(table)
         out = self._empty(tuple(indices.shape) + tuple(table.shape[1:]), as_dtype(table.dtype))
-        n = idx.size * row_len
-        if n:
-            bad = self.xp.zeros(1, dtype=np.int32)
-            grid, block = self._grid(n)
-            self.rt.launch(f"gather_rows<{CTYPE[as_dtype(table.dtype).name]}>", grid, block,
-                           (table, idx, out, np.int64(idx.size), np.int64(rows), np.int64(row_len), bad))
-            self._check_bad(bad, "gather", rows)
+        self._launch_rows("gather", as_dtype(table.dtype), table, idx, out, rows, row_len)
         return out
 
     def scatter_add(self, shape, indices, src):
@@ -487,13 +487,7 @@ class CudaBackend(Backend):
             raise ValueError(f"scatter_add: src has shape {tuple(src.shape)}, expected {want}")
         src = self.contiguous(src)
         out = self.xp.zeros(shape, dtype=dt.numpy)
-        n = idx.size * row_len
-        if n:
-            bad = self.xp.zeros(1, dtype=np.int32)
-            grid, block = self._grid(n)
-            self.rt.launch(f"scatter_add_rows<{CTYPE[dt.name]}>", grid, block,
-                           (src, idx, out, np.int64(idx.size), np.int64(rows), np.int64(row_len), bad))
-            self._check_bad(bad, "scatter_add", rows)
+        self._launch_rows("scatter_add", dt, src, idx, out, rows, row_len)
         return out
 
     # --- layout ----------------------------------------------------------------
