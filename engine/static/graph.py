@@ -1,18 +1,7 @@
-"""TensorFlow-1-style static graphs: placeholders, variables, constants and op nodes.
-
-Build first, run later::
-
-    g = Graph()
-    with g.as_default():
-        x = placeholder((2, 3), name="x")
-        W = Variable(np.ones((3, 4)), name="W")
-        b = Variable(np.zeros(4), name="b")
-        h = engine.relu(x @ W + b)          # nodes are added; nothing is computed
-    Session(g).run(h, {x: x_value})         # now only the nodes h needs are evaluated
-
-The tensors a graph hands out are ordinary ``engine.Tensor`` objects on the graph's symbolic
-backend (see :mod:`engine.static.symbolic`). Nodes are kept in creation order, which is a
-topological order (an op's inputs always exist before it).
+"""TensorFlow-1-style static graphs: placeholders, variables, constants and op nodes (an example in
+:mod:`engine.static`). The tensors a graph hands out are ordinary ``engine.Tensor`` objects on the
+graph's symbolic backend (:mod:`engine.static.symbolic`). Nodes are kept in creation order, which is
+a topological order (an op's inputs always exist before it).
 """
 from __future__ import annotations
 

@@ -61,23 +61,20 @@ class Session:
 
     def _flatten(self, fetches) -> tuple[list, Any]:
         """Fetch leaves and a function that rebuilds the user's structure from their values."""
-        if isinstance(fetches, (list, tuple)):
-            parts = [self._flatten(f) for f in fetches]
-            leaves = [leaf for p in parts for leaf in p[0]]
+        leaves: list = []
 
-            def rebuild(vals, parts=parts, kind=type(fetches)):
-                out, i = [], 0
-                for p in parts:
-                    n = len(p[0])
-                    out.append(p[1](vals[i:i + n]))
-                    i += n
-                return kind(out) if kind is tuple else out
-            return leaves, rebuild
-        if isinstance(fetches, dict):
-            keys = list(fetches)
-            leaves_r, rebuild_r = self._flatten([fetches[k] for k in keys])
-            return leaves_r, lambda vals: dict(zip(keys, rebuild_r(vals)))
-        return [fetches], lambda vals: vals[0]
+        def build(f):  # a function taking the values of f's leaves from an iterator
+            if isinstance(f, dict):
+                parts = {k: build(v) for k, v in f.items()}
+                return lambda it: {k: p(it) for k, p in parts.items()}
+            if isinstance(f, (list, tuple)):
+                parts = [build(x) for x in f]
+                return lambda it: (tuple if type(f) is tuple else list)(p(it) for p in parts)
+            leaves.append(f)
+            return next
+
+        rebuild = build(fetches)
+        return leaves, lambda vals: rebuild(iter(vals))
 
     def fetched_nodes(self, fetches) -> list[Node]:
         """The nodes ``fetches`` name (a training op's update nodes)."""
