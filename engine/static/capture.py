@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import ops
 from ..tensor import History, Op, Tensor, is_grad_enabled, next_unique_id, tensor, trace_ops
+from .session import flatten
 
 
 class CaptureError(RuntimeError):
@@ -314,21 +315,13 @@ def _signature(args: tuple) -> tuple:
 
 
 def _flatten_result(result):
-    if isinstance(result, Tensor):
-        return [result], lambda ts: ts[0]
     if result is None:
         return [], lambda ts: None
-    if isinstance(result, (list, tuple)):
-        if not all(isinstance(r, Tensor) for r in result):
-            raise CaptureError("a compiled step may return a tensor, or a tuple / list of tensors")
-        kind = type(result)
-        return list(result), lambda ts: kind(ts) if kind is tuple else list(ts)
-    if isinstance(result, dict):
-        keys = list(result)
-        if not all(isinstance(result[k], Tensor) for k in keys):
-            raise CaptureError("a compiled step may return a dict of tensors")
-        return [result[k] for k in keys], lambda ts: dict(zip(keys, ts))
-    raise CaptureError(f"a compiled step may return tensors, not {type(result).__name__}")
+    tensors, rebuild = flatten(result)
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise CaptureError(f"a compiled step may return a tensor, or lists / tuples / dicts of tensors, not "
+                           f"this {type(result).__name__}")
+    return tensors, rebuild
 
 
 def compile(step_fn: Callable, optimizer=None, optimize: bool = True) -> CompiledStep:  # noqa: A001

@@ -8,13 +8,32 @@ at its end, so everything fetched in the same run sees the values from before th
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..tensor import Tensor
 from .graph import Graph, Node, get_default_graph, tensor_to_node
 from .symbolic import Abstract
+
+
+def flatten(structure) -> tuple[list, Callable[[list], Any]]:
+    """The leaves of nested lists / tuples / dicts, and a function that rebuilds the structure from
+    new values of the leaves (given in the same order)."""
+    leaves: list = []
+
+    def build(f):  # a function taking the values of f's leaves from an iterator
+        if isinstance(f, dict):
+            parts = {k: build(v) for k, v in f.items()}
+            return lambda it: {k: p(it) for k, p in parts.items()}
+        if isinstance(f, (list, tuple)):
+            parts = [build(x) for x in f]
+            return lambda it: (tuple if type(f) is tuple else list)(p(it) for p in parts)
+        leaves.append(f)
+        return next
+
+    rebuild = build(structure)
+    return leaves, lambda vals: rebuild(iter(vals))
 
 
 class UnfedPlaceholderError(KeyError):
@@ -59,27 +78,10 @@ class Session:
                              f"not to this session's graph '{self.graph.name}'")
         return node
 
-    def _flatten(self, fetches) -> tuple[list, Any]:
-        """Fetch leaves and a function that rebuilds the user's structure from their values."""
-        leaves: list = []
-
-        def build(f):  # a function taking the values of f's leaves from an iterator
-            if isinstance(f, dict):
-                parts = {k: build(v) for k, v in f.items()}
-                return lambda it: {k: p(it) for k, p in parts.items()}
-            if isinstance(f, (list, tuple)):
-                parts = [build(x) for x in f]
-                return lambda it: (tuple if type(f) is tuple else list)(p(it) for p in parts)
-            leaves.append(f)
-            return next
-
-        rebuild = build(fetches)
-        return leaves, lambda vals: rebuild(iter(vals))
-
     def fetched_nodes(self, fetches) -> list[Node]:
         """The nodes ``fetches`` name (a training op's update nodes)."""
         roots: list[Node] = []
-        for f in self._flatten(fetches)[0]:
+        for f in flatten(fetches)[0]:
             roots.extend(f.updates if isinstance(f, TrainOp) else [self._node(f)])
         return roots
 
@@ -110,7 +112,7 @@ class Session:
             ValueError: a fed value has the wrong shape, or a fetch is from another graph.
         """
         be = self.graph.backend
-        leaves, rebuild = self._flatten(fetches)
+        leaves, rebuild = flatten(fetches)
         values: dict[int, Any] = {}
         for key, val in (feed_dict or {}).items():
             node = self._node(key)
