@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..backends import Backend, get_backend
-from ..dtypes import DType, as_dtype, float64
+from ..dtypes import DType, as_dtype, float32, float64, int64
 from ..tensor import History, Tensor
 from .symbolic import Abstract, SymbolicBackend
 
@@ -136,12 +136,14 @@ class Graph:
         self.nodes.append(node)
         return node
 
-    def _leaf_tensor(self, node: Node, abstract: Abstract, requires_grad: bool) -> Tensor:
+    def _leaf(self, kind: str, name: str, shape: tuple, dtype: DType, value=None) -> tuple[Node, Tensor]:
+        """A new placeholder / variable / constant node and the tensor users build with."""
+        node = self._append(Node(self, kind, self._unique(name), shape, dtype))
+        abstract = Abstract(shape, dtype, value=value)
         abstract.node = node
-        t = Tensor._make(abstract, self.symbolic, requires_grad)
+        t = node.tensor = Tensor._make(abstract, self.symbolic)
         t.name = node.name
-        node.tensor = t
-        return t
+        return node, t
 
     def _add_op(self, op, params, inputs: tuple, out: Tensor, ctx: History) -> Node:
         in_nodes = [self.node_of(t) for t in inputs]
@@ -242,9 +244,9 @@ def _dtype_of(value, dtype) -> DType:
     if dtype is not None:
         return as_dtype(dtype)
     if isinstance(value, np.ndarray) and value.dtype == np.float32:
-        return as_dtype("float32")
+        return float32
     if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
-        return as_dtype("int64")
+        return int64
     return float64
 
 
@@ -266,9 +268,7 @@ def placeholder(shape: Sequence[int] | None = None, dtype="float64", name: str |
         raise ValueError(f"placeholder {name or ''} needs a full static shape, got {shape!r}: "
                          "the graph's shapes are fixed when it is built")
     g = graph if graph is not None else get_default_graph()
-    dt = as_dtype(dtype)
-    node = g._append(Node(g, "placeholder", g._unique(name or "Placeholder"), tuple(shape), dt))
-    return g._leaf_tensor(node, Abstract(tuple(shape), dt), requires_grad=False)
+    return g._leaf("placeholder", name or "Placeholder", tuple(shape), as_dtype(dtype))[1]
 
 
 def Variable(initial, name: str | None = None, trainable: bool = True, dtype=None,  # noqa: N802 (TF's name)
@@ -285,11 +285,10 @@ def Variable(initial, name: str | None = None, trainable: bool = True, dtype=Non
     g = graph if graph is not None else get_default_graph()
     dt = _dtype_of(initial, dtype)
     value = g.backend.array(np.asarray(initial), dt)
-    shape = tuple(g.backend.shape(value))
-    node = g._append(Node(g, "variable", g._unique(name or "Variable"), shape, dt))
+    node, t = g._leaf("variable", name or "Variable", tuple(g.backend.shape(value)), dt)
     node.state = VariableState(value)
     node.trainable = bool(trainable) and dt.is_floating
-    return g._leaf_tensor(node, Abstract(shape, dt), requires_grad=False)
+    return t
 
 
 def constant(value, dtype=None, name: str | None = None, graph: Graph | None = None) -> Tensor:
@@ -299,9 +298,9 @@ def constant(value, dtype=None, name: str | None = None, graph: Graph | None = N
     g = graph if graph is not None else get_default_graph()
     dt = _dtype_of(value, dtype)
     arr = np.array(value, dtype=dt.numpy)
-    node = g._append(Node(g, "constant", g._unique(name or "Const"), arr.shape, dt))
+    node, t = g._leaf("constant", name or "Const", arr.shape, dt, value=arr)
     node.value = g.backend.array(arr, dt)
-    return g._leaf_tensor(node, Abstract(arr.shape, dt, value=arr), requires_grad=False)
+    return t
 
 
 def tensor_to_node(t) -> Node:
