@@ -122,7 +122,8 @@ def test_exercise_9s_reading_leads_with_the_two_counts():
 def test_peak_memory_ordering_is_measured():
     # backward() frees each node's saved values as it goes, so keep-all's peak holds the parameters' gradients
     # too: checkpointing pays when a layer's activations (batch x width) outweigh its weights (width^2)
-    m = {mode: M.measure_policy(depth=16, width=32, batch=256, mode=mode, repeats=1) for mode in ("keep_all", "sqrt", "recompute_all")}
+    m = {mode: M.measure_policy(depth=16, width=32, batch=256, mode=mode, repeats=1)
+         for mode in ("keep_all", "sqrt", "recompute_all")}
     assert m["recompute_all"].peak_bytes < m["sqrt"].peak_bytes < m["keep_all"].peak_bytes
     assert m["keep_all"].layer_calls == 16 and m["recompute_all"].layer_calls == 16 + 16 * 17 // 2
     assert m["sqrt"].max_grad_difference == 0.0 or m["sqrt"].max_grad_difference < 1e-12
