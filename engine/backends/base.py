@@ -85,7 +85,7 @@ class BackendUnavailable(RuntimeError):
 
 class ThreadRandom:
     """One random generator per thread (dropout masks), so that two trainings in two browser sessions
-    stay reproducible. ``seed(s)`` reseeds this thread's generator and those of threads drawing later.
+    stay reproducible. ``seed(s)`` reseeds this thread's generator and seeds threads that first draw later.
     """
 
     def __init__(self, factory: Callable[[int], Any], seed: int = 0):
