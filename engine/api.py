@@ -6,16 +6,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .autodiff import derivatives_at
 from .backends import get_backend, seed_all
 from .dtypes import as_dtype, float64
+from .ops import cast, ones_like, zeros_like
 from .tensor_data import check_size
-from .ops import ones_like, zeros_like
-from .tensor import Tensor, _dims_arg, _state, no_grad, set_grad_enabled, tensor
+from .tensor import Tensor, _dims_arg, _state, as_tensor_like, no_grad, set_grad_enabled, tensor
 
 
-# ---------------------------------------------------------------------------
-# constructors
-
+# --- constructors
 
 def zeros(*shape, dtype=float64, backend="numpy", requires_grad=False) -> Tensor:
     return full(_dims_arg(shape), 0.0, dtype=dtype, backend=backend, requires_grad=requires_grad)
@@ -48,9 +47,7 @@ def randn(*shape, dtype=float64, backend="numpy", requires_grad=False, rng: np.r
     return tensor(r.standard_normal(_dims_arg(shape)), requires_grad=requires_grad, dtype=dtype, backend=backend)
 
 
-# ---------------------------------------------------------------------------
-# functional transforms
-
+# --- functional transforms
 
 def _leaf(x, requires_grad: bool = True) -> Tensor:
     if isinstance(x, Tensor):
@@ -75,10 +72,8 @@ def _differentiable_inputs(args) -> tuple[list[Tensor], bool]:
 
 
 def _derivatives(out: Tensor, inputs: Sequence[Tensor], cotangent: Tensor, create_graph: bool) -> tuple:
-    from .autodiff import derivatives_at
     if not out.requires_grad:
         return tuple(zeros_like(x) for x in inputs)
-    from .ops import cast
     with set_grad_enabled(create_graph):
         found = derivatives_at(out, cotangent, inputs)
         # a mixed-dtype op promotes the adjoint; each derivative keeps its input's dtype
@@ -121,7 +116,6 @@ def vjp(f: Callable, *primals):
         out = f(*leaves)
 
     def vjp_fn(cotangent):
-        from .tensor import as_tensor_like
         cotangent = as_tensor_like(cotangent, out)
         if cotangent.shape != out.shape:  # else it would broadcast into a silently wrong x̄, or fail deep in a VJP
             raise ValueError(f"cotangent of shape {cotangent.shape} does not match the output's shape {out.shape}")
@@ -167,9 +161,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     return out, tangent
 
 
-# ---------------------------------------------------------------------------
-# gradient checking
-
+# --- gradient checking
 
 class GradcheckError(AssertionError):
     """Autodiff and central differences disagree; the message is the report."""
@@ -260,10 +252,8 @@ def gradcheck(f: Callable, inputs: Sequence, eps: float = 1e-6, atol: float = 1e
         g = leaves[i].grad.numpy() if leaves[i].grad is not None else np.zeros_like(values[i])
         for _ in range(n_directions):
             v = rng.standard_normal(values[i].shape)
-            plus = [x.copy() for x in values]
-            minus = [x.copy() for x in values]
-            plus[i] = values[i] + eps * v
-            minus[i] = values[i] - eps * v
+            plus, minus = list(values), list(values)
+            plus[i], minus[i] = values[i] + eps * v, values[i] - eps * v
             numeric = (scalar(plus) - scalar(minus)) / (2 * eps)
             analytic = float(np.sum(g * v))
             res = GradcheckResult(i, analytic, numeric)

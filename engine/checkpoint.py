@@ -18,23 +18,17 @@ A segment holding random ops (dropout) is refused: its recomputation would draw 
 from __future__ import annotations
 
 import math
-import time
-import tracemalloc
-from dataclasses import dataclass
 from typing import Callable, Sequence
 
-import numpy as np
-
 from .autodiff import derivatives_at
-from .tensor import (Op, Tensor, apply, is_grad_enabled, kept_bytes, no_grad, releasing, set_grad_enabled, tensor,
-                     trace_ops)
+from .tensor import Op, Tensor, apply, is_grad_enabled, no_grad, releasing, set_grad_enabled, tensor, trace_ops
 
 MODES = ("keep_all", "every", "sqrt", "recompute_all")
 
 
 class _Segment:
-    """The parameters of a recorded checkpoint: what to recompute and how many of the op's inputs are the
-    segment's own arguments (the rest are tensors its closure reads)."""
+    """A recorded checkpoint's parameters: what to recompute, and how many of the op's inputs are the
+    segment's arguments (the rest are tensors its closure reads)."""
 
     __slots__ = ("fns", "n_args", "result", "chain")
 
@@ -176,7 +170,7 @@ def run_layers(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor, mode: str =
     if k < 1:
         raise ValueError(f"every must be at least 1, got {every!r}")
     for s in range(0, len(fns), k):
-        x = _record(fns[s:s + k], (x,), chain=False) if k == 1 else _record([_compose(fns[s:s + k])], (x,), False)
+        x = _record([_compose(fns[s:s + k])], (x,), chain=False)
     return x
 
 
@@ -185,94 +179,9 @@ def _compose(fns):
         for f in fns:
             h = f(h)
         return h
-    return segment
+    return segment if len(fns) > 1 else fns[0]
 
 
 def sqrt_segment(depth: int) -> int:
     """Layers per segment for "a checkpoint every √L layers"."""
     return max(1, round(math.sqrt(depth)))
-
-
-# --- measured: memory against time for each policy ------------------------------------------------------
-
-@dataclass
-class PolicyCost:
-    """One policy measured on a ReLU MLP: what the forward pass leaves kept, the peak during forward +
-    backward (both from NumPy's allocations, traced), the time of forward + backward, and the layer calls."""
-
-    mode: str
-    segment: int | None
-    kept_bytes: int            # buffers the recorded graph holds after the forward pass (engine.tensor.kept_bytes)
-    peak_bytes: int            # most bytes allocated at once during forward + backward, beyond the inputs
-    seconds: float             # best of ``repeats`` forward + backward runs (untraced)
-    layer_calls: int
-    max_grad_difference: float  # against keep-all's gradients
-
-    @property
-    def label(self) -> str:
-        return {"keep_all": "keep all", "recompute_all": "recompute all"}.get(
-            self.mode, f"checkpoint every {self.segment} layers")
-
-
-def _mlp(depth: int, width: int, batch: int, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    params = [(tensor(rng.standard_normal((width, width)) * math.sqrt(2.0 / width), requires_grad=True),
-               tensor(np.zeros(width), requires_grad=True)) for _ in range(depth)]
-    x = tensor(rng.standard_normal((batch, width)))
-    return params, x
-
-
-def measure_policy(depth: int, width: int, batch: int, mode: str, every: int | None = None,
-                   repeats: int = 3) -> PolicyCost:
-    """Run forward + backward of a ``depth``-layer ReLU MLP (float64) under ``mode`` and measure it
-    (``repeats`` = 0: no timed runs, ``seconds`` is NaN; see :func:`time_policy`)."""
-    params, x = _mlp(depth, width, batch)
-    calls: list[int] = []
-
-    def layers():
-        return [lambda h, W=W, b=b: (calls.append(1), (h @ W + b).relu())[1] for W, b in params]
-
-    def grads():
-        return [p.grad.numpy() for pair in params for p in pair]
-
-    def run():
-        for pair in params:
-            for p in pair:
-                p.grad = None
-        out = run_layers(layers(), x, mode=mode, every=every)
-        return out
-
-    out = run_layers(layers(), x)                  # keep-all's gradients, the reference
-    out.sum().backward()
-    reference = grads()
-    best = math.inf if repeats > 0 else math.nan
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run().sum().backward()
-        best = min(best, time.perf_counter() - t0)
-    calls.clear()
-    started = not tracemalloc.is_tracing()
-    if started:
-        tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        out = run()
-        kept = kept_bytes(out)
-        out.sum().backward()
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        if started:
-            tracemalloc.stop()
-    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(grads(), reference))
-    segment = sqrt_segment(depth) if mode == "sqrt" else every
-    return PolicyCost(mode, segment, kept, peak, best, len(calls), diff)
-
-
-def time_policy(depth: int, width: int, batch: int, mode: str, every: int | None = None) -> float:
-    """Seconds of one untraced forward + backward under ``mode`` (the network of :func:`measure_policy`)."""
-    params, x = _mlp(depth, width, batch)
-    layers = [lambda h, W=W, b=b: (h @ W + b).relu() for W, b in params]
-    t0 = time.perf_counter()
-    run_layers(layers, x, mode=mode, every=every).sum().backward()
-    return time.perf_counter() - t0

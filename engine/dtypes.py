@@ -18,9 +18,7 @@ class DType:
     def __repr__(self) -> str:
         return f"engine.{self.name}"
 
-    # the four DTypes are singletons (as_dtype hands out these objects): hashing by identity is
-    # C-level, where the generated hash of four fields costs a Python call per dict lookup
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__  # the four DTypes are singletons: hash by identity, fast
 
     def __reduce__(self):  # unpickled (a training worker's results) as the same singleton
         return as_dtype, (self.name,)
@@ -32,6 +30,7 @@ int64 = DType("int64", np.int64, "q", False)
 bool_ = DType("bool", np.bool_, "b", False)
 
 _BY_NAME = {d.name: d for d in (float64, float32, int64, bool_)}
+_RANK = {"bool": 0, "int64": 1, "float32": 2, "float64": 3}
 
 
 def as_dtype(dtype) -> DType:
@@ -57,5 +56,4 @@ def as_dtype(dtype) -> DType:
 
 def result_dtype(a: DType, b: DType) -> DType:
     """Type promotion for binary ops: float64 > float32 > int64 > bool."""
-    rank = {"bool": 0, "int64": 1, "float32": 2, "float64": 3}
-    return a if rank[a.name] >= rank[b.name] else b
+    return a if _RANK[a.name] >= _RANK[b.name] else b

@@ -1,9 +1,6 @@
-"""Composite functions built from primitives (they need no gradient rule of their own).
-
-``mean`` is a primitive now (``engine.ops.Mean``, re-exported here); ``linear`` is one primitive (``engine.ops.Linear``).
-
-Every function here gets VJPs, JVPs, every backend and the static graph for
-free, because it is only a composition of ``engine.ops`` primitives.
+"""PyTorch's ``torch.nn.functional``: mostly composites of ``engine.ops`` primitives, which need no
+gradient rule of their own and get VJPs, JVPs, every backend and the static graph for free.
+(``mean``, ``linear``, ``binary_cross_entropy`` and ``dropout`` call fused primitives.)
 """
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ import numpy as np
 from . import ops
 from .dtypes import int64
 from .ops import _norm_dims, exp, log, mean, relu, sigmoid, typed, where  # noqa: F401  (re-exported)
-from .tensor import Tensor, as_tensor_like, is_grad_enabled  # noqa: F401
+from .tensor import Tensor, as_tensor_like
 
 
 @typed()
@@ -61,12 +58,8 @@ def amax(x: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 
 def max(x: Tensor, dim=None, keepdim: bool = False):  # noqa: A001  (PyTorch's name)
     """PyTorch's ``max``: with no ``dim``, the largest element (a 0-d tensor); with one ``dim``, a
-    :class:`MaxResult` of ``values`` (differentiable) and ``indices`` (int64, the first of tied maxima,
-    no gradient).
-
-    The gradient reaches the maxima through ``values`` only. Tied maxima share it evenly (as
-    ``torch.amax``; ``torch.max(dim)`` gives it all to the returned index): the same gradient when the
-    maximum is unique.
+    :class:`MaxResult` of ``values`` (differentiable) and ``indices`` (int64, the first of tied maxima).
+    Tied maxima share the gradient evenly, as ``torch.amax`` (``torch.max(dim)`` gives it all to one).
 
     Raises:
         TypeError: ``dim`` is not one integer (several dims: :func:`amax`).
@@ -120,9 +113,8 @@ def softmax(x: Tensor, dim: int = -1) -> Tensor:
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """x @ weightᵀ + bias, with ``weight`` of shape (out_features, in_features): one op, ``linear``
-    (as PyTorch's AddmmBackward node); without a bias, or with a bias of another shape than
-    (out_features,) that broadcasts, ``matmul_t`` (x @ weightᵀ) and the bias's add."""
+    """x @ weightᵀ + bias, ``weight`` of shape (out_features, in_features): the one op ``linear`` (as
+    PyTorch's AddmmBackward); without a bias, or a bias of another shape, ``matmul_t`` and an add."""
     if bias is None:
         return ops.matmul_t(x, weight)
     if isinstance(bias, Tensor) and bias.shape == weight.shape[:1] and len(weight.shape) == 2:
@@ -144,19 +136,19 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 
 
 def binary_cross_entropy(p: Tensor, target, reduction: str = "mean") -> Tensor:
-    """-(y log p + (1 - y) log(1 - p)) with log clamped at -100 (PyTorch's rule): no NaN or inf
-    at p = 0 or 1, and a finite gradient there too. A fused primitive (see ops.BinaryCrossEntropy).
+    """-(y log p + (1 - y) log(1 - p)) with log clamped at -100 (PyTorch's rule): finite value and
+    gradient at p = 0 or 1. A fused primitive (see ops.BinaryCrossEntropy).
 
     Raises:
-        ValueError: ``target`` has another shape than ``p`` (as PyTorch: probabilities (B,) against
-            labels (B, 1) would broadcast to a (B, B) loss, every prediction against every label).
+        ValueError: ``target`` has another shape than ``p`` (as PyTorch: (B,) against (B, 1) would
+            broadcast to a (B, B) loss).
     """
     y = as_tensor_like(target, p)
     if y.shape != p.shape:
         raise ValueError(f"binary_cross_entropy needs a target of the input's shape: input {tuple(p.shape)}, "
                          f"target {tuple(y.shape)} (reshape one of them; broadcasting would compare every "
                          f"prediction with every label)")
-    return ops.binary_cross_entropy(p, y, reduction)   # the reduction in the same node, as PyTorch
+    return ops.binary_cross_entropy(p, y, reduction)
 
 
 def binary_cross_entropy_with_logits(z: Tensor, target, reduction: str = "mean") -> Tensor:

@@ -1,16 +1,16 @@
 """Strided tensor storage: a flat buffer plus shape, strides and offset.
 
-This is the index maths every tensor library hides. The pure-Python backend
-computes with it directly (slowly, visibly); the NumPy and CuPy backends get the
-same behaviour from their own arrays, and the tests check that they agree.
+This is the index maths every tensor library hides. The pure-Python backend computes with it
+directly; the NumPy and CuPy backends get the same behaviour from their own arrays (the tests check).
 
-A position in the flat storage is ``offset + sum(index[i] * strides[i])``.
-Views (``permute``, ``view``, ``expand``, slicing) build a new TensorData over
-the *same* storage object with other strides; nothing is copied.
+A position in the flat storage is ``offset + sum(index[i] * strides[i])``. Views (``permute``,
+``view``, ``expand``, slicing) are new TensorData over the *same* storage with other strides.
 """
 from __future__ import annotations
 
 import array
+import itertools
+from math import prod
 from typing import Iterator, Sequence
 
 Shape = tuple[int, ...]
@@ -33,22 +33,14 @@ class ViewError(RuntimeError):
     """A view was requested that the strides cannot express (as in PyTorch)."""
 
 
-def prod(shape: Sequence[int]) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 INT64_MAX = 2**63 - 1
 
 
 def check_size(shape: Sequence[int]) -> int:
-    """The element count of ``shape``, in Python's exact integers.
+    """The element count of ``shape``, in Python's exact integers (``np.prod`` would wrap around).
 
     Raises:
-        ValueError: the count does not fit int64 (NumPy's ``np.prod`` would wrap it: 2**32 * 2**32 -> 0,
-            and a size check on the wrapped number would let the shape through).
+        ValueError: the count does not fit int64.
     """
     n = prod(int(s) for s in shape)
     if n > INT64_MAX:
@@ -59,8 +51,7 @@ def check_size(shape: Sequence[int]) -> int:
 
 def strides_from_shape(shape: Sequence[int]) -> Strides:
     """Row-major (C-contiguous) strides for ``shape``."""
-    strides = []
-    step = 1
+    strides, step = [], 1
     for s in reversed(shape):
         strides.append(step)
         step *= max(s, 1)
@@ -78,24 +69,8 @@ def to_index(ordinal: int, shape: Shape) -> list[int]:
 
 
 def all_indices(shape: Shape) -> Iterator[tuple[int, ...]]:
-    """Every multi-index of ``shape`` in row-major order."""
-    if len(shape) == 0:
-        yield ()
-        return
-    if prod(shape) == 0:
-        return
-    index = [0] * len(shape)
-    while True:
-        yield tuple(index)
-        d = len(shape) - 1
-        while d >= 0:
-            index[d] += 1
-            if index[d] < shape[d]:
-                break
-            index[d] = 0
-            d -= 1
-        if d < 0:
-            return
+    """Every multi-index of ``shape`` in row-major order (the last dim varies fastest)."""
+    return itertools.product(*(range(s) for s in shape))
 
 
 def broadcast_shape(a: Shape, b: Shape) -> Shape:
@@ -217,11 +192,8 @@ class TensorData:
         if broadcast_shape(self.shape, shape) != tuple(shape):
             raise IndexingError(f"cannot expand shape {self.shape} to {tuple(shape)}")
         skip = len(shape) - len(self.shape)
-        strides = [0] * skip
-        for s, st in zip(self.shape, self.strides):
-            strides.append(st)
-        strides = [0 if i >= skip and self.shape[i - skip] == 1 and shape[i] != 1 else strides[i]
-                   for i in range(len(shape))]
+        strides = [0] * skip + [0 if s == 1 and want != 1 else st
+                                for s, st, want in zip(self.shape, self.strides, shape[skip:])]
         return TensorData(self.storage, tuple(shape), tuple(strides), self.offset)
 
     def basic_index(self, key) -> "TensorData":
@@ -241,10 +213,9 @@ class TensorData:
                 offset += i * st
             elif isinstance(k, slice):
                 start, stop, step = k.indices(s)  # (a zero step raises ValueError, as in Python)
-                n = len(range(start, stop, step))     # a negative step walks backwards: a negative stride
                 offset += start * st
-                shape.append(n)
-                strides.append(st * step)
+                shape.append(len(range(start, stop, step)))
+                strides.append(st * step)             # a negative step walks backwards: a negative stride
             else:
                 raise IndexingError(f"unsupported index {k!r}: use integers and slices")
         return TensorData(self.storage, tuple(shape), tuple(strides), offset)

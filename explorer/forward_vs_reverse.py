@@ -2,10 +2,17 @@
 """
 from __future__ import annotations
 
+import math
+import time
+import tracemalloc
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+import engine
+from engine import checkpoint as ck
+from engine.tensor import kept_bytes
 
 from explorer import explain as ex
 from explorer.explain import ExpressionError, costs
@@ -457,6 +464,84 @@ def logreg_caption(costs_: list[LogregCost]) -> str:
 
 # --- activation recomputation (checkpointing), measured ---------------------------------------------------
 
+@dataclass
+class PolicyCost:
+    """One memory policy of ``engine.checkpoint.run_layers`` measured on a ReLU MLP: what the forward pass
+    leaves kept, the peak during forward + backward (both from NumPy's allocations, traced), the time of
+    forward + backward, and the layer calls."""
+
+    mode: str
+    segment: int | None
+    kept_bytes: int            # buffers the recorded graph holds after the forward pass (engine.tensor.kept_bytes)
+    peak_bytes: int            # most bytes allocated at once during forward + backward, beyond the inputs
+    seconds: float             # best of ``repeats`` forward + backward runs (untraced)
+    layer_calls: int
+    max_grad_difference: float  # against keep-all's gradients
+
+
+def _policy_mlp(depth: int, width: int, batch: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    params = [(engine.tensor(rng.standard_normal((width, width)) * math.sqrt(2.0 / width), requires_grad=True),
+               engine.tensor(np.zeros(width), requires_grad=True)) for _ in range(depth)]
+    x = engine.tensor(rng.standard_normal((batch, width)))
+    return params, x
+
+
+def measure_policy(depth: int, width: int, batch: int, mode: str, every: int | None = None,
+                   repeats: int = 3) -> PolicyCost:
+    """Run forward + backward of a ``depth``-layer ReLU MLP (float64) under ``mode`` and measure it
+    (``repeats`` = 0: no timed runs, ``seconds`` is NaN; see :func:`time_policy`)."""
+    params, x = _policy_mlp(depth, width, batch)
+    calls: list[int] = []
+
+    def layers():
+        return [lambda h, W=W, b=b: (calls.append(1), (h @ W + b).relu())[1] for W, b in params]
+
+    def grads():
+        return [p.grad.numpy() for pair in params for p in pair]
+
+    def run():
+        for pair in params:
+            for p in pair:
+                p.grad = None
+        return ck.run_layers(layers(), x, mode=mode, every=every)
+
+    out = ck.run_layers(layers(), x)                  # keep-all's gradients, the reference
+    out.sum().backward()
+    reference = grads()
+    best = math.inf if repeats > 0 else math.nan
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run().sum().backward()
+        best = min(best, time.perf_counter() - t0)
+    calls.clear()
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        out = run()
+        kept = kept_bytes(out)
+        out.sum().backward()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if started:
+            tracemalloc.stop()
+    diff = max(float(np.max(np.abs(a - b))) for a, b in zip(grads(), reference))
+    segment = ck.sqrt_segment(depth) if mode == "sqrt" else every
+    return PolicyCost(mode, segment, kept, peak, best, len(calls), diff)
+
+
+def time_policy(depth: int, width: int, batch: int, mode: str, every: int | None = None) -> float:
+    """Seconds of one untraced forward + backward under ``mode`` (the network of :func:`measure_policy`)."""
+    params, x = _policy_mlp(depth, width, batch)
+    layers = [lambda h, W=W, b=b: (h @ W + b).relu() for W, b in params]
+    t0 = time.perf_counter()
+    ck.run_layers(layers, x, mode=mode, every=every).sum().backward()
+    return time.perf_counter() - t0
+
+
 CHECKPOINT_DEPTHS = (4, 9, 16)
 CHECKPOINT_MODES = ("keep_all", "sqrt", "recompute_all")
 MAX_CHECKPOINT_MACS = 4_000_000_000   # multiply-adds one request may run (a few seconds on a busy core)
@@ -479,7 +564,6 @@ def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: i
     Raises:
         RequestRefused: the estimated work exceeds :data:`MAX_CHECKPOINT_MACS`.
     """
-    from engine import checkpoint as ck
     from .kit.budget import RequestRefused
     work = checkpoint_work(width, batch, depths, repeats)
     if work > MAX_CHECKPOINT_MACS:
@@ -491,9 +575,9 @@ def checkpoint_runs(width: int, batch: int, depths=CHECKPOINT_DEPTHS, repeats: i
     best = dict.fromkeys(cases, float("inf"))
     for _ in range(max(1, repeats)):
         for mode, L in cases:
-            best[mode, L] = min(best[mode, L], ck.time_policy(L, width, batch, mode))
+            best[mode, L] = min(best[mode, L], time_policy(L, width, batch, mode))
     for mode, L in cases:
-        c = ck.measure_policy(L, width, batch, mode, repeats=0)
+        c = measure_policy(L, width, batch, mode, repeats=0)
         c.seconds = best[mode, L]
         xs, ys = series.setdefault(_policy_name(mode), ([], []))
         xs.append(round(c.seconds * 1e3, 3))

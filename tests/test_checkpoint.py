@@ -106,16 +106,6 @@ def test_forward_work_per_policy():
         assert len(calls) == expected, mode
 
 
-def test_peak_memory_ordering_is_measured():
-    # backward() frees each node's saved values as it goes, so keep-all's peak holds the parameters' gradients
-    # too: checkpointing pays when a layer's activations (batch x width) outweigh its weights (width^2)
-    m = {mode: ck.measure_policy(depth=16, width=32, batch=256, mode=mode, repeats=1) for mode in ("keep_all", "sqrt", "recompute_all")}
-    assert m["recompute_all"].peak_bytes < m["sqrt"].peak_bytes < m["keep_all"].peak_bytes
-    assert m["keep_all"].layer_calls == 16 and m["recompute_all"].layer_calls == 16 + 16 * 17 // 2
-    assert m["sqrt"].max_grad_difference == 0.0 or m["sqrt"].max_grad_difference < 1e-12
-    assert m["recompute_all"].max_grad_difference < 1e-12
-
-
 def test_random_ops_and_create_graph_are_refused():
     x = tensor(np.ones((2, 2)), requires_grad=True)
     with pytest.raises(ValueError, match="random"):

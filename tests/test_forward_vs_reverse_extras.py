@@ -117,3 +117,14 @@ def test_exercise_9s_reading_leads_with_the_two_counts():
     assert "**2L − 1 = 19**" in lead and "**19 tensors** (exactly the rule)" in lead and lead.count(". ") == 0
     assert "Linear keeps its input h" in details and "4-wide copy" in details
     assert "only what its VJP reads" not in lead + details
+
+
+def test_peak_memory_ordering_is_measured():
+    # backward() frees each node's saved values as it goes, so keep-all's peak holds the parameters' gradients
+    # too: checkpointing pays when a layer's activations (batch x width) outweigh its weights (width^2)
+    m = {mode: M.measure_policy(depth=16, width=32, batch=256, mode=mode, repeats=1)
+         for mode in ("keep_all", "sqrt", "recompute_all")}
+    assert m["recompute_all"].peak_bytes < m["sqrt"].peak_bytes < m["keep_all"].peak_bytes
+    assert m["keep_all"].layer_calls == 16 and m["recompute_all"].layer_calls == 16 + 16 * 17 // 2
+    assert m["sqrt"].max_grad_difference == 0.0 or m["sqrt"].max_grad_difference < 1e-12
+    assert m["recompute_all"].max_grad_difference < 1e-12

@@ -1,15 +1,10 @@
 """The narrow interface every backend implements.
 
-A backend owns an opaque array type (``numpy.ndarray``, ``TensorData``,
-``cupy.ndarray``) and a small set of kernels. Engine code only ever calls these
-methods on the backend that a tensor carries; it never picks a backend itself.
-
-Elementwise kernels are named by the declarations in ``engine.ops`` (an elementwise primitive's
-kernel is named after the op; the few helper kernels that fused ops and optimisers call are declared
-there too), which fill :data:`UNARY_OPS` / :data:`BINARY_OPS` when the engine is imported. Each
-backend keys its own kernel table by those names; ``tests/test_ops.py`` checks that every backend
-has exactly the declared kernels (none missing, none that no declaration uses).
-Reductions: ``sum`` and ``max`` over given axes.
+A backend owns an opaque array type (``numpy.ndarray``, ``TensorData``, ``cupy.ndarray``) and a
+small set of kernels. Engine code only calls these methods on the backend a tensor carries; it
+never picks a backend itself. Elementwise kernels are named by the declarations in ``engine.ops``,
+which fill :data:`UNARY_OPS` / :data:`BINARY_OPS`; ``tests/test_ops.py`` checks that every backend
+has exactly the declared kernels.
 """
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ import numpy as np
 
 from ..dtypes import DType
 
-# the declared kernel names (filled by engine.ops through declare_kernel; never written elsewhere)
+# filled by engine.ops through declare_kernel
 UNARY_OPS: set[str] = set()
 BINARY_OPS: set[str] = set()
 COMPARISONS: set[str] = set()     # binary kernels giving bool
@@ -53,12 +48,11 @@ def declare_kernel(kind: str, name: str, *, keeps_int: bool = False, comparison:
 
 class KernelSet:
     """One backend's kernels for operands of one dtype, by name (``k.add(a, b)``, ``k.log(a)``), and
-    scalar constants of that dtype (``k.const(1.0)``, kept).
+    cached scalar constants of that dtype (``k.const(1.0)``).
 
-    ``raw=False``: the backend's methods (arrays always; the engine's dtype promotion). ``raw=True``:
-    its own functions where it has them (``Backend.kernel``: NumPy's ufuncs, no dispatch per call,
-    the same bits; a 0-d result may be a NumPy scalar), for code that runs many kernels on operands
-    known to share the dtype: a captured step's replay, the optimisers.
+    ``raw=True`` binds the backend's own functions where it has them (:meth:`Backend.kernel`: the same
+    bits without dispatch; a 0-d result may be a NumPy scalar), for code that runs many kernels on
+    operands of one dtype (a captured step's replay, the optimisers); else the backend's methods.
     """
 
     def __init__(self, backend: "Backend", dtype: DType, raw: bool):
@@ -90,12 +84,8 @@ class BackendUnavailable(RuntimeError):
 
 
 class ThreadRandom:
-    """One random generator per thread (dropout masks).
-
-    Two trainings in two threads (two browser sessions) must not share a
-    generator: each would change the other's masks and neither would be
-    reproducible. ``seed(s)`` reseeds the calling thread's generator and makes
-    ``s`` the starting seed of threads that draw for the first time later.
+    """One random generator per thread (dropout masks), so that two trainings in two browser sessions
+    stay reproducible. ``seed(s)`` reseeds this thread's generator and seeds threads that first draw later.
     """
 
     def __init__(self, factory: Callable[[int], Any], seed: int = 0):
@@ -123,7 +113,7 @@ class Backend(ABC):
 
     @classmethod
     def is_available(cls) -> bool:
-        return True
+        return cls.unavailable_reason() == ""
 
     @classmethod
     def unavailable_reason(cls) -> str:
@@ -168,25 +158,18 @@ class Backend(ABC):
         """Zeros of ``shape`` with each ``src`` row added into row ``indices[...]`` (repeats add up)."""
 
     def kernel(self, method: str, *args, dtypes: Sequence[DType] = ()) -> Callable | None:
-        """The raw function behind one kernel call, for a replay to call directly.
-
-        ``method`` and ``args`` name the call as an op's forward makes it (``"binary", "add"``;
-        ``"reduce", "sum", axes, keepdim``; ``"permute", order``); the result takes only the
-        array operands (of ``dtypes``) and must give the same bits as the method (NumPy's may
-        return a NumPy scalar where the method gives a 0-d array). None (the default) when this
-        backend has no such shortcut: the caller then goes through the method (an op's forward).
+        """The raw function behind one kernel call (``"binary", "add"``; ``"reduce", "sum", axes, keepdim``;
+        ``"permute", order``), taking only the array operands (of ``dtypes``) and giving the method's bits.
+        None (the default) when the backend has no such shortcut: callers then use the method.
         """
         return None
 
     def kernels(self, dtype: DType, raw: bool = False) -> KernelSet:
         """This backend's :class:`KernelSet` for ``dtype`` (made once)."""
-        try:
-            return self._kernel_sets[dtype, raw]
-        except AttributeError:
-            self._kernel_sets: dict = {}
-        except KeyError:
-            pass
-        k = self._kernel_sets[dtype, raw] = KernelSet(self, dtype, raw)
+        sets = self.__dict__.setdefault("_kernel_sets", {})
+        k = sets.get((dtype, raw))
+        if k is None:
+            k = sets[dtype, raw] = KernelSet(self, dtype, raw)
         return k
 
     def buffer(self, a: Any) -> tuple[int, int]:

@@ -1,22 +1,18 @@
 """CUDA backend: CuPy arrays as storage, our own kernels from ``engine/kernels/*.cu``.
 
-CuPy supplies device memory, strided views (permute, expand, basic indexing),
-host transfers and the random generator. Every computation runs one of our
-kernels, compiled by NVRTC through ``cupy.RawModule``:
+CuPy supplies device memory, strided views, host transfers and the random generator. Every
+computation runs one of our kernels, compiled by NVRTC through ``cupy.RawModule``:
 
     map / zip / where   elementwise.cu  one thread per output, grid-stride, contiguous fast path
     reduce              reduce.cu       one block per output row, shared-memory tree
     matmul              matmul.cu       batched, shared-memory tiles + register tiles
     gather / scatter    gather.cu       embedding rows; scatter-add with atomicAdd
 
-The kernels only see pointers, sizes and a small ``meta`` vector of shapes and
-strides (in elements). Building that vector is pure Python (:func:`collapse_dims` and
-the ``*_meta`` helpers below) and is tested without a GPU; the kernels themselves are
-compiled by ``nvcc`` in CI and executed by a host emulator (``tests/cuda_emulator``)
-that runs the same source on CPU threads.
-
-``CudaBackend(runtime)`` takes the object that owns memory and launches kernels;
-the default is :class:`CupyRuntime` (the GPU).
+The kernels see pointers, sizes and a ``meta`` vector of shapes and strides (in elements), built in
+pure Python (:func:`collapse_dims`, the ``*_meta`` helpers) and tested without a GPU; the kernels
+themselves are compiled by ``nvcc`` in CI and run by a host emulator (``tests/cuda_emulator``).
+``CudaBackend(runtime)`` takes the object that owns memory and launches kernels (default
+:class:`CupyRuntime`, the GPU).
 """
 from __future__ import annotations
 
@@ -28,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64, result_dtype
-from ..tensor_data import IndexingError, ViewError, broadcast_error
+from ..tensor_data import IndexingError, ViewError, broadcast_error, strides_from_shape
 from .base import BINARY_OPS, COMPARISONS, INT_UNARY_OPS, UNARY_OPS, Backend, BackendUnavailable, ThreadRandom
 
 KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
@@ -45,19 +41,16 @@ CTYPE = {"float32": "float", "float64": "double", "int64": "long long", "bool": 
 
 
 def functor_name(op: str) -> str:
-    """The C++ functor (in elementwise.cu) of a declared kernel: ``Op`` + its name in CamelCase
-    (``exp`` -> ``OpExp``); declaring a kernel in ``engine.ops`` and writing that struct is all it takes."""
+    """The C++ functor in elementwise.cu of a declared kernel: ``exp`` -> ``OpExp``."""
     return "Op" + "".join(part.capitalize() for part in op.split("_"))
 
 
-_INT_UNARY = INT_UNARY_OPS  # stay integer; the rest compute in float64
 _LOGICAL = ("add", "mul", "maximum")  # on two bools: or, and, or
 _FLOATS = ("float32", "float64")
 _NUMERIC = ("float32", "float64", "int64")
 
 
-# ---------------------------------------------------------------------------
-# kernel names: the single list the backend, the nvcc test and the emulator use
+# --- kernel names: the one list the backend, the nvcc test and the emulator use
 
 
 def map_name(kind: str, tin: str, tout: str, functor: str) -> str:
@@ -83,7 +76,7 @@ def kernel_names() -> dict[str, list[str]]:
     elementwise = []
     for kind in ("contig", "strided"):
         for op in sorted(UNARY_OPS):
-            for t in (_NUMERIC if op in _INT_UNARY else _FLOATS):
+            for t in (_NUMERIC if op in INT_UNARY_OPS else _FLOATS):
                 elementwise.append(map_name(kind, t, t, functor_name(op)))
         for tin in CTYPE:  # casts (and copies) between every pair of dtypes
             for tout in CTYPE:
@@ -106,8 +99,7 @@ def kernel_source(filename: str) -> str:
     return re.sub(r'#include\s+"common\.cuh"', lambda _: common, text)
 
 
-# ---------------------------------------------------------------------------
-# index maths (pure Python; the kernels receive its results)
+# --- index maths (pure Python; the kernels receive its results)
 
 
 def collapse_dims(shape: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
@@ -131,12 +123,7 @@ def collapse_dims(shape: Sequence[int], *strides: Sequence[int]) -> tuple[tuple[
     return tuple(out_shape), per_operand
 
 
-def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for s in reversed(tuple(shape)):
-        out.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(out))
+contiguous_strides = strides_from_shape
 
 
 def offset_of(lin: int, shape: Sequence[int], strides: Sequence[int]) -> int:
@@ -189,8 +176,7 @@ def _pow2_at_least(n: int, lo: int, hi: int) -> int:
     return p
 
 
-# ---------------------------------------------------------------------------
-# the GPU runtime
+# --- the GPU runtime
 
 
 def _import_cupy():
@@ -244,9 +230,6 @@ class CupyRuntime:
         self.cp.cuda.Device().synchronize()
 
 
-# ---------------------------------------------------------------------------
-
-
 class CudaBackend(Backend):
     """The engine's narrow backend interface on an NVIDIA GPU."""
 
@@ -266,10 +249,6 @@ class CudaBackend(Backend):
         if not ok:
             return "CuPy is installed but no usable NVIDIA GPU / CUDA driver was found (cupy.cuda.is_available() is False)"
         return ""
-
-    @classmethod
-    def is_available(cls) -> bool:
-        return cls.unavailable_reason() == ""
 
     def __init__(self, runtime: Any = None) -> None:
         if runtime is None:
@@ -300,9 +279,6 @@ class CudaBackend(Backend):
     def _empty(self, shape, dtype: DType):
         return self.xp.empty(tuple(shape), dtype=dtype.numpy)
 
-    def _el_strides(self, a) -> tuple[int, ...]:
-        return tuple(s // a.itemsize for s in a.strides)
-
     def _map_into(self, out, a, functor: str) -> None:
         """out[...] = functor(a) elementwise; ``a`` is already broadcast to out's shape."""
         n = out.size
@@ -313,7 +289,7 @@ class CudaBackend(Backend):
         if a.flags.c_contiguous and out.flags.c_contiguous and a.shape == out.shape:
             self.rt.launch(map_name("contig", tin, tout, functor), grid, block, (a, out, np.int64(n)))
         else:
-            meta = elementwise_meta(out.shape, self._el_strides(a), self._el_strides(out))
+            meta = elementwise_meta(out.shape, self.strides(a), self.strides(out))
             self.rt.launch(map_name("strided", tin, tout, functor), grid, block,
                            (a, out, np.int64(n), self._meta(meta)))
 
@@ -363,8 +339,8 @@ class CudaBackend(Backend):
         if op not in UNARY_OPS:
             raise ValueError(f"unknown unary kernel {op!r}")
         dt = as_dtype(a.dtype)
-        if dt == bool_ or (not dt.is_floating and op not in _INT_UNARY):
-            a = self.astype(a, int64 if op in _INT_UNARY else float64)
+        if dt == bool_ or (not dt.is_floating and op not in INT_UNARY_OPS):
+            a = self.astype(a, int64 if op in INT_UNARY_OPS else float64)
             dt = as_dtype(a.dtype)
         return self._map(a, functor_name(op), dt)
 
@@ -398,7 +374,7 @@ class CudaBackend(Backend):
         if a.flags.c_contiguous and b.flags.c_contiguous and a.shape == b.shape:
             self.rt.launch(zip_name("contig", dt.name, op), grid, block, (a, b, out, np.int64(n)))
         else:
-            meta = elementwise_meta(shape, self._el_strides(ea), self._el_strides(eb), contiguous_strides(shape))
+            meta = elementwise_meta(shape, self.strides(ea), self.strides(eb), contiguous_strides(shape))
             self.rt.launch(zip_name("strided", dt.name, op), grid, block, (ea, eb, out, np.int64(n), self._meta(meta)))
         return self.astype(out, bool_) if logical else out
 
@@ -410,7 +386,7 @@ class CudaBackend(Backend):
         out = self._empty(shape, dt)
         n = out.size
         if n:
-            meta = elementwise_meta(shape, self._el_strides(ec), self._el_strides(ea), self._el_strides(eb),
+            meta = elementwise_meta(shape, self.strides(ec), self.strides(ea), self.strides(eb),
                                     contiguous_strides(shape))
             grid, block = self._grid(n)
             self.rt.launch(f"where_strided<{CTYPE[dt.name]}>", grid, block,
@@ -424,7 +400,7 @@ class CudaBackend(Backend):
         axes = tuple(sorted({ax % nd for ax in axes})) if nd else ()
         dt = as_dtype(a.dtype)
         src = a if dt != bool_ else self.astype(a, int64)
-        meta, rows, length = reduce_meta(tuple(a.shape), self._el_strides(src), axes)
+        meta, rows, length = reduce_meta(tuple(a.shape), self.strides(src), axes)
         if op == "max" and length == 0:
             raise ValueError("max of an empty dimension")
         kept_shape = tuple(1 if i in axes else s for i, s in enumerate(a.shape))
@@ -465,14 +441,12 @@ class CudaBackend(Backend):
         out = self._empty(batch + (m, n), dt)
         nbatch = math.prod(batch)
         if out.size:
-            meta = matmul_meta(batch, self._el_strides(ea), self._el_strides(eb))
+            meta = matmul_meta(batch, self.strides(ea), self.strides(eb))
             grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), min(nbatch, MAX_GRID_Z))
             self.rt.launch(matmul_name(dt.name, self.matmul_min_blocks[dt.name]), grid, (MATMUL_THREADS, 1, 1),
                            (ea, eb, out, np.int64(m), np.int64(n), np.int64(k), np.int64(nbatch), self._meta(meta)))
-        if a_vec:
-            out = out.reshape(batch + (n,))
-        if b_vec:
-            out = out.reshape(tuple(out.shape[:-1]))
+        if a_vec or b_vec:  # a vector operand's dim is dropped again
+            out = out.reshape(batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ()))
         return out
 
     def _rows_args(self, table_shape, indices):
@@ -483,21 +457,23 @@ class CudaBackend(Backend):
         idx = self.contiguous(self.astype(indices, int64))
         return idx, int(table_shape[0]), math.prod(table_shape[1:])
 
-    def _check_bad(self, bad, what: str, rows: int) -> None:
-        if int(self.rt.to_host(bad)[0]):
-            raise IndexingError(f"{what}: an index is out of range for {rows} rows")
+    def _launch_rows(self, what: str, dt: DType, src, idx, out, rows: int, row_len: int) -> None:
+        """``{what}_rows`` (gather.cu): one thread per element of the picked rows; an index out of range
+        sets ``bad``."""
+        n = idx.size * row_len
+        if n:
+            bad = self.xp.zeros(1, dtype=np.int32)
+            grid, block = self._grid(n)
+            self.rt.launch(f"{what}_rows<{CTYPE[dt.name]}>", grid, block,
+                           (src, idx, out, np.int64(idx.size), np.int64(rows), np.int64(row_len), bad))
+            if int(self.rt.to_host(bad)[0]):
+                raise IndexingError(f"{what}: an index is out of range for {rows} rows")
 
     def gather(self, table, indices):
         idx, rows, row_len = self._rows_args(tuple(table.shape), indices)
         table = self.contiguous(table)
         out = self._empty(tuple(indices.shape) + tuple(table.shape[1:]), as_dtype(table.dtype))
-        n = idx.size * row_len
-        if n:
-            bad = self.xp.zeros(1, dtype=np.int32)
-            grid, block = self._grid(n)
-            self.rt.launch(f"gather_rows<{CTYPE[as_dtype(table.dtype).name]}>", grid, block,
-                           (table, idx, out, np.int64(idx.size), np.int64(rows), np.int64(row_len), bad))
-            self._check_bad(bad, "gather", rows)
+        self._launch_rows("gather", as_dtype(table.dtype), table, idx, out, rows, row_len)
         return out
 
     def scatter_add(self, shape, indices, src):
@@ -511,13 +487,7 @@ class CudaBackend(Backend):
             raise ValueError(f"scatter_add: src has shape {tuple(src.shape)}, expected {want}")
         src = self.contiguous(src)
         out = self.xp.zeros(shape, dtype=dt.numpy)
-        n = idx.size * row_len
-        if n:
-            bad = self.xp.zeros(1, dtype=np.int32)
-            grid, block = self._grid(n)
-            self.rt.launch(f"scatter_add_rows<{CTYPE[dt.name]}>", grid, block,
-                           (src, idx, out, np.int64(idx.size), np.int64(rows), np.int64(row_len), bad))
-            self._check_bad(bad, "scatter_add", rows)
+        self._launch_rows("scatter_add", dt, src, idx, out, rows, row_len)
         return out
 
     # --- layout ----------------------------------------------------------------
@@ -558,10 +528,10 @@ class CudaBackend(Backend):
         return bool(a.flags.c_contiguous)
 
     def strides(self, a):
-        return self._el_strides(a)
+        return tuple(s // a.itemsize for s in a.strides)
 
     def index(self, a, key):
-        # A trailing Ellipsis keeps the result an array view even for all-integer keys.
+        # a trailing Ellipsis keeps the result an array view even for all-integer keys
         key = (key if isinstance(key, tuple) else (key,)) + (Ellipsis,)
         try:
             return a[key]
@@ -575,8 +545,7 @@ class CudaBackend(Backend):
             src = self.xp.broadcast_to(src, target.shape)
         except ValueError:
             raise IndexingError(f"index_add: cannot add shape {tuple(src.shape)} into {tuple(target.shape)}") from None
-        # Basic indexing never selects an element twice and ``out`` is zeros, so the
-        # sum is a strided copy into the view.
+        # basic indexing never selects an element twice and ``out`` is zeros: the sum is a copy into the view
         self._map_into(target, src, "OpIdentity")
         return out
 

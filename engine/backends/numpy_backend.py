@@ -11,6 +11,7 @@ from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
 from ..tensor_data import IndexingError, ViewError, broadcast_error
 from .base import Backend, ThreadRandom
 
+
 def _relu(a):
     out = np.maximum(a, 0)
     return out if out.dtype == a.dtype else out.astype(a.dtype)  # a bool input comes back as int64
@@ -21,10 +22,9 @@ def _step(a):
 
 
 def _broadcast_view(a, shape: tuple):
-    """``np.broadcast_to(a, shape)`` for a C-contiguous, non-empty array: the same read-only view (stride 0 on
-    every broadcast dim) made by one ndarray constructor, where broadcast_to's Python wrapper builds an
-    nditer per call (~4 µs; the mean's VJP expands once per HW2 step, benchmarks/hw2_step.py). None for
-    any other case (broadcast_to handles it, and its errors)."""
+    """``np.broadcast_to(a, shape)`` for a C-contiguous, non-empty array, built by one ndarray constructor
+    (broadcast_to's Python wrapper builds an nditer per call: microseconds on every small training step).
+    None otherwise: broadcast_to's case."""
     if type(a) is not np.ndarray or not a.flags.c_contiguous or not a.size or 0 in shape:
         return None
     lead = len(shape) - a.ndim
@@ -44,9 +44,7 @@ def _broadcast_view(a, shape: tuple):
 
 
 def _matmul(a, b):
-    # an inner dimension of 1 is an outer product: a broadcast multiply makes the same products
-    # (no sums to round) in one pass, where BLAS takes ~4x as long (HW2's backward at batch 512:
-    # ȳ (B, 1) @ W2 (1, H)). Eager mode and a replay both run this function.
+    # an inner dimension of 1 is an outer product: a broadcast multiply gives the same bits, faster than BLAS
     if a.ndim >= 2 and b.ndim >= 2 and a.shape[-1] == 1 and b.shape[-2] == 1:
         return np.multiply(a, b)
     return np.matmul(a, b)
@@ -77,19 +75,16 @@ _BINARY = {
     "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
     "eq": np.equal, "ne": np.not_equal,
 }
-# Overflow / division by zero give inf / nan, which *are* the answers (the explorer flags
-# them). NumPy's warnings for them are silenced in the engine's own modules only (the backend,
-# and the raw kernels a replay or an optimiser calls from its own module): a warnings filter
-# costs nothing until a warning fires, unlike np.errstate (~3 µs per call), and global
-# np.seterr would change the user's NumPy.
+# Overflow / division by zero give inf / nan, which *are* the answers (the explorer flags them): NumPy's
+# warnings are silenced in the engine's modules only (np.errstate would cost on every call, np.seterr
+# would change the user's NumPy).
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"engine(\.|$)")
 _DTYPES = {np.dtype(d.numpy): d for d in (float64, float32, int64, bool_)}
 _SCALARS = (float, int, np.float64)  # Python numbers (not bool) that become a float64 NumPy scalar
 
 
 def _engine_promotion(out, a, b):
-    """NumPy promotes float32 with int64 to float64; the engine's rule (``dtypes.result_dtype``,
-    as the python and cuda backends) keeps float32."""
+    """NumPy promotes float32 with int64 to float64; the engine's rule (``dtypes.result_dtype``) keeps float32."""
     if out.dtype == np.float64 and a.dtype != b.dtype and np.float64 not in (a.dtype, b.dtype) \
             and np.float32 in (a.dtype, b.dtype):
         return out.astype(np.float32)
@@ -97,7 +92,7 @@ def _engine_promotion(out, a, b):
 
 
 def _check_broadcast(*shapes) -> None:
-    """Raise the engine's BroadcastError (as every backend does) when the shapes do not broadcast."""
+    """Raise the engine's BroadcastError when the shapes do not broadcast."""
     try:
         np.broadcast_shapes(*shapes)
     except ValueError:
@@ -117,7 +112,7 @@ class NumpyBackend(Backend):
 
     def array(self, data, dtype: DType):
         if dtype is float64 and type(data) in _SCALARS:
-            return np.float64(data)  # a 0-d float64 value is a NumPy scalar: the scalar fast path's data
+            return np.float64(data)  # a 0-d float64 value is a NumPy scalar (the scalar fast path)
         return np.array(data, dtype=dtype.numpy)
 
     def to_numpy(self, a):
@@ -153,7 +148,7 @@ class NumpyBackend(Backend):
     def binary(self, op, a, b):
         try:
             out = np.asarray(_BINARY[op](a, b))
-        except ValueError:  # kept off the normal path: a try block costs nothing until it raises
+        except ValueError:
             _check_broadcast(np.shape(a), np.shape(b))
             raise
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
@@ -167,7 +162,7 @@ class NumpyBackend(Backend):
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
     def reduce(self, op, a, axes, keepdim):
-        # the ufuncs' own reductions (what np.sum / np.max call, the same bits) without their Python wrappers
+        # the ufuncs' reductions: what np.sum / np.max call, without their Python wrappers
         if op == "sum":
             return np.asarray(np.add.reduce(a, axis=axes, keepdims=keepdim))
         if op == "max":
@@ -200,7 +195,7 @@ class NumpyBackend(Backend):
         if method == "matmul":
             return _matmul
         # partial / methodcaller: C-level calls, no Python frame per kernel
-        if method == "reduce" and args[0] == "sum":  # np.sum's own reduction, without its Python wrappers
+        if method == "reduce" and args[0] == "sum":
             return functools.partial(np.add.reduce, axis=args[1], keepdims=args[2])
         if method == "permute":
             return operator.methodcaller("transpose", tuple(args[0]))
@@ -221,7 +216,7 @@ class NumpyBackend(Backend):
         return id(root), root.nbytes
 
     def permute(self, a, order):
-        return a.transpose(order)  # the method: np.transpose's Python wrapper costs as much again
+        return a.transpose(order)
 
     def view(self, a, shape):
         if not (a.flags.c_contiguous or a.size <= 1):

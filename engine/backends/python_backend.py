@@ -1,10 +1,8 @@
 """Pure-Python backend: plain loops over strided storage (the teaching reference).
 
-Every kernel walks multi-indices and turns them into storage positions with the
-index maths of :mod:`engine.tensor_data`. It is slow; its worth is that it
-proves the strides, broadcasting and views right, because the NumPy backend
-must give the same numbers. NumPy is used only to convert data
-in and out.
+Every kernel walks multi-indices and turns them into storage positions with the index maths of
+:mod:`engine.tensor_data`. It is slow; its worth is that it proves strides, broadcasting and views
+right, because the NumPy backend must give the same numbers. NumPy only converts data in and out.
 """
 from __future__ import annotations
 
@@ -15,8 +13,7 @@ import random
 import numpy as np
 
 from ..dtypes import DType, bool_, float32, float64, int64
-from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_shape,
-                           prod)
+from ..tensor_data import IndexingError, TensorData, all_indices, broadcast_shape, prod, strides_from_shape
 from .base import COMPARISONS, INT_UNARY_OPS, Backend, ThreadRandom
 
 _TYPECODE_DTYPE = {"d": float64, "f": float32, "q": int64, "b": bool_}
@@ -50,23 +47,13 @@ def _div(x, y):
 def _pow(x, y):
     try:
         r = x ** y
-    except ZeroDivisionError:
-        return math.inf
-    except OverflowError:
+    except (ZeroDivisionError, OverflowError):
         return math.inf
     return math.nan if isinstance(r, complex) else r
 
 
-def _sin(x):
-    return math.sin(x) if math.isfinite(x) else math.nan  # math.sin(inf) raises; NumPy gives nan
-
-
-def _cos(x):
-    return math.cos(x) if math.isfinite(x) else math.nan
-
-
-def _tan(x):
-    return math.tan(x) if math.isfinite(x) else math.nan
+def _periodic(f):
+    return lambda x: f(x) if math.isfinite(x) else math.nan  # math.sin(inf) raises; NumPy gives nan
 
 
 def _sigmoid(x):
@@ -89,7 +76,8 @@ def _maximum(x, y):
 _UNARY = {
     "neg": lambda x: -x, "exp": _exp, "log": _log, "reciprocal": lambda x: _div(1.0, x),
     "relu": lambda x: x if x > 0 else 0.0 * x if x == x else x, "step": lambda x: 1.0 if x > 0 else 0.0,
-    "sqrt": _sqrt, "sigmoid": _sigmoid, "sin": _sin, "cos": _cos, "tan": _tan,
+    "sqrt": _sqrt, "sigmoid": _sigmoid,
+    "sin": _periodic(math.sin), "cos": _periodic(math.cos), "tan": _periodic(math.tan),
 }
 _BINARY = {
     "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y, "div": _div,
@@ -97,6 +85,10 @@ _BINARY = {
     "lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: x > y,
     "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y,
 }
+
+
+def _promoted(a: TensorData, b: TensorData) -> str:
+    return a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
 
 
 def _new(values, shape, typecode) -> TensorData:
@@ -169,12 +161,9 @@ class PythonBackend(Backend):
         ea, eb = a.expand(shape), b.expand(shape)  # stride-0 views: broadcasting is index maths
         sa, sb = ea.storage, eb.storage
         vals = [f(sa[p], sb[q]) for p, q in zip(ea.positions(), eb.positions())]
-        if op in COMPARISONS:
-            tc = "b"
-        else:
-            tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
-            if op == "div" and tc in "bq":
-                tc = "d"
+        tc = "b" if op in COMPARISONS else _promoted(a, b)
+        if op == "div" and tc in "bq":
+            tc = "d"
         return _new(vals, shape, tc)
 
     def where(self, cond, a, b):
@@ -182,8 +171,7 @@ class PythonBackend(Backend):
         ec, ea, eb = cond.expand(shape), a.expand(shape), b.expand(shape)
         vals = [ea.storage[p] if ec.storage[c] else eb.storage[q]
                 for c, p, q in zip(ec.positions(), ea.positions(), eb.positions())]
-        tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
-        return _new(vals, shape, tc)
+        return _new(vals, shape, _promoted(a, b))
 
     def reduce(self, op, a, axes, keepdim):
         axes = tuple(sorted(ax % len(a.shape) for ax in axes)) if a.shape else ()
@@ -199,13 +187,11 @@ class PythonBackend(Backend):
             combine = lambda x, y: y if x is None or y > x or y != y else x  # noqa: E731
         else:
             raise ValueError(f"unknown reduction {op!r}")
-        out = TensorData(array.array("d", [0.0] * n_out), kept_shape)
+        # the output's strides with 0 on the reduced axes send every element to its output slot
+        out_strides = [0 if i in axes else s for i, s in enumerate(strides_from_shape(kept_shape))]
         st = a.storage
         for index, pos in zip(all_indices(a.shape), a.positions()):
-            o = 0
-            for i, (ix, s) in enumerate(zip(index, out.strides)):
-                if i not in axes:
-                    o += ix * s
+            o = sum(ix * s for ix, s in zip(index, out_strides))
             acc[o] = combine(acc[o], st[pos])
         tc = a.typecode if a.typecode in "df" else "q"
         res = _new(acc, kept_shape, tc)
@@ -216,7 +202,7 @@ class PythonBackend(Backend):
     def matmul(self, a, b):
         a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
         if a_vec:
-            a = a.view((1,) + a.shape) if a.is_contiguous() else a.contiguous().view((1,) + a.shape)
+            a = a.contiguous().view((1,) + a.shape)
         if b_vec:
             b = b.contiguous().view(b.shape + (1,))
         if len(a.shape) < 2 or len(b.shape) < 2:
@@ -235,29 +221,20 @@ class PythonBackend(Backend):
                     for t in range(k):
                         s += ea.get(bi + (i, t)) * eb.get(bi + (t, j))
                     vals.append(s)
-        tc = a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
-        out_shape = batch + (m, n)
-        res = _new(vals, out_shape, tc)
-        if a_vec:
-            res = res.view(out_shape[:-2] + (n,))
-            out_shape = res.shape
-        if b_vec:
-            res = res.view(out_shape[:-1])
-        return res
+        res = _new(vals, batch + (m, n), _promoted(a, b))
+        return res.view(batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ()))
 
     def gather(self, table, indices):
-        rows = [int(v) for v in indices.values()]
         n = table.shape[0]
-        row_shape = table.shape[1:]
         vals = []
-        for r in rows:
+        for r in (int(v) for v in indices.values()):
             if not -n <= r < n:
                 raise IndexingError(f"index {r} out of range for {n} rows")
             vals.extend(table.basic_index(r).values())
-        return _new(vals, indices.shape + row_shape, table.typecode)
+        return _new(vals, indices.shape + table.shape[1:], table.typecode)
 
     def scatter_add(self, shape, indices, src):
-        out = TensorData(array.array(src.typecode, [0.0] * prod(shape)), tuple(shape))
+        out = _new([0] * prod(shape), shape, src.typecode)
         row = prod(shape[1:])
         src_vals = src.values()
         for i, r in enumerate(int(v) for v in indices.values()):
@@ -297,7 +274,7 @@ class PythonBackend(Backend):
         return a.basic_index(key)
 
     def index_add(self, shape, key, src):
-        out = TensorData(array.array(src.typecode, [0.0] * prod(shape)), tuple(shape))
+        out = _new([0] * prod(shape), shape, src.typecode)
         target = out.basic_index(key)
         if target.shape != src.shape:
             src = src.expand(target.shape)

@@ -8,8 +8,8 @@ Build a graph of placeholders, variables, constants and ops, then run parts of i
         x = tf.placeholder((4, 3), name="x")
         W = tf.Variable(np.ones((3, 2)), name="W")
         b = tf.Variable(np.zeros(2), name="b")
-        h = tf.relu(x @ W + b)
-    tf.Session(g).run(h, {x: data})
+        h = tf.relu(x @ W + b)          # nodes are added; nothing is computed
+    tf.Session(g).run(h, {x: data})     # now only the nodes h needs are evaluated
 
 The ops are the eager engine's own (``engine.ops`` primitives and ``engine.functional``
 composites): a graph's tensors live on a symbolic backend that records each op instead of

@@ -3,16 +3,15 @@
 ``compile(step_fn, optimizer=opt)`` runs ``step_fn`` once, eagerly, under ``engine.trace_ops``:
 every primitive that runs (forward, the backward pass's VJP ops, the accumulation into ``.grad``)
 is recorded with its inputs, parameters and output. The trace becomes a flat program over array
-slots; later calls replay it on new inputs, calling each op's own ``forward`` on raw backend
-arrays: no Tensor objects, no history, no autodiff traversal, no op dispatch. The optimizer's
-update is applied after the replay with the replayed gradients (the real optimizer object, so its
-state continues exactly as in eager mode). Random ops (dropout masks) are replayed too, so each
-replay draws fresh numbers from the backend's generator: the same stream eager mode would use.
+slots; later calls replay it on new inputs, running each op's kernel on raw backend arrays: no
+Tensor objects, no history, no autodiff traversal, no op dispatch. The real optimizer then steps
+with the replayed gradients, so its state continues as in eager mode. Random ops are replayed too,
+drawing from the backend's generator as eager mode would.
 
 Replays are bit-identical to eager mode: the same kernels run on the same arrays in the same
 order. Like every tracing compiler (``torch.jit.trace``, ``jax.jit``) the program is specialised
-to what the traced call did: Python control flow is frozen, tensors created from numbers inside
-the step are constants, and a call with other input shapes or dtypes is traced anew.
+to the traced call: Python control flow is frozen, tensors made from numbers inside the step are
+constants, and a call with other input shapes or dtypes is traced anew.
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ import numpy as np
 
 from .. import ops
 from ..tensor import History, Op, Tensor, is_grad_enabled, next_unique_id, tensor, trace_ops
-
+from .session import flatten
 
 
 class CaptureError(RuntimeError):
@@ -46,7 +45,7 @@ class _Program:
     of arrays (b < 0: one input; a < 0 too: none; a == -2: the kernel reads its inputs from env)."""
 
     __slots__ = ("n_slots", "leaf_loads", "input_slots", "instrs", "grad_slots", "out_slots", "rebuild",
-                 "backend", "signature", "stats", "kept", "meta")
+                 "backend", "stats", "kept", "meta")
 
     def run(self, arrays: Sequence[Any]) -> list:
         env: list = [None] * self.n_slots
@@ -90,16 +89,12 @@ class CompiledStep:
         self._programs: dict[tuple, _Program] = {}
         self.last_program: _Program | None = None
 
-    # --- public ---------------------------------------------------------------------------------
     def __call__(self, *args):
-        for a in args:
-            if isinstance(a, np.ndarray):
-                args = tuple(tensor(a) if isinstance(a, np.ndarray) else a for a in args)
-                break
+        args = tuple(tensor(a) if isinstance(a, np.ndarray) else a for a in args)
         sig = _signature(args)
         prog = self._programs.get(sig)
         if prog is None:
-            prog, result = self._capture(args, sig)
+            prog, result = self._capture(args)
             self._programs[sig] = prog
             self.last_program = prog
             return result
@@ -156,7 +151,7 @@ class CompiledStep:
         return g
 
     # --- capture ----------------------------------------------------------------------------------
-    def _capture(self, args: tuple, sig: tuple):
+    def _capture(self, args: tuple):
         records: list[tuple] = []
 
         def hook(op, inputs, params, out):
@@ -172,24 +167,21 @@ class CompiledStep:
         # a tensor no traced op produced may still hold a traced array: an input's, or an op output's
         # behind .detach() (logsumexp's max): by array identity it reads that slot, not a frozen copy
         slot_of_array: dict[int, int] = {}
+        meta: dict[int, tuple] = {}     # slot -> (shape, dtype, name or role)
         prog = _Program()
-        prog.signature = sig
-        n = 0
         prog.input_slots = []
         for a in args:
             if isinstance(a, Tensor):
-                slot_of[a.unique_id] = n
-                slot_of_array[id(a._data)] = n
+                n = len(prog.input_slots)
+                slot_of[a.unique_id] = slot_of_array[id(a._data)] = n
+                meta[n] = (a.shape, a.dtype, f"input{n}")
                 prog.input_slots.append(n)
-                n += 1
+        n = len(prog.input_slots)
         leaf_loads: list[tuple[int, Tensor]] = []
         backend = None
         raw: list[tuple] = []
         outputs: list[Tensor] = []
         changed: list[Tensor] = []
-        meta: dict[int, tuple] = {a: (args_t.shape, args_t.dtype, f"input{i}")
-                                  for i, (a, args_t) in enumerate(zip(prog.input_slots,
-                                                                      [a for a in args if isinstance(a, Tensor)]))}
         for op, inputs, arrays, params, out, grad_mode in records:
             in_slots = []
             for t, arr in zip(inputs, arrays):
@@ -218,9 +210,7 @@ class CompiledStep:
         out_tensors, rebuild = _flatten_result(result)
         out_slots = []
         for t in out_tensors:
-            s = slot_of.get(t.unique_id)
-            if s is None:
-                s = slot_of_array.get(id(t._data))
+            s = slot_of.get(t.unique_id, slot_of_array.get(id(t._data)))
             if s is None:
                 raise CaptureError("the step returned a tensor that no traced op produced")
             out_slots.append(s)
@@ -258,8 +248,7 @@ class CompiledStep:
                 needed.update(in_slots)
                 instrs.append((op, params, in_slots, out))
         instrs.reverse()
-        # each op's own replay kernel (NumPy: the ufunc itself where its forward is one ufunc call);
-        # optimize=False replays every op through its forward
+        # each op's own replay kernel (NumPy: the ufunc itself); optimize=False replays every op's forward
         kernels = [_replay_kernel(op, params, backend, tuple(meta[s][1] for s in in_slots), self.optimize)
                    for op, params, in_slots, out in instrs]
         prog.instrs = [_instruction(fn, in_slots, out) for fn, (_, _, in_slots, out) in zip(kernels, instrs)]
@@ -326,21 +315,13 @@ def _signature(args: tuple) -> tuple:
 
 
 def _flatten_result(result):
-    if isinstance(result, Tensor):
-        return [result], lambda ts: ts[0]
     if result is None:
         return [], lambda ts: None
-    if isinstance(result, (list, tuple)):
-        if not all(isinstance(r, Tensor) for r in result):
-            raise CaptureError("a compiled step may return a tensor, or a tuple / list of tensors")
-        kind = type(result)
-        return list(result), lambda ts: kind(ts) if kind is tuple else list(ts)
-    if isinstance(result, dict):
-        keys = list(result)
-        if not all(isinstance(result[k], Tensor) for k in keys):
-            raise CaptureError("a compiled step may return a dict of tensors")
-        return [result[k] for k in keys], lambda ts: dict(zip(keys, ts))
-    raise CaptureError(f"a compiled step may return tensors, not {type(result).__name__}")
+    tensors, rebuild = flatten(result)
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise CaptureError(f"a compiled step may return a tensor, or lists / tuples / dicts of tensors, not "
+                           f"this {type(result).__name__}")
+    return tensors, rebuild
 
 
 def compile(step_fn: Callable, optimizer=None, optimize: bool = True) -> CompiledStep:  # noqa: A001
@@ -352,10 +333,9 @@ def compile(step_fn: Callable, optimizer=None, optimize: bool = True) -> Compile
             tensors to hand back (the loss, say).
         optimizer: the optimizer the step calls; its update is applied after each replay with
             the replayed gradients (required when the step updates parameters).
-        optimize: drop ops whose results nothing uses (random ops are always kept) and call
-            each op's own replay kernel (``Op.kernel``: NumPy's ufunc where the op's forward is
-            exactly one ufunc call). ``False`` replays
-            every traced op through its ``forward``.
+        optimize: simplify the program (see ``_simplify``), drop ops whose results nothing uses
+            (random ops are always kept) and call each op's own replay kernel (``Op.kernel``).
+            ``False`` replays every traced op through its ``forward``.
 
     Returns:
         A :class:`CompiledStep`; call it with new inputs of the same shapes and dtypes (other

@@ -1,17 +1,14 @@
 """Symbolic gradients: ``gradients(ys, xs)`` adds the backward pass to the graph as nodes.
 
 It runs the *same* reverse walk as eager mode (``engine.autodiff.topological_sort`` and
-``propagate``, and the ops' own VJP rules, which are written with engine ops); "takes a gradient"
-means "lies on a path from an x": the VJPs see handles on the graph's nodes that say so (the
-graph's own tensors are left as they are). Because the graph's tensors live
-on a symbolic backend, every VJP op becomes a gradient node instead of a number: nothing is
-computed until a Session runs it. ``GradientDescentOptimizer(lr).minimize(loss)`` adds one
-update node per variable and returns the training op.
+``propagate``, and the ops' own VJP rules, written with engine ops), where "takes a gradient" means
+"lies on a path from an x". Because the graph's tensors live on a symbolic backend, every VJP op
+becomes a gradient node instead of a number. ``GradientDescentOptimizer(lr).minimize(loss)`` adds
+one update node per variable and returns the training op.
 """
 from __future__ import annotations
 
 import weakref
-
 from typing import Sequence
 
 from .. import autodiff, ops

@@ -1,19 +1,7 @@
-"""TensorFlow-1-style static graphs: placeholders, variables, constants and op nodes.
-
-Build first, run later::
-
-    g = Graph()
-    with g.as_default():
-        x = placeholder((2, 3), name="x")
-        W = Variable(np.ones((3, 4)), name="W")
-        b = Variable(np.zeros(4), name="b")
-        h = engine.relu(x @ W + b)          # nodes are added; nothing is computed
-    Session(g).run(h, {x: x_value})         # now only the nodes h needs are evaluated
-
-The tensors a graph hands out are ordinary ``engine.Tensor`` objects on the graph's symbolic
-backend, so ``engine.ops`` / ``engine.functional`` (one definition for both worlds) build nodes.
-Nodes are kept in creation order, which is a topological order (an op's inputs always exist
-before it).
+"""TensorFlow-1-style static graphs: placeholders, variables, constants and op nodes (an example in
+:mod:`engine.static`). The tensors a graph hands out are ordinary ``engine.Tensor`` objects on the
+graph's symbolic backend (:mod:`engine.static.symbolic`). Nodes are kept in creation order, which is
+a topological order (an op's inputs always exist before it).
 """
 from __future__ import annotations
 
@@ -27,7 +15,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..backends import Backend, get_backend
-from ..dtypes import DType, as_dtype, float64
+from ..dtypes import DType, as_dtype, float32, float64, int64
 from ..tensor import History, Tensor
 from .symbolic import Abstract, SymbolicBackend
 
@@ -41,8 +29,7 @@ class VariableState:
     __slots__ = ("value", "initial")
 
     def __init__(self, value) -> None:
-        self.value = value
-        self.initial = value
+        self.value = self.initial = value
 
 
 class Node:
@@ -110,10 +97,7 @@ class Graph:
     """A static computation graph (nodes in creation order)."""
 
     def __init__(self, backend: "str | Backend" = "numpy", name: str | None = None):
-        """Args:
-            backend: the real backend a Session runs this graph on (``numpy``, ``python``, ``cuda``).
-            name: a label (defaults to ``graph1``, ``graph2``, ...).
-        """
+        """``backend``: the real backend a Session runs the graph on; ``name`` defaults to ``graph1``, ..."""
         self.name = name or f"graph{next(_graph_ids)}"
         self.backend = get_backend(backend)
         self.symbolic = SymbolicBackend(self)
@@ -123,7 +107,7 @@ class Graph:
         self.outputs: list[Node] = []          # set for captured programs (engine.static.compile)
         self.gradients: dict[int, Node] = {}
 
-    # --- context ------------------------------------------------------------------------------
+    # --- context
     @contextmanager
     def as_default(self) -> Iterator["Graph"]:
         """Make this the graph that ``placeholder`` / ``Variable`` / ``constant`` add to."""
@@ -141,7 +125,7 @@ class Graph:
         finally:
             self._role = prev
 
-    # --- node creation -----------------------------------------------------------------------
+    # --- node creation
     def _unique(self, base: str) -> str:
         k = self._names[base]
         self._names[base] += 1
@@ -152,12 +136,14 @@ class Graph:
         self.nodes.append(node)
         return node
 
-    def _leaf_tensor(self, node: Node, abstract: Abstract, requires_grad: bool) -> Tensor:
+    def _leaf(self, kind: str, name: str, shape: tuple, dtype: DType, value=None) -> tuple[Node, Tensor]:
+        """A new placeholder / variable / constant node and the tensor users build with."""
+        node = self._append(Node(self, kind, self._unique(name), shape, dtype))
+        abstract = Abstract(shape, dtype, value=value)
         abstract.node = node
-        t = Tensor._make(abstract, self.symbolic, requires_grad)
+        t = node.tensor = Tensor._make(abstract, self.symbolic)
         t.name = node.name
-        node.tensor = t
-        return t
+        return node, t
 
     def _add_op(self, op, params, inputs: tuple, out: Tensor, ctx: History) -> Node:
         in_nodes = [self.node_of(t) for t in inputs]
@@ -188,16 +174,16 @@ class Graph:
     def _node_of_abstract(self, a: Abstract) -> Node:
         if a.node is not None:
             return a.node
-        if a.value is not None:  # a constant made by as_tensor_like / zeros_like inside an op
-            node = Node(self, "constant", self._unique("Const"), a.shape, a.dtype, role=self._role)
-            node.value = self.backend.array(a.value, a.dtype)
-        else:
+        if a.value is None:
             raise RuntimeError("a value of this graph was computed by a backend kernel outside any op (a VJP "
                                "or composite reaching into raw arrays): write it with engine ops")
+        # a constant made by as_tensor_like / zeros_like inside an op
+        node = Node(self, "constant", self._unique("Const"), a.shape, a.dtype, role=self._role)
+        node.value = self.backend.array(a.value, a.dtype)
         a.node = node
         return self._append(node)
 
-    # --- queries ------------------------------------------------------------------------------
+    # --- queries
     def get(self, name: str) -> Node:
         for n in self.nodes:
             if n.name == name:
@@ -258,9 +244,9 @@ def _dtype_of(value, dtype) -> DType:
     if dtype is not None:
         return as_dtype(dtype)
     if isinstance(value, np.ndarray) and value.dtype == np.float32:
-        return as_dtype("float32")
+        return float32
     if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
-        return as_dtype("int64")
+        return int64
     return float64
 
 
@@ -282,9 +268,7 @@ def placeholder(shape: Sequence[int] | None = None, dtype="float64", name: str |
         raise ValueError(f"placeholder {name or ''} needs a full static shape, got {shape!r}: "
                          "the graph's shapes are fixed when it is built")
     g = graph if graph is not None else get_default_graph()
-    dt = as_dtype(dtype)
-    node = g._append(Node(g, "placeholder", g._unique(name or "Placeholder"), tuple(shape), dt))
-    return g._leaf_tensor(node, Abstract(tuple(shape), dt), requires_grad=False)
+    return g._leaf("placeholder", name or "Placeholder", tuple(shape), as_dtype(dtype))[1]
 
 
 def Variable(initial, name: str | None = None, trainable: bool = True, dtype=None,  # noqa: N802 (TF's name)
@@ -301,11 +285,10 @@ def Variable(initial, name: str | None = None, trainable: bool = True, dtype=Non
     g = graph if graph is not None else get_default_graph()
     dt = _dtype_of(initial, dtype)
     value = g.backend.array(np.asarray(initial), dt)
-    shape = tuple(g.backend.shape(value))
-    node = g._append(Node(g, "variable", g._unique(name or "Variable"), shape, dt))
+    node, t = g._leaf("variable", name or "Variable", tuple(g.backend.shape(value)), dt)
     node.state = VariableState(value)
     node.trainable = bool(trainable) and dt.is_floating
-    return g._leaf_tensor(node, Abstract(shape, dt), requires_grad=False)
+    return t
 
 
 def constant(value, dtype=None, name: str | None = None, graph: Graph | None = None) -> Tensor:
@@ -315,9 +298,9 @@ def constant(value, dtype=None, name: str | None = None, graph: Graph | None = N
     g = graph if graph is not None else get_default_graph()
     dt = _dtype_of(value, dtype)
     arr = np.array(value, dtype=dt.numpy)
-    node = g._append(Node(g, "constant", g._unique(name or "Const"), arr.shape, dt))
+    node, t = g._leaf("constant", name or "Const", arr.shape, dt, value=arr)
     node.value = g.backend.array(arr, dt)
-    return g._leaf_tensor(node, Abstract(arr.shape, dt, value=arr), requires_grad=False)
+    return t
 
 
 def tensor_to_node(t) -> Node:

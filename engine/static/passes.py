@@ -61,12 +61,6 @@ def prune(graph: Graph, fetches) -> PassResult:
     return PassResult("dead-node pruning", new, mapping, graph.counts(), new.counts())
 
 
-def _foldable(n: Node, inputs: list[Node]) -> bool:
-    if n.kind != "op" or n.op.random or not inputs:
-        return False
-    return all(i.kind == "constant" for i in inputs)
-
-
 def fold_constants(graph: Graph, fetches=None) -> PassResult:
     """Replace every op whose inputs are all constants by a constant holding its value.
 
@@ -80,11 +74,9 @@ def fold_constants(graph: Graph, fetches=None) -> PassResult:
     folded: list[str] = []
     for n in graph.nodes:
         ins = [mapping[i.id] for i in n.inputs]
-        if _foldable(n, ins):
-            vals = [i.value for i in ins]
-            value = n.op.forward(n.run_ctx, *vals)
+        if n.kind == "op" and not n.op.random and ins and all(i.kind == "constant" for i in ins):
             c = Node(staged, "constant", n.name, n.shape, n.dtype, role=n.role)
-            c.value = value
+            c.value = n.op.forward(n.run_ctx, *[i.value for i in ins])
             c.note = f"folded: {n.label}({', '.join(i.name for i in ins)})"
             staged._names[n.name] += 1
             mapping[n.id] = staged._append(c)
@@ -93,7 +85,7 @@ def fold_constants(graph: Graph, fetches=None) -> PassResult:
             mapping[n.id] = _copy(staged, n, ins)
     # drop what nothing uses any more: keep the fetches (or the original sinks) and their inputs
     if fetches is not None:
-        stack = [mapping[n.id] for f in _leaves(fetches) for n in _fetch_nodes(graph, f)]
+        stack = [mapping[n.id] for n in Session(graph).fetched_nodes(fetches)]
     else:
         consumed = {i.id for n in graph.nodes for i in n.inputs}
         stack = [mapping[n.id] for n in graph.nodes if n.id not in consumed]
@@ -107,20 +99,6 @@ def fold_constants(graph: Graph, fetches=None) -> PassResult:
     final.name = f"{graph.name}/folded"
     composed = {old: remap[new.id] for old, new in mapping.items() if new.id in remap}
     return PassResult("constant folding", final, composed, graph.counts(), final.counts(), folded)
-
-
-def _fetch_nodes(graph: Graph, f) -> list[Node]:
-    if isinstance(f, TrainOp):
-        return list(f.updates)
-    return [graph.get(f) if isinstance(f, str) else tensor_to_node(f)]
-
-
-def _leaves(fetches) -> list:
-    if isinstance(fetches, (list, tuple)):
-        return [leaf for f in fetches for leaf in _leaves(f)]
-    if isinstance(fetches, dict):
-        return [leaf for f in fetches.values() for leaf in _leaves(f)]
-    return [fetches]
 
 
 def node_count_report(graph: Graph, fetches=None) -> list[dict]:

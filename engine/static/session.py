@@ -8,13 +8,32 @@ at its end, so everything fetched in the same run sees the values from before th
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..tensor import Tensor
 from .graph import Graph, Node, get_default_graph, tensor_to_node
 from .symbolic import Abstract
+
+
+def flatten(structure) -> tuple[list, Callable[[list], Any]]:
+    """The leaves of nested lists / tuples / dicts, and a function that rebuilds the structure from
+    new values of the leaves (given in the same order)."""
+    leaves: list = []
+
+    def build(f):  # a function taking the values of f's leaves from an iterator
+        if isinstance(f, dict):
+            parts = {k: build(v) for k, v in f.items()}
+            return lambda it: {k: p(it) for k, p in parts.items()}
+        if isinstance(f, (list, tuple)):
+            parts = [build(x) for x in f]
+            return lambda it: (tuple if type(f) is tuple else list)(p(it) for p in parts)
+        leaves.append(f)
+        return next
+
+    rebuild = build(structure)
+    return leaves, lambda vals: rebuild(iter(vals))
 
 
 class UnfedPlaceholderError(KeyError):
@@ -49,7 +68,7 @@ class Session:
     def __exit__(self, *exc) -> bool:
         return False
 
-    # --- fetch handling ------------------------------------------------------------------------
+    # --- fetches
     def _node(self, f) -> Node:
         if isinstance(f, str):
             return self.graph.get(f)
@@ -59,38 +78,18 @@ class Session:
                              f"not to this session's graph '{self.graph.name}'")
         return node
 
-    def _flatten(self, fetches) -> tuple[list, Any]:
-        """Fetch leaves and a function that rebuilds the user's structure from their values."""
-        if isinstance(fetches, (list, tuple)):
-            parts = [self._flatten(f) for f in fetches]
-            leaves = [leaf for p in parts for leaf in p[0]]
-
-            def rebuild(vals, parts=parts, kind=type(fetches)):
-                out, i = [], 0
-                for p in parts:
-                    n = len(p[0])
-                    out.append(p[1](vals[i:i + n]))
-                    i += n
-                return kind(out) if kind is tuple else out
-            return leaves, rebuild
-        if isinstance(fetches, dict):
-            keys = list(fetches)
-            leaves_r, rebuild_r = self._flatten([fetches[k] for k in keys])
-            return leaves_r, lambda vals: dict(zip(keys, rebuild_r(vals)))
-        return [fetches], lambda vals: vals[0]
+    def fetched_nodes(self, fetches) -> list[Node]:
+        """The nodes ``fetches`` name (a training op's update nodes)."""
+        roots: list[Node] = []
+        for f in flatten(fetches)[0]:
+            roots.extend(f.updates if isinstance(f, TrainOp) else [self._node(f)])
+        return roots
 
     def needed_nodes(self, fetches, feed_dict: dict | None = None) -> list[Node]:
         """The nodes a run of ``fetches`` evaluates, in order (fed nodes are not evaluated)."""
-        leaves, _ = self._flatten(fetches)
         fed = {self._node(k).id for k in (feed_dict or {})}
-        roots: list[Node] = []
-        for f in leaves:
-            if isinstance(f, TrainOp):
-                roots.extend(f.updates)
-            else:
-                roots.append(self._node(f))
         seen: set[int] = set()
-        stack = list(roots)
+        stack = self.fetched_nodes(fetches)
         while stack:
             n = stack.pop()
             if n.id in seen:
@@ -101,7 +100,7 @@ class Session:
             stack.extend(n.inputs)
         return [n for n in self.graph.nodes if n.id in seen and n.id not in fed]
 
-    # --- running -------------------------------------------------------------------------------
+    # --- running
     def run(self, fetches, feed_dict: dict | None = None):
         """Evaluate ``fetches`` (a tensor, node, name or TrainOp, or a list / tuple / dict of them).
 
@@ -113,7 +112,7 @@ class Session:
             ValueError: a fed value has the wrong shape, or a fetch is from another graph.
         """
         be = self.graph.backend
-        leaves, rebuild = self._flatten(fetches)
+        leaves, rebuild = flatten(fetches)
         values: dict[int, Any] = {}
         for key, val in (feed_dict or {}).items():
             node = self._node(key)
@@ -143,13 +142,8 @@ class Session:
         for var, new in assignments:
             var.state.value = new
         self.last_evaluated = [n.id for n in order]
-        out = []
-        for f in leaves:
-            if isinstance(f, TrainOp):
-                out.append(None)
-            else:
-                out.append(np.array(be.to_numpy(values[self._node(f).id])))
-        return rebuild(out)
+        return rebuild([None if isinstance(f, TrainOp) else np.array(be.to_numpy(values[self._node(f).id]))
+                        for f in leaves])
 
     def _feed_value(self, node: Node, val):
         be = self.graph.backend

@@ -3,14 +3,12 @@
 A static graph's tensors are ordinary :class:`engine.Tensor` objects whose backend is a
 :class:`SymbolicBackend` (one per :class:`~engine.static.Graph`). ``engine.tensor.apply`` sees
 ``backend.deferred`` and hands the op to :meth:`SymbolicBackend.record` instead of running it, so
-every primitive in ``engine.ops`` and every composite in ``engine.functional`` builds graph nodes
-with the very same definitions that compute numbers in eager mode. Recording runs the op's own
-``forward`` over :class:`Abstract` arrays: the kernels below only infer shapes and dtypes
-(abstract evaluation, as in JAX), so nothing is computed until a Session runs the graph.
+``engine.ops`` and ``engine.functional`` build graph nodes with the very definitions that compute
+numbers in eager mode. Recording runs the op's own ``forward`` over :class:`Abstract` arrays: the
+kernels below only infer shapes and dtypes (abstract evaluation, as in JAX).
 
-Every value in a graph is made by an op (VJP rules are written with ops too), so a node is
-either a leaf (placeholder, variable, constant) or an op; a backend kernel called outside an op
-would have nothing to run at session time, and the graph refuses it.
+Every value in a graph is made by an op (VJP rules too), so a node is a leaf (placeholder,
+variable, constant) or an op; a backend kernel called outside an op is refused.
 """
 from __future__ import annotations
 
@@ -23,7 +21,7 @@ import numpy as np
 from ..backends.base import COMPARISONS, INT_UNARY_OPS, Backend
 from ..dtypes import DType, bool_, float64, result_dtype
 from ..tensor import History, Tensor
-from ..tensor_data import broadcast_error
+from ..tensor_data import broadcast_error, strides_from_shape
 
 
 class SymbolicValueError(RuntimeError):
@@ -55,11 +53,6 @@ def _broadcast(*shapes) -> tuple[int, ...]:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
         raise broadcast_error(*shapes) from None
-
-
-def _zero_cost_array(shape, dtype: DType) -> np.ndarray:
-    """A stride-0 array of a shape (no memory): lets NumPy itself infer indexing shapes."""
-    return np.broadcast_to(np.zeros((), dtype=dtype.numpy), tuple(shape))
 
 
 class SymbolicBackend(Backend):
@@ -134,7 +127,7 @@ class SymbolicBackend(Backend):
 
     # --- kernels: shape and dtype inference only ----------------------------------------------
     def unary(self, op, a):
-        # as the backends: integers stay integers only under the kernels declared keeps_int
+        # integers stay integers only under the kernels declared keeps_int
         dt = a.dtype if a.dtype.is_floating or op in INT_UNARY_OPS else float64
         return Abstract(a.shape, dt)
 
@@ -192,15 +185,12 @@ class SymbolicBackend(Backend):
         return True  # layout is decided when the graph runs
 
     def strides(self, a):
-        strides, acc = [], 1
-        for s in reversed(a.shape):
-            strides.append(acc)
-            acc *= s
-        return tuple(reversed(strides))
+        return strides_from_shape(a.shape)
 
     def index(self, a, key):
-        shape = _zero_cost_array(a.shape, a.dtype)[key].shape
-        return Abstract(shape, a.dtype)
+        # indexing a stride-0 array of the shape (no memory) lets NumPy infer the result's shape
+        zeros = np.broadcast_to(np.zeros((), dtype=a.dtype.numpy), a.shape)
+        return Abstract(zeros[key].shape, a.dtype)
 
     def index_add(self, shape, key, src):
         return Abstract(tuple(shape), src.dtype)
