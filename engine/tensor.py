@@ -352,18 +352,15 @@ class Tensor:
         self.name = name
 
     @staticmethod
-    def _make(data, backend: Backend, requires_grad: bool = False, history: History | None = None) -> "Tensor":
+    def _make(data, backend: Backend, requires_grad: bool = False) -> "Tensor":
         """The engine's one constructor (``Tensor(...)`` checks and converts user data, then sets the same
-        fields): a tensor holding the backend array ``data``, a leaf unless ``history`` is given."""
+        fields): a leaf holding the backend array ``data`` (a node sets its ``_history`` next)."""
         t = _new(Tensor)
         t._data = data
         t.backend = backend
         t.requires_grad = requires_grad
         t.grad = None
-        if history is None:
-            t.op = None  # a leaf (the common case: no setter call)
-        else:
-            t._history = history
+        t.op = None
         t.unique_id = next(_ids)
         t.tangent = None
         t.name = None
@@ -1130,10 +1127,10 @@ def _with_number(op: type[Op], t: Tensor, c: float, reflected: bool) -> Tensor:
     if type(t._data) is not _F64 or st.hooks or st.forward_mode:
         k = as_tensor_like(c, t)
         return apply(op, (k, t) if reflected else (t, k))
-    v = _F64(c)  # the bits a constant tensor would hold
+    # NumPy's scalar arithmetic reads the float as a float64: the bits a constant tensor would give
     if reflected:
-        return _scalar_node(op, t.backend, op.scalar(v, t._data), c, t, 2, t.requires_grad)
-    return _scalar_node(op, t.backend, op.scalar(t._data, v), t, c, 2, t.requires_grad)
+        return _scalar_node(op, t.backend, op.scalar(c, t._data), c, t, 2, t.requires_grad)
+    return _scalar_node(op, t.backend, op.scalar(t._data, c), t, c, 2, t.requires_grad)
 
 
 from . import functional as _F  # noqa: E402  (methods above resolve these at call time)

@@ -90,8 +90,8 @@ def _handle(t: Tensor, on_path: bool) -> Tensor:
     """``t`` itself, or another handle on its node that takes a gradient exactly when on the path."""
     if t.requires_grad == on_path:
         return t
-    h = Tensor._make(t._data, t.backend, on_path, t._history)
-    h.unique_id, h.name = t.unique_id, t.name
+    h = Tensor._make(t._data, t.backend, on_path)
+    h._history, h.unique_id, h.name = t._history, t.unique_id, t.name
     return h
 
 

@@ -78,7 +78,8 @@ class SymbolicBackend(Backend):
         data = op.forward(ctx, *[t._data for t in inputs])  # abstract evaluation: shapes only
         requires_grad = op.differentiable and any(t.requires_grad for t in inputs)
         # a static graph always keeps the history: the graph *is* the program
-        out = Tensor._make(data, self, requires_grad, ctx)
+        out = Tensor._make(data, self, requires_grad)
+        out._history = ctx
         if op.needs_output:
             ctx._out = weakref.ref(out)
         self.graph._add_op(op, params, inputs, out, ctx)
