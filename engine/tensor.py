@@ -653,34 +653,9 @@ class Tensor:
         return self.to(dtype="float64")
 
     # --- operators (defined in engine.ops / engine.functional) ----------------
-    # the arithmetic operators go straight to apply (each is ops.add / mul / div / neg, minus two
-    # calls: a scalar program spends most of its time here)
-    def __add__(self, other):
-        if type(other) is float:
-            return _with_number(_ops.Add, self, other, False)
-        return apply(_ops.Add, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
-    def __radd__(self, other):
-        if type(other) is float:
-            return _with_number(_ops.Add, self, other, True)
-        return apply(_ops.Add, (as_tensor_like(other, self), self))
+    # + * / (and their reflected forms) are made below the class from one template, _arithmetic
     def __sub__(self, other): return _ops.sub(self, other)
     def __rsub__(self, other): return _ops.sub(other, self, like=self)
-    def __mul__(self, other):
-        if type(other) is float:
-            return _with_number(_ops.Mul, self, other, False)
-        return apply(_ops.Mul, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
-    def __rmul__(self, other):
-        if type(other) is float:
-            return _with_number(_ops.Mul, self, other, True)
-        return apply(_ops.Mul, (as_tensor_like(other, self), self))
-    def __truediv__(self, other):
-        if type(other) is float:
-            return _with_number(_ops.Div, self, other, False)
-        return apply(_ops.Div, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
-    def __rtruediv__(self, other):
-        if type(other) is float:
-            return _with_number(_ops.Div, self, other, True)
-        return apply(_ops.Div, (as_tensor_like(other, self), self))
     def __neg__(self):
         return apply(_ops.Neg, (self,))
     def __pos__(self): return self
@@ -1135,4 +1110,25 @@ def _with_number(op: type[Op], t: Tensor, c: float, reflected: bool) -> Tensor:
 
 from . import functional as _F  # noqa: E402  (methods above resolve these at call time)
 from . import ops as _ops  # noqa: E402
+
+
+def _arithmetic(op: type[Op], reflected: bool) -> Callable:
+    """``Tensor.__add__`` and its kin: straight to ``apply`` (a scalar program spends most of its time here),
+    a Python float kept as a number on the scalar path (:func:`_with_number`)."""
+    if reflected:
+        def method(self, other):
+            if type(other) is float:
+                return _with_number(op, self, other, True)
+            return apply(op, (as_tensor_like(other, self), self))
+    else:
+        def method(self, other):
+            if type(other) is float:
+                return _with_number(op, self, other, False)
+            return apply(op, (self, other if isinstance(other, Tensor) else as_tensor_like(other, self)))
+    return method
+
+
+for _name, _op in (("add", _ops.Add), ("mul", _ops.Mul), ("truediv", _ops.Div)):
+    setattr(Tensor, f"__{_name}__", _arithmetic(_op, False))
+    setattr(Tensor, f"__r{_name}__", _arithmetic(_op, True))
 
