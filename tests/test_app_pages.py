@@ -552,6 +552,20 @@ def test_gradcheck_tensor_input_element():
     assert again.number_input(key="gradcheck_index_x").value == 0 and "index" not in again.query_params
 
 
+def test_gradcheck_shows_an_element_selector_only_for_a_tensor_input():
+    """A scalar input has one element: no (disabled) element selector on the page; a tensor input gets one."""
+    at = page(GRADCHECK).run()
+    no_exceptions(at)
+    assert not [n for n in at.number_input if n.label.startswith("element")]
+    assert "∂f/∂x1," in plotly_specs(at)[0]["layout"]["title"]["text"]   # no [0] after a scalar's name
+    label = next(o for o in at.selectbox(key="gradcheck_preset").options if "W @ x + b" in o)
+    at.selectbox(key="gradcheck_preset").set_value(label).run()
+    at.selectbox(key="gradcheck_wrt").set_value("W").run()
+    no_exceptions(at)
+    shown = [n for n in at.number_input if n.label.startswith("element")]
+    assert len(shown) == 1 and not shown[0].disabled and shown[0].max > 0
+
+
 def test_gradcheck_bad_expression():
     at = page(GRADCHECK).run()
     at.text_area(key="gradcheck_expr").input("import os").run()
