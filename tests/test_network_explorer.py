@@ -786,6 +786,8 @@ def test_a_long_heatmap_title_wraps_and_the_figure_grows_by_its_lines():
     two = heatmap(value, "adjoint ādd#21 (held now) (4, 1) · ±3", font=20, chars=title_chars(300, 20))
     assert one.layout.title.text.count("<br>") == 0 and two.layout.title.text.count("<br>") == 1
     assert two.layout.height - one.layout.height == two.layout.margin.t - one.layout.margin.t > 0
+    level = heatmap(value, "value (4, 1) · ±3", font=20, chars=title_chars(300, 20), title_rows=2)
+    assert (level.layout.margin.t, level.layout.height) == (two.layout.margin.t, two.layout.height)   # side by side
 
 
 def test_the_layer_views_backward_edges_carry_their_numbers_on_a_projector():

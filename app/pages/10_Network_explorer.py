@@ -23,7 +23,7 @@ from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
                                                adjoint_name, explore, formula_parts, graph_dot, heatmap, held_at, moment,
-                                               side_by_side, step_class_view, sweep_figure, title_chars, walkthrough)
+                                               side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_caption, memory_rows, note_levels)
@@ -156,8 +156,20 @@ if not look.presenting:
                      f"{len(rec.layers)} layers · loss = {num(rec.loss)}. Switching views keeps the step.")
 
 
+def tensor_title(value, title: str, scale: float | None) -> str:
+    """A heatmap's title: what it shows, its shape and its colour scale (±)."""
+    lk = analysis.look(value)
+    zmax = analysis.magnitude(value) if scale is None else scale
+    return f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}"
+
+
+def present_chars(share: float | None) -> int | None:
+    """A heatmap title's line length in ``share`` of the presentation page's width (None: one line)."""
+    return title_chars(PRESENT_PAGE_PX * share - 40, look.figure_font) if look.presenting and share else None
+
+
 def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False,
-                height: int = 220, share: float | None = None) -> None:
+                height: int = 220, share: float | None = None, title_rows: int = 1) -> None:
     """A heatmap for small tensors (colours from -scale to +scale, written in the title), summary
     statistics for large ones. ``share``: the part of the presentation page's width the heatmap gets (its title
     wraps to fit it)."""
@@ -167,9 +179,8 @@ def show_tensor(where, value, title: str, key: str, scale: float | None = None, 
         return
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
-        chars = title_chars(PRESENT_PAGE_PX * share - 40, look.figure_font) if look.presenting and share else None
-        show_plot(heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}", font=look.figure_font,
-                          zmax=zmax, narrow=narrow, height=height, chars=chars), look, key=key, where=where,
+        show_plot(heatmap(value, tensor_title(value, title, scale), font=look.figure_font, zmax=zmax, narrow=narrow,
+                          height=height, chars=present_chars(share), title_rows=title_rows), look, key=key, where=where,
                   config={"displayModeBar": False})
     else:
         where.markdown(f"**{title}** {analysis.format_shape(lk.shape)} — too large for a heatmap")
@@ -198,10 +209,16 @@ def this_step(m, narrow: bool = False) -> None:
               if narrow else (220, 220))
     # the panel beside the graph (narrow), or the page's left 3/5 (laptop layout: no presentation share)
     share = (1 - PRESENT_GRAPH_SHARE) * (1 if stacked else 0.5) if narrow else None
-    show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node), height=hv, share=share)
+    titles = [("value", m.value, analysis.value_scale(rec, m.node))]
     if m.adjoint is not None:
-        show_tensor(b, m.adjoint, f"adjoint {adjoint_name(ex, m.node)} (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node),
-                    height=ha, share=share)
+        titles.append((f"adjoint {adjoint_name(ex, m.node)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
+    # side by side: both titles take as many lines as the longer, so that the two heatmaps' cells stand level
+    rows = 1 if stacked else max((len(title_lines(tensor_title(v, t, sc), present_chars(share)))
+                                  for t, v, sc in titles if analysis.look(v) is not None), default=1)
+    show_tensor(a, m.value, "value", ns.key("cur_value"), titles[0][2], height=hv, share=share, title_rows=rows)
+    if m.adjoint is not None:
+        show_tensor(b, m.adjoint, titles[1][0], ns.key("cur_adjoint"), titles[1][2], height=ha, share=share,
+                    title_rows=rows)
 
 
 def vjp_products(m) -> None:

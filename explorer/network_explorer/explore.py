@@ -268,14 +268,15 @@ def title_chars(width_px: float, font: int) -> int:
 
 
 def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zmax: float | None = None,
-            narrow: bool = False, chars: int | None = None) -> go.Figure:
+            narrow: bool = False, chars: int | None = None, title_rows: int = 1) -> go.Figure:
     """A small heatmap of a tensor (folded to 2-D by :func:`analysis.look`); numbers printed when few.
 
     The colours run from -``zmax`` (red) to +``zmax`` (blue), ``zmax`` defaulting to the tensor's own
     largest magnitude: pass one ``zmax`` wherever the same tensor (or tensors that add up, like a fan-out
     sum and its contributions) is drawn, so a colour means one number on every panel. ``chars``: the title's
     line length (:func:`title_chars` of the column's width); a longer title wraps and the figure grows by its
-    extra lines, so it is never cut at the column's edge.
+    extra lines, so it is never cut at the column's edge. ``title_rows``: lines to leave for the title at least
+    (the longest of two heatmaps side by side, so that their cells stand level).
     """
     lk = analysis.look(value)
     if lk is None or lk.matrix is None:
@@ -290,7 +291,7 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
                                texttemplate="%{text}" if text is not None else None, showscale=False,
                                textfont=dict(size=max(font - 2, 9))))
     lines = title_lines(title, chars)
-    extra = int((len(lines) - 1) * 1.3 * font)
+    extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
     fig.update_layout(title=dict(text="<br>".join(html.escape(t) for t in lines), font=dict(size=font)),
                       height=height + extra, margin=dict(l=10, r=10, t=40 + extra, b=10), font=dict(size=font))
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
