@@ -38,6 +38,7 @@ class DualModel:
 
 
 DUAL_WIDTH = 550   # px: the graph takes 3/5 of the main column of a 1400 px window
+PRESENT_GRAPH_SHARE = 0.6   # presentation mode: the graph's part of the page's width, the dual-number table beside it
 
 
 def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL_WIDTH) -> DualModel:

@@ -46,6 +46,11 @@ FIRST_SCREEN = {
     "Gradient_check": [("graphs", 2), ("caption", r"^float64: best h = .*4\.6e-06"),
                        ("caption", r"^float32: best h = ")],
     "Forward_vs_reverse": [("graphs", 1), ("text", r"^Step 1 of \d+"), ("buttons", STEP_BUTTONS)],
+    # the last step: the dual-number table beside the graph, every row (the inputs' seeds, then each op) and the
+    # result under it (under the graph its last rows ran below the fold)
+    "Forward_vs_reverse?step=7": [("graphs", 1), ("text", r"^Step 7 of 7"), ("text", r"^seed \(input\)$"),
+                                  ("text", r"^add\(x1, x6\)$"), ("text", r"^Forward mode, one pass"),
+                                  ("buttons", STEP_BUTTONS)],
     # step 1 as a lecturer opens it (auto: the whole network) and in the op view (a window on the inputs)
     "Network_explorer": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
                          ("buttons", STEP_BUTTONS)],
