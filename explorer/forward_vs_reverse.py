@@ -18,12 +18,13 @@ from explorer import explain as ex
 from explorer.explain import ExpressionError, costs
 from explorer.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the page shows them
 from explorer.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
+from explorer.explain.graph import Graph, output_number
 
 from .kit.notes import NOTES
 from .kit.budget import check_program
 from .kit.formatting import fmt_value
 from .kit.frames import Frame, FrameSet, node_heads, value_line
-from .kit.labels import dot_name, num, short_value
+from .kit.labels import dot_name, lecture_names, num, short_value
 from .kit.layout import composite_graph
 from .kit.plotly_figure import figure_dict
 from .kit.programs import InputProblem, parse
@@ -45,6 +46,7 @@ class DualModel:
 
 
 DUAL_WIDTH = 550   # px: the graph takes 3/5 of the main column of a 1400 px window
+PRESENT_GRAPH_SHARE = 0.6   # presentation mode: the graph's part of the page's width, the dual-number table beside it
 
 
 def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL_WIDTH) -> DualModel:
@@ -61,28 +63,63 @@ def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL
     frameset = dual_frames(run)
     shown = composite_graph(run.graph)[0].without_constants()
     figure = figure_dict(frameset, shown, width=width)
-    table = [{"node": run.graph.nodes[s.node].name, "computes": s.text.split(" = ")[1] if " = " in s.text else s.op,
-              "value": fmt_value(s.value), f"tangent d·/d{seed}": fmt_value(s.tangent)} for s in run.steps]
+    table = dual_table(run, seed)
     return DualModel(program, inputs, run, frameset, figure, reverse.grads, table)
 
 
+def tangent_names(graph: Graph) -> dict[int, str]:
+    """node id -> its tangent as the lecture writes it: ``ẋ3``; the output's ``ẋ7`` where the program called it
+    ``f`` (the slides' number, as every page's adjoint is ``x̄7``)."""
+    return {nid: dot_name(name) for nid, name in lecture_names(graph).items()}
+
+
+def output_tangent_note(graph: Graph) -> str:
+    """`` (= ḟ)`` beside ``ẋ7`` where the program named the output ``f``; empty otherwise (said once per step)."""
+    out = next((n for n in graph.nodes if n.id == graph.output), None)
+    return f" (= {dot_name(out.name)})" if out is not None and output_number(graph) else ""
+
+
+def tangent_column(seed: str) -> str:
+    return f"tangent d·/d{seed}"
+
+
+def dual_table(run: DualRun, seed: str) -> list[dict]:
+    """The dual-number table: one row per input (its seed tangent: 1 for ``seed``, 0 for the others), then one
+    row per op in the order forward mode computes them; every tangent written ``ẋ3 = 1.5``, as on the graph."""
+    dots = tangent_names(run.graph)
+    rows = [{"node": run.graph.node(nid).name, "computes": "seed (input)" if np.any(np.asarray(tan, dtype=float) != 0)
+             else "input", "value": fmt_value(val), tangent_column(seed): f"{dots[nid]} = {_tangent(tan)}"}
+            for nid, (val, tan) in run.leaves.items()]
+    rows += [{"node": run.graph.node(s.node).name,
+              "computes": s.text.split(" = ")[1] if " = " in s.text else s.op,
+              "value": fmt_value(s.value), tangent_column(seed): f"{dots[s.node]} = {_tangent(s.tangent)}"}
+             for s in run.steps]
+    return rows
+
+
 def step_rows(model: DualModel, step: int) -> list[dict]:
-    """The dual-number table at the 1-based ``step``: the ops computed so far (a placeholder row before any)."""
-    return model.table[:step - 1] or [{"node": "(inputs only)"}]
+    """The dual-number table at the 1-based ``step``: the inputs with their seed tangents (all step 1 shows), then
+    the ops computed so far."""
+    return model.table[:len(model.run.leaves) + step - 1]
 
 
 def step_notes(model: DualModel, seed: str, step: int) -> tuple[str, list[str]]:
     """What the page writes beside the table at the 1-based ``step`` (Markdown, names escaped): the paragraph on
     forward against reverse mode (the result only at the last step: no spoiler) and the captions under it."""
     from .kit.formatting import md_escape
+    from explorer.explain.graph import bar
+    graph = model.run.graph
     name = md_escape(seed)
+    out = md_escape(lecture_names(graph)[graph.output])
+    out_dot = md_escape(tangent_names(graph)[graph.output])
     if step < model.n_frames:
-        lead = (f"Forward mode, one pass: **d f / d {name}** is the output's tangent, known at the last step "
-                f"({model.n_frames}); reverse mode gives every input's gradient in one backward pass.")
+        lead = (f"Forward mode, one pass: the output's tangent **{out_dot} = d{out} / d{name}** is known at the last "
+                f"step ({model.n_frames}); reverse mode gives every input's gradient in one backward pass.")
     else:
-        lead = (f"Forward mode, one pass: **d f / d {name} = {fmt_value(model.run.output_tangent)}**  \n"
+        lead = (f"Forward mode, one pass: **{out_dot} = d{out} / d{name} = {fmt_value(model.run.output_tangent)}**  \n"
                 "Reverse mode, one backward pass, every input at once: "
-                + ", ".join(f"∂f/∂{md_escape(k)} = {fmt_value(v)}" for k, v in model.reverse_grads.items()))
+                + ", ".join(f"{md_escape(bar(k))} = ∂{out}/∂{md_escape(k)} = {fmt_value(v)}"
+                            for k, v in model.reverse_grads.items()))
     captions = []
     if isinstance(model.reverse_grads.get(seed), list):  # a tensor input (scalars are plain floats)
         captions.append("For a tensor input the forward tangent is the derivative along all-ones, i.e. the sum of "
@@ -232,6 +269,9 @@ def dual_frames(run: DualRun):
     node_ids = [n.id for n in g.nodes]
     index = {nid: i for i, nid in enumerate(node_ids)}
     heads = node_heads(g, full)
+    dots = tangent_names(run.graph)
+    dots.update({n.id: dots.get(n.id, dot_name(n.name)) for n in g.nodes})
+    out_note = output_tangent_note(run.graph)
     text = ["" for _ in node_ids]
     tangent = ["" for _ in node_ids]
     state = ["idle" for _ in node_ids]
@@ -241,10 +281,12 @@ def dual_frames(run: DualRun):
         if nid in index:
             n = g.node(nid)
             text[index[nid]] = value_line(val, n.shape)
-            tangent[index[nid]] = f"{dot_name(n.name)} = {_tangent(tan)}"
+            tangent[index[nid]] = f"{dots[nid]} = {_tangent(tan)}"
             state[index[nid]] = "leaf" if np.any(np.asarray(tan, dtype=float) != 0) else "computed"
-            leaf_texts.append(f"{n.name} = {short_value(val)} + {short_value(tan)}ε")
-    frames.append(Frame(0, "forward", "Seed: " + ", ".join(leaf_texts), list(run.leaves), [], list(text),
+            leaf_texts.append((f"{dots[nid]} = {_tangent(tan)}", f"{n.name} = {short_value(val)} + {short_value(tan)}ε"))
+    # step 1 in the lecture's words: the seed, before any op runs
+    frames.append(Frame(0, "forward", "Seed the tangents: " + ", ".join(t for t, _ in leaf_texts) + " (the dual numbers "
+                        + ", ".join(d for _, d in leaf_texts) + "); no op computed yet", list(run.leaves), [], list(text),
                         list(state), list(tangent)))
     prev = None
     for s in run.steps:
@@ -254,17 +296,20 @@ def dual_frames(run: DualRun):
             state[index[prev]] = "complete"
         n = g.node(s.node)
         text[index[s.node]] = value_line(s.value, n.shape)
-        tangent[index[s.node]] = f"{dot_name(n.name)} = {_tangent(s.tangent)}"
+        tangent[index[s.node]] = f"{dots[s.node]} = {_tangent(s.tangent)}"
         state[index[s.node]] = "active"
         prev = s.node
         parents = [e.src for e in full.edges if e.dst == s.node and e.src in index]
-        caption = f"{heads[s.node]} = {short_value(s.value)}, {dot_name(n.name)} = {_tangent(s.tangent)}"
+        note = out_note if s.node == run.graph.output else ""
+        caption = f"{heads[s.node]} = {short_value(s.value)}, {dots[s.node]} = {_tangent(s.tangent)}{note}"
         frames.append(Frame(len(frames), "forward", caption, [s.node], [(p, s.node) for p in parents],
                             list(text), list(state), list(tangent)))
     if prev is not None:
         state[index[prev]] = "complete"
-    frames.append(Frame(len(frames), "done", f"One forward pass: output {short_value(run.output_value)}, "
-                        f"directional derivative {short_value(run.output_tangent)}", [], [], list(text),
+    out = run.graph.node(run.graph.output).name
+    frames.append(Frame(len(frames), "done", f"One forward pass: output {out} = {short_value(run.output_value)}, "
+                        f"directional derivative {dots[run.graph.output]} = {_tangent(run.output_tangent)}{out_note}",
+                        [], [], list(text),
                         list(state), list(tangent)))
     return FrameSet(node_ids, frames, heads=[heads[i] for i in node_ids], edges=[(e.src, e.dst) for e in g.edges])
 

@@ -249,25 +249,59 @@ def chain_rows(run: ChainRun) -> list[dict]:
 
 # --- drawing ------------------------------------------------------------------------------------------------
 
-_PALETTE = ["#fca5a5", "#fdba74", "#fcd34d", "#bef264", "#86efac", "#5eead4", "#7dd3fc", "#a5b4fc", "#d8b4fe",
-            "#f9a8d4", "#fda4af", "#fde68a"]
+COLOURED_POSITIONS = 12   # x's storage: one colour per position up to this many
+UNREAD = "#e5e7eb"          # a storage box no element of the tensor reads
+ONE_COLOUR = "#bae6fd"      # every read box of a longer storage (a copy after expand): the @labels identify them
+INDEX_COLOUR = "#0f172a"    # position numbers and @labels: dark, not a faint grey, on a projector
 
 
-def _colour(pos: int) -> str:
-    return _PALETTE[pos % len(_PALETTE)]
+def _hex(h: float, light: float, sat: float) -> str:
+    import colorsys
+    r, g, b = colorsys.hls_to_rgb(h, light, sat)
+    return "#" + "".join(f"{round(255 * c):02x}" for c in (r, g, b))
+
+
+# twelve hues 30 degrees apart, neighbours also apart in lightness and saturation: no two positions look alike
+# (the old palette painted position 10 like position 0); the lightnesses and saturations are the ones whose closest
+# pair (and the unread grey) lie furthest apart in CIELAB (ΔE ≈ 21) while the dark text keeps a contrast >= 5.5
+_PALETTE = tuple(_hex(k / COLOURED_POSITIONS, *((0.76, 0.90) if k % 2 == 0 else (0.70, 0.50)))
+                 for k in range(COLOURED_POSITIONS))
+
+
+def storage_colours(n: int) -> list[str]:
+    """The fill of each of ``n`` storage positions: a colour of its own for up to :data:`COLOURED_POSITIONS`
+    (x's storage is 12 numbers), one colour for all in a longer storage (a copy of an expanded tensor, up to
+    :data:`MAX_ELEMENTS`), where no palette stays readable and the ``@position`` labels say which box is which."""
+    if n <= COLOURED_POSITIONS:
+        return list(_PALETTE[:n])
+    return [ONE_COLOUR] * n
+
+
+def picture_caption(run: ChainRun) -> str:
+    """The line under the pictures: what the rows and the colours mean (one colour where the storage is longer
+    than the palette)."""
+    longest = max(len(lay.storage) for lay in [run.base, *run.steps])
+    colour = ("each coloured like the storage box it reads" if longest <= COLOURED_POSITIONS else
+              f"each coloured like the storage box it reads (a storage longer than {COLOURED_POSITIONS} numbers "
+              "is drawn in one colour)")
+    return ("Top row: the flat storage (position under each box; grey dotted boxes are not read by this tensor). "
+            f"Below: the tensor's elements in row-major order, {colour}, with @position.")
 
 
 def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figure:
     """Storage as a row of boxes (position under each) and the tensor's elements as a grid below.
 
-    Each element box has the colour of the storage box it reads and says which position that is, so
-    the strides can be read off the picture. Storage boxes no element reads are grey.
+    Each element box has the colour of the storage box it reads (:func:`storage_colours`: no two positions of
+    x's storage alike) and says which position that is, so the strides can be read off the picture. Storage
+    boxes no element reads are grey. In presentation mode the position numbers are as large as the values.
     """
     fig = go.Figure()
     used = set(lay.positions)
     n = len(lay.storage)
+    colours = storage_colours(n)
     box = 1.0
     font = look.figure_font
+    small = font if look.presenting else max(font - 3, 10)   # >= 14 px once a 1366 x 768 screen scales the page
     shapes, ann = [], []
 
     def rect(x0, y0, fill, dash=False):
@@ -283,9 +317,9 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
     # each row's name above its first box, left-aligned (beside the box, centred, it ran into the box)
     text(-0.04, top + 1.15, "storage", font, "#334155", xanchor="left")
     for p in range(n):
-        rect(p, top, _colour(p) if p in used else "#e5e7eb", dash=p not in used)
+        rect(p, top, colours[p] if p in used else UNREAD, dash=p not in used)
         text(p + 0.46, top + 0.46, plain(lay.storage[p]), font)
-        text(p + 0.46, top - 0.28, str(p), max(font - 4, 10), "#64748b")
+        text(p + 0.46, top - 0.3, str(p), small, INDEX_COLOUR)
     # the tensor's elements: rows of the last dim; leading dims stacked (blocks for 3-D)
     shape = lay.shape or (1,)
     cols = shape[-1] if len(shape) >= 1 else 1
@@ -298,9 +332,9 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
         y = y0 - r * box - gap
         for cidx in range(cols):
             p = lay.positions[k]
-            rect(cidx, y, _colour(p))
-            text(cidx + 0.46, y + 0.56, plain(lay.values[k]), font)
-            text(cidx + 0.46, y + 0.2, f"@{p}", max(font - 5, 10), "#475569")
+            rect(cidx, y, colours[p])
+            text(cidx + 0.46, y + 0.64, plain(lay.values[k]), font)
+            text(cidx + 0.46, y + 0.24, f"@{p}", small, INDEX_COLOUR)
             k += 1
     # the picture keeps boxes square: its height follows the width it will get (half a page) and the rows
     x_span = max(n, cols) + 0.6

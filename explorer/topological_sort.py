@@ -237,16 +237,20 @@ def names_to_ids(model: SortModel, names: list[str]) -> tuple[list[int], list[st
 
 # --- tables and pictures ------------------------------------------------------------------------------
 
-def queue_table(model: SortModel, upto: int) -> list[dict]:
-    """Rows of the queue method up to step ``upto`` (inclusive)."""
+def queue_table(model: SortModel, upto: int, computes: bool = True) -> list[dict]:
+    """Rows of the queue method up to step ``upto`` (inclusive). ``computes`` False leaves out what the taken node
+    computes (a projector: the graph's boxes and the step's header say it, the table stands beside the graph)."""
     rows = []
     for s in model.queue_steps[:upto + 1]:
-        rows.append({"step": s.index + 1,
-                     "ready (queue)": ", ".join(model.name(i) for i in s.ready),
-                     "taken": model.name(s.taken),
-                     "computes": _computes(model, s.taken),
-                     "value": fmt(s.value)})
+        row = {"step": s.index + 1, "ready (queue)": ", ".join(model.name(i) for i in s.ready),
+               "taken": model.name(s.taken), "computes": _computes(model, s.taken), "value": fmt(s.value)}
+        if not computes:
+            del row["computes"]
+        rows.append(row)
     return rows
+
+
+PRESENT_GRAPH_SHARE = 2.1 / 3.1   # of the presentation page's width: the graph; the table of steps beside it
 
 
 def _computes(model: SortModel, nid: int) -> str:
@@ -292,14 +296,15 @@ def _drawn_graph(model: SortModel) -> Graph:
 
 def graph_figure(model: SortModel, states: dict[int, str], notes: dict[int, str] | None = None,
                  bad_edge: tuple[int, int] | None = None, taken: int | None = None,
-                 width: int = DESIGN_WIDTH) -> dict:
+                 width: int = DESIGN_WIDTH, rankdir: str = "auto") -> dict:
     """The graph drawn by the shared renderer (``explorer.kit.plotly_figure``), one still picture.
 
     Each node's first line is ``x3 = 1.5 * x1`` (what it computes), its second line ``notes[id]`` (the
     engine's value, or the student's "#2"); the fill is its state (:data:`COLOURS`), ``taken`` also gets
     a thick dark outline, and ``bad_edge`` is drawn thick in :data:`VIOLATED_EDGE`. The placement is
     measured with room for every node's second line, so the nodes stay put from step to step and click
-    to click.
+    to click. ``rankdir``: as :func:`~explorer.kit.plotly_figure.plan`'s, or "wide": left to right (a graph a few
+    rows high, the table of steps beside it on a projector) when that draws it whole, else "auto".
     """
     graph = _drawn_graph(model)
     notes = notes or {}
@@ -314,7 +319,10 @@ def graph_figure(model: SortModel, states: dict[int, str], notes: dict[int, str]
                                              f"#{len(ids)} ✗ before {'m' * longest}", key=len) for i in ids],
                  ["waiting"] * len(ids))
     fs = FrameSet(ids, [frame], heads=heads, edges=edges, hover=heads)
-    drawing = plan(FrameSet(ids, [frame, room], heads=heads, edges=edges), graph, width, edge_labels=False)
+    measured = FrameSet(ids, [frame, room], heads=heads, edges=edges)
+    drawing = plan(measured, graph, width, "LR" if rankdir == "wide" else rankdir, edge_labels=False)
+    if rankdir == "wide" and drawing.viewport is not None:   # too wide to draw left to right whole
+        drawing = plan(measured, graph, width, "auto", edge_labels=False)
     fig = figure_dict(fs, graph, drawing, width=width, title=False, edge_labels=False, palette=COLOURS)
     for tr in fig["data"][2:4]:  # the highlighted edge's line and arrowhead (see figure_dict's trace order)
         tr["line"]["color"] = VIOLATED_EDGE

@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 
@@ -44,6 +45,11 @@ def no_exceptions(at: AppTest) -> None:
 
 def button(at: AppTest, label: str):
     return next(b for b in at.button if b.label == label)
+
+
+def nfc(text: str) -> str:
+    """Text with its combining marks composed (x + combining dot -> ẋ), to compare with what a test types."""
+    return unicodedata.normalize("NFC", text)
 
 
 def plotly_specs(at: AppTest) -> list[dict]:
@@ -546,6 +552,20 @@ def test_gradcheck_tensor_input_element():
     assert again.number_input(key="gradcheck_index_x").value == 0 and "index" not in again.query_params
 
 
+def test_gradcheck_shows_an_element_selector_only_for_a_tensor_input():
+    """A scalar input has one element: no (disabled) element selector on the page; a tensor input gets one."""
+    at = page(GRADCHECK).run()
+    no_exceptions(at)
+    assert not [n for n in at.number_input if n.label.startswith("element")]
+    assert "∂f/∂x1," in plotly_specs(at)[0]["layout"]["title"]["text"]   # no [0] after a scalar's name
+    label = next(o for o in at.selectbox(key="gradcheck_preset").options if "W @ x + b" in o)
+    at.selectbox(key="gradcheck_preset").set_value(label).run()
+    at.selectbox(key="gradcheck_wrt").set_value("W").run()
+    no_exceptions(at)
+    shown = [n for n in at.number_input if n.label.startswith("element")]
+    assert len(shown) == 1 and not shown[0].disabled and shown[0].max > 0
+
+
 def test_gradcheck_bad_expression():
     at = page(GRADCHECK).run()
     at.text_area(key="gradcheck_expr").input("import os").run()
@@ -562,17 +582,40 @@ def test_forward_mode_steps_dual_numbers():
     at = page(FWDREV).run()
     no_exceptions(at)
     button(at, "End").click().run()
-    assert "directional derivative 368" in texts(at)
+    assert "directional derivative ẋ7 = 368.04 (= ḟ)" in nfc(texts(at))
     at.radio(key="fwdrev_seed").set_value("x2").run()
     no_exceptions(at)
     assert at.session_state["fwdrev_step"] == 1  # a new seed starts again
     button(at, "End").click().run()
-    assert "directional derivative 489.38" in texts(at)
+    assert "directional derivative ẋ7 = 489.38" in nfc(texts(at))
     specs = plotly_specs(at)
     assert len(specs) == 1 + 2 + 2 + 1  # dual-number graph, Jacobian plots, memory plots, checkpointing
     jac = {d["name"]: d["y"] for d in specs[1]["data"]}
     assert jac["forward mode: passes"] == list(range(1, len(jac["forward mode: passes"]) + 1))
     assert set(jac["reverse mode: passes"]) == {2}
+
+
+def test_forward_mode_names_the_tangents_as_the_lecture_does():
+    """The output's tangent is ẋ7 (as its adjoint is x̄7 on every page) in the graph, the table and the text, with
+    ḟ said once per step where the output is reached; step 1 shows the seed (the inputs' tangents), in words and in
+    the table, not a placeholder."""
+    at = page(FWDREV).run()
+    no_exceptions(at)
+    table = at.table[0].value
+    assert list(table["node"]) == ["x1", "x2"] and list(map(nfc, table["tangent d·/dx1"])) == ["ẋ1 = 1", "ẋ2 = 0"]
+    assert "Seed the tangents: ẋ1 = 1, ẋ2 = 0" in nfc(texts(at)) and "inputs only" not in texts(at)
+    for step in range(1, 8):
+        at.session_state["fwdrev_step"] = step
+        at.run()
+        no_exceptions(at)
+        graph = nfc(json.dumps(plotly_specs(at)[0]["data"], ensure_ascii=False))
+        words = nfc(texts(at) + at.table[0].value.to_string())
+        assert "ḟ" not in graph and "f / d" not in words and "∂f/" not in words
+        assert words.count("ḟ") == (1 if step >= 6 else 0)   # the output is reached at step 6
+    table = at.table[0].value
+    assert nfc(table[table["node"] == "f"].iloc[0]["tangent d·/dx1"]) == "ẋ7 = 368.04"
+    assert "ẋ7 = 368.04" in graph and "**ẋ7 = dx7 / dx1 = 368.04**" in nfc(texts(at))
+    assert "x̄1 = ∂x7/∂x1 = 368.04" in nfc(texts(at))
 
 
 def test_forward_vs_reverse_jacobian_sizes_and_memory_of_exercise_9():

@@ -774,3 +774,35 @@ def test_data_input_is_the_x_leaf():
     rec = record(build("mlp"))
     x = data_input(rec)
     assert x is not None and rec.node(x).label == "x" and rec.node(x).shape == (4, 3)
+
+
+def test_a_long_heatmap_title_wraps_and_the_figure_grows_by_its_lines():
+    from explorer.network_explorer.explore import heatmap, title_chars, title_lines
+    assert title_lines("adjoint ādd#21 (held now) (4, 1) · ±0.25", 20) == ["adjoint ādd#21 (held", "now) (4, 1) · ±0.25"]
+    assert title_lines("value (4, 1) · ±1.2", None) == ["value (4, 1) · ±1.2"]
+    assert all(len(line) <= 12 for line in title_lines("a bb ccc dddd eeeee ffffff", 12))
+    value = np.arange(4.0).reshape(4, 1)
+    one = heatmap(value, "value (4, 1) · ±3", font=20, chars=title_chars(300, 20))
+    two = heatmap(value, "adjoint ādd#21 (held now) (4, 1) · ±3", font=20, chars=title_chars(300, 20))
+    assert one.layout.title.text.count("<br>") == 0 and two.layout.title.text.count("<br>") == 1
+    assert two.layout.height - one.layout.height == two.layout.margin.t - one.layout.margin.t > 0
+    level = heatmap(value, "value (4, 1) · ±3", font=20, chars=title_chars(300, 20), title_rows=2)
+    assert (level.layout.margin.t, level.layout.height) == (two.layout.margin.t, two.layout.height)   # side by side
+
+
+def test_the_layer_views_backward_edges_carry_their_numbers_on_a_projector():
+    """A backward edge drawn as sent (in the adjoint's colour) carries the contribution it sent: at step 30 of the
+    lecture's MLP in the layer view, cross-entropy's edge to Linear 2 had none (layer boxes got no labels at all)."""
+    from explorer.kit.figures import graph_scale
+    from explorer.kit.presentation import PRESENTING
+    from explorer.kit.widgets import graph_px
+    from explorer.network_explorer.explore import explore
+    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
+    ex = explore("mlp")
+    size = {"width": graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE), "max_height": int(640 / graph_scale(PRESENTING)),
+            "whole_text_only": True}
+    for frame in range(27, 34):   # steps 28-34: one contribution sent at a time, down the layers' chain
+        fig = ex.backward_figure("layer", frame, **size)
+        sent = sorted(t for t in ex.backward["layer"].frames[frame].edge_text if t)
+        shown = sorted(t for d in fig["data"] if d.get("name") == "edge label" for t in d["text"] if t)
+        assert sent and shown == sent, (frame + 1, sent, shown)

@@ -664,3 +664,34 @@ def test_the_replay_line_fits_one_projector_line():
     snap = run.snapshot()
     text = replay_text(snap, snapshot_at(snap, 1.5), Replay(0.0, 40.0))
     assert text.startswith("Replay over 40 s: epoch 1 / 3 of the recorded run") and len(text) <= 95, text
+
+
+def test_before_a_run_a_projector_shows_the_runs_empty_axes_the_goal_line_and_what_to_watch():
+    """Presentation mode before Train is pressed: the loss and accuracy axes of the run to come (over the settings'
+    epochs, no points yet), the goal line at 75% validation accuracy, and a line on what the class will watch (half
+    the screen was empty)."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["present"] = "1"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["sentiment_run"] is None
+    watch = next(m.value for m in at.markdown if m.value.startswith("**Press a preset or Start training"))
+    assert "≥ 75% validation accuracy" in watch and f"over {at.session_state['sentiment_epochs']} epochs" in watch
+    loss_spec, loss_data = vega(at, "Training loss (binary cross-entropy)")
+    acc_spec, acc_data = vega(at, "Accuracy per epoch")
+    for data in (loss_data, acc_data):
+        assert data is None or len(data) == 0   # axes only: nothing trained yet
+    epochs = at.session_state["sentiment_epochs"]
+    for spec in (loss_spec, acc_spec):
+        x = spec["layer"][0]["encoding"]["x"]
+        assert x["scale"]["domain"][-1] == epochs
+    assert loss_spec["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 1]
+    goal = [layer for layer in acc_spec["layer"] if layer.get("mark", {}).get("type") == "rule"]
+    assert [layer["data"]["values"][0]["target"] for layer in goal] == [0.75]
+    assert not at.info   # the bare "press Start" box gave way to the axes
+
+
+def test_before_a_run_a_laptop_keeps_its_short_note():
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    assert not at.exception
+    assert "press **Start training**" in at.info[0].value and not vega_charts(at)

@@ -1,6 +1,7 @@
 """The "Tensors and storage" page: its logic (explorer.tensors_and_storage) and the page headless (AppTest)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -120,12 +121,98 @@ def test_the_row_names_stand_above_their_rows_not_on_the_first_box():
         assert set(names) == {"storage", "tensor"}
         tops = sorted({round(s.y1, 6) for s in fig.layout.shapes}, reverse=True)
         storage_top, tensor_top = tops[0], max(t for t in tops if t < -0.5)
-        positions = min(a.y for a in fig.layout.annotations if a.font.size < look.figure_font and a.y > -1)
+        positions = min(a.y for a in fig.layout.annotations if a.text.isdigit() and -1 < a.y < 0)
         for name, row_top in (("storage", storage_top), ("tensor", tensor_top)):
             a = names[name]
             assert a.xanchor == "left" and a.x >= fig.layout.xaxis.range[0]
             assert row_top + 0.2 < a.y < fig.layout.yaxis.range[1] - 0.2
         assert names["tensor"].y < positions - 0.45   # under the storage row's position numbers
+
+
+def _cells(fig) -> list[tuple[str, str]]:
+    """(position label, fill) of every box read by the tensor: the storage boxes (a number under the box) and the
+    element boxes (an @position label inside), read from the figure's shapes and annotations."""
+    layout = fig.to_dict()["layout"]
+    notes = [(a["x"], a["y"], a["text"]) for a in layout["annotations"]]
+    out = []
+    for shape in layout["shapes"]:
+        if shape["fillcolor"] == M.UNREAD:
+            continue
+        x0, x1, y0, y1 = shape["x0"], shape["x1"], shape["y0"], shape["y1"]
+        inside = [t for x, y, t in notes if x0 <= x <= x1 and y0 <= y <= y1 and t.startswith("@")]
+        under = ["@" + t for x, y, t in notes if x0 <= x <= x1 and y0 - 0.5 < y < y0 and t.isdigit()]
+        out.append(((inside or under)[0], shape["fillcolor"]))
+    return out
+
+
+@pytest.mark.parametrize("shape", list(M.BASE_SHAPES.values()), ids=list(M.BASE_SHAPES))
+@pytest.mark.parametrize("chain", list(M.CHAIN_PRESETS) + ["x.flatten()[3:]", "x.flatten()[::5]"])
+def test_no_two_storage_positions_share_a_colour(chain, shape):
+    """The colour names the storage position a box reads: two boxes have one colour exactly when they read one
+    position (the ten-colour cycle painted position 10 as position 0), on every preset chain and shape of x."""
+    try:
+        run = M.run_chain(chain, shape)
+    except M.ChainError:
+        pytest.skip("the chain does not apply to this shape")
+    for lay in [run.base, *run.steps]:
+        cells = _cells(M.layout_figure(lay, PRESENTING, "t"))
+        assert len(cells) >= len(set(lay.positions)) and len(cells) == len(set(lay.positions)) + len(lay.positions)
+        colour_of = {}
+        for label, fill in cells:
+            assert colour_of.setdefault(label, fill) == fill, f"{lay.expr}: {label} in two colours"
+        fills = list(colour_of.values())
+        assert len(set(fills)) == len(fills), f"{lay.expr}: two positions share a colour"
+        assert M.UNREAD not in fills
+
+
+def _lab(colour: str) -> tuple[float, float, float]:
+    """CIELAB (D65) of a ``#rrggbb`` colour: distances in it follow what the eye tells apart."""
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    xyz = ((0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b,
+           (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883)
+    fx, fy, fz = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in xyz]
+    return 116 * fy - 16, 500 * (fx - fy), 200 * (fy - fz)
+
+
+def _luminance(colour: str) -> float:
+    rgb = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    r, g, b = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_the_position_colours_are_told_apart_by_eye_and_keep_their_text_readable():
+    """Different strings are not enough (the old palette's positions 0 and 10, #fca5a5 and #fda4af, were ΔE 6 apart):
+    every two colours of x's storage, and each against the unread grey, differ by ΔE >= 18 in CIELAB; the dark
+    numbers on them keep a contrast of at least 5.5 (WCAG's 4.5, with room for a washed-out projector)."""
+    import itertools
+    colours = M.storage_colours(12) + [M.UNREAD]
+    closest = min(math.dist(_lab(a), _lab(b)) for a, b in itertools.combinations(colours, 2))
+    assert closest >= 18, closest
+    text = _luminance(M.INDEX_COLOUR)
+    assert min((_luminance(c) + 0.05) / (text + 0.05) for c in colours) >= 5.5
+
+
+def test_a_storage_longer_than_the_palette_is_one_colour_and_the_caption_says_so():
+    run = M.run_chain("x.view(1, 12).expand(4, 12).contiguous()")
+    copy = run.last
+    assert len(copy.storage) == 48
+    fills = {fill for _, fill in _cells(M.layout_figure(copy, PRESENTING, "t"))}
+    assert fills == {M.ONE_COLOUR}
+    assert "drawn in one colour" in M.picture_caption(run)
+    assert "one colour" not in M.picture_caption(M.run_chain("x.permute(1, 0)"))
+
+
+def test_position_labels_are_as_large_as_the_values_and_dark_in_presentation_mode():
+    """The numbers under the storage boxes and the @position labels: >= 14 px once a 1366 x 768 screen scales the
+    1920 x 1080 page (x 0.711), in a dark colour (they were 15-16 px, light grey)."""
+    from explorer.kit.presentation import DESIGN_SCREEN
+    scale = min(1366 / DESIGN_SCREEN[0], 768 / DESIGN_SCREEN[1])
+    fig = M.layout_figure(M.run_chain("x.permute(1, 0)").last, PRESENTING, "t")
+    labels = [a for a in fig.layout.annotations if a.text.isdigit() and -1 < a.y < 0 or a.text.startswith("@")]
+    assert len(labels) == 12 + 12
+    assert all(a.font.size * scale >= 14 for a in labels)
+    assert {a.font.color for a in labels} == {M.INDEX_COLOUR}
 
 
 @pytest.mark.parametrize("label", list(M.B_SHAPES))

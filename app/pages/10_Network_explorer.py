@@ -16,14 +16,14 @@ from explorer.kit.formatting import count, md_escape, plain, sci
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.labels import num
-from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
+from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
                                   still_graph, walkthrough_download)
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
                                                adjoint_name, explore, formula_parts, graph_dot, heatmap, held_at, moment,
-                                               side_by_side, step_class_view, sweep_figure, walkthrough)
+                                               side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_caption, memory_rows, note_levels)
@@ -156,18 +156,31 @@ if not look.presenting:
                      f"{len(rec.layers)} layers · loss = {num(rec.loss)}. Switching views keeps the step.")
 
 
+def tensor_title(value, title: str, scale: float | None) -> str:
+    """A heatmap's title: what it shows, its shape and its colour scale (±)."""
+    lk = analysis.look(value)
+    zmax = analysis.magnitude(value) if scale is None else scale
+    return f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}"
+
+
+def present_chars(share: float | None) -> int | None:
+    """A heatmap title's line length in ``share`` of the presentation page's width (None: one line)."""
+    return title_chars(PRESENT_PAGE_PX * share - 40, look.figure_font) if look.presenting and share else None
+
+
 def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False,
-                height: int = 220) -> None:
+                height: int = 220, share: float | None = None, title_rows: int = 1) -> None:
     """A heatmap for small tensors (colours from -scale to +scale, written in the title), summary
-    statistics for large ones."""
+    statistics for large ones. ``share``: the part of the presentation page's width the heatmap gets (its title
+    wraps to fit it)."""
     lk = analysis.look(value)
     if lk is None:
         where.caption(f"{title}: —")
         return
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
-        show_plot(heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}", font=look.figure_font,
-                          zmax=zmax, narrow=narrow, height=height), look, key=key, where=where,
+        show_plot(heatmap(value, tensor_title(value, title, scale), font=look.figure_font, zmax=zmax, narrow=narrow,
+                          height=height, chars=present_chars(share), title_rows=title_rows), look, key=key, where=where,
                   config={"displayModeBar": False})
     else:
         where.markdown(f"**{title}** {analysis.format_shape(lk.shape)} — too large for a heatmap")
@@ -181,7 +194,8 @@ def this_step(m, narrow: bool = False) -> None:
         (st.markdown if look.presenting else st.caption)(m.title)   # the class reads it from the back row
         x = data_input(rec) if m.phase == "inputs" else None
         if x is not None:   # where the data enters, and what it is
-            show_tensor(st, rec.node(x).value, "input x", ns.key("cur_value"), analysis.value_scale(rec, x))
+            show_tensor(st, rec.node(x).value, "input x", ns.key("cur_value"), analysis.value_scale(rec, x),
+                        share=1 - PRESENT_GRAPH_SHARE if narrow else None)
         return
     node = rec.node(m.node)
     st.markdown(f"**{node.label}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}** · "
@@ -189,14 +203,22 @@ def this_step(m, narrow: bool = False) -> None:
     # narrow (a projector's panel beside the graph): the rule on one line (its note goes under the sent lines),
     # small tensors' heatmaps only as tall as their rows, a column's value and adjoint side by side
     st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
-    a, b = ((st.container(), st.container()) if narrow and not side_by_side(m.value, m.adjoint)
-            else st.columns(2))
+    stacked = narrow and not side_by_side(m.value, m.adjoint)
+    a, b = (st.container(), st.container()) if stacked else st.columns(2)
     hv, ha = ((compact_heatmap_height(m.value, look.figure_font), compact_heatmap_height(m.adjoint, look.figure_font))
               if narrow else (220, 220))
-    show_tensor(a, m.value, "value", ns.key("cur_value"), analysis.value_scale(rec, m.node), height=hv)
+    # the panel beside the graph (narrow), or the page's left 3/5 (laptop layout: no presentation share)
+    share = (1 - PRESENT_GRAPH_SHARE) * (1 if stacked else 0.5) if narrow else None
+    titles = [("value", m.value, analysis.value_scale(rec, m.node))]
     if m.adjoint is not None:
-        show_tensor(b, m.adjoint, f"adjoint {adjoint_name(ex, m.node)} (held now)", ns.key("cur_adjoint"), analysis.adjoint_scale(rec, m.node),
-                    height=ha)
+        titles.append((f"adjoint {adjoint_name(ex, m.node)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
+    # side by side: both titles take as many lines as the longer, so that the two heatmaps' cells stand level
+    rows = 1 if stacked else max((len(title_lines(tensor_title(v, t, sc), present_chars(share)))
+                                  for t, v, sc in titles if analysis.look(v) is not None), default=1)
+    show_tensor(a, m.value, "value", ns.key("cur_value"), titles[0][2], height=hv, share=share, title_rows=rows)
+    if m.adjoint is not None:
+        show_tensor(b, m.adjoint, titles[1][0], ns.key("cur_adjoint"), titles[1][2], height=ha, share=share,
+                    title_rows=rows)
 
 
 def vjp_products(m) -> None:
@@ -210,8 +232,9 @@ def vjp_products(m) -> None:
         sym = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add", "sum": "summed over rows"}.get(op, op)
         names = ["left", "right"] if len(ins) > 1 else ["Ȳ,"]   # a Linear's b̄ = Σ_rows Ȳ: one operand
         for c, (arr, nm, sc) in enumerate(zip(ins, names, in_scales)):
-            show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"), sc, narrow=True)
-        show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"), out_scale, narrow=True)
+            show_tensor(cs[c], arr, f"{nm} {sym}" if c == 0 else nm, ns.key(f"prod{j}_{c}"), sc, narrow=True,
+                        share=1 / len(cs))
+        show_tensor(cs[-1], out, "= result", ns.key(f"prod{j}_out"), out_scale, narrow=True, share=1 / len(cs))
 
 
 def sent_lines(m) -> None:
@@ -245,11 +268,12 @@ def inspector(m, frame: int, cols) -> None:
     elif held.value is None:
         cols[1].caption(f"value: {held.value_note}")
     else:
-        show_tensor(cols[1], held.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick))
+        show_tensor(cols[1], held.value, "value", ns.key("ins_value"), analysis.value_scale(rec, pick), share=1 / 3.2)
     if held.adjoint is None and not beside:
         cols[2].caption(held.adjoint_note)
     elif not beside:
-        show_tensor(cols[2], held.adjoint, held.adjoint_note, ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick))
+        show_tensor(cols[2], held.adjoint, held.adjoint_note, ns.key("ins_adjoint"), analysis.adjoint_scale(rec, pick),
+                    share=1 / 3.2)   # the inspector's columns [1.2, 1, 1]
     parts = rec.contributions_to(pick)
     if len(parts) > 1 and held.arrived:
         with cols[0]:
@@ -318,11 +342,12 @@ def draw(step: int) -> None:
         cs = st.columns(len(shown) + 1)
         reasons = {r["from"] + "·" + r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}
         for j, (src, stp, val) in enumerate(shown):
-            show_tensor(cs[j], val, f"{'+ ' if j else ''}{src} · step {stp + 1}", ns.key(f"fan{fs.node}_{j}"), scale)
+            show_tensor(cs[j], val, f"{'+ ' if j else ''}{src} · step {stp + 1}", ns.key(f"fan{fs.node}_{j}"), scale,
+                        share=1 / len(cs))
             why = reasons.get(f"{src}·{stp + 1}")
             if why:
                 cs[j].caption(why)
-        show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"), scale)
+        show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"), scale, share=1 / len(cs))
         more = f" ({len(fs.parts) - len(shown)} more not drawn)" if len(fs.parts) > len(shown) else ""
         st.caption(f"Sum of the {len(fs.parts)} contributions, as the engine accumulated them "
                    f"(‖sum‖ = {num(analysis.look(fs.total).stats['norm'])}){more}. {FAN_OUT_NOTE}")

@@ -24,7 +24,8 @@ from explorer.sentiment_training.settings import (DEFAULTS, EXAMPLE_SENTENCE, LR
                                                   RUN_FIELDS, RunRefused, available_backends, hw2_target,
                                                   one_click_values, read_own_input, start_run, untrained_network)
 from explorer.sentiment_training.views import (AUTOGRADER_EPOCHS, AUTOGRADER_NOTE, COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
-                                               accuracy_chart, autograder_log, training_faq_text, checkpoint_text, compare_figure, compare_rows,
+                                               TARGET_ACCURACY, accuracy_chart, autograder_log, before_run_text,
+                                               empty_snapshot, training_faq_text, checkpoint_text, compare_figure, compare_rows,
                                                inside_charts, keep_run, last_look, latest_val_accuracy, loss_chart,
                                                network_dot, network_figure, network_svg, predict_sentence,
                                                progress_text, record_run, too_large, units_chart, units_title, unknown_words_text,
@@ -259,6 +260,14 @@ def live_view() -> None:
         S[TIMER_RUN] = True   # not a run the session asked for (the page-run limit leaves it out)
         st.rerun()            # the whole page, once: the fragment's timer takes the new period
     r: TrainingRun | None = S[k("run")]
+    if r is None and look.presenting:   # the run's empty axes and goal line, where the curves will grow
+        st.markdown(before_run_text(S[k("epochs")]))
+        empty, h = empty_snapshot(S[k("epochs")]), int(look.figure_height * 0.24)
+        g = st.columns([1, 1])
+        g[0].vega_lite_chart(*loss_chart(empty, look.figure_font, h), width="stretch", key=k("loss_chart"))
+        g[1].vega_lite_chart(*accuracy_chart(empty, TARGET_ACCURACY, look.figure_font, h), width="stretch",
+                             key=k("acc_chart"))
+        return
     if r is None:
         st.info("Choose a dataset and press **Start training** (or a one-click preset above). The curves grow "
                 "here while the engine trains.")

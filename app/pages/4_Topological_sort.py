@@ -11,8 +11,8 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import (presentation_toggle, publish_link, show_plot, show_table, start_page, stepper,
-                                  walkthrough_download)
+from explorer.kit.widgets import (graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page,
+                                  stepper, walkthrough_download)
 
 ctx = start_page(
     "Topological sort", "topo",
@@ -64,10 +64,19 @@ def draw(step: int) -> None:
     frame = step - 1
     qs = model.queue_steps[frame]
     st.markdown(T.step_header(model, frame))
-    show_plot(style_graph_figure(T.graph_figure(model, T.queue_states(model, frame), T.queue_notes(model, frame),
-                                                taken=qs.taken), look), look, key=ns.key("queue_graph"))
-    st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
-    show_table(T.queue_table(model, frame), look, static=True)
+    # presentation mode: the table of steps beside the graph, so that its last row is on the first screen at the
+    # last step too (under the graph it ran below the fold)
+    g, t = (st.columns([T.PRESENT_GRAPH_SHARE, 1 - T.PRESENT_GRAPH_SHARE]) if look.presenting
+            else (st.container(), st.container()))
+    width = graph_px(look, T.DESIGN_WIDTH, T.PRESENT_GRAPH_SHARE) if look.presenting else T.DESIGN_WIDTH
+    with g:
+        show_plot(style_graph_figure(T.graph_figure(model, T.queue_states(model, frame), T.queue_notes(model, frame),
+                                                    taken=qs.taken, width=width,
+                                                    rankdir="wide" if look.presenting else "auto"), look),
+                  look, key=ns.key("queue_graph"))
+        st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
+    with t:
+        show_table(T.queue_table(model, frame, computes=not look.presenting), look, static=True)
     # a Step reruns only this part of the page: the link says the new step from here (and once more at the end)
     publish_link(ctx, {"preset": key, "step": step, "order": list(st.session_state[ns.key("order")])},
                  view=lambda: T.step_class_view(model, frame))

@@ -61,17 +61,19 @@ if st.session_state[ns.key("wrt")] not in names:
     st.session_state[ns.key("wrt")] = names[0]
 h_now = min(H_CHOICES, key=lambda v: abs(v - float(st.session_state[ns.key("h")])))
 st.session_state[ns.key("h")] = h_now
-p = st.columns(3)
-p[0].selectbox("Sweep h for input", names, key=ns.key("wrt"))
-wrt = st.session_state[ns.key("wrt")]
+wrt = st.session_state[ns.key("wrt")]   # the selectbox below keeps it (a change reruns the page first)
 size = int(np.size(inputs[wrt]))
-index_key = ns.key(f"index_{wrt}")
-if index_key not in st.session_state:  # first time this input is shown: a deep link's element, once
-    st.session_state[index_key] = clamp_linked(ns, "index", int(st.session_state[ns.key("index")]), 0, size - 1)
-    st.session_state[ns.key("index")] = 0
-index = p[1].number_input("element (flat index)", 0, size - 1, key=index_key,
-                          disabled=size == 1, help="For a tensor input: which element is perturbed by ±h")
-p[2].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: sci(v, 1))
+p = st.columns(3 if size > 1 else 2)   # a scalar input has one element: no element selector to show
+p[0].selectbox("Sweep h for input", names, key=ns.key("wrt"))
+index = 0
+if size > 1:
+    index_key = ns.key(f"index_{wrt}")
+    if index_key not in st.session_state:  # first time this input is shown: a deep link's element, once
+        st.session_state[index_key] = clamp_linked(ns, "index", int(st.session_state[ns.key("index")]), 0, size - 1)
+        st.session_state[ns.key("index")] = 0
+    index = p[1].number_input("element (flat index)", 0, size - 1, key=index_key,
+                              help="Which element of the tensor input is perturbed by ±h")
+p[-1].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: sci(v, 1))
 h = float(st.session_state[ns.key("h")])
 
 try:

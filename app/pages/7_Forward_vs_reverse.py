@@ -80,7 +80,7 @@ try:
         help="Forward mode gives one directional derivative per pass: the seeded input's tangent is 1 "
              "(all ones for a tensor input), every other input's is 0.")
     model = cached_dual(program_text, inputs_text, st.session_state[ns.key("seed")],
-                        graph_px(look, DUAL_WIDTH))  # presentation: the page's width
+                        graph_px(look, DUAL_WIDTH, M.PRESENT_GRAPH_SHARE))  # presentation: its column's width
 except InputProblem as problem:
     show_input_problem(problem, c1, c2, program_text, inputs_text)
 
@@ -93,11 +93,12 @@ if model is not None:
     st.session_state[ns.key("sig")] = sig
 
     def draw(step: int) -> None:
-        """Header, graph and dual-number table of the 1-based ``step``, and the link (in presentation mode
-        the graph takes the page's width under the header, the table below it)."""
+        """Header, graph and dual-number table of the 1-based ``step``, and the link (the table beside the
+        graph; in presentation mode the graph's column is wider, so that the table's rows, one per input and per
+        op computed, stay on the first screen at the last step)."""
         fr = model.frameset.frames[step - 1]
         st.markdown(f"#### Step {step} of {model.n_frames}\n{fr.caption}")
-        g, t = (st.container(), st.container()) if look.presenting else st.columns([3, 2])
+        g, t = st.columns([M.PRESENT_GRAPH_SHARE, 1 - M.PRESENT_GRAPH_SHARE] if look.presenting else [3, 2])
         with g:
             show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look),
                       look, key=ns.key("figure"))

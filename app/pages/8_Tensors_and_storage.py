@@ -102,9 +102,7 @@ if run is not None:
             show_plot(M.layout_figure(last, look, title=f"{last.expr}: shape {last.shape}, strides "
                                       f"{last.strides}, offset {last.offset}"),
                       look, key=ns.key("fig_last"), config={"staticPlot": True})
-    st.caption("Top row: the flat storage (position under each box; grey dotted boxes are not read by this "
-               "tensor). Below: the tensor's elements in row-major order, each coloured like the storage box it "
-               "reads, with @position.")
+    st.caption(M.picture_caption(run))
 
 # --- broadcasting's backward -------------------------------------------------------------------------------
 st.subheader("Broadcasting's backward is a sum over the broadcast axes (exercise 8)")

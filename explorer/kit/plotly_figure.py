@@ -116,7 +116,8 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         max_height: px the drawing may take before it is shrunk.
         label_room: lay the graph out with room for each edge label (dot places it); False: a compact
             layout, each label beside its edge's middle where it is free (a backward graph on a projector).
-        label_gap: with ``label_room`` False, left to right, ranks as far apart as the longest label is wide.
+        label_gap: with ``label_room`` False, ranks far enough apart for the labels: left to right, as far as the
+            longest label is wide; top to bottom, two labels' height.
     """
     ids = frameset.node_ids
     heads = frameset.heads or [graph.node(i).name for i in ids]
@@ -135,7 +136,9 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         boxes.append(Box(nid, math.ceil(w), math.ceil(h)))
     edges = frameset.edges or [(e.src, e.dst) for e in graph.edges]
     label_chars = [0] * len(edges)
-    if len(edges) > MAX_LABELLED_EDGES or any(k == "group" for k in (graph.node(i).kind for i in ids)):
+    # layer boxes (groups) leave dot no room to reserve for labels; a compact layout (label_room False: a backward
+    # graph) writes each beside its edge, so the layer view's backward edges carry their numbers too
+    if len(edges) > MAX_LABELLED_EDGES or (label_room and any(graph.node(i).kind == "group" for i in ids)):
         edge_labels = False
     if edge_labels and frames and all(f.edge_text for f in frames):
         label_chars = [max(map(len, set(col))) for col in zip(*(f.edge_text for f in frames))]
@@ -159,6 +162,8 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         gap = 30.0
         if label_gap and not label_room and any(label_chars) and rd in ("LR", "RL"):
             gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 6)
+        elif label_gap and not label_room and any(label_chars):   # top to bottom: two label lines' height
+            gap = max(gap, 2 * LINE_H * EDGE_FONT + 12)
         p = place(boxes, links, rd, ranksep=gap, use_dot=use_dot)
         s = fit(p)
         if best is None or s > best[0] + 1e-9:
@@ -199,7 +204,11 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
         w = label_chars[k] * CHAR_W * EDGE_FONT / 2 + 2
         h = LINE_H * EDGE_FONT / 2 + 1
         spot = None
-        for dx, dy in offsets:
+        # then just clear of its edge, beside it (a long label on a short vertical edge between wide boxes: the
+        # fixed offsets never left the edge's line) or above / below it
+        beside = [(sx * (w + 4), dy) for dy in (0, -6, 6, -12, 12, -18, 18, -24, 24) for sx in (1, -1)]
+        beside += [(dx, sy * (h + 4)) for dx in (0, -12, 12) for sy in (-1, 1)]
+        for dx, dy in offsets + beside:
             x, y = at[0] + dx, at[1] + dy
             r = (x - w, y - h, x + w, y + h)
             if any(_overlap(r, b) for b in boxes) or any(_overlap(r, t) for t in taken):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import html
 import re
 
 import numpy as np
@@ -98,8 +99,9 @@ class Explored:
         key = ("backward", level, width, max_height)
         if key not in self.drawings:
             kw = {} if max_height is None else {"max_height": max_height}
+            # the layer view's short ranks: room between them for the contributions written on the edges
             self.drawings[key] = plan(bfs, v.graph, width or v.drawing.width, BACKWARD_RANKDIR[level],
-                                      label_room=False, **kw)
+                                      label_room=False, label_gap=level == "layer", **kw)
         frame = min(max(frame, 0), len(bfs.frames) - 1)
         one = FrameSet(bfs.node_ids, [bfs.frames[frame]], heads=bfs.heads, edges=bfs.edges, hover=bfs.hover)
         return figure_dict(one, v.graph, self.drawings[key], edge_color=ADJOINT, pending_edges=True,
@@ -246,13 +248,35 @@ def graph_dot(ex: Explored, level: str) -> str:
                   title=f"{ex.network.title}: {level} view, loss = {num(ex.rec.loss)}")
 
 
+def title_lines(title: str, chars: int | None) -> list[str]:
+    """``title`` broken at spaces into lines of at most ``chars`` characters (a word longer than that keeps its
+    own line); one line when ``chars`` is None."""
+    if not chars:
+        return [title]
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= chars:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def title_chars(width_px: float, font: int) -> int:
+    """How many characters of a ``font`` px title fit in ``width_px`` (a conservative 0.62 em per character)."""
+    return max(8, int(width_px / (0.62 * font)))
+
+
 def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zmax: float | None = None,
-            narrow: bool = False) -> go.Figure:
+            narrow: bool = False, chars: int | None = None, title_rows: int = 1) -> go.Figure:
     """A small heatmap of a tensor (folded to 2-D by :func:`analysis.look`); numbers printed when few.
 
     The colours run from -``zmax`` (red) to +``zmax`` (blue), ``zmax`` defaulting to the tensor's own
     largest magnitude: pass one ``zmax`` wherever the same tensor (or tensors that add up, like a fan-out
-    sum and its contributions) is drawn, so a colour means one number on every panel.
+    sum and its contributions) is drawn, so a colour means one number on every panel. ``chars``: the title's
+    line length (:func:`title_chars` of the column's width); a longer title wraps and the figure grows by its
+    extra lines, so it is never cut at the column's edge. ``title_rows``: lines to leave for the title at least
+    (the longest of two heatmaps side by side, so that their cells stand level).
     """
     lk = analysis.look(value)
     if lk is None or lk.matrix is None:
@@ -266,8 +290,10 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     fig = go.Figure(go.Heatmap(z=m, colorscale="RdBu", zmin=-zmax, zmax=zmax, text=text,
                                texttemplate="%{text}" if text is not None else None, showscale=False,
                                textfont=dict(size=max(font - 2, 9))))
-    fig.update_layout(title=dict(text=title, font=dict(size=font)), height=height,
-                      margin=dict(l=10, r=10, t=40, b=10), font=dict(size=font))
+    lines = title_lines(title, chars)
+    extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
+    fig.update_layout(title=dict(text="<br>".join(html.escape(t) for t in lines), font=dict(size=font)),
+                      height=height + extra, margin=dict(l=10, r=10, t=40 + extra, b=10), font=dict(size=font))
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
     return fig

@@ -237,7 +237,10 @@ def loss_chart(snap: RunSnapshot, font_size: int = 13, height: int = 300) -> tup
     data = series_table("epoch", "loss", [
         ("batch loss", _arr(snap.batch_x), _arr(snap.batch_loss)),
         ("epoch mean loss", _arr(snap.epoch_column("epoch")), _arr(snap.epoch_column("train_loss")))])
-    enc = {"x": _epoch_x(snap.total_epochs), "y": {"field": "loss", "type": "quantitative"},
+    y = {"field": "loss", "type": "quantitative"}
+    if not snap.batch_x and not snap.epochs:   # before the run: an axis from 0 to 1 (a BCE starts near ln 2)
+        y["scale"] = {"domain": [0, 1]}
+    enc = {"x": _epoch_x(snap.total_epochs), "y": y,
            "color": _colours(["batch loss", "epoch mean loss"], ["#9aa3f5", "#1f3fbf"])}
     spec = {"title": "Training loss (binary cross-entropy)", "height": height, "config": _config(font_size), "autosize": FIT_X,
             "layer": [{"transform": [{"filter": "datum.series === 'batch loss'"}],
@@ -302,6 +305,21 @@ def accuracy_chart(snap: RunSnapshot, target: float | None = TARGET_ACCURACY, fo
              "subtitleFontSize": font_size}
     spec = {"title": title, "height": height, "config": _config(font_size), "autosize": FIT_X, "layer": layers}
     return data, spec
+
+
+def empty_snapshot(total_epochs: int) -> RunSnapshot:
+    """A run that has not started: no points, the epoch axis of ``total_epochs`` (the settings' epochs), so the
+    page can draw the run's axes and goal line before Train is pressed (a projector's first screen stays full)."""
+    return RunSnapshot(status="idle", started=None, batch_x=[], batch_loss=[], epochs=[], last_batch=None,
+                       finished=None, total_epochs=max(int(total_epochs), 1), n_batches_per_epoch=0,
+                       examples_per_s=None, seconds_left=None)
+
+
+def before_run_text(total_epochs: int, target: float = TARGET_ACCURACY) -> str:
+    """What the class will watch, written over the run's empty axes (Markdown)."""
+    return (f"**Press a preset or Start training, then watch:** the training loss fall (left) and the validation "
+            f"accuracy climb towards the dashed goal line, **≥ {percent(target)} validation accuracy** (right), over "
+            f"{int(total_epochs)} epochs; ◆ marks the best checkpoint, the one the model keeps.")
 
 
 def _arr(values) -> np.ndarray:

@@ -46,6 +46,11 @@ FIRST_SCREEN = {
     "Gradient_check": [("graphs", 2), ("caption", r"^float64: best h = .*4\.6e-06"),
                        ("caption", r"^float32: best h = ")],
     "Forward_vs_reverse": [("graphs", 1), ("text", r"^Step 1 of \d+"), ("buttons", STEP_BUTTONS)],
+    # the last step: the dual-number table beside the graph, every row (the inputs' seeds, then each op) and the
+    # result under it (under the graph its last rows ran below the fold)
+    "Forward_vs_reverse?step=7": [("graphs", 1), ("text", r"^Step 7 of 7"), ("text", r"^seed \(input\)$"),
+                                  ("text", r"^add\(x1, x6\)$"), ("text", r"^Forward mode, one pass"),
+                                  ("buttons", STEP_BUTTONS)],
     # step 1 as a lecturer opens it (auto: the whole network) and in the op view (a window on the inputs)
     "Network_explorer": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
                          ("buttons", STEP_BUTTONS)],
@@ -346,3 +351,29 @@ def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_pag
             wait_drawn(pg)
     assert problems == [], f"at {w} x {h}: " + "; ".join(problems)
     assert total < 11 or lit_somewhere[10], lit_somewhere   # step 11 (once below the fold) lights the engine's lines
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_topological_sort_keeps_its_table_of_steps_on_the_first_screen_at_every_step(new_page, app_url, wait_idle,
+                                                                                     size):
+    """The queue method's table of steps grows a row per step: under the graph its last rows ran below the fold at
+    the last step. Beside the graph now, the whole table (every row so far), the graph and the step's header lie in
+    the window at every step, none on top of another."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    main = pg.locator('[data-testid="stMain"]')
+    for step in range(1, 8):
+        open_presenting(pg, f"{app_url}/Topological_sort?step={step}&present=1", wait_idle)
+        table = main.locator('[data-testid="stTable"], [data-testid="stDataFrame"], table').filter(
+            has_text="ready (queue)").first
+        rows = table.locator("tbody tr")
+        assert rows.count() == step
+        boxes = [("table", table.bounding_box()), ("last row", rows.nth(step - 1).bounding_box()),
+                 ("graph", main.locator(".js-plotly-plot").first.bounding_box()),
+                 ("header", main.get_by_text(re.compile(rf"^Step {step} of 7 · ready")).first.bounding_box())]
+        for name, box in boxes:
+            assert box is not None, f"step {step}: {name} not drawn"
+            assert box["x"] >= -0.5 and box["y"] >= -0.5 and box["x"] + box["width"] <= w + 0.5 \
+                and box["y"] + box["height"] <= h + 0.5, f"step {step} at {w} x {h}: {name} {box} is off screen"
+        assert overlap(boxes[0][1], boxes[2][1]) <= 1 and overlap(boxes[0][1], boxes[3][1]) <= 1
+    pg.screenshot(path=str(SHOTS / f"topological_sort_last_step_{w}x{h}.png"))

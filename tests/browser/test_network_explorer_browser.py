@@ -163,3 +163,30 @@ def test_the_memory_tab_reads_whole(new_page, app_url, wait_idle, present):
     found = page.evaluate(LEGEND_JS)
     assert len(found) == 2 and all(f["legend"] and f["ticks"] and not f["hit"] for f in found), found
     assert "keeps only what its VJP reads" not in main.inner_text()
+
+
+TITLES_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map(plot => {
+    const p = plot.getBoundingClientRect();
+    const t = plot.querySelector('.gtitle');
+    const r = t ? t.getBoundingClientRect() : null;
+    return {text: t ? t.textContent : '', chart: [p.left, p.top, p.right, p.bottom],
+            title: r ? [r.left, r.top, r.right, r.bottom] : null};
+})"""
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_the_step_panel_heatmap_titles_are_whole_on_a_projector(new_page, app_url, wait_idle, size):
+    """Step 30 (a backward step of the layer view): the adjoint's heatmap title ('adjoint ādd#21 (held now) (4, 1)
+    · ±…') was cut at the panel's right edge; every heatmap title now lies inside its chart and the window."""
+    from browser_kit import wait_drawn
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    pg.goto(f"{app_url}/Network_explorer?step=30&present=1")
+    wait_drawn(pg)
+    wait_idle(pg)
+    titles = [t for t in pg.evaluate(TITLES_JS) if t["title"] is not None and t["text"]]
+    assert any(t["text"].startswith("adjoint") for t in titles), titles
+    for t in titles:
+        (cl, ct, cr, cb), (tl, tt, tr, tb) = t["chart"], t["title"]
+        assert cl - 0.5 <= tl and tr <= cr + 0.5 and ct - 0.5 <= tt and tb <= cb + 0.5, t
+        assert tr <= w + 0.5, t
