@@ -65,12 +65,13 @@ wrt = st.session_state[ns.key("wrt")]   # the selectbox below keeps it (a change
 size = int(np.size(inputs[wrt]))
 p = st.columns(3 if size > 1 else 2)   # a scalar input has one element: no element selector to show
 p[0].selectbox("Sweep h for input", names, key=ns.key("wrt"))
+index_key = ns.key(f"index_{wrt}")
+if index_key not in st.session_state:  # first time this input is shown: a deep link's element, once (a link's
+    # index out of range is reported, a scalar's too: it has element 0 only)
+    st.session_state[index_key] = clamp_linked(ns, "index", int(st.session_state[ns.key("index")]), 0, size - 1)
+    st.session_state[ns.key("index")] = 0
 index = 0
 if size > 1:
-    index_key = ns.key(f"index_{wrt}")
-    if index_key not in st.session_state:  # first time this input is shown: a deep link's element, once
-        st.session_state[index_key] = clamp_linked(ns, "index", int(st.session_state[ns.key("index")]), 0, size - 1)
-        st.session_state[ns.key("index")] = 0
     index = p[1].number_input("element (flat index)", 0, size - 1, key=index_key,
                               help="Which element of the tensor input is perturbed by ±h")
 p[-1].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: sci(v, 1))
