@@ -235,21 +235,3 @@ def test_slide_27s_backward_pass_lights_each_steps_work_counted_from_the_engines
     assert "backward_pass" in html and "lecture 5, slide 27" in html
     panel = to_html(frame_code(tr, fs, _frame_of(fs, tr, "backward", "f")), 13, heading=ENGINE_HEADING)
     assert 'data-testid="code-panel-heading"' in panel and "not the slide&#x27;s" in panel
-
-
-def test_a_scrolling_panel_names_the_lit_function_over_its_box():
-    """A projector panel scrolls to the lit lines, and the block's own title row scrolls away with the code when they
-    lie deep in a long function: the panel names that function over its box (outside the scrolling part), the
-    walk's block (the first with lit lines), escaped; a panel that does not scroll, or lights nothing, has no such
-    line."""
-    tr, fs = _slide()
-    view = frame_code(tr, fs, _frame_of(fs, tr, "backward", "f"))
-    out = to_html(view, 18, max_height_px=300)
-    now = re.search(r'<div class="adx-now" data-testid="code-panel-now">▶ ([^<]*) <span class="p">· ([^<]*)</span>', out)
-    assert now and now.group(1) == "engine.autodiff.propagate" and now.group(2).endswith("autodiff.py")
-    assert out.index('data-testid="code-panel-now"') < out.index('class="adx-scroll"')   # over the box, not in it
-    assert "adx-now\"" not in to_html(view, 13)                                            # no scrolling: its title shows
-    quiet = CodeBlock("<t>", "x.py", [(1, "a = 1")])
-    assert 'data-testid="code-panel-now"' not in to_html([quiet], 18, max_height_px=300)
-    lit = CodeBlock("<t>", "x.py", [(1, "a = 1")], {1: 1})
-    assert "▶ &lt;t&gt; " in to_html([lit], 18, max_height_px=300)

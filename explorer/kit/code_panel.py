@@ -390,9 +390,6 @@ _CSS = """
 .adx-code .l.vjp.hl {{ background: #bfdbfe; }}
 .adx-code .l.gap .c {{ color: #6b7280; font-style: italic; }}
 .adx-heading {{ font-weight: 600; margin: 0.2em 0 0.3em 0; }}
-.adx-now {{ font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: {font}px;
-            font-weight: 600; margin: 0 0 0.3em 0; overflow-wrap: anywhere; }}
-.adx-now .p {{ font-weight: 400; color: #4b5563; }}
 """
 
 
@@ -413,9 +410,7 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
     each level by 2 columns instead of 4 (the same code, narrower), so the lines a step lights fit its column
     without wrapping. ``heading``: a line over the blocks saying whose code this is (outside the scrolling box,
     so it stays on screen: ``ENGINE_HEADING`` where the engine's code stands beside the slide's). ``narrow``: indent
-    by 2 as a projector panel does, without scrolling (slide 27's ten lines, whole, beside the graphs). A scrolling
-    panel also names, over its box, the function whose lines are lit (the walk's): its block's own title row
-    scrolls away with the code when the lit lines lie deep in a long function.
+    by 2 as a projector panel does, without scrolling (slide 27's ten lines, whole, beside the graphs).
     """
     blocks = view.blocks if isinstance(view, CodeView) else view
 
@@ -425,10 +420,6 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
     out = [f"<style>{_CSS.format(font=int(font_px))}</style>"]
     if heading:
         out.append(f'<div class="adx-heading" data-testid="{html.escape(test_id)}-heading">{html.escape(heading)}</div>')
-    lit = next((b for b in blocks if any(b.marks.values())), None)
-    if max_height_px and lit is not None:
-        out.append(f'<div class="adx-now" data-testid="{html.escape(test_id)}-now">▶ {html.escape(lit.title)} '
-                   f'<span class="p">· {html.escape(lit.path)}</span></div>')
     out.append(f'<div data-testid="{html.escape(test_id)}"{box}>')
     for b in blocks:
         out.append(f'<div class="adx-code" data-role="{html.escape(b.role)}">'
