@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import math
 import numbers
 import operator
 import sys
@@ -334,11 +335,7 @@ def _bilinear_jvp(f, a, b, ta, tb):
 
 def _product_multiply_adds(cls, in_shapes, out_shape) -> int:
     """A matrix product's multiply-adds: k (the first operand's last dim) per output number."""
-    k = in_shapes[0][-1] if in_shapes[0] else 1
-    n = 1
-    for s in out_shape:
-        n *= s
-    return n * k
+    return math.prod(out_shape) * (in_shapes[0][-1] if in_shapes[0] else 1)
 
 
 class Mul(Binary):
@@ -1395,9 +1392,7 @@ def binary_cross_entropy(p: Tensor, y, reduction: str = "none") -> Tensor:
     if reduction not in ("mean", "sum"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     shape = p.shape if p.shape == y.shape else tuple(np.broadcast_shapes(p.shape, y.shape))
-    n = 1
-    for s in shape:
-        n *= s
+    n = math.prod(shape)
     scale = (1.0 / n if n else float("nan")) if reduction == "mean" else None
     return apply(BinaryCrossEntropy, (p, y), (reduction, shape, scale))
 
@@ -1415,9 +1410,7 @@ def sum(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
 def mean(a: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """The mean over ``dim`` (all dims when None); of nothing: NaN (as NumPy, PyTorch)."""
     dims = _norm_dims(dim, a.ndim)
-    n = 1
-    for d in dims:
-        n *= a.shape[d]
+    n = math.prod(a.shape[d] for d in dims)
     return apply(Mean, (a,), (dims, bool(keepdim), 1.0 / n if n else float("nan")))
 
 
@@ -1494,17 +1487,11 @@ def _resolve_shape(shape: Sequence[int], numel: int) -> tuple[int, ...]:
     if shape.count(-1) > 1:
         raise ValueError("only one dimension can be -1")
     if -1 in shape:
-        known = 1
-        for s in shape:
-            if s != -1:
-                known *= s
+        known = math.prod(s for s in shape if s != -1)
         if known == 0 or numel % known:
             raise ValueError(f"cannot infer -1 in shape {shape} for {numel} elements")
         shape = tuple(numel // known if s == -1 else s for s in shape)
-    n = 1
-    for s in shape:
-        n *= s
-    if n != numel:
+    if math.prod(shape) != numel:
         raise ValueError(f"shape {shape} does not hold {numel} elements")
     return shape
 
