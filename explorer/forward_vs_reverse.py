@@ -18,7 +18,7 @@ from explorer import explain as ex
 from explorer.explain import ExpressionError, costs
 from explorer.explain.costs import MAX_SCALE_DEPTH, RELU_SAVED  # noqa: F401 - the page shows them
 from explorer.explain.dual import DualRun, dual_number_steps, network_jacobian_costs
-from explorer.explain.graph import Graph, output_number
+from explorer.explain.graph import marked_names, output_alias_note
 
 from .kit.notes import NOTES
 from .kit.budget import check_program
@@ -67,18 +67,6 @@ def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL
     return DualModel(program, inputs, run, frameset, figure, reverse.grads, table)
 
 
-def tangent_names(graph: Graph) -> dict[int, str]:
-    """node id -> its tangent as the lecture writes it: ``ẋ3``; the output's ``ẋ7`` where the program called it
-    ``f`` (the slides' number, as every page's adjoint is ``x̄7``)."""
-    return {nid: dot_name(name) for nid, name in lecture_names(graph).items()}
-
-
-def output_tangent_note(graph: Graph) -> str:
-    """`` (= ḟ)`` beside ``ẋ7`` where the program named the output ``f``; empty otherwise (said once per step)."""
-    out = next((n for n in graph.nodes if n.id == graph.output), None)
-    return f" (= {dot_name(out.name)})" if out is not None and output_number(graph) else ""
-
-
 def tangent_column(seed: str) -> str:
     return f"tangent d·/d{seed}"
 
@@ -86,7 +74,7 @@ def tangent_column(seed: str) -> str:
 def dual_table(run: DualRun, seed: str) -> list[dict]:
     """The dual-number table: one row per input (its seed tangent: 1 for ``seed``, 0 for the others), then one
     row per op in the order forward mode computes them; every tangent written ``ẋ3 = 1.5``, as on the graph."""
-    dots = tangent_names(run.graph)
+    dots = marked_names(run.graph, dot_name)
     rows = [{"node": run.graph.node(nid).name, "computes": "seed (input)" if np.any(np.asarray(tan, dtype=float) != 0)
              else "input", "value": fmt_value(val), tangent_column(seed): f"{dots[nid]} = {_tangent(tan)}"}
             for nid, (val, tan) in run.leaves.items()]
@@ -111,7 +99,7 @@ def step_notes(model: DualModel, seed: str, step: int) -> tuple[str, list[str]]:
     graph = model.run.graph
     name = md_escape(seed)
     out = md_escape(lecture_names(graph)[graph.output])
-    out_dot = md_escape(tangent_names(graph)[graph.output])
+    out_dot = md_escape(marked_names(graph, dot_name)[graph.output])
     if step < model.n_frames:
         lead = (f"Forward mode, one pass: the output's tangent **{out_dot} = d{out} / d{name}** is known at the last "
                 f"step ({model.n_frames}); reverse mode gives every input's gradient in one backward pass.")
@@ -269,9 +257,9 @@ def dual_frames(run: DualRun):
     node_ids = [n.id for n in g.nodes]
     index = {nid: i for i, nid in enumerate(node_ids)}
     heads = node_heads(g, full)
-    dots = tangent_names(run.graph)
+    dots = marked_names(run.graph, dot_name)
     dots.update({n.id: dots.get(n.id, dot_name(n.name)) for n in g.nodes})
-    out_note = output_tangent_note(run.graph)
+    out_note = output_alias_note(run.graph, dot_name)
     text = ["" for _ in node_ids]
     tangent = ["" for _ in node_ids]
     state = ["idle" for _ in node_ids]

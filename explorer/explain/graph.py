@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -194,17 +194,28 @@ def lecture_names(graph: Graph) -> dict[int, str]:
     return out
 
 
+def marked_names(graph: Graph, mark: Callable[[str], str]) -> dict[int, str]:
+    """node id -> its lecture name under ``mark``: the adjoint ``x̄3`` (``bar``) or forward mode's tangent
+    ``ẋ3``; the output's ``x̄7`` / ``ẋ7`` even where the program called it ``f`` (:func:`output_number`)."""
+    return {nid: mark(name) for nid, name in lecture_names(graph).items()}
+
+
 def adjoint_names(graph: Graph) -> dict[int, str]:
-    """node id -> its adjoint as every page writes it: ``x̄3``; the output's ``x̄7`` even where the program
-    called it ``f`` (:func:`output_number`), so one page never says f̄ where another says x̄7."""
-    return {nid: bar(name) for nid, name in lecture_names(graph).items()}
+    """node id -> its adjoint as every page writes it: ``x̄3``, the output's ``x̄7`` (so one page never says f̄
+    where another says x̄7)."""
+    return marked_names(graph, bar)
+
+
+def output_alias_note(graph: Graph, mark: Callable[[str], str] = bar) -> str:
+    """What the output's adjoint (or tangent, under ``mark``) is also called, for the sentence that seeds it:
+    `` (= f̄)`` beside ``x̄7`` where the program named the output ``f``; empty otherwise."""
+    out = next((n for n in graph.nodes if n.id == graph.output), None)
+    return f" (= {mark(out.name)})" if out is not None and output_number(graph) else ""
 
 
 def output_adjoint_note(graph: Graph) -> str:
-    """What the output's adjoint is also called, for the sentence that seeds it: `` (= f̄)`` beside ``x̄7``
-    where the program named the output ``f``; empty otherwise."""
-    out = next((n for n in graph.nodes if n.id == graph.output), None)
-    return f" (= {bar(out.name)})" if out is not None and output_number(graph) else ""
+    """`` (= f̄)`` beside the output's ``x̄7`` where the program named it ``f`` (:func:`output_alias_note`)."""
+    return output_alias_note(graph, bar)
 
 
 def _shape(t: Tensor) -> list[int]:
