@@ -151,6 +151,19 @@ class ArrayOps:
         return k
 
 
+def _scalar_interpreter() -> ArrayOps:
+    """The raw interpreter on the scalar fast path's values (a NumPy float64 scalar: a 0-d tensor's data, of an op
+    with a ``scalar`` kernel): Python's operators and NumPy's ufuncs on the numbers, the ops' scalar kernels, so
+    the same bits as the recorded rule run on 0-d tensors, and no Tensor per operation."""
+    k = ArrayOps()
+    k.__dict__.update(
+        value=lambda x: x if type(x) is float else x._data, output=operator.attrgetter("_data"),
+        add=operator.add, sub=operator.sub, mul=operator.mul, div=operator.truediv, neg=operator.neg,
+        exp=np.exp, log=np.log, sin=np.sin, cos=np.cos, const=lambda c, like: np.float64(c),
+        sum_to_shape=lambda x, shape: x)   # every operand is 0-d: nothing was broadcast
+    return k
+
+
 class _RawCtx:
     """What an op's forward reads from its context (the backend, the parameters), for ``ArrayOps.apply``
     under the raw interpreter."""
@@ -164,6 +177,8 @@ class _RawCtx:
 RECORDED = ArrayOps()
 #: the recorded interpreter reading the op's output as a constant: an elementwise VJP rule run as a JVP
 TANGENT = ArrayOps()
+#: the raw interpreter on the scalar fast path's numbers
+SCALAR = _scalar_interpreter()
 
 
 # ---------------------------------------------------------------------------

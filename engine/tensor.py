@@ -241,17 +241,23 @@ def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
     on arrays, ``engine.ops.ArrayOps.raw``), each array made a Tensor once; None when the rule is written
     on Tensors only, when the pass must see its engine ops (``create_graph`` records them, a ``trace_ops``
     hook watches them: graph capture, the explain tools; forward mode carries tangents through them) or
-    when ``g`` is a scalar fast-path value (its ops already skip the dispatch)."""
+    when ``g`` is a scalar fast-path value at a node the scalar path did not make. At a node the scalar path
+    made (its data a NumPy float64 scalar) the rule runs on the numbers (``engine.ops.SCALAR``)."""
     if not node.op.array_rule:
         return None
     st = _state
     be = node.backend
-    if st.grad_enabled or st.hooks or st.forward_mode or type(g._data) is _F64 or be.deferred:
+    if st.grad_enabled or st.hooks or st.forward_mode or be.deferred:
         return None
-    try:
-        k = be.raw_ops   # the backend's raw interpreter, made on its first backward pass
-    except AttributeError:
-        k = be.raw_ops = _ops.ArrayOps.raw(be)
+    if type(g._data) is _F64:
+        if type(node._data) is not _F64 or node.op.scalar is None:
+            return None
+        k = _ops.SCALAR
+    else:
+        try:
+            k = be.raw_ops   # the backend's raw interpreter, made on its first backward pass
+        except AttributeError:
+            k = be.raw_ops = _ops.ArrayOps.raw(be)
     arrays = node.op.vjp(node, g._data, k)
     n = len(arrays)
     if n == 2:  # most ops: no generator

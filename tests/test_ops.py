@@ -475,6 +475,21 @@ def test_scalar_fast_path_gives_the_array_paths_bits(name):
     assert fast_type is np.float64 and slow_type is np.ndarray
     assert fast == slow  # exact
 
+    def backward(make, watched=False):   # backward(): the rules run raw (on the numbers, or on arrays)
+        a, b = make(0.7), make(-1.3)
+        a.requires_grad = b.requires_grad = True
+        out = fn(a, b)
+        if watched:   # a watched pass runs the rules on Tensors (the recorded interpreter)
+            with engine.trace_ops(lambda *_: None):
+                out.backward()
+        else:
+            out.backward()
+        return [a.grad.item(), b.grad.item()]
+
+    on_numbers = backward(lambda v: tensor(v))
+    assert on_numbers == backward(lambda v: engine.Tensor._make(np.array(v), be)) == backward(
+        lambda v: tensor(v), watched=True) == fast[1:3]
+
 
 def test_scalar_fast_path_skips_the_backend_and_keeps_the_graph(monkeypatch):
     from engine.backends.numpy_backend import NumpyBackend
@@ -484,6 +499,8 @@ def test_scalar_fast_path_skips_the_backend_and_keeps_the_graph(monkeypatch):
             calls.append(_name)
             return _real(self, *args)
         monkeypatch.setattr(NumpyBackend, method, counting)
+    on_numbers = []   # the backward pass runs the rules on the numbers (ops.SCALAR): no Tensor per operation
+    monkeypatch.setattr(engine.ops.SCALAR, "mul", lambda u, v: on_numbers.append(type(u)) or u * v)
     x = tensor(1.5, requires_grad=True)
     calls.clear()
     y = x
@@ -491,6 +508,7 @@ def test_scalar_fast_path_skips_the_backend_and_keeps_the_graph(monkeypatch):
         y = (y * 1.01 + 0.5).exp().log() / 1.02 - 0.1
     y.backward()
     assert calls == []  # not one backend call, forward or backward
+    assert len(on_numbers) == 100 and set(on_numbers) == {np.float64}   # mul's and exp's rules, 50 times each
     assert len(engine.topological_sort(y)) > 250 and y.op_name == "add"
     ref = 1.5
     deriv = 1.0
