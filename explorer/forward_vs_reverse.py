@@ -68,7 +68,7 @@ def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL
 
 
 def tangent_column(seed: str) -> str:
-    return f"tangent d·/d{seed}"
+    return f"tangent ẋi = ∂xi/∂{seed}"   # the lecture's dot: ẋi, the derivative of node i along the seed input
 
 
 def dual_table(run: DualRun, seed: str) -> list[dict]:

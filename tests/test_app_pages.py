@@ -602,7 +602,7 @@ def test_forward_mode_names_the_tangents_as_the_lecture_does():
     at = page(FWDREV).run()
     no_exceptions(at)
     table = at.table[0].value
-    assert list(table["node"]) == ["x1", "x2"] and list(map(nfc, table["tangent d·/dx1"])) == ["ẋ1 = 1", "ẋ2 = 0"]
+    assert list(table["node"]) == ["x1", "x2"] and list(map(nfc, table["tangent ẋi = ∂xi/∂x1"])) == ["ẋ1 = 1", "ẋ2 = 0"]
     assert "Seed the tangents: ẋ1 = 1, ẋ2 = 0" in nfc(texts(at)) and "inputs only" not in texts(at)
     for step in range(1, 8):
         at.session_state["fwdrev_step"] = step
@@ -613,7 +613,7 @@ def test_forward_mode_names_the_tangents_as_the_lecture_does():
         assert "ḟ" not in graph and "f / d" not in words and "∂f/" not in words
         assert words.count("ḟ") == (1 if step >= 6 else 0)   # the output is reached at step 6
     table = at.table[0].value
-    assert nfc(table[table["node"] == "f"].iloc[0]["tangent d·/dx1"]) == "ẋ7 = 368.04"
+    assert nfc(table[table["node"] == "f"].iloc[0]["tangent ẋi = ∂xi/∂x1"]) == "ẋ7 = 368.04"
     assert "ẋ7 = 368.04" in graph and "**ẋ7 = dx7 / dx1 = 368.04**" in nfc(texts(at))
     assert "x̄1 = ∂x7/∂x1 = 368.04" in nfc(texts(at))
 
