@@ -219,6 +219,9 @@ def check_order(model: SortModel, order: list[int]) -> OrderCheck:
     complete = len(order) == len(model.graph.nodes)
     if complete:
         return OrderCheck(True, True, message="A valid topological order: every node comes after all of its inputs.")
+    if not order:   # nothing to praise yet: say where to start
+        return OrderCheck(True, False, message="Nothing placed yet: click first a node that is computed from no "
+                                               "other node.")
     return OrderCheck(True, False, message=f"So far so good: {len(order)} of {len(model.graph.nodes)} placed, "
                                            "each after all of its inputs.")
 

@@ -80,7 +80,9 @@ def test_check_order_messages_and_partial_orders():
     assert "x4 → x5" in c.message
     c = T.check_order(model, ids("x2", "x1", "x4"))
     assert c.valid and not c.complete and "3 of 7" in c.message
-    assert T.check_order(model, []).valid
+    empty = T.check_order(model, [])
+    assert empty.valid and not empty.complete and "So far so good" not in empty.message
+    assert "Nothing placed yet" in empty.message
     got, dropped = T.names_to_ids(model, ["x1", "zz", "x1", "<b>"])
     assert got == ids("x1") and dropped == ["zz", "x1", "<b>"]
 

@@ -21,7 +21,7 @@ PRESETS: tuple[Preset, ...] = (
            "x3 = w1 * x1\nx4 = w2 * x2\nx5 = x3 + x4\nx6 = exp(x5)\nx7 = x1 + x6", "x1 = 3, x2 = 0.5, w1 = 1.5, w2 = 2"),
     Preset("Sigmoid neuron: 1/(1+exp(-(w·x)))", "f = 1 / (1 + exp(-(w * x)))", "w = 0.5, x = 2"),
     # the notes' quiz: d v7 / d v1 = sigma (1 - sigma) v2 = -0.26684166 at v1 = 0.8, v2 = -1.5
-    Preset("Sigmoid quiz (notes): v7 = 1/(1+exp(−v1·v2)), ∂v7/∂v1 = −0.26684166",
+    Preset("Sigmoid quiz (notes): v7 = 1/(1+exp(−v1·v2)); ∂v7/∂v1 = ?",   # the answer is the class's to find
            "v3 = v1 * v2\nv4 = -v3\nv5 = exp(v4)\nv6 = 1 + v5\nv7 = 1 / v6", "v1 = 0.8, v2 = -1.5"),
     Preset("x·x·x (fan-out of three)", "f = x * x * x", "x = 2"),
     Preset("Gradient accumulation (notes: 20 → 40): f = 5·x·x", "f = 5 * x * x", "x = 2"),
