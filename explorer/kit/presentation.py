@@ -306,8 +306,10 @@ def neighbours(app_dir, page: str) -> tuple[tuple[str, str] | None, tuple[str, s
 
 
 NAV_CSS = (f"<style>.st-key-{NAV_KEY} {{ position: fixed; right: 1rem; top: 0.4rem; z-index: 999990; width: auto; "
-           "background: rgba(255,255,255,0.92); border: 1px solid #d1d5db; border-radius: 8px; padding: 0 0.4rem; "
-           f"gap: 0.2rem; flex-direction: row; }}</style>")
+           "background: rgba(255,255,255,0.92); border: 1px solid #d1d5db; border-radius: 8px; padding: 0.2rem 0.5rem; "
+           f"gap: 0.2rem; flex-direction: row; align-items: center; }}"
+           # the links' own boxes are shorter than their text at the projector's font size: the border cut it
+           f".st-key-{NAV_KEY} [data-testid='stPageLink'] a {{ min-height: 2.6rem; align-items: center; }}</style>")
 
 # The keys a presentation clicker sends: PageDown / space / → step the page's stepper, or, on its last step (or on a
 # page without one), open the next page; PageUp / ← step back, or open the previous page from the first step. A page

@@ -37,6 +37,12 @@ def test_clicker_keys_step_and_change_page_without_leaving_presentation_mode(scr
     expect(nav).to_be_visible()
     box = nav.bounding_box()
     assert box["x"] >= 0 and box["y"] >= 0 and box["x"] + box["width"] <= w and box["y"] + box["height"] <= h
+    # each link's words inside the pill's border with room to spare (the border once cut through the words)
+    words = pg.evaluate("""() => [...document.querySelectorAll('.st-key-adx_present_nav a p')].map(p => {
+        const r = document.createRange(); r.selectNodeContents(p); const b = r.getBoundingClientRect();
+        return [b.top, b.bottom]; })""")
+    assert len(words) == 3 and all(top >= box["y"] + 2 and bottom <= box["y"] + box["height"] - 2
+                                   for top, bottom in words), (words, box)
     links = nav.locator("a").all_inner_texts()
     assert [next((w for w in ("Previous", "Home", "Next") if w in t), t) for t in links] == ["Previous", "Home", "Next"]
     expect(_step_header(pg)).to_have_text(re.compile(r"^Step 1 of 7"))
