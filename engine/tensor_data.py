@@ -73,24 +73,38 @@ def all_indices(shape: Shape) -> Iterator[tuple[int, ...]]:
     return itertools.product(*(range(s) for s in shape))
 
 
-def broadcast_shape(a: Shape, b: Shape) -> Shape:
-    """NumPy broadcasting of two shapes.
+def broadcast_shape(*shapes: Shape) -> Shape:
+    """NumPy broadcasting of shapes.
 
     Raises:
-        BroadcastError: when a dimension pair is neither equal nor 1.
+        BroadcastError: when a dimension is neither 1 nor the others' size.
     """
-    n = max(len(a), len(b))
-    a_ = (1,) * (n - len(a)) + tuple(a)
-    b_ = (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a_, b_):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            raise broadcast_error(a, b)
+    out = [1] * max(map(len, shapes), default=0)
+    for shape in shapes:
+        for i, s in enumerate(shape, len(out) - len(shape)):
+            if out[i] == 1:
+                out[i] = int(s)
+            elif s != 1 and s != out[i]:
+                raise broadcast_error(*shapes)
     return tuple(out)
+
+
+def matmul_shape(a: Shape, b: Shape) -> tuple[Shape, int, int, int, Shape]:
+    """(batch, m, k, n, result shape) of ``a @ b``: a 1-d ``a`` is a row, a 1-d ``b`` a column, and the
+    result drops that dim again (NumPy's rule); the batch dims broadcast.
+
+    Raises:
+        ValueError: an operand is 0-d, or the inner dimensions differ.
+    """
+    if not a or not b:
+        raise ValueError("matmul needs arrays with at least one dimension")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    m, k, k2, n = a2[-2], a2[-1], b2[-2], b2[-1]
+    if k != k2:
+        raise ValueError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} ({k} != {k2})")
+    batch = broadcast_shape(a2[:-2], b2[:-2])
+    return batch, m, k, n, batch + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
 
 
 def broadcast_index(big_index: Sequence[int], big_shape: Shape, shape: Shape) -> list[int]:
