@@ -237,18 +237,5 @@ class TensorData:
     def contiguous(self) -> "TensorData":
         return TensorData(array.array(self.typecode, self.values()), self.shape)
 
-    def tolist(self):
-        vals = self.values()
-        if not self.shape:
-            return vals[0]
-
-        def nest(flat, shape):
-            if len(shape) == 1:
-                return list(flat)
-            step = prod(shape[1:])
-            return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-        return nest(vals, self.shape)
-
     def __repr__(self) -> str:
         return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
