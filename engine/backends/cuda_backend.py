@@ -280,19 +280,23 @@ class CudaBackend(NdarrayLayout, Backend):
     def _empty(self, shape, dtype: DType):
         return self.xp.empty(tuple(shape), dtype=dtype.numpy)
 
-    def _map_into(self, out, a, functor: str) -> None:
-        """out[...] = functor(a) elementwise; ``a`` is already broadcast to out's shape."""
+    def _elementwise(self, name, operands: tuple, out, has_contig: bool = True) -> None:
+        """One thread per element of ``out`` (operands already broadcast to its shape): ``name("contig")``
+        when every array is C-contiguous (and the kernel has that fast path), else ``name("strided")``."""
         n = out.size
         if n == 0:
             return
-        tin, tout = as_dtype(a.dtype).name, as_dtype(out.dtype).name
         grid, block = self._grid(n)
-        if a.flags.c_contiguous and out.flags.c_contiguous and a.shape == out.shape:
-            self.rt.launch(map_name("contig", tin, tout, functor), grid, block, (a, out, np.int64(n)))
+        if has_contig and all(x.flags.c_contiguous for x in (*operands, out)):
+            self.rt.launch(name("contig"), grid, block, (*operands, out, np.int64(n)))
         else:
-            meta = elementwise_meta(out.shape, self.strides(a), self.strides(out))
-            self.rt.launch(map_name("strided", tin, tout, functor), grid, block,
-                           (a, out, np.int64(n), self._meta(meta)))
+            meta = elementwise_meta(out.shape, *[self.strides(x) for x in (*operands, out)])
+            self.rt.launch(name("strided"), grid, block, (*operands, out, np.int64(n), self._meta(meta)))
+
+    def _map_into(self, out, a, functor: str) -> None:
+        """out[...] = functor(a) elementwise; ``a`` is already broadcast to out's shape."""
+        tin, tout = as_dtype(a.dtype).name, as_dtype(out.dtype).name
+        self._elementwise(lambda kind: map_name(kind, tin, tout, functor), (a,), out)
 
     def _map(self, a, functor: str, tout: DType):
         out = self._empty(a.shape, tout)
@@ -365,15 +369,7 @@ class CudaBackend(NdarrayLayout, Backend):
         dt, (a, b) = self._promote(op, a, b)
         shape, (ea, eb) = self._broadcast(a, b)
         out = self._empty(shape, bool_ if op in COMPARISONS else dt)
-        n = out.size
-        if n == 0:
-            return self.astype(out, bool_) if logical else out
-        grid, block = self._grid(n)
-        if a.flags.c_contiguous and b.flags.c_contiguous and a.shape == b.shape:
-            self.rt.launch(zip_name("contig", dt.name, op), grid, block, (a, b, out, np.int64(n)))
-        else:
-            meta = elementwise_meta(shape, self.strides(ea), self.strides(eb), contiguous_strides(shape))
-            self.rt.launch(zip_name("strided", dt.name, op), grid, block, (ea, eb, out, np.int64(n), self._meta(meta)))
+        self._elementwise(lambda kind: zip_name(kind, dt.name, op), (ea, eb), out)
         return self.astype(out, bool_) if logical else out
 
     def where(self, cond, a, b):
@@ -382,13 +378,7 @@ class CudaBackend(NdarrayLayout, Backend):
         a, b = self.astype(a, dt), self.astype(b, dt)
         shape, (ec, ea, eb) = self._broadcast(cond, a, b)
         out = self._empty(shape, dt)
-        n = out.size
-        if n:
-            meta = elementwise_meta(shape, self.strides(ec), self.strides(ea), self.strides(eb),
-                                    contiguous_strides(shape))
-            grid, block = self._grid(n)
-            self.rt.launch(f"where_strided<{CTYPE[dt.name]}>", grid, block,
-                           (ec, ea, eb, out, np.int64(n), self._meta(meta)))
+        self._elementwise(lambda kind: f"where_{kind}<{CTYPE[dt.name]}>", (ec, ea, eb), out, has_contig=False)
         return out
 
     def reduce(self, op, a, axes, keepdim):
