@@ -153,11 +153,7 @@ def recompute_all(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor) -> Tenso
 
 def run_layers(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor, mode: str = "keep_all",
                every: int | None = None) -> Tensor:
-    """Apply the layers ``fns`` to ``x`` under a memory policy (see the module docstring).
-
-    Raises:
-        ValueError: an unknown ``mode``, or ``every`` < 1 for ``"every"``.
-    """
+    """Apply the layers ``fns`` to ``x`` under a memory policy ``mode`` (see the module docstring)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known: {MODES}")
     fns = list(fns)

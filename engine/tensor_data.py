@@ -37,11 +37,8 @@ INT64_MAX = 2**63 - 1
 
 
 def check_size(shape: Sequence[int]) -> int:
-    """The element count of ``shape``, in Python's exact integers (``np.prod`` would wrap around).
-
-    Raises:
-        ValueError: the count does not fit int64.
-    """
+    """The element count of ``shape``, in Python's exact integers (``np.prod`` would wrap around);
+    ValueError when it does not fit int64."""
     n = prod(int(s) for s in shape)
     if n > INT64_MAX:
         raise ValueError(f"shape {tuple(int(s) for s in shape)} has {n:,} elements, more than int64 can count "
@@ -74,11 +71,7 @@ def all_indices(shape: Shape) -> Iterator[tuple[int, ...]]:
 
 
 def broadcast_shape(*shapes: Shape) -> Shape:
-    """NumPy broadcasting of shapes.
-
-    Raises:
-        BroadcastError: when a dimension is neither 1 nor the others' size.
-    """
+    """NumPy broadcasting of shapes; BroadcastError when a dimension is neither 1 nor the others' size."""
     out = [1] * max(map(len, shapes), default=0)
     for shape in shapes:
         for i, s in enumerate(shape, len(out) - len(shape)):
@@ -91,11 +84,8 @@ def broadcast_shape(*shapes: Shape) -> Shape:
 
 def matmul_shape(a: Shape, b: Shape) -> tuple[Shape, int, int, int, Shape]:
     """(batch, m, k, n, result shape) of ``a @ b``: a 1-d ``a`` is a row, a 1-d ``b`` a column, and the
-    result drops that dim again (NumPy's rule); the batch dims broadcast.
-
-    Raises:
-        ValueError: an operand is 0-d, or the inner dimensions differ.
-    """
+    result drops that dim again (NumPy's rule); the batch dims broadcast. ValueError for a 0-d operand
+    or inner dimensions that differ."""
     if not a or not b:
         raise ValueError("matmul needs arrays with at least one dimension")
     a2 = (1, *a) if len(a) == 1 else tuple(a)

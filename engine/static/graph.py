@@ -144,11 +144,8 @@ class Graph:
         return self._append(node)
 
     def node_of(self, t: "Tensor | Node") -> Node:
-        """The node that computes a tensor of this graph (constants made on the fly become nodes).
-
-        Raises:
-            ValueError: the tensor belongs to another graph or to eager mode.
-        """
+        """The node that computes a tensor of this graph (constants made on the fly become nodes);
+        ValueError for a tensor of another graph or of eager mode."""
         if isinstance(t, Node):
             if t.graph is not self:
                 raise ValueError(f"node {t.name!r} belongs to graph '{t.graph.name}', not '{self.name}'")
@@ -286,9 +283,6 @@ def tensor_to_node(t) -> Node:
     if isinstance(t, Node):
         return t
     if isinstance(t, Tensor) and isinstance(t._data, Abstract):
-        a = t._data
-        if a.node is not None:
-            return a.node
         return t.backend.graph.node_of(t)
     raise TypeError(f"expected a static-graph tensor or node, got {type(t).__name__}"
                     + (" (an eager tensor: build it from placeholders/variables/constants)"
