@@ -58,17 +58,8 @@ def _sigmoid(a):
 
 
 _UNARY = {
-    "relu": _relu,
-    "step": _step,
-    "sigmoid": _sigmoid,
-    "neg": np.negative,
-    "exp": np.exp,
-    "log": np.log,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "reciprocal": np.reciprocal,
-    "sqrt": np.sqrt,
+    "relu": _relu, "step": _step, "sigmoid": _sigmoid, "neg": np.negative, "exp": np.exp, "log": np.log,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "reciprocal": np.reciprocal, "sqrt": np.sqrt,
 }
 _BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
