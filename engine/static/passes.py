@@ -33,9 +33,6 @@ class PassResult:
         except KeyError:
             raise KeyError(f"node {node.name!r} was removed by {self.name}") from None
 
-    def summary(self) -> str:
-        return f"{self.name}: {self.before.total} -> {self.after.total} nodes"
-
 
 def _copy(new: Graph, n: Node, inputs: list[Node]) -> Node:
     c = Node(new, n.kind, n.name, n.shape, n.dtype, inputs, n.op, n.params, n.role)
