@@ -134,7 +134,7 @@ class Graph:
         t.name = node.name
         return node, t
 
-    def _add_op(self, op, params, inputs: tuple, out: Tensor, ctx: History) -> Node:
+    def _add_op(self, op, params, inputs: tuple, out: Tensor) -> Node:
         in_nodes = [self.node_of(t) for t in inputs]
         a = out._data
         node = Node(self, "op", self._unique(op.name), a.shape, a.dtype, in_nodes, op, params, self._role)

@@ -69,7 +69,7 @@ class SymbolicBackend(Backend):
         out._history = ctx
         if op.needs_output:
             ctx._out = weakref.ref(out)
-        self.graph._add_op(op, params, inputs, out, ctx)
+        self.graph._add_op(op, params, inputs, out)
         return out
 
     def describe(self, t: Tensor) -> str:
