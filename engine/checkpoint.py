@@ -165,8 +165,7 @@ def run_layers(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor, mode: str =
     if k < 1:
         raise ValueError(f"every must be at least 1, got {every!r}")
     for s in range(0, len(fns), k):
-        segment = fns[s:s + k]
-        x = _record([segment[0] if len(segment) == 1 else functools.partial(_chain, segment)], (x,), chain=False)
+        x = _record([functools.partial(_chain, fns[s:s + k])], (x,), chain=False)
     return x
 
 

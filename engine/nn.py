@@ -49,7 +49,8 @@ class Module:
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
         """Own parameters first, then the children's; a parameter shared by two places comes once."""
         own = [(prefix + name, p) for name, p in vars(self).items() if isinstance(p, Parameter)]
-        nested = (item for name, child in self.named_children() for item in child.named_parameters(f"{prefix}{name}."))
+        nested = (item for name, child in self.named_children()
+                  for item in child.named_parameters(f"{prefix}{name}."))
         seen: set[int] = set()
         for name, p in itertools.chain(own, nested):
             if id(p) not in seen:
