@@ -280,18 +280,19 @@ class CudaBackend(NdarrayLayout, Backend):
     def _empty(self, shape, dtype: DType):
         return self.xp.empty(tuple(shape), dtype=dtype.numpy)
 
-    def _elementwise(self, name, operands: tuple, out, has_contig: bool = True) -> None:
-        """One thread per element of ``out`` (operands already broadcast to its shape): ``name("contig")``
-        when every array is C-contiguous (and the kernel has that fast path), else ``name("strided")``."""
+    def _elementwise(self, kernel_name, operands: tuple, out, has_contig: bool = True) -> None:
+        """One thread per element of ``out`` (operands already broadcast to its shape): the kernel
+        ``kernel_name("contig")`` when every array is C-contiguous (and the kernel has that fast path), else
+        ``kernel_name("strided")`` with the arrays' strides."""
         n = out.size
         if n == 0:
             return
         grid, block = self._grid(n)
         if has_contig and all(x.flags.c_contiguous for x in (*operands, out)):
-            self.rt.launch(name("contig"), grid, block, (*operands, out, np.int64(n)))
+            self.rt.launch(kernel_name("contig"), grid, block, (*operands, out, np.int64(n)))
         else:
             meta = elementwise_meta(out.shape, *[self.strides(x) for x in (*operands, out)])
-            self.rt.launch(name("strided"), grid, block, (*operands, out, np.int64(n), self._meta(meta)))
+            self.rt.launch(kernel_name("strided"), grid, block, (*operands, out, np.int64(n), self._meta(meta)))
 
     def _map_into(self, out, a, functor: str) -> None:
         """out[...] = functor(a) elementwise; ``a`` is already broadcast to out's shape."""
