@@ -210,20 +210,13 @@ def gradcheck(f: Callable, inputs: Sequence, eps: float = 1e-6, atol: float = 1e
     """Compare autodiff with central differences in float64 along random directions.
 
     The output is contracted with a random cotangent r (so a wrong upstream gradient
-    cannot hide behind ``sum()``), giving L(x) = <r, f(x)>. For each input i and each
-    random direction v: autodiff's <dL/dx_i, v> vs (L(x + eps v) - L(x - eps v)) / 2 eps.
+    cannot hide behind ``sum()``), giving L(x) = <r, f(x)>. For each input i and each of
+    ``n_directions`` random directions v (drawn, like r, from ``seed``): autodiff's <dL/dx_i, v>
+    vs (L(x + eps v) - L(x - eps v)) / 2 eps, passing when |a - n| <= atol + rtol |n|.
 
-    Args:
-        f: function of tensors returning a tensor.
-        inputs: tensors (or numbers / arrays); those with ``requires_grad`` (or all, if none
-            has it) are checked. They are cast to float64 on their own backend.
-        eps, atol, rtol: step and tolerances (|a - n| <= atol + rtol |n|).
-        n_directions: random directions per input.
-        seed: seed of the random cotangent and directions.
-        raise_exception: raise :class:`GradcheckError` on mismatch (else return the report).
-
-    Returns:
-        A :class:`GradcheckReport` (``ok``, every comparison, ``worst``).
+    The inputs with ``requires_grad`` (all, if none has it) are checked, cast to float64 on their
+    own backend. Returns a :class:`GradcheckReport` (``ok``, every comparison, ``worst``); a
+    mismatch raises :class:`GradcheckError` unless ``raise_exception`` is False.
     """
     rng = np.random.default_rng(seed)
     base = [x if isinstance(x, Tensor) else tensor(x, dtype=float64) for x in inputs]
@@ -263,7 +256,3 @@ def gradcheck(f: Callable, inputs: Sequence, eps: float = 1e-6, atol: float = 1e
     if not report.ok and raise_exception:
         raise GradcheckError(str(report))
     return report
-
-
-__all__ = ["zeros", "ones", "full", "randn", "manual_seed", "grad", "vjp", "jvp", "gradcheck",
-           "GradcheckError", "GradcheckReport", "set_grad_enabled"]

@@ -17,6 +17,7 @@ A segment holding random ops (dropout) is refused: its recomputation would draw 
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -34,6 +35,14 @@ class _Segment:
 
     def __init__(self, fns: Sequence[Callable], n_args: int, result, chain: bool):
         self.fns, self.n_args, self.result, self.chain = list(fns), n_args, result, chain
+
+
+def _chain(fns: Sequence[Callable], *args):
+    """``fns[-1](...fns[1](fns[0](*args)))``; the first argument alone when there are no fns."""
+    out = fns[0](*args) if fns else args[0]
+    for f in fns[1:]:
+        out = f(out)
+    return out
 
 
 def _fresh(x: Tensor, requires_grad: bool) -> Tensor:
@@ -57,9 +66,7 @@ def _run_unrecorded(fns: Sequence[Callable], args: Sequence[Tensor]):
                 captured.setdefault(t.unique_id, t)
 
     with no_grad(), trace_ops(hook):
-        out = fns[0](*[_fresh(a, False) for a in args])
-        for f in fns[1:]:
-            out = f(out)
+        out = _chain(fns, *[_fresh(a, False) for a in args])
     if random_ops:
         raise ValueError(f"checkpoint: the segment runs random op(s) {sorted(set(random_ops))}; recomputing it "
                          "in backward would draw other random numbers, so it cannot be checkpointed")
@@ -104,10 +111,7 @@ class Checkpoint(Op):
         totals: dict[int, Tensor] = {}
         for i in range(len(seg.fns) - 1, -1, -1):
             with no_grad():                      # layer i's input, recomputed from the kept one
-                a = args[0]
-                for f in seg.fns[:i]:
-                    a = f(a)
-            leaf = _fresh(a, True)
+                leaf = _fresh(_chain(seg.fns[:i], args[0]), True)
             with set_grad_enabled(True):
                 out = seg.fns[i](leaf)
             with releasing():
@@ -134,10 +138,7 @@ def checkpoint(fn: Callable[..., Tensor], *args) -> Tensor:
 
 def _record(fns, args, chain: bool) -> Tensor:
     if not is_grad_enabled() or args[0].backend.deferred:
-        out = fns[0](*args)
-        for f in fns[1:]:
-            out = f(out)
-        return out
+        return _chain(fns, *args)
     out, captured = _run_unrecorded(fns, args)
     if not (captured or any(a.requires_grad for a in args)):
         return out
@@ -152,34 +153,20 @@ def recompute_all(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor) -> Tenso
 
 def run_layers(fns: Sequence[Callable[[Tensor], Tensor]], x: Tensor, mode: str = "keep_all",
                every: int | None = None) -> Tensor:
-    """Apply the layers ``fns`` to ``x`` under a memory policy (see the module docstring).
-
-    Raises:
-        ValueError: an unknown ``mode``, or ``every`` < 1 for ``"every"``.
-    """
+    """Apply the layers ``fns`` to ``x`` under a memory policy ``mode`` (see the module docstring)."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known: {MODES}")
     fns = list(fns)
     if mode == "keep_all":
-        for f in fns:
-            x = f(x)
-        return x
+        return _chain(fns, x)
     if mode == "recompute_all":
         return recompute_all(fns, x)
     k = sqrt_segment(len(fns)) if mode == "sqrt" else int(every or 0)
     if k < 1:
         raise ValueError(f"every must be at least 1, got {every!r}")
     for s in range(0, len(fns), k):
-        x = _record([_compose(fns[s:s + k])], (x,), chain=False)
+        x = _record([functools.partial(_chain, fns[s:s + k])], (x,), chain=False)
     return x
-
-
-def _compose(fns):
-    def segment(h):
-        for f in fns:
-            h = f(h)
-        return h
-    return segment if len(fns) > 1 else fns[0]
 
 
 def sqrt_segment(depth: int) -> int:

@@ -34,11 +34,7 @@ _RANK = {"bool": 0, "int64": 1, "float32": 2, "float64": 3}
 
 
 def as_dtype(dtype) -> DType:
-    """Normalise a dtype given as DType, string ('float32') or NumPy dtype.
-
-    Raises:
-        TypeError: for a type the engine does not support.
-    """
+    """The DType of a DType, a name ('float32') or a NumPy dtype; TypeError for one the engine lacks."""
     if isinstance(dtype, DType):
         return dtype
     if isinstance(dtype, str) and dtype in _BY_NAME:

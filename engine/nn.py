@@ -1,6 +1,7 @@
 """Neural-network modules (PyTorch-shaped): Module, Parameter, Linear, Embedding, ..."""
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Iterator
 
@@ -46,16 +47,15 @@ class Module:
                         yield f"{name}.{i}", v
 
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Parameter]]:
+        """Own parameters first, then the children's; a parameter shared by two places comes once."""
+        own = [(prefix + name, p) for name, p in vars(self).items() if isinstance(p, Parameter)]
+        nested = (item for name, child in self.named_children()
+                  for item in child.named_parameters(f"{prefix}{name}."))
         seen: set[int] = set()
-        for name, value in vars(self).items():
-            if isinstance(value, Parameter) and id(value) not in seen:
-                seen.add(id(value))
-                yield prefix + name, value
-        for name, child in self.named_children():
-            for n, p in child.named_parameters(prefix + name + "."):
-                if id(p) not in seen:
-                    seen.add(id(p))
-                    yield n, p
+        for name, p in itertools.chain(own, nested):
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield name, p
 
     def parameters(self) -> list[Parameter]:
         return [p for _, p in self.named_parameters()]

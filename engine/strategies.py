@@ -3,15 +3,7 @@
 Each one calls the nodes' real ``chain_rule`` (the ops' VJPs) and ``accumulate_derivative``, as
 :class:`engine.autodiff.Topological` does; only the order in which nodes are taken differs. The
 correct ones find an order and run the one reverse walk, ``engine.autodiff.propagate``; the two
-instructive failures walk differently on purpose:
-
-* ``bfs_first_touch`` — breadth-first from the output; a node passes on whatever it holds the
-  first time it is taken. Contributions arriving later are lost (wrong when a value is used on
-  paths of different lengths; right on trees).
-* ``path_recursion`` — recurse along every path, no fan-out sums: correct by linearity but the
-  number of VJP calls is the number of paths (2^depth on a doubling chain).
-* ``recursive_dfs`` — the textbook recursive topological sort, then the correct pass; correct,
-  but a 3000-deep chain exceeds Python's recursion limit (a real ``RecursionError``).
+instructive failures (``bfs_first_touch``, ``path_recursion``) walk differently on purpose.
 """
 from __future__ import annotations
 
@@ -48,7 +40,8 @@ def _noop(event) -> None:
 
 
 class BfsFirstTouch(TraversalStrategy):
-    """Breadth-first from the output; each node passes on what it holds when first taken."""
+    """Breadth-first from the output; each node passes on what it holds when first taken. Contributions
+    arriving later are lost: wrong when a value is used on paths of different lengths, right on trees."""
 
     name = "bfs_first_touch"
     correct = False
@@ -94,7 +87,8 @@ class BfsFirstTouch(TraversalStrategy):
 
 
 class PathRecursion(TraversalStrategy):
-    """Send each contribution straight on, recursively, along every path to the leaves."""
+    """Send each contribution straight on, recursively, along every path to the leaves (no fan-out sums):
+    correct by linearity, but the VJP calls are one per path (2^depth on a doubling chain)."""
 
     name = "path_recursion"
     correct = True
@@ -140,7 +134,8 @@ class PathRecursion(TraversalStrategy):
 
 
 class RecursiveDfs(TraversalStrategy):
-    """Recursive depth-first topological sort, then the correct pass."""
+    """The textbook recursive depth-first topological sort, then the correct pass: correct, but a
+    3000-deep chain exceeds Python's recursion limit (a real ``RecursionError``)."""
 
     name = "recursive_dfs"
     correct = True

@@ -37,11 +37,8 @@ INT64_MAX = 2**63 - 1
 
 
 def check_size(shape: Sequence[int]) -> int:
-    """The element count of ``shape``, in Python's exact integers (``np.prod`` would wrap around).
-
-    Raises:
-        ValueError: the count does not fit int64.
-    """
+    """The element count of ``shape``, in Python's exact integers (``np.prod`` would wrap around);
+    ValueError when it does not fit int64."""
     n = prod(int(s) for s in shape)
     if n > INT64_MAX:
         raise ValueError(f"shape {tuple(int(s) for s in shape)} has {n:,} elements, more than int64 can count "
@@ -73,24 +70,31 @@ def all_indices(shape: Shape) -> Iterator[tuple[int, ...]]:
     return itertools.product(*(range(s) for s in shape))
 
 
-def broadcast_shape(a: Shape, b: Shape) -> Shape:
-    """NumPy broadcasting of two shapes.
-
-    Raises:
-        BroadcastError: when a dimension pair is neither equal nor 1.
-    """
-    n = max(len(a), len(b))
-    a_ = (1,) * (n - len(a)) + tuple(a)
-    b_ = (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a_, b_):
-        if x == y or y == 1:
-            out.append(x)
-        elif x == 1:
-            out.append(y)
-        else:
-            raise broadcast_error(a, b)
+def broadcast_shape(*shapes: Shape) -> Shape:
+    """NumPy broadcasting of shapes; BroadcastError when a dimension is neither 1 nor the others' size."""
+    out = [1] * max(map(len, shapes), default=0)
+    for shape in shapes:
+        for i, s in enumerate(shape, len(out) - len(shape)):
+            if out[i] == 1:
+                out[i] = int(s)
+            elif s != 1 and s != out[i]:
+                raise broadcast_error(*shapes)
     return tuple(out)
+
+
+def matmul_shape(a: Shape, b: Shape) -> tuple[Shape, int, int, int, Shape]:
+    """(batch, m, k, n, result shape) of ``a @ b``: a 1-d ``a`` is a row, a 1-d ``b`` a column, and the
+    result drops that dim again (NumPy's rule); the batch dims broadcast. ValueError for a 0-d operand
+    or inner dimensions that differ."""
+    if not a or not b:
+        raise ValueError("matmul needs arrays with at least one dimension")
+    a2 = (1, *a) if len(a) == 1 else tuple(a)
+    b2 = (*b, 1) if len(b) == 1 else tuple(b)
+    m, k, k2, n = a2[-2], a2[-1], b2[-2], b2[-1]
+    if k != k2:
+        raise ValueError(f"matmul shape mismatch: {tuple(a)} @ {tuple(b)} ({k} != {k2})")
+    batch = broadcast_shape(a2[:-2], b2[:-2])
+    return batch, m, k, n, batch + ((m,) if len(a) > 1 else ()) + ((n,) if len(b) > 1 else ())
 
 
 def broadcast_index(big_index: Sequence[int], big_shape: Shape, shape: Shape) -> list[int]:
@@ -222,19 +226,6 @@ class TensorData:
 
     def contiguous(self) -> "TensorData":
         return TensorData(array.array(self.typecode, self.values()), self.shape)
-
-    def tolist(self):
-        vals = self.values()
-        if not self.shape:
-            return vals[0]
-
-        def nest(flat, shape):
-            if len(shape) == 1:
-                return list(flat)
-            step = prod(shape[1:])
-            return [nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
-
-        return nest(vals, self.shape)
 
     def __repr__(self) -> str:
         return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"

@@ -32,12 +32,8 @@ def _backend_class(name: str):
 
 
 def get_backend(backend: "str | Backend") -> Backend:
-    """The shared backend instance for a name (or the backend itself).
-
-    Raises:
-        ValueError: unknown name.
-        BackendUnavailable: the backend cannot run here (e.g. ``cuda`` without a GPU).
-    """
+    """The shared backend instance for a name (or the backend itself). ValueError for an unknown name,
+    BackendUnavailable for a backend that cannot run here (``cuda`` without a GPU)."""
     if isinstance(backend, Backend):
         return backend
     inst = _INSTANCES.get(backend)

@@ -9,6 +9,7 @@ has exactly the declared kernels.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
@@ -174,10 +175,7 @@ class Backend(ABC):
 
     def buffer(self, a: Any) -> tuple[int, int]:
         """(identity, bytes) of the storage behind ``a``: views of one buffer share the identity."""
-        n = 1
-        for s in self.shape(a):
-            n *= s
-        return id(a), n * np.dtype(self.dtype(a).numpy).itemsize
+        return id(a), math.prod(self.shape(a)) * np.dtype(self.dtype(a).numpy).itemsize
 
     # layout (views share storage where the strides allow)
     @abstractmethod

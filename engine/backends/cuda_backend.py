@@ -24,8 +24,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64, result_dtype
-from ..tensor_data import IndexingError, ViewError, broadcast_error, strides_from_shape
+from ..tensor_data import IndexingError, broadcast_shape, matmul_shape, strides_from_shape
 from .base import BINARY_OPS, COMPARISONS, INT_UNARY_OPS, UNARY_OPS, Backend, BackendUnavailable, ThreadRandom
+from .numpy_backend import NdarrayLayout
 
 KERNEL_DIR = Path(__file__).resolve().parents[1] / "kernels"
 KERNEL_FILES = ("elementwise.cu", "reduce.cu", "matmul.cu", "gather.cu")
@@ -230,7 +231,7 @@ class CupyRuntime:
         self.cp.cuda.Device().synchronize()
 
 
-class CudaBackend(Backend):
+class CudaBackend(NdarrayLayout, Backend):
     """The engine's narrow backend interface on an NVIDIA GPU."""
 
     name = "cuda"
@@ -279,19 +280,24 @@ class CudaBackend(Backend):
     def _empty(self, shape, dtype: DType):
         return self.xp.empty(tuple(shape), dtype=dtype.numpy)
 
-    def _map_into(self, out, a, functor: str) -> None:
-        """out[...] = functor(a) elementwise; ``a`` is already broadcast to out's shape."""
+    def _elementwise(self, kernel_name, operands: tuple, out, has_contig: bool = True) -> None:
+        """One thread per element of ``out`` (operands already broadcast to its shape): the kernel
+        ``kernel_name("contig")`` when every array is C-contiguous (and the kernel has that fast path), else
+        ``kernel_name("strided")`` with the arrays' strides."""
         n = out.size
         if n == 0:
             return
-        tin, tout = as_dtype(a.dtype).name, as_dtype(out.dtype).name
         grid, block = self._grid(n)
-        if a.flags.c_contiguous and out.flags.c_contiguous and a.shape == out.shape:
-            self.rt.launch(map_name("contig", tin, tout, functor), grid, block, (a, out, np.int64(n)))
+        if has_contig and all(x.flags.c_contiguous for x in (*operands, out)):
+            self.rt.launch(kernel_name("contig"), grid, block, (*operands, out, np.int64(n)))
         else:
-            meta = elementwise_meta(out.shape, self.strides(a), self.strides(out))
-            self.rt.launch(map_name("strided", tin, tout, functor), grid, block,
-                           (a, out, np.int64(n), self._meta(meta)))
+            meta = elementwise_meta(out.shape, *[self.strides(x) for x in (*operands, out)])
+            self.rt.launch(kernel_name("strided"), grid, block, (*operands, out, np.int64(n), self._meta(meta)))
+
+    def _map_into(self, out, a, functor: str) -> None:
+        """out[...] = functor(a) elementwise; ``a`` is already broadcast to out's shape."""
+        tin, tout = as_dtype(a.dtype).name, as_dtype(out.dtype).name
+        self._elementwise(lambda kind: map_name(kind, tin, tout, functor), (a,), out)
 
     def _map(self, a, functor: str, tout: DType):
         out = self._empty(a.shape, tout)
@@ -353,10 +359,7 @@ class CudaBackend(Backend):
         return dt, [self.astype(x, dt) for x in arrays]
 
     def _broadcast(self, *arrays):
-        try:
-            shape = np.broadcast_shapes(*[tuple(x.shape) for x in arrays])
-        except ValueError:
-            raise broadcast_error(*[tuple(x.shape) for x in arrays]) from None
+        shape = broadcast_shape(*[x.shape for x in arrays])
         return shape, [self.xp.broadcast_to(x, shape) for x in arrays]
 
     def binary(self, op, a, b):
@@ -367,15 +370,7 @@ class CudaBackend(Backend):
         dt, (a, b) = self._promote(op, a, b)
         shape, (ea, eb) = self._broadcast(a, b)
         out = self._empty(shape, bool_ if op in COMPARISONS else dt)
-        n = out.size
-        if n == 0:
-            return self.astype(out, bool_) if logical else out
-        grid, block = self._grid(n)
-        if a.flags.c_contiguous and b.flags.c_contiguous and a.shape == b.shape:
-            self.rt.launch(zip_name("contig", dt.name, op), grid, block, (a, b, out, np.int64(n)))
-        else:
-            meta = elementwise_meta(shape, self.strides(ea), self.strides(eb), contiguous_strides(shape))
-            self.rt.launch(zip_name("strided", dt.name, op), grid, block, (ea, eb, out, np.int64(n), self._meta(meta)))
+        self._elementwise(lambda kind: zip_name(kind, dt.name, op), (ea, eb), out)
         return self.astype(out, bool_) if logical else out
 
     def where(self, cond, a, b):
@@ -384,13 +379,7 @@ class CudaBackend(Backend):
         a, b = self.astype(a, dt), self.astype(b, dt)
         shape, (ec, ea, eb) = self._broadcast(cond, a, b)
         out = self._empty(shape, dt)
-        n = out.size
-        if n:
-            meta = elementwise_meta(shape, self.strides(ec), self.strides(ea), self.strides(eb),
-                                    contiguous_strides(shape))
-            grid, block = self._grid(n)
-            self.rt.launch(f"where_strided<{CTYPE[dt.name]}>", grid, block,
-                           (ec, ea, eb, out, np.int64(n), self._meta(meta)))
+        self._elementwise(lambda kind: f"where_{kind}<{CTYPE[dt.name]}>", (ec, ea, eb), out, has_contig=False)
         return out
 
     def reduce(self, op, a, axes, keepdim):
@@ -418,26 +407,13 @@ class CudaBackend(Backend):
         return out
 
     def matmul(self, a, b):
-        if a.ndim == 0 or b.ndim == 0:
-            raise ValueError("matmul needs arrays with at least one dimension")
-        dt, (a, b) = self._promote("matmul", a, b)
-        a_vec, b_vec = a.ndim == 1, b.ndim == 1
-        if a_vec:
-            a = a.reshape((1,) + tuple(a.shape))
-        if b_vec:
-            b = b.reshape(tuple(b.shape) + (1,))
-        m, k = a.shape[-2:]
-        k2, n = b.shape[-2:]
-        if k != k2:
-            raise ValueError(f"matmul shape mismatch: {tuple(a.shape)} @ {tuple(b.shape)} ({k} != {k2})")
+        batch, m, k, n, out_shape = matmul_shape(a.shape, b.shape)
         if -(-m // MATMUL_TILE) > 65535:  # gridDim.y limit
             raise ValueError(f"matmul: {m} rows exceed the cuda backend's limit of {65535 * MATMUL_TILE}")
-        try:
-            batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
-        except ValueError:
-            raise broadcast_error(tuple(a.shape[:-2]), tuple(b.shape[:-2])) from None
-        ea = self.xp.broadcast_to(a, batch + (m, k))
-        eb = self.xp.broadcast_to(b, batch + (k, n))
+        dt, (a, b) = self._promote("matmul", a, b)
+        # a vector operand is a (1, k) row or a (k, 1) column here; out_shape drops that dim again
+        ea = self.xp.broadcast_to(a.reshape((m, k)) if a.ndim == 1 else a, batch + (m, k))
+        eb = self.xp.broadcast_to(b.reshape((k, n)) if b.ndim == 1 else b, batch + (k, n))
         out = self._empty(batch + (m, n), dt)
         nbatch = math.prod(batch)
         if out.size:
@@ -445,9 +421,7 @@ class CudaBackend(Backend):
             grid = (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), min(nbatch, MAX_GRID_Z))
             self.rt.launch(matmul_name(dt.name, self.matmul_min_blocks[dt.name]), grid, (MATMUL_THREADS, 1, 1),
                            (ea, eb, out, np.int64(m), np.int64(n), np.int64(k), np.int64(nbatch), self._meta(meta)))
-        if a_vec or b_vec:  # a vector operand's dim is dropped again
-            out = out.reshape(batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ()))
-        return out
+        return out.reshape(out_shape)
 
     def _rows_args(self, table_shape, indices):
         if len(table_shape) == 0:
@@ -490,21 +464,9 @@ class CudaBackend(Backend):
         self._launch_rows("scatter_add", dt, src, idx, out, rows, row_len)
         return out
 
-    # --- layout ----------------------------------------------------------------
-    def buffer(self, a):
-        root = a
-        while isinstance(root.base, self.xp.ndarray):
-            root = root.base
-        return id(root), root.nbytes
-
-    def permute(self, a, order):
-        return self.xp.transpose(a, tuple(order))
-
+    # --- layout (buffer, permute, strides: NdarrayLayout) ----------------------
     def view(self, a, shape):
-        if not (a.flags.c_contiguous or a.size <= 1):
-            raise ViewError(
-                f"view of a non-contiguous tensor (shape {tuple(a.shape)}) is not possible: "
-                "call .contiguous() first, or use reshape (which copies)")
+        self._check_view(a)
         return self.reshape(a, shape)
 
     def reshape(self, a, shape):
@@ -523,12 +485,6 @@ class CudaBackend(Backend):
         if a.flags.c_contiguous:
             return a
         return self._map(a, "OpIdentity", as_dtype(a.dtype))
-
-    def is_contiguous(self, a):
-        return bool(a.flags.c_contiguous)
-
-    def strides(self, a):
-        return tuple(s // a.itemsize for s in a.strides)
 
     def index(self, a, key):
         # a trailing Ellipsis keeps the result an array view even for all-integer keys

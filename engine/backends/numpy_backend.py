@@ -4,11 +4,12 @@ from __future__ import annotations
 import functools
 import operator
 import warnings
+from typing import Any
 
 import numpy as np
 
 from ..dtypes import DType, as_dtype, bool_, float32, float64, int64
-from ..tensor_data import IndexingError, ViewError, broadcast_error
+from ..tensor_data import IndexingError, ViewError, broadcast_shape
 from .base import Backend, ThreadRandom
 
 
@@ -57,17 +58,8 @@ def _sigmoid(a):
 
 
 _UNARY = {
-    "relu": _relu,
-    "step": _step,
-    "sigmoid": _sigmoid,
-    "neg": np.negative,
-    "exp": np.exp,
-    "log": np.log,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "reciprocal": np.reciprocal,
-    "sqrt": np.sqrt,
+    "relu": _relu, "step": _step, "sigmoid": _sigmoid, "neg": np.negative, "exp": np.exp, "log": np.log,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "reciprocal": np.reciprocal, "sqrt": np.sqrt,
 }
 _BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide,
@@ -91,15 +83,34 @@ def _engine_promotion(out, a, b):
     return out
 
 
-def _check_broadcast(*shapes) -> None:
-    """Raise the engine's BroadcastError when the shapes do not broadcast."""
-    try:
-        np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise broadcast_error(*shapes) from None
+class NdarrayLayout:
+    """Layout methods shared by the backends whose arrays are NumPy-like (``xp``: NumPy or CuPy)."""
+
+    xp: Any = np
+
+    def buffer(self, a):
+        root = a
+        while isinstance(root.base, self.xp.ndarray):
+            root = root.base
+        return id(root), root.nbytes
+
+    def permute(self, a, order):
+        return a.transpose(order)
+
+    def is_contiguous(self, a):
+        return bool(a.flags.c_contiguous)
+
+    def strides(self, a):
+        return tuple(s // a.itemsize for s in a.strides)
+
+    def _check_view(self, a) -> None:
+        if not (a.flags.c_contiguous or a.size <= 1):
+            raise ViewError(
+                f"view of a non-contiguous tensor (shape {tuple(a.shape)}) is not possible: "
+                "call .contiguous() first, or use reshape (which copies)")
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(NdarrayLayout, Backend):
     name = "numpy"
 
     def __init__(self) -> None:
@@ -149,7 +160,7 @@ class NumpyBackend(Backend):
         try:
             out = np.asarray(_BINARY[op](a, b))
         except ValueError:
-            _check_broadcast(np.shape(a), np.shape(b))
+            broadcast_shape(np.shape(a), np.shape(b))  # raises the engine's BroadcastError
             raise
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
@@ -157,7 +168,7 @@ class NumpyBackend(Backend):
         try:
             out = np.where(cond, a, b)
         except ValueError:
-            _check_broadcast(np.shape(cond), np.shape(a), np.shape(b))
+            broadcast_shape(np.shape(cond), np.shape(a), np.shape(b))
             raise
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
@@ -173,7 +184,7 @@ class NumpyBackend(Backend):
         try:
             out = _matmul(a, b)
         except ValueError:
-            _check_broadcast(a.shape[:-2], b.shape[:-2])  # batch dims (ops.matmul checks the inner ones)
+            broadcast_shape(a.shape[:-2], b.shape[:-2])  # batch dims (ops.matmul checks the inner ones)
             raise
         return out if a.dtype is b.dtype else _engine_promotion(out, a, b)
 
@@ -209,20 +220,8 @@ class NumpyBackend(Backend):
             return lambda a: a.astype(dt, copy=False)
         return None
 
-    def buffer(self, a):
-        root = a
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        return id(root), root.nbytes
-
-    def permute(self, a, order):
-        return a.transpose(order)
-
     def view(self, a, shape):
-        if not (a.flags.c_contiguous or a.size <= 1):
-            raise ViewError(
-                f"view of a non-contiguous tensor (shape {a.shape}) is not possible: "
-                "call .contiguous() first, or use reshape (which copies)")
+        self._check_view(a)
         try:
             return a.reshape(tuple(shape))
         except ValueError as e:
@@ -246,12 +245,6 @@ class NumpyBackend(Backend):
 
     def contiguous(self, a):
         return np.ascontiguousarray(a)
-
-    def is_contiguous(self, a):
-        return bool(a.flags.c_contiguous)
-
-    def strides(self, a):
-        return tuple(s // a.itemsize for s in a.strides)
 
     def index(self, a, key):
         try:

@@ -12,12 +12,12 @@ import random
 
 import numpy as np
 
-from ..dtypes import DType, bool_, float32, float64, int64
-from ..tensor_data import IndexingError, TensorData, all_indices, broadcast_shape, prod, strides_from_shape
+from ..dtypes import DType, bool_, float32, float64, int64, result_dtype
+from ..tensor_data import (IndexingError, TensorData, all_indices, broadcast_shape, matmul_shape, prod,
+                           strides_from_shape)
 from .base import COMPARISONS, INT_UNARY_OPS, Backend, ThreadRandom
 
 _TYPECODE_DTYPE = {"d": float64, "f": float32, "q": int64, "b": bool_}
-_RANK = {"b": 0, "q": 1, "f": 2, "d": 3}
 
 
 def _exp(x):
@@ -88,7 +88,7 @@ _BINARY = {
 
 
 def _promoted(a: TensorData, b: TensorData) -> str:
-    return a.typecode if _RANK[a.typecode] >= _RANK[b.typecode] else b.typecode
+    return result_dtype(_TYPECODE_DTYPE[a.typecode], _TYPECODE_DTYPE[b.typecode]).typecode
 
 
 def _new(values, shape, typecode) -> TensorData:
@@ -167,7 +167,7 @@ class PythonBackend(Backend):
         return _new(vals, shape, tc)
 
     def where(self, cond, a, b):
-        shape = broadcast_shape(broadcast_shape(cond.shape, a.shape), b.shape)
+        shape = broadcast_shape(cond.shape, a.shape, b.shape)
         ec, ea, eb = cond.expand(shape), a.expand(shape), b.expand(shape)
         vals = [ea.storage[p] if ec.storage[c] else eb.storage[q]
                 for c, p, q in zip(ec.positions(), ea.positions(), eb.positions())]
@@ -200,19 +200,10 @@ class PythonBackend(Backend):
         return res
 
     def matmul(self, a, b):
-        a_vec, b_vec = len(a.shape) == 1, len(b.shape) == 1
-        if a_vec:
-            a = a.contiguous().view((1,) + a.shape)
-        if b_vec:
-            b = b.contiguous().view(b.shape + (1,))
-        if len(a.shape) < 2 or len(b.shape) < 2:
-            raise IndexingError("matmul needs tensors with at least one dimension")
-        m, k = a.shape[-2:]
-        k2, n = b.shape[-2:]
-        if k != k2:
-            raise IndexingError(f"matmul shape mismatch: {a.shape} @ {b.shape}")
-        batch = broadcast_shape(a.shape[:-2], b.shape[:-2])
-        ea, eb = a.expand(batch + (m, k)), b.expand(batch + (k, n))
+        batch, m, k, n, out_shape = matmul_shape(a.shape, b.shape)
+        # a vector operand is a (1, k) row or a (k, 1) column here; out_shape drops that dim again
+        ea = (self.reshape(a, (m, k)) if a.ndim == 1 else a).expand(batch + (m, k))
+        eb = (self.reshape(b, (k, n)) if b.ndim == 1 else b).expand(batch + (k, n))
         vals = []
         for bi in all_indices(batch):
             for i in range(m):
@@ -221,8 +212,7 @@ class PythonBackend(Backend):
                     for t in range(k):
                         s += ea.get(bi + (i, t)) * eb.get(bi + (t, j))
                     vals.append(s)
-        res = _new(vals, batch + (m, n), _promoted(a, b))
-        return res.view(batch + ((m,) if not a_vec else ()) + ((n,) if not b_vec else ()))
+        return _new(vals, batch + (m, n), _promoted(a, b)).view(out_shape)
 
     def gather(self, table, indices):
         n = table.shape[0]

@@ -325,23 +325,19 @@ def _flatten_result(result):
 
 
 def compile(step_fn: Callable, optimizer=None, optimize: bool = True) -> CompiledStep:  # noqa: A001
-    """Trace ``step_fn`` on its first call; replay the trace on later calls.
+    """Trace ``step_fn`` on its first call; replay the trace on later calls with inputs of the same shapes
+    and dtypes (others trigger a new trace).
 
     Args:
-        step_fn: a function of tensors (NumPy arrays are turned into tensors) that runs engine
-            ops, typically forward + ``loss.backward()`` + ``optimizer.step()``; it returns the
-            tensors to hand back (the loss, say).
-        optimizer: the optimizer the step calls; its update is applied after each replay with
-            the replayed gradients (required when the step updates parameters).
-        optimize: simplify the program (see ``_simplify``), drop ops whose results nothing uses
-            (random ops are always kept) and call each op's own replay kernel (``Op.kernel``).
-            ``False`` replays every traced op through its ``forward``.
-
-    Returns:
-        A :class:`CompiledStep`; call it with new inputs of the same shapes and dtypes (other
-        shapes trigger a new trace).
+        step_fn: a function of tensors (NumPy arrays become tensors), typically forward +
+            ``loss.backward()`` + ``optimizer.step()``, returning the tensors to hand back (the loss).
+        optimizer: the optimizer the step calls; its update is applied after each replay with the
+            replayed gradients (required when the step updates parameters).
+        optimize: simplify the program (``_simplify``), drop ops whose results nothing uses (random ops
+            are kept) and call each op's own replay kernel (``Op.kernel``); ``False`` replays every
+            traced op through its ``forward``.
 
     Raises:
-        CaptureError: when the step cannot be replayed faithfully (see the class docs).
+        CaptureError: the step cannot be replayed faithfully.
     """
     return CompiledStep(step_fn, optimizer=optimizer, optimize=optimize)

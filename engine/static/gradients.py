@@ -22,12 +22,8 @@ def _graph_of(t: Tensor) -> Graph:
 
 
 def gradients(ys, xs, grad_ys=None) -> list[Tensor | None]:
-    """Add nodes computing d(sum of ys)/d x for every x in ``xs``; return their tensors.
-
-    Args:
-        ys: a tensor or a list of tensors of one graph.
-        xs: a tensor or a list of tensors (placeholders, variables or intermediate results).
-        grad_ys: optional upstream gradients for ``ys`` (default: ones).
+    """Add nodes computing d(sum of ys)/d x for every x in ``xs`` (placeholders, variables or intermediate
+    results of the ys' graph); ``grad_ys`` are the ys' upstream gradients (default: ones).
 
     Returns:
         One gradient tensor per x (a list even for a single x, as TensorFlow does), or None

@@ -33,18 +33,7 @@ class VariableState:
 
 
 class Node:
-    """One node of a static graph.
-
-    Attributes:
-        id: position in creation order (a topological order).
-        kind: ``placeholder`` / ``variable`` / ``constant`` / ``op`` / ``update``.
-        name: unique name in the graph (``matmul_2``, ``x``, ...).
-        op: the ``engine.ops`` primitive class for op nodes (None otherwise).
-        params: the op's parameters (as in eager mode).
-        inputs: input nodes, in the op's argument order.
-        role: ``forward``, ``gradient`` (added by ``gradients()``) or ``update`` (a training op).
-        tensor: the symbolic tensor users build with (None for nodes made by graph passes).
-    """
+    """One node of a static graph: a placeholder, variable, constant, op or update (one of :data:`KINDS`)."""
 
     __slots__ = ("graph", "id", "kind", "name", "op", "params", "inputs", "shape", "dtype", "role", "tensor",
                  "value", "state", "run_ctx", "trainable", "lr", "note")
@@ -52,16 +41,16 @@ class Node:
     def __init__(self, graph: "Graph", kind: str, name: str, shape, dtype: DType, inputs=(), op=None,
                  params=None, role: str = "forward"):
         self.graph = graph
-        self.id = -1
+        self.id = -1                 # position in creation order (a topological order)
         self.kind = kind
-        self.name = name
-        self.op = op
+        self.name = name             # unique in the graph: matmul, matmul_1, ...
+        self.op = op                 # op nodes: the engine.ops primitive, with its params as in eager mode
         self.params = params
-        self.inputs: list[Node] = list(inputs)
+        self.inputs: list[Node] = list(inputs)  # in the op's argument order
         self.shape = tuple(shape)
         self.dtype = dtype
-        self.role = role
-        self.tensor: Tensor | None = None
+        self.role = role             # forward, gradient (added by gradients()) or update (a training op)
+        self.tensor: Tensor | None = None  # the symbolic tensor users build with (None: made by a pass)
         self.value = None            # constants: the backend array
         self.state: VariableState | None = None
         self.run_ctx: History | None = None  # op nodes: what the op's forward needs (backend, params)
@@ -145,7 +134,7 @@ class Graph:
         t.name = node.name
         return node, t
 
-    def _add_op(self, op, params, inputs: tuple, out: Tensor, ctx: History) -> Node:
+    def _add_op(self, op, params, inputs: tuple, out: Tensor) -> Node:
         in_nodes = [self.node_of(t) for t in inputs]
         a = out._data
         node = Node(self, "op", self._unique(op.name), a.shape, a.dtype, in_nodes, op, params, self._role)
@@ -155,11 +144,8 @@ class Graph:
         return self._append(node)
 
     def node_of(self, t: "Tensor | Node") -> Node:
-        """The node that computes a tensor of this graph (constants made on the fly become nodes).
-
-        Raises:
-            ValueError: the tensor belongs to another graph or to eager mode.
-        """
+        """The node that computes a tensor of this graph (constants made on the fly become nodes);
+        ValueError for a tensor of another graph or of eager mode."""
         if isinstance(t, Node):
             if t.graph is not self:
                 raise ValueError(f"node {t.name!r} belongs to graph '{t.graph.name}', not '{self.name}'")
@@ -252,17 +238,11 @@ def _dtype_of(value, dtype) -> DType:
 
 def placeholder(shape: Sequence[int] | None = None, dtype="float64", name: str | None = None,
                 graph: Graph | None = None) -> Tensor:
-    """An input fed at run time through ``feed_dict``.
-
-    Args:
-        shape: the full shape (the engine's composites and VJP rules are shape-specialised, as in
-            XLA, so every dimension must be known; ``()`` for a scalar).
-        dtype: ``float64`` (default), ``float32`` or ``int64``.
-        name: node name (default ``Placeholder``, ``Placeholder_1``, ...).
-        graph: defaults to :func:`get_default_graph`.
+    """An input fed at run time through ``feed_dict``, in ``graph`` (default: :func:`get_default_graph`).
 
     Raises:
-        ValueError: when the shape is missing or has unknown (None / negative) dimensions.
+        ValueError: the shape is missing or has an unknown (None / negative) dimension: the engine's
+            composites and VJP rules are shape-specialised, as in XLA, so every dimension must be known.
     """
     if shape is None or any(s is None or int(s) < 0 for s in shape):
         raise ValueError(f"placeholder {name or ''} needs a full static shape, got {shape!r}: "
@@ -273,13 +253,8 @@ def placeholder(shape: Sequence[int] | None = None, dtype="float64", name: str |
 
 def Variable(initial, name: str | None = None, trainable: bool = True, dtype=None,  # noqa: N802 (TF's name)
              graph: Graph | None = None) -> Tensor:
-    """A stateful node: its value is kept across ``Session.run`` calls (and updated by training ops).
-
-    Args:
-        initial: initial value (number, list, NumPy array or eager Tensor).
-        trainable: whether ``minimize`` updates it by default.
-        dtype: defaults to float32 for float32 arrays, else float64.
-    """
+    """A stateful node: its value (``initial``: a number, list, array or eager Tensor) is kept across
+    ``Session.run`` calls and updated by training ops; ``minimize`` updates the ``trainable`` ones."""
     if isinstance(initial, Tensor):
         initial = initial.numpy()
     g = graph if graph is not None else get_default_graph()
@@ -308,9 +283,6 @@ def tensor_to_node(t) -> Node:
     if isinstance(t, Node):
         return t
     if isinstance(t, Tensor) and isinstance(t._data, Abstract):
-        a = t._data
-        if a.node is not None:
-            return a.node
         return t.backend.graph.node_of(t)
     raise TypeError(f"expected a static-graph tensor or node, got {type(t).__name__}"
                     + (" (an eager tensor: build it from placeholders/variables/constants)"

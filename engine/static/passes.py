@@ -33,9 +33,6 @@ class PassResult:
         except KeyError:
             raise KeyError(f"node {node.name!r} was removed by {self.name}") from None
 
-    def summary(self) -> str:
-        return f"{self.name}: {self.before.total} -> {self.after.total} nodes"
-
 
 def _copy(new: Graph, n: Node, inputs: list[Node]) -> Node:
     c = Node(new, n.kind, n.name, n.shape, n.dtype, inputs, n.op, n.params, n.role)
@@ -85,16 +82,11 @@ def fold_constants(graph: Graph, fetches=None) -> PassResult:
             mapping[n.id] = _copy(staged, n, ins)
     # drop what nothing uses any more: keep the fetches (or the original sinks) and their inputs
     if fetches is not None:
-        stack = [mapping[n.id] for n in Session(graph).fetched_nodes(fetches)]
+        roots = [mapping[n.id] for n in Session(graph).fetched_nodes(fetches)]
     else:
         consumed = {i.id for n in graph.nodes for i in n.inputs}
-        stack = [mapping[n.id] for n in graph.nodes if n.id not in consumed]
-    live: set[int] = set()
-    while stack:
-        m = stack.pop()
-        if m.id not in live:
-            live.add(m.id)
-            stack.extend(m.inputs)
+        roots = [mapping[n.id] for n in graph.nodes if n.id not in consumed]
+    live = {n.id for n in Session(staged).needed_nodes(roots)}
     final, remap = _subgraph(staged, live, "")
     final.name = f"{graph.name}/folded"
     composed = {old: remap[new.id] for old, new in mapping.items() if new.id in remap}

@@ -92,12 +92,10 @@ class Session:
         stack = self.fetched_nodes(fetches)
         while stack:
             n = stack.pop()
-            if n.id in seen:
-                continue
-            seen.add(n.id)
-            if n.id in fed:
-                continue
-            stack.extend(n.inputs)
+            if n.id not in seen:
+                seen.add(n.id)
+                if n.id not in fed:
+                    stack.extend(n.inputs)
         return [n for n in self.graph.nodes if n.id in seen and n.id not in fed]
 
     # --- running

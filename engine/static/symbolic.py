@@ -12,7 +12,6 @@ variable, constant) or an op; a backend kernel called outside an op is refused.
 """
 from __future__ import annotations
 
-import functools
 import weakref
 from typing import Any
 
@@ -21,7 +20,7 @@ import numpy as np
 from ..backends.base import COMPARISONS, INT_UNARY_OPS, Backend
 from ..dtypes import DType, bool_, float64, result_dtype
 from ..tensor import History, Tensor
-from ..tensor_data import broadcast_error, strides_from_shape
+from ..tensor_data import broadcast_shape, matmul_shape, strides_from_shape
 
 
 class SymbolicValueError(RuntimeError):
@@ -41,18 +40,6 @@ class Abstract:
 
     def __repr__(self) -> str:
         return f"Abstract(shape={self.shape}, dtype={self.dtype.name})"
-
-
-def _result_dtype(*dts: DType) -> DType:
-    # the engine's rule (float32 op int64 is float32), which every backend follows; not NumPy's
-    return functools.reduce(result_dtype, dts)
-
-
-def _broadcast(*shapes) -> tuple[int, ...]:
-    try:
-        return tuple(np.broadcast_shapes(*shapes))
-    except ValueError:
-        raise broadcast_error(*shapes) from None
 
 
 class SymbolicBackend(Backend):
@@ -82,7 +69,7 @@ class SymbolicBackend(Backend):
         out._history = ctx
         if op.needs_output:
             ctx._out = weakref.ref(out)
-        self.graph._add_op(op, params, inputs, out, ctx)
+        self.graph._add_op(op, params, inputs, out)
         return out
 
     def describe(self, t: Tensor) -> str:
@@ -133,13 +120,14 @@ class SymbolicBackend(Backend):
         return Abstract(a.shape, dt)
 
     def binary(self, op, a, b):
-        dt = bool_ if op in COMPARISONS else _result_dtype(a.dtype, b.dtype)
+        # the engine's promotion rule (float32 op int64 is float32), which every backend follows; not NumPy's
+        dt = bool_ if op in COMPARISONS else result_dtype(a.dtype, b.dtype)
         if op == "div" and not dt.is_floating:  # true division, as every backend
             dt = float64
-        return Abstract(_broadcast(a.shape, b.shape), dt)
+        return Abstract(broadcast_shape(a.shape, b.shape), dt)
 
     def where(self, cond, a, b):
-        return Abstract(_broadcast(cond.shape, a.shape, b.shape), _result_dtype(a.dtype, b.dtype))
+        return Abstract(broadcast_shape(cond.shape, a.shape, b.shape), result_dtype(a.dtype, b.dtype))
 
     def reduce(self, op, a, axes, keepdim):
         axes = tuple(axes)
@@ -147,18 +135,7 @@ class SymbolicBackend(Backend):
         return Abstract(shape, a.dtype)
 
     def matmul(self, a, b):
-        sa, sb = a.shape, b.shape
-        va, vb = len(sa) == 1, len(sb) == 1
-        sa2 = (1,) + sa if va else sa
-        sb2 = sb + (1,) if vb else sb
-        if sa2[-1] != sb2[-2]:
-            raise ValueError(f"matmul shape mismatch: {sa} @ {sb}")
-        out = _broadcast(sa2[:-2], sb2[:-2]) + (sa2[-2], sb2[-1])
-        if va:
-            out = out[:-2] + out[-1:]
-        if vb:
-            out = out[:-1]
-        return Abstract(out, _result_dtype(a.dtype, b.dtype))
+        return Abstract(matmul_shape(a.shape, b.shape)[-1], result_dtype(a.dtype, b.dtype))
 
     def gather(self, table, indices):
         return Abstract(indices.shape + table.shape[1:], table.dtype)
@@ -176,7 +153,7 @@ class SymbolicBackend(Backend):
         return Abstract(tuple(shape), a.dtype)
 
     def expand(self, a, shape):
-        _broadcast(a.shape, tuple(shape))
+        broadcast_shape(a.shape, tuple(shape))
         return Abstract(tuple(shape), a.dtype)
 
     def contiguous(self, a):
