@@ -765,22 +765,23 @@ def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backen
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, backend=backend, name=name)
 
 
-def saved_for_backward(output: Tensor) -> list[tuple[Tensor, Tensor]]:
-    """Every (op node, tensor it saves) pair in the graph of ``output``: what the ops' VJPs will read,
-    as the graph really holds it (a tensor two ops save appears twice; parameters included)."""
-    pairs: list[tuple[Tensor, Tensor]] = []
+def _graph_tensors(output: Tensor) -> Iterator[Tensor]:
+    """Each tensor of the graph of ``output`` once, leaves included (depth first, from the output)."""
     seen: set[int] = set()
     stack = [output]
     while stack:
         t = stack.pop()
-        if t.unique_id in seen:
-            continue
-        seen.add(t.unique_id)
-        if t.op is None:
-            continue
-        pairs.extend((t, s) for s in t.saved)
-        stack.extend(t.inputs)
-    return pairs
+        if t.unique_id not in seen:
+            seen.add(t.unique_id)
+            yield t
+            if t.op is not None:
+                stack.extend(t.inputs)
+
+
+def saved_for_backward(output: Tensor) -> list[tuple[Tensor, Tensor]]:
+    """Every (op node, tensor it saves) pair in the graph of ``output``: what the ops' VJPs will read,
+    as the graph really holds it (a tensor two ops save appears twice; parameters included)."""
+    return [(t, s) for t in _graph_tensors(output) if t.op is not None for s in t.saved]
 
 
 def kept_for_backward(output: Tensor) -> list[Tensor]:
@@ -800,7 +801,7 @@ def kept_bytes(output: Tensor, exclude=()) -> int:
     tensors = kept_for_backward(output)
     if not tensors:
         return 0
-    skip = {t.backend.buffer(t._data)[0] for t in _graph_parameters(output)}
+    skip = {t.backend.buffer(t._data)[0] for t in _graph_tensors(output) if t.op is None and t.requires_grad}
     skip.update(t.backend.buffer(t._data)[0] for t in exclude)
     total = 0
     for t in tensors:
@@ -809,23 +810,6 @@ def kept_bytes(output: Tensor, exclude=()) -> int:
             skip.add(key)
             total += nbytes
     return total
-
-
-def _graph_parameters(output: Tensor) -> list[Tensor]:
-    params: dict[int, Tensor] = {}
-    seen: set[int] = set()
-    stack = [output]
-    while stack:
-        t = stack.pop()
-        if t.unique_id in seen:
-            continue
-        seen.add(t.unique_id)
-        if t._history is None:
-            if t.requires_grad:
-                params[t.unique_id] = t
-        else:
-            stack.extend(t._history.inputs)
-    return list(params.values())
 
 
 class _Unsaved(Tensor):
