@@ -13,6 +13,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.formatting import code_span, fixed, md_escape
 from explorer.kit.labels import num
+from explorer.kit.presentation import PACED_SLIDER
 from explorer.kit.reference import ReferenceFailed
 from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
@@ -91,7 +92,7 @@ else:
     # answer to the in-class exercise below, so the page does not show it before the class has guessed
     start_dark = look.presenting and example == "lecture" and not st.session_state[ns.key("grads")]
     upto = slider_at.slider("Evaluation order: light up the first k nodes", 0, n_eval, 0 if start_dark else n_eval,
-                            key=ns.key("upto"))
+                            key=ns.key(f"{PACED_SLIDER}_upto"))   # the clicker's keys step it
 (slider_at if look.presenting else stage).html(f"<div style='font-size:0.85rem'>{legend}</div>")
 size = ({"width": graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE),
          "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look)), "whole_text_only": True}

@@ -315,8 +315,11 @@ NAV_CSS = (f"<style>.st-key-{NAV_KEY} {{ position: fixed; right: 1rem; top: 0.4r
 # page without one), open the next page; PageUp / ← step back, or open the previous page from the first step. A page
 # of numbered parts without a stepper (the Exercises: "Next exercise" / "Previous exercise") moves through them the
 # same way, and on past the last one.
-# Arrows on a stepper are Streamlit's own shortcuts of Step and Back (the script adds only the move to another
+# A page whose steps are a slider rather than a stepper (Static vs dynamic's evaluation order) keys that slider with
+# PACED_SLIDER in its key: the keys then move it one step, as its own arrow keys would, and leave the page at either
+# end. Arrows on a stepper are Streamlit's own shortcuts of Step and Back (the script adds only the move to another
 # page at either end). Keys typed into a box, a slider or a menu are theirs; installed once per browser tab.
+PACED_SLIDER = "adx_paced"
 CLICKER_SCRIPT = f"""<script>(() => {{ if (window.__adxClicker) return; window.__adxClicker = true;
   const mine = t => t && t.closest && t.closest('input, textarea, select, [contenteditable="true"], [role="slider"], [role="listbox"], [role="combobox"]');
   // a button's text holds its icon's name too ("chevron_left Back ←"): the label is a word of it
@@ -326,6 +329,10 @@ CLICKER_SCRIPT = f"""<script>(() => {{ if (window.__adxClicker) return; window._
   const atEnd = forward => {{ const s = slider(); if (!s || !button('Step')) return true;
     const now = +s.value;
     return forward ? now >= +s.getAttribute('max') : now <= +s.getAttribute('min'); }};
+  const paced = () => document.querySelector('[data-testid="stMain"] [class*="st-key-"][class*="{PACED_SLIDER}"] input[type="range"]');
+  const nudge = (s, forward) => {{ const key = forward ? 'ArrowRight' : 'ArrowLeft';   // the slider's own keys
+    s.focus(); for (const type of ['keydown', 'keyup']) s.dispatchEvent(new KeyboardEvent(type, {{key, bubbles: true, cancelable: true}}));
+    s.blur(); }};   // the focus back on the page: the clicker's next key is the script's again
   const go = forward => {{ const a = [...document.querySelectorAll('.st-key-{NAV_KEY} a')].find(
       x => x.innerText.includes(forward ? 'Next' : 'Previous')); if (a) a.click(); }};
   document.addEventListener('keydown', e => {{
@@ -336,6 +343,8 @@ CLICKER_SCRIPT = f"""<script>(() => {{ if (window.__adxClicker) return; window._
     const arrow = e.key.startsWith('Arrow');
     const part = !button('Step') && button(forward ? 'Next exercise' : 'Previous exercise');
     if (part) {{ e.preventDefault(); part.click(); return; }}
+    const s = !button('Step') && paced();
+    if (s && (forward ? +s.value < +s.max : +s.value > +s.min)) {{ e.preventDefault(); nudge(s, forward); return; }}
     if (atEnd(forward)) {{ e.preventDefault(); go(forward); return; }}
     if (arrow) return;   // Streamlit's shortcut steps
     e.preventDefault(); const b = button(forward ? 'Step' : 'Back'); if (b) b.click();

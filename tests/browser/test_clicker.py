@@ -122,3 +122,31 @@ def test_the_clicker_moves_through_the_exercises_then_to_the_next_page(screen, a
     wait_idle(pg, timeout=120)
     pg.keyboard.press("PageDown")
     expect(pg).to_have_url(re.compile(r"/Your_HW2_code"))
+
+
+def test_the_clicker_moves_static_vs_dynamics_evaluation_slider_then_to_the_next_page(screen, app_url, wait_idle):
+    """Static vs dynamic steps through its run with a slider (the lecture's run starts dark on a projector):
+    PageDown / PageUp move it a node at a time, and past its last node PageDown opens the next page."""
+    pg, w, h = screen
+    pg.goto(f"{app_url}/Static_vs_dynamic?present=1")
+    wait_idle(pg, timeout=120)
+    main = pg.locator('[data-testid="stMain"]')
+    expect(main.get_by_text("Evaluation order: move the slider")).to_be_visible()
+    pg.evaluate("() => document.activeElement && document.activeElement.blur()")
+    pg.keyboard.press("PageDown")
+    first = main.get_by_text(re.compile(r"^Evaluation order, the first \d+ of \d+"))
+    expect(first).to_have_text(re.compile(r"^Evaluation order, the first 1 of "))
+    n = int(re.search(r"first 1 of (\d+)", first.inner_text()).group(1))
+    pg.keyboard.press("PageDown")
+    expect(first).to_have_text(re.compile(r"^Evaluation order, the first 2 of "))
+    pg.keyboard.press("PageUp")
+    expect(first).to_have_text(re.compile(r"^Evaluation order, the first 1 of "))
+    for k in range(2, n):
+        pg.keyboard.press("PageDown")
+        expect(first).to_have_text(re.compile(rf"^Evaluation order, the first {k} of "))
+    pg.keyboard.press("PageDown")
+    expect(main.get_by_text(re.compile(r"^Evaluation order \(topological"))).to_be_visible()   # all n lit
+    expect(pg).to_have_url(re.compile(r"/Static_vs_dynamic"))
+    wait_idle(pg, timeout=120)
+    pg.keyboard.press("PageDown")
+    expect(pg).to_have_url(re.compile(r"/Network_explorer"))
