@@ -12,6 +12,7 @@ import engine
 import engine.backends
 from explorer.explain.numbers import num
 from explorer import static_vs_dynamic as M
+from explorer.kit.presentation import PACED_SLIDER
 
 PAGE = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "9_Static_vs_dynamic.py")
 TIMEOUT = 120
@@ -652,11 +653,11 @@ def test_on_a_projector_the_lectures_run_starts_dark_and_lights_up_with_the_slid
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params.update({"present": "1"})
     at = ok(at.run())
-    assert at.slider(key="static_upto").value == 0
+    assert at.slider(key=f"static_{PACED_SLIDER}_upto").value == 0
     assert "matmul → add → relu" not in texts(at) and "move the slider" in texts(at)
-    at.slider(key="static_upto").set_value(3)
+    at.slider(key=f"static_{PACED_SLIDER}_upto").set_value(3)
     at = ok(at.run())
     assert "the first 3 of 5: W → b → matmul → …" in texts(at)    # x is fed, not evaluated
-    at.slider(key="static_upto").set_value(5)
+    at.slider(key=f"static_{PACED_SLIDER}_upto").set_value(5)
     at = ok(at.run())
     assert "W → b → matmul → add → relu" in texts(at)
