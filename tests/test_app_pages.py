@@ -791,6 +791,22 @@ def test_presentation_mode_fits_the_stepper_above_the_graph():
     assert not spec["layout"]["sliders"]
 
 
+def test_on_a_projector_the_whole_pass_waits_for_the_last_step():
+    """The graphs and table of the whole pass hold every adjoint: in presentation mode they are not under the
+    animation before the class has stepped to the end (a scroll down gave the answers away at step 1)."""
+    at = page(EXPLORER)
+    at.query_params["present"] = "1"
+    at.run()
+    no_exceptions(at)
+    assert header(at).startswith("#### Step 1 of 14")
+    assert "**Forward graph**" not in texts(at) and not at.tabs and "follow at the last step, 14" in texts(at)
+    button(at, "End").click().run()
+    no_exceptions(at)
+    assert header(at).startswith("#### Step 14 of 14")
+    assert "**Forward graph**" in texts(at) and [t.label for t in at.tabs] == ["Graph and gradient graph",
+                                                                               "Table of nodes"]
+
+
 def test_a_preset_pick_releases_the_keyboard_focus_once():
     at = page(EXPLORER).run()
     assert not [h for h in at.get("html") if "blur()" in h.proto.body]

@@ -210,11 +210,15 @@ def present_step(shown, frame: int) -> None:
     if shown.contributions is not None:
         show_table(shown.contributions, look, static=True)
     st.caption(shown.code_caption)
-    tab_graphs, tab_table = st.tabs(["Graph and gradient graph", "Table of nodes"])
-    with tab_graphs:
-        gradient_graphs()
-    with tab_table:
-        node_table_view()
+    if frame + 1 < model.n_frames:   # every adjoint of the whole pass: not before the class has stepped to them
+        st.caption(f"The whole pass's graphs and table of nodes (every value and adjoint) follow at the last step, "
+                   f"{model.n_frames}.")
+    else:
+        tab_graphs, tab_table = st.tabs(["Graph and gradient graph", "Table of nodes"])
+        with tab_graphs:
+            gradient_graphs()
+        with tab_table:
+            node_table_view()
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": frame + 1}, view=lambda: relayed(shown, frame))
 
 

@@ -125,7 +125,7 @@ def test_presentation_stepped_moments_keep_large_text(big_page, app_url, wait_id
     """Later steps add tables and verdicts: they obey the floor too."""
     for url in ("Expression_explorer?step=10&present=1", "Backprop_orders?step=11&present=1",
                 "Forward_vs_reverse?step=7&present=1",
-                "Expression_explorer?expr=f+%3D+relu(x1+-+3)&at=x1+%3D+3&present=1"):
+                "Expression_explorer?expr=f+%3D+relu(x1+-+3)&at=x1+%3D+3&step=7&present=1"):   # its last step
         open_presenting(big_page, f"{app_url}/{url}", wait_idle)
         if "relu" in url:
             big_page.get_by_role("tab", name="Table of nodes").click()
