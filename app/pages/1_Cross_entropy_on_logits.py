@@ -10,6 +10,7 @@ from explorer import cross_entropy as C
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
+from explorer.kit.presentation import small_screen_css
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import fixed_figure, presentation_toggle, publish_link, show_table, start_page
 from explorer.kit.formatting import fixed, sci
@@ -20,6 +21,7 @@ ctx = start_page("Cross-entropy on logits", "xent",
 ns, look = ctx.ns, ctx.look
 if look.presenting:
     st.html(present_css(True))
+    st.html(small_screen_css())   # captions, code, tables: 16 px or more at 1366 x 768 too
 for msg in ctx.link_problems:
     st.warning(msg)
 
