@@ -70,7 +70,7 @@ with st.form(ns.key(f"form_{key}"), border=True):
     cols = st.columns(min(len(exercise.parts), 2))
     for i, part in enumerate(exercise.parts):
         box = cols[i % len(cols)]
-        label = part.prompt + (f" ({part.unit})" if part.unit else "")
+        label = part.label()
         if part.choices:
             box.radio(label, part.choices, index=None, key=ns.key(f"ans_{key}_{part.key}"))
         else:
