@@ -85,8 +85,9 @@ if own:
     ok = report.loaded and all(v.right for v in report.verdicts.values())
     # the file (its folder and name only: no path of this machine) and the whole report, in one line of text (a
     # box would push the graphs below the first screen); the code runs again once a change to the file is saved
+    sides_note = V.STACKED_SIDES_NOTE if look.presenting else V.SIDES_NOTE
     head[0].markdown(f":{'green' if ok else 'red'}[{'✔' if ok else '✘'} **{md_escape(V.shown_name(report))}**: "
-                     f"{md_escape(report.headline())}.] " + (V.SIDES_NOTE if report.loaded else ""))
+                     f"{md_escape(report.headline())}.] " + (sides_note if report.loaded else ""))
     if not report.loaded:
         st.stop()
 

@@ -49,6 +49,7 @@ def graph_height(presenting: bool) -> int:
 PRESENT_CODE_PX = 380
 STUDENT_LABEL = "Your code"
 SIDES_NOTE = "Left: the engine; right: yours."
+STACKED_SIDES_NOTE = "Top: the engine; below it: yours."   # presenting, the graphs stand one above the other
 SAMPLE_SIDES_NOTE = "Left: the engine; right: the sample."
 ENGINE_LABEL = "The engine (topological order)"
 # the page's own solutions, run like a student's file (a class server runs them: they are our code)
