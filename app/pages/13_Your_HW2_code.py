@@ -131,8 +131,11 @@ def draw(step: int) -> None:
                 left.markdown(f"**{md_escape(label)}**")
                 left.error(md_escape(verdict.headline))
                 continue
-            left.markdown(f"**{md_escape(side.label)}**")   # one line: the step's caption is beside the graphs
-            graph(side, k, left)
+            # its name in one line (the step's caption is beside the graphs), close over it: both graphs whole on the
+            # first screen
+            box = left.container(gap="xxsmall")
+            box.markdown(f"**{md_escape(side.label)}**")
+            graph(side, k, box)
         for side, k in zip(sides, ks):
             if side is not None:
                 caption(side, k, right)
