@@ -18,6 +18,7 @@ import numpy as np
 import engine
 from explorer import explain as ex
 from explorer.explain import harness
+from explorer.explain.graph import adjoint_names, bar, lecture_names, output_adjoint_note
 from explorer.explain.numbers import DIGITS, count, fixed, megabytes, nested, num, percent, plain, sci
 
 from .lecture_kit import AnswerError, parse_answer
@@ -52,6 +53,11 @@ class Part:
             return str(self.answer)
         digits = 2 if self.tolerance.factor is not None else DIGITS  # an order of magnitude: two digits say it
         return nested(self.answer, digits) + (f" {self.unit}" if self.unit else "")
+
+    def label(self) -> str:
+        """The answer box's label: the prompt, with its unit unless the prompt already names it ("wrong on (%) ="
+        read "wrong on (%) = (%)")."""
+        return self.prompt + (f" ({self.unit})" if self.unit and f"({self.unit})" not in self.prompt else "")
 
 
 @dataclass
@@ -134,6 +140,33 @@ def contributions_to(trace, name: str) -> list[tuple[str, Any]]:
     return [(names[e.node], e.value) for e in trace.backward if e.kind == "send" and e.parent == nid]
 
 
+def fan_out_sum(trace, name: str) -> str:
+    """The adjoint of input ``name`` as the slides write a fan-out sum: symbolic, then the engine's contributions,
+    then their total, e.g. ``x̄1 = x̄3 + x̄4·exp(x1) = 2.7183 + 8.1548 = **10.873**``. Each term is the sender's
+    adjoint times its local derivative (read from the op and its arguments; the sends follow the arguments' order)."""
+    g = trace.graph
+    nid = g.by_name(name).id
+    adj, names = adjoint_names(g), lecture_names(g)
+    args = {n.id: [e.src for e in sorted((e for e in g.edges if e.dst == n.id), key=lambda e: e.arg)]
+            for n in g.nodes}
+    used: dict[int, int] = {}
+    terms, values = [], []
+    for e in trace.backward:
+        if e.kind != "send" or e.parent != nid:
+            continue
+        sender = g.node(e.node)
+        slots = [i for i, a in enumerate(args[sender.id]) if a == nid]
+        slot = slots[min(used.get(sender.id, 0), len(slots) - 1)]
+        used[sender.id] = used.get(sender.id, 0) + 1
+        others = [names[a] for i, a in enumerate(args[sender.id]) if i != slot]
+        local = {"add": "", "mul": "·" + "·".join(others), "exp": f"·exp({names[nid]})",
+                 "sub": "" if slot == 0 else "·(−1)"}.get(sender.op, f"·∂{names[sender.id]}/∂{names[nid]}")
+        terms.append(adj[sender.id] + local)
+        values.append(nested(e.value))
+    numbers = " + ".join(values) + " = " if len(values) > 1 else ""
+    return f"{adj[nid]} = " + " + ".join(terms) + f" = {numbers}**{nested(trace.grads[name])}**"
+
+
 def explorer_step_of_leaf(program: str, inputs: str, name: str) -> int:
     """The Expression explorer's step (1-based, as its header and ``step=`` count) at which input ``name``
     receives its gradient."""
@@ -166,7 +199,7 @@ def _ex2() -> Exercise:
     prog, inp = "f = (x1 + x2) * exp(x1)", "x1 = 1, x2 = 2"
     tr = ex.record_execution(prog, inp)
     sent = contributions_to(tr, "x1")
-    parts = " + ".join(f"{nested(v)} (from {who})" for who, v in sent)
+    x3, x4 = tr.graph.by_name("x3"), tr.graph.by_name("x4")
     g1, g2 = tr.grads["x1"], tr.grads["x2"]
     return Exercise(
         2, "fan_out", "Fan-out: a variable with two users",
@@ -174,9 +207,10 @@ def _ex2() -> Exercise:
         [Part("dx1", "∂f/∂x1 =", g1, hints=[(math.e * 3, "that is only the path through exp(x1); x1 has a second "
                                               "user (x1 + x2)")]),
          Part("dx2", "∂f/∂x2 =", g2)],
-        [f"x1 is used twice (in x1 + x2 and in exp(x1)), so its adjoint is a sum. The engine's backward pass sent "
-         f"x1 {len(sent)} contributions: {parts}.",
-         f"∂f/∂x1 = **{nested(g1)}** = 4e (e·1 from the sum, (1 + 2)·e from exp).",
+        [f"x1 is used twice (by x3 = x1 + x2 and by x4 = exp(x1)), so its adjoint x̄1 is the sum of the "
+         f"{len(sent)} contributions the engine's backward pass sent it (x̄5 = 1{output_adjoint_note(tr.graph)}, "
+         f"x̄3 = x̄5·x4 = {nested(x4.value)}, x̄4 = x̄5·x3 = {nested(x3.value)}): {fan_out_sum(tr, 'x1')}.",
+         f"∂f/∂x1 = x̄1 = **{nested(g1)}** = 4e (e·1 from the sum, (1 + 2)·e from exp).",
          f"∂f/∂x2 = exp(x1) = **{nested(g2)}** = e."],
         page_link("Expression_explorer", {"expr": prog, "at": inp,
                                           "step": explorer_step_of_leaf(prog, inp, "x1")}),
@@ -184,19 +218,30 @@ def _ex2() -> Exercise:
 
 
 def _ex3() -> Exercise:
-    prog, inp = "f = x * x * x", "x = 2"
+    # the notes' naming: v1 = x, v2 = v1·v1, v3 = v2·v1 (the output, f)
+    prog, inp = "v2 = v1 * v1\nf = v2 * v1", "v1 = 2"
     tr = ex.record_execution(prog, inp)
-    sent = contributions_to(tr, "x")
-    g = tr.grads["x"]
+    sent = contributions_to(tr, "v1")
+    g = tr.grads["v1"]
+    adj = adjoint_names(tr.graph)
+    v2 = tr.graph.by_name("v2")
+    v2bar = next(e.value for e in trace_accumulations(tr) if e.node == v2.id)
     return Exercise(
         3, "cube", "x·x·x: one variable, three uses",
-        "f = x·x·x at x = 2, computed as v1 = x·x, then f = v1·x (x is used three times). What is ∂f/∂x?",
-        [Part("dx", "∂f/∂x =", g, hints=[(4.0, "that is one of the contributions; x is used three times")])],
-        [f"x is used three times, so three contributions reach it: "
-         + " + ".join(nested(v) for _, v in sent) + f" (from {', '.join(w for w, _ in sent)}).",
-         f"∂f/∂x = **{nested(g)}** = 3x²."],
-        page_link("Expression_explorer", {"expr": prog, "at": inp, "step": explorer_step_of_leaf(prog, inp, "x")}),
-        "Expression explorer at the step where x's gradient lands")
+        "f = x·x·x at x = 2, computed as v1 = x, v2 = v1·v1, v3 = v2·v1 (v1 is used three times). What is ∂f/∂x?",
+        [Part("dx", "∂f/∂x =", g, hints=[(4.0, "that is one of the contributions; v1 is used three times")])],
+        [f"{adj[tr.graph.output]} = 1{output_adjoint_note(tr.graph)}; {adj[v2.id]} = {adj[tr.graph.output]}·v1 = "
+         f"{nested(v2bar)}.",
+         f"v1 is used three times (twice by v2, once by v3), so {len(sent)} contributions reach it: "
+         f"{fan_out_sum(tr, 'v1')}.",
+         f"∂f/∂x = {adj[tr.graph.by_name('v1').id]} = **{nested(g)}** = 3x²."],
+        page_link("Expression_explorer", {"expr": prog, "at": inp, "step": explorer_step_of_leaf(prog, inp, "v1")}),
+        "Expression explorer at the step where v1's gradient lands")
+
+
+def trace_accumulations(trace) -> list:
+    """The backward pass's completed adjoints: its ``accumulate`` events whose node has every contribution."""
+    return [e for e in trace.backward if e.kind == "accumulate" and e.received == e.expected]
 
 
 def _ex4() -> Exercise:
@@ -357,7 +402,7 @@ def _ex9() -> Exercise:
 
 
 def _ex10() -> Exercise:
-    from .static_vs_dynamic import unrolled_rnn_rows
+    from .static_vs_dynamic import NOTES_RNN_EAGER, unrolled_rnn_rows
     rows = unrolled_rnn_rows((3, 6, 12))
     key = next(k for k in rows[0] if k.startswith("eager"))
     counts = ", ".join(str(r[key]) for r in rows)
@@ -368,7 +413,8 @@ def _ex10() -> Exercise:
         "(b) A fixed, trained model deployed to a phone.",
         [Part("a", "(a)", choices[0], choices=choices), Part("b", "(b)", choices[1], choices=choices)],
         [f"(a) **dynamic**: the graph is recorded as the Python code runs, so each sample gets its own. The engine "
-         f"records {counts} ops for a recurrent step unrolled 3, 6 and 12 times.",
+         f"records {counts} ops for a recurrent step unrolled 3, 6 and 12 times (the notes count "
+         f"{', '.join(map(str, NOTES_RNN_EAGER))} for their own recurrence: both grow with the loop count).",
          "(b) **static** (or compiled / exported): the graph is fixed, so it can be optimised once — constant folding, "
          "fusion, memory planning — and run without Python."],
         page_link("Static_vs_dynamic", {}), "Static vs dynamic: the unrolled loop and constant folding")

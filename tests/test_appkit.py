@@ -329,3 +329,15 @@ def test_show_table_sends_a_cached_arrow_table_as_its_dataframe_would_be_sent():
     assert arrow.proto.arrow_data.data == frame.proto.arrow_data.data
     assert len(arrow.value) == 30 and len(presented.value) == 25
     assert [c.value for c in at.caption] == ["The first 25 of 30 rows (all of them outside presentation mode)."]
+
+
+def test_the_small_screen_floor_is_16_px_on_a_1366_projector():
+    """Presentation pages are the 1920 x 1080 layout scaled to the screen: what must read 16 px on a 1366 x 768
+    projector is 23 px in the layout; the rules a page adds raise captions, labels, code and tables to that."""
+    from explorer.kit.presentation import fit_factor, small_screen_css, small_screen_floor_px
+    assert fit_factor((1920, 1080)) == 1.0 and round(fit_factor((1366, 768)), 3) == 0.711
+    assert small_screen_floor_px() == 23 and small_screen_floor_px((1280, 720)) == 24
+    rules = small_screen_css()
+    for part in ("stCaptionContainer", "stWidgetLabel", "stCode", "stTable", "radiogroup"):
+        assert part in rules
+    assert rules.count("font-size: max(23px, 1em) !important") == rules.count("{")

@@ -257,3 +257,40 @@ def test_the_exercise_buttons_stop_at_the_ends():
     assert buttons["Next exercise"].disabled and not buttons["Previous exercise"].disabled
     buttons["Previous exercise"].click().run()
     assert at.query_params["ex"] == keys[-2]
+
+
+def test_an_answer_box_names_its_unit_once():
+    """'wrong on (%) = (%)' on the projector: the unit is added only where the prompt does not name it."""
+    rate = next(p for p in E.build("bfs").parts if p.key == "rate")
+    assert rate.label().count("(%)") == 1
+    mb = E.build("memory").parts[0]
+    assert mb.label() == f"{mb.prompt} (MB)"
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params.update({"ex": "bfs", "present": "1"})
+    _ok(at.run())
+    assert [t.label.count("(%)") for t in at.text_input if "wrong on" in t.label] == [1]
+
+
+def test_fan_out_sums_are_written_symbolic_then_numeric(built):
+    """The slides' notation for a fan-out: the adjoint as the sum of (sender's adjoint × local derivative), then
+    the engine's contributions, then the total (LECTURE.md: x̄1 = 1 + 367.04 on the slide example)."""
+    from explorer import explain as ex
+    slide = ex.record_execution(E.SLIDE_PROGRAM, E.SLIDE_INPUTS)
+    sends = [e.value for e in slide.backward if e.kind == "send" and e.parent == slide.graph.by_name("x1").id]
+    assert E.fan_out_sum(slide, "x1") == (f"x̄1 = x̄7 + x̄3·1.5 = {nested(sends[0])} + {nested(sends[1])} = "
+                                          f"**{nested(slide.grads['x1'])}**")
+    assert E.fan_out_sum(slide, "x2") == f"x̄2 = x̄4·2 = **{nested(slide.grads['x2'])}**"
+    fan = "\n".join(built["fan_out"].steps)
+    assert f"x̄1 = x̄3 + x̄4·exp(x1) = {nested(E_)} + {nested(3 * E_)} = **{nested(4 * E_)}**" in fan
+    cube = built["cube"]
+    # the notes' naming (v2 = v1·v1, v3 = v2·v1) and their sum 4 + 4 + 4 = 12
+    assert "v2 = v1·v1, v3 = v2·v1" in cube.question
+    assert "v̄1 = v̄3·v2 + v̄2·v1 + v̄2·v1 = 4 + 4 + 4 = **12**" in "\n".join(cube.steps)
+    assert not any("= mul(…)" in s or "from x3 = add" in s for s in cube.steps + built["fan_out"].steps)
+
+
+def test_the_unrolled_loop_counts_sit_beside_the_notes(built):
+    """Exercise 10 prints the engine's op counts; the notes' 10 / 19 / 37 (LECTURE.md) are named beside them."""
+    from explorer.static_vs_dynamic import NOTES_RNN_EAGER
+    assert NOTES_RNN_EAGER == (10, 19, 37)
+    assert "the notes count 10, 19, 37" in built["static_or_dynamic"].steps[0]

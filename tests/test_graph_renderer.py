@@ -300,3 +300,33 @@ def test_dot_work_sends_huge_layouts_to_the_plain_layout():
     assert gl.dot_work(boxes, chain + fan) > gl.DOT_WORK_LIMIT
     p = gl.place(boxes, chain + fan)
     assert p.engine == "fallback" and "too many" in p.note
+
+
+@needs_dot
+def test_your_hw2_codes_projector_graphs_keep_16_px_on_a_1366_projector():
+    """Your HW2 code lays its two graphs out ``floor_growth`` smaller and draws them that much larger: every text
+    is 23 px of the 1920 x 1080 layout (16 px on a 1366 x 768 projector), the drawing still fits the column it is
+    laid out for, and the grown picture stays clean (no label on a label, a node or an edge)."""
+    from explorer.kit.figures import floor_growth, graph_scale, graph_text_sizes, still_graph
+    from explorer.kit.presentation import fit_factor, small_screen_floor_px
+    from explorer.kit.widgets import graph_px
+    from explorer.student_code import view as V
+    floor = small_screen_floor_px()
+    assert floor == 23 and floor * fit_factor((1366, 768)) >= 16 > (floor - 1) * fit_factor((1366, 768))
+    grow = floor_growth(PRESENTING, floor)
+    width = graph_px(PRESENTING, V.ORDER_WIDTH, V.PRESENT_GRAPH_SHARE)
+    gv = V.graph_view(V.sample_report("bfs_first_touch"), "slide", int(width / grow),
+                      int(V.graph_height(True) / graph_scale(PRESENTING) / grow))
+    for side in (gv.engine, gv.student):
+        for k in (0, side.n_frames // 2, side.n_frames - 1):
+            fig = style_graph_figure(still_graph(side.backward_figure, k, title=False), PRESENTING,
+                                     floor_px=floor).to_dict()
+            assert min(graph_text_sizes(fig)) >= floor
+            assert not fig["layout"]["meta"].get("window")            # whole, not a window that follows the step
+            x0, x1 = fig["layout"]["xaxis"]["range"]
+            assert (x1 - x0) * fig["layout"]["meta"]["scale"] <= width * graph_scale(PRESENTING) + 1   # screen px
+            assert fig["layout"]["height"] <= V.graph_height(True) + 1
+            assert_clean(fig)
+    # without a floor the figure is the page kit's usual size
+    plain = style_graph_figure(still_graph(gv.engine.backward_figure, 0), PRESENTING).to_dict()
+    assert min(graph_text_sizes(plain)) < floor

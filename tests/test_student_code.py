@@ -551,3 +551,57 @@ def test_the_random_graphs_and_the_headline_count_wrong_by_the_inputs_gradients(
     assert harness.WRONG_GRADIENTS in rep.text()
     failing = report("raises.py").random_count()
     assert failing.wrong == failing.right == 0 and failing.failed["exception"] == failing.graphs == N_RANDOM_HERE
+
+
+def test_a_students_own_backpropagate_is_lit_as_a_samples_is():
+    """The student's file (here the breadth-first sample named as if it were one: the file the page's test server
+    runs) is shown beside the graphs with the lines of each step lit: numbered as in the file (its docstring
+    kept), the accumulation at the step its first wrong node x1 is taken, the chain_rule loop at a node's step,
+    nothing while the forward pass runs."""
+    path = solution("bfs_first_touch.py")
+    report = V.page_report(str(path))
+    gv = V.graph_view(report, "slide")
+    work = V.work_lines(path.read_text(encoding="utf-8"))
+    leaf = V.student_code_block(report, gv.student, gv.wrong_frame)
+    assert leaf.highlighted == work["leaf"] and leaf.title == "backpropagate" and leaf.path == "bfs_first_touch.py"
+    numbered = dict(leaf.lines)
+    assert all("accumulate_derivative" in numbered[n] for n in work["leaf"])
+    phases = [f.phase for f in gv.student.frameset.frames]
+    first_backward = phases.index("backward")
+    assert V.student_code_block(report, gv.student, first_backward).highlighted == work["vjp"]
+    assert V.student_code_block(report, gv.student, 0).highlighted == []           # forward: nothing lit
+    assert V.student_code_block(report.__class__(str(path.parent / "gone.py"), None, None), gv.student, 0) is None
+
+
+def test_presenting_the_page_keeps_every_verdict_folded_until_its_step(monkeypatch):
+    """On a projector, step 1 of a sample says nothing of its verdict: the table of every graph's verdict is in a
+    folded box, and no verdict line is on the page until the step where the sample goes wrong."""
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(sys, "argv", ["app/Home.py"])
+    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
+    at = AppTest.from_file(str(PAGE), default_timeout=300)
+    at.query_params.update({"present": "1", "sample": "bfs_first_touch", "graph": "slide", "step": "1"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    folded = next(e for e in at.expander if e.label.startswith("Every graph"))
+    assert len(folded.table) == 1 and "verdict" in folded.table[0].value.columns
+    outside = [t for t in at.table if t not in list(folded.table)]
+    assert not any("verdict" in t.value.columns for t in outside)
+    text = "\n".join(m.value for m in at.main.markdown if m not in list(folded.markdown)) + _texts(at)
+    assert "wrong" not in text.replace("first wrong node is marked", "") and "✘" not in text
+    assert "The sample's code at this step" in text
+    assert any('data-testid="code-sample"' in h.proto.body for h in at.get("html"))
+
+
+def test_presenting_a_students_own_file_shows_its_lit_code(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(solution("bfs_first_touch.py"))])
+    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
+    at = AppTest.from_file(str(PAGE), default_timeout=300)
+    at.query_params.update({"present": "1", "graph": "slide", "step": "7"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    text = _texts(at)
+    assert "Your code at this step" in text and V.STACKED_SIDES_NOTE in text
+    panel = next(h.proto.body for h in at.get("html") if 'data-testid="code-student"' in h.proto.body)
+    assert 'class="l hl"' in panel and "def backpropagate" in panel

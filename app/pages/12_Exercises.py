@@ -9,6 +9,7 @@ import streamlit as st
 from explorer import exercises as E
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.presentation import small_screen_css
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, start_page
 
@@ -20,6 +21,7 @@ ctx = start_page(
 ns, look = ctx.ns, ctx.look
 if look.presenting:
     st.html(present_css(True))
+    st.html(small_screen_css())   # captions, labels, code: 16 px or more at 1366 x 768 too
     # the answer boxes' labels are the exercise's own parts ("f′(x0) =", "x1 ="): the text's size on a projector,
     # not Streamlit's small widget label (18 px at 1920 x 1080, 13 px at 1366 x 768); the reveal switch the same
     st.html("<style>[class*='st-key-exercises_ans_'] [data-testid='stWidgetLabel'] p, "
@@ -68,7 +70,7 @@ with st.form(ns.key(f"form_{key}"), border=True):
     cols = st.columns(min(len(exercise.parts), 2))
     for i, part in enumerate(exercise.parts):
         box = cols[i % len(cols)]
-        label = part.prompt + (f" ({part.unit})" if part.unit else "")
+        label = part.label()
         if part.choices:
             box.radio(label, part.choices, index=None, key=ns.key(f"ans_{key}_{part.key}"))
         else:

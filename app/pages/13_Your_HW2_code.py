@@ -11,7 +11,8 @@ from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
+from explorer.kit.figures import floor_growth, graph_scale, line_plot, style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px
 from explorer.kit.formatting import md_escape
 from explorer.kit.widgets import (graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page,
                                   stepper, still_graph, walkthrough_download)
@@ -24,6 +25,12 @@ ctx = start_page("Your HW2 code", "hw2code",
                          "sample": LinkField("str", V.DEFAULT_SAMPLE, choices=tuple(V.sample_choices()))},
                  defaults={"graph": "slide", "step": 1, "sample": V.DEFAULT_SAMPLE})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(small_screen_css())   # labels, captions, code: 16 px or more at 1366 x 768 too
+# presenting, every text in the graphs is 16 px or more at 1366 x 768 too: the graphs are laid out that much smaller
+# and drawn that much larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -78,8 +85,9 @@ if own:
     ok = report.loaded and all(v.right for v in report.verdicts.values())
     # the file (its folder and name only: no path of this machine) and the whole report, in one line of text (a
     # box would push the graphs below the first screen); the code runs again once a change to the file is saved
+    sides_note = V.STACKED_SIDES_NOTE if look.presenting else V.SIDES_NOTE
     head[0].markdown(f":{'green' if ok else 'red'}[{'✔' if ok else '✘'} **{md_escape(V.shown_name(report))}**: "
-                     f"{md_escape(report.headline())}.] " + (V.SIDES_NOTE if report.loaded else ""))
+                     f"{md_escape(report.headline())}.] " + (sides_note if report.loaded else ""))
     if not report.loaded:
         st.stop()
 
@@ -90,45 +98,79 @@ titles = {k: report.verdicts[k].title for k in choices}
 head[-2].selectbox("Graph", choices, format_func=lambda k: titles[k], key=ns.key("graph"),
                    label_visibility="collapsed")
 key = st.session_state[ns.key("graph")]
-gv = cached_view(source, version, key, graph_px(look, V.ORDER_WIDTH, 0.5),
-                 int(V.graph_height(look.presenting) / graph_scale(look)), label)
+gv = cached_view(source, version, key,
+                 int(graph_px(look, V.ORDER_WIDTH, V.PRESENT_GRAPH_SHARE if look.presenting else 0.5) / grow),
+                 int(V.graph_height(look.presenting) / graph_scale(look) / grow), label)
 verdict = gv.verdict
 
 
 def draw(step: int) -> None:
-    """Both orders at the same 1-based step: graphs in one row (lined up, on the first screen), their captions
-    in the next, then where the student's code (or the sample) went wrong."""
+    """Both orders at the same 1-based step, then where the student's code (or the sample) went wrong. On a
+    laptop the graphs side by side, their captions under them, the code under the student's side; presenting,
+    the two graphs one above the other (each under its caption) in the left half and the code that ran this
+    step, its lines lit, in the right half beside them, with the verdict under the code (all on the first screen)."""
     sides = (gv.engine, gv.student)
     ks = [min(step, side.n_frames) - 1 if side else 0 for side in sides]
-    for col, side, k in zip(st.columns(2), sides, ks):
-        if side is None:
-            col.markdown(f"**{md_escape(label)}**")
-            col.error(md_escape(verdict.headline))
-            continue
-        # on a projector the backward graphs in the slides' notation (short: whole beside each other, under the
-        # step's caption), as on Backprop orders; on a laptop the forward graph with values and adjoints
+
+    def graph(side, k, where) -> None:
+        # on a projector the backward graphs in the slides' notation (as on Backprop orders); on a laptop the
+        # forward graph with values and adjoints
         fig = side.backward_figure if look.presenting and side.backward_figure else side.figure
-        show_plot(style_graph_figure(still_graph(fig, k, title=False), look), look,
-                  key=ns.key(f"fig_{'student' if side is gv.student else 'engine'}"), where=col)
-    for col, side, k in zip(st.columns(2), sides, ks):
-        if side is not None:
-            fr = side.frameset.frames[k]
-            col.markdown(f"**{md_escape(side.label)}** · Step {k + 1} of {side.n_frames} · {fr.phase}: "
-                         f"{md_escape(fr.caption)}")
+        show_plot(style_graph_figure(still_graph(fig, k, title=False), look, floor_px=floor), look,
+                  key=ns.key(f"fig_{'student' if side is gv.student else 'engine'}"), where=where)
+
+    def caption(side, k, where) -> None:
+        fr = side.frameset.frames[k]
+        where.markdown(f"**{md_escape(side.label)}** · Step {k + 1} of {side.n_frames} · {fr.phase}: "
+                       f"{md_escape(fr.caption)}")
+
     if look.presenting:
-        st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
-    aside, notes = st.columns(2)
+        left, right = st.columns([V.PRESENT_GRAPH_SHARE, 1 - V.PRESENT_GRAPH_SHARE])
+        for side, k in zip(sides, ks):
+            if side is None:
+                left.markdown(f"**{md_escape(label)}**")
+                left.error(md_escape(verdict.headline))
+                continue
+            # its name in one line (the step's caption is beside the graphs), close over it: both graphs whole on the
+            # first screen
+            box = left.container(gap="xxsmall")
+            box.markdown(f"**{md_escape(side.label)}**")
+            graph(side, k, box)
+        for side, k in zip(sides, ks):
+            if side is not None:
+                caption(side, k, right)
+        with right:
+            st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
+        # the verdict (once it is due) over the code: at the last step it is what the class reads, and the code
+        # then lights nothing
+        notes, aside = right.container(), right.container()
+    else:
+        for col, side, k in zip(st.columns(2), sides, ks):
+            if side is None:
+                col.markdown(f"**{md_escape(label)}**")
+                col.error(md_escape(verdict.headline))
+                continue
+            graph(side, k, col)
+        for col, side, k in zip(st.columns(2), sides, ks):
+            if side is not None:
+                caption(side, k, col)
+        aside, notes = st.columns(2)
     k = ks[1]
-    if not own:
-        # the sample's backpropagate beside its graph's verdict, the lines that did this step's work lit (as
-        # Backprop orders lights each order's own code); which code this is (not how it does: its verdict
-        # comes at the step where it goes wrong)
-        if gv.student is not None:
-            aside.markdown("**The sample's code at this step** — the lines that did its work are lit")
-            aside.html(to_html([V.sample_code_block(source, gv.student, k)], code_font_px(look.presenting),
-                               test_id="code-sample", max_height_px=V.PRESENT_CODE_PX if look.presenting else None))
-            if look.presenting:
-                st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
+    # the code's backpropagate beside the graphs, the lines that did this step's work lit (as Backprop orders
+    # lights each order's own code): the sample's, or the student's own file; which code this is, not how it does
+    # (its verdict comes at the step where it goes wrong)
+    block = None
+    if gv.student is not None:
+        block = V.student_code_block(report, gv.student, k) if own else V.sample_code_block(source, gv.student, k)
+    if block is not None:
+        whose = "Your code" if own else "The sample's code"
+        aside.markdown(f"**{whose} at this step** — the lines that did its work are lit")
+        aside.html(to_html([block], max(code_font_px(look.presenting), floor or 0),
+                           test_id="code-student" if own else "code-sample",
+                           max_height_px=V.PRESENT_CODE_PX if look.presenting else None))
+        if look.presenting:
+            st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
+    if not own and not look.presenting:   # presenting, each graph is named over it, the sample in its name
         aside.caption(f"{V.SAMPLE_SIDES_NOTE} {V.SAMPLE_NOTE}")
     if gv.student is not None:
         last = k == gv.student.n_frames - 1
@@ -162,13 +204,18 @@ if not own:
     st.code(S.source(source), language="python", line_numbers=True)
 
 st.divider()
-st.subheader("Every graph")
-show_table(pd.DataFrame(V.summary_rows(report)), look)
-series = V.scaling_series(report, label)
-if series:
-    show_plot(line_plot(series, title="VJP calls on a doubling chain (each value used twice by the next)",
-                        x_title="depth", y_title="VJP calls (log scale)", look=look, log_y=True), look,
-              key=ns.key("scaling"))
+# every graph's verdict: on a projector folded (the class finds the sample's verdict on the graph first, so it
+# is not on the page from step 1 on); on a laptop, or for a student's own file, open
+every = st.expander("Every graph: each one's verdict", icon=":material/table:") if look.presenting and not own \
+    else st.container()
+with every:
+    st.subheader("Every graph")
+    show_table(pd.DataFrame(V.summary_rows(report)), look)
+    series = V.scaling_series(report, label)
+    if series:
+        show_plot(line_plot(series, title="VJP calls on a doubling chain (each value used twice by the next)",
+                            x_title="depth", y_title="VJP calls (log scale)", look=look, log_y=True), look,
+                  key=ns.key("scaling"))
 
 if not own:
     # how to run one's own code: kept, but folded (the first screen is the sample's comparison)

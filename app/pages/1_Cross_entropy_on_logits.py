@@ -10,6 +10,7 @@ from explorer import cross_entropy as C
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
+from explorer.kit.presentation import small_screen_css
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import fixed_figure, presentation_toggle, publish_link, show_table, start_page
 from explorer.kit.formatting import fixed, sci
@@ -20,6 +21,7 @@ ctx = start_page("Cross-entropy on logits", "xent",
 ns, look = ctx.ns, ctx.look
 if look.presenting:
     st.html(present_css(True))
+    st.html(small_screen_css())   # captions, code, tables: 16 px or more at 1366 x 768 too
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -71,9 +73,12 @@ if b is not None:
         else:
             st.markdown(f"Against `torch.nn.functional.cross_entropy` on the same logits: loss differs by "
                         f"**{sci(b.torch_loss_difference)}**, ∂loss/∂z by **{sci(b.torch_grad_difference)}**.")
-    show_table(grad_table, look)
-    st.caption(f"∂loss/∂z from the engine's backward, one row per example: (p − onehot(label)) / {len(b.labels)}, so "
-               "each row sums to 0.")
+    # on a projector the gradient sits under the logits it is taken of (4 columns across the whole page put each
+    # number a screen's width from its row's label); on a laptop across the page
+    with left if look.presenting else st.container():
+        show_table(grad_table, look)
+        st.caption(f"∂loss/∂z from the engine's backward, one row per example: (p − onehot(label)) / {len(b.labels)}, "
+                   "so each row sums to 0.")
 
 st.subheader("Why the loss takes logits: log_softmax is stable, softmax-then-log is not")
 dtype = st.radio("dtype", ["float64", "float32"], key=ns.key("dtype"), horizontal=True)

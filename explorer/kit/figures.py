@@ -173,14 +173,39 @@ def _grow_renderer_figure(fig: dict, k: float) -> dict:
     return out
 
 
-def style_graph_figure(fig: dict, look: Look, height: int | None = None) -> PrebuiltFigure:
+def graph_text_sizes(fig: dict) -> list[float]:
+    """Every text size a figure of the graph renderer draws (its traces' ``textfont``), in px."""
+    out = []
+    for tr in fig.get("data") or []:
+        size = (tr.get("textfont") or {}).get("size")
+        out += [float(v) for v in (size if isinstance(size, list) else [size]) if isinstance(v, (int, float))]
+    return out
+
+
+def floor_growth(look: Look, floor_px: float) -> float:
+    """How much larger than :func:`graph_scale` a graph must be drawn for its smallest text (an edge label, drawn
+    at ``EDGE_FONT`` px at the renderer's scale 1) to reach ``floor_px``: 1.0 when it already does. A page lays
+    its graph out this much narrower (and lower) and asks :func:`style_graph_figure` for ``floor_px``, so that the
+    grown drawing still fits its column."""
+    from .plotly_figure import EDGE_FONT, FONT
+    return max(1.0, floor_px / (min(FONT, EDGE_FONT) * graph_scale(look)))
+
+
+def style_graph_figure(fig: dict, look: Look, height: int | None = None,
+                       floor_px: float | None = None) -> PrebuiltFigure:
     """The graph figure at ``look``'s sizes, ready for ``st.plotly_chart``.
 
     Figures of the graph renderer (``layout.meta.renderer == "graph"``) are scaled as a whole
     (:func:`graph_scale`); their height follows from the drawing, so ``height`` is ignored for them.
+    ``floor_px`` (presentation mode, renderer figures): grown further, as a whole, until its smallest text is
+    that large (a 1366 x 768 projector draws the page 0.711 times as large: 23 px there is 16 px on screen).
     """
     if (fig.get("layout", {}).get("meta") or {}).get("renderer") == "graph":
         k = graph_scale(look)
+        if floor_px and look.presenting:
+            smallest = min(graph_text_sizes(fig), default=0.0) * k
+            if 0 < smallest < floor_px:
+                k *= floor_px / smallest * 1.001
         return PrebuiltFigure(_grow_renderer_figure(fig, k) if k != 1.0 else fig)
     def grow(tr: dict) -> dict:
         mode = tr.get("mode", "")

@@ -1,6 +1,7 @@
 """Lecturer presentation mode: larger fonts and nodes, minimal chrome, readable on a projector."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -227,6 +228,40 @@ def fit_screen_rules(design: tuple[int, int] = DESIGN_SCREEN) -> list[str]:
         '[data-testid="stPlotlyChart"] .js-plotly-plot, [data-testid="stVegaLiteChart"] > :is(svg, canvas) '
         '{ transform: scale(var(--fit)); transform-origin: 0 0; pointer-events: auto; }',
     ]
+
+
+SMALL_SCREEN = (1366, 768)   # the smallest projector a lecture is given on
+SMALL_SCREEN_MIN_PX = 16     # the smallest text the back row reads there, in px on that screen
+
+
+def fit_factor(screen: tuple[int, int], design: tuple[int, int] = DESIGN_SCREEN) -> float:
+    """How much smaller than laid out a presentation page is drawn on ``screen`` (as :func:`fit_screen_rules`)."""
+    return min(1.0, screen[0] / design[0], screen[1] / design[1])
+
+
+def small_screen_floor_px(screen: tuple[int, int] = SMALL_SCREEN, on_screen_px: float = SMALL_SCREEN_MIN_PX) -> int:
+    """The smallest font size (px of the 1920 x 1080 layout) that is still ``on_screen_px`` once the page is
+    scaled down to ``screen``: 23 px for 16 px at 1366 x 768 (scaled by 0.711)."""
+    return math.ceil(on_screen_px / fit_factor(screen) - 1e-9)
+
+
+def small_screen_css(floor_px: int | None = None) -> str:
+    """A <style> block for a presentation page whose every text must stay readable on a 1366 x 768 projector:
+    captions, widget labels, radio and select texts, code blocks and tables (19-22 px in the 1920 x 1080 layout,
+    13.5-15.6 px once scaled to 1366 x 768) raised to ``floor_px`` (:func:`small_screen_floor_px` by default).
+    Only for the pages that ask for it: their first screens were checked with these sizes."""
+    px = floor_px or small_screen_floor_px()
+    main = '[data-testid="stMain"]'
+    rules = [
+        f'{main} [data-testid="stCaptionContainer"], {main} [data-testid="stCaptionContainer"] p, '
+        f'{main} [data-testid="stCaptionContainer"] code',
+        f'{main} [data-testid="stWidgetLabel"] p, {main} [data-testid="stCheckbox"] p, '
+        f'{main} label [data-testid="stMarkdownContainer"] p',
+        f'{main} [data-baseweb="select"] div, {main} [role="radiogroup"] p',
+        f'{main} [data-testid="stCode"] code, {main} [data-testid="stCode"] code span, {main} pre code',
+        f'{main} [data-testid="stTable"] td, {main} [data-testid="stTable"] th',
+    ]
+    return "<style>\n" + "\n".join(f"{r} {{ font-size: max({px}px, 1em) !important; }}" for r in rules) + "\n</style>"
 
 
 def css(lk: Look) -> str:

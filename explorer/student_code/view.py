@@ -33,18 +33,23 @@ from .samples import BY_KEY as SAMPLES_BY_KEY, DEFAULT as DEFAULT_SAMPLE, SAMPLE
 ORDER_WIDTH = 460      # px per graph: the two orders side by side in a 1400 px window (as Backprop orders)
 # px a graph may be tall before it shrinks (at most to the renderer's MIN_SCALE): both graphs, whole, on the first
 # screen under the step buttons (measured in Chromium: 1400x900 normal; presenting at 1920x1080, 1366x768 and
-# 1280x720, where a graph too tall to shrink legibly is shown through the renderer's window that follows the step)
-GRAPH_HEIGHT, PRESENT_GRAPH_HEIGHT = 510, 445
+# 1280x720, where a graph too tall to shrink legibly is shown through the renderer's window that follows the step).
+# Presenting, the two graphs stand one above the other in the left PRESENT_GRAPH_SHARE of the page (the slide
+# example is 3 times wider than tall: so its texts can be 23 px, 16 px on a 1366 x 768 projector) and the step's
+# captions, the code that ran and the verdict fill the rest beside them.
+GRAPH_HEIGHT, PRESENT_GRAPH_HEIGHT = 510, 380
+PRESENT_GRAPH_SHARE = 0.6
 
 
 def graph_height(presenting: bool) -> int:
     """The tallest the graphs may be drawn (px on screen, after presentation mode's enlargement)."""
     return PRESENT_GRAPH_HEIGHT if presenting else GRAPH_HEIGHT
-# px the sample's lit backpropagate may take in presentation mode before it scrolls (its lit lines kept in view):
-# under the engine's caption, on the first screen at 1920x1080, 1366x768 and 1280x720
-PRESENT_CODE_PX = 300
+# px the lit backpropagate may take in presentation mode before it scrolls (its lit lines kept in view): beside
+# the two graphs, with the verdict under it, on the first screen at 1920x1080, 1366x768 and 1280x720
+PRESENT_CODE_PX = 380
 STUDENT_LABEL = "Your code"
 SIDES_NOTE = "Left: the engine; right: yours."
+STACKED_SIDES_NOTE = "Top: the engine; below it: yours."   # presenting, the graphs stand one above the other
 SAMPLE_SIDES_NOTE = "Left: the engine; right: the sample."
 ENGINE_LABEL = "The engine (topological order)"
 # the page's own solutions, run like a student's file (a class server runs them: they are our code)
@@ -320,19 +325,45 @@ def sample_code_block(key: str, side: Side, index: int) -> CodeBlock:
     work (of ``side``, the sample's side) lit: its ``chain_rule`` call and what it does with each contribution
     at a node's step, its ``accumulate_derivative`` call at a leaf's; nothing in a forward frame. Line numbers are
     those of the sample's full listing (:func:`samples.source`)."""
-    rows, work = _sample_listing(key, SAMPLES_BY_KEY[key].path.stat().st_mtime_ns)
+    path = SAMPLES_BY_KEY[key].path
+    return _code_block(path, f"{path.name} (the sample)", side, index, sample=key)
+
+
+def student_code_block(report: StudentReport, side: Side, index: int) -> CodeBlock | None:
+    """The student's own ``backpropagate`` (the file the sandbox loaded) as :func:`sample_code_block` shows a
+    sample's, its lines numbered as in the file and the lines that did frame ``index``'s work lit; None when the
+    file cannot be read or parsed again, or has no ``backpropagate``. The file is read with :mod:`ast`, never run
+    here (the sandboxed child ran it)."""
+    f = Path(report.file or report.path or "")
+    if not f.is_file():
+        return None
+    try:
+        return _code_block(f, shown_name(report), side, index)
+    # SystemError: CPython 3.11's ast.parse once failed under a loaded test run ("AST constructor recursion depth
+    # mismatch"); the page then shows the graphs without the panel rather than an exception
+    except (OSError, SyntaxError, UnicodeDecodeError, StopIteration, SystemError):
+        return None
+
+
+def _code_block(path: Path, note: str, side: Side, index: int, sample: str | None = None) -> CodeBlock:
+    rows, work = _listing(str(path), path.stat().st_mtime_ns, sample)
     kinds = {e.kind for e in step_events(side.trace, side.frameset, index)}
     lit = work["leaf"] if "leaf" in kinds else work["vjp"] if "visit" in kinds else []
-    return CodeBlock("backpropagate", f"{SAMPLES_BY_KEY[key].path.name} (the sample)", list(rows),
-                     {n: 1 for n in lit}, role="walk")
+    return CodeBlock("backpropagate", note, list(rows), {n: 1 for n in lit}, role="walk")
 
 
-@functools.lru_cache(maxsize=2 * len(SAMPLES))
-def _sample_listing(key: str, mtime_ns: int) -> tuple[tuple[tuple[int, str], ...], dict[str, list[int]]]:
-    """The sample's ``backpropagate`` as (line, text) rows of its shown source, and its work lines
-    (:func:`work_lines`): read and parsed once per sample and version of its file, not at every Step."""
+@functools.lru_cache(maxsize=2 * len(SAMPLES) + 4)
+def _listing(path: str, mtime_ns: int, sample: str | None = None) -> tuple[tuple[tuple[int, str], ...],
+                                                                          dict[str, list[int]]]:
+    """A file's ``backpropagate`` as (line, text) rows, and its work lines (:func:`work_lines`): read and parsed
+    once per file and version, not at every Step. A bundled ``sample`` is read as the page lists it
+    (:func:`samples.source`, its docstring naming the bug left out), so the numbers match that listing.
+
+    Raises:
+        StopIteration: the file has no top-level ``backpropagate``.
+    """
     from . import samples
-    text = samples.source(key)
+    text = samples.source(sample) if sample else Path(path).read_text(encoding="utf-8")
     lines = text.splitlines()
     fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "backpropagate")
     return tuple((n, lines[n - 1]) for n in range(fn.lineno, fn.end_lineno + 1)), work_lines(text)

@@ -83,8 +83,9 @@ FIRST_SCREEN = {
                                 ("text", r"^In what order\?")],
     # the shared server runs no student code: the project's breadth-first sample at the step where the contribution
     # it loses arrives and its verdict is written (x1 is marked ✘ from step 8, the reason named at step 11, as Backprop
-    # orders' LOST line), both orders side by side, the sample's backpropagate with the step's lines lit (the opted-in
-    # page's two graphs are checked at the three sizes by test_student_code_browser.py, on a server of its own)
+    # orders' LOST line), both orders one above the other, beside them the captions, the verdict and the sample's
+    # backpropagate with the step's lines lit (the opted-in page's two graphs are checked at the three sizes by
+    # test_student_code_browser.py, on a server of its own)
     "Your_HW2_code?step=11": [
         ("graphs", 2),
         ("caption", r"^The engine \(topological order\) · Step 11 of 14"),

@@ -161,3 +161,53 @@ def test_the_exercise_answer_labels_are_text_sized(big_page, app_url, wait_idle)
         el = main.get_by_text(text, exact=True).first
         px = el.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
         assert px >= 24 - 0.05, (text, px)
+
+
+# every visible text on the first screen, in px as drawn on the screen: the computed size times the scale the
+# presentation page is drawn at (1366 / 1920 on a 1366 x 768 projector) or, in an SVG, its transform to the screen
+SCREEN_TEXT_JS = """(minPx) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const fit = app.getBoundingClientRect().width / app.offsetWidth;
+  const out = [];
+  const walker = document.createTreeWalker(document.querySelector('[data-testid="stMain"]'), NodeFilter.SHOW_TEXT);
+  const seen = new Set();
+  while (walker.nextNode()) {
+    const el = walker.currentNode.parentElement;
+    const text = walker.currentNode.textContent.trim();
+    if (!text || !el || seen.has(el)) continue;
+    seen.add(el);
+    if (el.closest('style,script,noscript,.hoverlayer,kbd')) continue;   // kbd: the buttons' key hints
+    if (!el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1 || r.top >= innerHeight || r.bottom <= 0) continue;
+    let px = parseFloat(getComputedStyle(el).fontSize);
+    if (el instanceof SVGElement && el.getScreenCTM && el.getScreenCTM()) {
+      const m = el.getScreenCTM();
+      px *= Math.sqrt(m.a * m.a + m.b * m.b);
+    } else {
+      px *= fit;
+    }
+    if (px < minPx - 0.05) out.push({text: text.slice(0, 50), px: Math.round(px * 10) / 10,
+                                     where: (el.closest('[data-testid]') || el).getAttribute('data-testid')});
+  }
+  return out;
+}"""
+SMALL_SCREEN_PAGES = ("Cross_entropy_on_logits?present=1", "Exercises?present=1",
+                      "Exercises?present=1&ex=fan_out&reveal=1", "Exercises?present=1&ex=static_counts&reveal=1",
+                      "Your_HW2_code?present=1", "Your_HW2_code?present=1&step=7", "Your_HW2_code?present=1&step=14")
+
+
+@pytest.mark.parametrize("url", SMALL_SCREEN_PAGES)
+def test_the_first_screen_reads_16_px_on_a_1366_projector(new_page, app_url, wait_idle, shot, url):
+    """Cross-entropy, Exercises and Your HW2 code on a 1366 x 768 projector: the page is the 1920 x 1080 layout
+    drawn 0.711 times as large, so every text the class reads on the first screen (graphs, code, captions,
+    labels, tables) is laid out at 23 px or more and reaches 16 px on that screen."""
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    open_presenting(pg, f"{app_url}/{url}", wait_idle)
+    assert pg.locator('[data-testid="stException"]').count() == 0
+    small = pg.evaluate(SCREEN_TEXT_JS, 16)
+    if small:
+        wait_stable(pg, f"({SCREEN_TEXT_JS})(16)", quiet_ms=1000)
+        small = pg.evaluate(SCREEN_TEXT_JS, 16)
+    assert small == [], f"{len(small)} texts under 16 px on screen at /{url}: {small[:10]}"
+    shot(pg, "presentation_1366_" + re.sub(r"\W+", "_", url))

@@ -49,17 +49,35 @@ def _at_every_size(browser, wait_idle, url: str, name: str):
             context.close()
 
 
-def _side_by_side(main, w: int, h: int):
-    """The engine's graph and the other side's, side by side and wholly on the first screen; the other side's
-    carries the ✘ of its first wrong node, the engine's none. Returns both bounding boxes."""
+def _both_orders(main, w: int, h: int, present: bool):
+    """The engine's graph and the other side's, wholly on the first screen: side by side on a laptop, one above
+    the other on a projector (the code beside them); the other side's carries the ✘ of its first wrong node, the
+    engine's none. Returns both bounding boxes."""
     plots = main.locator(".js-plotly-plot")
     plots.first.wait_for()
     assert plots.count() >= 2
     assert "✘" in plots.nth(1).inner_text() and "✘" not in plots.nth(0).inner_text()
     a, b = plots.nth(0).bounding_box(), plots.nth(1).bounding_box()
-    assert abs(a["y"] - b["y"]) < 2 and a["x"] + a["width"] <= b["x"] + 1
-    assert b["y"] + b["height"] <= h + 1 and b["x"] + b["width"] <= w, (b, w, h)
+    if present:
+        assert abs(a["x"] - b["x"]) < 2 and a["y"] + a["height"] <= b["y"] + 1
+    else:
+        assert abs(a["y"] - b["y"]) < 2 and a["x"] + a["width"] <= b["x"] + 1
+    for box in (a, b):
+        assert box["y"] >= 0 and box["y"] + box["height"] <= h + 1 and box["x"] + box["width"] <= w, (box, w, h)
     return a, b
+
+
+def _lit_line_beside(main, test_id: str, text: str, a: dict, b: dict, h: int, present: bool) -> None:
+    """The code's lit line (one, holding ``text``): on a projector right of both graphs and on the first screen
+    (the panel scrolls to it); on a laptop under the engine's graph, left of the other side's."""
+    lit = main.locator(f'[data-testid="{test_id}"] .l.hl')
+    assert lit.count() == 1 and text in lit.first.inner_text()
+    box = lit.first.bounding_box()
+    if present:
+        assert box["x"] >= max(a["x"] + a["width"], b["x"] + b["width"]) - 1, (box, a, b)
+        assert box["y"] >= 0 and box["y"] + box["height"] <= h + 1, (box, h)
+    else:
+        assert box["y"] >= a["y"] + a["height"] and box["x"] + box["width"] <= b["x"] + 1, (box, a, b)
 
 
 def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url, wait_idle, shot):
@@ -73,27 +91,23 @@ def test_without_the_opt_in_the_page_demos_the_projects_sample(browser, app_url,
         main = pg.locator('[data-testid="stMain"]')
         text = main.inner_text()
         assert "Sample: Breadth-first, passes a gradient on first touch · Step" in text
-        assert "Your code ·" not in text and V.SAMPLE_SIDES_NOTE in text
+        assert "Your code ·" not in text and (present or V.SAMPLE_SIDES_NOTE in text)   # presenting: named over each
         # x1 is marked at this step (its ✘ in the graph); the reason waits for the step the lost contribution
         # arrives (the class watches it happen first)
         assert "The sample's first wrong node" not in text and "Why: lost contribution" not in text
         assert "def backpropagate(variable, deriv):" in text            # the sample's code, below
         assert "Run your own HW2 code on this page" in text and "Running your own code is off" not in text  # folded
-        a, b = _side_by_side(main, w, h)
-        # the sample's backpropagate under the engine's caption, its accumulation lit (x1 is a leaf taken at
-        # this step); on a projector that line is on the first screen (the panel scrolls to it)
-        lit = main.locator('[data-testid="code-sample"] .l.hl')
-        assert lit.count() == 1 and "node.accumulate_derivative(d)" in lit.first.inner_text()
-        box = lit.first.bounding_box()
-        assert box["y"] >= a["y"] + a["height"] and (not present or box["y"] + box["height"] <= h + 1), (box, h)
-        assert box["x"] + box["width"] <= b["x"] + 1          # the left column: the verdict stays beside it
+        a, b = _both_orders(main, w, h, present)
+        # the sample's backpropagate, its accumulation lit (x1 is a leaf taken at this step): beside the graphs on
+        # a projector, under the engine's on a laptop
+        _lit_line_beside(main, "code-sample", "node.accumulate_derivative(d)", a, b, h, present)
         shot(pg, name)
         pg.goto(f"{app_url}/Your_HW2_code?sample=bfs_first_touch&graph=slide&step={_verdict_step()}"
                 + ("&present=1" if present else ""))
         wait_idle(pg)
         text = pg.locator('[data-testid="stMain"]').inner_text()
         assert "The sample's first wrong node: x1" in text and "lost contribution" in text
-        _side_by_side(pg.locator('[data-testid="stMain"]'), w, h)
+        _both_orders(pg.locator('[data-testid="stMain"]'), w, h, present)
     # the folded box opens on the reason and the commands
     pg = browser.new_page()
     try:
@@ -126,8 +140,10 @@ def test_the_first_wrong_node_is_marked_beside_the_correct_order(browser, studen
         text = main.inner_text()
         assert "The engine (topological order) · Step" in text and f"Your code · Step {step} of" in text
         assert "Your first wrong node: x1" in text and "lost contribution" in text
-        assert V.SIDES_NOTE in text                      # which graph is which, on the first screen
-        _side_by_side(main, w, h)                        # the marked one wholly visible
+        assert (V.STACKED_SIDES_NOTE if present else V.SIDES_NOTE) in text   # which graph is which
+        a, b = _both_orders(main, w, h, present)         # the marked one wholly visible
+        # the student's own backpropagate beside the graphs, its accumulation lit at this step
+        _lit_line_beside(main, "code-student", "node.accumulate_derivative(d)", a, b, h, present)
         shot(pg, name)
 
 
