@@ -391,6 +391,13 @@ _CSS = """
 .adx-code .l.gap .c {{ color: #6b7280; font-style: italic; }}
 .adx-heading {{ font-weight: 600; margin: 0.2em 0 0.3em 0; }}
 """
+_STICKY_CSS = """
+.adx-scroll .adx-code { overflow: visible; }
+.adx-scroll .adx-code .t { position: sticky; top: 0; z-index: 1; }
+"""
+# a scrolling panel (a projector's) keeps each block's title row stuck to its top while that block's lines are on
+# screen: lit lines deep in a long function still say whose they are, at no cost in height (the block's own box
+# no longer scrolls sideways there: its lines wrap)
 
 
 def gap_text(first: int, last: int) -> str:
@@ -417,7 +424,7 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
     def indent(text: str) -> int:
         return len(text) - len(text.lstrip(" "))
     box = f' class="adx-scroll" style="max-height: {int(max_height_px)}px; overflow-y: auto"' if max_height_px else ""
-    out = [f"<style>{_CSS.format(font=int(font_px))}</style>"]
+    out = [f"<style>{_CSS.format(font=int(font_px))}{_STICKY_CSS if max_height_px else ''}</style>"]
     if heading:
         out.append(f'<div class="adx-heading" data-testid="{html.escape(test_id)}-heading">{html.escape(heading)}</div>')
     out.append(f'<div data-testid="{html.escape(test_id)}"{box}>')
@@ -494,14 +501,19 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
     }
   }
   const h = hl();
+  // a title row is where its block starts (measured where it is stuck, it would sit wherever the box scrolled to)
   const rows = [...box.querySelectorAll('.adx-code .t, .adx-code .l')].filter(r => r.offsetHeight > 0)
-    .map(r => [at(r), at(r) + r.offsetHeight]);
+    .map(r => { const y = r.classList.contains('t') ? at(r.parentElement) : at(r); return [y, y + r.offsetHeight]; });
   let want = 0;
   if (h.length) { const top = at(h[0]), bottom = at(h[h.length - 1]) + h[h.length - 1].offsetHeight;
                   want = (bottom - top) + 2 * rowH <= max ? top - rowH : top; }
   // the first row at or below the wanted top (at or above the first lit row: the lit rows stay whole in view)
   let start = Infinity; for (const [t] of rows) { if (t >= want - 0.5) start = Math.min(start, t); }
   if (!isFinite(start)) start = 0;
+  // the block's title row sticks over the window's top once its block has scrolled: the window starts that much
+  // higher, so the row chosen above is the first whole one under the title (the title's own row when it fits)
+  const t = first ? first.querySelector('.t') : null;
+  if (t && start > at(first) + 0.5) start = Math.max(at(first), start - t.offsetHeight);
   let end = start; for (const [t, b] of rows) { if (t >= start - 0.5 && b <= start + max + 0.5) end = Math.max(end, b); }
   if (end > start) box.style.maxHeight = (end - start) + 'px';
   box.scrollTop = start; };
