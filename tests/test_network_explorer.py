@@ -809,8 +809,8 @@ def test_the_layer_views_backward_edges_carry_their_numbers_on_a_projector():
 
 
 @pytest.mark.parametrize("key", ["mlp", "attention", "residual", "custom"])
-@pytest.mark.parametrize("level", ["layer", "op"])
-def test_every_backward_edge_in_view_carries_its_number_beside_it_on_a_projector(key, level):
+@pytest.mark.parametrize("level, legend", [("layer", False), ("layer", True), ("op", True)])
+def test_every_backward_edge_in_view_carries_its_number_beside_it_on_a_projector(key, level, legend):
     """Every contribution sent along a backward edge the projector shows is written beside that edge: the middle
     edge of a three-way fan had no room for its number (the MLP's layer view, steps 35-42: 5 of 7 labelled), and the
     Every-op view dropped most of them. Each label is whole, on no node, on no other label, crossed by no edge and
@@ -822,9 +822,11 @@ def test_every_backward_edge_in_view_carries_its_number_beside_it_on_a_projector
     from explorer.kit.presentation import PRESENTING
     from explorer.kit.widgets import graph_px
     from explorer.network_explorer.explore import explore
-    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
+    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND_PX, VIEW_WIDTH
     ex = explore(key)
-    width, height = graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE), int(640 / graph_scale(PRESENTING))
+    # the page's height for the graph, less the legend's line over it (the page draws the legend there)
+    width = graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE)
+    height = int(640 / graph_scale(PRESENTING)) - (int(PRESENT_LEGEND_PX / graph_scale(PRESENTING)) if legend else 0)
     ex.backward_figure(level, 0, width=width, max_height=height)
     drawing = ex.drawings[("backward", level, width, height)]
     frames = ex.backward[level].frames

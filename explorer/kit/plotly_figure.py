@@ -117,7 +117,8 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         label_room: lay the graph out with room for each edge label (dot places it); False: a compact
             layout, each label beside its edge's middle where it is free (a backward graph on a projector).
         label_gap: with ``label_room`` False, ranks far enough apart for the labels: left to right, as far as the
-            longest label is wide; top to bottom, two labels' height.
+            longest label is wide; top to bottom, two labels' height. With ``label_room``: ranks close (the label
+            boxes dot places between them keep them apart), a short drawing.
         group_labels: with ``label_room``, dot makes room for the labels of edges between boxes of statements
             (groups) too (a network's backward layer view: each edge carries one contribution).
     """
@@ -172,6 +173,8 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
             gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 6)
         elif label_gap and not label_room and any(label_chars):   # top to bottom: two label lines' height
             gap = max(gap, 2 * LINE_H * EDGE_FONT + 12)
+        elif label_gap and label_room and any(label_chars):   # dot's label boxes hold the ranks apart already
+            gap = 8.0
         p = place(boxes, links, rd, ranksep=gap, use_dot=use_dot)
         s = fit(p)
         if best is None or s > best[0] + 1e-9:

@@ -62,9 +62,10 @@ FIRST_SCREEN = {
         ("graphs", 1), ("caption", r"^Step 18 of \d+ · backward"), ("text", r"^This step$"),
         ("text", r"^VJP: x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
         ("text", r"^→ sent to fc2\.weight"), ("text", r"^→ sent to fc2\.bias"), ("buttons", STEP_BUTTONS)],
+    # the backward graph's legend over it, whole on the first screen (under it, it sat on a laptop's bottom edge)
     "Network_explorer?step=30&level=layer": [
         ("graphs", 2), ("caption", r"^Step 30 of \d+ · backward"), ("text", r"^This step$"),
-        ("buttons", STEP_BUTTONS)],
+        ("testid", "backward-legend"), ("buttons", STEP_BUTTONS)],
     "Sentiment_training": [("picture", 1), ("text", r"^HW2: 450/100"), ("text", r"^Start training$")],
     "Static_vs_dynamic": [("graph_top", 1)],
     # exercise 11's link: the loss the train step skips, whole, beside the prediction and the gradient node that
@@ -300,7 +301,10 @@ LIT_ON_SCREEN_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(bo
   const first = [...box.querySelectorAll('.adx-code')].find(b => b.querySelector('.l.hl'));
   const lit = first ? [...first.querySelectorAll('.l.hl')] : [];
   if (!lit.length) return null;
-  return lit.every(l => { const r = l.getBoundingClientRect();
+  // the block's title row (the function's name) stuck inside the window, above the lit lines, never over them
+  const t = first.querySelector('.t').getBoundingClientRect();
+  return t.top >= b.top - 1 && t.bottom <= b.bottom + 1 && lit.every(l => l.getBoundingClientRect().top >= t.bottom - 1)
+    && lit.every(l => { const r = l.getBoundingClientRect();
     return r.top >= b.top - 1 && r.bottom <= b.bottom + 1 && r.top >= -0.5 && r.bottom <= window.innerHeight + 0.5
            && r.left >= -0.5 && r.right <= window.innerWidth + 0.5; })
          && (b.top >= window.innerHeight || b.bottom <= window.innerHeight + 1);
@@ -312,7 +316,8 @@ LIT_ON_SCREEN_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(bo
 def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_page, app_url, wait_idle, size):
     """Backprop orders in presentation mode, stepped from the first step to the last: at every step the lines the
     engine's code ran are lit, inside the code panel's window and inside the first screen (step 11 once
-    scrolled them below the fold)."""
+    scrolled them below the fold), under the title row of their function, which stays in the window however deep
+    in a long function they lie."""
     w, h = size
     pg = new_page(viewport={"width": w, "height": h})
     open_presenting(pg, f"{app_url}/Backprop_orders?present=1", wait_idle)
