@@ -367,3 +367,20 @@ def test_topological_sort_keeps_its_table_of_steps_on_the_first_screen_at_every_
                 and box["y"] + box["height"] <= h + 0.5, f"step {step} at {w} x {h}: {name} {box} is off screen"
         assert overlap(boxes[0][1], boxes[2][1]) <= 1 and overlap(boxes[0][1], boxes[3][1]) <= 1
     pg.screenshot(path=str(SHOTS / f"topological_sort_last_step_{w}x{h}.png"))
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_learning_problems_contours_are_large_on_the_first_screen(new_page, app_url, wait_idle, size):
+    """Read from the back row: the contour plot's square takes at least half the screen's height at both sizes
+    (one row of controls over it: the folded choices beside the learning rate, the slider without a label row; it
+    was 0.46 under two rows), whole on the first screen, its legend beside it (not across the column)."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    open_presenting(pg, f"{app_url}/Learning_problem?present=1", wait_idle)
+    chart = pg.locator('[data-testid="stMain"] .js-plotly-plot').first
+    plot = chart.locator(".nsewdrag").first.bounding_box()     # the plot area (the square), not the figure
+    legend = chart.locator(".legend").first.bounding_box()
+    box = chart.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= h + 0.5, (box, h)
+    assert plot["height"] >= 0.5 * h and abs(plot["width"] - plot["height"]) <= 2, (plot, h)
+    assert 0 <= legend["x"] - (plot["x"] + plot["width"]) <= 0.05 * w, (plot, legend)
