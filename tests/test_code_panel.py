@@ -251,4 +251,4 @@ def test_a_scrolling_panel_keeps_its_blocks_title_row_on_screen():
     assert re.search(r"\.adx-scroll \.adx-code \{[^}]*overflow: visible", css)   # else it sticks inside its block
     assert "adx-scroll" not in flowing and "sticky" not in flowing
     assert scrolling.split("</style>", 1)[1].count('<div class="t">') == len(blocks)
-    assert "start - t.offsetHeight" in SCROLL_TO_HIGHLIGHT
+    assert "start - title.offsetHeight" in SCROLL_TO_HIGHLIGHT and "span() + 2 * rowH > room" in SCROLL_TO_HIGHLIGHT

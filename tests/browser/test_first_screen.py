@@ -267,7 +267,10 @@ ROWS_WHOLE_JS = """() => [...document.querySelectorAll('.adx-scroll')].flatMap((
   const rows = [...box.querySelectorAll('.adx-code .l, .adx-code .t')];
   const line = Math.min(...rows.map(r => r.getBoundingClientRect().height).filter(h => h > 0));
   rows.forEach(r => { const q = r.getBoundingClientRect();
-    const inside = q.top >= b.top - 1 && q.bottom <= b.bottom + 1, outside = q.bottom <= b.top + 1 || q.top >= b.bottom - 1;
+    // a row under its block's title row, stuck at the panel's top, is covered by it: out of view, not cut
+    const t = r.classList.contains('t') ? null : r.closest('.adx-code').querySelector('.t').getBoundingClientRect();
+    const top = t && t.top <= b.top + 1 ? Math.max(b.top, t.bottom) : b.top;
+    const inside = q.top >= top - 1 && q.bottom <= b.bottom + 1, outside = q.bottom <= top + 1 || q.top >= b.bottom - 1;
     if (!inside && !outside) out.push(`panel ${p + 1}: row ${r.dataset.line || 'title'} cut at the panel's edge`);
     if (r.classList.contains('hl') && box.getAttribute('data-testid') === 'code-panel' && q.height > line * 1.5)
       out.push(`panel ${p + 1}: lit row ${r.dataset.line} wraps`); });
