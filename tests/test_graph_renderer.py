@@ -326,3 +326,27 @@ def test_dot_work_sends_huge_layouts_to_the_plain_layout():
     assert gl.dot_work(boxes, chain + fan) > gl.DOT_WORK_LIMIT
     p = gl.place(boxes, chain + fan)
     assert p.engine == "fallback" and "too many" in p.note
+
+
+@pytest.mark.parametrize("label", ["Slide example: f", "Sigmoid neuron", "Sigmoid quiz", "x·x·x"])
+@pytest.mark.parametrize("presenting", [True, False], ids=["projector", "laptop"])
+def test_the_expression_explorers_backward_numbers_sit_by_their_own_edges(label, presenting):
+    """Every frame of the Expression explorer's animated backward graph: each contribution nearer its own edge than
+    any other (the sigmoids' first two numbers sat as near the neighbouring edge), and the picture otherwise clean."""
+    from explorer.expression_explorer import explorer_model
+    from explorer.kit.figures import graph_scale
+    from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
+    from explorer.kit.presentation import PRESENTING
+    from explorer.kit.presets import PRESETS
+    from explorer.kit.widgets import graph_px
+    preset = next(p for p in PRESETS if p.label.startswith(label))
+    size = ({"width": graph_px(PRESENTING, HALF_WIDTH, 0.54), "max_height": int(300 / graph_scale(PRESENTING))}
+            if presenting else {"width": HALF_WIDTH, "max_height": MAX_HEIGHT})   # the page's sizes
+    fig = explorer_model(preset.program, preset.inputs, presenting=presenting, **size).backward_figure
+    shown = 0
+    for k in range(len(fig["frames"])):
+        rep = check_figure(at_frame(fig, k))
+        assert rep.ok, (k, rep.problems)
+        shown = max(shown, sum(1 for t in next(d for d in at_frame(fig, k)["data"]
+                                               if d.get("name") == "edge label")["text"] if t))
+    assert shown >= 3
