@@ -273,9 +273,10 @@ def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
 
 #: presentation mode: the contour plot's height in px on the 1920 x 1080 design screen (the page is scaled as a whole
 #: on smaller projectors). It ends within the first screen under the one row of controls (the loss, mini-batch and
-#: start choices folded away), the stepper's row and the step's line (tests/browser/test_first_screen.py); with no
-#: title (the step's line above says it) its square plot is 590 px, ~30% more than at the 500 px it had
-PRESENT_CONTOUR_PX = 610
+#: start choices folded away beside the learning rate, whose slider has no label row), the stepper's row and the step's
+#: line (tests/browser/test_first_screen.py); with no title (the step's line above says it) its square plot is
+#: ~590 px (it was ~500 px under a row of folded choices and a labelled slider)
+PRESENT_CONTOUR_PX = 700
 
 
 def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look: Look,

@@ -235,3 +235,20 @@ def test_slide_27s_backward_pass_lights_each_steps_work_counted_from_the_engines
     assert "backward_pass" in html and "lecture 5, slide 27" in html
     panel = to_html(frame_code(tr, fs, _frame_of(fs, tr, "backward", "f")), 13, heading=ENGINE_HEADING)
     assert 'data-testid="code-panel-heading"' in panel and "not the slide&#x27;s" in panel
+
+
+def test_a_scrolling_panel_keeps_its_blocks_title_row_on_screen():
+    """A projector's scrolling panel sticks each block's title row (the function's name) to the box's top, so lit
+    lines deep in a long function still say whose they are, with no line added above the panel (that pushed
+    Backprop orders' panel off the first screen); the scroll script leaves the stuck row room over the lit lines.
+    A panel that does not scroll keeps its titles in the flow."""
+    import re
+    from explorer.kit.code_panel import SCROLL_TO_HIGHLIGHT, protocol_blocks, to_html
+    blocks = protocol_blocks()
+    scrolling, flowing = to_html(blocks, 18, max_height_px=300), to_html(blocks, 18)
+    css = re.search(r"<style>(.*?)</style>", scrolling, re.S).group(1)
+    assert re.search(r"\.adx-scroll \.adx-code \.t \{[^}]*position: sticky; top: 0", css)
+    assert re.search(r"\.adx-scroll \.adx-code \{[^}]*overflow: visible", css)   # else it sticks inside its block
+    assert "adx-scroll" not in flowing and "sticky" not in flowing
+    assert scrolling.split("</style>", 1)[1].count('<div class="t">') == len(blocks)
+    assert "start - title.offsetHeight" in SCROLL_TO_HIGHLIGHT and "span() + 2 * rowH > room" in SCROLL_TO_HIGHLIGHT

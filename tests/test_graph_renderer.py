@@ -218,6 +218,32 @@ def test_checks_catch_what_they_claim():
     assert check_figure(pale).low_contrast
 
 
+def test_an_edge_label_nearer_another_edge_is_counted_astray():
+    """A backward edge's number beside the middle of its own edge passes; the same number moved beside another
+    edge (the drift a projector showed) is counted, by the one distance the renderer places labels with."""
+    from explorer.kit.backward_view import backward_figure
+    from explorer.kit.geometry import polyline_rect_distance
+    from explorer.kit.picture_checks import _segments
+    tr = record_execution("f = x1 + exp(1.5*x1 + 2*x2)", {"x1": 3.0, "x2": 0.5})
+    g = tr.graph.without_constants()
+    fs = build_frames(tr, g)
+    back = backward_figure(fs, g, figure_dict(fs, g))
+    fig = at_frame(back, len(back["frames"]) - 1)
+    assert check_figure(fig).ok
+    lab = next(t for t in fig["data"] if t.get("name") == "edge label")
+    edges = _segments(*(lambda t: (t["x"], t["y"]))(next(t for t in fig["data"] if t.get("name") == "edges")))
+    assert sorted(lab["customdata"]) == sorted(set(lab["customdata"])) and len(lab["customdata"]) == len(lab["text"])
+    k0, k1 = lab["customdata"][0], next(k for k in lab["customdata"][1:])
+    stray = copy.deepcopy(fig)   # the first label put at the middle of the second label's edge, a little aside
+    other = edges[k1][len(edges[k1]) // 2]
+    stray_lab = next(t for t in stray["data"] if t.get("name") == "edge label")
+    stray_lab["x"][0], stray_lab["y"][0] = other[0] + 1.0, other[1]
+    assert check_figure(stray).label_astray
+    assert polyline_rect_distance([(0.0, 0.0), (10.0, 0.0)], (2.0, 3.0, 4.0, 5.0)) == 3.0
+    assert polyline_rect_distance([(0.0, 0.0), (10.0, 10.0)], (2.0, 1.0, 4.0, 5.0)) == 0.0
+    assert math.isclose(polyline_rect_distance([(0.0, 0.0)], (3.0, 4.0, 5.0, 6.0)), 5.0)
+
+
 def test_one_segment_rectangle_test_for_the_renderer_and_the_checker():
     """The renderer (which edge labels an edge passes through) and the picture checker (edges through nodes)
     ask one function, so the check is as strict as the drawing: a segment that only touches a box (along its
@@ -330,3 +356,27 @@ def test_your_hw2_codes_projector_graphs_keep_16_px_on_a_1366_projector():
     # without a floor the figure is the page kit's usual size
     plain = style_graph_figure(still_graph(gv.engine.backward_figure, 0), PRESENTING).to_dict()
     assert min(graph_text_sizes(plain)) < floor
+
+
+@pytest.mark.parametrize("label", ["Slide example: f", "Sigmoid neuron", "Sigmoid quiz", "x·x·x"])
+@pytest.mark.parametrize("presenting", [True, False], ids=["projector", "laptop"])
+def test_the_expression_explorers_backward_numbers_sit_by_their_own_edges(label, presenting):
+    """Every frame of the Expression explorer's animated backward graph: each contribution nearer its own edge than
+    any other (the sigmoids' first two numbers sat as near the neighbouring edge), and the picture otherwise clean."""
+    from explorer.expression_explorer import explorer_model
+    from explorer.kit.figures import graph_scale
+    from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
+    from explorer.kit.presentation import PRESENTING
+    from explorer.kit.presets import PRESETS
+    from explorer.kit.widgets import graph_px
+    preset = next(p for p in PRESETS if p.label.startswith(label))
+    size = ({"width": graph_px(PRESENTING, HALF_WIDTH, 0.54), "max_height": int(300 / graph_scale(PRESENTING))}
+            if presenting else {"width": HALF_WIDTH, "max_height": MAX_HEIGHT})   # the page's sizes
+    fig = explorer_model(preset.program, preset.inputs, presenting=presenting, **size).backward_figure
+    shown = 0
+    for k in range(len(fig["frames"])):
+        rep = check_figure(at_frame(fig, k))
+        assert rep.ok, (k, rep.problems)
+        shown = max(shown, sum(1 for t in next(d for d in at_frame(fig, k)["data"]
+                                               if d.get("name") == "edge label")["text"] if t))
+    assert shown >= 3

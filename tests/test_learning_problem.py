@@ -207,7 +207,8 @@ def test_the_contours_fill_the_first_screen_in_presentation_mode():
     fig = L.contour_figure("logistic", grid, path, 0, PRESENTING)
     plot_height = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     assert fig.layout.height == L.PRESENT_CONTOUR_PX and plot_height >= 1080 / 2
-    assert fig.layout.height <= 1080 - 400   # under the page's title, choices, stepper and step line (~400 px)
+    assert fig.layout.height <= 1080 - 310   # under the page's title, one row of choices, stepper and step line
+    assert plot_height >= 0.6 * 1080          # ~590 px square: read from the back row (it was ~500 px)
     assert not (fig.layout.title and fig.layout.title.text)
     # the plot is square (w1 and w2 on one scale): its width is its height, well inside the contour column
     assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1

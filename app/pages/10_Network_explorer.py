@@ -19,7 +19,7 @@ from explorer.kit.labels import num
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
                                   still_graph, walkthrough_download)
-from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
+from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND_PX, VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
                                                adjoint_name, explore, formula_parts, graph_dot, heatmap, held_at, moment,
@@ -296,14 +296,18 @@ def draw(step: int) -> None:
     fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=False)
     # the backward pass as the slides draw it: its own graph, every edge reversed, the adjoints named x̄
     backward = m.phase in ("backward", "done")
-    back = still_graph(ex.backward_figure(level, frame, **size), 0, title=False) if backward else None
+    # on a projector the legend stands over the backward graph (under it, it sat on a laptop screen's bottom edge),
+    # and the graph gives up the legend's line of height, so both end where the graph alone did
+    back_size = ({**size, "max_height": size["max_height"] - int(PRESENT_LEGEND_PX / graph_scale(look))}
+                 if look.presenting else size)
+    back = still_graph(ex.backward_figure(level, frame, **back_size), 0, title=False) if backward else None
     if look.presenting:
         graph_col, step_col = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
         with graph_col:   # backward steps: the backward graph in the forward one's place (one graph fits the screen)
-            show_plot(style_graph_figure(back or fig, look), look,
-                      key=ns.key("backward_figure" if back else "figure"))
             if back:
                 st.html(backward_legend_html())
+            show_plot(style_graph_figure(back or fig, look), look,
+                      key=ns.key("backward_figure" if back else "figure"))
         with step_col:
             this_step(m, narrow=True)
             sent_lines(m)

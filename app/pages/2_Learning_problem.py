@@ -74,10 +74,10 @@ def _set_lr(value: float):
 
 surface = st.session_state[ns.key("surface")]
 S = L.SURFACES[surface]
-# presentation mode: one row of controls (the learning rate, its examples, the toggle); the loss, the gradient's
-# source and the start point folded away, so that the contour plot gets the first screen's height
-settings = (st.expander(f"Loss: {S.label.split(' (')[0]} · gradient from all examples or mini-batches · start point",
-                        expanded=False) if look.presenting else None)
+# presentation mode: one row of controls (the loss, the gradient's source and the start point folded away beside
+# the learning rate, its examples and the toggle), so that the contour plot gets the first screen's height
+row = (st.columns([2.8, 2.0, 1.0, 1.0, 1.0, 1.7], vertical_alignment="bottom") if look.presenting else None)
+settings = (row[0].expander(f"{S.label.split(' (')[0]} · settings", expanded=False) if look.presenting else None)
 if settings is None:
     head = st.columns([3, 1])
     loss_where = head[0]
@@ -98,12 +98,14 @@ lr_now = min(S.lr_choices, key=lambda v: abs(v - float(st.session_state[ns.key("
 st.session_state[ns.key("lr")] = lr_now
 if surface != "logistic":
     st.session_state[ns.key("batch")] = 0
-c = st.columns([2.2, 1.2, 1.2, 1.2, 1.1] if look.presenting else [3, 1, 1, 1], vertical_alignment="bottom")
+c = row[1:] if look.presenting else st.columns([3, 1, 1, 1], vertical_alignment="bottom")
 if look.presenting:
     with c[-1]:
         presentation_toggle()
+# on a projector the slider's own label row goes (its value reads "η = 2"): the contours get the height
 c[0].select_slider("Learning rate η", S.lr_choices, key=ns.key("lr"), on_change=_restart,
-                   format_func=plain)
+                   format_func=(lambda v: f"η = {plain(v)}") if look.presenting else plain,
+                   label_visibility="collapsed" if look.presenting else "visible")
 for col, (name, value) in zip(c[1:4], S.lr_examples.items()):
     # on a projector the class judges the rate from the run: the button names the value, not the verdict
     col.button(f"η = {plain(value)}" if look.presenting else f"{name} (η = {plain(value)})", key=ns.key(f"lr_{name}"),
@@ -138,7 +140,8 @@ def draw(step: int) -> None:
              "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]",
              None: ":gray[:material/directions_walk: on the way]"}[kind]
     st.markdown("#### " + L.step_caption(cur, lr))
-    left, right = st.columns([3, 2])
+    # presentation mode: the square plot and its legend take what they need, the verdict and the curve the rest
+    left, right = st.columns([0.47, 0.53] if look.presenting else [3, 2])
     with left:   # presentation mode: as large as the first screen allows (L.contour_figure's size)
         show_plot(L.contour_figure(surface, cached_grid(surface), path, k, look, w_min), look,
                   key=ns.key("contours"))

@@ -391,6 +391,13 @@ _CSS = """
 .adx-code .l.gap .c {{ color: #6b7280; font-style: italic; }}
 .adx-heading {{ font-weight: 600; margin: 0.2em 0 0.3em 0; }}
 """
+_STICKY_CSS = """
+.adx-scroll .adx-code { overflow: visible; }
+.adx-scroll .adx-code .t { position: sticky; top: 0; z-index: 1; }
+"""
+# a scrolling panel (a projector's) keeps each block's title row stuck to its top while that block's lines are on
+# screen: lit lines deep in a long function still say whose they are, at no cost in height (the block's own box
+# no longer scrolls sideways there: its lines wrap)
 
 
 def gap_text(first: int, last: int) -> str:
@@ -417,7 +424,7 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
     def indent(text: str) -> int:
         return len(text) - len(text.lstrip(" "))
     box = f' class="adx-scroll" style="max-height: {int(max_height_px)}px; overflow-y: auto"' if max_height_px else ""
-    out = [f"<style>{_CSS.format(font=int(font_px))}</style>"]
+    out = [f"<style>{_CSS.format(font=int(font_px))}{_STICKY_CSS if max_height_px else ''}</style>"]
     if heading:
         out.append(f'<div class="adx-heading" data-testid="{html.escape(test_id)}-heading">{html.escape(heading)}</div>')
     out.append(f'<div data-testid="{html.escape(test_id)}"{box}>')
@@ -460,7 +467,9 @@ def scroll_to_highlight(step: int) -> str:
 # scaled: a 300-pixel panel under the graphs ran past the edge), and the first lit row sits one row from the
 # window's top, so the lines a step ran are read top-down inside the first screen. When the lit rows are further
 # apart than the window holds, the rows between them are folded into one "⋮ lines a–b folded" row (one row of
-# context kept on each side), so every lit row is in view at once; the page without presentation mode shows them.
+# context kept on each side, none where the window is too short for it), so every lit row is in view at once; a
+# block's title row sticks to the window's top (the function's name stays on screen), the rows get the rest; the
+# page without presentation mode shows them.
 # The script is the same on every run but for its step mark (no data in it).
 SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
   box.querySelectorAll('.jsgap').forEach(g => g.remove());
@@ -478,11 +487,17 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
   const onScreen = (window.innerHeight - top0) / k;   // what is left of the first screen under the panel's top
   const max = (top0 >= 0 && onScreen >= 4 * rowH) ? Math.min(max0, onScreen - 2) : max0;
   const span = () => { const h = hl(); return h.length ? at(h[h.length - 1]) + h[h.length - 1].offsetHeight - at(h[0]) : 0; };
-  if (hl().length > 1 && span() + 2 * rowH > max) {
+  // the block's title row stays at the window's top (stuck there once its block scrolls): the rows get the rest
+  const title = first ? first.querySelector('.t') : null;
+  const room = max - (title ? title.offsetHeight : 0);
+  // rows between lit ones folded, one row of context kept on each side; none where even that leaves no room
+  const fold = keep => {
+    box.querySelectorAll('.jsgap').forEach(g => g.remove());
+    box.querySelectorAll('[data-fold]').forEach(r => { r.style.display = ''; delete r.dataset.fold; });
     const lines = [...first.querySelectorAll('.l')];
     const lit = lines.map((r, i) => r.classList.contains('hl') ? i : -1).filter(i => i >= 0);
     for (let j = 0; j + 1 < lit.length; j++) {
-      const a = lit[j] + 2, b = lit[j + 1] - 2;   // rows a..b folded: one row kept after and before the lit ones
+      const a = lit[j] + 1 + keep, b = lit[j + 1] - 1 - keep;   // rows a..b folded
       if (b < a) continue;
       for (let i = a; i <= b; i++) { lines[i].style.display = 'none'; lines[i].dataset.fold = '1'; }
       const from = lines[a].dataset.line || '', to = lines[b].dataset.line || '';
@@ -491,17 +506,24 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
                                                       : `… lines ${from}–${to} folded`]]) {
         const span = document.createElement('span'); span.className = c; span.textContent = t; gap.append(span); }
       lines[a].before(gap);
-    }
+    } };
+  if (hl().length > 1 && span() + 2 * rowH > room) {
+    fold(1);
+    if (span() > room) fold(0);
   }
   const h = hl();
+  // a title row is where its block starts (measured where it is stuck, it would sit wherever the box scrolled to)
   const rows = [...box.querySelectorAll('.adx-code .t, .adx-code .l')].filter(r => r.offsetHeight > 0)
-    .map(r => [at(r), at(r) + r.offsetHeight]);
+    .map(r => { const y = r.classList.contains('t') ? at(r.parentElement) : at(r); return [y, y + r.offsetHeight]; });
   let want = 0;
   if (h.length) { const top = at(h[0]), bottom = at(h[h.length - 1]) + h[h.length - 1].offsetHeight;
-                  want = (bottom - top) + 2 * rowH <= max ? top - rowH : top; }
+                  want = (bottom - top) + 2 * rowH <= room ? top - rowH : top; }
   // the first row at or below the wanted top (at or above the first lit row: the lit rows stay whole in view)
   let start = Infinity; for (const [t] of rows) { if (t >= want - 0.5) start = Math.min(start, t); }
   if (!isFinite(start)) start = 0;
+  // the title row sticks over the window's top once its block has scrolled: the window starts that much higher,
+  // so the row chosen above is the first whole one under the title (the title's own row when it fits)
+  if (title && start > at(first) + 0.5) start = Math.max(at(first), start - title.offsetHeight);
   let end = start; for (const [t, b] of rows) { if (t >= start - 0.5 && b <= start + max + 0.5) end = Math.max(end, b); }
   if (end > start) box.style.maxHeight = (end - start) + 'px';
   box.scrollTop = start; };

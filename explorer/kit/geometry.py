@@ -2,6 +2,8 @@
 construction (plain functions, figure units)."""
 from __future__ import annotations
 
+import math
+
 Point = tuple[float, float]
 Rect = tuple[float, float, float, float]   # x0, y0, x1, y1
 
@@ -34,3 +36,33 @@ def segment_meets_rect(p: Point, q: Point, r: Rect) -> bool:
             if t0 > t1:
                 return False
     return True
+
+
+def _point_segment_distance(pt: Point, p: Point, q: Point) -> float:
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    d2 = dx * dx + dy * dy
+    t = 0.0 if d2 == 0 else max(0.0, min(1.0, ((pt[0] - p[0]) * dx + (pt[1] - p[1]) * dy) / d2))
+    return math.hypot(pt[0] - p[0] - t * dx, pt[1] - p[1] - t * dy)
+
+
+def polyline_rect_distance(poly: list[Point], r: Rect) -> float:
+    """The gap between the polyline ``poly`` and the rectangle ``r`` (0 where they meet): how far a label in ``r``
+    sits from an edge drawn as ``poly``.
+
+    Args:
+        poly: the polyline's points (one point: a point).
+        r: the rectangle as ``(x0, y0, x1, y1)`` with x0 <= x1 and y0 <= y1.
+
+    Returns:
+        The smallest distance between a point of ``poly`` and a point of ``r``.
+    """
+    corners = ((r[0], r[1]), (r[2], r[1]), (r[2], r[3]), (r[0], r[3]))
+    sides = list(zip(corners, corners[1:] + corners[:1]))
+    best = math.inf
+    for p, q in zip(poly, poly[1:]) if len(poly) > 1 else [(poly[0], poly[0])]:
+        if segment_meets_rect(p, q, r):
+            return 0.0
+        # apart: the gap is between an end of one and the other (a segment's end to a side, a corner to the segment)
+        best = min(best, *(_point_segment_distance(c, p, q) for c in corners),
+                   *(_point_segment_distance(e, a, b) for e in (p, q) for a, b in sides))
+    return best

@@ -9,6 +9,7 @@ Counted:
 - label-label overlaps (node texts, edge labels);
 - label-node overlaps (a text leaving its own box, or touching another box; an edge label on a box);
 - labels on edges (an edge passing through an edge label or through a node's text);
+- edge labels astray (nearer another edge than their own, which the label's ``customdata`` names);
 - edges crossing a node they do not touch;
 - edges without an arrowhead at a node border;
 - parallel edges drawn on top of each other;
@@ -23,7 +24,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from .geometry import Point, Rect, segment_meets_rect
+from .geometry import Point, Rect, polyline_rect_distance, segment_meets_rect
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Report:
     label_label: list[str] = field(default_factory=list)
     label_node: list[str] = field(default_factory=list)
     label_edge: list[str] = field(default_factory=list)
+    label_astray: list[str] = field(default_factory=list)
     edge_node: list[str] = field(default_factory=list)
     arrowheads_missing: list[str] = field(default_factory=list)
     parallel_coincide: list[str] = field(default_factory=list)
@@ -43,7 +45,8 @@ class Report:
     @property
     def problems(self) -> dict[str, list[str]]:
         return {"label-label overlaps": self.label_label, "label-node overlaps": self.label_node,
-                "labels on edges": self.label_edge, "edges through nodes": self.edge_node,
+                "labels on edges": self.label_edge, "edge labels astray": self.label_astray,
+                "edges through nodes": self.edge_node,
                 "edges without arrowhead": self.arrowheads_missing,
                 "parallel edges coinciding": self.parallel_coincide, "low contrast texts": self.low_contrast}
 
@@ -172,6 +175,7 @@ def check_figure(fig: dict) -> Report:
 
     # --- texts
     labels: list[tuple[str, Rect, str, Point]] = []   # (kind, rect, text, centre)
+    owners: list[tuple[int, Rect, str]] = []           # an edge label's edge, its rect and text
     for tr in data:
         kind = tr.get("name", "")
         if kind not in ("node", "value", "adjoint", "edge label") or "text" not in tr:
@@ -187,6 +191,8 @@ def check_figure(fig: dict) -> Report:
             h = line_h * size_px * len(lines) / scale
             rect = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
             labels.append((kind, rect, " / ".join(lines), (x, y)))
+            if kind == "edge label" and tr.get("customdata") is not None:
+                owners.append((int(tr["customdata"][k]), rect, " / ".join(lines)))
             c = contrast(color if isinstance(color, str) else color[k], background((x, y)))
             if c < 4.5:
                 rep.low_contrast.append(f"{' / '.join(lines)!r}: {c:.2f}")
@@ -244,6 +250,15 @@ def check_figure(fig: dict) -> Report:
             inner = _shrink(rect, 1.0 / scale)
             if inner[0] < inner[2] and any(segment_meets_rect(p, q, inner) for p, q in zip(path, path[1:])):
                 rep.label_edge.append(f"edge {k} through {text!r}")
+    paths = [line + ([arrows[k][0]] if k < len(arrows) and arrows[k] else []) for k, line in enumerate(edges)]
+    for k, rect, text in owners:   # read as belonging to the nearest edge (one joining the same nodes is as good)
+        if k >= len(paths):
+            continue
+        own = polyline_rect_distance(paths[k], rect)
+        near = [j for j, path in enumerate(paths) if j != k and ends[j] != ends[k]
+                and polyline_rect_distance(path, rect) <= own]
+        if near:
+            rep.label_astray.append(f"{text!r} (edge {k}) is as near edge {near[0]}")
     seen: dict[tuple[int, int], list[int]] = {}
     for k, key in enumerate(ends):
         seen.setdefault(key, []).append(k)
@@ -266,7 +281,8 @@ def check_all_frames(fig: dict, every: int = 1) -> Report:
         r = check_figure(at_frame(fig, k))
         for key, items in r.problems.items():
             getattr(total, {"label-label overlaps": "label_label", "label-node overlaps": "label_node",
-                            "labels on edges": "label_edge", "edges through nodes": "edge_node",
+                            "labels on edges": "label_edge", "edge labels astray": "label_astray",
+                            "edges through nodes": "edge_node",
                             "edges without arrowhead": "arrowheads_missing",
                             "parallel edges coinciding": "parallel_coincide",
                             "low contrast texts": "low_contrast"}[key]).extend(f"frame {k}: {i}" for i in items)

@@ -28,7 +28,7 @@ from explorer.explain.graph import Graph
 from explorer.explain.parser import check_deadline
 
 from .frames import Frame, FrameSet
-from .geometry import segment_meets_rect
+from .geometry import polyline_rect_distance, segment_meets_rect
 from .graphviz_layout import Box, Link, Placement, place
 
 FONT = 14                 # node text (px at scale 1)
@@ -106,7 +106,7 @@ def _longest(texts) -> int:
 
 def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: str = "auto",
          edge_labels: bool = True, max_height: int = MAX_HEIGHT, use_dot: bool = True,
-         label_room: bool = True, label_gap: bool = False) -> Drawing:
+         label_room: bool = True, label_gap: bool = False, group_labels: bool = False) -> Drawing:
     """Measure every node's text over all frames, place the graph, and choose the scale.
 
     Args:
@@ -117,7 +117,10 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         label_room: lay the graph out with room for each edge label (dot places it); False: a compact
             layout, each label beside its edge's middle where it is free (a backward graph on a projector).
         label_gap: with ``label_room`` False, ranks far enough apart for the labels: left to right, as far as the
-            longest label is wide; top to bottom, two labels' height.
+            longest label is wide; top to bottom, two labels' height. With ``label_room``: ranks close (the label
+            boxes dot places between them keep them apart), a short drawing.
+        group_labels: with ``label_room``, dot makes room for the labels of edges between boxes of statements
+            (groups) too (a network's backward layer view: each edge carries one contribution).
     """
     ids = frameset.node_ids
     heads = frameset.heads or [graph.node(i).name for i in ids]
@@ -136,16 +139,22 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         boxes.append(Box(nid, math.ceil(w), math.ceil(h)))
     edges = frameset.edges or [(e.src, e.dst) for e in graph.edges]
     label_chars = [0] * len(edges)
-    # layer boxes (groups) leave dot no room to reserve for labels; a compact layout (label_room False: a backward
-    # graph) writes each beside its edge, so the layer view's backward edges carry their numbers too
-    if len(edges) > MAX_LABELLED_EDGES or (label_room and any(graph.node(i).kind == "group" for i in ids)):
+    # boxes of statements (groups) get no room for labels unless asked (an edge between two boxes of a boxed
+    # expression stands for several); a compact layout (label_room False: a backward graph) writes each beside its
+    # edge, so the layer view's backward edges carry their numbers too
+    if len(edges) > MAX_LABELLED_EDGES or (label_room and not group_labels
+                                          and any(graph.node(i).kind == "group" for i in ids)):
         edge_labels = False
     if edge_labels and frames and all(f.edge_text for f in frames):
         label_chars = [max(map(len, set(col))) for col in zip(*(f.edge_text for f in frames))]
+    # edges joining the same two nodes (x·x) get the same room, else dot draws an unlabelled one over a labelled one
+    pair_chars: dict[tuple[int, int], int] = {}
+    for k, e in enumerate(edges):
+        pair_chars[e] = max(pair_chars.get(e, 0), label_chars[k])
     links = []
     for k, (s, d) in enumerate(edges):
-        if label_chars[k] and label_room:
-            links.append(Link(s, d, (label_chars[k] * CHAR_W * EDGE_FONT + 16, LINE_H * EDGE_FONT + 8)))
+        if pair_chars[(s, d)] and label_room:
+            links.append(Link(s, d, (pair_chars[(s, d)] * CHAR_W * EDGE_FONT + 16, LINE_H * EDGE_FONT + 8)))
         else:
             links.append(Link(s, d))
     kinds = [graph.node(i).kind for i in ids]
@@ -164,6 +173,8 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
             gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 6)
         elif label_gap and not label_room and any(label_chars):   # top to bottom: two label lines' height
             gap = max(gap, 2 * LINE_H * EDGE_FONT + 12)
+        elif label_gap and label_room and any(label_chars):   # dot's label boxes hold the ranks apart already
+            gap = 8.0
         p = place(boxes, links, rd, ranksep=gap, use_dot=use_dot)
         s = fit(p)
         if best is None or s > best[0] + 1e-9:
@@ -188,6 +199,7 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
     extents = [(min(x for x, _ in q), min(y for _, y in q), max(x for x, _ in q), max(y for _, y in q)) for q in polys]
     boxes = [(c[0] - p.sizes[i][0] / 2, c[1] - p.sizes[i][1] / 2, c[0] + p.sizes[i][0] / 2, c[1] + p.sizes[i][1] / 2)
              for i, c in p.centers.items()]
+    ends = [(e.src, e.dst) for e in p.edges]
     taken: list[tuple[float, float, float, float]] = []
     out: list[Point | None] = []
     offsets = [(0.0, 0.0)] + [(dx * r, dy * r) for r in (6, 12, 18, 26, 34, 42) for dx, dy in
@@ -208,12 +220,16 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
         # fixed offsets never left the edge's line) or above / below it
         beside = [(sx * (w + 4), dy) for dy in (0, -6, 6, -12, 12, -18, 18, -24, 24) for sx in (1, -1)]
         beside += [(dx, sy * (h + 4)) for dx in (0, -12, 12) for sy in (-1, 1)]
-        for dx, dy in offsets + beside:
-            x, y = at[0] + dx, at[1] + dy
+        # around dot's spot, then (it was nearer another edge, or taken) beside the edge's own middle
+        bases = [at] + ([polys[k][len(polys[k]) // 2]] if e.label_at is not None and polys[k] else [])
+        for (bx, by), (dx, dy) in ((b, o) for b in bases for o in offsets + beside):
+            x, y = bx + dx, by + dy
             r = (x - w, y - h, x + w, y + h)
             if any(_overlap(r, b) for b in boxes) or any(_overlap(r, t) for t in taken):
                 continue
             if any(_overlap(r, ext) and _hits(poly, r) for poly, ext in zip(polys, extents)):
+                continue
+            if _strays(k, r, polys, extents, ends):
                 continue
             spot = (x, y)
             break
@@ -221,6 +237,22 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
             taken.append((spot[0] - w, spot[1] - h, spot[0] + w, spot[1] + h))
         out.append(spot)
     return out
+
+
+STRAY_MARGIN = 3.0   # figure units a label must sit nearer its own edge than any other (the eye pairs it so)
+
+
+def _strays(k: int, r, polys: list[list[Point]], extents, ends: list[tuple[int, int]]) -> bool:
+    # a label is read as belonging to the nearest edge: its own must be clearly the nearest (an edge joining the
+    # same two nodes, x·x's second operand, names the same pair)
+    own = polyline_rect_distance(polys[k], r)
+    reach = own + STRAY_MARGIN
+    for j, (poly, ext) in enumerate(zip(polys, extents)):
+        if j == k or ends[j] == ends[k] or ext[0] > r[2] + reach or ext[2] < r[0] - reach or ext[1] > r[3] + reach or ext[3] < r[1] - reach:
+            continue
+        if polyline_rect_distance(poly, r) < reach:
+            return True
+    return False
 
 
 def _overlap(a, b) -> bool:
@@ -479,8 +511,9 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                 "name": "value", **text_common})
     adj.update({"x": axs, "y": ays, "textfont": {"size": font, "color": ADJOINT, "family": FONT_FAMILY},
                 "name": "adjoint", **text_common})
+    # customdata: each label's edge (its index in the "edges" trace), so a check can tell whose label it is
     lab.update({"x": lx, "y": ly, "textfont": {"size": efont, "color": ADJOINT, "family": FONT_FAMILY},
-                "name": "edge label", **text_common})
+                "name": "edge label", "customdata": label_edges, **text_common})
     hover_text = frameset.hover or [d.lines[i].head for i in range(n)]
     hover = {"type": "scatter", "x": [_r(p.centers[i][0]) for i in ids], "y": [_r(p.centers[i][1]) for i in ids],
              "mode": "markers", "marker": {"size": [max(8, min(p.sizes[i]) * s * 0.9) for i in ids],

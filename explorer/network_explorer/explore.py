@@ -99,9 +99,12 @@ class Explored:
         key = ("backward", level, width, max_height)
         if key not in self.drawings:
             kw = {} if max_height is None else {"max_height": max_height}
-            # the layer view's short ranks: room between them for the contributions written on the edges
-            self.drawings[key] = plan(bfs, v.graph, width or v.drawing.width, BACKWARD_RANKDIR[level],
-                                      label_room=False, label_gap=level == "layer", **kw)
+            # room made by dot for each contribution beside its edge, or the compact layout that writes each
+            # where it finds a free spot (ranks far enough apart in the layer view): the one that shows more of the
+            # graph, then more numbers, then the larger (the middle edge of a three-way fan found no free spot)
+            candidates = [plan(bfs, v.graph, width or v.drawing.width, BACKWARD_RANKDIR[level], label_room=room,
+                               label_gap=level == "layer", group_labels=True, **kw) for room in (True, False)]
+            self.drawings[key] = max(candidates, key=lambda d: (d.viewport is None, sum(d.edge_labels), d.scale))
         frame = min(max(frame, 0), len(bfs.frames) - 1)
         one = FrameSet(bfs.node_ids, [bfs.frames[frame]], heads=bfs.heads, edges=bfs.edges, hover=bfs.hover)
         return figure_dict(one, v.graph, self.drawings[key], edge_color=ADJOINT, pending_edges=True,

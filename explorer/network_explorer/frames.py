@@ -28,6 +28,8 @@ VIEW_WIDTH = 940             # px: the graph spans the main column of a 1400 px 
 #: presentation mode: the graph's share of the page's width, the current op beside it (at 0.62 HW2's second Linear
 #: and its three inputs, the dropout's wide box among them, were 17 px wider than the op view's window)
 PRESENT_GRAPH_SHARE = 0.64
+# on a projector the backward graph's legend stands on a line over it: the graph is that many px shorter
+PRESENT_LEGEND_PX = 40
 
 
 def _name(rec: Recording, nid: int) -> str:

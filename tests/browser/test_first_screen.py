@@ -62,9 +62,10 @@ FIRST_SCREEN = {
         ("graphs", 1), ("caption", r"^Step 18 of \d+ · backward"), ("text", r"^This step$"),
         ("text", r"^VJP: x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
         ("text", r"^→ sent to fc2\.weight"), ("text", r"^→ sent to fc2\.bias"), ("buttons", STEP_BUTTONS)],
+    # the backward graph's legend over it, whole on the first screen (under it, it sat on a laptop's bottom edge)
     "Network_explorer?step=30&level=layer": [
         ("graphs", 2), ("caption", r"^Step 30 of \d+ · backward"), ("text", r"^This step$"),
-        ("buttons", STEP_BUTTONS)],
+        ("testid", "backward-legend"), ("buttons", STEP_BUTTONS)],
     "Sentiment_training": [("picture", 1), ("text", r"^HW2: 450/100"), ("text", r"^Start training$")],
     "Static_vs_dynamic": [("graph_top", 1)],
     # exercise 11's link: the loss the train step skips, whole, beside the prediction and the gradient node that
@@ -267,7 +268,10 @@ ROWS_WHOLE_JS = """() => [...document.querySelectorAll('.adx-scroll')].flatMap((
   const rows = [...box.querySelectorAll('.adx-code .l, .adx-code .t')];
   const line = Math.min(...rows.map(r => r.getBoundingClientRect().height).filter(h => h > 0));
   rows.forEach(r => { const q = r.getBoundingClientRect();
-    const inside = q.top >= b.top - 1 && q.bottom <= b.bottom + 1, outside = q.bottom <= b.top + 1 || q.top >= b.bottom - 1;
+    // a row under its block's title row, stuck at the panel's top, is covered by it: out of view, not cut
+    const t = r.classList.contains('t') ? null : r.closest('.adx-code').querySelector('.t').getBoundingClientRect();
+    const top = t && t.top <= b.top + 1 ? Math.max(b.top, t.bottom) : b.top;
+    const inside = q.top >= top - 1 && q.bottom <= b.bottom + 1, outside = q.bottom <= top + 1 || q.top >= b.bottom - 1;
     if (!inside && !outside) out.push(`panel ${p + 1}: row ${r.dataset.line || 'title'} cut at the panel's edge`);
     if (r.classList.contains('hl') && box.getAttribute('data-testid') === 'code-panel' && q.height > line * 1.5)
       out.push(`panel ${p + 1}: lit row ${r.dataset.line} wraps`); });
@@ -301,7 +305,10 @@ LIT_ON_SCREEN_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(bo
   const first = [...box.querySelectorAll('.adx-code')].find(b => b.querySelector('.l.hl'));
   const lit = first ? [...first.querySelectorAll('.l.hl')] : [];
   if (!lit.length) return null;
-  return lit.every(l => { const r = l.getBoundingClientRect();
+  // the block's title row (the function's name) stuck inside the window, above the lit lines, never over them
+  const t = first.querySelector('.t').getBoundingClientRect();
+  return t.top >= b.top - 1 && t.bottom <= b.bottom + 1 && lit.every(l => l.getBoundingClientRect().top >= t.bottom - 1)
+    && lit.every(l => { const r = l.getBoundingClientRect();
     return r.top >= b.top - 1 && r.bottom <= b.bottom + 1 && r.top >= -0.5 && r.bottom <= window.innerHeight + 0.5
            && r.left >= -0.5 && r.right <= window.innerWidth + 0.5; })
          && (b.top >= window.innerHeight || b.bottom <= window.innerHeight + 1);
@@ -313,7 +320,8 @@ LIT_ON_SCREEN_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(bo
 def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_page, app_url, wait_idle, size):
     """Backprop orders in presentation mode, stepped from the first step to the last: at every step the lines the
     engine's code ran are lit, inside the code panel's window and inside the first screen (step 11 once
-    scrolled them below the fold)."""
+    scrolled them below the fold), under the title row of their function, which stays in the window however deep
+    in a long function they lie."""
     w, h = size
     pg = new_page(viewport={"width": w, "height": h})
     open_presenting(pg, f"{app_url}/Backprop_orders?present=1", wait_idle)
@@ -363,3 +371,20 @@ def test_topological_sort_keeps_its_table_of_steps_on_the_first_screen_at_every_
                 and box["y"] + box["height"] <= h + 0.5, f"step {step} at {w} x {h}: {name} {box} is off screen"
         assert overlap(boxes[0][1], boxes[2][1]) <= 1 and overlap(boxes[0][1], boxes[3][1]) <= 1
     pg.screenshot(path=str(SHOTS / f"topological_sort_last_step_{w}x{h}.png"))
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_learning_problems_contours_are_large_on_the_first_screen(new_page, app_url, wait_idle, size):
+    """Read from the back row: the contour plot's square takes at least half the screen's height at both sizes
+    (one row of controls over it: the folded choices beside the learning rate, the slider without a label row; it
+    was 0.46 under two rows), whole on the first screen, its legend beside it (not across the column)."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    open_presenting(pg, f"{app_url}/Learning_problem?present=1", wait_idle)
+    chart = pg.locator('[data-testid="stMain"] .js-plotly-plot').first
+    plot = chart.locator(".nsewdrag").first.bounding_box()     # the plot area (the square), not the figure
+    legend = chart.locator(".legend").first.bounding_box()
+    box = chart.bounding_box()
+    assert box["y"] >= 0 and box["y"] + box["height"] <= h + 0.5, (box, h)
+    assert plot["height"] >= 0.5 * h and abs(plot["width"] - plot["height"]) <= 2, (plot, h)
+    assert 0 <= legend["x"] - (plot["x"] + plot["width"]) <= 0.05 * w, (plot, legend)
