@@ -24,8 +24,10 @@ if look.presenting:
     st.html(small_screen_css())   # captions, labels, code: 16 px or more at 1366 x 768 too
     # the answer boxes' labels are the exercise's own parts ("f′(x0) =", "x1 ="): the text's size on a projector,
     # not Streamlit's small widget label (18 px at 1920 x 1080, 13 px at 1366 x 768); the reveal switch the same
-    st.html("<style>[class*='st-key-exercises_ans_'] [data-testid='stWidgetLabel'] p, "
-            ".st-key-exercises_reveal [data-testid='stWidgetLabel'] p, .st-key-exercises_reveal label p "
+    # (``html body [stMain]`` first: more specific than the small-screen floor's label rules, which it outranks)
+    st.html("<style>html body [data-testid='stMain'] [class*='st-key-exercises_ans_'] [data-testid='stWidgetLabel'] p, "
+            "html body [data-testid='stMain'] .st-key-exercises_reveal [data-testid='stWidgetLabel'] p, "
+            "html body [data-testid='stMain'] .st-key-exercises_reveal label p "
             f"{{ font-size: {look.font_px}px !important; }}</style>")
 for msg in ctx.link_problems:
     st.warning(msg)
