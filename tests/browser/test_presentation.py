@@ -7,6 +7,7 @@ caption and the step buttons fit the first 1080 px without scrolling.
 """
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -17,24 +18,33 @@ pytestmark = pytest.mark.browser
 MIN_PX = 18
 WIDTH, HEIGHT = 1920, 1080
 
-# every visible text node: its element's computed font size, scaled by the SVG transform where there is one
-SMALL_TEXT_JS = """(minPx) => {
+# every visible text under the floor ``minPx``: its element's computed font size, scaled by the SVG transform where
+# there is one. ``onScreen``: only the first screen's texts in the page's main part, in px as drawn on the screen
+# (the computed size times the scale the presentation page is drawn at: 1366 / 1920 on a 1366 x 768 projector;
+# the buttons' key hints left out), else every text of the page at its computed size
+TEXT_SIZES_JS = """([minPx, onScreen]) => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const fit = onScreen ? app.getBoundingClientRect().width / app.offsetWidth : 1;
+  const root = onScreen ? document.querySelector('[data-testid="stMain"]') : document.body;
+  const skip = 'style,script,noscript,title,.hoverlayer' + (onScreen ? ',kbd' : '');
   const out = [];
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const seen = new Set();
   while (walker.nextNode()) {
     const el = walker.currentNode.parentElement;
     const text = walker.currentNode.textContent.trim();
     if (!text || !el || seen.has(el)) continue;
     seen.add(el);
-    if (el.closest('style,script,noscript,title,.hoverlayer')) continue;
+    if (el.closest(skip)) continue;
     if (!el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
     const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1) continue;
+    if (r.width < 1 || r.height < 1 || (onScreen && (r.top >= innerHeight || r.bottom <= 0))) continue;
     let px = parseFloat(getComputedStyle(el).fontSize);
     if (el instanceof SVGElement && el.getScreenCTM && el.getScreenCTM()) {
       const m = el.getScreenCTM();
       px *= Math.sqrt(m.a * m.a + m.b * m.b);
+    } else {
+      px *= fit;
     }
     if (px < minPx - 0.05) {
       const host = el.closest('[data-testid]');
@@ -44,6 +54,18 @@ SMALL_TEXT_JS = """(minPx) => {
   }
   return out;
 }"""
+
+
+def texts_under(pg, min_px: float, on_screen: bool = False) -> list[dict]:
+    """:data:`TEXT_SIZES_JS`'s reading, once it has stopped changing (a chart redrawn as its tab or column is laid
+    out can show Plotly's defaults for a moment)."""
+    args = [min_px, on_screen]
+    small = pg.evaluate(TEXT_SIZES_JS, args)
+    if small:
+        wait_stable(pg, f"({TEXT_SIZES_JS})({json.dumps(args)})", quiet_ms=1000)
+        small = pg.evaluate(TEXT_SIZES_JS, args)
+    return small
+
 
 # what must be on the first screen: the whole graph, the step's caption, the step buttons (where the page
 # steps); "graph_top": the graph starts on the first screen (a page without steps, its graph beside code)
@@ -80,12 +102,9 @@ def open_presenting(pg, url: str, wait_idle) -> None:
 def small_texts(pg, wait_idle) -> list[dict]:
     """Texts below the floor once the page has settled (a chart redrawn as its tab or column is laid out
     can show Plotly's defaults for a moment: the reading must have stopped changing before it counts)."""
-    small = pg.evaluate(SMALL_TEXT_JS, MIN_PX)
-    if small:
+    if pg.evaluate(TEXT_SIZES_JS, [MIN_PX, False]):
         wait_idle(pg)
-        wait_stable(pg, f"({SMALL_TEXT_JS})({MIN_PX})", quiet_ms=1000)
-        small = pg.evaluate(SMALL_TEXT_JS, MIN_PX)
-    return small
+    return texts_under(pg, MIN_PX)
 
 
 def first_screen_boxes(pg, wants: tuple[str, ...]) -> dict[str, dict]:
@@ -163,35 +182,6 @@ def test_the_exercise_answer_labels_are_text_sized(big_page, app_url, wait_idle)
         assert px >= 24 - 0.05, (text, px)
 
 
-# every visible text on the first screen, in px as drawn on the screen: the computed size times the scale the
-# presentation page is drawn at (1366 / 1920 on a 1366 x 768 projector) or, in an SVG, its transform to the screen
-SCREEN_TEXT_JS = """(minPx) => {
-  const app = document.querySelector('[data-testid="stApp"]');
-  const fit = app.getBoundingClientRect().width / app.offsetWidth;
-  const out = [];
-  const walker = document.createTreeWalker(document.querySelector('[data-testid="stMain"]'), NodeFilter.SHOW_TEXT);
-  const seen = new Set();
-  while (walker.nextNode()) {
-    const el = walker.currentNode.parentElement;
-    const text = walker.currentNode.textContent.trim();
-    if (!text || !el || seen.has(el)) continue;
-    seen.add(el);
-    if (el.closest('style,script,noscript,.hoverlayer,kbd')) continue;   // kbd: the buttons' key hints
-    if (!el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
-    const r = el.getBoundingClientRect();
-    if (r.width < 1 || r.height < 1 || r.top >= innerHeight || r.bottom <= 0) continue;
-    let px = parseFloat(getComputedStyle(el).fontSize);
-    if (el instanceof SVGElement && el.getScreenCTM && el.getScreenCTM()) {
-      const m = el.getScreenCTM();
-      px *= Math.sqrt(m.a * m.a + m.b * m.b);
-    } else {
-      px *= fit;
-    }
-    if (px < minPx - 0.05) out.push({text: text.slice(0, 50), px: Math.round(px * 10) / 10,
-                                     where: (el.closest('[data-testid]') || el).getAttribute('data-testid')});
-  }
-  return out;
-}"""
 SMALL_SCREEN_PAGES = ("Cross_entropy_on_logits?present=1", "Exercises?present=1",
                       "Exercises?present=1&ex=fan_out&reveal=1", "Exercises?present=1&ex=static_counts&reveal=1",
                       "Your_HW2_code?present=1", "Your_HW2_code?present=1&step=7", "Your_HW2_code?present=1&step=14")
@@ -205,9 +195,6 @@ def test_the_first_screen_reads_16_px_on_a_1366_projector(new_page, app_url, wai
     pg = new_page(viewport={"width": 1366, "height": 768})
     open_presenting(pg, f"{app_url}/{url}", wait_idle)
     assert pg.locator('[data-testid="stException"]').count() == 0
-    small = pg.evaluate(SCREEN_TEXT_JS, 16)
-    if small:
-        wait_stable(pg, f"({SCREEN_TEXT_JS})(16)", quiet_ms=1000)
-        small = pg.evaluate(SCREEN_TEXT_JS, 16)
+    small = texts_under(pg, 16, on_screen=True)
     assert small == [], f"{len(small)} texts under 16 px on screen at /{url}: {small[:10]}"
     shot(pg, "presentation_1366_" + re.sub(r"\W+", "_", url))
