@@ -83,6 +83,7 @@ def test_titles_name_the_topic_not_the_answer(built):
             if not part.choices:
                 assert nested(part.answer) not in title.split(" · ", 1)[1], (key, title)
     assert "4e" not in E.TITLES["fan_out"]
+    assert "4e" not in built["fan_out"].question and "4 e" not in built["fan_out"].question   # the answer, 4e
 
 
 def test_the_picker_names_each_exercise_as_its_heading_does(built):
