@@ -203,7 +203,8 @@ def _ex2() -> Exercise:
     g1, g2 = tr.grads["x1"], tr.grads["x2"]
     return Exercise(
         2, "fan_out", "Fan-out: a variable with two users",
-        "f = (x1 + x2)·exp(x1) at x1 = 1, x2 = 2. Compute ∂f/∂x1 and ∂f/∂x2 (numbers; a multiple of e may be typed as `k e`, e.g. `2e`).",
+        "f = (x1 + x2)·exp(x1) at x1 = 1, x2 = 2. Compute ∂f/∂x1 and ∂f/∂x2 (numbers; a multiple of e may be "
+        "typed as `k e`, e.g. `2e`).",
         [Part("dx1", "∂f/∂x1 =", g1, hints=[(math.e * 3, "that is only the path through exp(x1); x1 has a second "
                                               "user (x1 + x2)")]),
          Part("dx2", "∂f/∂x2 =", g2)],
