@@ -252,11 +252,11 @@ def _math(text: str) -> str:
     return text.replace("-", "−")
 
 
-def step_caption(step: DescentStep, lr: float) -> str:
-    """The step's line, numbered from 1 as every stepper of the app counts (step k + 1 moves w_k), one minus sign
-    throughout: ``Step 1: w = (3, −2.5), L = 3.5049 → Δw = −η∇L = −2·(−0.073334, −1.4272) = (0.14667, 2.8544) →
-    L = 1.7939``."""
-    return _math(f"Step {step.k + 1}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = "
+def step_caption(step: DescentStep, lr: float, total: int) -> str:
+    """The step's line, numbered from 1 as every stepper of the app counts (step k + 1 moves w_k) and out of the
+    ``total`` steps as the other steppers' headers say, one minus sign throughout: ``Step 1 of 40: w = (3, −2.5),
+    L = 3.5049 → Δw = −η∇L = −2·(−0.073334, −1.4272) = (0.14667, 2.8544) → L = 1.7939``."""
+    return _math(f"Step {step.k + 1} of {total}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = "
                  f"−{plain(lr)}·{_v(step.grad)} = "
                  f"{_v(step.delta)} → L = {num(step.loss_next)}")
 

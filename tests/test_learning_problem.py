@@ -146,7 +146,7 @@ def test_page_steps_and_switches_learning_rate():
     at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
     # the first step shown is 1, as every stepper of the app counts (it moves w_0)
     assert at.session_state["learn_step"] == 1
-    assert "#### Step 1: w = (3, −2.5)" in _md(at) and "Step 0" not in _md(at)
+    assert "#### Step 1 of 40: w = (3, −2.5)" in _md(at) and "Step 0" not in _md(at)
     # exercise 1 poses the question; the engine's step only on request (the Exercises page asks it too)
     assert "f′(x0) = -6" not in _md(at) and "**0.6**" not in _md(at)
     at.toggle(key="learn_ex1_reveal").set_value(True).run()
@@ -155,7 +155,7 @@ def test_page_steps_and_switches_learning_rate():
     next(b for b in at.button if b.label == "Step").click().run()
     _ok(at)
     assert at.session_state["learn_step"] == 2 and at.query_params["step"] == "2"
-    assert "#### Step 2:" in _md(at)
+    assert "#### Step 2 of 40:" in _md(at)
     next(b for b in at.button if b.label.startswith("divergent")).click().run()
     _ok(at)
     assert at.session_state["learn_step"] == 1 and at.query_params["lr"] == "32"
@@ -167,7 +167,7 @@ def test_page_steps_and_switches_learning_rate():
     assert "on the way" in _md(at) and "after 1 of 40 steps" in _md(at) and "only" not in _md(at)
     next(b for b in at.button if b.label == "End").click().run()
     _ok(at)
-    assert "#### Step 40:" in _md(at)
+    assert "#### Step 40 of 40:" in _md(at)
     assert "too small" in _md(at) and "after 40 steps only" in _md(at) and "on the way" not in _md(at)
 
 
@@ -186,7 +186,7 @@ def test_page_play_advances_the_steps_and_pause_keeps_the_step():
         at.session_state["learn_step_moved"] = at.session_state["learn_step_moved"] - 10.0
         _ok(at.run())
         step = at.session_state["learn_step"]
-        assert f"#### Step {step}:" in _md(at) and at.query_params["step"] == str(step)
+        assert f"#### Step {step} of 40:" in _md(at) and at.query_params["step"] == str(step)
         walked = next(tr for tr in _contours(at)["data"] if tr.get("name") == "w_0 … w_k")
         assert len(walked["x"]) == step   # w_0 … w_k with k = step - 1
         seen.append(step)
@@ -240,8 +240,8 @@ def test_page_bad_link_values_are_ignored():
 def test_the_step_line_writes_one_minus_sign_throughout():
     """"−2·(-0.073334, -1.4272)" mixed the formula's minus with the number formatter's hyphen."""
     path = L.descend("logistic", (3.0, -2.5), 2.0, steps=3)
-    text = L.step_caption(path[0], 2.0)
-    assert text.startswith("Step 1: w = (3, −2.5), L = ") and "−η∇L = −2·(−" in text and "-" not in text
+    text = L.step_caption(path[0], 2.0, len(path))
+    assert text.startswith("Step 1 of 3: w = (3, −2.5), L = ") and "−η∇L = −2·(−" in text and "-" not in text
 
 
 @pytest.mark.parametrize("surface", list(L.SURFACES))

@@ -139,7 +139,7 @@ def draw(step: int) -> None:
              "about right": ":green[:material/check_circle: about right]",
              "divergent": ":red[:material/warning: divergent]", "noisy": ":blue[:material/shuffle: noisy (SGD)]",
              None: ":gray[:material/directions_walk: on the way]"}[kind]
-    st.markdown("#### " + L.step_caption(cur, lr))
+    st.markdown("#### " + L.step_caption(cur, lr, len(path)))
     # presentation mode: the square plot and its legend take what they need, the verdict and the curve the rest
     left, right = st.columns([0.47, 0.53] if look.presenting else [3, 2])
     with left:   # presentation mode: as large as the first screen allows (L.contour_figure's size)

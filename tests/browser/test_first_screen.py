@@ -73,7 +73,7 @@ FIRST_SCREEN = {
     "Static_vs_dynamic?example=logreg&grads=False&train=True&fetch=train+step+%28SGD%29": [
         ("text", r"^Evaluated 25 of 26 nodes: 23 computed \+ 2 fed$"), ("text", r"^binary_cross_entropy\(sigmoid, y\)$"),
         ("text", r"^sigmoid\(add\)$"), ("text", r"^bce_grad\(sigmoid, y\)$")],
-    "Learning_problem": [("graphs", 1), ("caption", r"^Step 1: w = "), ("buttons", STEP_BUTTONS)],
+    "Learning_problem": [("graphs", 1), ("caption", r"^Step 1 of 40: w = "), ("buttons", STEP_BUTTONS)],
     "Topological_sort": [("graphs", 1), ("caption", r"^Step 1 of 7 · ready: x1, x2"), ("buttons", STEP_BUTTONS),
                          ("text", r"^ready \(queue\): no unprocessed input$")],
     "Tensors_and_storage": [("graphs", 2), ("text", r"offset \+ i·strides\[0\]"),
