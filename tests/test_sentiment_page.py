@@ -695,3 +695,20 @@ def test_before_a_run_a_laptop_keeps_its_short_note():
     at = AppTest.from_file(PAGE, default_timeout=120).run()
     assert not at.exception
     assert "press **Start training**" in at.info[0].value and not vega_charts(at)
+
+
+def test_on_a_projector_the_look_inside_takes_the_pages_width():
+    """Presentation mode draws the network under the curves: the look inside is not squeezed beside an empty column
+    (a left column kept for the picture stayed blank over a third of the screen)."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["present"] = "1"
+    at.run()
+    at.number_input(key="sentiment_epochs").set_value(2).run()
+    button(at, "Start training").click().run()
+    run = at.session_state["sentiment_run"]
+    assert run is not None and run.join(60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(m.value.startswith("Hidden units after epoch") for m in at.markdown)
+    empty = [c for c in at.main.columns if not list(c.children.values())]
+    assert empty == [], f"{len(empty)} empty column(s) on the page"

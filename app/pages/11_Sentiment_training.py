@@ -348,7 +348,9 @@ def live_view() -> None:
     picture_col = st.container() if look.presenting else None
 
     st.markdown("##### A look inside, while it trains")
-    left, right = st.columns([2, 5])
+    # on a projector the picture stands above, under the curves: the look inside takes the page's width (a left
+    # column left for it stayed empty)
+    left, right = (None, st.container()) if look.presenting else st.columns([2, 5])
     picture_col = picture_col or left
     if svg is not None:
         picture_col.image(svg, width=PRESENT_NETWORK_PX if look.presenting else "stretch")
