@@ -9,7 +9,8 @@ Counted:
 - label-label overlaps (node texts, edge labels);
 - label-node overlaps (a text leaving its own box, or touching another box; an edge label on a box);
 - labels on edges (an edge passing through an edge label or through a node's text);
-- edge labels astray (nearer another edge than their own, which the label's ``customdata`` names);
+- edge labels astray (nearer another edge than their own, which the label's ``customdata`` names, unless that
+  edge carries the same number);
 - edges crossing a node they do not touch;
 - edges without an arrowhead at a node border;
 - parallel edges drawn on top of each other;
@@ -251,11 +252,14 @@ def check_figure(fig: dict) -> Report:
             if inner[0] < inner[2] and any(segment_meets_rect(p, q, inner) for p, q in zip(path, path[1:])):
                 rep.label_edge.append(f"edge {k} through {text!r}")
     paths = [line + ([arrows[k][0]] if k < len(arrows) and arrows[k] else []) for k, line in enumerate(edges)]
-    for k, rect, text in owners:   # read as belonging to the nearest edge (one joining the same nodes is as good)
+    said = {k: text for k, _, text in owners}
+    # read as belonging to the nearest edge: one joining the same nodes is as good, and so is one that carries the
+    # same number (a fan's equal contributions: whichever edge the eye pairs it with, it reads right)
+    for k, rect, text in owners:
         if k >= len(paths):
             continue
         own = polyline_rect_distance(paths[k], rect)
-        near = [j for j, path in enumerate(paths) if j != k and ends[j] != ends[k]
+        near = [j for j, path in enumerate(paths) if j != k and ends[j] != ends[k] and said.get(j) != text
                 and polyline_rect_distance(path, rect) <= own]
         if near:
             rep.label_astray.append(f"{text!r} (edge {k}) is as near edge {near[0]}")

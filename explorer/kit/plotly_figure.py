@@ -215,13 +215,16 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
             continue
         w = label_chars[k] * CHAR_W * EDGE_FONT / 2 + 2
         h = LINE_H * EDGE_FONT / 2 + 1
-        spot = None
+        spot, fallback, fallback_margin = None, None, -math.inf
         # then just clear of its edge, beside it (a long label on a short vertical edge between wide boxes: the
         # fixed offsets never left the edge's line) or above / below it
         beside = [(sx * (w + 4), dy) for dy in (0, -6, 6, -12, 12, -18, 18, -24, 24) for sx in (1, -1)]
         beside += [(dx, sy * (h + 4)) for dx in (0, -12, 12) for sy in (-1, 1)]
         # around dot's spot, then (it was nearer another edge, or taken) beside the edge's own middle
-        bases = [at] + ([polys[k][len(polys[k]) // 2]] if e.label_at is not None and polys[k] else [])
+        # and, where neither had a spot that is clearly this edge's, beside its quarters
+        q = polys[k]
+        bases = [at] + ([q[len(q) // 2]] if e.label_at is not None and q else []) + \
+            ([q[len(q) // 4], q[3 * len(q) // 4]] if len(q) > 2 else [])
         for (bx, by), (dx, dy) in ((b, o) for b in bases for o in offsets + beside):
             x, y = bx + dx, by + dy
             r = (x - w, y - h, x + w, y + h)
@@ -229,10 +232,14 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
                 continue
             if any(_overlap(r, ext) and _hits(poly, r) for poly, ext in zip(polys, extents)):
                 continue
-            if _strays(k, r, polys, extents, ends):
+            margin = _own_margin(k, r, polys, extents, ends)
+            if margin < STRAY_MARGIN:   # as near another edge as its own: kept in case no spot is clearly its own
+                if margin > fallback_margin:
+                    fallback, fallback_margin = (x, y), margin
                 continue
             spot = (x, y)
             break
+        spot = spot or fallback   # every edge keeps its number: where it is most nearly its own edge's
         if spot is not None:
             taken.append((spot[0] - w, spot[1] - h, spot[0] + w, spot[1] + h))
         out.append(spot)
@@ -242,17 +249,18 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
 STRAY_MARGIN = 3.0   # figure units a label must sit nearer its own edge than any other (the eye pairs it so)
 
 
-def _strays(k: int, r, polys: list[list[Point]], extents, ends: list[tuple[int, int]]) -> bool:
-    # a label is read as belonging to the nearest edge: its own must be clearly the nearest (an edge joining the
-    # same two nodes, x·x's second operand, names the same pair)
+def _own_margin(k: int, r, polys: list[list[Point]], extents, ends: list[tuple[int, int]]) -> float:
+    """How much nearer its own edge ``k`` a label in ``r`` sits than any other edge (an edge joining the same two
+    nodes, x·x's second operand, names the same pair), capped at :data:`STRAY_MARGIN`: a label is read as
+    belonging to the nearest edge, so its own must be clearly the nearest."""
     own = polyline_rect_distance(polys[k], r)
     reach = own + STRAY_MARGIN
+    nearest = reach
     for j, (poly, ext) in enumerate(zip(polys, extents)):
         if j == k or ends[j] == ends[k] or ext[0] > r[2] + reach or ext[2] < r[0] - reach or ext[1] > r[3] + reach or ext[3] < r[1] - reach:
             continue
-        if polyline_rect_distance(poly, r) < reach:
-            return True
-    return False
+        nearest = min(nearest, polyline_rect_distance(poly, r))
+    return nearest - own
 
 
 def _overlap(a, b) -> bool:
