@@ -111,8 +111,28 @@ def busy_processes(n: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(n)]
 
 
+def wait_for(pg, what: str, expression: str, timeout_ms: float, polling: int = 20) -> None:
+    """``pg.wait_for_function(expression)``; when it runs out, an error that says which wait it was, on which
+    page, with the page's step header and its picture (test-output/under_load_timeout.png)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        pg.wait_for_function(expression, polling=polling, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        shot = ROOT / "test-output" / "under_load_timeout.png"
+        shot.parent.mkdir(exist_ok=True)
+        try:
+            pg.screenshot(path=str(shot), full_page=True)
+            state = pg.evaluate("() => [window.__adHeader, document.querySelector('[data-testid=\"stApp\"]')"
+                                "?.getAttribute('data-test-script-state'), "
+                                "document.querySelectorAll('[data-stale=\"true\"], [data-testid=\"stSkeleton\"]').length]")
+        except Exception as e:  # noqa: BLE001 - the page may be gone; the message still names the wait
+            state = f"(page not readable: {e})"
+        raise RuntimeError(f"{what}: not within {timeout_ms / 1000:.0f} s on {pg.url} "
+                           f"(step header, script state, stale elements: {state}; picture: {shot})") from None
+
+
 def wait_idle(pg, timeout_ms: float) -> None:
-    pg.wait_for_function(IDLE_JS, polling=50, timeout=timeout_ms)
+    wait_for(pg, "the page idle", IDLE_JS, timeout_ms, polling=50)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -156,7 +176,8 @@ def measure_steps(pg, steps: int, timeout_ms: float) -> list[float]:
             break
         clicks = pg.evaluate("window.__adClicks.length")
         button.first.click()
-        pg.wait_for_function(f"() => window.__adHeader && window.__adHeader[0] > {k}", polling=20, timeout=timeout_ms)
+        wait_for(pg, f"Step's paint after step {k}", f"() => window.__adHeader && window.__adHeader[0] > {k}",
+                 timeout_ms)
         click = pg.evaluate(f"window.__adClicks[{clicks}]")
         paint = pg.evaluate(f"window.__adPaints.find(p => p.k > {k} && p.t >= {click}).t")
         out.append((paint - click) / 1000)
@@ -171,8 +192,7 @@ def measure_play(browser, url: str, timeout_ms: float) -> tuple[float, int, int]
     try:
         k0, n = pg.evaluate(WATCH_JS)
         pg.get_by_role("button", name=re.compile(r"\bPlay\b")).first.click()
-        pg.wait_for_function(f"() => window.__adHeader && window.__adHeader[0] >= {n}", polling=20,
-                             timeout=timeout_ms)
+        wait_for(pg, f"Play's last step ({n})", f"() => window.__adHeader && window.__adHeader[0] >= {n}", timeout_ms)
         click, paints = pg.evaluate("window.__adClicks[0]"), pg.evaluate("window.__adPaints")
         last = next(p["t"] for p in paints if p["k"] >= n)
         return (last - click) / 1000, n - k0, len(paints)
