@@ -20,3 +20,7 @@ Pages in the lecture's order (``app/pages/N_*.py``):
 - :mod:`explorer.exercises`             page 12
 - :mod:`explorer.student_code`          page 13 (a student's HW2 code, run in a sandboxed child process)
 """
+
+from explorer.kit import ast_guard as _ast_guard
+
+_ast_guard.install()

@@ -8,6 +8,7 @@ import pytest
 os.environ.setdefault("STREAMLIT_CLIENT_SHOW_ERROR_DETAILS", "true")
 
 import engine  # noqa: E402
+import explorer  # noqa: E402,F401  (guards ast.parse across threads: explorer/kit/ast_guard.py)
 from engine.backends import known  # noqa: E402
 
 

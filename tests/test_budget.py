@@ -319,11 +319,20 @@ def _forward(text, values):
 
 
 def test_parsing_is_safe_from_many_threads():
-    """CPython 3.11's ast builder keeps its recursion depth in shared state: two threads parsing at once,
-    with a garbage collection running a finaliser in between, raised SystemError under a class's load."""
+    """CPython 3.11's ast builder keeps its recursion depth in shared state: two threads building ASTs at
+    once, with a garbage collection running a finaliser in between, raised SystemError under a class's
+    load (and in CI: ``inspect.getsource`` of a class in one thread while another parsed). Every builder
+    of ASTs in the process is covered: the app's parser, a bare ``ast.parse`` (as Streamlit's magic and
+    pytest call it) and ``inspect.getsource`` of a class."""
+    import ast
     import gc
+    import inspect
     import threading
+    import explorer
     from explorer.explain.parser import parse_python
+    from explorer.kit import ast_guard
+
+    assert explorer and ast_guard.install() == ast_guard.NEEDED
 
     class Junk:  # cyclic garbage whose finaliser lets the GIL change hands inside a parse
         def __init__(self):
@@ -334,21 +343,24 @@ def test_parsing_is_safe_from_many_threads():
 
     source = "f = " + "(" * 40 + "x" + ")" * 40 + "\n" + "\n".join(
         f"y{i} = exp(1.5*x{i} + 2*x2) * sum(W @ x)" for i in range(30))
+    big = inspect.getsource(inspect)
     errors = []
 
-    def work():
-        for _ in range(300):
+    def work(parse, n):
+        for _ in range(n):
             Junk()
             Junk()
             try:
-                parse_python(source)
+                parse()
             except SystemError as e:  # pragma: no cover - the failure this guards against
                 errors.append(e)
 
+    jobs = [(lambda: parse_python(source), 300), (lambda: ast.parse(source), 300),
+            (lambda: ast.parse(big), 8), (lambda: inspect.getsource(ex.ExpressionError), 300)]
     old = gc.get_threshold()
     gc.set_threshold(50, 1, 1)
     try:
-        threads = [threading.Thread(target=work) for _ in range(6)]
+        threads = [threading.Thread(target=work, args=job) for job in jobs + jobs]
         for t in threads:
             t.start()
         for t in threads:

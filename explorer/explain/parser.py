@@ -13,7 +13,6 @@ import contextlib
 import contextvars
 import math
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
@@ -300,20 +299,10 @@ class _Statement:
     source: str
 
 
-_AST_LOCK = threading.Lock()
-
-
 def parse_python(source: str, mode: str = "exec") -> ast.AST:
-    """``ast.parse``, one thread at a time.
-
-    CPython 3.11 keeps the AST builder's recursion depth in module-wide state: when two threads parse at
-    once and the GIL changes hands in between (a garbage collection running a finaliser is enough), one
-    of them fails with ``SystemError: AST constructor recursion depth mismatch``. A server runs every
-    session's script in its own thread; 50 sessions stepping hit it a few times a minute. Everything in
-    the app that parses Python source goes through here.
-    """
-    with _AST_LOCK:
-        return ast.parse(source, mode=mode)
+    """``ast.parse``, safe from many threads: :mod:`explorer.kit.ast_guard` (installed when :mod:`explorer`
+    is imported) makes every ``ast.parse`` in the process, the app's and its libraries', take one lock."""
+    return ast.parse(source, mode=mode)
 
 
 def _parse_tree(text: str, what: str, max_chars: int = MAX_TEXT_CHARS) -> ast.Module:
