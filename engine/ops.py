@@ -314,6 +314,15 @@ def label_of(op_name: str) -> str:
     return op.label if op is not None else ""
 
 
+class _Linear:
+    """The JVP of an op linear in its first input (any others are constants: indices, a mask): its Jacobian
+    is the op itself, so the tangent ẋ maps to the same op on ẋ, with the same parameters and constants."""
+
+    @classmethod
+    def jvp(cls, ctx, t, *constants):
+        return None if t is None else apply(cls, (t, *ctx.inputs[1:]), ctx.params)
+
+
 # ---------------------------------------------------------------------------
 # elementwise binary (broadcasting)
 
@@ -813,7 +822,7 @@ class DropoutMask(Op):
         return lambda: _dropout_mask(k, shape, p)
 
 
-class Dropout(Op):
+class Dropout(_Linear, Op):
     """Inverted dropout, x ⊙ keep / (1 − p), from a bool mask (``DropoutMask``): it saves the mask only
     (``x * mask`` would save x and a float mask). Linear in x: its VJP and JVP are the same op on ȳ / ẋ."""
 
@@ -829,10 +838,6 @@ class Dropout(Op):
     def vjp(cls, ctx, g, k=RECORDED):
         x, keep = ctx.operands
         return (k.apply(Dropout, (g, k.value(keep)), ctx.params) if x.requires_grad else None), None
-
-    @classmethod
-    def jvp(cls, ctx, tx, tkeep):
-        return apply(Dropout, (tx, ctx.operands[1]), ctx.params) if tx is not None else None
 
 
 # ---------------------------------------------------------------------------
@@ -863,7 +868,7 @@ def _mean_arrays(be, a, dims, keepdim, scale):
     return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
 
 
-class Sum(Op):
+class Sum(_Linear, Op):
     name = "sum"
     saves = ()
     formula = "x̄ = expand(ȳ, x.shape)   (every summed element receives ȳ)"
@@ -883,13 +888,8 @@ class Sum(Op):
         dims, keepdim = ctx.params
         return (k.spread(g, ctx.operands[0].shape, dims, keepdim),)
 
-    @classmethod
-    def jvp(cls, ctx, ta):
-        dims, keepdim = ctx.params
-        return sum(ta, dims, keepdim)
 
-
-class Mean(Op):
+class Mean(_Linear, Op):
     """The mean over dims: the sum times 1/n as one node (PyTorch's MeanBackward), the same bits as
     ``sum(x) * (1/n)``."""
 
@@ -905,10 +905,6 @@ class Mean(Op):
     def vjp(cls, ctx, g, k=RECORDED):
         dims, keepdim, scale = ctx.params
         return (k.spread(k.scale(g, scale), ctx.operands[0].shape, dims, keepdim),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return apply(Mean, (ta,), ctx.params)
 
 
 class Max(Op):
@@ -1099,7 +1095,7 @@ class Linear(Op):
 # layout
 
 
-class Permute(Op):
+class Permute(_Linear, Op):
     name = "permute"
     saves = ()
     formula = "x̄ = permute(ȳ, inverse order)"
@@ -1119,10 +1115,6 @@ class Permute(Op):
         for i, o in enumerate(order):
             inverse[o] = i
         return (k.permute(g, tuple(inverse)),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return permute(ta, ctx.params)
 
 
 class _NewShape:
@@ -1166,7 +1158,7 @@ class Reshape(_NewShape, Op):
         return cls._backend_kernel(ctx, dtypes, "reshape", ctx.params)
 
 
-class Expand(Op):
+class Expand(_Linear, Op):
     """Broadcast to a larger shape (stride-0 view). Its VJP is ``sum_to_shape``."""
 
     name = "expand"
@@ -1184,10 +1176,6 @@ class Expand(Op):
     @classmethod
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.sum_to_shape(g, ctx.operands[0].shape),)
-
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return expand(ta, ctx.params)
 
 
 class Contiguous(Op):
@@ -1208,7 +1196,7 @@ class Contiguous(Op):
         return ta
 
 
-class GetItem(Op):
+class GetItem(_Linear, Op):
     """Basic indexing (ints and slices) as a view. VJP: add into zeros at the same place."""
 
     name = "getitem"
@@ -1223,12 +1211,8 @@ class GetItem(Op):
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.apply(IndexAdd, (g,), (ctx.operands[0].shape, ctx.params)),)
 
-    @classmethod
-    def jvp(cls, ctx, ta):
-        return getitem(ta, ctx.params)
 
-
-class IndexAdd(Op):
+class IndexAdd(_Linear, Op):
     name = "index_add"
     saves = ()
     formula = "s̄ = ȳ[key]"
@@ -1241,10 +1225,6 @@ class IndexAdd(Op):
     @classmethod
     def vjp(cls, ctx, g, k=RECORDED):
         return (k.apply(GetItem, (g,), ctx.params[1]),)
-
-    @classmethod
-    def jvp(cls, ctx, ts):
-        return apply(IndexAdd, (ts,), ctx.params)
 
 
 # ---------------------------------------------------------------------------
@@ -1276,7 +1256,7 @@ class Where(Op):
         return where(cond, ta, tb)
 
 
-class Gather(Op):
+class Gather(_Linear, Op):
     """Embedding lookup: rows of ``table`` at integer ``indices``. VJP: scatter-add."""
 
     name = "gather"
@@ -1292,12 +1272,8 @@ class Gather(Op):
         table, indices = ctx.operands
         return k.apply(ScatterAdd, (g, k.value(indices)), table.shape), None
 
-    @classmethod
-    def jvp(cls, ctx, tt, ti):
-        return gather(tt, ctx.inputs[1])
 
-
-class ScatterAdd(Op):
+class ScatterAdd(_Linear, Op):
     """Zeros of a shape with rows of ``src`` added at ``indices`` (repeated rows add up)."""
 
     name = "scatter_add"
@@ -1311,10 +1287,6 @@ class ScatterAdd(Op):
     @classmethod
     def vjp(cls, ctx, g, k=RECORDED):
         return k.apply(Gather, (g, k.value(ctx.operands[1]))), None
-
-    @classmethod
-    def jvp(cls, ctx, ts, ti):
-        return apply(ScatterAdd, (ts, ctx.inputs[1]), ctx.params)
 
 
 # ---------------------------------------------------------------------------
