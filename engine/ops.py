@@ -1,16 +1,11 @@
-"""Primitive ops: one block per op with its forward, VJP and JVP together.
+"""Primitive ops: one class per op with its forward, VJP and JVP together.
 
-Forwards call the backend on raw arrays. Each op's VJP is one rule written with a small set of
-array operations (:class:`ArrayOps`) that two interpreters run: engine ops on Tensors (the default,
-:data:`RECORDED`: the backward pass is itself a graph, ``create_graph=True`` gives higher-order
-derivatives, and the explorer can draw it) and the backend's kernels on raw arrays (a backward pass
-nobody records or watches: training), with the same bits. JVPs are written with engine ops.
-Broadcasting is undone in exactly one helper, :func:`sum_to_shape`.
-
-Composites (tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and need no rules of
-their own. ``scalar`` is an op's kernel for the scalar fast path (0-d float64 values, see
-``engine.tensor.apply``), with the same bits as its array kernel. Sigmoid, binary cross-entropy, dropout,
-the mean and Linear are fused primitives (one node each, as PyTorch records them): fewer dispatches per step.
+Forwards call the backend on raw arrays. Each VJP is one rule written with the operations of
+:class:`ArrayOps`, which two interpreters run (engine ops on Tensors, the backend's kernels on arrays);
+JVPs are written with engine ops. Broadcasting is undone in exactly one helper, :func:`sum_to_shape`.
+Composites (tanh, softmax, cross-entropy, ...) live in ``engine.functional`` and need no rules of their
+own. Sigmoid, binary cross-entropy, dropout, the mean and Linear are fused primitives (one node each, as
+PyTorch records them): fewer dispatches per step.
 """
 from __future__ import annotations
 
@@ -218,7 +213,7 @@ class Unary(Op):
             cls.function = _elementwise_function(cls)
             vars(sys.modules[cls.__module__]).setdefault(cls.name, cls.function)
             if cls.tensor_method and not hasattr(Tensor, cls.name):
-                setattr(Tensor, cls.name, _tensor_method(cls))
+                setattr(Tensor, cls.name, cls.function)   # x.exp() is engine.exp(x)
             if cls.typed:
                 _declare_typed(TypedFunction(cls.name, cls.function, 1, False))
 
@@ -242,14 +237,6 @@ def _elementwise_function(op: type[Op]) -> Callable:
     function.__module__ = op.__module__
     function.__doc__ = f"{op.name}(a), elementwise (primitive {op.__name__}; VJP: {op.formula})"
     return function
-
-
-def _tensor_method(op: type[Op]) -> Callable:
-    def method(self: Tensor) -> Tensor:
-        return apply(op, (self,))
-    method.__name__, method.__qualname__ = op.name, f"Tensor.{op.name}"
-    method.__doc__ = f"``engine.{op.name}(self)``"
-    return method
 
 
 class Binary(Op):

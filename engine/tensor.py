@@ -181,10 +181,8 @@ class Op:
     ``scalar`` (the scalar fast path's kernel). A subclass that sets its own ``name`` is registered
     under it (``engine.ops.primitive(name)``). ``engine.ops`` holds the declarations.
 
-    The VJP is one rule run by two interpreters (``engine.ops.ArrayOps``): ``k`` is the recorded one by
-    default (engine ops on Tensors, which ``create_graph``, hooks, forward mode and static graphs see);
-    ``chain_rule`` passes the raw one (the backend's kernels on arrays) for a pass that records nothing
-    and nobody watches (:func:`_vjp_on_arrays`). A ``vjp`` without a ``k`` parameter always runs recorded.
+    ``k``, the VJP's interpreter (``engine.ops.ArrayOps``), is the recorded one by default; ``chain_rule``
+    passes the raw one where it may (:func:`_vjp_on_arrays`). A ``vjp`` without ``k`` always runs recorded.
     """
 
     name = "?"
@@ -237,12 +235,10 @@ class Op:
 
 
 def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
-    """``node``'s VJP contributions from its op's rule run by the raw interpreter (the backend's kernels
-    on arrays, ``engine.ops.ArrayOps.raw``), each array made a Tensor once; None when the rule is written
-    on Tensors only, when the pass must see its engine ops (``create_graph`` records them, a ``trace_ops``
-    hook watches them: graph capture, the explain tools; forward mode carries tangents through them) or
-    when ``g`` is a scalar fast-path value at a node the scalar path did not make. At a node the scalar path
-    made (its data a NumPy float64 scalar) the rule runs on the numbers (``engine.ops.SCALAR``)."""
+    """``node``'s VJP contributions from its op's rule run by the raw interpreter (the backend's kernels on
+    arrays; at a node the scalar fast path made, on its numbers: ``engine.ops.SCALAR``), each made a Tensor
+    once. None when the rule is written on Tensors only, or when the pass must see its engine ops
+    (``create_graph``, a ``trace_ops`` hook, forward mode), or ``g`` is a scalar value at another node."""
     if not node.op.array_rule:
         return None
     st = _state
@@ -572,16 +568,12 @@ class Tensor:
                  strategy: "str | autodiff.TraversalStrategy" = "topological", observer=None) -> None:
         """Backpropagate from this tensor and accumulate into the leaves' ``.grad``.
 
-        As PyTorch: each node whose VJP ran releases what it saved for backward, so a second
-        ``backward()`` through the same graph raises :class:`GraphReleasedError`, unless the
-        earlier call passed ``retain_graph=True``. Released means freed, during the pass: right
-        after a node's VJP its input slots become edges that keep no value, so a saved buffer
-        nothing else holds (a ReLU's output, a dropout mask) goes as soon as the last VJP that read
-        it has run, as PyTorch frees saved tensors (the strategies that run a VJP more than once,
-        ``path_recursion``, only mark the nodes). The graph's structure stays, and every value a
-        caller still holds; a picture that reads the graph's values after backward passes
-        ``retain_graph=True`` (explorer.explain does). ``engine.grad`` / ``engine.vjp`` and
-        ``chain_rule`` called directly release nothing.
+        As PyTorch: each node whose VJP ran releases what it saved for backward (a second
+        ``backward()`` through it raises :class:`GraphReleasedError` unless the earlier call passed
+        ``retain_graph=True``), and frees it during the pass: right after a node's VJP its input slots
+        become edges that keep no value, so a saved buffer nothing else holds goes once the last VJP
+        that read it has run (``path_recursion``, which runs VJPs again, only marks the nodes). Values
+        a caller holds stay. ``engine.grad`` / ``engine.vjp`` and ``chain_rule`` release nothing.
 
         Args:
             grad: d(something)/d(self); defaults to 1 for a one-element tensor.
@@ -751,16 +743,13 @@ def tensor(data, requires_grad: bool = False, dtype=None, backend: "str | Backen
     Args:
         data: a number, (nested) list, NumPy array or Tensor.
         requires_grad: whether gradients should be accumulated into ``.grad``.
-        dtype: ``engine.float64`` / ``engine.float32`` / ``engine.int64`` or their names.
-            Default, as PyTorch: int64 for integer data (Python ints, NumPy integer arrays), bool for
-            bool data (``True``, ``[True, False]``, NumPy bool arrays), the array's own dtype for
-            float32 / float64 arrays, float64 for other numbers (PyTorch would say float32; a
-            teaching tool compares against central differences).
+        dtype: ``engine.float64`` / ``engine.float32`` / ``engine.int64`` or their names; by default
+            PyTorch's rule, but float64 for Python floats (see :func:`_infer_dtype`).
+        backend: ``"numpy"`` (default), ``"python"`` or ``"cuda"``.
+        name: an optional label (the explorer shows it).
 
     Raises:
         TypeError: ``requires_grad`` on integer or bool data (only floating-point tensors take gradients).
-        backend: ``"numpy"`` (default), ``"python"`` or ``"cuda"``.
-        name: an optional label (the explorer shows it).
     """
     return Tensor(data, requires_grad=requires_grad, dtype=dtype, backend=backend, name=name)
 
@@ -903,14 +892,7 @@ def _holds_large_values(root: Tensor, limit: int = 32) -> bool:
         # an edge that keeps no value has no bytes to free, but the same history (its slots)
         if kind is Tensor and getattr(t._data, "nbytes", 0) >= FREE_MIN_BYTES:
             return True
-        n = t._n
-        if n == 1:
-            stack.append(t._a)
-        elif n == 2:
-            stack.append(t._a)
-            stack.append(t._b)
-        else:
-            stack.extend(t._a)
+        stack.extend(_operands(t))
     return False
 
 

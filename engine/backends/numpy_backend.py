@@ -137,8 +137,8 @@ class NumpyBackend(NdarrayLayout, Backend):
         return d if d is not None else as_dtype(a.dtype)
 
     def full(self, shape, value, dtype: DType):
-        if dtype is float64 and not shape:
-            return np.float64(value)
+        if not shape:   # 0-d (a backward pass's seed): float64 is the scalar fast path's NumPy scalar
+            return np.float64(value) if dtype is float64 else np.array(value, dtype=dtype.numpy)
         return np.full(tuple(shape), value, dtype=dtype.numpy)
 
     def uniform(self, shape, dtype: DType):
