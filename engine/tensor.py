@@ -281,6 +281,17 @@ def _operands(rec) -> tuple:
     return rec._a
 
 
+def _set_operands(rec, inputs) -> None:
+    """Store ``inputs`` in ``rec``'s slots, as :func:`_operands` reads them."""
+    n = rec._n = len(inputs)
+    if n == 2:
+        rec._a, rec._b = inputs
+    elif n == 1:
+        rec._a, rec._b = inputs[0], None
+    else:
+        rec._a, rec._b = tuple(inputs), None
+
+
 class History:
     """How a tensor was made: op, inputs, parameters, and what its VJP needs. One or two inputs sit in
     slots of their own (no long-lived tuple per node for the garbage collector to walk)."""
@@ -289,13 +300,7 @@ class History:
 
     def __init__(self, op, inputs, params, backend):
         self.op = op
-        n = self._n = len(inputs)
-        if n == 2:
-            self._a, self._b = inputs
-        elif n == 1:
-            self._a, self._b = inputs[0], None
-        else:
-            self._a, self._b = tuple(inputs), None
+        _set_operands(self, inputs)
         self.params = params
         self.backend = backend
         self._out = None
@@ -927,19 +932,14 @@ def _drop_saved(node: Tensor) -> None:
     """Free what ``node`` saved for backward, right after its VJP ran in a releasing pass: every input
     slot becomes an edge that keeps no value: in the node, in its edge's target when that is alive, and in
     the edges its consumers made to it when they were released (they copied its slots)."""
-    n = node._n
-    if n == 1:
-        a, b = _released_edge(node._a), None
-    elif n == 2:
-        a, b = _released_edge(node._a), _released_edge(node._b)
-    else:
-        a, b = tuple(_released_edge(t) for t in node._a), None
+    edges = [_released_edge(t) for t in _operands(node)]
     # one node, several objects holding its slots: each gets the same edges (new copies of copies would
     # multiply along a chain)
     released = node._released
     for c in (node, node._ref() if type(node) is _Unsaved else None, *_state.copies.pop(node.unique_id, ())):
         if c is not None:
-            c._a, c._b, c._released = a, b, released
+            _set_operands(c, edges)
+            c._released = released
 
 
 def _release_unsaved(out: Tensor, keep: tuple[int, ...]) -> None:
