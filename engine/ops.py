@@ -301,7 +301,7 @@ def label_of(op_name: str) -> str:
     return op.label if op is not None else ""
 
 
-class _Linear:
+class _LinearInFirst:
     """The JVP of an op linear in its first input (any others are constants: indices, a mask): its Jacobian
     is the op itself, so the tangent ẋ maps to the same op on ẋ, with the same parameters and constants."""
 
@@ -809,7 +809,7 @@ class DropoutMask(Op):
         return lambda: _dropout_mask(k, shape, p)
 
 
-class Dropout(_Linear, Op):
+class Dropout(_LinearInFirst, Op):
     """Inverted dropout, x ⊙ keep / (1 − p), from a bool mask (``DropoutMask``): it saves the mask only
     (``x * mask`` would save x and a float mask). Linear in x: its VJP and JVP are the same op on ȳ / ẋ."""
 
@@ -855,7 +855,7 @@ def _mean_arrays(be, a, dims, keepdim, scale):
     return be.binary("mul", s, be.array(scale, dt if dt.is_floating else float64))
 
 
-class Sum(_Linear, Op):
+class Sum(_LinearInFirst, Op):
     name = "sum"
     saves = ()
     formula = "x̄ = expand(ȳ, x.shape)   (every summed element receives ȳ)"
@@ -876,7 +876,7 @@ class Sum(_Linear, Op):
         return (k.spread(g, ctx.operands[0].shape, dims, keepdim),)
 
 
-class Mean(_Linear, Op):
+class Mean(_LinearInFirst, Op):
     """The mean over dims: the sum times 1/n as one node (PyTorch's MeanBackward), the same bits as
     ``sum(x) * (1/n)``."""
 
@@ -1082,7 +1082,7 @@ class Linear(Op):
 # layout
 
 
-class Permute(_Linear, Op):
+class Permute(_LinearInFirst, Op):
     name = "permute"
     saves = ()
     formula = "x̄ = permute(ȳ, inverse order)"
@@ -1145,7 +1145,7 @@ class Reshape(_NewShape, Op):
         return cls._backend_kernel(ctx, dtypes, "reshape", ctx.params)
 
 
-class Expand(_Linear, Op):
+class Expand(_LinearInFirst, Op):
     """Broadcast to a larger shape (stride-0 view). Its VJP is ``sum_to_shape``."""
 
     name = "expand"
@@ -1183,7 +1183,7 @@ class Contiguous(Op):
         return ta
 
 
-class GetItem(_Linear, Op):
+class GetItem(_LinearInFirst, Op):
     """Basic indexing (ints and slices) as a view. VJP: add into zeros at the same place."""
 
     name = "getitem"
@@ -1199,7 +1199,7 @@ class GetItem(_Linear, Op):
         return (k.apply(IndexAdd, (g,), (ctx.operands[0].shape, ctx.params)),)
 
 
-class IndexAdd(_Linear, Op):
+class IndexAdd(_LinearInFirst, Op):
     name = "index_add"
     saves = ()
     formula = "s̄ = ȳ[key]"
@@ -1243,7 +1243,7 @@ class Where(Op):
         return where(cond, ta, tb)
 
 
-class Gather(_Linear, Op):
+class Gather(_LinearInFirst, Op):
     """Embedding lookup: rows of ``table`` at integer ``indices``. VJP: scatter-add."""
 
     name = "gather"
@@ -1260,7 +1260,7 @@ class Gather(_Linear, Op):
         return k.apply(ScatterAdd, (g, k.value(indices)), table.shape), None
 
 
-class ScatterAdd(_Linear, Op):
+class ScatterAdd(_LinearInFirst, Op):
     """Zeros of a shape with rows of ``src`` added at ``indices`` (repeated rows add up)."""
 
     name = "scatter_add"
