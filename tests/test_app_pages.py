@@ -848,6 +848,14 @@ def test_cross_entropy_page_on_a_projector_asks_before_it_answers():
     assert [e.label for e in at.expander if e.label == "The answer"] == ["The answer", "The answer"]
     assert all(answer in "\n".join(m.value for m in e.markdown) for e, (_, answer, _) in
                zip([e for e in at.expander if e.label == "The answer"], C.QUESTIONS))
+    # the pages that show each answer are folded with it: their names give it away ("each layer's VJP as
+    # matrices", "Topological sort: the order") while the class is still being asked
+    folded = [e for e in at.expander if e.label == "The answer"]
+    for e, (_, _, links) in zip(folded, C.QUESTIONS):
+        assert [(b.proto.url, b.proto.label) for b in e.get("link_button")] == links
+    inside = [b.proto.label for e in folded for b in e.get("link_button")]
+    assert sorted(inside) == sorted(b.proto.label for b in at.get("link_button")
+                                    if b.proto.label in {label for _, _, ls in C.QUESTIONS for _, label in ls})
     assert C.ENGINE_FORMULA in md and C.ENGINE_FORMULA not in [c.value for c in at.caption]
 
 

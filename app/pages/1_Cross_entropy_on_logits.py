@@ -46,14 +46,17 @@ c[1].code(C.ENGINE_CODE, language="python", wrap_lines=True)
 q = st.columns(2)
 for col, (question, answer, links) in zip(q, C.QUESTIONS):
     with col.container(border=True):
-        if look.presenting:   # the lecture asks the class first: the answer is folded, the pages that show it below
+        # the lecture asks the class first: on a projector the answer is folded, and so are the pages that show
+        # it (their names say it: "each layer's VJP", "Topological sort: the order")
+        if look.presenting:
             st.markdown(f"**{question}**")
-            with st.expander("The answer"):
-                st.markdown(answer)
+            where = st.expander("The answer")
+            where.markdown(answer)
         else:
             st.markdown(f"**{question}** {answer}")
+            where = st.container()
         for url, label in links:
-            st.link_button(label, url, icon=":material/open_in_new:")
+            where.link_button(label, url, icon=":material/open_in_new:")
 
 st.subheader("A batch through the loss")
 b = fixed_figure("cross_entropy.batch", "The batch through the loss")
