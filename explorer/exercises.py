@@ -421,9 +421,11 @@ def _ex10() -> Exercise:
         page_link("Static_vs_dynamic", {}), "Static vs dynamic: the unrolled loop and constant folding")
 
 
-TRAINING_WHY = ("the update needs only the loss's gradient, which starts from a constant 1, not the loss's value",
-                "they are pruned away by constant folding before the run",
-                "they are evaluated later, when the next training step starts")
+# the answer neither first nor the one worded with care: each choice a reason of the same length and detail
+TRAINING_WHY_ANSWER = "the update needs the loss's gradient, which starts from 1, not the loss's value"
+TRAINING_WHY = ("constant folding removes them: their inputs are the same at every step",
+                TRAINING_WHY_ANSWER,
+                "they wait for the next step: sess.run evaluates a node once its value is read")
 
 
 def _ex11() -> Exercise:
@@ -446,7 +448,7 @@ def _ex11() -> Exercise:
         [Part("built", "nodes built:", built, Tolerance(0, 0)),
          Part("evaluated", "evaluated per step:", evaluated, Tolerance(0, 0)),
          Part("skipped", "not evaluated:", built - evaluated, Tolerance(0, 0)),
-         Part("why", "why:", TRAINING_WHY[0], choices=TRAINING_WHY)],
+         Part("why", "why:", TRAINING_WHY_ANSWER, choices=TRAINING_WHY)],
         [f"The engine's graph: {breakdown(lr)}: **{built}** nodes, built once.",
          f"sess.run(train) evaluates what the two updates need: **{evaluated}** ({len(train.evaluated)} computed + "
          f"{len(train.fed_used)} fed).",

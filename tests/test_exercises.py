@@ -35,7 +35,7 @@ LECTURE = {
     # 11. the notes ask it of their own model (68 built, 54 evaluated, 14 skipped: the loss's own nodes and 12
     # gradient nodes for placeholders and constants); on this engine's logistic regression the loss's own two
     # nodes (BCE, mean) are all that a step skips: gradients() builds nothing for placeholders
-    "static_training": {"built": 26, "evaluated": 25, "skipped": 1, "why": E.TRAINING_WHY[0]},
+    "static_training": {"built": 26, "evaluated": 25, "skipped": 1, "why": E.TRAINING_WHY_ANSWER},
     "embedding": {"row3": [6.0, 8.0], "row1": [3.0, 4.0], "others": 0},   # 12. g0 + g2, g1, 0
     "paths": {"paths": 2 ** 10 - 1, "topo": 10},                          # path recursion: 2^d − 1 VJP calls
     "static_counts": {"built": 6, "run_h": 6, "run_xw": 3},               # the notes' h = relu(x·W + b)
@@ -288,6 +288,18 @@ def test_fan_out_sums_are_written_symbolic_then_numeric(built):
     assert "v2 = v1·v1, v3 = v2·v1" in cube.question
     assert "v̄1 = v̄3·v2 + v̄2·v1 + v̄2·v1 = 4 + 4 + 4 = **12**" in "\n".join(cube.steps)
     assert not any("= mul(…)" in s or "from x3 = add" in s for s in cube.steps + built["fan_out"].steps)
+
+
+def test_a_choice_question_does_not_point_at_its_answer(built):
+    """A multiple-choice part on a projector: the right reason was listed first and was the only one worded with
+    care (92 characters against 55): the class could pick it without reading. Where a part has choices of its own
+    (more than two), the answer is not the first, and no choice is much longer than the others."""
+    parts = [(key, p) for key, ex_ in built.items() for p in ex_.parts if len(p.choices) > 2]
+    assert parts, "exercise 11's reason is a choice question"
+    for key, part in parts:
+        assert part.answer in part.choices and part.choices[0] != part.answer, (key, part.choices)
+        lengths = [len(c) for c in part.choices]
+        assert max(lengths) <= 1.3 * min(lengths), (key, lengths)
 
 
 def test_the_unrolled_loop_counts_sit_beside_the_notes(built):
