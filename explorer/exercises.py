@@ -311,8 +311,8 @@ def _ex6(n_graphs: int = harness.RANDOM_GRAPHS) -> Exercise:
          Part("rate", "wrong on (%) =", rate, Tolerance(rel=0.0, abs=2.5), unit="%")],
         [f"x1 is a direct input of f, so breadth-first reaches it first and passes on **{nested(bfs.grads['x1'])}**.",
          "Its other contribution arrives via x6 → x5 → x3 after x1 was already processed and is lost: "
-         + "; ".join(f"{nested(e.value)} lost" for e in lost) + f" (the correct ∂f/∂x1 is "
-         f"{nested(right.grads['x1'])} = 1 + 1.5·e^5.5).",
+         + "; ".join(f"{nested(e.value)} lost" for e in lost) + ". In topological order x1 waits for both (the slides' "
+         f"fan-out): {fan_out_sum(right, 'x1').replace('**', '')} (= 1 + 1.5·e^5.5), the correct ∂f/∂x1.",
          f"Over {wrong.graphs} random graphs ({harness.RANDOM_OPS} ops each, seeds 0…{wrong.graphs - 1}) the engine's breadth-first "
          f"pass is wrong on **{wrong.wrong}** ({percent(wrong.wrong / wrong.graphs, 1)}), counted as Backprop orders counts them "
          f"({harness.WRONG_GRADIENTS}); the notes report {notes_wrong} of {notes_total} "

@@ -281,6 +281,10 @@ def test_fan_out_sums_are_written_symbolic_then_numeric(built):
     assert E.fan_out_sum(slide, "x1") == (f"x̄1 = x̄7 + x̄3·1.5 = {nested(sends[0])} + {nested(sends[1])} = "
                                           f"**{nested(slide.grads['x1'])}**")
     assert E.fan_out_sum(slide, "x2") == f"x̄2 = x̄4·2 = **{nested(slide.grads['x2'])}**"
+    # exercise 6: what breadth-first loses, against the slides' sum (not bold: the answer asked for there is 1)
+    bfs = "\n".join(built["bfs"].steps)
+    assert (f"x̄1 = x̄7 + x̄3·1.5 = {nested(sends[0])} + {nested(sends[1])} = {nested(slide.grads['x1'])} "
+            "(= 1 + 1.5·e^5.5), the correct ∂f/∂x1") in bfs
     fan = "\n".join(built["fan_out"].steps)
     assert f"x̄1 = x̄3 + x̄4·exp(x1) = {nested(E_)} + {nested(3 * E_)} = **{nested(4 * E_)}**" in fan
     cube = built["cube"]
