@@ -137,8 +137,11 @@ def notes_best_h_text(sweep) -> str:
             continue
         below = 10.0 ** math.floor(math.log10(best))
         above = below * 10
+        # as many digits as tell the two errors apart (float32's read "1.5e-02 and 1.5e-02": nearly tied, not equal)
+        digits = next((d for d in (2, 3, 4) if sci(m.error(above), d) != sci(m.error(below), d)), 4)
         parts.append(f"{dt}: the best h, **{sci(best)}**, lies between the decades {_decade(above)} and "
-                     f"{_decade(below)}, where the model's error is {sci(m.error(above))} and {sci(m.error(below))} (the "
+                     f"{_decade(below)}, where the model's error is {sci(m.error(above), digits)} and "
+                     f"{sci(m.error(below), digits)} (the "
                      f"notes print {' and '.join(_decade(h) for h in table[dt])})")
     if not parts:
         return ""

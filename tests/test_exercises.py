@@ -294,6 +294,15 @@ def test_fan_out_sums_are_written_symbolic_then_numeric(built):
     assert not any("= mul(…)" in s or "from x3 = add" in s for s in cube.steps + built["fan_out"].steps)
 
 
+def test_the_best_h_steps_tell_the_two_decades_errors_apart(built):
+    """Exercise 7 compares the error model at the two decades around the best h: float32's read "1.5e-02 and
+    1.5e-02" on the projector, as if equal; they are printed with as many digits as tell them apart."""
+    import re
+    notes = built["best_h"].steps[-1]
+    pairs = re.findall(r"the model's error is (\S+) and (\S+) \(", notes)
+    assert len(pairs) == 2 and all(a != b for a, b in pairs), pairs
+
+
 def test_a_choice_question_does_not_point_at_its_answer(built):
     """A multiple-choice part on a projector: the right reason was listed first and was the only one worded with
     care (92 characters against 55): the class could pick it without reading. Where a part has choices of its own
