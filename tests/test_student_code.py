@@ -593,6 +593,32 @@ def test_presenting_the_page_keeps_every_verdict_folded_until_its_step(monkeypat
     assert any('data-testid="code-sample"' in h.proto.body for h in at.get("html"))
 
 
+def test_presenting_names_each_sample_by_its_approach_not_its_verdict(monkeypatch):
+    """On a projector the picker listed "Correct: depth-first post-order", "Not a topological order", "Forgets
+    is_constant()", and the code panel was titled with the file's name (visits_constants.py): the verdict before
+    the class was asked. Presenting, each sample is named by its approach (the depth-first ones by a letter), the
+    panel and the listing by no file name; on a laptop the names stay as they were."""
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(sys, "argv", ["app/Home.py"])
+    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
+    at = AppTest.from_file(str(PAGE), default_timeout=300)
+    at.query_params.update({"present": "1", "sample": "visits_constants", "graph": "slide", "step": "8"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    options = at.selectbox(key="hw2code_sample").options
+    assert len(options) == len(S.SAMPLES) == len(set(options))
+    verdicts = [s.label for s in S.SAMPLES if s.neutral]
+    assert verdicts and not any(v in o for v in verdicts for o in options), options
+    shown = (_texts(at) + "\n".join(h.proto.body for h in at.get("html"))).replace("\\", "")   # Markdown's escapes
+    assert "Depth-first post-order, version C" in shown and "Forgets is_constant()" not in shown
+    assert not any(f"{s.key}.py" in shown for s in S.SAMPLES)
+    assert any('data-testid="code-sample"' in h.proto.body for h in at.get("html"))
+    laptop = AppTest.from_file(str(PAGE), default_timeout=300)
+    laptop.query_params.update({"sample": "visits_constants", "graph": "slide", "step": "8"})
+    laptop.run()
+    assert "Sample: Forgets is_constant()" in laptop.selectbox(key="hw2code_sample").options
+
+
 def test_presenting_a_students_own_file_shows_its_lit_code(monkeypatch):
     from streamlit.testing.v1 import AppTest
     monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(solution("bfs_first_touch.py"))])

@@ -75,10 +75,12 @@ if own:
     source, label = optin.path, V.STUDENT_LABEL
     version = V.file_version(optin.path)
 else:
-    head[0].selectbox("Sample", V.sample_choices(), format_func=V.sample_label, key=ns.key("sample"),
-                      label_visibility="collapsed")
+    # on a projector each sample is named by its approach, never by its verdict (the picker's list, the graph's
+    # title, the code panel): the class is asked whether and where it goes wrong
+    head[0].selectbox("Sample", V.sample_choices(), format_func=lambda k: V.sample_label(k, look.presenting),
+                      key=ns.key("sample"), label_visibility="collapsed")
     source = st.session_state[ns.key("sample")]
-    label = V.sample_label(source)
+    label = V.sample_label(source, look.presenting)
     version = V.file_version(str(S.sample(source).path))
 report = report_of(source, version)
 if own:
@@ -161,7 +163,7 @@ def draw(step: int) -> None:
     # (its verdict comes at the step where it goes wrong)
     block = None
     if gv.student is not None:
-        block = V.student_code_block(report, gv.student, k) if own else V.sample_code_block(source, gv.student, k)
+        block = V.student_code_block(report, gv.student, k) if own else V.sample_code_block(source, gv.student, k, look.presenting)
     if block is not None:
         whose = "Your code" if own else "The sample's code"
         aside.markdown(f"**{whose} at this step** — the lines that did its work are lit")
@@ -199,7 +201,8 @@ walkthrough_download(ns, lambda: V.walkthrough(gv, label, None if own else sourc
 if not own:
     # our own code, so it may be shown as it is: the class reads what the loop does (the docstring naming the
     # bug is left out)
-    st.markdown(f"**The sample's code** (`{S.sample(source).path.name}`): its `topological_sort` and "
+    named = "" if look.presenting else f" (`{S.sample(source).path.name}`)"   # the file's name names the bug
+    st.markdown(f"**The sample's code**{named}: its `topological_sort` and "
                 "`backpropagate`, as the sandbox runs them")
     st.code(S.source(source), language="python", line_numbers=True)
 

@@ -58,9 +58,11 @@ SAMPLE_NOTE = ("The project's own sample solution, not yours: it runs in the sam
 SAMPLE_STORE_BYTES = 64 << 20   # every sample's page report at once (4.5-11.2 MB each, 36 MB together): none evicted
 
 
-def sample_label(key: str) -> str:
-    """How the page names a bundled sample's side of the comparison ("Sample: ...", never "Your code")."""
-    return f"Sample: {SAMPLES_BY_KEY[key].label}"
+def sample_label(key: str, neutral: bool = False) -> str:
+    """How the page names a bundled sample's side of the comparison ("Sample: ...", never "Your code");
+    ``neutral`` (on a projector): by its approach only, no verdict ("Correct: ...", "Forgets is_constant()")."""
+    s = SAMPLES_BY_KEY[key]
+    return f"Sample: {s.shown_label if neutral else s.label}"
 
 
 def sample_choices() -> list[str]:
@@ -320,13 +322,14 @@ def work_lines(source: str, function: str = "backpropagate") -> dict[str, list[i
     return {k: sorted(v) for k, v in out.items()}
 
 
-def sample_code_block(key: str, side: Side, index: int) -> CodeBlock:
+def sample_code_block(key: str, side: Side, index: int, neutral: bool = False) -> CodeBlock:
     """The bundled sample ``key``'s ``backpropagate`` as a code-panel block, the lines that did frame ``index``'s
     work (of ``side``, the sample's side) lit: its ``chain_rule`` call and what it does with each contribution
     at a node's step, its ``accumulate_derivative`` call at a leaf's; nothing in a forward frame. Line numbers are
-    those of the sample's full listing (:func:`samples.source`)."""
+    those of the sample's full listing (:func:`samples.source`). ``neutral`` (on a projector): the panel is not
+    titled with the file's name, which names the bug (``visits_constants.py``)."""
     path = SAMPLES_BY_KEY[key].path
-    return _code_block(path, f"{path.name} (the sample)", side, index, sample=key)
+    return _code_block(path, "the sample" if neutral else f"{path.name} (the sample)", side, index, sample=key)
 
 
 def student_code_block(report: StudentReport, side: Side, index: int) -> CodeBlock | None:

@@ -15,10 +15,17 @@ FOLDER = Path(__file__).resolve().parent
 
 @dataclass(frozen=True)
 class Sample:
-    """One bundled solution: ``key`` (its file's stem, the page's link value) and ``label`` (what the picker
-    shows: what the code does, without giving away more than that)."""
+    """One bundled solution: ``key`` (its file's stem, the page's link value), ``label`` (what the picker shows
+    on a laptop: what the code does, its bug named where that is what it does) and ``neutral`` (what a projector
+    shows: the approach only, never the verdict, so that the class finds whether and where it goes wrong; the
+    three depth-first samples differ only in their bug, so they are told apart by a letter)."""
     key: str
     label: str
+    neutral: str = ""
+
+    @property
+    def shown_label(self) -> str:
+        return self.neutral or self.label
 
     @property
     def path(self) -> Path:
@@ -27,11 +34,11 @@ class Sample:
 
 SAMPLES = (
     Sample("bfs_first_touch", "Breadth-first, passes a gradient on first touch"),
-    Sample("correct", "Correct: depth-first post-order"),
-    Sample("non_topological", "Not a topological order"),
+    Sample("correct", "Correct: depth-first post-order", "Depth-first post-order, version A"),
+    Sample("non_topological", "Not a topological order", "Sorts breadth-first from the output"),
     Sample("path_recursion", "Recursion along every path"),
-    Sample("no_leaf_accumulate", "Never accumulates into the leaves"),
-    Sample("visits_constants", "Forgets is_constant()"),
+    Sample("no_leaf_accumulate", "Never accumulates into the leaves", "Depth-first post-order, version B"),
+    Sample("visits_constants", "Forgets is_constant()", "Depth-first post-order, version C"),
 )
 BY_KEY = {s.key: s for s in SAMPLES}
 DEFAULT = "bfs_first_touch"   # the page's signature: the first wrong node marked at the step it goes wrong
