@@ -619,6 +619,25 @@ def test_presenting_names_each_sample_by_its_approach_not_its_verdict(monkeypatc
     assert "Sample: Forgets is_constant()" in laptop.selectbox(key="hw2code_sample").options
 
 
+def test_the_last_step_gives_the_reason_once(monkeypatch):
+    """At a sample's last step the red note says why ("Why: lost contribution: x3 sent 367.04 to x1 ...") and the
+    verdict's details under it said it again, word for word, pushing the code off a projector's first screen: each
+    reason is written once (the details the note does not give stay)."""
+    from streamlit.testing.v1 import AppTest
+    monkeypatch.setattr(sys, "argv", ["app/Home.py"])
+    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
+    report = V.sample_report("bfs_first_touch")
+    details = report.verdicts["slide"].details
+    assert len(details) >= 2
+    for present in ("1", "0"):
+        at = AppTest.from_file(str(PAGE), default_timeout=300)
+        at.query_params.update({"present": present, "sample": "bfs_first_touch", "graph": "slide", "step": "99"})
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        text = _texts(at).replace("\\", "")
+        assert [text.count(d) for d in details] == [1] * len(details), (present, details)
+
+
 def test_presenting_a_students_own_file_shows_its_lit_code(monkeypatch):
     from streamlit.testing.v1 import AppTest
     monkeypatch.setattr(sys, "argv", ["app/Home.py", "--student-code", str(solution("bfs_first_touch.py"))])

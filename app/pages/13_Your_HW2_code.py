@@ -178,7 +178,9 @@ def draw(step: int) -> None:
         last = k == gv.student.n_frames - 1
         # a student's own code: the reason at once (it is their debugging); a sample's: at the step it happens
         reveal = gv.wrong_frame if own else gv.verdict_frame
+        said = ""   # the red note's text: a detail it already gives ("Why: lost contribution: ...") is not repeated
         if reveal is not None and k >= reveal:
+            said = gv.wrong_text
             notes.error(f"**{md_escape(gv.wrong_text)}**", icon=":material/error:")
         elif gv.wrong_frame is not None and own:
             notes.caption(f"Watch step {gv.wrong_frame + 1}: your first wrong node is marked there.")
@@ -189,7 +191,8 @@ def draw(step: int) -> None:
             notes.markdown(mark + md_escape(verdict.headline))
         if last:
             for d in verdict.details:
-                notes.markdown(f"- {md_escape(d)}")
+                if f"Why: {d}" not in said:
+                    notes.markdown(f"- {md_escape(d)}")
     publish_link(ctx, {"graph": key, "step": step} | ({} if own else {"sample": source}),
                  view=lambda: V.step_class_view(gv, step, label, None if own else source))
 
