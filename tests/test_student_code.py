@@ -636,6 +636,9 @@ def test_the_last_step_gives_the_reason_once(monkeypatch):
         assert not at.exception, [e.value for e in at.exception]
         text = _texts(at).replace("\\", "")
         assert [text.count(d) for d in details] == [1] * len(details), (present, details)
+        # the first wrong node and its two values once (in the red note), the verdict's kind under it
+        assert text.count("first wrong node x1") + text.count("first wrong node: x1") == 1, text
+        assert "✘ wrong gradient" in text
 
 
 def test_presenting_a_students_own_file_shows_its_lit_code(monkeypatch):

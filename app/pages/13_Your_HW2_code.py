@@ -188,7 +188,10 @@ def draw(step: int) -> None:
         # (or the end): the class finds it first
         if own or last or (reveal is not None and k >= reveal):
             mark = "✔ " if verdict.right else "~ " if verdict.kind == "warning" else "✘ "
-            notes.markdown(mark + md_escape(verdict.headline))
+            # the red note names the first wrong node and both values: the line under it keeps only the kind
+            # ("wrong gradient"), not the same words again
+            headline = verdict.headline.split(": first wrong node ", 1)[0] if said else verdict.headline
+            notes.markdown(mark + md_escape(headline))
         if last:
             for d in verdict.details:
                 if f"Why: {d}" not in said:
