@@ -613,16 +613,36 @@ def test_presenting_names_each_sample_by_its_approach_not_its_verdict(monkeypatc
     assert "Depth-first post-order, version C" in shown and "Forgets is_constant()" not in shown
     assert not any(f"{s.key}.py" in shown for s in S.SAMPLES)
     assert any('data-testid="code-sample"' in h.proto.body for h in at.get("html"))
+    # the class's devices and the walk-through file follow the projector
+    report = V.sample_report("visits_constants")
+    gv = V.graph_view(report, "slide", label=V.sample_label("visits_constants", True))
+    follow = V.step_class_view(gv, 8, V.sample_label("visits_constants", True), "visits_constants", neutral=True)
+    assert "visits_constants.py" not in _view_html(follow) and "code-sample" in _view_html(follow)
+    assert "visits_constants.py" in _view_html(V.step_class_view(gv, 8, "x", "visits_constants"))
     laptop = AppTest.from_file(str(PAGE), default_timeout=300)
     laptop.query_params.update({"sample": "visits_constants", "graph": "slide", "step": "8"})
     laptop.run()
     assert "Sample: Forgets is_constant()" in laptop.selectbox(key="hw2code_sample").options
 
 
+def _view_html(view) -> str:
+    """Every HTML block of a class view (:class:`explorer.classroom.views.ClassView`), rows and columns walked."""
+    out = [view.header_html]
+
+    def walk(blocks):
+        for b in blocks:
+            out.append(b.get("html", ""))
+            walk(b.get("blocks", []))
+    walk(view.blocks)
+    return "".join(out)
+
+
 def test_the_last_step_gives_the_reason_once(monkeypatch):
     """At a sample's last step the red note says why ("Why: lost contribution: x3 sent 367.04 to x1 ...") and the
     verdict's details under it said it again, word for word, pushing the code off a projector's first screen: each
     reason is written once (the details the note does not give stay)."""
+    import html
+
     from streamlit.testing.v1 import AppTest
     monkeypatch.setattr(sys, "argv", ["app/Home.py"])
     monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
@@ -639,6 +659,9 @@ def test_the_last_step_gives_the_reason_once(monkeypatch):
         # the first wrong node and its two values once (in the red note), the verdict's kind under it
         assert text.count("first wrong node x1") + text.count("first wrong node: x1") == 1, text
         assert "✘ wrong gradient" in text
+    gv = V.graph_view(report, "slide", label=V.sample_label("bfs_first_touch"))
+    last = _view_html(V.step_class_view(gv, gv.n_frames, V.sample_label("bfs_first_touch"), "bfs_first_touch"))
+    assert [last.count(html.escape(d)) for d in details] == [1] * len(details)   # the class's devices the same
 
 
 def test_presenting_a_students_own_file_shows_its_lit_code(monkeypatch):

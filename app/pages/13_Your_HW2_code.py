@@ -163,7 +163,8 @@ def draw(step: int) -> None:
     # (its verdict comes at the step where it goes wrong)
     block = None
     if gv.student is not None:
-        block = V.student_code_block(report, gv.student, k) if own else V.sample_code_block(source, gv.student, k, look.presenting)
+        block = V.student_code_block(report, gv.student, k) if own else \
+            V.sample_code_block(source, gv.student, k, look.presenting)
     if block is not None:
         whose = "Your code" if own else "The sample's code"
         aside.markdown(f"**{whose} at this step** — the lines that did its work are lit")
@@ -197,11 +198,12 @@ def draw(step: int) -> None:
                 if f"Why: {d}" not in said:
                     notes.markdown(f"- {md_escape(d)}")
     publish_link(ctx, {"graph": key, "step": step} | ({} if own else {"sample": source}),
-                 view=lambda: V.step_class_view(gv, step, label, None if own else source))
+                 view=lambda: V.step_class_view(gv, step, label, None if own else source, look.presenting))
 
 
 stepper(ns, max(gv.n_frames, 1), draw, label="Step (both orders together)")
-walkthrough_download(ns, lambda: V.walkthrough(gv, label, None if own else source), "hw2_walkthrough.html",
+walkthrough_download(ns, lambda: V.walkthrough(gv, label, None if own else source, look.presenting),
+                     "hw2_walkthrough.html",
                      gv.n_frames, what="Both orders' steps on this graph")
 
 if not own:

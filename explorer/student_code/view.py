@@ -454,11 +454,12 @@ __all__ = ["OptIn", "opt_in", "GraphView", "graph_view", "graph_choices", "summa
 
 # --- every step as plain data: the walk-through file --------------------------------------------------------
 
-def step_class_view(gv: GraphView, step: int, label: str, sample: str | None = None):
+def step_class_view(gv: GraphView, step: int, label: str, sample: str | None = None, neutral: bool = False):
     """The 1-based ``step`` of both orders as the page draws it on a laptop (:class:`explorer.classroom.views.
     ClassView`): the engine's and the other side's graphs, their captions, the sample's code with the step's lines
     lit (``sample``: its key; None for a student's own file, whose code is not shown), and the verdict as the page
-    reveals it (a sample's at the step where it goes wrong or at the end). No path of the machine is in it."""
+    reveals it (a sample's at the step where it goes wrong or at the end). No path of the machine is in it.
+    ``neutral`` (the lecture is presenting): the sample's code is not titled with its file's name, as on the page."""
     import html
 
     from explorer.classroom.views import ClassView
@@ -483,29 +484,34 @@ def step_class_view(gv: GraphView, step: int, label: str, sample: str | None = N
         if gv.student is not None:
             aside.append({"kind": "html", "html": "<p><b>The sample's code at this step</b> — the lines that did its "
                                                   "work are lit</p>"})
-            aside.append({"kind": "html", "html": to_html([sample_code_block(sample, gv.student, k)], font_px(False),
+            block = sample_code_block(sample, gv.student, k, neutral)
+            aside.append({"kind": "html", "html": to_html([block], font_px(False),
                                                           test_id="code-sample")})
         aside.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(SAMPLE_SIDES_NOTE)} {esc(SAMPLE_NOTE)}</p>"})
     if gv.student is not None:
         last = k == gv.student.n_frames - 1
         reveal = gv.wrong_frame if own else gv.verdict_frame   # a sample's reason at the step it happens
+        said = ""   # as on the page: what the red note says is not said again under it
         if reveal is not None and k >= reveal:
+            said = gv.wrong_text
             notes.append(f"<p class='adx-error'><b>{esc(gv.wrong_text)}</b></p>")
         elif gv.wrong_frame is not None and own:
             notes.append(f"<p class='adx-caption'>Watch step {gv.wrong_frame + 1}: your first wrong node is marked "
                          "there.</p>")
         if own or last or (reveal is not None and k >= reveal):
             mark = "✔ " if gv.verdict.right else "~ " if gv.verdict.kind == "warning" else "✘ "
-            notes.append(f"<p>{esc(mark + gv.verdict.headline)}</p>")
-        if last and gv.verdict.details:
-            notes.append("<ul>" + "".join(f"<li>{esc(d)}</li>" for d in gv.verdict.details) + "</ul>")
+            headline = gv.verdict.headline.split(": first wrong node ", 1)[0] if said else gv.verdict.headline
+            notes.append(f"<p>{esc(mark + headline)}</p>")
+        details = [d for d in gv.verdict.details if f"Why: {d}" not in said]
+        if last and details:
+            notes.append("<ul>" + "".join(f"<li>{esc(d)}</li>" for d in details) + "</ul>")
     view.add_row([{"kind": "column", "blocks": aside}, {"kind": "html", "html": "".join(notes)}], [1, 1])
     return view
 
 
-def walkthrough(gv: GraphView, label: str, sample: str | None = None) -> str:
+def walkthrough(gv: GraphView, label: str, sample: str | None = None, neutral: bool = False) -> str:
     """Both orders' steps on one graph in one self-contained HTML file (:func:`explorer.kit.export_html.
-    walkthrough_html`); ``sample`` as in :func:`step_class_view`."""
+    walkthrough_html`); ``sample`` and ``neutral`` as in :func:`step_class_view`."""
     from ..kit.export_html import walkthrough_html
-    views = [step_class_view(gv, k, label, sample) for k in range(1, max(gv.n_frames, 1) + 1)]
+    views = [step_class_view(gv, k, label, sample, neutral) for k in range(1, max(gv.n_frames, 1) + 1)]
     return walkthrough_html(f"Your HW2 code: {label} on {gv.title}", views)
