@@ -22,7 +22,7 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_l
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND_PX, VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
-                                               adjoint_name, explore, formula_parts, graph_dot, heatmap, held_at, moment,
+                                               adjoint_name, explore, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
                                                side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
@@ -198,8 +198,9 @@ def this_step(m, narrow: bool = False) -> None:
                         share=1 - PRESENT_GRAPH_SHARE if narrow else None)
         return
     node = rec.node(m.node)
-    st.markdown(f"**{node.label}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}** · "
-                f"layer *{node.layer}*")
+    named = shown_name(ex, m.node, level)   # the layer view names no op ids
+    st.markdown(f"**{md_escape(named)}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}**"
+                + ("" if level == "layer" else f" · layer *{md_escape(node.layer)}*"))
     # narrow (a projector's panel beside the graph): the rule on one line (its note goes under the sent lines),
     # small tensors' heatmaps only as tall as their rows, a column's value and adjoint side by side
     st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
@@ -211,7 +212,7 @@ def this_step(m, narrow: bool = False) -> None:
     share = (1 - PRESENT_GRAPH_SHARE) * (1 if stacked else 0.5) if narrow else None
     titles = [("value", m.value, analysis.value_scale(rec, m.node))]
     if m.adjoint is not None:
-        titles.append((f"adjoint {adjoint_name(ex, m.node)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
+        titles.append((f"adjoint {adjoint_name(ex, m.node, level)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
     # side by side: both titles take as many lines as the longer, so that the two heatmaps' cells stand level
     rows = 1 if stacked else max((len(title_lines(tensor_title(v, t, sc), present_chars(share)))
                                   for t, v, sc in titles if analysis.look(v) is not None), default=1)
@@ -246,7 +247,8 @@ def sent_lines(m) -> None:
         st.success(f"{d.label}.grad += adjoint (shape {analysis.format_shape(d.leaf_grad.shape)})")
     for s in d.sent:
         status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
-        st.markdown(f"→ sent to **{s['label']}** {analysis.format_shape(s['value'].shape)} ({status})")
+        to = shown_name(ex, s["target"], level)
+        st.markdown(f"→ sent to **{md_escape(to)}** {analysis.format_shape(s['value'].shape)} ({status})")
 
 
 def inspector(m, frame: int, cols) -> None:
@@ -285,7 +287,7 @@ def inspector(m, frame: int, cols) -> None:
 def draw(step: int) -> None:
     """Header, graph, this step's VJP and the node inspector at the 1-based ``step``; the link."""
     frame = step - 1
-    m = moment(ex, frame)
+    m = moment(ex, frame, level)
     if look.presenting:  # one line: the graph gets the room
         st.markdown(f"**Step {step} of {ex.n_frames} · {m.phase}** — {m.title}")
     else:

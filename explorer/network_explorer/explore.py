@@ -161,7 +161,28 @@ class Moment:
     fan_out: list[analysis.FanOutSum] = field(default_factory=list)   # fan-out sums completed at this step
 
 
-def moment(ex: Explored, frame: int) -> Moment:
+_OP_ID = re.compile(r"#\d+$")   # a recorded op's id in its label (add#8): the op view's name, not the lecture's
+
+
+def shown_name(ex: Explored, node_id: int, level: str = "op") -> str:
+    """A node as ``level``'s view names it. The op view: its recorded label (``add#8``, ``fc1.weight``). The layer
+    view draws a box per layer and never an op id: a layer's output is its box (``Linear 1``), an op inside a layer
+    is that layer's op (``cross-entropy's mul``), a leaf keeps its name (``x``, ``fc1.weight``), a constant
+    is one (``the constant 0``; ``the labels`` for an integer tensor)."""
+    node = ex.rec.node(node_id)
+    if level != "layer":
+        return node.label
+    if node.kind == "op":
+        box = next((layer.name for layer in ex.rec.layers if layer.output == node_id), None)
+        return box or f"{node.layer}'s {node.op}"
+    if not _OP_ID.search(node.label):
+        return node.label if node.kind != "constant" else f"the constant {node.label}"
+    return "the labels" if node.label.startswith("indices") else "a constant"
+
+
+def moment(ex: Explored, frame: int, level: str = "op") -> Moment:
+    """What ``frame`` shows, in words, as ``level``'s view names the nodes (:func:`shown_name`: no op ids in the
+    layer view)."""
     rec = ex.rec
     phase, start, stop = frame_span(rec, frame, *ex.per_frame)
     i = stop - 1 if stop is not None else None
@@ -172,8 +193,14 @@ def moment(ex: Explored, frame: int) -> Moment:
         return Moment(phase, f"Done: loss = {num(rec.loss)}; every leaf holds its gradient")
     if phase == "forward":
         node = rec.node(rec.forward_order[i])
-        args = ", ".join(rec.node(p).label for p in node.parents)
+        args = ", ".join(shown_name(ex, p, level) for p in node.parents)
         whole = f" — the last primitive of {node.composite}" if node.composite else ""
+        if level == "layer":
+            name = shown_name(ex, node.id, level)
+            said = f"{name} = {node.op}({args})" if name == node.layer else f"{name}({args})"
+            return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}{merged}: {said} → "
+                                 f"{analysis.format_shape(node.shape)}{whole}",
+                          node.id, analysis.vjp_formula(node.op), node.value)
         return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}{merged}: {node.label} = {node.op}({args}) "
                              f"→ {analysis.format_shape(node.shape)}{whole}   [{node.layer}]",
                       node.id, analysis.vjp_formula(node.op), node.value)
@@ -182,6 +209,10 @@ def moment(ex: Explored, frame: int) -> Moment:
     detail = analysis.step_detail(rec, step)
     fans = [analysis.fan_out_sum(rec, c.target) for c in step.contributions if c.expected > 1 and c.complete]
     kind = "leaf: gradient accumulated" if step.leaf_grad is not None else "VJP"
+    if level == "layer":
+        return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}{merged}: {shown_name(ex, node.id, level)}, "
+                             f"shape {analysis.format_shape(node.shape)} — {kind}",
+                      node.id, detail.formula, node.value, step.adjoint, detail, fans)
     return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}{merged}: {node.label} ({node.op}, "
                          f"{analysis.format_shape(node.shape)}) — {kind}   [{node.layer}]",
                   node.id, detail.formula, node.value, step.adjoint, detail, fans)
@@ -236,10 +267,16 @@ def held_at(ex: Explored, node_id: int, frame: int) -> Held:
     return Held(value, value_note, c.total, note, len(arrived))
 
 
-def adjoint_name(ex: Explored, node_id: int) -> str:
+def adjoint_name(ex: Explored, node_id: int, level: str = "op") -> str:
     """The adjoint of a recorded node as the backward graph names it, with the lecture's bar as every page writes
-    it (``l̄inear#3``, ``f̄c1.weight``; the op view's name, which a layer box's member keeps)."""
-    from explorer.explain.graph import adjoint_names
+    it (the op view's ``l̅i̅n̅e̅a̅r̅#̅3̅``, ``f̅c̅1̅.̅w̅e̅i̅g̅h̅t̅``, x̄). In the layer view a layer's output is its box's
+    adjoint (``L̅i̅n̅e̅a̅r̅ 1``) and an op inside a layer is said in words (``the adjoint of cross-entropy's mul``)."""
+    from explorer.explain.graph import adjoint_names, bar
+    if level == "layer":
+        name = shown_name(ex, node_id, level)
+        node = ex.rec.node(node_id)
+        inside = node.kind == "op" and name != node.layer
+        return f"of {name}" if inside else bar(name)
     return adjoint_label(adjoint_names(ex.views["op"].graph), node_id, ex.rec.node(node_id).label)
 
 
@@ -407,7 +444,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
     from explorer.kit.figures import laptop_still
     from .tables import fan_out_rows
     rec = ex.rec
-    m = moment(ex, frame)
+    m = moment(ex, frame, level)
     esc = html.escape
     view = ClassView("Network_explorer", "Network explorer",
                      markdown_html(f"#### Step {frame + 1} of {ex.n_frames} · {m.phase}\n{m.title}"))
@@ -427,13 +464,13 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
     else:
         node = rec.node(m.node)
         here.append({"kind": "html", "html": (
-            f"<p><b>{esc(node.label)}</b> · op <code>{esc(node.op)}</code> · shape "
+            f"<p><b>{esc(shown_name(ex, node.id, level))}</b> · op <code>{esc(node.op)}</code> · shape "
             f"<b>{analysis.format_shape(node.shape)}</b> · layer <i>{esc(str(node.layer))}</i></p>"
             f"<p>VJP: <code>{esc(m.formula)}</code></p>")})
         pair = [{"kind": "column",
                  "blocks": _tensor_blocks(m.value, "value", analysis.value_scale(rec, m.node), drawn=drawn)}]
         if m.adjoint is not None:
-            pair.append({"kind": "column", "blocks": _tensor_blocks(m.adjoint, f"adjoint {adjoint_name(ex, m.node)} (held now)",
+            pair.append({"kind": "column", "blocks": _tensor_blocks(m.adjoint, f"adjoint {adjoint_name(ex, m.node, level)} (held now)",
                                                                     analysis.adjoint_scale(rec, m.node), drawn=drawn)})
         here.append({"kind": "row", "blocks": pair, "widths": [1] * len(pair)})
     d = m.detail
