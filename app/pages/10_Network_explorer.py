@@ -14,7 +14,8 @@ from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import count, md_escape, plain, sci
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.figures import floor_growth, graph_scale, style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px, small_screen_look
 from explorer.kit.labels import num
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
@@ -41,7 +42,16 @@ ctx = start_page(
             **{name: LinkField(kind, None) for name, kind in OPTION_KIND.items()}},
     defaults={"net": "mlp", "level": "auto", "step": 1, "sig": None, **{name: None for name in OPTION_KIND}})
 ns, look = ctx.ns, ctx.look
-PRESENT_NET_GRAPH_PX = 640  # and its height: the rest of the first screen under the buttons and the caption
+PRESENT_NET_GRAPH_PX = 680  # and its height: the rest of the first screen under the buttons and the caption (at the
+#                             small projector's text floor a network taller than this is shown through a window that
+#                             follows the step, as the op view always was: shrunk whole, its text fell to 14 px there)
+if look.presenting:
+    st.html(small_screen_css())   # labels, captions, code, tables: 16 px or more at 1366 x 768 too
+# presenting, every text of the graph and the heatmaps is 16 px or more at 1366 x 768 too: the graph is laid out that
+# much smaller and drawn that much larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
+fig_look = small_screen_look(look)   # the heatmaps' and tables' sizes
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -135,8 +145,8 @@ st.session_state[ns.key("sig")] = sig
 
 level_choice = st.session_state[ns.key("level")]
 # presentation mode: the graph at the screen's height, the current op's values beside it
-present_size = ({"width": graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE),
-                 "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look))} if look.presenting else {})
+present_size = ({"width": int(graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / grow),
+                 "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look) / grow)} if look.presenting else {})
 level = ex.level_for(**present_size) if level_choice == "auto" else level_choice
 vcols = st.columns([2, 3]) if not look.presenting else [top[2], st.container()]
 
@@ -165,7 +175,7 @@ def tensor_title(value, title: str, scale: float | None) -> str:
 
 def present_chars(share: float | None) -> int | None:
     """A heatmap title's line length in ``share`` of the presentation page's width (None: one line)."""
-    return title_chars(PRESENT_PAGE_PX * share - 40, look.figure_font) if look.presenting and share else None
+    return title_chars(PRESENT_PAGE_PX * share - 40, fig_look.figure_font) if look.presenting and share else None
 
 
 def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False,
@@ -179,12 +189,12 @@ def show_tensor(where, value, title: str, key: str, scale: float | None = None, 
         return
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
-        show_plot(heatmap(value, tensor_title(value, title, scale), font=look.figure_font, zmax=zmax, narrow=narrow,
-                          height=height, chars=present_chars(share), title_rows=title_rows), look, key=key, where=where,
+        show_plot(heatmap(value, tensor_title(value, title, scale), font=fig_look.figure_font, zmax=zmax, narrow=narrow,
+                          height=height, chars=present_chars(share), title_rows=title_rows), fig_look, key=key, where=where,
                   config={"displayModeBar": False})
     else:
         where.markdown(f"**{title}** {analysis.format_shape(lk.shape)} — too large for a heatmap")
-        show_table(pd.DataFrame([lk.stats]), look, where=where)
+        show_table(pd.DataFrame([lk.stats]), fig_look, where=where)
 
 
 def this_step(m, narrow: bool = False) -> None:
@@ -206,7 +216,7 @@ def this_step(m, narrow: bool = False) -> None:
     st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
     stacked = narrow and not side_by_side(m.value, m.adjoint)
     a, b = (st.container(), st.container()) if stacked else st.columns(2)
-    hv, ha = ((compact_heatmap_height(m.value, look.figure_font), compact_heatmap_height(m.adjoint, look.figure_font))
+    hv, ha = ((compact_heatmap_height(m.value, fig_look.figure_font), compact_heatmap_height(m.adjoint, fig_look.figure_font))
               if narrow else (220, 220))
     # the panel beside the graph (narrow), or the page's left 3/5 (laptop layout: no presentation share)
     share = (1 - PRESENT_GRAPH_SHARE) * (1 if stacked else 0.5) if narrow else None
@@ -300,7 +310,7 @@ def draw(step: int) -> None:
     backward = m.phase in ("backward", "done")
     # on a projector the legend stands over the backward graph (under it, it sat on a laptop screen's bottom edge),
     # and the graph gives up the legend's line of height, so both end where the graph alone did
-    back_size = ({**size, "max_height": size["max_height"] - int(PRESENT_LEGEND_PX / graph_scale(look))}
+    back_size = ({**size, "max_height": size["max_height"] - int(PRESENT_LEGEND_PX / graph_scale(look) / grow)}
                  if look.presenting else size)
     back = still_graph(ex.backward_figure(level, frame, **back_size), 0, title=False) if backward else None
     if look.presenting:
@@ -308,7 +318,7 @@ def draw(step: int) -> None:
         with graph_col:   # backward steps: the backward graph in the forward one's place (one graph fits the screen)
             if back:
                 st.html(backward_legend_html())
-            show_plot(style_graph_figure(back or fig, look), look,
+            show_plot(style_graph_figure(back or fig, look, floor_px=floor), look,
                       key=ns.key("backward_figure" if back else "figure"))
         with step_col:
             this_step(m, narrow=True)

@@ -9,7 +9,8 @@ import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import line_plot, style_graph_figure
+from explorer.kit.figures import floor_growth, line_plot, style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px, small_screen_look
 from explorer import forward_vs_reverse as M
 from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH, MEMORY_DETAILS,
                                         MEMORY_LEAD,
@@ -31,6 +32,11 @@ ctx = start_page(
             "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "seed": "", "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(small_screen_css())   # labels, captions, the table: 16 px or more at 1366 x 768 too
+# presenting, the graph's every text is 16 px or more at 1366 x 768 too: laid out that much narrower, drawn larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -80,7 +86,7 @@ try:
         help="Forward mode gives one directional derivative per pass: the seeded input's tangent is 1 "
              "(all ones for a tensor input), every other input's is 0.")
     model = cached_dual(program_text, inputs_text, st.session_state[ns.key("seed")],
-                        graph_px(look, DUAL_WIDTH, M.PRESENT_GRAPH_SHARE))  # presentation: its column's width
+                        int(graph_px(look, DUAL_WIDTH, M.PRESENT_GRAPH_SHARE) / grow))  # presenting: its column
 except InputProblem as problem:
     show_input_problem(problem, c1, c2, program_text, inputs_text)
 
@@ -100,11 +106,11 @@ if model is not None:
         st.markdown(f"#### Step {step} of {model.n_frames}\n{fr.caption}")
         g, t = st.columns([M.PRESENT_GRAPH_SHARE, 1 - M.PRESENT_GRAPH_SHARE] if look.presenting else [3, 2])
         with g:
-            show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look),
+            show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look, floor_px=floor),
                       look, key=ns.key("figure"))
         with t:
-            show_table(step_rows(model, step), look, static=True)
-            lead, captions = step_notes(model, seed, step)
+            show_table(step_rows(model, step), small_screen_look(look), static=True)
+            lead, captions = step_notes(model, seed, step, short=look.presenting)
             st.markdown(lead)
             for caption in captions:
                 st.caption(caption)

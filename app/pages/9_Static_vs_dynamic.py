@@ -10,10 +10,10 @@ import streamlit as st
 
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.figures import floor_growth, graph_scale, style_graph_figure
 from explorer.kit.formatting import code_span, fixed, md_escape
 from explorer.kit.labels import num
-from explorer.kit.presentation import PACED_SLIDER
+from explorer.kit.presentation import PACED_SLIDER, small_screen_css, small_screen_floor_px
 from explorer.kit.reference import ReferenceFailed
 from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
@@ -27,6 +27,11 @@ ctx = start_page(
             "length": LinkField("int", 6, choices=(3, 6, 12))},
     defaults={"example": "lecture", "grads": False, "train": False, "fetch": "", "length": 6})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(small_screen_css())   # code, labels, captions, tables: 16 px or more at 1366 x 768 too
+# presenting, the graph's every text is 16 px or more at 1366 x 768 too: laid out that much smaller, drawn larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -87,20 +92,23 @@ if result.error:
     upto = 0
 else:
     n_eval = len(result.evaluated)
-    count_at.success(result.count_text(short=look.presenting))
+    count_line = count_at.empty()   # written once the slider says how far the run has got
     # on a projector the lecture's run starts dark and the lecturer lights it up node by node: its order is the
     # answer to the in-class exercise below, so the page does not show it before the class has guessed
     start_dark = look.presenting and example == "lecture" and not st.session_state[ns.key("grads")]
     upto = slider_at.slider("Evaluation order: light up the first k nodes", 0, n_eval, 0 if start_dark else n_eval,
                             key=ns.key(f"{PACED_SLIDER}_upto"))   # the clicker's keys step it
-(slider_at if look.presenting else stage).html(f"<div style='font-size:0.85rem'>{legend}</div>")
-size = ({"width": graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE),
-         "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look)), "whole_text_only": True}
+    count_line.success(result.count_text(short=look.presenting, upto=upto))   # what is evaluated at this step
+# the legend at the text's size on a projector (the floor's 23 px), smaller on a laptop
+(slider_at if look.presenting else stage).html(f"<div style='font-size:{f'{floor}px' if floor else '0.85rem'}'>"
+                                               f"{legend}</div>")
+size = ({"width": int(graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE) / grow),
+         "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look) / grow), "whole_text_only": True}
         if look.presenting else {})
 show_plot(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
                                             fed=result.fed, focus=M.window_focus(ex, result.evaluated, upto),
                                             **size),
-                             look), look, key=ns.key("graph"), where=graph_at)
+                             look, floor_px=floor), look, key=ns.key("graph"), where=graph_at)
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
     if upto >= len(names):

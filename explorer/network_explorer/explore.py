@@ -56,11 +56,10 @@ class Explored:
 
     def level_for(self, width: int | None = None, max_height: int | None = None) -> str:
         """The view "auto" opens at ``width`` x ``max_height`` px (a projector's graph): the default level, but
-        the layer view when the op view would need a window there and the layer view does not (a projector shows
-        the whole network; the op view is one click away)."""
+        the layer view when the op view would need a window there (a projector shows the whole network, or, where
+        even the layer view needs a window, the most of it; the op view is one click away)."""
         level = self.default_level
-        if level == "op" and (width or max_height) and self.drawing("op", width, max_height).viewport \
-                and not self.drawing("layer", width, max_height).viewport:
+        if level == "op" and (width or max_height) and self.drawing("op", width, max_height).viewport:
             return "layer"
         return level
 
