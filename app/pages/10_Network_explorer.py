@@ -214,7 +214,9 @@ def this_step(m, narrow: bool = False) -> None:
     # narrow (a projector's panel beside the graph): the rule on one line (its note goes under the sent lines),
     # small tensors' heatmaps only as tall as their rows, a column's value and adjoint side by side
     st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
-    stacked = narrow and not side_by_side(m.value, m.adjoint)
+    # side by side only where each half of the panel holds a title line of 18 characters at the floor's size
+    halves_fit = (present_chars((1 - PRESENT_GRAPH_SHARE) * 0.5) or 99) >= 18
+    stacked = narrow and not (side_by_side(m.value, m.adjoint) and halves_fit)
     a, b = (st.container(), st.container()) if stacked else st.columns(2)
     hv, ha = ((compact_heatmap_height(m.value, fig_look.figure_font), compact_heatmap_height(m.adjoint, fig_look.figure_font))
               if narrow else (220, 220))
@@ -222,7 +224,8 @@ def this_step(m, narrow: bool = False) -> None:
     share = (1 - PRESENT_GRAPH_SHARE) * (1 if stacked else 0.5) if narrow else None
     titles = [("value", m.value, analysis.value_scale(rec, m.node))]
     if m.adjoint is not None:
-        titles.append((f"adjoint {adjoint_name(ex, m.node, level)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
+        # the panel's first line names the node: on a projector's narrow panel the title says only what it holds
+        titles.append(("adjoint (held now)" if narrow else f"adjoint {adjoint_name(ex, m.node, level)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
     # side by side: both titles take as many lines as the longer, so that the two heatmaps' cells stand level
     rows = 1 if stacked else max((len(title_lines(tensor_title(v, t, sc), present_chars(share)))
                                   for t, v, sc in titles if analysis.look(v) is not None), default=1)

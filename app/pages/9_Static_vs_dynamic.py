@@ -44,7 +44,8 @@ def cached_rnn_rows(lengths: tuple[int, ...]):
 legend = M.legend_html()
 
 # --- 1. one program, two ways ------------------------------------------------------------------------
-st.subheader("Build once, run with a feed dict")
+if not look.presenting:   # on a projector the page's title heads it: the code and the graph get the room
+    st.subheader("Build once, run with a feed dict")
 head = st.columns([2.4, 1.2, 1.4, 1.4])
 head[0].selectbox("Program", list(M.EXAMPLES), format_func=M.EXAMPLES.get, key=ns.key("example"))
 head[1].checkbox("add gradients()", key=ns.key("grads"),
@@ -167,7 +168,9 @@ st.caption(M.TWO_PHASE_NOTE)
 # --- in-class exercise: Session.run's order --------------------------------------------------------------
 st.divider()
 st.subheader("In-class exercise: in which order does Session.run evaluate?")
-st.markdown("The lecture's graph h = relu(x @ W + b) is built (6 nodes: `x`, `W`, `b`, `matmul`, `add`, `relu`). "
+st.markdown("Write the nodes `Session.run` evaluates, in order, separated by commas (the fed `x` counts); the "
+            "engine's own `Session` checks it." if look.presenting else
+            "The lecture's graph h = relu(x @ W + b) is built (6 nodes: `x`, `W`, `b`, `matmul`, `add`, `relu`). "
             "`Session.run` topologically sorts the nodes the fetch needs and evaluates them one by one, a fed "
             "placeholder taking its value from the feed dict. Write the nodes the run evaluates, in an order it "
             "may use, separated by commas (count the fed `x` as the lecture does). The page runs the engine's own "
@@ -188,7 +191,9 @@ for f, (right, message) in verdicts.items():
          icon=":material/check_circle:" if right else ":material/cancel:")
 
 st.markdown("##### The same exercise as code: fill in the mini-TensorFlow")
-st.markdown("The notes' mini-TensorFlow sorts the nodes the fetches need and evaluates them. Choose a line for each "
+st.markdown("Choose a line for each blank; **Check my code** runs it beside the engine's own `Session.run`."
+            if look.presenting else
+            "The notes' mini-TensorFlow sorts the nodes the fetches need and evaluates them. Choose a line for each "
             "blank; **Check my code** runs your completed code on the lecture's graph (a small interpreter, on the "
             "engine's real nodes) and sets it beside the engine's own `Session.run` of `[h]` and of `[h, x @ W]`.")
 mini = st.session_state.setdefault(ns.key("mini_checked"), {})   # {"fills": ..., "verdict": ...} after a check
@@ -221,6 +226,8 @@ rows = cached_rnn_rows((3, 6, 12))
 # at every projector size), the counts under them
 rc = st.columns([1, 1.55]) if look.presenting else None
 (rc[0] if look.presenting else st).markdown(
+    "h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>): a static graph needs one graph per length T."
+    if look.presenting else
     "h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<sub>0</sub> = 0. Eagerly, the Python loop simply "
     "runs and the recorded graph grows with it. A static graph is built by running the loop *while building*, so "
     "each length needs a graph of its own.", unsafe_allow_html=True)
@@ -252,7 +259,9 @@ for col, xv, took, graph, key in zip(bc[1:], bd.inputs, bd.branches, bd.graphs, 
               key=ns.key(f"branch_{key}"), where=col)
 # across the page's width, under the code and both graphs (in the code's column it wrapped to 10 lines)
 st.error(f"**As a static graph** — `if h.sum() > 0` on a placeholder: {bd.static_error}", icon="🚫")
-st.caption("Eager mode runs the Python `if` on a real number, so each input records the graph of the branch it "
+st.caption("Eagerly the `if` sees a number; a static graph has none yet, so TensorFlow 1 needs tf.cond."
+           if look.presenting else
+           "Eager mode runs the Python `if` on a real number, so each input records the graph of the branch it "
            "took (the sum that decided is not in the graph: nothing flows from it to the output). A static graph "
            "is built before any value exists, so the `if` cannot be decided: TensorFlow 1 needs the branch as a "
            "graph op (tf.cond) holding both sides.")
@@ -281,7 +290,9 @@ with fc[1]:
 # --- 4. capture and replay ------------------------------------------------------------------------------
 st.divider()
 st.subheader("Write eagerly, run as a graph: capture and replay")
-st.markdown("`engine.static.compile(step, optimizer=opt)` runs one eager HW2 training step under "
+st.markdown("`engine.static.compile` traces one eager HW2 training step once and replays its ops on raw arrays."
+            if look.presenting else
+            "`engine.static.compile(step, optimizer=opt)` runs one eager HW2 training step under "
             "`trace_ops`, keeps the ops that ran (forward, backward, gradient accumulation) as a flat "
             "program, and replays it on raw arrays afterwards: no Tensor objects, no dispatch, fresh dropout "
             "masks each time, and Adam applied after each replay. The step is the project's one HW2 network "
@@ -314,7 +325,9 @@ if demo:
 # --- granularity: a fused op or its decomposition ----------------------------------------------------------
 st.divider()
 st.subheader("Granularity: one fused sigmoid or four primitive ops")
-st.markdown("How large should a framework's operations be? `engine.sigmoid` is one op whose VJP reads its own "
+st.markdown("One fused op (x̄ = ȳ ⊙ y(1 − y)) against four recorded primitives, on the same x."
+            if look.presenting else
+            "How large should a framework's operations be? `engine.sigmoid` is one op whose VJP reads its own "
             "output, x̄ = ȳ ⊙ y(1 − y); `1 / (1 + exp(−x))` is four primitives (neg, exp, add, reciprocal), each "
             "recorded, each keeping what its own VJP reads, each a kernel call. Both below run on the engine, on "
             "the same x; what a compiler's fusion buys is the difference.")

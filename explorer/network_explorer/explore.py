@@ -289,12 +289,16 @@ def graph_dot(ex: Explored, level: str) -> str:
 
 def title_lines(title: str, chars: int | None) -> list[str]:
     """``title`` broken at spaces into lines of at most ``chars`` characters (a word longer than that keeps its
-    own line); one line when ``chars`` is None."""
+    own line); one line when ``chars`` is None. A combining mark (an adjoint's bar) takes no room."""
     if not chars:
         return [title]
+    import unicodedata
+
+    def width(text: str) -> int:
+        return sum(1 for ch in text if not unicodedata.combining(ch))
     lines: list[str] = []
     for word in title.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= chars:
+        if lines and width(lines[-1]) + 1 + width(word) <= chars:
             lines[-1] += " " + word
         else:
             lines.append(word)
