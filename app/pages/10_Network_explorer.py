@@ -359,11 +359,11 @@ def draw(step: int) -> None:
         scale = analysis.adjoint_scale(rec, fs.node)
         shown = fs.parts[:4]
         cs = st.columns(len(shown) + 1)
-        reasons = {r["from"] + "·" + r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}
+        reasons = {r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}   # by the step that sent it
         for j, (src, stp, val) in enumerate(shown):
             show_tensor(cs[j], val, f"{'+ ' if j else ''}{src} · step {stp + 1}", ns.key(f"fan{fs.node}_{j}"), scale,
                         share=1 / len(cs))
-            why = reasons.get(f"{src}·{stp + 1}")
+            why = reasons.get(str(stp + 1))
             if why:
                 cs[j].caption(why)
         show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"), scale, share=1 / len(cs))

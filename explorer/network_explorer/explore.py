@@ -208,7 +208,10 @@ def moment(ex: Explored, frame: int, level: str = "op") -> Moment:
     detail = analysis.step_detail(rec, step)
     fans = [analysis.fan_out_sum(rec, c.target) for c in step.contributions if c.expected > 1 and c.complete]
     kind = "leaf: gradient accumulated" if step.leaf_grad is not None else "VJP"
-    if level == "layer":
+    if level == "layer":   # the fan-out sums too: the node and each contribution's sender by the view's names
+        fans = [analysis.FanOutSum(f.node, shown_name(ex, f.node, level),
+                                   [(shown_name(ex, c.source, level), c.step, c.value)
+                                    for c in rec.contributions_to(f.node)], f.total) for f in fans]
         return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}{merged}: {shown_name(ex, node.id, level)}, "
                              f"shape {analysis.format_shape(node.shape)} — {kind}",
                       node.id, detail.formula, node.value, step.adjoint, detail, fans)
@@ -496,7 +499,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
                          f"{analysis.format_shape(d.leaf_grad.shape)})</p>")
         for s in d.sent:
             status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
-            lines.append(f"<p>→ sent to <b>{esc(s['label'])}</b> {analysis.format_shape(s['value'].shape)} "
+            lines.append(f"<p>→ sent to <b>{esc(shown_name(ex, s['target'], level))}</b> {analysis.format_shape(s['value'].shape)} "
                          f"({status})</p>")
         here.append({"kind": "html", "html": "".join(lines)})
     view.add_row([{"kind": "column", "blocks": here}], [1])
@@ -504,11 +507,11 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
         view.add_html(f"<h5>Fan-out sum at {esc(fs.label)}: {len(fs.parts)} contributions</h5>")
         scale = analysis.adjoint_scale(rec, fs.node)
         shown = fs.parts[:4]
-        reasons = {r["from"] + "·" + r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}
+        reasons = {r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}   # by the step that sent it
         cells = []
         for j, (src, stp, val) in enumerate(shown):
             blocks = list(_tensor_blocks(val, f"{'+ ' if j else ''}{src} · step {stp + 1}", scale, drawn=drawn))
-            why = reasons.get(f"{src}·{stp + 1}")
+            why = reasons.get(str(stp + 1))
             if why:
                 blocks.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(why)}</p>"})
             cells.append({"kind": "column", "blocks": blocks})
