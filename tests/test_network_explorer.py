@@ -608,7 +608,7 @@ def test_the_node_inspector_shows_only_what_the_walk_has_computed_by_the_step():
 
 
 def _present_size():
-    """The graph's size on the page in presentation mode (app/pages/10_Network_explorer.py): its column and 680 px
+    """The graph's size on the page in presentation mode (app/pages/10_Network_explorer.py): its column and 660 px
     of height, laid out smaller by the growth that brings its text to the small projector's floor."""
     from explorer.kit.figures import floor_growth, graph_scale
     from explorer.kit.presentation import PRESENTING, small_screen_floor_px
@@ -616,7 +616,7 @@ def _present_size():
     from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
     grow = floor_growth(PRESENTING, small_screen_floor_px())
     return {"width": int(graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / grow),
-            "max_height": int(680 / graph_scale(PRESENTING) / grow)}
+            "max_height": int(660 / graph_scale(PRESENTING) / grow)}
 
 
 @pytest.mark.parametrize("key", ["hw2", "mlp", "custom"])

@@ -42,7 +42,7 @@ ctx = start_page(
             **{name: LinkField(kind, None) for name, kind in OPTION_KIND.items()}},
     defaults={"net": "mlp", "level": "auto", "step": 1, "sig": None, **{name: None for name in OPTION_KIND}})
 ns, look = ctx.ns, ctx.look
-PRESENT_NET_GRAPH_PX = 680  # and its height: the rest of the first screen under the buttons and the caption (at the
+PRESENT_NET_GRAPH_PX = 660  # and its height: the rest of the first screen under the buttons and the caption (at the
 #                             small projector's text floor a network taller than this is shown through a window that
 #                             follows the step, as the op view always was: shrunk whole, its text fell to 14 px there)
 if look.presenting:
@@ -214,9 +214,7 @@ def this_step(m, narrow: bool = False) -> None:
     # narrow (a projector's panel beside the graph): the rule on one line (its note goes under the sent lines),
     # small tensors' heatmaps only as tall as their rows, a column's value and adjoint side by side
     st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
-    # side by side only where each half of the panel holds a title line of 18 characters at the floor's size
-    halves_fit = (present_chars((1 - PRESENT_GRAPH_SHARE) * 0.5) or 99) >= 18
-    stacked = narrow and not (side_by_side(m.value, m.adjoint) and halves_fit)
+    stacked = narrow and not side_by_side(m.value, m.adjoint)
     a, b = (st.container(), st.container()) if stacked else st.columns(2)
     hv, ha = ((compact_heatmap_height(m.value, fig_look.figure_font), compact_heatmap_height(m.adjoint, fig_look.figure_font))
               if narrow else (220, 220))
