@@ -103,13 +103,23 @@ else:
 # the legend at the text's size on a projector (the floor's 23 px), smaller on a laptop
 (slider_at if look.presenting else stage).html(f"<div style='font-size:{f'{floor}px' if floor else '0.85rem'}'>"
                                                f"{legend}</div>")
-size = ({"width": int(graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE) / grow),
-         "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look) / grow), "whole_text_only": True}
-        if look.presenting else {})
-show_plot(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
-                                            fed=result.fed, focus=M.window_focus(ex, result.evaluated, upto),
-                                            **size),
-                             look, floor_px=floor), look, key=ns.key("graph"), where=graph_at)
+def stage_figure(k: float) -> dict:
+    """The run's graph laid out for the stage ``k`` times smaller than drawn (a projector's text floor: k = grow)."""
+    size = ({"width": int(graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE) / k),
+             "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look) / k), "whole_text_only": True}
+            if look.presenting else {})
+    return M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto, fed=result.fed,
+                          focus=M.window_focus(ex, result.evaluated, upto), **size)
+
+
+# on a projector the graph at the small screen's text floor where it fits whole; a graph that would need a window
+# there keeps the larger window of the 1920 x 1080 sizes (its text 15 px at 1366 x 768), so that the window still holds
+# what the run's lesson needs (exercise 11: the skipped loss beside the prediction and the gradient node)
+run_fig = stage_figure(grow)
+stage_floor = floor
+if floor and (run_fig.get("layout", {}).get("meta") or {}).get("window"):
+    run_fig, stage_floor = stage_figure(1.0), None
+show_plot(style_graph_figure(run_fig, look, floor_px=stage_floor), look, key=ns.key("graph"), where=graph_at)
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
     if upto >= len(names):

@@ -339,7 +339,9 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     lines = title_lines(title, chars)
     extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
     fig.update_layout(title=dict(text="<br>".join(html.escape(t) for t in lines), font=dict(size=font)),
-                      height=height + extra, margin=dict(l=10, r=10, t=40 + extra, b=10), font=dict(size=font))
+                      # a title line needs twice its font of margin (at the small projector's 23 px, 40 px cut it)
+                      height=height + extra, margin=dict(l=10, r=10, t=max(40, 2 * font) + extra, b=10),
+                      font=dict(size=font))
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
     return fig
@@ -359,7 +361,7 @@ def compact_heatmap_height(value: np.ndarray, font: int, height: int = 220) -> i
     lk = analysis.look(value)
     if lk is None or lk.matrix is None or lk.matrix.shape[0] > COMPACT_ROWS:
         return height
-    return min(height, int(2 * font + 40 + lk.matrix.shape[0] * 1.6 * font))
+    return min(height, int(2 * font + max(40, 2 * font) + lk.matrix.shape[0] * 1.6 * font))
 
 
 def side_by_side(*values) -> bool:
