@@ -46,7 +46,8 @@ class DualModel:
 
 
 DUAL_WIDTH = 550   # px: the graph takes 3/5 of the main column of a 1400 px window
-PRESENT_GRAPH_SHARE = 0.6   # presentation mode: the graph's part of the page's width, the dual-number table beside it
+PRESENT_GRAPH_SHARE = 0.7   # presentation mode: the graph's part of the page's width (drawn left to right at the small
+#                              projector's text floor: narrower, it turned top to bottom and ran off the first screen)
 
 
 def dual_model(program_text: str, inputs_text: str, seed: str, width: int = DUAL_WIDTH) -> DualModel:
@@ -91,15 +92,25 @@ def step_rows(model: DualModel, step: int) -> list[dict]:
     return model.table[:len(model.run.leaves) + step - 1]
 
 
-def step_notes(model: DualModel, seed: str, step: int) -> tuple[str, list[str]]:
+def step_notes(model: DualModel, seed: str, step: int, short: bool = False) -> tuple[str, list[str]]:
     """What the page writes beside the table at the 1-based ``step`` (Markdown, names escaped): the paragraph on
-    forward against reverse mode (the result only at the last step: no spoiler) and the captions under it."""
+    forward against reverse mode (the result only at the last step: no spoiler) and the captions under it.
+    ``short`` (a projector): the sentence the lecturer says, no captions but a tensor input's."""
     from .kit.formatting import md_escape
     from explorer.explain.graph import bar
     graph = model.run.graph
     name = md_escape(seed)
     out = md_escape(lecture_names(graph)[graph.output])
     out_dot = md_escape(marked_names(graph, dot_name)[graph.output])
+    if short:
+        if step < model.n_frames:
+            lead = f"One forward pass gives **{out_dot} = d{out} / d{name}**; reverse mode, every input's at once."
+        else:
+            lead = (f"Forward, one pass per input: **{out_dot} = {fmt_value(model.run.output_tangent)}**.  \n"
+                    "Reverse, one pass for all: "
+                    + ", ".join(f"**{md_escape(bar(k))} = {fmt_value(v)}**" for k, v in model.reverse_grads.items()))
+        tensor = isinstance(model.reverse_grads.get(seed), list)
+        return lead, (["A tensor input's tangent is the derivative along all-ones."] if tensor else [])
     if step < model.n_frames:
         lead = (f"Forward mode, one pass: the output's tangent **{out_dot} = d{out} / d{name}** is known at the last "
                 f"step ({model.n_frames}); reverse mode gives every input's gradient in one backward pass.")

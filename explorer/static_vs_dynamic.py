@@ -341,10 +341,15 @@ class RunResult:
         the fetch reads (``sess.run(h, feed)`` on h = relu(x @ W + b) counts 6: x, W, b, matmul, add, relu)."""
         return len(self.evaluated) + len(self.fed_used)
 
-    def count_text(self, short: bool = False) -> str:
+    def count_text(self, short: bool = False, upto: int | None = None) -> str:
         """"Evaluated k of N", k counting fed placeholders as the lecture does, with the split (Markdown).
-        ``short``: one line over a projector's graph ("Evaluated 25 of 26 nodes: 23 computed + 2 fed")."""
+        ``short``: one line over a projector's graph ("Evaluated 25 of 26 nodes: 23 computed + 2 fed").
+        ``upto``: the evaluation order's step shown (the slider's first ``upto`` computed nodes lit); before its
+        last, what has been evaluated so far ("So far: 2 of 5 computed + 1 fed"), never the run's whole count."""
         k, n = self.counted, self.needed_total
+        if upto is not None and upto < len(self.evaluated):
+            fed = f" + {len(self.fed_used)} fed" if self.fed_used else ""
+            return f"So far: **{max(upto, 0)} of {len(self.evaluated)} computed**{fed}"
         if short:
             split = f": {len(self.evaluated)} computed + {len(self.fed_used)} fed" if self.fed_used else ""
             return f"Evaluated **{k} of {n}** nodes{split}"

@@ -308,7 +308,7 @@ def test_every_exported_network_step_shows_the_pages_moment_and_its_tensors(net,
     import numpy as np
 
     from explorer.network_explorer import analysis
-    from explorer.network_explorer.explore import explore, moment
+    from explorer.network_explorer.explore import explore, moment, shown_name
     from explorer.network_explorer.explore import walkthrough as network_walkthrough
     ex = explore(net)
     text = network_walkthrough(ex, level, "a <network> & more")
@@ -317,8 +317,9 @@ def test_every_exported_network_step_shows_the_pages_moment_and_its_tensors(net,
     assert len(steps) == ex.n_frames
     frames = ex.views[level].frames.frames
     for k, step in enumerate(steps):
-        m = moment(ex, k)
+        m = moment(ex, k, level)   # the layer view's names: no op ids
         shown = " ".join("".join(parsed(step).parts).split())
+        assert level != "layer" or not re.search(r"[a-z_]+#\d+", shown), (k, shown[:200])
         assert f"Step {k + 1} of {ex.n_frames} · {m.phase} {' '.join(m.title.split())}" in shown
         drawn = svg_texts(step, "graph-1")
         for line in [t.split("\n")[0] for t in frames[k].node_text] + list(frames[k].node_adjoint):
@@ -327,7 +328,8 @@ def test_every_exported_network_step_shows_the_pages_moment_and_its_tensors(net,
         maps = _heatmaps(step)
         if m.node is not None:
             node = ex.rec.node(m.node)
-            assert f"{node.label} · op {node.op} · shape {analysis.format_shape(node.shape)}" in shown
+            name = shown_name(ex, m.node, level)
+            assert f"{name} · op {node.op} · shape {analysis.format_shape(node.shape)}" in shown
             assert f"VJP: {' '.join(m.formula.split())}" in shown
             lk = analysis.look(m.value)
             if lk is not None and lk.is_heatmap:
@@ -337,4 +339,4 @@ def test_every_exported_network_step_shows_the_pages_moment_and_its_tensors(net,
                 assert cells == [f"{v:.6g}" for v in np.asarray(lk.matrix, dtype=float).reshape(-1)]
         if m.detail is not None:
             for s in m.detail.sent:
-                assert f"→ sent to {s['label']} {analysis.format_shape(s['value'].shape)}" in shown
+                assert f"→ sent to {shown_name(ex, s['target'], level)} {analysis.format_shape(s['value'].shape)}" in shown

@@ -608,11 +608,15 @@ def test_the_node_inspector_shows_only_what_the_walk_has_computed_by_the_step():
 
 
 def _present_size():
-    from explorer.kit.figures import graph_scale
-    from explorer.kit.presentation import PRESENTING
+    """The graph's size on the page in presentation mode (app/pages/10_Network_explorer.py): its column and 660 px
+    of height, laid out smaller by the growth that brings its text to the small projector's floor."""
+    from explorer.kit.figures import floor_growth, graph_scale
+    from explorer.kit.presentation import PRESENTING, small_screen_floor_px
     from explorer.kit.widgets import graph_px
     from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
-    return {"width": graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE), "max_height": int(640 / graph_scale(PRESENTING))}
+    grow = floor_growth(PRESENTING, small_screen_floor_px())
+    return {"width": int(graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / grow),
+            "max_height": int(660 / graph_scale(PRESENTING) / grow)}
 
 
 @pytest.mark.parametrize("key", ["hw2", "mlp", "custom"])
@@ -704,14 +708,16 @@ def test_at_step_1_the_window_shows_the_inputs(present):
 
 
 def test_auto_opens_the_whole_network_on_a_projector():
-    """"auto" opens the layer view on a projector when the op view would need a window there and the layer view
-    does not; on a laptop (and for networks whose layer view needs a window too) it keeps the op view."""
+    """"auto" opens the layer view on a projector when the op view would need a window there: the whole network, or
+    (at the small projector's text floor the MLP's layer view needs a window too) the most of it, every layer box
+    whole; a network whose op view fits keeps it, and so does a laptop."""
     size = _present_size()
     mlp = explore("mlp", {})
-    assert mlp.drawing("op", **size).viewport and not mlp.drawing("layer", **size).viewport
+    op, layer = mlp.drawing("op", **size), mlp.drawing("layer", **size)
+    assert op.viewport and op.placement.height > layer.placement.height
     assert mlp.level_for(**size) == "layer" and mlp.level_for() == "op"
-    rnn = explore("rnn", {})
-    assert rnn.level_for(**size) == rnn.default_level
+    logreg = explore("logreg", {})
+    assert not logreg.drawing("op", **size).viewport and logreg.level_for(**size) == logreg.default_level
 
 
 def test_every_kept_tensor_is_read_or_says_why_not():

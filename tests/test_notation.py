@@ -65,8 +65,18 @@ def test_one_adjoint_label_the_lectures_name_else_the_bar():
     assert adjoint_label(names, g.output, "f") == "x̄7"
     x1 = g.by_name("x1").id
     assert adjoint_label(names, x1, "anything") == "x̄1"
-    assert adjoint_label(names, -1, "sigmoid") == "s̄igmoid" == bar("sigmoid")   # a node the graph lacks
+    assert adjoint_label(names, -1, "sigmoid") == bar("sigmoid")   # a node the graph lacks
     assert bar("") == ""
+
+
+def test_the_bar_covers_a_whole_name():
+    """x̄i for a letter and its index (the slides' x̄5, W̄1, h̄_2); a longer name is barred whole, every character
+    under one combining overline, never over its first letter alone (l̄oss read as the adjoint of l)."""
+    assert bar("x5") == "x\u03045" and bar("W1") == "W\u03041" and bar("x") == "x\u0304" and bar("h_2") == "h\u0304_2"
+    assert bar("loss") == "l\u0305o\u0305s\u0305s\u0305"
+    assert bar("fc1.weight").replace("\u0305", "") == "fc1.weight" and bar("fc1.weight").count("\u0305") == 10
+    assert "\u0304" not in bar("loss") + bar("fc1.weight") + bar("sigmoid")
+    assert bar("Linear 1") == "L\u0305i\u0305n\u0305e\u0305a\u0305r\u0305 1\u0305"   # spaces stay bare
 
 
 def _texts(at: AppTest) -> str:

@@ -661,3 +661,17 @@ def test_on_a_projector_the_lectures_run_starts_dark_and_lights_up_with_the_slid
     at.slider(key=f"static_{PACED_SLIDER}_upto").set_value(5)
     at = ok(at.run())
     assert "W → b → matmul → add → relu" in texts(at)
+
+
+def test_the_count_says_what_the_slider_has_evaluated_so_far():
+    """The count over the graph follows the evaluation order's slider: before its last step it says how many of the
+    computed nodes are lit so far (a projector's lecture run starts dark: never 'Evaluated 6 of 6' at step 0), at its
+    last step the whole run's count."""
+    ex = M.build_example("lecture", False, False)
+    r = M.run_fetch(ex, "h", list(ex.feeds))
+    n = len(r.evaluated)
+    assert r.count_text(short=True, upto=0) == f"So far: **0 of {n} computed** + 1 fed"
+    assert r.count_text(short=True, upto=2) == f"So far: **2 of {n} computed** + 1 fed"
+    assert "Evaluated" not in r.count_text(short=True, upto=n - 1)
+    assert r.count_text(short=True, upto=n) == r.count_text(short=True) == "Evaluated **6 of 6** nodes: 5 computed + 1 fed"
+    assert r.count_text(upto=n) == r.count_text()

@@ -14,7 +14,8 @@ from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import count, md_escape, plain, sci
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.figures import floor_growth, graph_scale, style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px, small_screen_look
 from explorer.kit.labels import num
 from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
@@ -22,7 +23,7 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_l
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND_PX, VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
-                                               adjoint_name, explore, formula_parts, graph_dot, heatmap, held_at, moment,
+                                               adjoint_name, explore, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
                                                side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
@@ -41,7 +42,16 @@ ctx = start_page(
             **{name: LinkField(kind, None) for name, kind in OPTION_KIND.items()}},
     defaults={"net": "mlp", "level": "auto", "step": 1, "sig": None, **{name: None for name in OPTION_KIND}})
 ns, look = ctx.ns, ctx.look
-PRESENT_NET_GRAPH_PX = 640  # and its height: the rest of the first screen under the buttons and the caption
+PRESENT_NET_GRAPH_PX = 660  # and its height: the rest of the first screen under the buttons and the caption (at the
+#                             small projector's text floor a network taller than this is shown through a window that
+#                             follows the step, as the op view always was: shrunk whole, its text fell to 14 px there)
+if look.presenting:
+    st.html(small_screen_css())   # labels, captions, code, tables: 16 px or more at 1366 x 768 too
+# presenting, every text of the graph and the heatmaps is 16 px or more at 1366 x 768 too: the graph is laid out that
+# much smaller and drawn that much larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
+fig_look = small_screen_look(look)   # the heatmaps' and tables' sizes
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -135,8 +145,8 @@ st.session_state[ns.key("sig")] = sig
 
 level_choice = st.session_state[ns.key("level")]
 # presentation mode: the graph at the screen's height, the current op's values beside it
-present_size = ({"width": graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE),
-                 "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look))} if look.presenting else {})
+present_size = ({"width": int(graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / grow),
+                 "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look) / grow)} if look.presenting else {})
 level = ex.level_for(**present_size) if level_choice == "auto" else level_choice
 vcols = st.columns([2, 3]) if not look.presenting else [top[2], st.container()]
 
@@ -165,7 +175,7 @@ def tensor_title(value, title: str, scale: float | None) -> str:
 
 def present_chars(share: float | None) -> int | None:
     """A heatmap title's line length in ``share`` of the presentation page's width (None: one line)."""
-    return title_chars(PRESENT_PAGE_PX * share - 40, look.figure_font) if look.presenting and share else None
+    return title_chars(PRESENT_PAGE_PX * share - 40, fig_look.figure_font) if look.presenting and share else None
 
 
 def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False,
@@ -179,12 +189,12 @@ def show_tensor(where, value, title: str, key: str, scale: float | None = None, 
         return
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
-        show_plot(heatmap(value, tensor_title(value, title, scale), font=look.figure_font, zmax=zmax, narrow=narrow,
-                          height=height, chars=present_chars(share), title_rows=title_rows), look, key=key, where=where,
+        show_plot(heatmap(value, tensor_title(value, title, scale), font=fig_look.figure_font, zmax=zmax, narrow=narrow,
+                          height=height, chars=present_chars(share), title_rows=title_rows), fig_look, key=key, where=where,
                   config={"displayModeBar": False})
     else:
         where.markdown(f"**{title}** {analysis.format_shape(lk.shape)} — too large for a heatmap")
-        show_table(pd.DataFrame([lk.stats]), look, where=where)
+        show_table(pd.DataFrame([lk.stats]), fig_look, where=where)
 
 
 def this_step(m, narrow: bool = False) -> None:
@@ -198,20 +208,22 @@ def this_step(m, narrow: bool = False) -> None:
                         share=1 - PRESENT_GRAPH_SHARE if narrow else None)
         return
     node = rec.node(m.node)
-    st.markdown(f"**{node.label}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}** · "
-                f"layer *{node.layer}*")
+    named = shown_name(ex, m.node, level)   # the layer view names no op ids
+    st.markdown(f"**{md_escape(named)}** · op `{node.op}` · shape **{analysis.format_shape(node.shape)}**"
+                + ("" if level == "layer" else f" · layer *{md_escape(node.layer)}*"))
     # narrow (a projector's panel beside the graph): the rule on one line (its note goes under the sent lines),
     # small tensors' heatmaps only as tall as their rows, a column's value and adjoint side by side
     st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
     stacked = narrow and not side_by_side(m.value, m.adjoint)
     a, b = (st.container(), st.container()) if stacked else st.columns(2)
-    hv, ha = ((compact_heatmap_height(m.value, look.figure_font), compact_heatmap_height(m.adjoint, look.figure_font))
+    hv, ha = ((compact_heatmap_height(m.value, fig_look.figure_font), compact_heatmap_height(m.adjoint, fig_look.figure_font))
               if narrow else (220, 220))
     # the panel beside the graph (narrow), or the page's left 3/5 (laptop layout: no presentation share)
     share = (1 - PRESENT_GRAPH_SHARE) * (1 if stacked else 0.5) if narrow else None
     titles = [("value", m.value, analysis.value_scale(rec, m.node))]
     if m.adjoint is not None:
-        titles.append((f"adjoint {adjoint_name(ex, m.node)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
+        # the panel's first line names the node: on a projector's narrow panel the title says only what it holds
+        titles.append(("adjoint (held now)" if narrow else f"adjoint {adjoint_name(ex, m.node, level)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
     # side by side: both titles take as many lines as the longer, so that the two heatmaps' cells stand level
     rows = 1 if stacked else max((len(title_lines(tensor_title(v, t, sc), present_chars(share)))
                                   for t, v, sc in titles if analysis.look(v) is not None), default=1)
@@ -246,7 +258,8 @@ def sent_lines(m) -> None:
         st.success(f"{d.label}.grad += adjoint (shape {analysis.format_shape(d.leaf_grad.shape)})")
     for s in d.sent:
         status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
-        st.markdown(f"→ sent to **{s['label']}** {analysis.format_shape(s['value'].shape)} ({status})")
+        to = shown_name(ex, s["target"], level)
+        st.markdown(f"→ sent to **{md_escape(to)}** {analysis.format_shape(s['value'].shape)} ({status})")
 
 
 def inspector(m, frame: int, cols) -> None:
@@ -285,7 +298,7 @@ def inspector(m, frame: int, cols) -> None:
 def draw(step: int) -> None:
     """Header, graph, this step's VJP and the node inspector at the 1-based ``step``; the link."""
     frame = step - 1
-    m = moment(ex, frame)
+    m = moment(ex, frame, level)
     if look.presenting:  # one line: the graph gets the room
         st.markdown(f"**Step {step} of {ex.n_frames} · {m.phase}** — {m.title}")
     else:
@@ -298,7 +311,7 @@ def draw(step: int) -> None:
     backward = m.phase in ("backward", "done")
     # on a projector the legend stands over the backward graph (under it, it sat on a laptop screen's bottom edge),
     # and the graph gives up the legend's line of height, so both end where the graph alone did
-    back_size = ({**size, "max_height": size["max_height"] - int(PRESENT_LEGEND_PX / graph_scale(look))}
+    back_size = ({**size, "max_height": size["max_height"] - int(PRESENT_LEGEND_PX / graph_scale(look) / grow)}
                  if look.presenting else size)
     back = still_graph(ex.backward_figure(level, frame, **back_size), 0, title=False) if backward else None
     if look.presenting:
@@ -306,7 +319,7 @@ def draw(step: int) -> None:
         with graph_col:   # backward steps: the backward graph in the forward one's place (one graph fits the screen)
             if back:
                 st.html(backward_legend_html())
-            show_plot(style_graph_figure(back or fig, look), look,
+            show_plot(style_graph_figure(back or fig, look, floor_px=floor), look,
                       key=ns.key("backward_figure" if back else "figure"))
         with step_col:
             this_step(m, narrow=True)
@@ -344,11 +357,11 @@ def draw(step: int) -> None:
         scale = analysis.adjoint_scale(rec, fs.node)
         shown = fs.parts[:4]
         cs = st.columns(len(shown) + 1)
-        reasons = {r["from"] + "·" + r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}
+        reasons = {r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}   # by the step that sent it
         for j, (src, stp, val) in enumerate(shown):
             show_tensor(cs[j], val, f"{'+ ' if j else ''}{src} · step {stp + 1}", ns.key(f"fan{fs.node}_{j}"), scale,
                         share=1 / len(cs))
-            why = reasons.get(f"{src}·{stp + 1}")
+            why = reasons.get(str(stp + 1))
             if why:
                 cs[j].caption(why)
         show_tensor(cs[-1], fs.total, "= sum", ns.key(f"fan{fs.node}_sum"), scale, share=1 / len(cs))

@@ -12,6 +12,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.class_widgets import in_class
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_look
 from explorer.kit.formatting import code_span, count, fixed, md_escape, percent
 from explorer.kit.labels import num
 from explorer.kit.priority import poll_period
@@ -46,6 +47,9 @@ ctx = start_page(
               "errors_only": False, "own": None, "own_error": None, "kept": [], "run_number": 0,
               "run_dataset": "", "compare_metric": "val_accuracy", "replay": None, "replay_pace": DEFAULT_PACE})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(small_screen_css())   # labels, captions, tables: 16 px or more at 1366 x 768 too
+chart_font = small_screen_look(look).figure_font   # the charts' text: 16 px or more at 1366 x 768 too
 for msg in ctx.link_problems:
     st.warning(msg)
 S = st.session_state
@@ -264,8 +268,8 @@ def live_view() -> None:
         st.markdown(before_run_text(S[k("epochs")]))
         empty, h = empty_snapshot(S[k("epochs")]), int(look.figure_height * 0.24)
         g = st.columns([1, 1])
-        g[0].vega_lite_chart(*loss_chart(empty, look.figure_font, h), width="stretch", key=k("loss_chart"))
-        g[1].vega_lite_chart(*accuracy_chart(empty, TARGET_ACCURACY, look.figure_font, h), width="stretch",
+        g[0].vega_lite_chart(*loss_chart(empty, chart_font, h), width="stretch", key=k("loss_chart"))
+        g[1].vega_lite_chart(*accuracy_chart(empty, TARGET_ACCURACY, chart_font, h), width="stretch",
                              key=k("acc_chart"))
         return
     if r is None:
@@ -335,8 +339,8 @@ def live_view() -> None:
     look_now = last_look(snap)
     # presentation mode: the curves, and the network picture left to right under them, on the first screen
     g = st.columns([1, 1])
-    g[0].vega_lite_chart(*loss_chart(snap, look.figure_font, h), width="stretch", key=k("loss_chart"))
-    g[1].vega_lite_chart(*accuracy_chart(snap, target, look.figure_font, h), width="stretch", key=k("acc_chart"))
+    g[0].vega_lite_chart(*loss_chart(snap, chart_font, h), width="stretch", key=k("loss_chart"))
+    g[1].vega_lite_chart(*accuracy_chart(snap, target, chart_font, h), width="stretch", key=k("acc_chart"))
     if started is not None and not look.presenting:
         st.caption(f"Run {S[k('run_number')]} · {count(started.n_train)} training / {count(started.n_val)} validation "
                    f"sentences · {count(started.n_params)} parameters · backend `{started.config['backend']}` · "
@@ -359,8 +363,8 @@ def live_view() -> None:
         picture_col.caption(NO_SERVER_GRAPHVIZ)
     with right:
         st.markdown(units_title(look_now, snap.n_batches_per_epoch))
-        st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, look.figure_font,
-                                        int(look.figure_font * 3)), width="stretch", key=k("units_chart"))
+        st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, chart_font,
+                                        int(chart_font * 3)), width="stretch", key=k("units_chart"))
         st.caption("A ReLU unit is **dead** when it outputs 0 for every probe sentence (the first 200 training "
                    "sentences): it then passes no gradient to its weights and never recovers. A learning rate of 0.25 with "
                    "Adam kills about half of them in the first two epochs; lr 0.01 keeps most alive. In the "
@@ -370,7 +374,7 @@ def live_view() -> None:
         st.markdown(f"<span style='color:#1f77b4'>━━ fc1 = Linear({dim}, {hidden})</span> &nbsp; "
                     f"<span style='color:#ff7f0e'>━━ fc2 = Linear({hidden}, 1)</span> &nbsp; (measured right after "
                     "a training step, a few times per epoch)", unsafe_allow_html=True)
-        charts = inside_charts(snap.look_columns, snap.total_epochs, look.figure_font, int(look.figure_height * 0.32))
+        charts = inside_charts(snap.look_columns, snap.total_epochs, chart_font, int(look.figure_height * 0.32))
         for row in (charts[:2], charts[2:]):
             for i, (col, chart) in enumerate(zip(st.columns(2), row)):
                 col.vega_lite_chart(*chart, width="stretch", key=k(f"inside_chart_{chart[1]['title']}"))

@@ -9,7 +9,8 @@ import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import line_plot, style_graph_figure
+from explorer.kit.figures import floor_growth, line_plot, style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px, small_screen_look
 from explorer import forward_vs_reverse as M
 from explorer.forward_vs_reverse import (DUAL_WIDTH, JACOBIAN_DEFINITION, MAX_SCALE_DEPTH, MEMORY_DETAILS,
                                         MEMORY_LEAD,
@@ -31,6 +32,11 @@ ctx = start_page(
             "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "seed": "", "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(small_screen_css())   # labels, captions, the table: 16 px or more at 1366 x 768 too
+# presenting, the graph's every text is 16 px or more at 1366 x 768 too: laid out that much narrower, drawn larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -80,7 +86,7 @@ try:
         help="Forward mode gives one directional derivative per pass: the seeded input's tangent is 1 "
              "(all ones for a tensor input), every other input's is 0.")
     model = cached_dual(program_text, inputs_text, st.session_state[ns.key("seed")],
-                        graph_px(look, DUAL_WIDTH, M.PRESENT_GRAPH_SHARE))  # presentation: its column's width
+                        int(graph_px(look, DUAL_WIDTH, M.PRESENT_GRAPH_SHARE) / grow))  # presenting: its column
 except InputProblem as problem:
     show_input_problem(problem, c1, c2, program_text, inputs_text)
 
@@ -100,11 +106,11 @@ if model is not None:
         st.markdown(f"#### Step {step} of {model.n_frames}\n{fr.caption}")
         g, t = st.columns([M.PRESENT_GRAPH_SHARE, 1 - M.PRESENT_GRAPH_SHARE] if look.presenting else [3, 2])
         with g:
-            show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look),
+            show_plot(style_graph_figure(still_graph(model.figure, step - 1, title=False), look, floor_px=floor),
                       look, key=ns.key("figure"))
         with t:
-            show_table(step_rows(model, step), look, static=True)
-            lead, captions = step_notes(model, seed, step)
+            show_table(step_rows(model, step), small_screen_look(look), static=True)
+            lead, captions = step_notes(model, seed, step, short=look.presenting)
             st.markdown(lead)
             for caption in captions:
                 st.caption(caption)
@@ -119,9 +125,12 @@ else:
 
 st.divider()
 st.subheader("Full Jacobian of f: Rⁿ → Rᵐ — passes and ops")
-st.markdown(JACOBIAN_DEFINITION)
-st.caption("Forward mode needs one pass per input (n columns of J); reverse mode one backward pass per output "
-           "(m rows). Both are counted on the engine running a small network y = tanh(A·x) for each size.")
+if look.presenting:   # what the lecturer says; the definition and the method stay on a laptop
+    st.markdown("Forward: one pass per input (n columns of J). Reverse: one pass per output (m rows).")
+else:
+    st.markdown(JACOBIAN_DEFINITION)
+    st.caption("Forward mode needs one pass per input (n columns of J); reverse mode one backward pass per output "
+               "(m rows). Both are counted on the engine running a small network y = tanh(A·x) for each size.")
 j = st.columns(2)
 max_n = j[0].slider("largest n (and m)", 2, 16, 8, key=ns.key("max_n"))
 fixed = j[1].slider("the other dimension held at", 1, 16, 2, key=ns.key("fixed"))
@@ -132,7 +141,9 @@ show_plot(where=p[0], fig=line_plot(series["vary_n"], title=f"m = {fixed}, n var
 show_plot(where=p[1], fig=line_plot(series["vary_m"], title=f"n = {fixed}, m varies", x_title="m (outputs)",
                                y_title="count (log scale)", look=look, log_y=True), lk=look, key=ns.key("jac_m"))
 
-st.markdown("**What one gradient costs** (the notes: reverse mode's gradient of a scalar loss costs about two "
+st.markdown("**What one gradient costs**: reverse ≈ 2 forward passes in total, forward mode n passes."
+            if look.presenting else
+            "**What one gradient costs** (the notes: reverse mode's gradient of a scalar loss costs about two "
             "forward passes *in total*, forward + backward, whatever the number of inputs n; forward mode needs n "
             "passes, one per input, so reverse wins by about n/2). Counted now on the engine running a 4-layer "
             "ReLU MLP, width 256, batch 128:")
@@ -160,14 +171,17 @@ j_batch = js[2].number_input("batch", 1, 1_000_000, 2048, key=ns.key("jac_batch"
 j_dtype = js[3].selectbox("dtype", ["float64", "float32"], key=ns.key("jac_dtype"))
 size_rows, passes = jacobian_size_table(int(j_in), int(j_out), int(j_batch), j_dtype)
 show_table(size_rows, look, static=True)
-st.markdown(f"Building the whole-batch Jacobian would take **{count(passes['forward'])} forward (JVP) passes**, one "
+st.markdown(f"The whole Jacobian: **{count(passes['forward'])} JVP** or **{count(passes['reverse'])} VJP passes**; "
+            "training needs **one** backward pass." if look.presenting else
+            f"Building the whole-batch Jacobian would take **{count(passes['forward'])} forward (JVP) passes**, one "
             f"per input number, or **{count(passes['reverse'])} backward (VJP) passes**, one per output number. "
             "Training needs the gradient of one scalar loss: **one** backward pass, whose VJPs carry vectors "
             "like the last row.")
 
 st.subheader("Memory reverse mode keeps for the backward pass")
 st.markdown(MEMORY_LEAD)
-st.caption("\n".join(f"- {line}" for line in MEMORY_DETAILS))
+if not look.presenting:   # the lead is what the lecturer says; the details stay on a laptop
+    st.caption("\n".join(f"- {line}" for line in MEMORY_DETAILS))
 m = st.columns(3)
 depth = m[0].slider("depth (layers)", 1, 32, 8, key=ns.key("mem_depth"))
 batch = m[1].select_slider("batch", [1, 2, 4, 8, 16, 32, 64, 128, 256], value=32, key=ns.key("mem_batch"))
@@ -198,7 +212,9 @@ st.markdown(hw2_kept.sentence)
 
 st.divider()
 st.subheader("Trading time for memory: activation recomputation (checkpointing)")
-st.markdown("`engine.checkpoint.checkpoint(fn, x)` runs a segment without recording it and keeps only its input; "
+st.markdown("Keep only a segment's input, recompute the segment in backward: memory traded for one more forward."
+            if look.presenting else
+            "`engine.checkpoint.checkpoint(fn, x)` runs a segment without recording it and keeps only its input; "
             "the backward pass recomputes the segment (recording it this time) and walks the copy. Measured here "
             "on a ReLU MLP (float64) at 4, 9 and 16 layers: **keep all** (the ordinary graph), **a checkpoint every "
             "√L layers** (each segment recomputed once: 2L layer calls) and **recompute all** (only the input is "
@@ -220,15 +236,20 @@ else:
     # the table across the page's width, every row and header whole (in the right-hand column its headers were cut)
     show_table(ck_rows, look, static=True)
     with kc[1]:
-        st.caption("Same gradients in every policy (last column, against keep all). Checkpointing every √L keeps "
-                   "√L segment inputs plus one segment's activations at a time: memory ~ 2√L buffers for one "
-                   "extra forward pass; recompute-all keeps one buffer at the price of quadratic forward work. "
-                   "`backward()` frees each node's saved values right after its VJP ran (as PyTorch does), so "
-                   "every policy's peak also holds the gradients of the weights: checkpointing pays when a layer's "
-                   "activations (batch × width) outweigh its weights (width²); at batch ≤ width keep all wins.")
+        if look.presenting:
+            st.caption("Same gradients in every policy; checkpointing pays when activations outweigh the weights.")
+        else:
+            st.caption("Same gradients in every policy (last column, against keep all). Checkpointing every √L keeps "
+                       "√L segment inputs plus one segment's activations at a time: memory ~ 2√L buffers for one "
+                       "extra forward pass; recompute-all keeps one buffer at the price of quadratic forward work. "
+                       "`backward()` frees each node's saved values right after its VJP ran (as PyTorch does), so "
+                       "every policy's peak also holds the gradients of the weights: checkpointing pays when a layer's "
+                       "activations (batch × width) outweigh its weights (width²); at batch ≤ width keep all wins.")
 
 st.subheader("Gradient accumulation on purpose: micro-batches")
-st.markdown("Accumulation is a pitfall when it is forgotten (a second `backward()` without `zero_grad` turns 20 into "
+st.markdown("k micro-batches, each loss scaled by 1/k, one step: the full batch's gradient, a k-th of the memory."
+            if look.presenting else
+            "Accumulation is a pitfall when it is forgotten (a second `backward()` without `zero_grad` turns 20 into "
             "40: see the *Gradient accumulation* preset on the Expression explorer) and a tool when it is meant: "
             "split a batch of 64 into k micro-batches, call `backward()` on each loss scaled by 1/k, and only then "
             "step. The gradient is the full batch's (the **effective batch size** stays 64) while each backward "

@@ -11,6 +11,7 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
 from explorer.kit.formatting import nested, num
 from explorer.kit.pages import available_backends
+from explorer.kit.presentation import small_screen_css, small_screen_look
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import presentation_toggle, publish_link, show_plot, show_table, start_page
 
@@ -27,6 +28,8 @@ ctx = start_page(
 ns, look = ctx.ns, ctx.look
 if look.presenting:
     st.html(present_css(True))
+    st.html(small_screen_css())   # labels, captions, code, tables: 16 px or more at 1366 x 768 too
+fig_look = small_screen_look(look)   # the storage pictures' text too
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -95,13 +98,13 @@ if run is not None:
         st.markdown(M.storage_sentence(last))
     pics = st.columns(2)
     with pics[0]:
-        show_plot(M.layout_figure(run.base, look, title=f"x: shape {run.base.shape}, strides {run.base.strides}"),
-                  look, key=ns.key("fig_x"), config={"staticPlot": True})
+        show_plot(M.layout_figure(run.base, fig_look, title=f"x: shape {run.base.shape}, strides {run.base.strides}"),
+                  fig_look, key=ns.key("fig_x"), config={"staticPlot": True})
     with pics[1]:
         if run.steps:
-            show_plot(M.layout_figure(last, look, title=f"{last.expr}: shape {last.shape}, strides "
+            show_plot(M.layout_figure(last, fig_look, title=f"{last.expr}: shape {last.shape}, strides "
                                       f"{last.strides}, offset {last.offset}"),
-                      look, key=ns.key("fig_last"), config={"staticPlot": True})
+                      fig_look, key=ns.key("fig_last"), config={"staticPlot": True})
     st.caption(M.picture_caption(run))
 
 # --- broadcasting's backward -------------------------------------------------------------------------------

@@ -10,10 +10,10 @@ import streamlit as st
 
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.figures import floor_growth, graph_scale, style_graph_figure
 from explorer.kit.formatting import code_span, fixed, md_escape
 from explorer.kit.labels import num
-from explorer.kit.presentation import PACED_SLIDER
+from explorer.kit.presentation import PACED_SLIDER, small_screen_css, small_screen_floor_px
 from explorer.kit.reference import ReferenceFailed
 from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, publish_link, show_plot, show_table,
                                   start_page)
@@ -27,6 +27,11 @@ ctx = start_page(
             "length": LinkField("int", 6, choices=(3, 6, 12))},
     defaults={"example": "lecture", "grads": False, "train": False, "fetch": "", "length": 6})
 ns, look = ctx.ns, ctx.look
+if look.presenting:
+    st.html(small_screen_css())   # code, labels, captions, tables: 16 px or more at 1366 x 768 too
+# presenting, the graph's every text is 16 px or more at 1366 x 768 too: laid out that much smaller, drawn larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -39,7 +44,8 @@ def cached_rnn_rows(lengths: tuple[int, ...]):
 legend = M.legend_html()
 
 # --- 1. one program, two ways ------------------------------------------------------------------------
-st.subheader("Build once, run with a feed dict")
+if not look.presenting:   # on a projector the page's title heads it: the code and the graph get the room
+    st.subheader("Build once, run with a feed dict")
 head = st.columns([2.4, 1.2, 1.4, 1.4])
 head[0].selectbox("Program", list(M.EXAMPLES), format_func=M.EXAMPLES.get, key=ns.key("example"))
 head[1].checkbox("add gradients()", key=ns.key("grads"),
@@ -87,20 +93,33 @@ if result.error:
     upto = 0
 else:
     n_eval = len(result.evaluated)
-    count_at.success(result.count_text(short=look.presenting))
+    count_line = count_at.empty()   # written once the slider says how far the run has got
     # on a projector the lecture's run starts dark and the lecturer lights it up node by node: its order is the
     # answer to the in-class exercise below, so the page does not show it before the class has guessed
     start_dark = look.presenting and example == "lecture" and not st.session_state[ns.key("grads")]
     upto = slider_at.slider("Evaluation order: light up the first k nodes", 0, n_eval, 0 if start_dark else n_eval,
                             key=ns.key(f"{PACED_SLIDER}_upto"))   # the clicker's keys step it
-(slider_at if look.presenting else stage).html(f"<div style='font-size:0.85rem'>{legend}</div>")
-size = ({"width": graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE),
-         "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look)), "whole_text_only": True}
-        if look.presenting else {})
-show_plot(style_graph_figure(M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto,
-                                            fed=result.fed, focus=M.window_focus(ex, result.evaluated, upto),
-                                            **size),
-                             look), look, key=ns.key("graph"), where=graph_at)
+    count_line.success(result.count_text(short=look.presenting, upto=upto))   # what is evaluated at this step
+# the legend at the text's size on a projector (the floor's 23 px), smaller on a laptop
+(slider_at if look.presenting else stage).html(f"<div style='font-size:{f'{floor}px' if floor else '0.85rem'}'>"
+                                               f"{legend}</div>")
+def stage_figure(k: float) -> dict:
+    """The run's graph laid out for the stage ``k`` times smaller than drawn (a projector's text floor: k = grow)."""
+    size = ({"width": int(graph_px(look, M.STATIC_WIDTH, M.PRESENT_STAGE_SHARE) / k),
+             "max_height": int(M.PRESENT_GRAPH_PX / graph_scale(look) / k), "whole_text_only": True}
+            if look.presenting else {})
+    return M.graph_figure(ex.graph, result.evaluated if not result.error else None, upto, fed=result.fed,
+                          focus=M.window_focus(ex, result.evaluated, upto), **size)
+
+
+# on a projector the graph at the small screen's text floor where it fits whole; a graph that would need a window
+# there keeps the larger window of the 1920 x 1080 sizes (its text 15 px at 1366 x 768), so that the window still holds
+# what the run's lesson needs (exercise 11: the skipped loss beside the prediction and the gradient node)
+run_fig = stage_figure(grow)
+stage_floor = floor
+if floor and (run_fig.get("layout", {}).get("meta") or {}).get("window"):
+    run_fig, stage_floor = stage_figure(1.0), None
+show_plot(style_graph_figure(run_fig, look, floor_px=stage_floor), look, key=ns.key("graph"), where=graph_at)
 if not result.error:
     names = [ex.graph.nodes[i].name for i in result.evaluated]
     if upto >= len(names):
@@ -159,7 +178,9 @@ st.caption(M.TWO_PHASE_NOTE)
 # --- in-class exercise: Session.run's order --------------------------------------------------------------
 st.divider()
 st.subheader("In-class exercise: in which order does Session.run evaluate?")
-st.markdown("The lecture's graph h = relu(x @ W + b) is built (6 nodes: `x`, `W`, `b`, `matmul`, `add`, `relu`). "
+st.markdown("Write the nodes `Session.run` evaluates, in order, separated by commas (the fed `x` counts); the "
+            "engine's own `Session` checks it." if look.presenting else
+            "The lecture's graph h = relu(x @ W + b) is built (6 nodes: `x`, `W`, `b`, `matmul`, `add`, `relu`). "
             "`Session.run` topologically sorts the nodes the fetch needs and evaluates them one by one, a fed "
             "placeholder taking its value from the feed dict. Write the nodes the run evaluates, in an order it "
             "may use, separated by commas (count the fed `x` as the lecture does). The page runs the engine's own "
@@ -180,7 +201,9 @@ for f, (right, message) in verdicts.items():
          icon=":material/check_circle:" if right else ":material/cancel:")
 
 st.markdown("##### The same exercise as code: fill in the mini-TensorFlow")
-st.markdown("The notes' mini-TensorFlow sorts the nodes the fetches need and evaluates them. Choose a line for each "
+st.markdown("Choose a line for each blank; **Check my code** runs it beside the engine's own `Session.run`."
+            if look.presenting else
+            "The notes' mini-TensorFlow sorts the nodes the fetches need and evaluates them. Choose a line for each "
             "blank; **Check my code** runs your completed code on the lecture's graph (a small interpreter, on the "
             "engine's real nodes) and sets it beside the engine's own `Session.run` of `[h]` and of `[h, x @ W]`.")
 mini = st.session_state.setdefault(ns.key("mini_checked"), {})   # {"fills": ..., "verdict": ...} after a check
@@ -213,6 +236,8 @@ rows = cached_rnn_rows((3, 6, 12))
 # at every projector size), the counts under them
 rc = st.columns([1, 1.55]) if look.presenting else None
 (rc[0] if look.presenting else st).markdown(
+    "h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>): a static graph needs one graph per length T."
+    if look.presenting else
     "h<sub>t+1</sub> = sigmoid(h<sub>t</sub> · w + x<sub>t</sub>), h<sub>0</sub> = 0. Eagerly, the Python loop simply "
     "runs and the recorded graph grows with it. A static graph is built by running the loop *while building*, so "
     "each length needs a graph of its own.", unsafe_allow_html=True)
@@ -244,7 +269,9 @@ for col, xv, took, graph, key in zip(bc[1:], bd.inputs, bd.branches, bd.graphs, 
               key=ns.key(f"branch_{key}"), where=col)
 # across the page's width, under the code and both graphs (in the code's column it wrapped to 10 lines)
 st.error(f"**As a static graph** — `if h.sum() > 0` on a placeholder: {bd.static_error}", icon="🚫")
-st.caption("Eager mode runs the Python `if` on a real number, so each input records the graph of the branch it "
+st.caption("Eagerly the `if` sees a number; a static graph has none yet, so TensorFlow 1 needs tf.cond."
+           if look.presenting else
+           "Eager mode runs the Python `if` on a real number, so each input records the graph of the branch it "
            "took (the sum that decided is not in the graph: nothing flows from it to the output). A static graph "
            "is built before any value exists, so the `if` cannot be decided: TensorFlow 1 needs the branch as a "
            "graph op (tf.cond) holding both sides.")
@@ -273,7 +300,9 @@ with fc[1]:
 # --- 4. capture and replay ------------------------------------------------------------------------------
 st.divider()
 st.subheader("Write eagerly, run as a graph: capture and replay")
-st.markdown("`engine.static.compile(step, optimizer=opt)` runs one eager HW2 training step under "
+st.markdown("`engine.static.compile` traces one eager HW2 training step once and replays its ops on raw arrays."
+            if look.presenting else
+            "`engine.static.compile(step, optimizer=opt)` runs one eager HW2 training step under "
             "`trace_ops`, keeps the ops that ran (forward, backward, gradient accumulation) as a flat "
             "program, and replays it on raw arrays afterwards: no Tensor objects, no dispatch, fresh dropout "
             "masks each time, and Adam applied after each replay. The step is the project's one HW2 network "
@@ -306,7 +335,9 @@ if demo:
 # --- granularity: a fused op or its decomposition ----------------------------------------------------------
 st.divider()
 st.subheader("Granularity: one fused sigmoid or four primitive ops")
-st.markdown("How large should a framework's operations be? `engine.sigmoid` is one op whose VJP reads its own "
+st.markdown("One fused op (x̄ = ȳ ⊙ y(1 − y)) against four recorded primitives, on the same x."
+            if look.presenting else
+            "How large should a framework's operations be? `engine.sigmoid` is one op whose VJP reads its own "
             "output, x̄ = ȳ ⊙ y(1 − y); `1 / (1 + exp(−x))` is four primitives (neg, exp, add, reciprocal), each "
             "recorded, each keeping what its own VJP reads, each a kernel call. Both below run on the engine, on "
             "the same x; what a compiler's fusion buys is the difference.")

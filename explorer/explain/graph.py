@@ -151,9 +151,19 @@ MACRON = "\u0304"   # combining macron: x5 -> x̄5
 _NUMBERED = re.compile(r"([A-Za-z])(\d+)")
 
 
+OVERLINE = "\u0305"   # combining overline: joins from letter to letter, one bar over a whole name
+_INDEXED = re.compile(r"[^\W\d_](_?\d+)?")   # a letter and its index: x, x5, W1, h_2
+
+
 def bar(name: str) -> str:
-    """The lecture's adjoint notation of a name: x5 -> x̄5 (a combining macron after the first letter)."""
-    return name[:1] + MACRON + name[1:] if name else name
+    """The lecture's adjoint notation of a name. A letter with its index keeps the slides' x̄i (x5 -> x̄5: a
+    combining macron over the letter alone); a longer name is barred whole (loss -> l̅o̅s̅s̅, fc1.weight under one
+    line), never over its first letter alone (l̄oss read as the adjoint of l)."""
+    if not name:
+        return name
+    if _INDEXED.fullmatch(name):
+        return name[:1] + MACRON + name[1:]
+    return "".join(ch + OVERLINE if not ch.isspace() else ch for ch in name)
 
 
 def adjoint_label(adjoints: Mapping[int, str], nid: int, name: str) -> str:

@@ -257,11 +257,22 @@ def small_screen_css(floor_px: int | None = None) -> str:
         f'{main} [data-testid="stCaptionContainer"] code',
         f'{main} [data-testid="stWidgetLabel"] p, {main} [data-testid="stCheckbox"] p, '
         f'{main} label [data-testid="stMarkdownContainer"] p',
-        f'{main} [data-baseweb="select"] div, {main} [role="radiogroup"] p',
+        f'{main} [data-baseweb="select"] div, {main} [role="radiogroup"] p, {main} [data-baseweb="tag"] *, {main} [data-tag] *',
         f'{main} [data-testid="stCode"] code, {main} [data-testid="stCode"] code span, {main} pre code',
         f'{main} [data-testid="stTable"] td, {main} [data-testid="stTable"] th',
     ]
     return "<style>\n" + "\n".join(f"{r} {{ font-size: max({px}px, 1em) !important; }}" for r in rules) + "\n</style>"
+
+
+def small_screen_look(lk: Look) -> Look:
+    """``lk`` with its figures' and tables' text at :func:`small_screen_floor_px` in presentation mode (for the pages
+    that :func:`small_screen_css` styles; a graph of the renderer keeps ``lk`` and asks for ``floor_px`` instead, as
+    its drawing is scaled by ``figure_font``). Outside presentation mode ``lk`` itself."""
+    if not lk.presenting:
+        return lk
+    from dataclasses import replace
+    px = small_screen_floor_px()
+    return replace(lk, figure_font=max(lk.figure_font, px), table_font_px=max(lk.table_font_px, px))
 
 
 def css(lk: Look) -> str:

@@ -56,11 +56,10 @@ class Explored:
 
     def level_for(self, width: int | None = None, max_height: int | None = None) -> str:
         """The view "auto" opens at ``width`` x ``max_height`` px (a projector's graph): the default level, but
-        the layer view when the op view would need a window there and the layer view does not (a projector shows
-        the whole network; the op view is one click away)."""
+        the layer view when the op view would need a window there (a projector shows the whole network, or, where
+        even the layer view needs a window, the most of it; the op view is one click away)."""
         level = self.default_level
-        if level == "op" and (width or max_height) and self.drawing("op", width, max_height).viewport \
-                and not self.drawing("layer", width, max_height).viewport:
+        if level == "op" and (width or max_height) and self.drawing("op", width, max_height).viewport:
             return "layer"
         return level
 
@@ -161,7 +160,28 @@ class Moment:
     fan_out: list[analysis.FanOutSum] = field(default_factory=list)   # fan-out sums completed at this step
 
 
-def moment(ex: Explored, frame: int) -> Moment:
+_OP_ID = re.compile(r"#\d+$")   # a recorded op's id in its label (add#8): the op view's name, not the lecture's
+
+
+def shown_name(ex: Explored, node_id: int, level: str = "op") -> str:
+    """A node as ``level``'s view names it. The op view: its recorded label (``add#8``, ``fc1.weight``). The layer
+    view draws a box per layer and never an op id: a layer's output is its box (``Linear 1``), an op inside a layer
+    is that layer's op (``cross-entropy's mul``), a leaf keeps its name (``x``, ``fc1.weight``), a constant
+    is one (``the constant 0``; ``the labels`` for an integer tensor)."""
+    node = ex.rec.node(node_id)
+    if level != "layer":
+        return node.label
+    if node.kind == "op":
+        box = next((layer.name for layer in ex.rec.layers if layer.output == node_id), None)
+        return box or f"{node.layer}'s {node.op}"
+    if not _OP_ID.search(node.label):
+        return node.label if node.kind != "constant" else f"the constant {node.label}"
+    return "the labels" if node.label.startswith("indices") else "a constant"
+
+
+def moment(ex: Explored, frame: int, level: str = "op") -> Moment:
+    """What ``frame`` shows, in words, as ``level``'s view names the nodes (:func:`shown_name`: no op ids in the
+    layer view)."""
     rec = ex.rec
     phase, start, stop = frame_span(rec, frame, *ex.per_frame)
     i = stop - 1 if stop is not None else None
@@ -172,8 +192,14 @@ def moment(ex: Explored, frame: int) -> Moment:
         return Moment(phase, f"Done: loss = {num(rec.loss)}; every leaf holds its gradient")
     if phase == "forward":
         node = rec.node(rec.forward_order[i])
-        args = ", ".join(rec.node(p).label for p in node.parents)
+        args = ", ".join(shown_name(ex, p, level) for p in node.parents)
         whole = f" — the last primitive of {node.composite}" if node.composite else ""
+        if level == "layer":
+            name = shown_name(ex, node.id, level)
+            said = f"{name} = {node.op}({args})" if name == node.layer else f"{name}({args})"
+            return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}{merged}: {said} → "
+                                 f"{analysis.format_shape(node.shape)}{whole}",
+                          node.id, analysis.vjp_formula(node.op), node.value)
         return Moment(phase, f"Forward {i + 1}/{len(rec.forward_order)}{merged}: {node.label} = {node.op}({args}) "
                              f"→ {analysis.format_shape(node.shape)}{whole}   [{node.layer}]",
                       node.id, analysis.vjp_formula(node.op), node.value)
@@ -182,6 +208,13 @@ def moment(ex: Explored, frame: int) -> Moment:
     detail = analysis.step_detail(rec, step)
     fans = [analysis.fan_out_sum(rec, c.target) for c in step.contributions if c.expected > 1 and c.complete]
     kind = "leaf: gradient accumulated" if step.leaf_grad is not None else "VJP"
+    if level == "layer":   # the fan-out sums too: the node and each contribution's sender by the view's names
+        fans = [analysis.FanOutSum(f.node, shown_name(ex, f.node, level),
+                                   [(shown_name(ex, c.source, level), c.step, c.value)
+                                    for c in rec.contributions_to(f.node)], f.total) for f in fans]
+        return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}{merged}: {shown_name(ex, node.id, level)}, "
+                             f"shape {analysis.format_shape(node.shape)} — {kind}",
+                      node.id, detail.formula, node.value, step.adjoint, detail, fans)
     return Moment(phase, f"Backward {i + 1}/{len(rec.backward)}{merged}: {node.label} ({node.op}, "
                          f"{analysis.format_shape(node.shape)}) — {kind}   [{node.layer}]",
                   node.id, detail.formula, node.value, step.adjoint, detail, fans)
@@ -236,10 +269,16 @@ def held_at(ex: Explored, node_id: int, frame: int) -> Held:
     return Held(value, value_note, c.total, note, len(arrived))
 
 
-def adjoint_name(ex: Explored, node_id: int) -> str:
+def adjoint_name(ex: Explored, node_id: int, level: str = "op") -> str:
     """The adjoint of a recorded node as the backward graph names it, with the lecture's bar as every page writes
-    it (``l̄inear#3``, ``f̄c1.weight``; the op view's name, which a layer box's member keeps)."""
-    from explorer.explain.graph import adjoint_names
+    it (the op view's ``l̅i̅n̅e̅a̅r̅#̅3̅``, ``f̅c̅1̅.̅w̅e̅i̅g̅h̅t̅``, x̄). In the layer view a layer's output is its box's
+    adjoint (``L̅i̅n̅e̅a̅r̅ 1``) and an op inside a layer is said in words (``the adjoint of cross-entropy's mul``)."""
+    from explorer.explain.graph import adjoint_names, bar
+    if level == "layer":
+        name = shown_name(ex, node_id, level)
+        node = ex.rec.node(node_id)
+        inside = node.kind == "op" and name != node.layer
+        return f"of {name}" if inside else bar(name)
     return adjoint_label(adjoint_names(ex.views["op"].graph), node_id, ex.rec.node(node_id).label)
 
 
@@ -253,12 +292,16 @@ def graph_dot(ex: Explored, level: str) -> str:
 
 def title_lines(title: str, chars: int | None) -> list[str]:
     """``title`` broken at spaces into lines of at most ``chars`` characters (a word longer than that keeps its
-    own line); one line when ``chars`` is None."""
+    own line); one line when ``chars`` is None. A combining mark (an adjoint's bar) takes no room."""
     if not chars:
         return [title]
+    import unicodedata
+
+    def width(text: str) -> int:
+        return sum(1 for ch in text if not unicodedata.combining(ch))
     lines: list[str] = []
     for word in title.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= chars:
+        if lines and width(lines[-1]) + 1 + width(word) <= chars:
             lines[-1] += " " + word
         else:
             lines.append(word)
@@ -296,7 +339,9 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     lines = title_lines(title, chars)
     extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
     fig.update_layout(title=dict(text="<br>".join(html.escape(t) for t in lines), font=dict(size=font)),
-                      height=height + extra, margin=dict(l=10, r=10, t=40 + extra, b=10), font=dict(size=font))
+                      # a title line needs twice its font of margin (at the small projector's 23 px, 40 px cut it)
+                      height=height + extra, margin=dict(l=10, r=10, t=max(40, 2 * font) + extra, b=10),
+                      font=dict(size=font))
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
     return fig
@@ -316,7 +361,7 @@ def compact_heatmap_height(value: np.ndarray, font: int, height: int = 220) -> i
     lk = analysis.look(value)
     if lk is None or lk.matrix is None or lk.matrix.shape[0] > COMPACT_ROWS:
         return height
-    return min(height, int(2 * font + 40 + lk.matrix.shape[0] * 1.6 * font))
+    return min(height, int(2 * font + max(40, 2 * font) + lk.matrix.shape[0] * 1.6 * font))
 
 
 def side_by_side(*values) -> bool:
@@ -407,7 +452,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
     from explorer.kit.figures import laptop_still
     from .tables import fan_out_rows
     rec = ex.rec
-    m = moment(ex, frame)
+    m = moment(ex, frame, level)
     esc = html.escape
     view = ClassView("Network_explorer", "Network explorer",
                      markdown_html(f"#### Step {frame + 1} of {ex.n_frames} · {m.phase}\n{m.title}"))
@@ -427,13 +472,13 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
     else:
         node = rec.node(m.node)
         here.append({"kind": "html", "html": (
-            f"<p><b>{esc(node.label)}</b> · op <code>{esc(node.op)}</code> · shape "
+            f"<p><b>{esc(shown_name(ex, node.id, level))}</b> · op <code>{esc(node.op)}</code> · shape "
             f"<b>{analysis.format_shape(node.shape)}</b> · layer <i>{esc(str(node.layer))}</i></p>"
             f"<p>VJP: <code>{esc(m.formula)}</code></p>")})
         pair = [{"kind": "column",
                  "blocks": _tensor_blocks(m.value, "value", analysis.value_scale(rec, m.node), drawn=drawn)}]
         if m.adjoint is not None:
-            pair.append({"kind": "column", "blocks": _tensor_blocks(m.adjoint, f"adjoint {adjoint_name(ex, m.node)} (held now)",
+            pair.append({"kind": "column", "blocks": _tensor_blocks(m.adjoint, f"adjoint {adjoint_name(ex, m.node, level)} (held now)",
                                                                     analysis.adjoint_scale(rec, m.node), drawn=drawn)})
         here.append({"kind": "row", "blocks": pair, "widths": [1] * len(pair)})
     d = m.detail
@@ -456,7 +501,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
                          f"{analysis.format_shape(d.leaf_grad.shape)})</p>")
         for s in d.sent:
             status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
-            lines.append(f"<p>→ sent to <b>{esc(s['label'])}</b> {analysis.format_shape(s['value'].shape)} "
+            lines.append(f"<p>→ sent to <b>{esc(shown_name(ex, s['target'], level))}</b> {analysis.format_shape(s['value'].shape)} "
                          f"({status})</p>")
         here.append({"kind": "html", "html": "".join(lines)})
     view.add_row([{"kind": "column", "blocks": here}], [1])
@@ -464,11 +509,11 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
         view.add_html(f"<h5>Fan-out sum at {esc(fs.label)}: {len(fs.parts)} contributions</h5>")
         scale = analysis.adjoint_scale(rec, fs.node)
         shown = fs.parts[:4]
-        reasons = {r["from"] + "·" + r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}
+        reasons = {r["backward step"]: r["note"] for r in fan_out_rows(rec, fs.node)}   # by the step that sent it
         cells = []
         for j, (src, stp, val) in enumerate(shown):
             blocks = list(_tensor_blocks(val, f"{'+ ' if j else ''}{src} · step {stp + 1}", scale, drawn=drawn))
-            why = reasons.get(f"{src}·{stp + 1}")
+            why = reasons.get(str(stp + 1))
             if why:
                 blocks.append({"kind": "html", "html": f"<p class='adx-caption'>{esc(why)}</p>"})
             cells.append({"kind": "column", "blocks": blocks})

@@ -26,8 +26,9 @@ from .recording import Recording
 LAYER_VIEW_THRESHOLD = 300   # op nodes above which the page opens in layer view
 VIEW_WIDTH = 940             # px: the graph spans the main column of a 1400 px window
 #: presentation mode: the graph's share of the page's width, the current op beside it (at 0.62 HW2's second Linear
-#: and its three inputs, the dropout's wide box among them, were 17 px wider than the op view's window)
-PRESENT_GRAPH_SHARE = 0.64
+#: and its three inputs, the dropout's wide box among them, were 17 px wider than the op view's window; drawn at the
+#: small projector's text floor, the op view's window needs 0.74 of the page to hold them)
+PRESENT_GRAPH_SHARE = 0.74
 # on a projector the backward graph's legend stands on a line over it: the graph is that many px shorter
 PRESENT_LEGEND_PX = 40
 

@@ -49,7 +49,7 @@ FIRST_SCREEN = {
     # the last step: the dual-number table beside the graph, every row (the inputs' seeds, then each op) and the
     # result under it (under the graph its last rows ran below the fold)
     "Forward_vs_reverse?step=7": [("graphs", 1), ("text", r"^Step 7 of 7"), ("text", r"^seed \(input\)$"),
-                                  ("text", r"^add\(x1, x6\)$"), ("text", r"^Forward mode, one pass"),
+                                  ("text", r"^add\(x1, x6\)$"), ("text", r"^Forward, one pass per input"),
                                   ("buttons", STEP_BUTTONS)],
     # step 1 as a lecturer opens it (auto: the whole network) and in the op view (a window on the inputs)
     "Network_explorer": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
@@ -57,8 +57,8 @@ FIRST_SCREEN = {
     "Network_explorer?level=op": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
                                   ("buttons", STEP_BUTTONS)],
     # a Linear's backward step in the op view: its VJP rule on one line, the value and adjoint of its (3, 1) output
-    # side by side, so every "sent to" line is on the first screen beside the graph
-    "Network_explorer?net=hw2&step=18": [
+    # side by side, so every "sent to" line is on the first screen beside the graph (auto opens the layer view there)
+    "Network_explorer?net=hw2&step=18&level=op": [
         ("graphs", 1), ("caption", r"^Step 18 of \d+ · backward"), ("text", r"^This step$"),
         ("text", r"^VJP: x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
         ("text", r"^→ sent to fc2\.weight"), ("text", r"^→ sent to fc2\.bias"), ("buttons", STEP_BUTTONS)],

@@ -94,7 +94,7 @@ def test_the_unrolled_loop_fits_one_projector_screen_under_its_heading(new_page,
     T = 6 graph is whole on screen beside the loop's code (it sat below the fold, under the table)."""
     pg = new_page(viewport={"width": 1366, "height": 768})
     pg.goto(f"{app_url}/Static_vs_dynamic?present=1")
-    pg.get_by_text(re.compile(r"Evaluated \d+ of")).first.wait_for()
+    pg.get_by_text(re.compile(r"^So far: 0 of \d+ computed")).first.wait_for()   # the lecture's run starts dark
     wait_idle(pg)
     loop = pg.locator('[data-testid="stPlotlyChart"]').filter(has_text="step 6: h6").first
     loop.locator(".main-svg").first.wait_for()
