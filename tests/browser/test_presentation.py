@@ -186,6 +186,7 @@ SMALL_SCREEN_PAGES = ("Cross_entropy_on_logits?present=1", "Exercises?present=1"
                       "Exercises?present=1&ex=fan_out&reveal=1", "Exercises?present=1&ex=static_counts&reveal=1",
                       "Your_HW2_code?present=1", "Your_HW2_code?present=1&step=7", "Your_HW2_code?present=1&step=14",
                       "?present=1", "Learning_problem?present=1", "Learning_problem?present=1&step=12",
+                      "Learning_problem?present=1&lr=32&step=6",
                       "Expression_explorer?present=1", "Expression_explorer?present=1&step=5",
                       "Topological_sort?present=1", "Topological_sort?present=1&step=4",
                       "Backprop_orders?present=1", "Backprop_orders?present=1&step=4",
