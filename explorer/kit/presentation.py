@@ -257,7 +257,7 @@ def small_screen_css(floor_px: int | None = None) -> str:
         f'{main} [data-testid="stCaptionContainer"] code',
         f'{main} [data-testid="stWidgetLabel"] p, {main} [data-testid="stCheckbox"] p, '
         f'{main} label [data-testid="stMarkdownContainer"] p',
-        f'{main} [data-baseweb="select"] div, {main} [role="radiogroup"] p',
+        f'{main} [data-baseweb="select"] div, {main} [role="radiogroup"] p, {main} [data-testid="stMultiSelectTagsContainer"] :is(span, div)',
         f'{main} [data-testid="stCode"] code, {main} [data-testid="stCode"] code span, {main} pre code',
         f'{main} [data-testid="stTable"] td, {main} [data-testid="stTable"] th',
     ]
