@@ -12,8 +12,7 @@ from explorer.kit import presets
 from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight
 from explorer.kit.deeplink import LinkField
-from explorer.kit.presentation import small_screen_css, small_screen_floor_px
-from explorer.kit.figures import floor_growth, graph_scale, style_graph_figure
+from explorer.kit.figures import graph_scale, style_graph_figure
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, class_view, explorer_model,
                                           node_table_data, node_table_styler, protocol_html, relayed_view,
@@ -32,14 +31,7 @@ ctx = start_page(
             "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
-# presenting, every text the class reads is 16 px or more at 1366 x 768 too: labels, captions, tables and code at
-# 23 px in the 1920 x 1080 layout, and the graphs laid out that much smaller and drawn that much larger
-floor = small_screen_floor_px() if look.presenting else None
-grow = floor_growth(look, floor) if floor else 1.0
-if look.presenting:
-    st.html(small_screen_css())
-PRESENT_GRAPH_SHARE = 0.62  # of the page's width: the two graphs (the slide example's whole, its texts at 23 px);
-# the code takes the rest
+PRESENT_GRAPH_SHARE = 0.54  # of the page's width: the two graphs; the code takes the rest (its lit lines unwrapped)
 PRESENT_PAIR_MAX_PX = 300    # each graph's drawing: two of them, the caption and the buttons fit 1080 px
 PRESENT_CODE_PX = 200        # the engine's code panel scrolls beyond this (its lit lines kept in view)
 for msg in ctx.link_problems:
@@ -87,8 +79,8 @@ left, right, program_text, inputs_text = program_boxes(
 # presentation mode: the forward graph (values) over the backward graph (adjoints) in the left 62% of the page,
 # the step's caption above them and the code beside them, all on the first screen
 model_args = (program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)),
-              int(graph_px(look, HALF_WIDTH, PRESENT_GRAPH_SHARE) / grow),
-              int(PRESENT_PAIR_MAX_PX / graph_scale(look) / grow) if look.presenting else MAX_HEIGHT, look.presenting)
+              graph_px(look, HALF_WIDTH, PRESENT_GRAPH_SHARE),
+              int(PRESENT_PAIR_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT, look.presenting)
 try:
     model = cached_model(*model_args)
     wide = False
@@ -96,7 +88,7 @@ try:
                                for f in (model.figure, model.backward_figure) if f):
         # a graph too wide for its column (the sigmoid presets' chain) would be cut at the column's edge: the graphs
         # take the page's width, one over the other, and the code goes under them
-        model_args = (*model_args[:3], int(graph_px(look, HALF_WIDTH) / grow), *model_args[4:])
+        model_args = (*model_args[:3], graph_px(look, HALF_WIDTH), *model_args[4:])
         model = cached_model(*model_args)
         wide = True
 except InputProblem as problem:
@@ -168,7 +160,7 @@ def draw(step: int) -> None:
     In presentation mode: :func:`present_step`.
     """
     frame = step - 1
-    font = floor or code_font_px(False)
+    font = code_font_px(look.presenting)
     shown = cached_step(*model_args, frame, font, PRESENT_CODE_PX if look.presenting else None)
     if look.presenting:
         present_step(shown, frame)
@@ -216,10 +208,9 @@ def present_step(shown, frame: int) -> None:
     left, right = ((st.container(), st.columns(2)) if wide
                    else st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE]))
     with left:
-        show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look, floor_px=floor), look,
-                  key=ns.key("figure"))
-        show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look, floor_px=floor),
-                  look, key=ns.key("backward_figure"))
+        show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look, key=ns.key("figure"))
+        show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look), look,
+                  key=ns.key("backward_figure"))
         st.html(backward_legend_html())
     lecture_at, code_at = right if wide else (right, right)
     lecture_at.html(shown.lecture_html)
