@@ -21,11 +21,15 @@ else:   # a visit of the home page
     from explorer.kit.pages import available_backends, discover_pages
     from explorer import home
     from explorer.kit.widgets import presentation_toggle, show_table, start_page
+    from explorer.kit.presentation import small_screen_css, small_screen_floor_px
 
     APP_DIR = Path(__file__).resolve().parent
 
     ctx = start_page("Autodiff Explorer", "home", {}, {})
     look = ctx.look
+    if look.presenting:   # the toggle's label: 16 px or more on a 1366 x 768 projector too
+        st.html(small_screen_css() + "<style>[data-testid='stMain'] [data-testid='stPageLink'] p "
+                "{ white-space: normal !important; overflow: visible !important; }</style>")   # a long title wraps
     intro = ("A visual explorer of **automatic differentiation**. Type a small program, and watch our own tensor "
              "engine run it: the forward pass in topological order, then the backward pass sending each "
              "contribution (a vector-Jacobian product) along each edge, summing at fan-out nodes and landing in "
@@ -42,15 +46,19 @@ else:   # a visit of the home page
         st.info("No pages found in app/pages.")
     if not look.presenting:
         st.subheader("Pages, in the lecture's order")
-    # presentation mode: every page on one screen, four to a row, each line in the text's own colour (the grey caption
+    # presentation mode: every page on one screen, five to a row, each line in the text's own colour (the grey caption
     # was too faint to read from the back row)
-    per_row = 4 if look.presenting else 1
+    per_row = 5 if look.presenting else 1   # 13 pages: three rows (four to a row left one card alone on a fourth)
     for start in range(0, len(pages), per_row):
         for col, info in zip(st.columns(per_row), pages[start:start + per_row]):
             with col.container(border=True):
-                st.page_link(info.relative_to_app(APP_DIR), label=f"**{info.number} · {info.title}**", icon="➡️")
+                # on a projector no arrow: its room goes to the title (five to a row, "Cross entropy on logits" was cut)
+                st.page_link(info.relative_to_app(APP_DIR), label=f"**{info.number} · {info.title}**",
+                             icon=None if look.presenting else "➡️")
                 if info.summary and look.presenting:
-                    st.markdown(f"<div style='font-size:0.85em;color:#31333f;line-height:1.35;padding-bottom:0.6em'>{html.escape(info.summary)}"
+                    # 23 px in the 1920 x 1080 layout: 16 px on a 1366 x 768 projector
+                    st.markdown(f"<div style='font-size:max(0.85em, {small_screen_floor_px()}px);color:#31333f;"
+                                f"line-height:1.3;padding-bottom:0.3em'>{html.escape(info.summary)}"
                                 "</div>", unsafe_allow_html=True)
                 elif info.summary:
                     st.caption(info.summary)

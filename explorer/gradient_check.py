@@ -112,6 +112,15 @@ def best_h_text(sweep, dtype: str) -> str:
     return text
 
 
+def best_h_question(sweep, dtype: str) -> str:
+    """What the page says under ``dtype``'s sweep before the best h is shown (a lecture asks first): the question
+    that :func:`best_h_text` answers."""
+    if sweep.best_h.get(dtype) is None:
+        return ""
+    return (f"**{dtype}**: best h = **?** Where is the error smallest, and why there rather than at the smallest h? "
+            "(“Show the best h” marks it and says why.)")
+
+
 def default_sweep():
     """The h sweep Gradient check opens on (the slide example, ∂f/∂x1): the one source of the best h that the
     page and exercise 7 quote (4.6e-6 in float64)."""
@@ -153,10 +162,10 @@ def notes_best_h_text(sweep) -> str:
 _COLOURS = {"central": "#2563eb", "forward": "#ea580c"}
 
 
-def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None) -> go.Figure:
+def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None, best: bool = True) -> go.Figure:
     """Log-log error vs h for one dtype: central and forward differences over the error model's terms
     (truncation h² |f'''|/6 and h |f''|/2, rounding ε|f|/h, drawn as wide pale bands underneath), and
-    the best h as a star (its value in the legend).
+    the best h as a star (its value in the legend); ``best=False``: no star (the class looks for it first).
     """
     fig = go.Figure()
     data = []
@@ -190,7 +199,7 @@ def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None) -> go.
                                  line=dict(width=look.edge_width + 1, color=_COLOURS[scheme]),
                                  marker=dict(size=max(5, look.node_size // 5))))
     _, markers = sweep_series(sweep, dtype)
-    for name, x, y, _text in markers:
+    for name, x, y, _text in (markers if best else ()):
         fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=f"{name} = {sci(x)}",
                                  marker=dict(symbol="star", size=look.node_size * 0.8, color="#16a34a",
                                              line=dict(width=1, color="#14532d"))))

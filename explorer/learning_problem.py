@@ -7,6 +7,7 @@ exercise 1 is ``engine.grad`` of (x − 3)². No Streamlit here.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -279,10 +280,55 @@ def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
 PRESENT_CONTOUR_PX = 700
 
 
+def limit_phrase(lr: float, limit: float) -> str:
+    """The chosen η against the stability limit 2/λ (Markdown): above it, or below it and by how much."""
+    if lr > limit:
+        return f"**η = {plain(lr)} is above it**"
+    return f"η = {plain(lr)} is below it"
+
+
+def clip_segment(a, b, box) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """The part of the segment ``a`` → ``b`` inside ``box = (x0, x1, y0, y1)`` (Liang–Barsky), None when it misses
+    the box."""
+    (ax, ay), (bx, by) = (float(a[0]), float(a[1])), (float(b[0]), float(b[1]))
+    dx, dy = bx - ax, by - ay
+    t0, t1 = 0.0, 1.0
+    for p, q in ((-dx, ax - box[0]), (dx, box[1] - ax), (-dy, ay - box[2]), (dy, box[3] - ay)):
+        if p == 0:
+            if q < 0:
+                return None
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return None
+    return (ax + t0 * dx, ay + t0 * dy), (ax + t1 * dx, ay + t1 * dy)
+
+
+def _inside(p, box) -> bool:
+    return box[0] <= float(p[0]) <= box[1] and box[2] <= float(p[1]) <= box[3]
+
+
+def _label_side(x: float, y: float, box, inside: bool) -> str:
+    """Where a point's label goes so that it stays in the plot: left of it (under it near the bottom edge); for a
+    point marked on the frame's edge, on the plot's side of that edge."""
+    if inside:   # beside it: the update's arrow leaves it upwards or downwards
+        return "middle left" if x > box[0] + 0.15 * (box[1] - box[0]) else "middle right"
+    v = "bottom" if y >= box[3] else "top" if y <= box[2] else "middle"
+    return f"{v} {'right' if x < (box[0] + box[1]) / 2 else 'left'}"
+
+
 def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look: Look,
-                   w_min: np.ndarray | None = None) -> go.Figure:
+                   w_min: np.ndarray | None = None, limit: float | None = None, lr: float | None = None) -> go.Figure:
     """Contours of the loss with the path up to the 0-based ``step`` (the update path[step] as an arrow); in
-    presentation mode :data:`PRESENT_CONTOUR_PX` tall, with no title (the page's step line says it)."""
+    presentation mode :data:`PRESENT_CONTOUR_PX` tall, with no title (the page's step line says it).
+
+    The plot keeps the loss's own frame: a step that leaves it is drawn up to the frame's edge, and a point off the
+    plot is marked on the edge nearest to it with its coordinates, and a note over the plot says so (with ``lr`` above
+    the stability limit ``limit`` = 2/λ: that the steps diverge)."""
     s = SURFACES[surface]
     w1s, w2s, Z = grid
     fig = go.Figure()
@@ -297,14 +343,32 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                              line=dict(color="#ea580c", width=look.edge_width + 1),
                              marker=dict(size=look.node_size * 0.35, color="#ea580c")))
     cur = path[step]
-    fig.add_annotation(x=xs[-1], y=ys[-1], ax=xs[-2], ay=ys[-2], xref="x", yref="y", axref="x", ayref="y",
-                       showarrow=True, arrowhead=3, arrowsize=1.4, arrowwidth=look.edge_width + 1,
-                       arrowcolor="#b91c1c", text="")
-    fig.add_trace(go.Scatter(x=[xs[-2]], y=[ys[-2]], mode="markers+text", name=f"w_{cur.k}",
+    box = s.extent
+    seen = clip_segment((xs[-2], ys[-2]), (xs[-1], ys[-1]), box)   # the update's arrow, cut at the plot's frame
+    if seen is not None and seen[0] != seen[1]:
+        (tx, ty), (hx, hy) = seen
+        fig.add_annotation(x=hx, y=hy, ax=tx, ay=ty, xref="x", yref="y", axref="x", ayref="y",
+                           showarrow=True, arrowhead=3 if _inside((xs[-1], ys[-1]), box) else 0, arrowsize=1.4,
+                           arrowwidth=look.edge_width + 1, arrowcolor="#b91c1c", text="")
+    here_in = _inside((xs[-2], ys[-2]), box)
+    # a point off the plot: marked on the frame's edge nearest to it, with where it is
+    mx, my = float(np.clip(xs[-2], box[0], box[1])), float(np.clip(ys[-2], box[2], box[3]))
+    fig.add_trace(go.Scatter(x=[mx], y=[my], mode="markers+text", name=f"w_{cur.k}",
                              # beside the point, not under it (a start near the bottom edge had its label cut)
-                             text=[f"w_{cur.k}"], textposition="middle left", cliponaxis=False,
+                             text=[f"w_{cur.k}" if here_in else f"w_{cur.k} = {_v(cur.w)}, off the plot"],
+                             textposition=_label_side(mx, my, box, here_in),
+                             cliponaxis=False,
                              textfont=dict(size=look.figure_font + 2, color="#7c2d12"),
-                             marker=dict(size=look.node_size * 0.55, color="#b91c1c", line=dict(width=2, color="white"))))
+                             marker=dict(size=look.node_size * 0.55, color="#b91c1c",
+                                         symbol="circle" if here_in else "diamond", line=dict(width=2, color="white"))))
+    gone = [i for i, (x, y) in enumerate(zip(xs, ys)) if not _inside((x, y), box)]
+    if gone:
+        note = f"w_{gone[0]} left the plot"
+        if limit is not None and lr is not None and lr > limit:
+            note += f": η = {plain(lr)} > 2/λ = {num(limit)}, the steps diverge"
+        fig.add_annotation(x=0.01, y=0.01, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
+                           text=note, font=dict(size=look.figure_font, color="#991b1b"),
+                           bgcolor="rgba(255,255,255,0.9)", bordercolor="#991b1b", borderpad=4)
     if w_min is not None:
         fig.add_trace(go.Scatter(x=[float(w_min[0])], y=[float(w_min[1])], mode="markers+text", name="minimum",
                                  text=["min"], textposition="top right",
@@ -336,8 +400,39 @@ def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look:
     fig.update_layout(height=int(look.figure_height * 0.55), font=dict(size=look.figure_font),
                       margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
                       title=dict(text="distance to the minimum: L(w_k) − L_min", font=dict(size=look.figure_font + 1)),
-                      xaxis=dict(title="step k", range=[-0.5, ks[-1] + 0.5]), yaxis=dict(title="log scale", type="log", exponentformat="power"))
+                      xaxis=dict(title="step k", range=[-0.5, ks[-1] + 0.5]),
+                      # the axis spans the steps drawn (the run's end is no spoiler)
+                      yaxis=dict(title="log scale", type="log", **log_ticks([g for g in gaps[:step + 2] if g is not None])))
     return readable(fig, look)
+
+
+def _tick_label(v: float) -> str:
+    """A log axis's tick as the class reads it: 0.01, 1, 100 (10⁻⁶, 10⁸ far from 1), never a tiny superscript."""
+    k = round(math.log10(v))
+    if abs(v - 10.0 ** k) < 1e-9 * v and abs(k) > 4:
+        return "10" + str(k).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{v:,.10f}".rstrip("0").rstrip(".") if v < 1 else f"{v:,.0f}"
+
+
+def log_ticks(values, most: int = 7) -> dict:
+    """Plotly axis settings for a log axis over ``values``: ticks at 1, 2, 5 times the powers of ten when that
+    gives a few (a range within a decade or two), else at powers of ten only (every second or third one when there
+    are many), labelled in full (:func:`_tick_label`)."""
+    vals = [float(v) for v in values if v is not None and np.isfinite(v) and v > 0]
+    if not vals:
+        return {}
+    a, b = math.log10(min(vals)), math.log10(max(vals))
+    pad = max(0.05 * (b - a), 0.1)
+    a, b = a - pad, b + pad                      # the axis's range, set here: the ticks are the ones it shows
+    lo, hi = 10.0 ** a, 10.0 ** b
+    k0, k1 = math.floor(a), math.ceil(b)
+    ticks = [m * 10.0 ** k for k in range(k0, k1 + 1) for m in (1, 2, 3, 5) if lo <= m * 10.0 ** k <= hi]
+    if len(ticks) > 4:
+        ticks = [t for t in ticks if round(t / 10.0 ** math.floor(math.log10(t) + 1e-9)) != 3]   # 1, 2, 5
+    if len(ticks) > most or len(ticks) < 2:
+        stride = max(1, math.ceil((k1 - k0 + 1) / most))
+        ticks = [10.0 ** k for k in range(k0, k1 + 1) if k % stride == 0 and lo <= 10.0 ** k <= hi]   # 1 among them
+    return {"range": [a, b], "tickmode": "array", "tickvals": ticks, "ticktext": [_tick_label(t) for t in ticks]}
 
 
 def exercise1_figure(rows: list[Exercise1Row], look: Look) -> go.Figure:

@@ -527,6 +527,22 @@ def test_gradcheck_sweep_and_table():
     assert "∂f/∂x2" in plotly_specs(at)[0]["layout"]["title"]["text"]
 
 
+def test_gradcheck_on_a_projector_asks_for_the_best_h_before_it_shows_it():
+    """Presentation mode: the sweeps open without the best h (no star, the question under each plot), and "Show the
+    best h" shows the star and the sentence the page prints outside presentation mode, from the same sweep."""
+    at = page(GRADCHECK)
+    at.query_params["present"] = "1"
+    at.run()
+    no_exceptions(at)
+    names = [d["name"] for d in plotly_specs(at)[0]["data"]]
+    assert not any(n.startswith("best h") for n in names)
+    assert "float64**: best h = **?**" in texts(at) and "4.6e-06" not in texts(at)
+    at.toggle(key="gradcheck_show_best").set_value(True).run()
+    names = [d["name"] for d in plotly_specs(at)[0]["data"]]
+    assert "best h (float64) = 4.6e-06" in names
+    assert "best h = (3ε|f| / |f'''|)^(1/3) = **4.6e-06**" in texts(at) and "best h = **?**" not in texts(at)
+
+
 def test_gradcheck_tensor_input_element():
     at = page(GRADCHECK).run()
     label = next(o for o in at.selectbox(key="gradcheck_preset").options if "W @ x + b" in o)

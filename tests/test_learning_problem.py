@@ -329,3 +329,57 @@ def test_on_a_projector_the_learning_rate_buttons_do_not_name_the_verdict():
         assert not any(name in lab for lab in labels), (name, labels)
     at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
     assert any(b.label.startswith("too small (η =") for b in at.button)
+
+
+def test_a_divergent_run_stays_inside_the_plot_and_says_it_diverges():
+    """η = 32 leaves the loss's frame at its first step: the arrow stops at the frame's edge, the point off the plot is
+    marked on that edge with its coordinates, and a note over the plot names η against 2/λ and says it diverges."""
+    from explorer.kit.presentation import PRESENTING
+    s = L.SURFACES["logistic"]
+    path = L.descend("logistic", s.start, 32.0, 40)
+    _, crit = L.stable_lr("logistic")
+    x0, x1, y0, y1 = s.extent
+    for step in (0, 5, 39):
+        fig = L.contour_figure("logistic", L.loss_grid("logistic", n=20), path, step, PRESENTING,
+                               limit=crit, lr=32.0).to_dict()
+        arrows = [a for a in fig["layout"]["annotations"] if a.get("showarrow")]
+        for a in arrows:
+            assert x0 - 1e-9 <= a["x"] <= x1 + 1e-9 and y0 - 1e-9 <= a["y"] <= y1 + 1e-9
+            assert x0 - 1e-9 <= a["ax"] <= x1 + 1e-9 and y0 - 1e-9 <= a["ay"] <= y1 + 1e-9
+        here = next(d for d in fig["data"] if d.get("name") == f"w_{step}")
+        assert x0 <= here["x"][0] <= x1 and y0 <= here["y"][0] <= y1
+        notes = [a["text"] for a in fig["layout"]["annotations"] if not a.get("showarrow")]
+        assert any("left the plot" in t and "the steps diverge" in t and "2/λ" in t for t in notes), notes
+        if step == 5:
+            assert "off the plot" in here["text"][0]
+    # a run that stays inside: no note, the point and its arrow as before
+    calm = L.descend("logistic", s.start, 2.0, 40)
+    fig = L.contour_figure("logistic", L.loss_grid("logistic", n=20), calm, 3, PRESENTING, limit=crit, lr=2.0).to_dict()
+    assert not [a for a in fig["layout"].get("annotations", []) if not a.get("showarrow")]
+    assert L.limit_phrase(32.0, crit).startswith("**η = 32 is above it**")
+    assert L.limit_phrase(2.0, crit).startswith("η = 2 is below it")
+
+
+def test_clip_segment_keeps_the_part_inside_the_box():
+    box = (0.0, 1.0, 0.0, 1.0)
+    assert L.clip_segment((0.5, 0.5), (0.5, 3.0), box) == ((0.5, 0.5), (0.5, 1.0))
+    assert L.clip_segment((-1.0, 0.5), (2.0, 0.5), box) == ((0.0, 0.5), (1.0, 0.5))
+    assert L.clip_segment((2.0, 2.0), (3.0, 5.0), box) is None
+    assert L.clip_segment((0.2, 0.2), (0.4, 0.6), box) == ((0.2, 0.2), (0.4, 0.6))
+
+
+def test_the_loss_curves_log_axis_reads_0_01_1_100():
+    """The distance-to-minimum axis: ticks a class reads (1, 0.1, 0.01; 2 and 5 between close decades), never
+    Plotly's superscript exponents, and a handful however many decades the run spans."""
+    ticks = L.log_ticks([3.0, 1.3])   # within a decade: 2 and 3 (Plotly's own showed none, or bare digits)
+    assert ticks["ticktext"] == ["2", "3"] and ticks["tickvals"] == [2.0, 3.0]
+    assert L.log_ticks([8.0, 1.1])["ticktext"] == ["1", "2", "5", "10"]
+    ticks = L.log_ticks([3.0, 1e-3])
+    assert ticks["ticktext"] == ["0.001", "0.01", "0.1", "1"]
+    ticks = L.log_ticks([1e-14, 5.0])
+    assert len(ticks["ticktext"]) <= 7 and "1" in ticks["ticktext"] and "10⁻¹²" in ticks["ticktext"]
+    from explorer.kit.presentation import PRESENTING
+    path = L.descend("logistic", L.SURFACES["logistic"].start, 2.0, 40)
+    lmin = L.minimum("logistic")[1]
+    fig = L.loss_curve_figure(path, 12, lmin, PRESENTING).to_dict()
+    assert fig["layout"]["yaxis"]["tickmode"] == "array" and "exponentformat" not in fig["layout"]["yaxis"]

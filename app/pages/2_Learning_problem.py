@@ -4,11 +4,14 @@ The learning problem: a classifier's cross-entropy over two parameters drawn as 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from explorer import learning_problem as L
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px
 from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
 from explorer.kit.widgets import (fixed_figure, presentation_toggle, publish_link, show_plot, show_table, start_page,
@@ -29,8 +32,12 @@ ctx = start_page(
     defaults={"surface": L.DEFAULT_SURFACE, "lr": S0.lr_default, "batch": 0, "w1": S0.start[0], "w2": S0.start[1],
               "step": 1, "x0": 0.0, "eta": 0.1})
 ns, look = ctx.ns, ctx.look
+# a 1366 x 768 projector draws this page 0.711 times as large: its charts' and widgets' texts are laid out at
+# 23 px or more (16 px there); the pages' own Look stays for everything else
+charts = replace(look, figure_font=small_screen_floor_px()) if look.presenting else look
 if look.presenting:
     st.html(present_css(True))
+    st.html(small_screen_css())   # after present_css: its sizes win
 for msg in ctx.link_problems:
     st.warning(msg)
 STEPS = 40
@@ -143,13 +150,15 @@ def draw(step: int) -> None:
     # presentation mode: the square plot and its legend take what they need, the verdict and the curve the rest
     left, right = st.columns([0.47, 0.53] if look.presenting else [3, 2])
     with left:   # presentation mode: as large as the first screen allows (L.contour_figure's size)
-        show_plot(L.contour_figure(surface, cached_grid(surface), path, k, look, w_min), look,
+        show_plot(L.contour_figure(surface, cached_grid(surface), path, k, charts, w_min, limit=crit, lr=lr), charts,
                   key=ns.key("contours"))
     with right:
         st.markdown(f"**η = {plain(lr)}: {badge}** — {why}.")
+        # the stability limit beside the η chosen, from the first step on (the verdict waits for the last step)
         st.markdown(f"Curvature at the minimum (the Hessian, from `engine.grad` of `engine.grad`): largest "
-                    f"eigenvalue λ = {num(lam)}, so steps with **η > 2/λ = {num(crit)}** overshoot there.")
-        show_plot(L.loss_curve_figure(path, k, loss_min, look), look, key=ns.key("curve"))
+                    f"eigenvalue λ = {num(lam)}, so steps with **η > 2/λ = {num(crit)}** overshoot there: "
+                    + L.limit_phrase(lr, crit) + ".")
+        show_plot(L.loss_curve_figure(path, k, loss_min, charts), charts, key=ns.key("curve"))
         st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{num(cur.predicted_change)}**; "
                     f"the engine measured **{num(cur.loss_next - cur.loss)}**.")
     rows = L.step_rows(path, k, lr)

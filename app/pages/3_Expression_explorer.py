@@ -83,6 +83,14 @@ model_args = (program_text, inputs_text, bool(st.session_state.get(ns.key("expan
               int(PRESENT_PAIR_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT, look.presenting)
 try:
     model = cached_model(*model_args)
+    wide = False
+    if look.presenting and any((f.get("layout", {}).get("meta") or {}).get("window")
+                               for f in (model.figure, model.backward_figure) if f):
+        # a graph too wide for its column (the sigmoid presets' chain) would be cut at the column's edge: the graphs
+        # take the page's width, one over the other, and the code goes under them
+        model_args = (*model_args[:3], graph_px(look, HALF_WIDTH), *model_args[4:])
+        model = cached_model(*model_args)
+        wide = True
 except InputProblem as problem:
     show_input_problem(problem, left, right, program_text, inputs_text)
     st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
@@ -197,16 +205,17 @@ def present_step(shown, frame: int) -> None:
         st.markdown(f"**{head.removeprefix('#### ')}**")
         if caption.strip():
             st.markdown(caption)
-    left, right = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
+    left, right = ((st.container(), st.columns(2)) if wide
+                   else st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE]))
     with left:
         show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look, key=ns.key("figure"))
         show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look), look,
                   key=ns.key("backward_figure"))
         st.html(backward_legend_html())
-    with right:
-        st.html(shown.lecture_html)
-        st.html(shown.code_html)
-        st.html(scroll_to_highlight(frame), unsafe_allow_javascript=True)
+    lecture_at, code_at = right if wide else (right, right)
+    lecture_at.html(shown.lecture_html)
+    code_at.html(shown.code_html)
+    st.html(scroll_to_highlight(frame), unsafe_allow_javascript=True)
     if shown.contributions is not None:
         show_table(shown.contributions, look, static=True)
     st.caption(shown.code_caption)

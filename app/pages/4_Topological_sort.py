@@ -9,7 +9,9 @@ import streamlit as st
 from explorer import topological_sort as T
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px
+from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.plotly_figure import FONT
 from explorer.lecture_kit import md_escape, present_css
 from explorer.kit.widgets import (graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page,
                                   stepper, walkthrough_download)
@@ -23,9 +25,14 @@ ctx = start_page(
 ns, look = ctx.ns, ctx.look
 if look.presenting:
     st.html(present_css(True))
+    st.html(small_screen_css())   # after present_css: code, labels, tables 16 px or more at 1366 x 768 too
 for msg in ctx.link_problems:
     st.warning(msg)
-legend_px = 22 if look.presenting else 15
+# presenting, every text in the graphs is 16 px or more at 1366 x 768 too: the graphs are laid out that much narrower
+# and drawn that much larger
+floor = small_screen_floor_px() if look.presenting else None
+grow = max(1.0, floor / (FONT * graph_scale(look))) if floor else 1.0   # node texts only: no edge labels here
+legend_px = floor if look.presenting else 15
 
 
 @bounded_cache(16 << 20, spinner="Running the program on the engine…")
@@ -68,11 +75,12 @@ def draw(step: int) -> None:
     # last step too (under the graph it ran below the fold)
     g, t = (st.columns([T.PRESENT_GRAPH_SHARE, 1 - T.PRESENT_GRAPH_SHARE]) if look.presenting
             else (st.container(), st.container()))
-    width = graph_px(look, T.DESIGN_WIDTH, T.PRESENT_GRAPH_SHARE) if look.presenting else T.DESIGN_WIDTH
+    width = int(graph_px(look, T.DESIGN_WIDTH, T.PRESENT_GRAPH_SHARE) / grow) if look.presenting else T.DESIGN_WIDTH
     with g:
         show_plot(style_graph_figure(T.graph_figure(model, T.queue_states(model, frame), T.queue_notes(model, frame),
                                                     taken=qs.taken, width=width,
-                                                    rankdir="wide" if look.presenting else "auto"), look),
+                                                    rankdir="wide" if look.presenting else "auto"), look,
+                                     floor_px=floor),
                   look, key=ns.key("queue_graph"))
         st.html(T.legend_html(T.QUEUE_LEGEND, legend_px))
     with t:

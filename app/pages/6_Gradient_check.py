@@ -4,14 +4,17 @@ Check the engine's gradients against finite differences: sweep the step h on log
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 
 import numpy as np
 import streamlit as st
 
 from explorer.kit import presets
 from explorer.kit.deeplink import LinkField
-from explorer.gradient_check import (notes_best_h_text, notes_checks_caption, best_h_text, gradcheck_model, side_by_side, side_by_side_figure,
-                                     sweep_figure)
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px
+from explorer.gradient_check import (notes_best_h_text, notes_checks_caption, best_h_question, best_h_text,
+                                     gradcheck_model, side_by_side, side_by_side_figure, sweep_figure)
 from explorer.kit.budget import RequestRefused, bounded_cache
 from explorer.kit.formatting import md_escape, sci
 from explorer.kit.programs import ExpressionError, InputProblem, parse, program_refused
@@ -23,9 +26,15 @@ ctx = start_page(
     "Gradient check", "gradcheck",
     fields={"expr": LinkField("str", presets.DEFAULT.program), "at": LinkField("str", presets.DEFAULT.inputs),
             "wrt": LinkField("str", ""), "h": LinkField("float", 1e-6, minimum=1e-15, maximum=1.0),
-            "index": LinkField("int", 0, minimum=0)},
-    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "wrt": "", "h": 1e-6, "index": 0})
+            "index": LinkField("int", 0, minimum=0), "show_best": LinkField("bool", False)},
+    defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "wrt": "", "h": 1e-6, "index": 0,
+              "show_best": False})
 ns, look = ctx.ns, ctx.look
+# a 1366 x 768 projector draws this page 0.711 times as large: its charts' and widgets' texts are laid out at
+# 23 px or more (16 px there); the pages' own Look stays for everything else
+charts = replace(look, figure_font=small_screen_floor_px()) if look.presenting else look
+if look.presenting:
+    st.html(small_screen_css())
 PRESENT_SWEEP_PX = 550  # presentation mode: each sweep's height, its best-h caption under it on the first screen
 for msg in ctx.link_problems:
     st.warning(msg)
@@ -63,7 +72,9 @@ h_now = min(H_CHOICES, key=lambda v: abs(v - float(st.session_state[ns.key("h")]
 st.session_state[ns.key("h")] = h_now
 wrt = st.session_state[ns.key("wrt")]   # the selectbox below keeps it (a change reruns the page first)
 size = int(np.size(inputs[wrt]))
-p = st.columns(3 if size > 1 else 2)   # a scalar input has one element: no element selector to show
+# a scalar input has one element: no element selector to show; on a projector a last column shows the best h once
+# the class has looked for it (the star and the sentence come from the same sweep either way)
+p = st.columns((3 if size > 1 else 2) + look.presenting)
 p[0].selectbox("Sweep h for input", names, key=ns.key("wrt"))
 index_key = ns.key(f"index_{wrt}")
 if index_key not in st.session_state:  # first time this input is shown: a deep link's element, once (a link's
@@ -74,8 +85,10 @@ index = 0
 if size > 1:
     index = p[1].number_input("element (flat index)", 0, size - 1, key=index_key,
                               help="Which element of the tensor input is perturbed by ±h")
-p[-1].select_slider("h for the table", H_CHOICES, key=ns.key("h"), format_func=lambda v: sci(v, 1))
+(p[-2] if look.presenting else p[-1]).select_slider("h for the table", H_CHOICES, key=ns.key("h"),
+                                                   format_func=lambda v: sci(v, 1))
 h = float(st.session_state[ns.key("h")])
+show_best = not look.presenting or p[-1].toggle("Show the best h", key=ns.key("show_best"))
 
 try:
     model = cached_check(program_text, inputs_text, wrt, h, int(index))
@@ -90,19 +103,19 @@ element = f"[{int(index)}]" if size > 1 else ""
 figs = st.columns(2)
 for col, dtype in zip(figs, ("float64", "float32")):
     with col:
-        fig = sweep_figure(model.sweep, dtype, look,
+        fig = sweep_figure(model.sweep, dtype, charts, best=show_best,
                            title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}")
         if look.presenting:  # the best-h caption under it stays on the first screen
             fig.update_layout(height=PRESENT_SWEEP_PX)
-        show_plot(fig, look, key=ns.key(f"sweep_fig_{dtype}"), theme=None)
-        st.markdown(best_h_text(model.sweep, dtype))
+        show_plot(fig, charts, key=ns.key(f"sweep_fig_{dtype}"), theme=None)
+        st.markdown(best_h_text(model.sweep, dtype) if show_best else best_h_question(model.sweep, dtype))
 st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h for forward differences (pale "
            "bands: h²|f'''|/6 and h|f''|/2, with the engine's own higher derivatives). Small h: f(x+h) and "
            "f(x−h) agree in most digits and rounding dominates, ε|f|/h (grey band) — much sooner in float32 "
            "(ε ≈ 6e-8) than in float64 (ε ≈ 1.1e-16). The best h minimises the sum. For a tensor input the "
            "sweep perturbs the chosen element.")
 if (program_text.strip(), inputs_text.strip(), wrt, int(index)) == \
-        (presets.DEFAULT.program, presets.DEFAULT.inputs, names[0], 0):   # the figure exercise 7 quotes
+        (presets.DEFAULT.program, presets.DEFAULT.inputs, names[0], 0) and show_best:   # exercise 7's figure
     st.caption(notes_best_h_text(model.sweep))
 st.subheader(f"Every input at h = {sci(h, 1)}")
 show_table(model.table, look, static=True)
@@ -135,4 +148,5 @@ if st.session_state.get(ns.key("side_by_side_shown")):
     else:
         st.markdown(sbs.text())
         show_plot(side_by_side_figure(sbs, look), look, key=ns.key("side_by_side_chart"))
-publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h, "index": int(index)})
+publish_link(ctx, {"expr": program_text, "at": inputs_text, "wrt": wrt, "h": h, "index": int(index),
+                   "show_best": bool(st.session_state[ns.key("show_best")])})

@@ -257,7 +257,8 @@ def small_screen_css(floor_px: int | None = None) -> str:
         f'{main} [data-testid="stCaptionContainer"] code',
         f'{main} [data-testid="stWidgetLabel"] p, {main} [data-testid="stCheckbox"] p, '
         f'{main} label [data-testid="stMarkdownContainer"] p',
-        f'{main} [data-baseweb="select"] div, {main} [role="radiogroup"] p, {main} [data-baseweb="tag"] *, {main} [data-tag] *',
+        f'{main} [data-baseweb="select"] div, {main} [role="radiogroup"] p, {main} [data-baseweb="tag"] *, {main} [data-tag] *, '
+        f'{main} [data-testid="stMultiSelectTagsContainer"] :is(span, div)',
         f'{main} [data-testid="stCode"] code, {main} [data-testid="stCode"] code span, {main} pre code',
         f'{main} [data-testid="stTable"] td, {main} [data-testid="stTable"] th',
     ]
@@ -351,7 +352,10 @@ def neighbours(app_dir, page: str) -> tuple[tuple[str, str] | None, tuple[str, s
     return (order[i - 1] if i > 0 else None), (order[i + 1] if i + 1 < len(order) else None)
 
 
-NAV_CSS = (f"<style>.st-key-{NAV_KEY} {{ position: fixed; right: 1rem; top: 0.4rem; z-index: 999990; width: auto; "
+# the box sits in the title's row, at its right end, and scrolls away with it: pinned to the screen (position: fixed)
+# it covered the text and figures scrolled beneath it. The clicker's keys reach its links wherever the page is scrolled.
+NAV_CSS = (f"<style>[data-testid='stMainBlockContainer'] {{ position: relative; }}"
+           f".st-key-{NAV_KEY} {{ position: absolute; right: 1.5rem; top: 0.4rem; z-index: 999990; width: auto; "
            "background: rgba(255,255,255,0.92); border: 1px solid #d1d5db; border-radius: 8px; padding: 0.2rem 0.5rem; "
            f"gap: 0.2rem; flex-direction: row; align-items: center; }}"
            # the links' own boxes are shorter than their text at the projector's font size: the border cut it

@@ -224,8 +224,8 @@ def clamp_linked(ns: Namespace, name: str, value, lo, hi, where=None):
 
 
 def presentation_nav(page: str, app_dir) -> None:
-    """Presentation mode's way through a lecture without leaving it: Previous / Home / Next page links pinned to
-    the screen's upper right corner (beside the title), and the clicker's keys (:data:`~explorer.kit.presentation.CLICKER_SCRIPT`:
+    """Presentation mode's way through a lecture without leaving it: Previous / Home / Next page links at the
+    right end of the title's row (they scroll away with it: pinned to the screen they covered what scrolled beneath), and the clicker's keys (:data:`~explorer.kit.presentation.CLICKER_SCRIPT`:
     PageDown / space step the page's stepper, and at its last step open the next page)."""
     from streamlit.errors import StreamlitPageNotFoundError
     before, after = neighbours(app_dir, page)

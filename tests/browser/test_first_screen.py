@@ -43,8 +43,11 @@ FIRST_SCREEN = {
         ("text", r"^✗ step 8: x1 finalised with 1 of 2 contributions"),
         ("caption", r"^Step 8 of 14 · backward: take x6"), ("caption", r"^Step 8 of 14 · backward: take x1"),
         ("buttons", STEP_BUTTONS)],
-    "Gradient_check": [("graphs", 2), ("caption", r"^float64: best h = .*4\.6e-06"),
-                       ("caption", r"^float32: best h = ")],
+    # the class looks for the best h first: the question under each sweep, then the answer on request
+    "Gradient_check": [("graphs", 2), ("caption", r"^float64: best h = \? Where is the error smallest"),
+                       ("caption", r"^float32: best h = \?"), ("text", r"^Show the best h$")],
+    "Gradient_check?show_best=1": [("graphs", 2), ("caption", r"^float64: best h = .*4\.6e-06"),
+                                   ("caption", r"^float32: best h = ")],
     "Forward_vs_reverse": [("graphs", 1), ("text", r"^Step 1 of \d+"), ("buttons", STEP_BUTTONS)],
     # the last step: the dual-number table beside the graph, every row (the inputs' seeds, then each op) and the
     # result under it (under the graph its last rows ran below the fold)

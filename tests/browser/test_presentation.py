@@ -184,7 +184,12 @@ def test_the_exercise_answer_labels_are_text_sized(big_page, app_url, wait_idle)
 
 SMALL_SCREEN_PAGES = ("Cross_entropy_on_logits?present=1", "Exercises?present=1",
                       "Exercises?present=1&ex=fan_out&reveal=1", "Exercises?present=1&ex=static_counts&reveal=1",
-                      "Your_HW2_code?present=1", "Your_HW2_code?present=1&step=7", "Your_HW2_code?present=1&step=14")
+                      "Your_HW2_code?present=1", "Your_HW2_code?present=1&step=7", "Your_HW2_code?present=1&step=14",
+                      "?present=1", "Learning_problem?present=1", "Learning_problem?present=1&step=12",
+                      "Learning_problem?present=1&lr=32&step=6",
+                      "Topological_sort?present=1", "Topological_sort?present=1&step=4",
+                      "Backprop_orders?present=1", "Backprop_orders?present=1&step=4", "Backprop_orders?present=1&step=8",
+                      "Gradient_check?present=1")
 
 
 @pytest.mark.parametrize("url", SMALL_SCREEN_PAGES)
@@ -196,5 +201,54 @@ def test_the_first_screen_reads_16_px_on_a_1366_projector(new_page, app_url, wai
     open_presenting(pg, f"{app_url}/{url}", wait_idle)
     assert pg.locator('[data-testid="stException"]').count() == 0
     small = texts_under(pg, 16, on_screen=True)
+    shot(pg, "presentation_1366_" + re.sub(r"\W+", "_", url))   # the picture of a failure too
     assert small == [], f"{len(small)} texts under 16 px on screen at /{url}: {small[:10]}"
-    shot(pg, "presentation_1366_" + re.sub(r"\W+", "_", url))
+
+
+# every visible text's glyph boxes (a Range over each text node, not its element's box: a heading's element spans the
+# row its text leaves empty) and every chart's box in the main part, that the Previous / Home / Next box overlaps
+NAV_OVER_JS = """() => {
+  const nav = document.querySelector('[class*="st-key-adx_present_nav"]');
+  if (!nav) return null;
+  const n = nav.getBoundingClientRect();
+  const hit = r => r.width > 0 && r.height > 0 && r.left < n.right && r.right > n.left && r.top < n.bottom
+                   && r.bottom > n.top;
+  const out = [];
+  const main = document.querySelector('[data-testid="stMain"]');
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode, el = node.parentElement;
+    if (!node.textContent.trim() || !el || nav.contains(el) || el.closest('style,script,noscript')) continue;
+    if (!el.checkVisibility({opacityProperty: true, visibilityProperty: true})) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    for (const r of range.getClientRects()) {
+      if (hit(r)) { out.push(node.textContent.trim().slice(0, 40)); break; }
+    }
+  }
+  for (const c of main.querySelectorAll('[data-testid="stPlotlyChart"], [data-testid="stGraphVizChart"], img')) {
+    if (hit(c.getBoundingClientRect())) out.push('chart ' + (c.getAttribute('data-testid') || c.tagName));
+  }
+  return {nav: [n.left, n.top, n.right, n.bottom], over: out};
+}"""
+
+
+MAIN_JS = "document.querySelector('[data-testid=\"stMain\"]')"
+
+
+@pytest.mark.parametrize("path", ["Expression_explorer", "Learning_problem", "Gradient_check"])
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)])
+def test_the_page_links_never_cover_text_or_figures(new_page, app_url, wait_idle, path, size):
+    """Presentation mode's Previous / Home / Next box: on the first screen and with the page scrolled to its end
+    (where the box, pinned to the screen, lay over the text scrolled beneath it), no text and no figure under it."""
+    pg = new_page(viewport={"width": size[0], "height": size[1]})
+    open_presenting(pg, f"{app_url}/{path}?present=1", wait_idle)
+    for where in ("top", "bottom"):
+        if where == "bottom":
+            pg.evaluate(f"() => {{ const m = {MAIN_JS}; m.scrollTop = m.scrollHeight; }}")
+            wait_stable(pg, f"{MAIN_JS}.scrollTop", quiet_ms=300)
+            assert pg.evaluate(f"{MAIN_JS}.scrollTop") > 0, f"/{path} did not scroll"
+        seen = pg.evaluate(NAV_OVER_JS)
+        assert seen is not None, f"no page links on /{path}"
+        assert seen["over"] == [], f"/{path} at {size}, scrolled to the {where}: the page links {seen['nav']} " \
+                                   f"cover {seen['over'][:10]}"
