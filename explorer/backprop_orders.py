@@ -121,14 +121,12 @@ ORDER_WIDTH = 460   # px per graph: two orders side by side in a 1400 px window 
 
 
 def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...],
-                 width: int = ORDER_WIDTH, back_max_height: int = 620, rankdir: str = "auto") -> OrdersModel:
+                 width: int = ORDER_WIDTH, back_max_height: int = 620) -> OrdersModel:
     """The same program backpropagated with each strategy (the real engine each time).
 
     Every order is drawn on one placement (nodes stay put when comparing), planned for ``width`` px
     from the texts of all orders' frames; so is every order's backward graph (``kit/backward_view``:
     x̄ nodes, reversed edges with their contributions, fan-out sums), at most ``back_max_height`` px tall.
-    ``rankdir`` "LR": the forward graph left to right where that draws it whole (a projector shows it in the
-    forward steps, a few rows high like the backward graph), else as "auto" places it.
     A node finalised too early is drawn wrong (red) from the step it is finalised.
     """
     program, inputs = parse(program_text, inputs_text)
@@ -156,9 +154,7 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
     every = framesets.get("topological") or next(iter(framesets.values()), None) or build_frames(drawn(reference)[0], shown)
     union = FrameSet(every.node_ids, [f for fs in framesets.values() for f in fs.frames] or every.frames,
                      heads=every.heads, edges=every.edges)
-    drawing = plan(union, shown, width, rankdir)
-    if rankdir != "auto" and drawing.viewport is not None:   # too wide to draw that way whole
-        drawing = plan(union, shown, width)
+    drawing = plan(union, shown, width)
     views: dict[str, OrderView] = {}
     for s in strategies:
         if traces[s].error is not None:  # a failed run keeps nothing but its message (no events, no frames)

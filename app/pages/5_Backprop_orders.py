@@ -12,8 +12,7 @@ from explorer.kit import presets
 from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
-from explorer.kit.presentation import small_screen_css, small_screen_floor_px
-from explorer.kit.figures import floor_growth, graph_scale, line_plot, style_graph_figure
+from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
 from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, RANDOM_CRITERION, RANDOM_DEFAULTS,
                                       STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
                                       deep_chain_results, fits_half_width, order_rows, orders_model,
@@ -37,20 +36,14 @@ ctx = start_page(
               "step": 1, "depth": 3000})
 ns, look = ctx.ns, ctx.look
 PRESENT_CODE_PX = 300  # each order's code scrolls beyond this in presentation mode (its lit lines in view)
-# presenting, every text the class reads is 16 px or more at 1366 x 768 too: captions, labels, the orders' tags and
-# code at 23 px in the 1920 x 1080 layout, and the graphs laid out that much narrower and drawn that much larger
-floor = small_screen_floor_px() if look.presenting else None
-grow = floor_growth(look, floor) if floor else 1.0
-if look.presenting:
-    st.html(small_screen_css())
 for msg in ctx.link_problems:
     st.warning(msg)
 
 
 @bounded_cache(64 << 20, spinner="Running every order on the engine…", refuse=program_refused)
 def cached_orders(program: str, inputs: str, orders: tuple[str, ...], width: int = ORDER_WIDTH,
-                  back_max_height: int = 620, rankdir: str = "auto"):
-    return orders_model(program, inputs, orders, width, back_max_height, rankdir)
+                  back_max_height: int = 620):
+    return orders_model(program, inputs, orders, width, back_max_height)
 
 
 @bounded_cache(4 << 20, spinner="Backpropagating a deep chain…")
@@ -69,12 +62,8 @@ c1, c2, program_text, inputs_text = program_boxes(ns, lk=look, where=head[1])
 orders = tuple(s for s in ALL if s in st.session_state[ns.key("orders")]) or ("topological",)
 try:
     if look.presenting:  # two backward graphs side by side, each under its order's verdict and caption
-        model = cached_orders(program_text, inputs_text, orders, int(graph_px(look, ORDER_WIDTH, 0.5) / grow),
-                              int(PRESENT_BACK_PX / graph_scale(look) / grow))
-        # the forward pass is the same in every order: its steps show one forward graph across the page, the node
-        # being evaluated lit and its value written in (the backward graphs do not change until the backward pass)
-        forward_model = cached_orders(program_text, inputs_text, orders, int(graph_px(look, ORDER_WIDTH) / grow),
-                                      int(PRESENT_BACK_PX / graph_scale(look) / grow), "LR")
+        model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5),
+                              int(PRESENT_BACK_PX / graph_scale(look)))
         side_by_side = len(orders) > 1
     else:
         model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5))
@@ -89,32 +78,14 @@ except InputProblem as problem:
 if model is not None:
     rows = order_rows(orders, side_by_side)
 
-    def forward_view(step: int):
-        """On a projector, at a step of the forward pass in every order: the first order's view of the page-wide
-        forward graph (None otherwise)."""
-        if not look.presenting:
-            return None
-        views = [forward_model.views[s] for s in orders if forward_model.views[s].n_frames]
-        if not views or any(step > v.n_frames or v.frameset.frames[step - 1].phase != "forward" for v in views):
-            return None
-        return views[0]
-
     def draw(step: int) -> None:
         """The orders at the same 1-based step, each with its verdict from the step where it goes wrong."""
-        fv = forward_view(step)
-        if fv is not None:
-            fr = fv.frameset.frames[step - 1]
-            st.markdown("##### Forward pass" + (": the same in every order" if len(orders) > 1 else ""))
-            st.markdown(f"**Step {step} of {fv.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
-            show_plot(style_graph_figure(still_graph(fv.figure, step - 1, title=False), look, floor_px=floor), look,
-                      key=ns.key("forward_all"))
-        for row in ([] if fv is not None else rows):
+        for row in rows:
             cols = st.columns(2) if len(rows[0]) > 1 else [st.container()]
             for col, s in zip(cols, row):
                 with col:
                     draw_order(model.views[s], step)
-        if fv is None:
-            st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
+        st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
         # each order's own code, read from the running engine; the lines this step ran are highlighted (on a
         # projector without the heading: the code's rows are what the first screen needs)
         if not look.presenting:
@@ -123,7 +94,7 @@ if model is not None:
             code = model.views[s].code(step - 1)
             if not look.presenting:
                 col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
-            col.html(to_html(code, floor or code_font_px(False), test_id=f"code-panel-{s}",
+            col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}",
                              max_height_px=PRESENT_CODE_PX if look.presenting else None))
         if look.presenting:
             st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
@@ -148,8 +119,8 @@ if model is not None:
             show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,
                       key=ns.key(f"fig_{view.strategy}"))
         if view.backward_figure:
-            show_plot(style_graph_figure(still_graph(view.backward_figure, k, title=False), look, floor_px=floor),
-                      look, key=ns.key(f"back_{view.strategy}"))
+            show_plot(style_graph_figure(still_graph(view.backward_figure, k, title=False), look), look,
+                      key=ns.key(f"back_{view.strategy}"))
         if look.presenting:
             return
         for m in view.moments_until(k):  # every moment so far, listed under the graphs
