@@ -40,6 +40,8 @@ if look.presenting:
 # 23 px in the 1920 x 1080 layout (the graphs laid out that much smaller and drawn that much larger)
 PRESENT_GRAPH_SHARE = 0.62  # of the page's width: the two graphs (the slide example whole with its texts at 23 px);
 # the code takes the rest
+PRESENT_PLAIN_SHARE = 0.54  # the same for graphs at the 1920 x 1080 sizes (too big at 23 px), the code's lit lines
+# unwrapped
 PRESENT_PAIR_MAX_PX = 300    # each graph's drawing: two of them, the caption and the buttons fit 1080 px
 PRESENT_CODE_PX = 260        # the engine's code panel scrolls beyond this (its lit lines kept in view)
 PRESENT_LECTURE_PX = 360     # and slide 27's backward_pass: a window on the lines the step lights
@@ -90,21 +92,38 @@ left, right, program_text, inputs_text = program_boxes(
     ns, 140 if not look.presenting else 200, lk=look, where=top[1],
     program_label="Program (one assignment per line; the last one is the output)")
 
-# presentation mode: the forward graph (values) over the backward graph (adjoints) in the left 62% of the page,
-# the step's caption above them and the code beside them, all on the first screen
-model_args = (program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)),
-              int(graph_px(look, HALF_WIDTH, PRESENT_GRAPH_SHARE) / grow),
-              int(PRESENT_PAIR_MAX_PX / graph_scale(look) / grow) if look.presenting else MAX_HEIGHT, look.presenting)
+# presentation mode: the forward graph (values) over the backward graph (adjoints) in the left part of the page,
+# the step's caption above them and the code beside them, all on the first screen. The graphs' texts at the small
+# screen's floor where both graphs fit whole that large: beside the code (the slide example), else across the page
+# with the code under them (the sigmoid presets' chain); a graph that fits neither (it would need a window cutting
+# its boxes) keeps the 1920 x 1080 sizes, beside the code where it fits, else across the page.
+expand = bool(st.session_state.get(ns.key("expand"), False))
+
+
+def layout_args(share: float | None, floored: bool) -> tuple:
+    """``cached_model``'s arguments for graphs laid out across ``share`` of the page (None: all of it), grown to the
+    floor or not."""
+    g = grow if floored else 1.0
+    width = graph_px(look, HALF_WIDTH, share) if share else graph_px(look, HALF_WIDTH)
+    return (program_text, inputs_text, expand, int(width / g),
+            int(PRESENT_PAIR_MAX_PX / graph_scale(look) / g) if look.presenting else MAX_HEIGHT, look.presenting)
+
+
+def windowed(m) -> bool:
+    """Whether a graph of ``m`` is too big for its room and shown through a window (its boxes cut at the edges)."""
+    return any((f.get("layout", {}).get("meta") or {}).get("window") for f in (m.figure, m.backward_figure) if f)
+
+
+tries = ([(PRESENT_GRAPH_SHARE, True), (None, True), (PRESENT_PLAIN_SHARE, False), (None, False)] if look.presenting
+         else [(PRESENT_GRAPH_SHARE, False)])
 try:
-    model = cached_model(*model_args)
-    wide = False
-    if look.presenting and any((f.get("layout", {}).get("meta") or {}).get("window")
-                               for f in (model.figure, model.backward_figure) if f):
-        # a graph too wide for its column (the sigmoid presets' chain) would be cut at the column's edge: the graphs
-        # take the page's width, one over the other, and the code goes under them
-        model_args = (*model_args[:3], int(graph_px(look, HALF_WIDTH) / grow), *model_args[4:])
+    for graph_share, floored in tries:
+        model_args = layout_args(graph_share, floored)
         model = cached_model(*model_args)
-        wide = True
+        if not (look.presenting and windowed(model)):
+            break
+    wide = graph_share is None
+    graph_floor = floor if floored else None
 except InputProblem as problem:
     show_input_problem(problem, left, right, program_text, inputs_text)
     st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
@@ -220,13 +239,12 @@ def present_step(shown, frame: int) -> None:
         st.markdown(f"**{head.removeprefix('#### ')}**")
         if caption.strip():
             st.markdown(caption)
-    left, right = ((st.container(), st.columns(2)) if wide
-                   else st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE]))
+    left, right = ((st.container(), st.columns(2)) if wide else st.columns([graph_share, 1 - graph_share]))
     with left:
-        show_plot(tight(style_graph_figure(still_graph(model.figure, frame, title=False), look, floor_px=floor)),
-                  look, key=ns.key("figure"))
+        show_plot(tight(style_graph_figure(still_graph(model.figure, frame, title=False), look,
+                                           floor_px=graph_floor)), look, key=ns.key("figure"))
         show_plot(tight(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look,
-                                           floor_px=floor)), look, key=ns.key("backward_figure"))
+                                           floor_px=graph_floor)), look, key=ns.key("backward_figure"))
         st.html(backward_legend_html())
     lecture_at, code_at = right if wide else (right, right)
     lecture_at.html(shown.lecture_html)
