@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import engine
 from engine import functional as F
 
+from .explain.numbers import count, fixed
 from .kit.labels import num
 from .kit.presentation import Look
 from .lecture_kit import readable
@@ -411,7 +412,7 @@ def _tick_label(v: float) -> str:
     k = round(math.log10(v))
     if abs(v - 10.0 ** k) < 1e-9 * v and abs(k) > 4:
         return "10" + str(k).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
-    return f"{v:,.10f}".rstrip("0").rstrip(".") if v < 1 else f"{v:,.0f}"
+    return fixed(v, 10).rstrip("0").rstrip(".") if v < 1 else count(v)
 
 
 def log_ticks(values, most: int = 7) -> dict:
