@@ -17,6 +17,7 @@ import engine
 from engine import functional as F
 
 from .explain.numbers import count, fixed
+from .kit import geometry
 from .kit.labels import num
 from .kit.presentation import Look
 from .lecture_kit import readable
@@ -289,24 +290,9 @@ def limit_phrase(lr: float, limit: float) -> str:
 
 
 def clip_segment(a, b, box) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """The part of the segment ``a`` → ``b`` inside ``box = (x0, x1, y0, y1)`` (Liang–Barsky), None when it misses
-    the box."""
-    (ax, ay), (bx, by) = (float(a[0]), float(a[1])), (float(b[0]), float(b[1]))
-    dx, dy = bx - ax, by - ay
-    t0, t1 = 0.0, 1.0
-    for p, q in ((-dx, ax - box[0]), (dx, box[1] - ax), (-dy, ay - box[2]), (dy, box[3] - ay)):
-        if p == 0:
-            if q < 0:
-                return None
-            continue
-        t = q / p
-        if p < 0:
-            t0 = max(t0, t)
-        else:
-            t1 = min(t1, t)
-        if t0 > t1:
-            return None
-    return (ax + t0 * dx, ay + t0 * dy), (ax + t1 * dx, ay + t1 * dy)
+    """The part of the segment ``a`` → ``b`` inside ``box = (x0, x1, y0, y1)`` (the plot's ranges), None when it
+    misses the box (:func:`explorer.kit.geometry.clip_segment`, which takes the box as x0, y0, x1, y1)."""
+    return geometry.clip_segment(a, b, (box[0], box[2], box[1], box[3]))
 
 
 def _inside(p, box) -> bool:

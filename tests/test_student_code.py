@@ -573,16 +573,22 @@ def test_a_students_own_backpropagate_is_lit_as_a_samples_is():
     assert V.student_code_block(report.__class__(str(path.parent / "gone.py"), None, None), gv.student, 0) is None
 
 
-def test_presenting_the_page_keeps_every_verdict_folded_until_its_step(monkeypatch):
-    """On a projector, step 1 of a sample says nothing of its verdict: the table of every graph's verdict is in a
-    folded box, and no verdict line is on the page until the step where the sample goes wrong."""
+def _presenting(monkeypatch, sample: str, step: int):
+    """The page in presentation mode on the slide's graph, a sample at a step, run once without an exception."""
     from streamlit.testing.v1 import AppTest
     monkeypatch.setattr(sys, "argv", ["app/Home.py"])
     monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
     at = AppTest.from_file(str(PAGE), default_timeout=300)
-    at.query_params.update({"present": "1", "sample": "bfs_first_touch", "graph": "slide", "step": "1"})
+    at.query_params.update({"present": "1", "sample": sample, "graph": "slide", "step": str(step)})
     at.run()
     assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_presenting_the_page_keeps_every_verdict_folded_until_its_step(monkeypatch):
+    """On a projector, step 1 of a sample says nothing of its verdict: the table of every graph's verdict is in a
+    folded box, and no verdict line is on the page until the step where the sample goes wrong."""
+    at = _presenting(monkeypatch, "bfs_first_touch", 1)
     folded = next(e for e in at.expander if e.label.startswith("Every graph"))
     assert len(folded.table) == 1 and "verdict" in folded.table[0].value.columns
     outside = [t for t in at.table if t not in list(folded.table)]
@@ -598,13 +604,7 @@ def test_presenting_names_each_sample_by_its_approach_not_its_verdict(monkeypatc
     is_constant()", and the code panel was titled with the file's name (visits_constants.py): the verdict before
     the class was asked. Presenting, each sample is named by its approach (the depth-first ones by a letter), the
     panel and the listing by no file name; on a laptop the names stay as they were."""
-    from streamlit.testing.v1 import AppTest
-    monkeypatch.setattr(sys, "argv", ["app/Home.py"])
-    monkeypatch.delenv("AUTODIFF_CLASS_SERVER", raising=False)
-    at = AppTest.from_file(str(PAGE), default_timeout=300)
-    at.query_params.update({"present": "1", "sample": "visits_constants", "graph": "slide", "step": "8"})
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _presenting(monkeypatch, "visits_constants", 8)
     options = at.selectbox(key="hw2code_sample").options
     assert len(options) == len(S.SAMPLES) == len(set(options))
     verdicts = [s.label for s in S.SAMPLES if s.neutral]
@@ -619,6 +619,7 @@ def test_presenting_names_each_sample_by_its_approach_not_its_verdict(monkeypatc
     follow = V.step_class_view(gv, 8, V.sample_label("visits_constants", True), "visits_constants", neutral=True)
     assert "visits_constants.py" not in _view_html(follow) and "code-sample" in _view_html(follow)
     assert "visits_constants.py" in _view_html(V.step_class_view(gv, 8, "x", "visits_constants"))
+    from streamlit.testing.v1 import AppTest
     laptop = AppTest.from_file(str(PAGE), default_timeout=300)
     laptop.query_params.update({"sample": "visits_constants", "graph": "slide", "step": "8"})
     laptop.run()

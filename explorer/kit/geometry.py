@@ -8,25 +8,17 @@ Point = tuple[float, float]
 Rect = tuple[float, float, float, float]   # x0, y0, x1, y1
 
 
-def segment_meets_rect(p: Point, q: Point, r: Rect) -> bool:
-    """Whether the segment pq meets the closed rectangle ``r`` (Liang-Barsky clipping).
-
-    A segment that only touches the border, or ends on it, meets it; a point (p == q) meets it when inside.
-
-    Args:
-        p, q: the segment's ends.
-        r: the rectangle as ``(x0, y0, x1, y1)`` with x0 <= x1 and y0 <= y1.
-
-    Returns:
-        True when some point of pq lies in ``r``.
-    """
-    x0, y0 = p
-    dx, dy = q[0] - x0, q[1] - y0
+def clip_segment(p: Point, q: Point, r: Rect) -> tuple[Point, Point] | None:
+    """The part of the segment pq inside the closed rectangle ``r = (x0, y0, x1, y1)`` (Liang-Barsky clipping),
+    None when the segment misses it. A segment that only touches the border keeps that point; a point (p == q)
+    is kept when inside."""
+    x0, y0 = float(p[0]), float(p[1])
+    dx, dy = float(q[0]) - x0, float(q[1]) - y0
     t0, t1 = 0.0, 1.0   # the part of pq (p + t·(q - p)) still inside every edge seen so far
     for pk, qk in ((-dx, x0 - r[0]), (dx, r[2] - x0), (-dy, y0 - r[1]), (dy, r[3] - y0)):
         if pk == 0:
             if qk < 0:          # parallel to this edge and outside it
-                return False
+                return None
         else:
             t = qk / pk
             if pk < 0:
@@ -34,8 +26,14 @@ def segment_meets_rect(p: Point, q: Point, r: Rect) -> bool:
             else:
                 t1 = min(t1, t)
             if t0 > t1:
-                return False
-    return True
+                return None
+    return (x0 + t0 * dx, y0 + t0 * dy), (x0 + t1 * dx, y0 + t1 * dy)
+
+
+def segment_meets_rect(p: Point, q: Point, r: Rect) -> bool:
+    """Whether the segment pq meets the closed rectangle ``r = (x0, y0, x1, y1)`` (:func:`clip_segment` keeps a
+    part of it): touching the border, or ending on it, counts."""
+    return clip_segment(p, q, r) is not None
 
 
 def _point_segment_distance(pt: Point, p: Point, q: Point) -> float:
