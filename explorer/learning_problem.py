@@ -315,7 +315,8 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
 
     The plot keeps the loss's own frame: a step that leaves it is drawn up to the frame's edge, and a point off the
     plot is marked on the edge nearest to it with its coordinates, and a note over the plot says so (with ``lr`` above
-    the stability limit ``limit`` = 2/λ: that the steps diverge)."""
+    the stability limit ``limit`` = 2/λ: η against it, and at the last step, with the run's verdict, that the steps
+    diverge; before it the page says how far down the run is, and the two must not disagree)."""
     s = SURFACES[surface]
     w1s, w2s, Z = grid
     fig = go.Figure()
@@ -352,7 +353,9 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
     if gone:
         note = f"w_{gone[0]} left the plot"
         if limit is not None and lr is not None and lr > limit:
-            note += f": η = {plain(lr)} > 2/λ = {num(limit)}, the steps diverge"
+            note += f": η = {plain(lr)} > 2/λ = {num(limit)}"
+            if step >= len(path) - 1:   # the run's verdict is out: before it, the page says how far down it is
+                note += ", the steps diverge"
         fig.add_annotation(x=0.01, y=0.01, xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False,
                            text=note, font=dict(size=look.figure_font, color="#991b1b"),
                            bgcolor="rgba(255,255,255,0.9)", bordercolor="#991b1b", borderpad=4)
