@@ -451,7 +451,8 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
     """A static graph as the graph renderer draws it (one still frame): ``(FrameSet, explain Graph)``.
 
     Fills by kind (placeholder, Variable, constant, op, gradient node, update: :data:`COLOURS`); with
-    ``evaluated``, the first ``upto`` nodes of the run are lit and numbered in evaluation order, fed
+    ``evaluated``, the first ``upto`` nodes of the run are lit and numbered in evaluation order (the rest it
+    needs say only that, never their place in the order), fed
     placeholders say so, and nodes the run did not need are pale. ``groups`` boxes nodes together
     (node id -> box label), e.g. the repeated steps of an unrolled loop. ``focus``: the nodes a graph too
     big for the page is windowed on (see :func:`window_focus`).
@@ -509,7 +510,7 @@ def static_picture(graph: Graph, evaluated: list[int] | None = None, upto: int |
             if n.id in lit:
                 state, notes[n.id] = "lit", f"evaluated #{order[n.id] + 1}"
             elif n.id in order:
-                notes[n.id] = f"#{order[n.id] + 1}, later"
+                notes[n.id] = "needed"   # no number: the order is the in-class exercise's answer until it is lit
             elif n.id in fed_ids:
                 notes[n.id] = "fed"
             else:

@@ -663,6 +663,20 @@ def test_on_a_projector_the_lectures_run_starts_dark_and_lights_up_with_the_slid
     assert "W → b → matmul → add → relu" in texts(at)
 
 
+def test_nodes_not_lit_yet_do_not_give_their_place_in_the_order():
+    """At the slider's 0 the run's nodes read "#1, later" ... "#5, later": the evaluation order, the exercise's answer.
+    A node is numbered when it is lit; before that it says only that the run needs it."""
+    ex = M.build_example("lecture", False, False)
+    r = M.run_fetch(ex, "h", list(ex.feeds))
+    n = len(r.evaluated)
+    for upto in (0, 2, n):
+        frames, _ = M.static_picture(ex.graph, r.evaluated, upto, fed=r.fed)
+        notes = [t for t in frames.frames[0].node_adjoint if t]   # the line under each box
+        assert sum(t.startswith("evaluated #") for t in notes) == upto, (upto, notes)
+        assert sum(t == "needed" for t in notes) == n - upto, (upto, notes)
+        assert not any("later" in t for t in notes), notes
+
+
 def test_the_count_says_what_the_slider_has_evaluated_so_far():
     """The count over the graph follows the evaluation order's slider: before its last step it says how many of the
     computed nodes are lit so far (a projector's lecture run starts dark: never 'Evaluated 6 of 6' at step 0), at its
