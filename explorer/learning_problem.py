@@ -372,7 +372,7 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                       legend=dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top",
                                   font=dict(size=look.figure_font)),
                       xaxis=dict(title="w1", range=[s.extent[0], s.extent[1]], constrain="domain"),
-                      yaxis=dict(title="w2", range=[s.extent[2], s.extent[3]], scaleanchor="x", scaleratio=1))
+                      yaxis=dict(title="w2", range=[s.extent[2], s.extent[3]], scaleanchor="x", scaleratio=1, constrain="domain"))
     return readable(fig, look)
 
 
