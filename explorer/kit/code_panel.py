@@ -393,12 +393,11 @@ _CSS = """
 """
 _STICKY_CSS = """
 .adx-scroll .adx-code { overflow: visible; }
-.adx-scroll .adx-code .t { position: sticky; top: 0; z-index: 1; box-shadow: 0 -8px 0 #fff; }
+.adx-scroll .adx-code .t { position: sticky; top: 0; z-index: 1; }
 """
 # a scrolling panel (a projector's) keeps each block's title row stuck to its top while that block's lines are on
 # screen: lit lines deep in a long function still say whose they are, at no cost in height (the block's own box
-# no longer scrolls sideways there: its lines wrap); its white shadow above it covers the bottom of the row scrolled
-# out over it, which Chromium paints a few pixels above the panel's top in a page scaled for a small projector
+# no longer scrolls sideways there: its lines wrap)
 
 
 def gap_text(first: int, last: int) -> str:
