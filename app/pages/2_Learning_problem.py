@@ -4,14 +4,12 @@ The learning problem: a classifier's cross-entropy over two parameters drawn as 
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from explorer import learning_problem as L
 from explorer.kit.budget import bounded_cache
 from explorer.kit.deeplink import LinkField
-from explorer.kit.presentation import small_screen_css, small_screen_floor_px
+from explorer.kit.presentation import small_screen_css, small_screen_look
 from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
 from explorer.kit.widgets import (fixed_figure, presentation_toggle, publish_link, show_plot, show_table, start_page,
@@ -34,7 +32,7 @@ ctx = start_page(
 ns, look = ctx.ns, ctx.look
 # a 1366 x 768 projector draws this page 0.711 times as large: its charts' and widgets' texts are laid out at
 # 23 px or more (16 px there); the pages' own Look stays for everything else
-charts = replace(look, figure_font=small_screen_floor_px()) if look.presenting else look
+charts = small_screen_look(look)
 if look.presenting:
     st.html(present_css(True))
     st.html(small_screen_css())   # after present_css: its sizes win
