@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import unicodedata
 from pathlib import Path
 
@@ -286,6 +287,28 @@ def test_explorer_presets_and_tensor_example():
     assert "W @ x + b" in at.text_area(key="explorer_expr").value
     names = list(at.table[0].value["node"])
     assert {"W", "x", "b", "y", "f"} <= set(names)
+
+
+def test_a_click_whose_callback_runs_twice_acts_once():
+    """Streamlit runs a button's callback a second time when the click's run is stopped before the script
+    reaches the button (another request came in, e.g. a fixed figure's poll): the session already holds the
+    first run's effect, and the callback drawn before the click runs again. Play, as a toggle, played and
+    paused at once (the page stood still: CI's under_load.py waited 240 s for Play's step 14); "backward()
+    again" added two calls. Here: the first run's effect is put in the session, then the same click comes."""
+    at = page(EXPLORER).run()
+    at.session_state["explorer_step_playing"] = True   # the first run of Play's callback: playing from now
+    at.session_state["explorer_step_moved"] = time.monotonic()
+    button(at, "Play").click().run()                   # the same click's callback again (drawn as "Play")
+    assert at.session_state["explorer_step_playing"] is True and button(at, "Pause")
+    button(at, "Pause").click().run()
+    assert at.session_state["explorer_step_playing"] is False
+
+    label = next(o for o in at.selectbox(key="explorer_preset").options if o.startswith("Gradient accumulation"))
+    at.selectbox(key="explorer_preset").set_value(label).run()
+    at.session_state["explorer_accum"] = ["backward", "backward"]   # the first run of the callback
+    button(at, "backward() again").click().run()
+    calls = next(t.value for t in at.table if "x.grad" in t.value.columns)
+    assert list(calls["x.grad"]) == ["None", "20", "40"]   # one backward() more, not two
 
 
 def test_explorer_gradient_accumulation_20_then_40_and_zero_grad():

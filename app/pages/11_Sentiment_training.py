@@ -216,14 +216,17 @@ publish_link(ctx, {name: S[k(name)] for name in ("dataset", "n_train", "n_val", 
                                                  "optimizer", "seed")})
 
 
-def _pause_resume() -> None:
+# the run's buttons act on what they said when drawn ("Pause": pause), never "the opposite of now": Streamlit runs
+# a callback twice for one click when the click's run is interrupted by another request (a poll), and a toggle
+# then undid itself
+def _pause_resume(pause: bool) -> None:
     r = S[k("run")]
     if r is None:
         return
-    if r.control.paused:
-        r.resume()
-    else:
+    if pause:
         r.pause()
+    else:
+        r.resume()
 
 
 def _stop() -> None:
@@ -232,9 +235,13 @@ def _stop() -> None:
         r.stop()
 
 
-def _replay() -> None:
-    """Start (or end) the replay of the finished run; the page runs again in full to start (stop) its timer."""
-    S[k("replay")] = None if S[k("replay")] is not None else Replay(time.monotonic(), float(S[k("replay_pace")]))
+def _replay(start: bool) -> None:
+    """Start (or end: ``start`` False) the replay of the finished run; the page runs again in full to start (stop)
+    its timer. A replay already going on is not restarted (the same click's callback run twice)."""
+    if not start:
+        S[k("replay")] = None
+    elif S[k("replay")] is None:
+        S[k("replay")] = Replay(time.monotonic(), float(S[k("replay_pace")]))
     S[k("replay_rerun")] = True
 
 
@@ -296,12 +303,12 @@ def live_view() -> None:
     if not projector_done:
         paused = r.control.paused
         b[0].button("Resume" if paused else "Pause", icon=":material/play_arrow:" if paused else ":material/pause:",
-                    on_click=_pause_resume, disabled=recorded.done, width="stretch")
+                    on_click=_pause_resume, args=(not paused,), disabled=recorded.done, width="stretch")
         b[1].button("Stop", icon=":material/stop:", on_click=_stop, disabled=recorded.done, width="stretch")
     if recorded.done:   # a run of a few seconds is over before the class sees it: replay its recorded numbers
         rb, pace = (b[0], b[1]) if projector_done else (b[2], b[3])
         rb.button("End replay" if rp else "Replay slowly", icon=":material/replay:", on_click=_replay,
-                  width="stretch")   # no tooltip: it stayed over the settings after the click
+                  args=(not rp,), width="stretch")   # no tooltip: it stayed over the settings after the click
         pace.selectbox("Replay pace", PACES, key=k("replay_pace"), format_func=lambda s: f"over {s} s",
                        label_visibility="collapsed", disabled=rp is not None)
     started = snap.started

@@ -247,21 +247,23 @@ if st.session_state.get(ns.key("accum_sig")) != sig:  # a new program starts wit
     st.session_state[ns.key("accum_sig")] = sig
 
 
-def _accumulate(action: str | None) -> None:
-    actions = st.session_state[accum_key]
+def _accumulate(action: str | None, shown: tuple[str, ...]) -> None:
+    # ``shown``: the calls listed when the buttons were drawn; a callback run twice for one click (Streamlit does
+    # when the click's run is interrupted by another request) must not add the call twice
     if action is None:
         st.session_state[accum_key] = ["backward"]
-    elif len(actions) < MAX_ACCUMULATION_ACTIONS:
-        st.session_state[accum_key] = actions + [action]
+    elif len(shown) < MAX_ACCUMULATION_ACTIONS:
+        st.session_state[accum_key] = [*shown, action]
 
 
-full = len(st.session_state[accum_key]) >= MAX_ACCUMULATION_ACTIONS
+shown_calls = tuple(st.session_state[accum_key])
+full = len(shown_calls) >= MAX_ACCUMULATION_ACTIONS
 ac = st.columns([1.4, 1.4, 1, 3])
-ac[0].button("backward() again", key=ns.key("accum_backward"), on_click=_accumulate, args=("backward",), disabled=full,
+ac[0].button("backward() again", key=ns.key("accum_backward"), on_click=_accumulate, args=("backward", shown_calls), disabled=full,
              help="output.backward(retain_graph=True) on the same graph, without zeroing: .grad += the new gradient")
-ac[1].button("zero_grad()", key=ns.key("accum_zero"), on_click=_accumulate, args=("zero_grad",), disabled=full,
+ac[1].button("zero_grad()", key=ns.key("accum_zero"), on_click=_accumulate, args=("zero_grad", shown_calls), disabled=full,
              help="x.zero_grad() on every input: .grad = None, as a training loop does before each backward")
-ac[2].button("Start over", key=ns.key("accum_reset"), on_click=_accumulate, args=(None,))
+ac[2].button("Start over", key=ns.key("accum_reset"), on_click=_accumulate, args=(None, shown_calls))
 if full:
     ac[3].caption(f"{MAX_ACCUMULATION_ACTIONS} calls at most: Start over.")
 show_table(cached_accumulation(program_text, inputs_text, tuple(st.session_state[accum_key])), look, static=True)

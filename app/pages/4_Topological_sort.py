@@ -120,12 +120,16 @@ if dropped:
 st.session_state[ns.key("order")] = [model.name(i) for i in order]
 
 
+# each button's callback acts on what the page showed when it was drawn, so that running it twice for one click
+# (Streamlit does when the click's run is interrupted by another request) changes nothing the second time
 def _click(name: str):
-    st.session_state[ns.key("order")] = [*st.session_state[ns.key("order")], name]
+    placed = st.session_state[ns.key("order")]
+    if name not in placed:
+        st.session_state[ns.key("order")] = [*placed, name]
 
 
-def _undo():
-    st.session_state[ns.key("order")] = st.session_state[ns.key("order")][:-1]
+def _undo(shown: list[str]):
+    st.session_state[ns.key("order")] = shown[:-1]
 
 
 def _clear():
@@ -140,7 +144,7 @@ for start in range(0, n, per_row):
         col.button(nm, key=ns.key(f"pick_{nm}"), on_click=_click, args=(nm,), disabled=nid in order,
                    width="stretch", help=f"Place {nm} next")
 ctrl = st.columns([1, 1, 4])
-ctrl[0].button("Undo", key=ns.key("undo"), on_click=_undo, disabled=not order, icon=":material/undo:",
+ctrl[0].button("Undo", key=ns.key("undo"), on_click=_undo, args=([model.name(i) for i in order],), disabled=not order, icon=":material/undo:",
                width="stretch")
 ctrl[1].button("Clear", key=ns.key("clear"), on_click=_clear, disabled=not order, icon=":material/delete:",
                width="stretch")

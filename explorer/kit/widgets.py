@@ -490,10 +490,12 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
         st.session_state[key] = clamp_step(to, n_steps)
         st.session_state[playing_key] = False  # a step button takes over from Play
 
-    def _play_pause():
-        if st.session_state[playing_key]:
+    def _play_pause(play: bool):
+        # what the button said when it was drawn ("Play": play), never "the opposite of now": a callback run
+        # twice for one click (see above) toggled Play on and off again, and the page stood still
+        if not play:
             st.session_state[playing_key] = False
-        else:
+        elif not st.session_state[playing_key]:
             state = start_playing(st.session_state[key], n_steps, time.monotonic())
             st.session_state[key], st.session_state[playing_key], st.session_state[moved_key] = \
                 state.step, state.playing, state.last_move
@@ -515,7 +517,8 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
                    icon=":material/first_page:", width="stretch")
     cols[1].button("Back", key=key + "_back", on_click=_move, kwargs={"to": shown - 1}, shortcut=keys[1],
                    icon=":material/chevron_left:", width="stretch")
-    cols[2].button("Pause" if playing else "Play", key=key + "_play", on_click=_play_pause, shortcut=keys[2],
+    cols[2].button("Pause" if playing else "Play", key=key + "_play", on_click=_play_pause,
+                   kwargs={"play": not playing}, shortcut=keys[2],
                    icon=":material/pause:" if playing else ":material/play_arrow:", width="stretch")
     cols[3].button("Step", key=key + "_fwd", on_click=_move, kwargs={"to": shown + 1}, shortcut=keys[3],
                    icon=":material/chevron_right:", icon_position="right", type="primary", width="stretch")
