@@ -56,6 +56,28 @@ def stop(proc: subprocess.Popen | None) -> None:
             proc.wait()
 
 
+def start_proxy(app1_port: int, app2_port: int, log: Path) -> tuple[subprocess.Popen, str]:
+    """Debian's HAProxy with deploy/haproxy.cfg on a free loopback port, in front of the replicas serving on
+    loopback ports ``app1_port`` and ``app2_port`` (the same port twice: one server behind the proxy, as a
+    test of what a proxied browser meets needs); (the process, its URL) once it answers. It adds
+    X-Forwarded-For, as deployed: the app then limits its clients as it does behind the real proxy."""
+    haproxy = find("haproxy")
+    if haproxy is None:
+        raise RuntimeError("missing: haproxy (apt-get install haproxy)")
+    front = free_port()
+    env = dict(os.environ, HAPROXY_BIND=f"127.0.0.1:{front}", APP1_ADDR=f"127.0.0.1:{app1_port}",
+               APP2_ADDR=f"127.0.0.1:{app2_port}")
+    proc = subprocess.Popen([haproxy, "-db", "-f", str(HAPROXY_CONFIG)], env=env, stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{front}"
+    try:
+        wait_http(url + "/_stcore/health", proc=proc)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc, url
+
+
 class ClassStack:
     """See the module docstring. ``replicas=0``: Redis only (for sessions run in this process). Raises
     RuntimeError naming a missing program (redis-server, haproxy)."""
@@ -146,13 +168,7 @@ class ClassStack:
                 self.start_replica(name, wait=False)
             for port, p in self.apps.values():
                 wait_http(f"http://127.0.0.1:{port}/_stcore/health", proc=p)
-            front = free_port()
-            henv = dict(os.environ, HAPROXY_BIND=f"127.0.0.1:{front}",
-                        APP1_ADDR=f"127.0.0.1:{self.apps['app1'][0]}", APP2_ADDR=f"127.0.0.1:{self.apps['app2'][0]}")
-            self.proxy = subprocess.Popen([self.haproxy_bin, "-db", "-f", str(HAPROXY_CONFIG)], env=henv,
-                                          stdout=open(self.logs / "haproxy.log", "wb"), stderr=subprocess.STDOUT)
-            self.url = f"http://127.0.0.1:{front}"
-            wait_http(self.url + "/_stcore/health", proc=self.proxy)
+            self.proxy, self.url = start_proxy(self.apps["app1"][0], self.apps["app2"][0], self.logs / "haproxy.log")
         except BaseException:
             self.__exit__(None, None, None)
             raise

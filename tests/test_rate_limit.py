@@ -78,6 +78,10 @@ def test_the_client_buckets_are_bounded_in_memory():
     ("172.18.0.5", {"X-Forwarded-For": "1.2.3.4, 203.0.113.7"}, "203.0.113.7"),    # HAProxy in compose: its entry
     (None, {"x-forwarded-for": "203.0.113.9"}, "203.0.113.9"),                     # HAProxy on this machine
     (None, {}, rl.LOCAL),                                                          # this machine's own browser
+    # a server listening on every address (IPv6 and IPv4 at once) sees IPv4 peers as IPv4-mapped IPv6 addresses
+    ("::ffff:127.0.0.1", {"X-Forwarded-For": "203.0.113.8"}, "203.0.113.8"),       # HAProxy on this machine
+    ("::ffff:172.18.0.5", {"X-Forwarded-For": "203.0.113.6"}, "203.0.113.6"),      # HAProxy in compose
+    ("::ffff:93.184.216.34", {"X-Forwarded-For": "10.0.0.1"}, "93.184.216.34"),   # a direct client, its header ignored
 ])
 def test_the_client_is_the_address_the_proxy_saw(peer, headers, key):
     assert rl.client_key(peer, headers) == key

@@ -103,9 +103,14 @@ def client_key(peer: str | None, headers: Mapping[str, str] | None) -> str:
         if name.lower() == "x-forwarded-for":
             forwarded = str(value).split(",")[-1].strip()
     try:
-        behind_proxy = bool(peer) and (ipaddress.ip_address(peer).is_loopback or ipaddress.ip_address(peer).is_private)
+        address = ipaddress.ip_address(peer) if peer else None
     except ValueError:
-        behind_proxy = False
+        address = None
+    # a server listening on IPv6 and IPv4 at once sees an IPv4 peer as ::ffff:a.b.c.d (not loopback to Python)
+    if getattr(address, "ipv4_mapped", None) is not None:
+        address = address.ipv4_mapped
+        peer = str(address)
+    behind_proxy = address is not None and (address.is_loopback or address.is_private)
     if forwarded and (behind_proxy or not peer):
         return forwarded[:64]
     return peer[:64] or LOCAL
