@@ -212,7 +212,7 @@ def progress(path: list[DescentStep], upto: int, loss_min: float) -> tuple[str |
     start, now = path[0].loss, path[upto].loss_next
     done = f"after {upto + 1} of {len(path)} steps"
     if not np.isfinite(now) or now > start:
-        return None, f"{done} the loss is {num(now)}, up from {num(start)} at w_0"
+        return None, f"{done} the loss is {num(now)}, up from {num(start)} at w₀"
     closed = _share_down(start, now, loss_min)
     return None, f"{done}: {percent(closed, 1)} of the way down to the minimum so far"
 
@@ -246,6 +246,15 @@ def exercise1(x0: float = 0.0, lr: float = 0.1, steps: int = 5) -> list[Exercise
 
 # --- tables and figures ------------------------------------------------------------------------------------
 
+#: the path's trace in the contour plot (Plotly draws <sub> as a subscript: a legend read "w_0 … w_k")
+PATH_NAME = "w<sub>0</sub> … w<sub>k</sub>"
+
+
+def w_sub(k: int) -> str:
+    """w with its index as a figure writes it (``w<sub>3</sub>``)."""
+    return f"w<sub>{k}</sub>"
+
+
 def _v(a) -> str:
     return "(" + ", ".join(num(x) for x in np.asarray(a).ravel()) + ")"
 
@@ -268,8 +277,8 @@ def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
     """Rows of the steps taken so far (the last one is the update about to be applied)."""
     rows = []
     for s in path[:upto + 1]:
-        rows.append({"step": s.k + 1, "k": s.k, "w_k": _v(s.w), "L(w_k)": num(s.loss), "∇L": _v(s.grad),
-                     f"Δw = −{plain(lr)}·∇L": _v(s.delta), "w_k+1": _v(s.w_next), "L(w_k+1)": num(s.loss_next),
+        rows.append({"step": s.k + 1, "k": s.k, "wₖ": _v(s.w), "L(wₖ)": num(s.loss), "∇L": _v(s.grad),
+                     f"Δw = −{plain(lr)}·∇L": _v(s.delta), "wₖ₊₁": _v(s.w_next), "L(wₖ₊₁)": num(s.loss_next),
                      **({"batch": ",".join(map(str, s.batch))} if s.batch else {})})
     return rows
 
@@ -327,7 +336,7 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                              name="loss"))
     pts = [p.w for p in path[:step + 1]] + [path[step].w_next]
     xs, ys = [float(p[0]) for p in pts], [float(p[1]) for p in pts]
-    fig.add_trace(go.Scatter(x=xs[:-1], y=ys[:-1], mode="lines+markers", name="w_0 … w_k",
+    fig.add_trace(go.Scatter(x=xs[:-1], y=ys[:-1], mode="lines+markers", name=PATH_NAME,
                              line=dict(color="#ea580c", width=look.edge_width + 1),
                              marker=dict(size=look.node_size * 0.35, color="#ea580c")))
     cur = path[step]
@@ -341,9 +350,9 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
     here_in = _inside((xs[-2], ys[-2]), box)
     # a point off the plot: marked on the frame's edge nearest to it, with where it is
     mx, my = float(np.clip(xs[-2], box[0], box[1])), float(np.clip(ys[-2], box[2], box[3]))
-    fig.add_trace(go.Scatter(x=[mx], y=[my], mode="markers+text", name=f"w_{cur.k}",
+    fig.add_trace(go.Scatter(x=[mx], y=[my], mode="markers+text", name=w_sub(cur.k),
                              # beside the point, not under it (a start near the bottom edge had its label cut)
-                             text=[f"w_{cur.k}" if here_in else f"w_{cur.k} = {_v(cur.w)}, off the plot"],
+                             text=[w_sub(cur.k) if here_in else f"{w_sub(cur.k)} = {_v(cur.w)}, off the plot"],
                              textposition=_label_side(mx, my, box, here_in),
                              cliponaxis=False,
                              textfont=dict(size=look.figure_font + 2, color="#7c2d12"),
@@ -351,7 +360,7 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                                          symbol="circle" if here_in else "diamond", line=dict(width=2, color="white"))))
     gone = [i for i, (x, y) in enumerate(zip(xs, ys)) if not _inside((x, y), box)]
     if gone:
-        note = f"w_{gone[0]} left the plot"
+        note = f"{w_sub(gone[0])} left the plot"
         if limit is not None and lr is not None and lr > limit:
             note += f": η = {plain(lr)} > 2/λ = {num(limit)}"
             if step >= len(path) - 1:   # the run's verdict is out: before it, the page says how far down it is
@@ -383,13 +392,13 @@ def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look:
     ls = [s.loss for s in path] + [path[-1].loss_next]
     gaps = [max(v - loss_min, 1e-16) if np.isfinite(v) else None for v in ls]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ks[:step + 2], y=gaps[:step + 2], mode="lines+markers", name="L(w_k) − L_min",
+    fig.add_trace(go.Scatter(x=ks[:step + 2], y=gaps[:step + 2], mode="lines+markers", name="L(w<sub>k</sub>) − L<sub>min</sub>",
                              line=dict(color="#2563eb", width=look.edge_width + 1)))
     fig.add_trace(go.Scatter(x=[step], y=[gaps[step]], mode="markers", name="now",
                              marker=dict(size=look.node_size * 0.55, color="#b91c1c")))
     fig.update_layout(height=int(look.figure_height * 0.55), font=dict(size=look.figure_font),
                       margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
-                      title=dict(text="distance to the minimum: L(w_k) − L_min", font=dict(size=look.figure_font + 1)),
+                      title=dict(text="distance to the minimum: L(w<sub>k</sub>) − L<sub>min</sub>", font=dict(size=look.figure_font + 1)),
                       xaxis=dict(title="step k", range=[-0.5, ks[-1] + 0.5]),
                       # the axis spans the steps drawn (the run's end is no spoiler)
                       yaxis=dict(title="log scale", type="log", **log_ticks([g for g in gaps[:step + 2] if g is not None])))

@@ -119,7 +119,7 @@ def test_figures_use_presentation_sizes():
     for look in (NORMAL, PRESENTING):
         fig = L.contour_figure("logistic", grid, path, 2, look)
         assert fig.layout.font.size == look.figure_font
-        xs = [tr for tr in fig.data if tr.name == "w_0 … w_k"][0].x
+        xs = [tr for tr in fig.data if tr.name == L.PATH_NAME][0].x
         assert len(xs) == 3  # w_0, w_1, w_2
         arrow = fig.layout.annotations[0]
         assert (arrow.x, arrow.y) == pytest.approx(tuple(path[2].w_next))
@@ -187,7 +187,7 @@ def test_page_play_advances_the_steps_and_pause_keeps_the_step():
         _ok(at.run())
         step = at.session_state["learn_step"]
         assert f"#### Step {step} of 40:" in _md(at) and at.query_params["step"] == str(step)
-        walked = next(tr for tr in _contours(at)["data"] if tr.get("name") == "w_0 … w_k")
+        walked = next(tr for tr in _contours(at)["data"] if tr.get("name") == L.PATH_NAME)
         assert len(walked["x"]) == step   # w_0 … w_k with k = step - 1
         seen.append(step)
     assert seen == sorted(seen) and seen[-1] > seen[0] >= 1
@@ -347,7 +347,7 @@ def test_a_divergent_run_stays_inside_the_plot_and_says_it_diverges():
         for a in arrows:
             assert x0 - 1e-9 <= a["x"] <= x1 + 1e-9 and y0 - 1e-9 <= a["y"] <= y1 + 1e-9
             assert x0 - 1e-9 <= a["ax"] <= x1 + 1e-9 and y0 - 1e-9 <= a["ay"] <= y1 + 1e-9
-        here = next(d for d in fig["data"] if d.get("name") == f"w_{step}")
+        here = next(d for d in fig["data"] if d.get("name") == L.w_sub(step))
         assert x0 <= here["x"][0] <= x1 and y0 <= here["y"][0] <= y1
         notes = [a["text"] for a in fig["layout"]["annotations"] if not a.get("showarrow")]
         assert any("left the plot" in t and "2/λ" in t for t in notes), notes
@@ -355,6 +355,9 @@ def test_a_divergent_run_stays_inside_the_plot_and_says_it_diverges():
         assert any("the steps diverge" in t for t in notes) == (step == len(path) - 1), (step, notes)
         if step == 5:
             assert "off the plot" in here["text"][0]
+        # indices as subscripts (a legend and labels read "w_0 … w_k", "w_5" on the projector)
+        assert all("_" not in str(d.get("name", "")) + "".join(map(str, d.get("text") or [])) for d in fig["data"])
+        assert not any("_" in t for t in notes)
     # a run that stays inside: no note, the point and its arrow as before
     calm = L.descend("logistic", s.start, 2.0, 40)
     fig = L.contour_figure("logistic", L.loss_grid("logistic", n=20), calm, 3, PRESENTING, limit=crit, lr=2.0).to_dict()

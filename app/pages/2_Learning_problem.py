@@ -161,7 +161,7 @@ def draw(step: int) -> None:
                     f"the engine measured **{num(cur.loss_next - cur.loss)}**.")
     rows = L.step_rows(path, k, lr)
     show_table(rows[-6:], look, static=True)
-    st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at w_k"
+    st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at wₖ"
                + (" on the mini-batch listed (SGD: a new shuffle every epoch)." if batch else "."))
     publish_link(ctx, {"surface": surface, "lr": lr, "batch": batch, "w1": w1, "w2": w2, "step": step,
                        "x0": x0, "eta": eta})
