@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from explorer.kit.plotly_figure import barred_text
 from explorer.network_explorer.explore import explore, moment
 from explorer.network_explorer.frames import n_frames
 from explorer.network_explorer.presets import OPTIONS
@@ -343,12 +344,12 @@ def test_the_backward_graph_reverses_every_edge_and_names_adjoints_with_bars():
     button(at, "end").click().run()
     ok(at)
     forward, backward = _graph_figures(at)
-    heads = _named(backward, "node")["text"]
+    heads = [barred_text(t) for t in _named(backward, "node")["text"]]
     from explorer.explain.graph import bar
     assert {bar(n) for n in ("x", "fc.weight", "fc.bias", "linear#3", "sigmoid#4")} <= set(heads)
     assert not any("\u0304" in h.split(" = ")[0] for h in _named(forward, "node")["text"])
     # arrow directions, read from the arrowheads' tips: forward into the consumers, backward into the inputs
-    fwd_to, back_to = arrow_targets(forward), arrow_targets(backward)
+    fwd_to, back_to = arrow_targets(forward), [barred_text(t) for t in arrow_targets(backward)]
     loss = next(h for h in _named(forward, "node")["text"] if h.startswith("binary_cross_entropy"))
     assert loss in fwd_to and not {"x", "fc.weight", "fc.bias"} & set(fwd_to)
     assert {bar("x"), bar("fc.weight"), bar("fc.bias")} <= set(back_to) and bar("binary_cross_entropy#6") not in back_to
@@ -372,7 +373,7 @@ def test_a_fan_out_sum_is_written_symbolically_then_in_numbers():
     button(at, "end").click().run()
     ok(at)
     backward = _graph_figures(at)[1]
-    heads, values = _named(backward, "node")["text"], _named(backward, "value")["text"]
+    heads, values = ([barred_text(t) for t in _named(backward, name)["text"]] for name in ("node", "value"))
     adjoints = _named(backward, "adjoint")["text"]
     symbolic = [v for v in values if "·∂" in v and " + " in v]
     from explorer.explain.graph import bar

@@ -79,6 +79,23 @@ def test_the_bar_covers_a_whole_name():
     assert bar("Linear 1") == "L\u0305i\u0305n\u0305e\u0305a\u0305r\u0305 1\u0305"   # spaces stay bare
 
 
+def test_a_name_barred_whole_is_one_overline_in_a_figure():
+    """In a figure a name barred whole is one overline over the name (Plotly's SVG text drew the combining marks
+    as a broken line through the letters: "L̅i̅n̅e̅a̅r̅ 1̅" on the Network explorer's layer view); x̄5 stays as it is."""
+    import re
+    from explorer.kit.plotly_figure import _esc, barred_text
+    from explorer.network_explorer.explore import explore
+    assert _esc(f"= {bar('Linear 1')}·∂Linear 1/∂x + {bar('x5')} < 2") == (
+        '= <span style="text-decoration:overline">Linear 1</span>·∂Linear 1/∂x + x\u03045 &lt; 2')
+    ex = explore("mlp")
+    ex.backward_figure("layer", 0)
+    last = len(ex.backward["layer"].frames) - 1
+    drawn = json.dumps(ex.backward_figure("layer", last), ensure_ascii=False)
+    assert "\u0305" not in drawn
+    assert {"Linear 1", "fc1.weight", "cross-entropy"} <= set(re.findall(r'overline\\">([^<]*)<', drawn))
+    assert barred_text(_esc(bar("Linear 1") + " and " + bar("x5"))) == bar("Linear 1") + " and " + bar("x5")
+
+
 def _texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [str(h.proto.body) for h in at.get("html")]
     parts += [e.label for e in at.expander] + [t.value for t in at.title] + [h.value for h in at.header]

@@ -17,6 +17,8 @@ frame centres the window on the nodes it highlights); pan and zoom show the rest
 """
 from __future__ import annotations
 
+import re
+
 import math
 import unicodedata
 from dataclasses import dataclass
@@ -352,8 +354,28 @@ def _wrap(text: str, chars: int, max_lines: int = 2) -> str:
     return "<br>".join(_esc(t) for t in lines)
 
 
+# a run of characters, each with a combining overline (the spaces between them inside the run: "Linear 1")
+_OVERLINED = re.compile("([^\u0305\s]\u0305(?:[ ]*[^\u0305\s]\u0305)*)")
+
+
+_OVERLINE_SPAN = re.compile('<span style="text-decoration:overline">([^<]*)</span>')
+
+
+def barred_text(drawn: str) -> str:
+    """A figure's text with each overlined name written back with combining overlines (what ``bar`` gave):
+    for readers of figure data (tests, the exported walk-through's text)."""
+    return _OVERLINE_SPAN.sub(lambda m: "".join(ch if ch.isspace() else ch + "\u0305" for ch in m.group(1)), drawn)
+
+
 def _esc(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Text for a figure: escaped for Plotly's markup, and a name barred whole (the adjoint of a longer name,
+    ``explorer.explain.graph.bar``: a combining overline on each character) drawn as one overline; Plotly's SVG
+    text drew the marks as a broken line through the letters."""
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if "\u0305" not in s:
+        return s
+    return _OVERLINED.sub(lambda m: '<span style="text-decoration:overline">' + m.group(1).replace("\u0305", "")
+                          + "</span>", s)
 
 
 def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None, *, width: int = DESIGN_WIDTH,
