@@ -267,6 +267,35 @@ def _home() -> AppTest:
     return AppTest.from_file(str(APP / "Home.py"), default_timeout=90)
 
 
+def test_start_a_class_run_twice_for_one_click_starts_one_class():
+    """Streamlit runs a click's callback a second time when the click's run is interrupted by another request:
+    "Start a class" then made a second class (the first left behind, two of the network's starts spent)."""
+    from explorer.kit.class_widgets import _broker
+    lec = _home().run()
+    code, secret = _broker().create("Home", {})   # what the first run of the callback did
+    lec.session_state["class_code"], lec.session_state["class_secret"] = code, secret
+    lec.session_state["class_role"] = "lecturer"
+    _button(lec, "Start a class").click().run()   # the button drawn before it: its callback again
+    assert lec.session_state["class_code"] == code and not lec.exception
+
+
+def test_ask_run_twice_for_one_click_asks_one_question():
+    """The second run of one click's "Ask" (a run interrupted before the dialog was drawn again) finds the question
+    its first run asked and asks nothing: the class keeps question 1 and its answers."""
+    lec = _home().run()
+    _button(lec, "Start a class").click().run()
+    code, secret = lec.session_state["class_code"], lec.session_state["class_secret"]
+    lec.switch_page("pages/" + fl.page_script(APP, "Expression_explorer").split("/")[1]).run()
+    for _ in range(8):
+        _button(lec, "Step").click().run()
+    _button(lec, "Ask the class").click().run()
+    lec.radio[0].set_value(0).run()
+    broker = cb.broker_from_env()
+    first = broker.ask(code, secret, "the first run's question", "choice", "x3", 0.0, ("x3", "x4"))   # its effect
+    _button(lec, "Ask").click().run()          # the dialog drawn before it: the same click's callback again
+    assert not lec.exception and broker.question(code).qid == first.qid
+
+
 def test_students_follow_the_lecturer_answer_and_see_the_reveal():
     lec = _home().run()
     _button(lec, "Start a class").click().run()

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from explorer.explain.numbers import duration
+from explorer.sentiment_training.settings import ONE_CLICK
 from sentiment.embeddings import load_glove
 from explorer.sentiment_training.settings import untrained_network
 from explorer.sentiment_training.views import (DataChoice, accuracy_chart, load_choice, loss_chart,
@@ -193,6 +194,17 @@ def test_starting_again_stops_the_previous_run():
     finally:
         first.stop()
         stop_run(at)
+
+
+def test_a_start_whose_callback_runs_twice_starts_one_run():
+    """Streamlit runs a click's callback a second time when the click's run is interrupted (a poll came in) before
+    the script drew the buttons again: the second run of "Start training" (or of a one-click preset) finds the run
+    number its first run raised and starts nothing (it stopped the run it had just started)."""
+    at = AppTest.from_file(PAGE, default_timeout=60).run()
+    for label in ("Start training", ONE_CLICK["hw2"][0]):
+        at.session_state["sentiment_run_number"] = at.session_state["sentiment_run_number"] + 1   # the first run
+        button(at, label).click().run()                                          # the same drawing's callback
+        assert at.session_state["sentiment_run"] is None, label
 
 
 def test_deep_link_seed_beyond_the_seed_box_is_reported():

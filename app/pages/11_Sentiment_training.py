@@ -87,7 +87,12 @@ def _keep_current_run() -> None:
         S[k("kept")] = keep_run(S[k("kept")], record_run(r.snapshot(), S[k("run_number")], S[k("run_dataset")]))
 
 
-def _start() -> None:
+def _start(drawn: int) -> None:
+    """Start a run; ``drawn``: the run number when the button was drawn. Streamlit runs a click's callback twice
+    when the click's run is interrupted by another request (a poll): the second run of it finds a newer run
+    number and starts nothing (it stopped the run it had just started)."""
+    if S[k("run_number")] != drawn:
+        return
     old = S[k("run")]
     if old is not None:
         old.stop()
@@ -105,10 +110,12 @@ def _start() -> None:
     S[k("run_dataset")] = label
 
 
-def _one_click(key: str) -> None:
+def _one_click(key: str, drawn: int) -> None:
+    if S[k("run_number")] != drawn:   # this click's run is started (see _start)
+        return
     for name, value in one_click_values(key).items():
         S[k(name)] = value
-    _start()
+    _start(drawn)
 
 
 if not look.presenting:
@@ -123,7 +130,8 @@ if look.presenting:
 # no tooltips: after the click the pointer rests on the button and its tooltip stayed open over the settings (and,
 # on a projector, over the run's buttons and progress line); the caption above says what each preset does
 for col, name in zip(c, ("hw2", "full", "relu")):
-    col.button(ONE_CLICK[name][0], icon=":material/play_arrow:", on_click=_one_click, args=(name,), width="stretch")
+    col.button(ONE_CLICK[name][0], icon=":material/play_arrow:", on_click=_one_click, args=(name, S[k("run_number")]),
+               width="stretch")
 
 # the settings fold away once there is a run (on a projector always: the one-click presets set them), so the live
 # curves and the network are on the first screen
@@ -208,7 +216,7 @@ if S[k("dataset")] == "own":
             st.info("Upload a file or paste sentences, then press **Start training**.")
 
 one_click[3].button("Start training", icon=":material/play_arrow:", type="primary", on_click=_start,
-                    width="stretch")   # no tooltip: it stayed open over the settings after the click
+                    args=(S[k("run_number")],), width="stretch")   # no tooltip: it stayed open over the settings after the click
 if S.get(k("error")):
     st.error(md_escape(S[k("error")]))
 

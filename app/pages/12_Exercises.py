@@ -38,9 +38,11 @@ def cached_exercise(key: str) -> E.Exercise:
     return E.build(key)
 
 
-def _move(delta: int):
-    i = KEYS.index(st.session_state[ns.key("ex")])
-    st.session_state[ns.key("ex")] = KEYS[(i + delta) % len(KEYS)]
+def _move(to: str):
+    # to the exercise named when the button was drawn, never "one on from now": Streamlit runs a callback twice
+    # for one click when the click's run is interrupted by another request, and PageUp then went back two
+    # exercises (CI's tests/browser/test_clicker.py: 14 -> 12)
+    st.session_state[ns.key("ex")] = to
     st.session_state[ns.key("reveal")] = False
 
 
@@ -55,10 +57,11 @@ head[0].selectbox("Exercise", KEYS, key=ns.key("ex"), format_func=lambda k: E.TI
 # no wrap-around: at the last exercise a clicker's PageDown (which presses "Next exercise" while it can) goes on to
 # the next page, and at the first PageUp to the previous one
 at_ex = KEYS.index(st.session_state[ns.key("ex")])
-head[1].button("Previous exercise", key=ns.key("prev"), on_click=_move, args=(-1,), icon=":material/chevron_left:",
-               width="stretch", disabled=at_ex == 0)
-head[2].button("Next exercise", key=ns.key("next"), on_click=_move, args=(1,), icon=":material/chevron_right:",
-               icon_position="right", width="stretch", disabled=at_ex == len(KEYS) - 1)
+head[1].button("Previous exercise", key=ns.key("prev"), on_click=_move, args=(KEYS[max(at_ex - 1, 0)],),
+               icon=":material/chevron_left:", width="stretch", disabled=at_ex == 0)
+head[2].button("Next exercise", key=ns.key("next"), on_click=_move, args=(KEYS[min(at_ex + 1, len(KEYS) - 1)],),
+               icon=":material/chevron_right:", icon_position="right", width="stretch",
+               disabled=at_ex == len(KEYS) - 1)
 with head[3]:
     presentation_toggle()
 

@@ -310,6 +310,8 @@ def _class_starts() -> rate_limit.RateLimiter:
 
 
 def _start(page: str) -> None:
+    if _lecturing():   # the same click's callback run a second time (a run interrupted): one class, not two
+        return
     client = st.session_state.get(CLIENT, rate_limit.LOCAL)
     wait = 0.0 if client == rate_limit.LOCAL else _class_starts().take(client, time.monotonic())
     if wait:
@@ -447,7 +449,8 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
         labels = [p.label for p in proposals]
         pick = st.radio("Question", range(len(labels)), format_func=lambda i: labels[i], key="class_pick")
         st.markdown(md_escape(proposals[pick].prompt))
-        st.button("Ask", key="class_ask_now", type="primary", on_click=_ask_now, args=(proposals[pick],))
+        st.button("Ask", key="class_ask_now", type="primary", on_click=_ask_now,
+                  args=(proposals[pick], q.qid if q is not None else None))
         return
     st.markdown(f"**Question {q.qid}:** {md_escape(q.prompt)}")
 
@@ -476,8 +479,13 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
                    width="stretch")
 
 
-def _ask_now(p) -> None:
+def _ask_now(p, shown_qid: int | None) -> None:
+    """Ask ``p``; ``shown_qid``: the class's question when the button was drawn. Streamlit runs a click's callback
+    twice when the click's run is interrupted: the second run finds a newer question and asks nothing."""
     try:
+        current = _broker().question(st.session_state[CODE])
+        if (current.qid if current is not None else None) != shown_qid:
+            return
         asked = _broker().ask(st.session_state[CODE], st.session_state[SECRET], p.prompt, p.kind, p.answer,
                               p.tolerance, p.choices)
         _set_marker(asked)
