@@ -192,7 +192,13 @@ def measure_play(browser, url: str, timeout_ms: float) -> tuple[float, int, int]
     try:
         k0, n = pg.evaluate(WATCH_JS)
         pg.get_by_role("button", name=re.compile(r"\bPlay\b")).first.click()
-        wait_for(pg, f"Play's last step ({n})", f"() => window.__adHeader && window.__adHeader[0] >= {n}", timeout_ms)
+        try:
+            wait_for(pg, f"Play's last step ({n})", f"() => window.__adHeader && window.__adHeader[0] >= {n}",
+                     timeout_ms)
+        except RuntimeError as e:   # which way it stood: Play never started ("Play") or its timer stopped ("Pause")
+            label = pg.evaluate("() => [...document.querySelectorAll('[data-testid=\"stMain\"] button')]"
+                                ".map(b => b.innerText).find(t => /\\b(Play|Pause)\\b/.test(t)) || '(none)'")
+            raise RuntimeError(f"{e}; the Play/Pause button reads {label!r}") from None
         click, paints = pg.evaluate("window.__adClicks[0]"), pg.evaluate("window.__adPaints")
         last = next(p["t"] for p in paints if p["k"] >= n)
         return (last - click) / 1000, n - k0, len(paints)
