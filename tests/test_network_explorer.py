@@ -862,3 +862,18 @@ def test_every_backward_edge_in_view_carries_its_number_beside_it_on_a_projector
         rep = check_figure(fig)
         assert rep.ok, (key, level, frame + 1, rep.summary(), rep.problems)
     assert labelled >= 4 * len([f for f in frames if any(f.edge_text)]) // 2
+
+
+def test_a_heatmaps_wrapped_title_stays_above_its_cells():
+    """Plotly sets a title's first line in the middle of the top margin and the next ones under it: the margin
+    holds every line above the cells (the adjoint's third line "±0.25" lay on the cells at step 30 of the MLP on
+    a projector), for the heatmap's own lines and for the rows left to level it with its neighbour."""
+    from explorer.network_explorer.explore import heatmap, title_lines
+    value = np.arange(4.0).reshape(4, 1)
+    for title, chars, rows in (("adjoint (held now) (4, 1) · ±0.25", 14, 1), ("value (4, 1) · ±1.2", 14, 3),
+                               ("x", None, 1)):
+        font = 23
+        fig = heatmap(value, title, font=font, chars=chars, title_rows=rows).to_dict()
+        n = max(len(title_lines(title, chars)), rows)
+        top = fig["layout"]["margin"]["t"]
+        assert top / 2 >= (n - 1) * 1.3 * font + 0.6 * font, (title, n, top)

@@ -338,9 +338,12 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
                                textfont=dict(size=max(font - 2, 9))))
     lines = title_lines(title, chars)
     extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
+    # Plotly sets a title's first line in the middle of the top margin and the others under it: each extra line
+    # takes twice its height of margin (with once, a third line reached into the cells: the adjoint's "±0.25" on
+    # the Network explorer's step 30 on a projector)
     fig.update_layout(title=dict(text="<br>".join(html.escape(t) for t in lines), font=dict(size=font)),
                       # a title line needs twice its font of margin (at the small projector's 23 px, 40 px cut it)
-                      height=height + extra, margin=dict(l=10, r=10, t=max(40, 2 * font) + extra, b=10),
+                      height=height + 2 * extra, margin=dict(l=10, r=10, t=max(40, 2 * font) + 2 * extra, b=10),
                       font=dict(size=font))
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
