@@ -58,7 +58,6 @@ def readable_figure(spec: dict, lk: Look) -> dict:
     out["layout"] = layout
     # sizes written out, not inherited: a theme's template (Streamlit's) may set its own for ticks, legends
     # and colour bars, and those beat the layout's font
-    ticks = [floor]
     for name, axis in list(layout.items()):
         if name.startswith(("xaxis", "yaxis")) and isinstance(axis, dict):
             tick = max(_num((axis.get("tickfont") or {}).get("size")), floor)
@@ -67,12 +66,10 @@ def readable_figure(spec: dict, lk: Look) -> dict:
                 tick = max(tick, -(-floor * 4 // 3))
                 if "dtick" not in axis:
                     extra["dtick"] = log_dtick(spec, name, tick)
-            # a title never smaller than its axis's numbers (a log axis's decades come larger than the floor)
-            ticks.append(tick)
             layout[name] = {**axis, "tickfont": {**(axis.get("tickfont") or {}), "size": tick},
-                            "title": _sized_title(axis.get("title"), tick), **extra}
+                            "title": _sized_title(axis.get("title"), floor), **extra}
     if layout.get("title") is not None:
-        layout["title"] = _sized_title(layout["title"], max(ticks))
+        layout["title"] = _sized_title(layout["title"], floor)
     layout["legend"] = {**(layout.get("legend") or {}),
                         "font": {**((layout.get("legend") or {}).get("font") or {}),
                                  "size": max(_num(((layout.get("legend") or {}).get("font") or {}).get("size")),
