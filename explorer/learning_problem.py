@@ -246,13 +246,15 @@ def exercise1(x0: float = 0.0, lr: float = 0.1, steps: int = 5) -> list[Exercise
 
 # --- tables and figures ------------------------------------------------------------------------------------
 
-#: the path's trace in the contour plot (Plotly draws <sub> as a subscript: a legend read "w_0 … w_k")
-PATH_NAME = "w<sub>0</sub> … w<sub>k</sub>"
+#: the path's trace in the contour plot: Unicode subscripts, at the text's own size (a legend read "w_0 … w_k";
+#: Plotly's <sub> drew the index at 70 % of it, under a projector's floor)
+PATH_NAME = "w₀ … wₖ"
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
 
 def w_sub(k: int) -> str:
-    """w with its index as a figure writes it (``w<sub>3</sub>``)."""
-    return f"w<sub>{k}</sub>"
+    """w with its index as a figure writes it (``w₃``, ``w₁₂``)."""
+    return "w" + str(k).translate(_SUBSCRIPT)
 
 
 def _v(a) -> str:
@@ -392,13 +394,13 @@ def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look:
     ls = [s.loss for s in path] + [path[-1].loss_next]
     gaps = [max(v - loss_min, 1e-16) if np.isfinite(v) else None for v in ls]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ks[:step + 2], y=gaps[:step + 2], mode="lines+markers", name="L(w<sub>k</sub>) − L<sub>min</sub>",
+    fig.add_trace(go.Scatter(x=ks[:step + 2], y=gaps[:step + 2], mode="lines+markers", name="L(wₖ) − min L",
                              line=dict(color="#2563eb", width=look.edge_width + 1)))
     fig.add_trace(go.Scatter(x=[step], y=[gaps[step]], mode="markers", name="now",
                              marker=dict(size=look.node_size * 0.55, color="#b91c1c")))
     fig.update_layout(height=int(look.figure_height * 0.55), font=dict(size=look.figure_font),
                       margin=dict(l=10, r=10, t=40, b=10), showlegend=False,
-                      title=dict(text="distance to the minimum: L(w<sub>k</sub>) − L<sub>min</sub>", font=dict(size=look.figure_font + 1)),
+                      title=dict(text="distance to the minimum: L(wₖ) − min L", font=dict(size=look.figure_font + 1)),
                       xaxis=dict(title="step k", range=[-0.5, ks[-1] + 0.5]),
                       # the axis spans the steps drawn (the run's end is no spoiler)
                       yaxis=dict(title="log scale", type="log", **log_ticks([g for g in gaps[:step + 2] if g is not None])))
