@@ -358,7 +358,8 @@ def _wrap(text: str, chars: int, max_lines: int = 2) -> str:
 _OVERLINED = re.compile("([^\u0305\s]\u0305(?:[ ]*[^\u0305\s]\u0305)*)")
 
 
-_OVERLINE_SPAN = re.compile('<span style="text-decoration:overline">([^<]*)</span>')
+_OVERLINE_OPEN = '<span style="text-decoration:overline">'   # what _esc writes for a run, barred_text reads back
+_OVERLINE_SPAN = re.compile(re.escape(_OVERLINE_OPEN) + "([^<]*)</span>")
 
 
 def barred_text(drawn: str) -> str:
@@ -374,8 +375,7 @@ def _esc(s: str) -> str:
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if "\u0305" not in s:
         return s
-    return _OVERLINED.sub(lambda m: '<span style="text-decoration:overline">' + m.group(1).replace("\u0305", "")
-                          + "</span>", s)
+    return _OVERLINED.sub(lambda m: _OVERLINE_OPEN + m.group(1).replace("\u0305", "") + "</span>", s)
 
 
 def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None, *, width: int = DESIGN_WIDTH,
