@@ -169,12 +169,20 @@ def run_delay(pid: int) -> float:
 # the protocol
 
 
+# page name -> its script hash, as the server's new_session message lists them (read_run fills it in)
+PAGE_HASHES: dict[str, str] = {}
+
+
 def rerun_msg(page: str, query: str = "", triggers: tuple[str, ...] = (), fragment_id: str = "",
               auto: bool = False) -> bytes:
+    """A rerun request as a browser sends it: the page by name, and by its hash once the server has named it
+    (without the hash, a run takes the main script's hash as its own, and an ``st.rerun()`` in it, a fixed
+    figure's poll finding its figure ready, then runs the home page in that session)."""
     msg = BackMsg()
     cs = msg.rerun_script
     cs.query_string = query
     cs.page_name = page
+    cs.page_script_hash = PAGE_HASHES.get(page, "")
     cs.fragment_id = fragment_id
     cs.is_auto_rerun = auto
     cs.context_info.timezone = "UTC"
@@ -213,6 +221,10 @@ async def read_run(ws, timeout: float, on_text: Callable[[str], None] | None = N
         fm = ForwardMsg()
         fm.ParseFromString(raw)
         kind = fm.WhichOneof("type")
+        if kind == "new_session":   # the app's pages (a first list names only the page asked for, by the main hash)
+            ns = fm.new_session
+            PAGE_HASHES.update({p.url_pathname.replace(" ", "_"): p.page_script_hash for p in ns.app_pages
+                                if p.page_script_hash != ns.main_script_hash})
         if kind == "delta" and fm.delta.WhichOneof("type") == "new_element":
             el = fm.delta.new_element
             etype = el.WhichOneof("type")

@@ -293,8 +293,10 @@ def test_a_view_belongs_to_the_version_it_was_published_with(replicas):
     assert wait_for(lambda: b.view(code) == (v2, '{"s": 2}'))
     v3 = a.publish(code, secret, "Expression_explorer", {"step": "3"})       # a state without a view
     assert v3 == v2 + 1 and b.view(code) is None                             # the old one is never shown with it
+    assert b.snapshot(code)[0].version == v3 and b.snapshot(code)[1] is None  # read from the store, not a copy
     a.publish(code, secret, "Expression_explorer", {"step": "3"}, view='{"s": 3}')   # the same state, now with one
     assert b.view(code) == (v3, '{"s": 3}')
+    assert b.snapshot(code)[1] == v3
     too_big = "x" * 2_000_000
     v4 = a.publish(code, secret, "Expression_explorer", {"step": "4"}, view=too_big)
     assert b.view(code) is None and wait_for(lambda: a.state(code).version == v4)   # a's copy: via pub/sub

@@ -208,6 +208,7 @@ class ClassBroker(Protocol):
     def publish(self, code: str, secret: str, page: str, params: dict[str, Any], view: str | None = None) -> int: ...
     def state(self, code: str) -> FollowState: ...
     def view(self, code: str) -> tuple[int, str] | None: ...
+    def snapshot(self, code: str) -> tuple[FollowState, int | None]: ...
     def ask(self, code: str, secret: str, prompt: str, kind: str, answer: str, tolerance: float = 0.0,
             choices: tuple[str, ...] = ()) -> Question: ...
     def question(self, code: str) -> Question | None: ...
@@ -343,6 +344,12 @@ class InProcessBroker:
         """(version, view JSON) of the latest relayed view, or None."""
         with self._lock:
             return self._get(code).view
+
+    def snapshot(self, code: str) -> tuple[FollowState, int | None]:
+        """The state and the version of the relayed view, read together (never a state beside another's view)."""
+        with self._lock:
+            c = self._get(code)
+            return c.state, (c.view[0] if c.view else None)
 
     def ask(self, code: str, secret: str, prompt: str, kind: str, answer: str, tolerance: float = 0.0,
             choices: tuple[str, ...] = ()) -> Question:
@@ -659,6 +666,18 @@ class RedisBroker:
             if hit is not None:
                 return hit
         return self._read_state(c)
+
+    def snapshot(self, code: str) -> tuple[FollowState, int | None]:
+        """The state and its relayed view's version in one Redis read, never the subscriber's copy: that copy
+        lags a publish by as long as the subscriber's thread waits for the interpreter (seen past 200 ms on a busy
+        2-core server), and a follower told "version V, no view" beside the view of V+1 runs its page instead."""
+        key = self._key(code)
+        got = self._call(lambda: self._r.hmget(key, "state", "version", "updated", "view_version"))
+        if got[0] is None:
+            raise ClassNotFound(f"There is no class {normalise_code(code)} (it ended, or the code is mistyped).")
+        st = json.loads(got[0])
+        return (FollowState(st["page"], st["params"], int(got[1]), float(got[2])),
+                int(got[3]) if got[3] is not None else None)
 
     def view(self, code: str) -> tuple[int, str] | None:
         """(version, view JSON) of the latest relayed view, or None (one Redis read: callers cache by version)."""

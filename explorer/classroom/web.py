@@ -131,8 +131,10 @@ class ViewStore:
     def get(self, code: str, version: int) -> bytes | None:
         """The compressed view of ``version`` (None when the class has no view of that version)."""
         broker = self._broker_fn()
-        state = broker.state(code)
-        mask = self._mask_for(code, state)
+        state, view_version = broker.snapshot(code)
+        if view_version != int(version):
+            return None
+        mask = self._mask_for(code, state)      # the question marker of the state this view belongs to
         key = (code, int(version), mask[0] if mask else None)
         hit, value = self._cache.get(key)
         if hit:
@@ -179,18 +181,13 @@ def routes(broker_fn: Callable[[], Any] = broker_from_env) -> list:
         except ValueError:
             since = -1
         try:
-            st = await watcher.wait(code, since)
-            view = await asyncio.to_thread(broker_fn().view, code)
-            for _ in range(10):   # the lecturer stepped again meanwhile: answer with the state the view belongs to
-                if view is None or view[0] <= st.version:
-                    break
-                await asyncio.sleep(0.02)
-                st = await asyncio.to_thread(broker_fn().state, code)
+            await watcher.wait(code, since)      # woken by the replica's copy of the state; answered from the store
+            st, view_version = await asyncio.to_thread(broker_fn().snapshot, code)
         except ClassNotFound:
             return problem(404, "no such class")
         except BrokerUnavailable:
             return problem(503, "the class server is unreachable")
-        return Response(json_bytes(state_message(st, view is not None and view[0] == st.version)),
+        return Response(json_bytes(state_message(st, view_version == st.version)),
                         media_type="application/json", headers=nocache)
 
     async def view(request) -> Response:

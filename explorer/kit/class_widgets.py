@@ -545,10 +545,10 @@ def _relayed_view(code: str, state, page: str) -> bool:
     if state is None or state.page != page:
         return False
     try:
-        found = _broker().view(code)
+        _, view_version = _broker().snapshot(code)     # the view's version, not its text
     except (BrokerUnavailable, ClassNotFound):
         return False
-    return found is not None and found[0] == state.version
+    return view_version == state.version
 
 
 def _detach() -> None:

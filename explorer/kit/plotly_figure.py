@@ -355,7 +355,7 @@ def _wrap(text: str, chars: int, max_lines: int = 2) -> str:
 
 
 # a run of characters, each with a combining overline (the spaces between them inside the run: "Linear 1")
-_OVERLINED = re.compile("([^\u0305\s]\u0305(?:[ ]*[^\u0305\s]\u0305)*)")
+_OVERLINED = re.compile("([^\u0305\\s]\u0305(?:[ ]*[^\u0305\\s]\u0305)*)")
 
 
 _OVERLINE_OPEN = '<span style="text-decoration:overline">'   # what _esc writes for a run, barred_text reads back
