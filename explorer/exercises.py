@@ -141,30 +141,30 @@ def contributions_to(trace, name: str) -> list[tuple[str, Any]]:
 
 
 def fan_out_sum(trace, name: str) -> str:
-    """The adjoint of input ``name`` as the slides write a fan-out sum: symbolic, then the engine's contributions,
-    then their total, e.g. ``x̄1 = x̄3 + x̄4·exp(x1) = 2.7183 + 8.1548 = **10.873**``. Each term is the sender's
-    adjoint times its local derivative (read from the op and its arguments; the sends follow the arguments' order)."""
+    """The adjoint of input ``name`` as the graphs write a fan-out sum (:func:`explorer.kit.labels.fan_out_sum`,
+    the slides' form): symbolic, then each consumer's adjoint times its local derivative, then the total in bold,
+    e.g. ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = **368.04**``. Read from the engine's backward pass:
+    the adjoint each consumer held when it was taken, and what it sent (a consumer using the input twice, ``v1·v1``,
+    sent the sum of its two contributions: one term)."""
+    from explorer.kit.labels import fan_out_sum as slide_sum
     g = trace.graph
     nid = g.by_name(name).id
-    adj, names = adjoint_names(g), lecture_names(g)
-    args = {n.id: [e.src for e in sorted((e for e in g.edges if e.dst == n.id), key=lambda e: e.arg)]
-            for n in g.nodes}
-    used: dict[int, int] = {}
-    terms, values = [], []
+    names = lecture_names(g)
+    held: dict[int, Any] = {}
+    sent: dict[int, list] = {}
     for e in trace.backward:
-        if e.kind != "send" or e.parent != nid:
-            continue
-        sender = g.node(e.node)
-        slots = [i for i, a in enumerate(args[sender.id]) if a == nid]
-        slot = slots[min(used.get(sender.id, 0), len(slots) - 1)]
-        used[sender.id] = used.get(sender.id, 0) + 1
-        others = [names[a] for i, a in enumerate(args[sender.id]) if i != slot]
-        local = {"add": "", "mul": "·" + "·".join(others), "exp": f"·exp({names[nid]})",
-                 "sub": "" if slot == 0 else "·(−1)"}.get(sender.op, f"·∂{names[sender.id]}/∂{names[nid]}")
-        terms.append(adj[sender.id] + local)
-        values.append(nested(e.value))
-    numbers = " + ".join(values) + " = " if len(values) > 1 else ""
-    return f"{adj[nid]} = " + " + ".join(terms) + f" = {numbers}**{nested(trace.grads[name])}**"
+        if e.kind == "visit":
+            held[e.node] = e.value
+        elif e.kind == "send" and e.parent == nid:
+            if e.node in sent:
+                sent[e.node][1] = np.add(sent[e.node][1], e.value)
+            else:
+                sent[e.node] = [held.get(e.node), e.value]
+    order = {n.id: i for i, n in enumerate(g.nodes)}
+    terms = [(names[c], a, v) for c, (a, v) in sorted(sent.items(), key=lambda t: order[t[0]])]
+    text = slide_sum(names[nid], terms, len(terms), len(terms), trace.grads[name])
+    head, _, total = text.rpartition(" = ")
+    return f"{head} = **{total}**"
 
 
 def explorer_step_of_leaf(program: str, inputs: str, name: str) -> int:
@@ -234,7 +234,9 @@ def _ex3() -> Exercise:
         [f"{adj[tr.graph.output]} = 1{output_adjoint_note(tr.graph)}; {adj[v2.id]} = {adj[tr.graph.output]}·v1 = "
          f"{nested(v2bar)}.",
          f"v1 is used three times (twice by v2, once by v3), so {len(sent)} contributions reach it: "
-         f"{fan_out_sum(tr, 'v1')}.",
+         f"{fan_out_sum(tr, 'v1')}. v2 = v1·v1 sends the sum of its two, v̄2·v1 + v̄2·v1, so its local "
+         f"derivative is ∂v2/∂v1 = 2·v1; the notes write the three contributions one by one: "
+         f"{' + '.join(nested(v) for _, v in sent)} = {nested(g)}.",
          f"∂f/∂x = {adj[tr.graph.by_name('v1').id]} = **{nested(g)}** = 3x²."],
         page_link("Expression_explorer", {"expr": prog, "at": inp, "step": explorer_step_of_leaf(prog, inp, "v1")}),
         "Expression explorer at the step where v1's gradient lands")
@@ -312,7 +314,7 @@ def _ex6(n_graphs: int = harness.RANDOM_GRAPHS) -> Exercise:
         [f"x1 is a direct input of f, so breadth-first reaches it first and passes on **{nested(bfs.grads['x1'])}**.",
          "Its other contribution arrives via x6 → x5 → x3 after x1 was already processed and is lost: "
          + "; ".join(f"{nested(e.value)} lost" for e in lost) + ". In topological order x1 waits for both (the slides' "
-         f"fan-out): {fan_out_sum(right, 'x1').replace('**', '')} (= 1 + 1.5·e^5.5), the correct ∂f/∂x1.",
+         f"fan-out): {fan_out_sum(right, 'x1').replace('**', '')} (= 1.5·e^5.5 + 1), the correct ∂f/∂x1.",
          f"Over {wrong.graphs} random graphs ({harness.RANDOM_OPS} ops each, seeds 0…{wrong.graphs - 1}) the engine's breadth-first "
          f"pass is wrong on **{wrong.wrong}** ({percent(wrong.wrong / wrong.graphs, 1)}), counted as Backprop orders counts them "
          f"({harness.WRONG_GRADIENTS}); the notes report {notes_wrong} of {notes_total} "
