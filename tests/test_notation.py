@@ -145,3 +145,30 @@ def test_the_weights_preset_names_its_nodes_as_slide_26_does():
     adj = m.shown_trace.adjoints
     assert m.trace.grads["w1"] == pytest.approx(adj[g.by_name("x3").id] * 3.0)
     assert m.trace.grads["w2"] == pytest.approx(adj[g.by_name("x4").id] * 0.5)
+
+
+def _lab(hex_colour: str) -> tuple[float, float, float]:
+    """CIELAB (D65) of an sRGB colour, to compare colours as the eye does."""
+    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    lin = [((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92 for c in (r, g, b)]
+    x = (lin[0] * 0.4124 + lin[1] * 0.3576 + lin[2] * 0.1805) / 0.95047
+    y = lin[0] * 0.2126 + lin[1] * 0.7152 + lin[2] * 0.0722
+    z = (lin[0] * 0.0193 + lin[1] * 0.1192 + lin[2] * 0.9505) / 1.08883
+    f = [c ** (1 / 3) if c > 0.008856 else 7.787 * c + 16 / 116 for c in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def test_the_backward_legends_colours_are_told_apart_from_the_back_row():
+    """The backward graph's legend: sent (the adjoints' colour), not sent yet, this step; and the node being
+    processed. Each pair at least 50 apart in CIELAB (ΔE 2.3 is just noticeable; the old 'this step' orange was
+    32.5 from the adjoints' burnt orange, and read as one red on a projector)."""
+    from explorer.kit.backward_view import legend_html
+    from explorer.kit.plotly_figure import ADJOINT, HOT, PENDING, STATE_FILL
+    legend = legend_html()
+    assert all(c in legend for c in (ADJOINT, HOT, PENDING))
+    colours = {"sent": ADJOINT, "not sent yet": PENDING, "this step": HOT, "active node": STATE_FILL["active"]}
+    for a, ca in colours.items():
+        for b, cb in colours.items():
+            if a < b:
+                d = sum((p - q) ** 2 for p, q in zip(_lab(ca), _lab(cb))) ** 0.5
+                assert d >= 50, f"{a} {ca} and {b} {cb} are only ΔE {d:.1f} apart"

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from explorer.explain.graph import Graph, adjoint_names, output_adjoint_note
+from explorer.explain.graph import Graph, adjoint_names, output_adjoint_note, output_number
 from explorer.explain.parser import check_deadline
 from explorer.explain.trace import Trace
 
@@ -103,13 +103,18 @@ def value_line(value, shape=None) -> str:
 
 
 def node_heads(graph: Graph, full: Graph | None = None) -> dict[int, str]:
-    """``x3 = 1.5·x1`` for op nodes, the name for leaves; composites read ``v2 = tanh(y)``.
+    """``x3 = 1.5·x1`` for op nodes, the name for leaves; composites read ``v2 = tanh(y)``; an output the program
+    named ``f`` reads as the notes write it, ``x7 = f = x1 + x6`` (its adjoint is ``x̄7`` on every page).
 
     ``full`` is the graph with its constant nodes (so numbers appear as literals); default ``graph``.
     """
     full = full if full is not None else graph
     formulas = node_formulas(full)
-    return {n.id: heading(n.name, formulas.get(n.id, "")) for n in graph.nodes}
+    # numbered after the intermediates, as the notes number x3..x7 (not after the inputs alone: f = x1 − 5 stays f)
+    inner = any(n.kind not in ("input", "constant") and n.id != graph.output for n in graph.nodes)
+    alias = output_number(graph) if inner else ""
+    return {n.id: heading(f"{alias} = {n.name}" if alias and n.id == graph.output else n.name,
+                          formulas.get(n.id, "")) for n in graph.nodes}
 
 
 def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX_FRAMES,

@@ -51,7 +51,7 @@ TEXT = "#111827"          # names and values
 ADJOINT = "#9a3412"       # adjoints / tangents / contributions: the second colour
 EDGE = "#6b7280"
 PENDING = "#9ca3af"       # a backward edge whose contribution has not been sent yet (dashed)
-HOT = "#ea580c"
+HOT = "#c026d3"           # this step's edges: magenta, far from the adjoints' burnt orange and the active node's yellow
 STATE_FILL = {"idle": "#f3f4f6", "computed": "#dbeafe", "waiting": "#fef3c7", "complete": "#dcfce7",
               "active": "#fde047", "leaf": "#86efac", "lost": "#fee2e2", "early": "#fecaca"}
 STATE_ORDER = ("idle", "computed", "waiting", "complete", "active", "leaf", "lost", "early")
