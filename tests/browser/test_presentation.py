@@ -20,13 +20,13 @@ WIDTH, HEIGHT = 1920, 1080
 
 # every visible text under the floor ``minPx``: its element's computed font size, scaled by the SVG transform where
 # there is one. ``onScreen``: only the first screen's texts in the page's main part, in px as drawn on the screen
-# (the computed size times the scale the presentation page is drawn at: 1366 / 1920 on a 1366 x 768 projector;
-# the buttons' key hints left out), else every text of the page at its computed size
+# (the computed size times the scale the presentation page is drawn at: 1366 / 1920 on a 1366 x 768 projector),
+# else every text of the page at its computed size
 TEXT_SIZES_JS = """([minPx, onScreen]) => {
   const app = document.querySelector('[data-testid="stApp"]');
   const fit = onScreen ? app.getBoundingClientRect().width / app.offsetWidth : 1;
   const root = onScreen ? document.querySelector('[data-testid="stMain"]') : document.body;
-  const skip = 'style,script,noscript,title,.hoverlayer' + (onScreen ? ',kbd' : '');
+  const skip = 'style,script,noscript,title,.hoverlayer';
   const out = [];
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const seen = new Set();
