@@ -104,7 +104,9 @@ def value_line(value, shape=None) -> str:
 
 def node_heads(graph: Graph, full: Graph | None = None) -> dict[int, str]:
     """``x3 = 1.5·x1`` for op nodes, the name for leaves; composites read ``v2 = tanh(y)``; an output the program
-    named ``f`` reads as the notes write it, ``x7 = f = x1 + x6`` (its adjoint is ``x̄7`` on every page).
+    named ``f`` is numbered as the notes number it, ``x7 = x1 + x6`` (the notes' x7 = f; its adjoint is ``x̄7`` on
+    every page). "x7 = f = x1 + x6" was tried: five characters wider, Forward vs reverse's graph no longer fitted
+    its column left to right and was drawn top to bottom, below the projector's first screen.
 
     ``full`` is the graph with its constant nodes (so numbers appear as literals); default ``graph``.
     """
@@ -113,7 +115,7 @@ def node_heads(graph: Graph, full: Graph | None = None) -> dict[int, str]:
     # numbered after the intermediates, as the notes number x3..x7 (not after the inputs alone: f = x1 − 5 stays f)
     inner = any(n.kind not in ("input", "constant") and n.id != graph.output for n in graph.nodes)
     alias = output_number(graph) if inner else ""
-    return {n.id: heading(f"{alias} = {n.name}" if alias and n.id == graph.output else n.name,
+    return {n.id: heading(alias if alias and n.id == graph.output else n.name,
                           formulas.get(n.id, "")) for n in graph.nodes}
 
 
