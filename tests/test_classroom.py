@@ -378,16 +378,12 @@ def test_a_student_link_with_a_bad_code_says_so_and_the_page_works():
 # --- Redis goes away and comes back ----------------------------------------------------------------------
 
 def test_when_redis_restarts_students_are_told_and_the_lecturer_brings_the_class_back(tmp_path, monkeypatch):
-    import os
-    import shutil
     import time
 
     from benchmarks.class_stack import ClassStack
+    from tests.debian_programs import require
 
-    if shutil.which("redis-server") is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is missing: .ci/run installs Debian's redis-server")
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    require("redis-server")
     stack = ClassStack(tmp_path, replicas=0).__enter__()     # only Redis: the sessions run here, headless
     broker = cb.RedisBroker(stack.redis_url)
     monkeypatch.setattr(cb, "_BROKER", broker)

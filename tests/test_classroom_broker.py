@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -10,19 +9,15 @@ import time
 
 import pytest
 
-from benchmarks.class_stack import ClassStack, find
+from benchmarks.class_stack import ClassStack
 from explorer.classroom import broker as cb
-
-REDIS = find("redis-server")
+from tests.debian_programs import require
 
 
 @pytest.fixture
 def redis_server(tmp_path):
     """A real ``redis-server`` on a loopback port, keeping nothing on disk (a restart forgets everything)."""
-    if REDIS is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is missing: .ci/run installs Debian's redis-server")
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    require("redis-server")
     server = ClassStack(tmp_path, replicas=0)
     with server:
         yield server
@@ -240,10 +235,7 @@ def compose_redis_args() -> tuple[str, ...]:
 
 
 def test_a_restart_of_the_deployed_redis_keeps_the_class_and_never_reuses_a_question_id(tmp_path):
-    if REDIS is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is missing: .ci/run installs Debian's redis-server")
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    require("redis-server")
     args = compose_redis_args()
     assert "--appendonly" in args and args[args.index("--appendonly") + 1] == "yes"
     with ClassStack(tmp_path, replicas=0, redis_args=args) as server:

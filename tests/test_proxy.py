@@ -8,14 +8,14 @@ replica fails its health checks its browsers are sent to the other one.
 from __future__ import annotations
 
 import http.cookiejar
-import os
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from benchmarks.class_stack import HAPROXY_CONFIG, ClassStack, find, stop
+from benchmarks.class_stack import HAPROXY_CONFIG, ClassStack, stop
+from tests.debian_programs import require
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = HAPROXY_CONFIG
@@ -23,11 +23,7 @@ CONFIG = HAPROXY_CONFIG
 
 @pytest.fixture(scope="module")
 def proxied(tmp_path_factory):
-    missing = [p for p in ("haproxy", "redis-server") if find(p) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"{', '.join(missing)} missing: .ci/run installs Debian's haproxy and redis-server")
-        pytest.skip(f"not installed: {', '.join(missing)} (apt-get install haproxy redis-server)")
+    require("haproxy", "redis-server")
     stack = ClassStack(tmp_path_factory.mktemp("proxy"), replicas=2)
     with stack:
         yield stack.url, stack.apps

@@ -14,7 +14,6 @@ Screenshots: test-output/screenshots/class_*.png.
 """
 from __future__ import annotations
 
-import os
 import re
 import time
 from pathlib import Path
@@ -22,7 +21,8 @@ from pathlib import Path
 import pytest
 from browser_kit import TIMEOUT_MS
 
-from benchmarks.class_stack import ClassStack, find
+from benchmarks.class_stack import ClassStack
+from tests.debian_programs import require
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 
@@ -32,10 +32,7 @@ STEP_WAIT_MS = 20_000
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    if find("redis-server") is None or find("haproxy") is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server or haproxy is missing: .ci/run installs both from Debian")
-        pytest.skip("redis-server or haproxy is not installed (apt-get install redis-server haproxy)")
+    require("redis-server", "haproxy")
     with ClassStack(tmp_path_factory.mktemp("class")) as s:
         yield s
 

@@ -11,12 +11,13 @@
 """
 from __future__ import annotations
 
-import os
 import re
 from urllib.parse import urlencode, urlsplit
 
 import pytest
 from browser_kit import TIMEOUT_MS
+
+from tests.debian_programs import require
 
 try:
     from playwright.sync_api import expect
@@ -57,11 +58,8 @@ def test_a_url_in_a_warning_is_text_not_a_link(page, app_url, wait_idle, path, p
 @pytest.fixture(scope="module")
 def proxy_url(app_url, tmp_path_factory):
     """deploy/haproxy.cfg in front of the module's server (both of its replicas: that one server)."""
-    from benchmarks.class_stack import find, start_proxy, stop
-    if find("haproxy") is None:
-        if os.environ.get("CI"):
-            pytest.fail("haproxy is missing: .ci/run installs it from Debian")
-        pytest.skip("haproxy is not installed (apt-get install haproxy)")
+    from benchmarks.class_stack import start_proxy, stop
+    require("haproxy")
     port = urlsplit(app_url).port
     proc, url = start_proxy(port, port, tmp_path_factory.mktemp("proxy") / "haproxy.log")
     try:
