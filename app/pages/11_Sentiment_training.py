@@ -88,9 +88,8 @@ def _keep_current_run() -> None:
 
 
 def _start(drawn: int) -> None:
-    """Start a run; ``drawn``: the run number when the button was drawn. Streamlit runs a click's callback twice
-    when the click's run is interrupted by another request (a poll): the second run of it finds a newer run
-    number and starts nothing (it stopped the run it had just started)."""
+    """Start a run; ``drawn``: the run number when the button was drawn (drawn intent, explorer.kit.widgets): the
+    callback's second run for one click finds a newer run number and starts nothing."""
     if S[k("run_number")] != drawn:
         return
     old = S[k("run")]
@@ -224,9 +223,7 @@ publish_link(ctx, {name: S[k(name)] for name in ("dataset", "n_train", "n_val", 
                                                  "optimizer", "seed")})
 
 
-# the run's buttons act on what they said when drawn ("Pause": pause), never "the opposite of now": Streamlit runs
-# a callback twice for one click when the click's run is interrupted by another request (a poll), and a toggle
-# then undid itself
+# drawn intent (explorer.kit.widgets): the run's buttons act on what they said when drawn ("Pause": pause)
 def _pause_resume(pause: bool) -> None:
     r = S[k("run")]
     if r is None:

@@ -39,9 +39,8 @@ def cached_exercise(key: str) -> E.Exercise:
 
 
 def _move(to: str):
-    # to the exercise named when the button was drawn, never "one on from now": Streamlit runs a callback twice
-    # for one click when the click's run is interrupted by another request, and PageUp then went back two
-    # exercises (CI's tests/browser/test_clicker.py: 14 -> 12)
+    # drawn intent (explorer.kit.widgets): to the exercise named when the button was drawn, never "one on from
+    # now" (PageUp went back two exercises in CI's tests/browser/test_clicker.py: 14 -> 12)
     st.session_state[ns.key("ex")] = to
     st.session_state[ns.key("reveal")] = False
 

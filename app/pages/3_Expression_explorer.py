@@ -248,8 +248,8 @@ if st.session_state.get(ns.key("accum_sig")) != sig:  # a new program starts wit
 
 
 def _accumulate(action: str | None, shown: tuple[str, ...]) -> None:
-    # ``shown``: the calls listed when the buttons were drawn; a callback run twice for one click (Streamlit does
-    # when the click's run is interrupted by another request) must not add the call twice
+    # ``shown``: the calls listed when the buttons were drawn (drawn intent, explorer.kit.widgets): a callback
+    # run twice for one click must not add the call twice
     if action is None:
         st.session_state[accum_key] = ["backward"]
     elif len(shown) < MAX_ACCUMULATION_ACTIONS:

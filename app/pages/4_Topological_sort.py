@@ -120,8 +120,7 @@ if dropped:
 st.session_state[ns.key("order")] = [model.name(i) for i in order]
 
 
-# each button's callback acts on what the page showed when it was drawn, so that running it twice for one click
-# (Streamlit does when the click's run is interrupted by another request) changes nothing the second time
+# drawn intent (explorer.kit.widgets): each callback acts on what the page showed when its button was drawn
 def _click(name: str):
     placed = st.session_state[ns.key("order")]
     if name not in placed:

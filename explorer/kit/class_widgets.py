@@ -480,8 +480,8 @@ def _ask_dialog(page: str, defaults: Mapping[str, str]) -> None:
 
 
 def _ask_now(p, shown_qid: int | None) -> None:
-    """Ask ``p``; ``shown_qid``: the class's question when the button was drawn. Streamlit runs a click's callback
-    twice when the click's run is interrupted: the second run finds a newer question and asks nothing."""
+    """Ask ``p``; ``shown_qid``: the class's question when the button was drawn (drawn intent, explorer.kit.widgets):
+    the callback's second run for one click finds a newer question and asks nothing."""
     try:
         current = _broker().question(st.session_state[CODE])
         if (current.qid if current is not None else None) != shown_qid:

@@ -3,6 +3,14 @@
 Pages call :func:`start_page` first, build their state, call :func:`stepper` where a stepper is shown
 (the step-dependent part of the page is drawn inside it), and :func:`publish_link` so the URL always
 describes what is on screen.
+
+**A click acts on what its button showed when it was drawn.** Streamlit runs a button's callback a second time
+when the run the click started is interrupted by another request (a poll of one of the page's fragments, Play's
+timer) before the script draws the buttons again. A callback written as "one more than now" or as a toggle then
+acts twice for one click: Step took two steps, Play toggled on and off again (the page stood still), PageUp went
+back two exercises, Start training stopped the run it had just started. So every callback of the app takes, as its
+arguments, what the button showed (the step to go to, ``play=True`` for "Play", the run number it was drawn with)
+and does nothing the second time. Each page's buttons say "(drawn intent)" where they rely on it.
 """
 from __future__ import annotations
 
@@ -480,10 +488,8 @@ def rerun_page() -> None:
 
 def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved_key: str, speed_key: str,
                   label: str, shortcuts: bool, wide: bool = False) -> int:
-    # Every control moves to a step named when it was drawn (Back: the step shown minus one), never "one more
-    # than now": Streamlit runs a button's callback again when the run it started is stopped before the page's
-    # script begins (another request came in: a poll of the page's other fragments), and a relative move then
-    # took two steps for one click (one Step in four on Backprop orders while its polls ran)
+    # every control moves to a step named when it was drawn (Back: the step shown minus one): drawn intent (the
+    # module's docstring); a relative move took two steps for one click (one Step in four on Backprop orders)
     shown = clamp_step(st.session_state.get(key, 1), n_steps)
 
     def _move(to: int):
@@ -491,8 +497,7 @@ def _step_buttons(ns: Namespace, n_steps: int, key: str, playing_key: str, moved
         st.session_state[playing_key] = False  # a step button takes over from Play
 
     def _play_pause(play: bool):
-        # what the button said when it was drawn ("Play": play), never "the opposite of now": a callback run
-        # twice for one click (see above) toggled Play on and off again, and the page stood still
+        # drawn intent: what the button said ("Play": play), never "the opposite of now"
         if not play:
             st.session_state[playing_key] = False
         elif not st.session_state[playing_key]:
