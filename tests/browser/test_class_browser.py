@@ -145,6 +145,18 @@ def _follows(pg, text: str, timeout: int = STEP_WAIT_MS) -> None:
                          arg=text, timeout=timeout)
 
 
+# records whether the page ever shows a question's card (``prompt``) while the relayed view shows ``answer``
+LEAK_WATCH_JS = """([prompt, answer]) => {
+  window.__adxLeak = null;
+  const check = () => {
+    const view = document.querySelector('#adx-follow .adx-follow-view');
+    if (view && view.textContent.includes(answer) && document.body.innerText.includes(prompt))
+      window.__adxLeak = window.__adxLeak || view.textContent.slice(0, 200);
+  };
+  new MutationObserver(check).observe(document.body, {childList: true, subtree: true, characterData: true});
+}"""
+
+
 def _relayed_text(pg) -> str:
     return pg.evaluate("() => document.querySelector('#adx-follow .adx-follow-view')?.textContent || ''")
 
@@ -197,7 +209,10 @@ def test_a_lecture_survives_page_changes_reloads_a_dead_replica_and_redis(browse
     _screen(students[0][1], "class_student_relayed_1400")
     _screen(students[2][1], "class_student_relayed_390")
 
-    # a number question: its answer is not on the students' screens until the lecturer reveals it
+    # a number question: its answer is not on the students' screens until the lecturer reveals it, not even for
+    # the moment between the question's card and the masked view (a watcher of every change of the page says)
+    for _, pg in students:
+        pg.evaluate(LEAK_WATCH_JS, ["What is its adjoint", "244.69"])
     lec.get_by_role("button", name="Ask the class").click()
     dialog = lec.get_by_role("dialog")
     dialog.get_by_text("The adjoint of x5").click()
@@ -207,6 +222,7 @@ def test_a_lecture_survives_page_changes_reloads_a_dead_replica_and_redis(browse
         pg.get_by_text("What is its adjoint").wait_for(timeout=STEP_WAIT_MS)
         _follows(pg, "Step 8 of 14")
         assert "244.69" not in _relayed_text(pg)
+        assert pg.evaluate("() => window.__adxLeak") is None, "the answer was on screen beside the question"
     students[0][1].get_by_label("Your answer").fill("244.7")
     students[0][1].get_by_role("button", name="Send").click()
     dialog.get_by_text("1 answered", exact=True).wait_for(timeout=STEP_WAIT_MS)

@@ -39,6 +39,18 @@
 
   function say(text) { if (status) status.textContent = text; }
 
+  // draw the relayed view of ``version``; false when it could not be fetched (a newer step, the server away)
+  async function show(version) {
+    try {
+      const r = await fetch(api + "/view/" + version, { signal: abort.signal, cache: "no-store" });
+      if (!r.ok) return false;
+      await draw(await r.json(), version);
+      return true;
+    } catch (e) {
+      return false;
+    }
+  }
+
   async function draw(view, version) {
     const Plotly = view.blocks.some(hasPlot) ? await loadPlotly() : null;
     if (!live()) return;
@@ -96,17 +108,20 @@
       // a sync click that found no live session (its replica just died; the page reconnects by itself) is
       // clicked again until a run of the page replaces this box (and this loop)
       if (msg.page !== page) { sync("page"); await pause(SYNC_AGAIN_MS); continue; }
-      if (msg.question !== question) { sync("question"); await pause(SYNC_AGAIN_MS); continue; }
+      if (msg.question !== question) {
+        // the new state's view first (the server masks a question's answer in it), then one run of the page for
+        // the question's card: the old view (the step's numbers: the answer) never stays beside a new question
+        if (msg.version !== since && !(msg.view && await show(msg.version))) out.replaceChildren();
+        if (!live()) return;
+        since = msg.version;
+        sync("question"); await pause(SYNC_AGAIN_MS); continue;
+      }
       if (msg.version !== since) {
         if (!msg.view) { sync("no-view"); await pause(SYNC_AGAIN_MS); continue; }
-        let drawn = false;
-        try {
-          const r = await fetch(api + "/view/" + msg.version, { signal: abort.signal, cache: "no-store" });
-          if (r.ok) { await draw(await r.json(), msg.version); drawn = true; }
-        } catch (e) {
+        if (!(await show(msg.version))) {
           if (!live()) return;
+          await pause(300); continue;   // asked again at once
         }
-        if (!drawn) { await pause(300); continue; }   // asked again at once
       }
       since = msg.version;
     }
