@@ -18,7 +18,7 @@ import numpy as np
 import engine
 from explorer import explain as ex
 from explorer.explain import harness
-from explorer.explain.graph import adjoint_names, bar, lecture_names, output_adjoint_note
+from explorer.explain.graph import adjoint_names, lecture_names, output_adjoint_note
 from explorer.explain.numbers import DIGITS, count, fixed, megabytes, nested, num, percent, plain, sci
 
 from .lecture_kit import AnswerError, parse_answer
@@ -146,25 +146,21 @@ def fan_out_sum(trace, name: str) -> str:
     e.g. ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = **368.04**``. Read from the engine's backward pass:
     the adjoint each consumer held when it was taken, and what it sent (a consumer using the input twice, ``v1·v1``,
     sent the sum of its two contributions: one term)."""
-    from explorer.kit.labels import fan_out_sum as slide_sum
+    from explorer.kit.frames import consumer_terms
+    from explorer.kit.labels import fan_out_sum as slide_sum, total_text
     g = trace.graph
     nid = g.by_name(name).id
     names = lecture_names(g)
     held: dict[int, Any] = {}
-    sent: dict[int, list] = {}
+    sent: list[tuple[int, Any, Any]] = []
     for e in trace.backward:
         if e.kind == "visit":
             held[e.node] = e.value
         elif e.kind == "send" and e.parent == nid:
-            if e.node in sent:
-                sent[e.node][1] = np.add(sent[e.node][1], e.value)
-            else:
-                sent[e.node] = [held.get(e.node), e.value]
-    order = {n.id: i for i, n in enumerate(g.nodes)}
-    terms = [(names[c], a, v) for c, (a, v) in sorted(sent.items(), key=lambda t: order[t[0]])]
-    text = slide_sum(names[nid], terms, len(terms), len(terms), trace.grads[name])
-    head, _, total = text.rpartition(" = ")
-    return f"{head} = **{total}**"
+            sent.append((e.node, held.get(e.node), e.value))
+    terms = consumer_terms(sent, {n.id: i for i, n in enumerate(g.nodes)})
+    return (slide_sum(names[nid], [(names[c], a, v) for c, a, v in terms], len(terms), len(terms))
+            + f" = **{total_text(trace.grads[name])}**")
 
 
 def explorer_step_of_leaf(program: str, inputs: str, name: str) -> int:

@@ -9,6 +9,7 @@ in numbers (:func:`explorer.kit.labels.fan_out_sum`): ``x̄1 = x̄3·∂x3/∂x1
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -100,6 +101,19 @@ def value_line(value, shape=None) -> str:
     if shape:
         return f"({shape_text(shape)}) {_v(value, 22)}" if value is not None else shape_text(shape)
     return "= " + _v(value)
+
+
+def consumer_terms(terms: list[tuple[int, Any, Any]], position: dict[int, int]) -> list[tuple[int, Any, Any]]:
+    """A fan-out sum's terms, one per consumer: ``terms`` as received ``(consumer, its adjoint, what it sent)``; a
+    consumer using the node twice (``x·x``) sent two contributions, added into one term; in the graph's order of
+    the consumers (``position``: node id -> index; the slides' order, x3 before x7)."""
+    by_consumer: dict[int, list] = {}
+    for c, a, v in terms:
+        if c in by_consumer:
+            by_consumer[c][1] = _add(by_consumer[c][1], v)
+        else:
+            by_consumer[c] = [a, v]
+    return [(c, a, v) for c, (a, v) in sorted(by_consumer.items(), key=lambda t: position.get(t[0], t[0]))]
 
 
 def node_heads(graph: Graph, full: Graph | None = None) -> dict[int, str]:
@@ -203,18 +217,10 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     sends: dict[tuple[int, int], int] = {}
 
     def slide_sum(nid: int, received: int, expected: int, total) -> str:
-        """The node's fan-out sum so far, one term per consumer (what a consumer using it twice sent, added), in
-        the graph's order of the consumers (the slides')."""
-        by_consumer: dict[int, list] = {}
-        for c, a, v in terms.get(nid, []):
-            if c in by_consumer:
-                by_consumer[c][1] = _add(by_consumer[c][1], v)
-            else:
-                by_consumer[c] = [a, v]
-        got = sorted(by_consumer.items(), key=lambda t: position.get(t[0], t[0]))
+        """The node's fan-out sum so far (:func:`consumer_terms`)."""
         return fan_out_sum(lname.get(nid, name.get(nid, str(nid))),
-                           [(lname.get(c, name.get(c, str(c))), a, v) for c, (a, v) in got], received, expected,
-                           total)
+                           [(lname.get(c, name.get(c, str(c))), a, v)
+                            for c, a, v in consumer_terms(terms.get(nid, []), position)], received, expected, total)
 
     received: dict[int, list] = {}     # node -> contribution values received so far (in order)
     terms: dict[int, list] = {}        # node -> (consumer, the consumer's adjoint, contribution) received so far

@@ -170,9 +170,10 @@ def fan_out_sum(node: str, terms: list[tuple[str, Any, Any]], received: int, exp
     if received < expected:
         return (f"{bar(node)} = {' + '.join(symbols)} + … = {' + '.join(numbers)} + … "
                 f"({received} of {expected} received)")
-    end = f" = {_total(total)}" if total is not None else ""
+    end = f" = {total_text(total)}" if total is not None else ""
     return f"{bar(node)} = {' + '.join(symbols)} = {' + '.join(numbers)}{end}"
 
 
-def _total(value: Any) -> str:
+def total_text(value: Any) -> str:
+    """A fan-out sum's total as :func:`fan_out_sum` ends it."""
     return num(value) if is_scalar(value) else short_value(value, 26)
