@@ -20,7 +20,7 @@ from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value
 from .kit.frames import FrameSet, build_frames
 from .kit.layout import collapse_big, collapse_composites
-from .kit.backward_view import shared_backward_figures
+from .kit.backward_view import shared_backward_figures, values_only
 from .kit.plotly_figure import figure_dict, plan
 from .kit.programs import InputProblem, parse
 from explorer.explain.numbers import count, fixed, percent
@@ -63,6 +63,9 @@ class OrderView:
 
     moments: list[Moment] = field(default_factory=list)   # where this order goes wrong, in step order
     backward_figure: dict = field(default_factory=dict)  # the backward graph in the slides' notation
+    # the forward graph with values only, left to right over the backward graph's width (the output at the right,
+    # where its adjoint is): what a projector shows while the forward pass runs, when the adjoints are still empty
+    forward_figure: dict = field(default_factory=dict)
 
     @property
     def n_frames(self) -> int:
@@ -121,13 +124,15 @@ ORDER_WIDTH = 460   # px per graph: two orders side by side in a 1400 px window 
 
 
 def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...],
-                 width: int = ORDER_WIDTH, back_max_height: int = 620) -> OrdersModel:
+                 width: int = ORDER_WIDTH, back_max_height: int = 620, forward_graphs: bool = False) -> OrdersModel:
     """The same program backpropagated with each strategy (the real engine each time).
 
     Every order is drawn on one placement (nodes stay put when comparing), planned for ``width`` px
     from the texts of all orders' frames; so is every order's backward graph (``kit/backward_view``:
     x̄ nodes, reversed edges with their contributions, fan-out sums), at most ``back_max_height`` px tall.
-    A node finalised too early is drawn wrong (red) from the step it is finalised.
+    A node finalised too early is drawn wrong (red) from the step it is finalised. ``forward_graphs``: also each
+    order's forward graph with values only, left to right within ``width`` x ``back_max_height`` (the projector
+    shows it in the backward graph's place during the forward steps).
     """
     program, inputs = parse(program_text, inputs_text)
     try:
@@ -182,6 +187,13 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
                                         frames_on_read=True)
         for s, b in zip(drawn_orders, backs):
             views[s].backward_figure = b
+        if forward_graphs:   # every order runs the same forward pass: one placement, from the forward frames
+            fronts = [values_only(views[s].frameset) for s in drawn_orders]
+            forward = FrameSet(fronts[0].node_ids, [f for fs in fronts for f in fs.frames if f.phase == "forward"],
+                               heads=fronts[0].heads, edges=fronts[0].edges)
+            front_drawing = plan(forward, shown, width, "LR", max_height=back_max_height, rank_gap=16)
+            for s, fs in zip(drawn_orders, fronts):
+                views[s].forward_figure = figure_dict(fs, shown, front_drawing, frames_on_read=True)
     return OrdersModel(program, inputs, drawing, reference.grads, views)
 
 

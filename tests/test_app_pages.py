@@ -442,6 +442,27 @@ def test_orders_verdict_appears_from_the_step_where_it_happens():
     assert list(wrong["input"]) == ["x1"] and list(wrong["this order gives"]) == ["1"]
 
 
+def test_orders_on_a_projector_show_the_forward_pass_then_the_adjoints():
+    """In presentation mode each order has one graph: the values being computed while the forward pass runs (the
+    adjoints are all still to come, and the edge legend is the backward graph's), then the backward graph."""
+    at = page(ORDERS)
+    at.query_params["present"] = "1"
+    at.query_params["step"] = "3"
+    at.run()
+    no_exceptions(at)
+    graphs = [s for s in plotly_specs(at) if s["layout"].get("meta", {}).get("renderer") == "graph"]
+    drawn = [[t for tr in g["data"] for t in (tr.get("text") or []) if isinstance(t, str)] for g in graphs]
+    assert len(drawn) == 2 and all("x4 = 2·x2" in d and "= 1" in d for d in drawn)
+    assert not any("x̄" in t for d in drawn for t in d)
+    assert not [h for h in at.get("html") if "backward-legend" in h.proto.body]
+    button(at, "End").click().run()
+    no_exceptions(at)
+    graphs = [s for s in plotly_specs(at) if s["layout"].get("meta", {}).get("renderer") == "graph"]
+    drawn = [[t for tr in g["data"] for t in (tr.get("text") or []) if isinstance(t, str)] for g in graphs]
+    assert len(drawn) == 2 and all("x̄1" in d and "x4 = 2·x2" not in d for d in drawn)
+    assert [h for h in at.get("html") if "backward-legend" in h.proto.body]
+
+
 def test_orders_switching_orders_and_stepping_together():
     at = page(ORDERS).run()
     at.multiselect(key="orders_orders").set_value(["topological", "path_recursion"]).run()

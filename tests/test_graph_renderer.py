@@ -380,3 +380,32 @@ def test_the_expression_explorers_backward_numbers_sit_by_their_own_edges(label,
         shown = max(shown, sum(1 for t in next(d for d in at_frame(fig, k)["data"]
                                                if d.get("name") == "edge label")["text"] if t))
     assert shown >= 3
+
+
+@needs_dot
+def test_backprop_orders_projector_draws_the_forward_pass_while_it_runs():
+    """On a projector each order shows one graph: during the forward steps the values being computed (left to
+    right, the output at the right where its adjoint is drawn later), not the backward graph's empty adjoints;
+    the forward graph fits the order's column whole (no window), at the scale the page keeps for its text."""
+    from explorer.backprop_orders import PRESENT_BACK_PX, orders_model
+    from explorer.kit.figures import graph_scale, still_graph
+    from explorer.kit.widgets import graph_px
+    width = graph_px(PRESENTING, 460, 0.5)
+    height = int(PRESENT_BACK_PX / graph_scale(PRESENTING))
+    m = orders_model(PRESETS[0].program, PRESETS[0].inputs, ("topological", "bfs_first_touch"), width, height,
+                     forward_graphs=True)
+    assert not orders_model(PRESETS[0].program, PRESETS[0].inputs, ("topological",)).views["topological"].forward_figure
+    for view in m.views.values():
+        forward = [f.index for f in view.frameset.frames if f.phase == "forward"]
+        assert forward == list(range(len(forward))) and len(forward) >= 3
+        meta = view.forward_figure["layout"]["meta"]
+        assert meta["rankdir"] == "LR" and not meta.get("window") and meta["scale"] >= 0.9
+        for k in forward:
+            fig = style_graph_figure(still_graph(view.forward_figure, k, title=False), PRESENTING).to_dict()
+            texts = [t for tr in fig["data"] for t in (tr.get("text") or []) if isinstance(t, str)]
+            values = [v for v in view.frameset.frames[k].node_text if v]   # every value computed so far is drawn
+            assert values and all(v in texts for v in values), (k, values, texts)
+            assert not any("x̄" in t or "\u0304" in t for t in texts)      # values only: no adjoint yet
+            x0, x1 = fig["layout"]["xaxis"]["range"]
+            assert (x1 - x0) * meta["scale"] <= width * graph_scale(PRESENTING) + 1
+            assert_clean(fig)

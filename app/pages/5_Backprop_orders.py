@@ -42,8 +42,8 @@ for msg in ctx.link_problems:
 
 @bounded_cache(64 << 20, spinner="Running every order on the engine…", refuse=program_refused)
 def cached_orders(program: str, inputs: str, orders: tuple[str, ...], width: int = ORDER_WIDTH,
-                  back_max_height: int = 620):
-    return orders_model(program, inputs, orders, width, back_max_height)
+                  back_max_height: int = 620, forward_graphs: bool = False):
+    return orders_model(program, inputs, orders, width, back_max_height, forward_graphs)
 
 
 @bounded_cache(4 << 20, spinner="Backpropagating a deep chain…")
@@ -63,7 +63,7 @@ orders = tuple(s for s in ALL if s in st.session_state[ns.key("orders")]) or ("t
 try:
     if look.presenting:  # two backward graphs side by side, each under its order's verdict and caption
         model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5),
-                              int(PRESENT_BACK_PX / graph_scale(look)))
+                              int(PRESENT_BACK_PX / graph_scale(look)), forward_graphs=True)
         side_by_side = len(orders) > 1
     else:
         model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5))
@@ -85,7 +85,8 @@ if model is not None:
             for col, s in zip(cols, row):
                 with col:
                     draw_order(model.views[s], step)
-        st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
+        if not (look.presenting and forward_step(step)):   # (a projector's forward steps draw no backward graph)
+            st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
         # each order's own code, read from the running engine; the lines this step ran are highlighted (on a
         # projector without the heading: the code's rows are what the first screen needs)
         if not look.presenting:
@@ -100,6 +101,11 @@ if model is not None:
             st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
         publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step},
                      view=lambda: step_class_view(model, orders, step, side_by_side))
+
+    def forward_step(step: int) -> bool:
+        """Whether the 1-based step is in the forward pass (the same steps for every order)."""
+        view = next((v for v in model.views.values() if v.n_frames), None)
+        return view is not None and view.frameset.frames[min(step, view.n_frames) - 1].phase == "forward"
 
     def draw_order(view, step: int) -> None:
         """One order at the 1-based step: its name and verdict line (what has gone wrong so far, nothing
@@ -118,8 +124,11 @@ if model is not None:
         if not look.presenting:  # the forward graph (values and adjoints) over the backward graph
             show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,
                       key=ns.key(f"fig_{view.strategy}"))
-        if view.backward_figure:
-            show_plot(style_graph_figure(still_graph(view.backward_figure, k, title=False), look), look,
+        # on a projector the forward steps show the values being computed (the adjoints are all still to come)
+        shown = view.forward_figure if look.presenting and fr.phase == "forward" and view.forward_figure else \
+            view.backward_figure
+        if shown:
+            show_plot(style_graph_figure(still_graph(shown, k, title=False), look), look,
                       key=ns.key(f"back_{view.strategy}"))
         if look.presenting:
             return

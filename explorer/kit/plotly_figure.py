@@ -108,7 +108,8 @@ def _longest(texts) -> int:
 
 def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: str = "auto",
          edge_labels: bool = True, max_height: int = MAX_HEIGHT, use_dot: bool = True,
-         label_room: bool = True, label_gap: bool = False, group_labels: bool = False) -> Drawing:
+         label_room: bool = True, label_gap: bool = False, group_labels: bool = False, rank_gap: float = 30.0
+         ) -> Drawing:
     """Measure every node's text over all frames, place the graph, and choose the scale.
 
     Args:
@@ -123,6 +124,7 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
             boxes dot places between them keep them apart), a short drawing.
         group_labels: with ``label_room``, dot makes room for the labels of edges between boxes of statements
             (groups) too (a network's backward layer view: each edge carries one contribution).
+        rank_gap: px between ranks when no label needs room there (a graph without edge labels may go closer).
     """
     ids = frameset.node_ids
     heads = frameset.heads or [graph.node(i).name for i in ids]
@@ -170,7 +172,7 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
     for rd in order:
         # a compact layout writes each label beside its edge: left to right, a rank gap as wide as the longest
         # label, so a short edge between two ranks has room for its label (x̄5 → x̄3 on a projector had none)
-        gap = 30.0
+        gap = rank_gap
         if label_gap and not label_room and any(label_chars) and rd in ("LR", "RL"):
             gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 6)
         elif label_gap and not label_room and any(label_chars):   # top to bottom: two label lines' height
