@@ -688,8 +688,9 @@ def test_before_a_run_a_projector_shows_the_runs_empty_axes_the_goal_line_and_wh
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["sentiment_run"] is None
-    watch = next(m.value for m in at.markdown if m.value.startswith("**Press a preset or Start training"))
-    assert "≥ 75% validation accuracy" in watch and f"over {at.session_state['sentiment_epochs']} epochs" in watch
+    watch = next(m.value for m in at.markdown if m.value.startswith("**Press Start training"))
+    assert "≥ 75% validation accuracy" in watch
+    assert f"({at.session_state['sentiment_epochs']} epochs, the axes below)" in watch
     loss_spec, loss_data = vega(at, "Training loss (binary cross-entropy)")
     acc_spec, acc_data = vega(at, "Accuracy per epoch")
     for data in (loss_data, acc_data):

@@ -91,3 +91,14 @@ def test_hw2_target_belongs_to_hw2s_subset_only():
 def test_untrained_network_has_the_settings_sizes():
     net = S.untrained_network("8", "0.25")
     assert net.fc1.weight.shape == (8, 50) and net.fc2.weight.shape == (1, 8) and net.dropout.p == 0.25
+
+
+def test_the_words_over_the_empty_axes_say_what_each_button_trains():
+    """Over a projector's empty axes: Start training trains the settings' epochs (the axes drawn), each one-click
+    preset its own (HW2's 250 beside a 30-epoch axis read as a contradiction), read from the presets."""
+    from explorer.sentiment_training.settings import ONE_CLICK
+    from explorer.sentiment_training.views import before_run_text
+    text = before_run_text(30)
+    assert "**Press Start training** (30 epochs, the axes below)" in text
+    hw2 = ONE_CLICK["hw2"]
+    assert f"{hw2[3].epochs} for {hw2[0].split(':')[0]}" in text and f"{ONE_CLICK['full'][3].epochs} for Full SST-2" in text

@@ -316,10 +316,18 @@ def empty_snapshot(total_epochs: int) -> RunSnapshot:
 
 
 def before_run_text(total_epochs: int, target: float = TARGET_ACCURACY) -> str:
-    """What the class will watch, written over the run's empty axes (Markdown)."""
-    return (f"**Press a preset or Start training, then watch:** the training loss fall (left) and the validation "
-            f"accuracy climb towards the dashed goal line, **≥ {percent(target)} validation accuracy** (right), over "
-            f"{int(total_epochs)} epochs; ◆ marks the best checkpoint, the one the model keeps.")
+    """What the class will watch, written over the run's empty axes (Markdown): the axes are the settings' run (what
+    Start training trains); a one-click preset trains its own number of epochs and draws its own axes."""
+    from .settings import ONE_CLICK
+    by_epochs: dict[int, list[str]] = {}
+    for label, _, _, cfg in ONE_CLICK.values():
+        by_epochs.setdefault(cfg.epochs, []).append(label.split(":")[0])
+    presets = ", ".join(f"{count(e)} for {' and '.join(names)}" for e, names in sorted(by_epochs.items(), reverse=True))
+    presets = f" (its own epochs: {presets})" if presets else ""
+    return (f"**Press Start training** ({count(int(total_epochs))} epochs, the axes below) **or a preset**{presets}, "
+            f"**then watch:** the training loss fall (left) and the validation accuracy climb towards the dashed "
+            f"goal line, **≥ {percent(target)} validation accuracy** (right); ◆ marks the best checkpoint, the one "
+            f"the model keeps.")
 
 
 def _arr(values) -> np.ndarray:
