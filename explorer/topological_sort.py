@@ -279,6 +279,21 @@ def computes_text(model: SortModel, nid: int) -> str:
     return f"= {_computes(model, nid)} = {value}"
 
 
+def engine_order_text(model: SortModel) -> str:
+    """The engine's own sort in one short paragraph (Markdown, names escaped): what ``engine.topological_sort``
+    returns on the output, output first, and the forward order it is read backwards (the queue's or another valid
+    one), beside the queue method's steps on a projector ("topological_sort(x7) returns x7, x6, x5, ...")."""
+    from .kit.formatting import md_escape
+    out = model.name(model.graph.output)
+    # no break inside a list (a narrow column wrapped "x7, x6, x5, x3, x1, x4, | x2")
+    order = ",\u00a0".join(model.name(i) for i in model.engine_order)
+    back = ",\u00a0".join(model.name(i) for i in model.post_order())
+    same = model.post_order() == model.queue_order()
+    return (f"`topological_sort({out})` returns **{md_escape(order)}**: output first, the order the backward "
+            f"pass walks. Read backwards ({md_escape(back)}) it is "
+            + ("the queue's order." if same else "a valid forward order too, not the queue's."))
+
+
 def order_rows(model: SortModel) -> list[dict]:
     """The two orders side by side (forward order: first computed first)."""
     queue = model.queue_order()
@@ -355,10 +370,11 @@ def legend_html(entries: list[tuple[str, str]], font_px: int = 16) -> str:
 
 
 def queue_notes(model: SortModel, step: int) -> dict[int, str]:
-    """The engine's values of the nodes computed so far (processed and the one taken now); "= ?" for
-    the others (not computed yet)."""
+    """The engine's values of the inputs (given from the start, as the program's ``# at x1 = 3, x2 = 0.5`` and
+    the slides' trace give them) and of the nodes computed so far (processed and the one taken now); "= ?" for
+    the others (not computed yet). An input read "= ?" while it waited in the queue, as if its value were unknown."""
     s = model.queue_steps[step]
-    done = {*s.processed, s.taken}
+    done = {*s.processed, s.taken} | {n.id for n in model.graph.nodes if n.op == "leaf"}
     return {nid: f"= {fmt(model.graph.node(nid).value)}" if nid in done else "= ?" for nid in model.node_ids}
 
 

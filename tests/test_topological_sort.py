@@ -199,3 +199,37 @@ def test_the_step_header_names_the_ready_nodes_as_the_legend_does():
     assert "no unprocessed inputs:" not in head
     assert any(label.startswith("ready (queue)") for _, label in T.QUEUE_LEGEND)
     assert "ready (queue)" in T.queue_table(m, 3)[0]
+
+
+def test_the_inputs_show_their_given_values_from_the_first_step():
+    """Step 1 of the slide example: x2 waits in the queue, but it is an input (``# at x1 = 3, x2 = 0.5``): its node
+    reads "= 0.5", as in the slides' trace, not "= ?" as if unknown; the nodes not computed yet still read "= ?"."""
+    m = T.sort_model(T.DEFAULT_PRESET)
+    notes = {m.name(i): t for i, t in T.queue_notes(m, 0).items()}
+    assert notes["x1"] == "= 3" and notes["x2"] == "= 0.5"
+    assert all(notes[x] == "= ?" for x in ("x3", "x4", "x5", "x6", "x7"))
+    assert {m.name(i): t for i, t in T.queue_notes(m, 6).items()}["x7"] == "= 247.69"
+
+
+def test_the_engines_own_sort_in_one_paragraph():
+    m = T.sort_model(T.DEFAULT_PRESET)
+    text = T.engine_order_text(m).replace("\u00a0", " ")
+    assert text.startswith("`topological_sort(x7)` returns **x7, x6, x5, x3, x1, x4, x2**: output first")
+    assert "Read backwards (x2, x4, x1, x3, x5, x6, x7) it is a valid forward order too, not the queue's." in text
+    assert "x4,\u00a0x2" in T.engine_order_text(m)          # a list does not break across lines
+    assert T.engine_order_text(T.sort_model("cube")).endswith("it is the queue's order.")
+
+
+def test_the_engines_own_sort_heads_the_page_on_a_projector():
+    """Presentation mode: the engine's order in the row with the program and the queue method's rule, over the steps
+    (the engine's section under the steps was a scroll away); outside it, in its section only."""
+    at = AppTest.from_file(PAGE, default_timeout=90)
+    at.query_params.update({"present": "1"})
+    _ok(at.run())
+    assert [s.value for s in at.subheader][:2] == ["The queue method (slides)", "The engine's own sort"]
+    md = [m.value for m in at.markdown]
+    engine_at = next(k for k, v in enumerate(md) if v.startswith("`topological_sort(x7)` returns"))
+    step_at = next(k for k, v in enumerate(md) if v.startswith("#### Step 1 of 7"))
+    assert engine_at < step_at
+    normal = _ok(AppTest.from_file(PAGE, default_timeout=90).run())
+    assert not any(m.value.startswith("`topological_sort(") for m in normal.markdown)

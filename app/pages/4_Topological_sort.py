@@ -54,16 +54,26 @@ with head[1]:
 key = st.session_state[ns.key("preset")]
 model = cached_model(key)
 n = len(model.graph.nodes)
-# presentation mode: the program beside the method's rule, so the graph, its legend and the table of steps
-# come up on the first screen
-prog, rule = st.columns([1, 2.4]) if look.presenting else (st.container(), st.container())
+# presentation mode: the program, the method's rule and the engine's own sort in one row, so the graph, its
+# legend, the table of steps and the engine's order come up on the first screen (the engine's section below the
+# steps was a scroll away)
+if look.presenting:
+    prog, rule, own = st.columns([1, 1.5, 1.35], gap="medium")
+else:
+    prog, rule, own = st.container(), st.container(), None
 prog.code(model.preset.program + "\n# at " + model.preset.inputs, language="python")
 
 # --- the queue method -----------------------------------------------------------------------------------
 rule.subheader("The queue method (slides)")
-rule.markdown("Keep the unprocessed nodes. Repeatedly **take a node none of whose inputs is unprocessed**, "
-            "compute it, and move it to the processed list. Yellow: the nodes that may be taken now (the queue); "
-            "orange with a thick outline: the one taken; green: processed (with the engine's value).")
+RULE = ("Keep the unprocessed nodes. Repeatedly **take a node none of whose inputs is unprocessed**, compute it, "
+        "and move it to the processed list.")
+# on a projector the legend under the graph names the colours
+rule.markdown(RULE if look.presenting else
+              RULE + " Yellow: the nodes that may be taken now (the queue); orange with a thick outline: the one "
+              "taken; green: processed (with the engine's value).")
+if own is not None:
+    own.subheader("The engine's own sort")
+    own.markdown(T.engine_order_text(model))
 
 
 def draw(step: int) -> None:

@@ -9,6 +9,7 @@ no two tick labels of a chart's axis overlap (the log axes' minor labels did).
 """
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -21,6 +22,8 @@ SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots"
 SIZES = [(1920, 1080), (1366, 768), (1280, 720)]
 STEP_BUTTONS = ("Start", "Back", "Play", "Step", "End")
 CAPTION_MIN_PX = 24
+# Topological sort's line with the engine's own order (engine.topological_sort on the slide example's output)
+ENGINE_ORDER = r"^topological_sort\(x7\) returns x7,\sx6,\sx5,\sx3,\sx1,\sx4,\sx2:"
 
 # page (with its link's state) -> the named elements of its first screen:
 #   ("graphs", n)       the first n charts (Plotly) of the page
@@ -77,8 +80,10 @@ FIRST_SCREEN = {
         ("text", r"^Evaluated 25 of 26 nodes: 23 computed \+ 2 fed$"), ("text", r"^binary_cross_entropy\(sigmoid, y\)$"),
         ("text", r"^sigmoid\(add\)$"), ("text", r"^bce_grad\(sigmoid, y\)$")],
     "Learning_problem": [("graphs", 1), ("caption", r"^Step 1 of 40: w = "), ("buttons", STEP_BUTTONS)],
+    # the queue method's steps and, over the table of steps, the engine's own sort (its section was a scroll away)
     "Topological_sort": [("graphs", 1), ("caption", r"^Step 1 of 7 · ready: x1, x2"), ("buttons", STEP_BUTTONS),
-                         ("text", r"^ready \(queue\): no unprocessed input$")],
+                         ("text", r"^ready \(queue\): no unprocessed input$"), ("text", r"^The engine's own sort$"),
+                         ("text", ENGINE_ORDER)],
     "Tensors_and_storage": [("graphs", 2), ("text", r"offset \+ i·strides\[0\]"),
                             ("text", r"reads the same storage object as x")],
     "Exercises": [("text", r"^Exercise 1 · "), ("text", r"^Check my answers$")],
@@ -354,8 +359,9 @@ def test_backprop_orders_lit_code_line_on_the_first_screen_at_every_step(new_pag
 def test_topological_sort_keeps_its_table_of_steps_on_the_first_screen_at_every_step(new_page, app_url, wait_idle,
                                                                                      size):
     """The queue method's table of steps grows a row per step: under the graph its last rows ran below the fold at
-    the last step. Beside the graph now, the whole table (every row so far), the graph and the step's header lie in
-    the window at every step, none on top of another."""
+    the last step. Beside the graph now, the whole table (every row so far), the graph, the step's header and the
+    engine's own order (over the table, in the row of the program) lie in the window at every step, none on top of
+    another."""
     w, h = size
     pg = new_page(viewport={"width": w, "height": h})
     main = pg.locator('[data-testid="stMain"]')
@@ -367,12 +373,14 @@ def test_topological_sort_keeps_its_table_of_steps_on_the_first_screen_at_every_
         assert rows.count() == step
         boxes = [("table", table.bounding_box()), ("last row", rows.nth(step - 1).bounding_box()),
                  ("graph", main.locator(".js-plotly-plot").first.bounding_box()),
-                 ("header", main.get_by_text(re.compile(rf"^Step {step} of 7 · ready")).first.bounding_box())]
+                 ("header", main.get_by_text(re.compile(rf"^Step {step} of 7 · ready")).first.bounding_box()),
+                 ("engine's order", main.get_by_text(re.compile(ENGINE_ORDER)).first.bounding_box())]
         for name, box in boxes:
             assert box is not None, f"step {step}: {name} not drawn"
             assert box["x"] >= -0.5 and box["y"] >= -0.5 and box["x"] + box["width"] <= w + 0.5 \
                 and box["y"] + box["height"] <= h + 0.5, f"step {step} at {w} x {h}: {name} {box} is off screen"
-        assert overlap(boxes[0][1], boxes[2][1]) <= 1 and overlap(boxes[0][1], boxes[3][1]) <= 1
+        for (n1, b1), (n2, b2) in itertools.combinations([b for b in boxes if b[0] != "last row"], 2):
+            assert overlap(b1, b2) <= 1, f"step {step} at {w} x {h}: {n1} and {n2} overlap"
     pg.screenshot(path=str(SHOTS / f"topological_sort_last_step_{w}x{h}.png"))
 
 

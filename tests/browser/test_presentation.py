@@ -188,6 +188,7 @@ SMALL_SCREEN_PAGES = ("Cross_entropy_on_logits?present=1", "Exercises?present=1"
                       "?present=1", "Learning_problem?present=1", "Learning_problem?present=1&step=12",
                       "Learning_problem?present=1&lr=32&step=6",
                       "Topological_sort?present=1", "Topological_sort?present=1&step=4",
+                      "Topological_sort?present=1&step=7",
                       "Gradient_check?present=1")
 
 
