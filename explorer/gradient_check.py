@@ -16,7 +16,7 @@ from .kit.budget import check_program, finite_difference_checks
 from .kit.formatting import check_difference, fmt_check, fmt_value
 from .kit.labels import num
 from .kit.notes import NOTES
-from .kit.presentation import Look
+from .kit.presentation import MIN_PRESENT_PX, Look
 from .kit.programs import InputProblem, parse
 from .kit.reference import ReferenceFailed, in_reference_process
 from explorer.explain.numbers import fixed, plain, sci
@@ -160,13 +160,77 @@ def notes_best_h_text(sweep) -> str:
 
 
 _COLOURS = {"central": "#2563eb", "forward": "#ea580c"}
+SWEEP_BAND_PX = 5       # a model band is this many data lines wide (look.edge_width each)
+SWEEP_CLEAR_PX = 4      # room left between anything drawn and the plot's frame
 
 
-def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None, best: bool = True) -> go.Figure:
+def _log_range(items: list[tuple[float, float]], across_px: float) -> list[float]:
+    """A log axis's ``range`` (log10 of its ends) that holds every ``(value, reach_px)`` of ``items`` whole: the
+    value in the plot with ``reach_px`` of room on each side (half a thick band's width, a marker's radius) on an
+    axis ``across_px`` long. The room costs decades, and the decades shrink each pixel: a few passes settle it."""
+    logs = [(math.log10(v), r) for v, r in items]
+    a, b = min(v for v, _ in logs), max(v for v, _ in logs)
+    for _ in range(30):
+        per_px = max(b - a, 0.5) / across_px   # decades per pixel
+        a2, b2 = min(v - r * per_px for v, r in logs), max(v + r * per_px for v, r in logs)
+        if abs(a2 - a) < 1e-9 and abs(b2 - b) < 1e-9:
+            break
+        a, b = a2, b2
+    return [a, b]
+
+
+def _decade_ticks(log_range: list[float], across_px: float, label_px: float) -> tuple[list[float], list[str]]:
+    """Tick values and labels (1, 10, 10⁻⁶ as HTML) at the decades of a log axis's ``range``, every k-th decade
+    (exponents that k divides) so that labels ``label_px`` long along an axis ``across_px`` long never touch."""
+    a, b = log_range
+    step = max(1, math.ceil(label_px / (across_px / max(b - a, 1e-9))))
+    exps = [k for k in range(math.ceil(a), math.floor(b) + 1) if k % step == 0]
+    return [10.0 ** k for k in exps], ["1" if k == 0 else "10" if k == 1 else f"10<sup>{k}</sup>".replace("-", "−")
+                                       for k in exps]
+
+
+@dataclass(frozen=True)
+class SweepLayout:
+    """Where a presentation sweep puts its text (px of the figure): under the plot the h axis's decades, its
+    title and the legend's rows, each clear of the next."""
+    height: int
+    text_px: int          # the plot's title and the legend
+    axis_px: int          # the axes' numbers and titles
+    legend_rows: int
+
+    @property
+    def legend_row_px(self) -> float:
+        return self.text_px * 1.35
+
+    @property
+    def legend_px(self) -> float:
+        return self.legend_rows * self.legend_row_px + 12
+
+    @property
+    def top(self) -> int:
+        return int(self.text_px * 2.4)
+
+    @property
+    def bottom(self) -> int:
+        # tick marks, the decades (10 with a raised exponent: 1.4 lines), the title's gap and line, the legend
+        return int(8 + 1.4 * self.axis_px + 8 + 1.2 * self.axis_px + 10 + self.legend_px)
+
+    @property
+    def plot_px(self) -> int:
+        return self.height - self.top - self.bottom
+
+
+def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None, best: bool = True,
+                 height: int | None = None) -> go.Figure:
     """Log-log error vs h for one dtype: central and forward differences over the error model's terms
     (truncation h² |f'''|/6 and h |f''|/2, rounding ε|f|/h, drawn as wide pale bands underneath), and
     the best h as a star (its value in the legend); ``best=False``: no star (the class looks for it first).
+
+    The axes' ranges hold every band, curve and star whole (a band is wide: its ends and edges need room inside
+    the frame). In presentation mode the axis titles are as large as the axes' numbers and the legend sits under
+    the h axis's title, two entries a row, at the figure's foot (``height`` px, the whole figure).
     """
+    height = height or int(look.figure_height * 0.9)
     fig = go.Figure()
     data = []
     for scheme in ("central", "forward"):
@@ -178,14 +242,21 @@ def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None, best: 
         return fig
     lo, hi = min(ys_all) / 3, max(ys_all) * 3
     hs_all = sorted({h for _, hs, _ in data for h in hs})
+    band_px = look.edge_width * SWEEP_BAND_PX
+    marker_px = max(5, look.node_size // 5)
+    star_px = look.node_size * 0.8
+    # (x, y, reach px) of everything drawn: the ranges below hold each whole (the y range leaves out an exact hit,
+    # drawn at the floor, 1e-300: its line falls off the plot; the x range holds every h swept)
+    drawn = [(h, e, marker_px / 2 + 1) for _, hs, errs in data for h, e in zip(hs, errs)]
 
     def guide(fn, name, colour):
         pts = [(h, fn(h)) for h in hs_all]
         pts = [(h, y) for h, y in pts if lo <= y <= hi and math.isfinite(y)]
         if len(pts) >= 2:  # under the data: a pale band the measured error runs along
             fig.add_trace(go.Scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", name=name,
-                                     line=dict(width=look.edge_width * 5, color=colour), opacity=0.3,
+                                     line=dict(width=band_px, color=colour), opacity=0.3,
                                      hoverinfo="name"))
+            drawn.extend((h, y, band_px / 2) for h, y in pts)
 
     for scheme, term in (("central", "h²|f'''|/6"), ("forward", "h|f''|/2")):
         m = sweep.model(scheme, dtype)
@@ -197,20 +268,48 @@ def sweep_figure(sweep, dtype: str, look: Look, title: str | None = None, best: 
     for scheme, hs, errs in data:
         fig.add_trace(go.Scatter(x=hs, y=errs, mode="lines+markers", name=SCHEME_LABELS[scheme],
                                  line=dict(width=look.edge_width + 1, color=_COLOURS[scheme]),
-                                 marker=dict(size=max(5, look.node_size // 5))))
+                                 marker=dict(size=marker_px)))
     _, markers = sweep_series(sweep, dtype)
     for name, x, y, _text in (markers if best else ()):
         fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name=f"{name} = {sci(x)}",
-                                 marker=dict(symbol="star", size=look.node_size * 0.8, color="#16a34a",
+                                 marker=dict(symbol="star", size=star_px, color="#16a34a",
                                              line=dict(width=1, color="#14532d"))))
-    fig.update_layout(title=title or f"|finite difference − autodiff|, {dtype}", xaxis_title="h (log scale)",
-                      yaxis_title="absolute error (log scale)", font=dict(size=look.figure_font),
-                      height=int(look.figure_height * 0.9), legend=dict(orientation="h", y=-0.25),
-                      margin=dict(l=10, r=10, t=60, b=10))
+        drawn.append((x, y, star_px / 2 + 1))
+    fig.update_layout(title=title or f"|finite difference − autodiff|, {dtype}", font=dict(size=look.figure_font),
+                      height=height)
+    x_title, y_title = "h (log scale)", "absolute error (log scale)"
+    if look.presenting:
+        floor = max(look.figure_font, MIN_PRESENT_PX)
+        # the decades written out (Plotly's "power" format draws them at 1.25 times the axis's font, larger than
+        # any title): 10 at the axis's size, its exponent (70 %) at the text floor, the titles as large as the 10s
+        # (and at least the 4/3 of the floor that readable_figure gives a log axis's numbers)
+        axis_px = max(math.ceil(floor / 0.7 - 1e-9), -(-floor * 4 // 3))
+        lay = SweepLayout(height, floor, axis_px, legend_rows=-(-len(fig.data) // 2))
+        axis_font = dict(size=lay.axis_px)
+        # at the decades' size the y title runs along a plot under 300 px tall: the words that fit it (the
+        # decades say that the scale is logarithmic)
+        y_title = "absolute error"
+        fig.update_layout(margin=dict(l=10, r=10, t=lay.top, b=lay.bottom),
+                          legend=dict(orientation="h", xref="paper", x=0, xanchor="left", yref="container", y=0,
+                                      yanchor="bottom", entrywidth=0.5, entrywidthmode="fraction",
+                                      font=dict(size=lay.text_px)))
+        ys_range = _log_range([(y, r + SWEEP_CLEAR_PX) for _, y, r in drawn if y > 1e-300], lay.plot_px)
+        # the h axis: a presentation column less the y axis's labels is about 780 px (700 leaves room)
+        xs_range = _log_range([(x, r + SWEEP_CLEAR_PX) for x, _, r in drawn], 700.0)
+        xv, xt = _decade_ticks(xs_range, 700.0, 3.2 * lay.axis_px)          # "10⁻¹²" and a gap
+        yv, yt = _decade_ticks(ys_range, lay.plot_px, 1.8 * lay.axis_px)    # a raised exponent and a gap
+        fig.update_xaxes(tickfont=axis_font, title_font=axis_font, title_standoff=8, tickmode="array", tickvals=xv,
+                         ticktext=xt)
+        fig.update_yaxes(tickfont=axis_font, title_font=axis_font, tickmode="array", tickvals=yv, ticktext=yt)
+    else:
+        fig.update_layout(legend=dict(orientation="h", y=-0.25), margin=dict(l=10, r=10, t=60, b=10))
+        ys_range = _log_range([(y, r + SWEEP_CLEAR_PX) for _, y, r in drawn if y > 1e-300], height * 0.45)
+        xs_range = _log_range([(x, r + SWEEP_CLEAR_PX) for x, _, r in drawn], 400.0)
     # decades only: Plotly's 2 / 5 minor labels on a log axis crowd a projector
-    fig.update_xaxes(type="log", exponentformat="power", dtick=2 if len(hs_all) > 1 else None, automargin=True)
-    fig.update_yaxes(type="log", exponentformat="power", range=[math.log10(lo), math.log10(hi)], dtick=2,
-                     automargin=True)
+    fig.update_xaxes(type="log", exponentformat="power", dtick=2 if len(hs_all) > 1 else None, automargin=True,
+                     range=xs_range, title_text=x_title)
+    fig.update_yaxes(type="log", exponentformat="power", range=ys_range, dtick=2, automargin=True,
+                     title_text=y_title)
     return fig
 
 

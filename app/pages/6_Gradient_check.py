@@ -103,10 +103,10 @@ element = f"[{int(index)}]" if size > 1 else ""
 figs = st.columns(2)
 for col, dtype in zip(figs, ("float64", "float32")):
     with col:
+        # presentation mode: the best-h caption under it stays on the first screen
         fig = sweep_figure(model.sweep, dtype, charts, best=show_best,
-                           title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}")
-        if look.presenting:  # the best-h caption under it stays on the first screen
-            fig.update_layout(height=PRESENT_SWEEP_PX)
+                           title=f"|finite difference − autodiff| for ∂f/∂{wrt}{element}, {dtype}",
+                           height=PRESENT_SWEEP_PX if look.presenting else None)
         show_plot(fig, charts, key=ns.key(f"sweep_fig_{dtype}"), theme=None)
         st.markdown(best_h_text(model.sweep, dtype) if show_best else best_h_question(model.sweep, dtype))
 st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h for forward differences (pale "

@@ -399,3 +399,79 @@ def test_learning_problems_contours_are_large_on_the_first_screen(new_page, app_
     assert box["y"] >= 0 and box["y"] + box["height"] <= h + 0.5, (box, h)
     assert plot["height"] >= 0.5 * h and abs(plot["width"] - plot["height"]) <= 2, (plot, h)
     assert 0 <= legend["x"] - (plot["x"] + plot["width"]) <= 0.05 * w, (plot, legend)
+
+
+# each Plotly chart of the main part: its texts' boxes (title, each tick label, the axis titles, each legend entry),
+# the font sizes of tick labels and axis titles as drawn, and each line and marker against the plot's frame
+CHART_PARTS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')).map(gd => {
+  const box = r => ({x: r.left, y: r.top, width: r.width, height: r.height});
+  const q = s => Array.from(gd.querySelectorAll(s));
+  const union = els => {
+    const rs = els.map(e => e.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0);
+    if (!rs.length) return null;
+    const l = Math.min(...rs.map(r => r.left)), t = Math.min(...rs.map(r => r.top));
+    return {x: l, y: t, width: Math.max(...rs.map(r => r.right)) - l, height: Math.max(...rs.map(r => r.bottom)) - t};
+  };
+  const texts = [];
+  const add = (name, b) => { if (b && b.width > 0) texts.push({name, box: b}); };
+  add('title', union(q('.g-gtitle text')));
+  add('x title', union(q('.g-xtitle text')));
+  add('y title', union(q('.g-ytitle text')));
+  q('.xtick text').forEach(e => add('x tick ' + e.textContent, box(e.getBoundingClientRect())));
+  q('.ytick text').forEach(e => add('y tick ' + e.textContent, box(e.getBoundingClientRect())));
+  q('.legend .traces').forEach(e => add('legend ' + e.textContent,
+                                        union(Array.from(e.querySelectorAll('.legendtext, .legendsymbols')))));
+  const px = s => q(s).map(e => parseFloat(getComputedStyle(e).fontSize));
+  // a line's box is its geometry: its stroke reaches half its width further (in screen px)
+  const lines = q('.scatterlayer path.js-line').map(e => ({
+    name: ((((e.closest('.trace') || {}).__data__ || [])[0] || {trace: {}}).trace.name || 'line'),
+    box: box(e.getBoundingClientRect()),
+    reach: parseFloat(getComputedStyle(e).strokeWidth) * e.getScreenCTM().a / 2}));
+  const points = q('.scatterlayer path.point').map(e => ({name: 'marker', box: box(e.getBoundingClientRect()),
+                                                         reach: 0}));
+  return {chart: box(gd.querySelector('svg.main-svg').getBoundingClientRect()),
+          plot: box(gd.querySelector('.nsewdrag').getBoundingClientRect()), texts,
+          fonts: {xtick: Math.max(...px('.xtick text')), ytick: Math.max(...px('.ytick text')),
+                  xtitle: Math.min(...px('.g-xtitle text')), ytitle: Math.min(...px('.g-ytitle text'))},
+          drawn: lines.concat(points)};
+})"""
+
+
+def inside(inner: dict, outer: dict, reach: float = 0.0, slack: float = 0.5) -> bool:
+    return (inner["x"] - reach >= outer["x"] - slack and inner["y"] - reach >= outer["y"] - slack
+            and inner["x"] + inner["width"] + reach <= outer["x"] + outer["width"] + slack
+            and inner["y"] + inner["height"] + reach <= outer["y"] + outer["height"] + slack)
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)])
+@pytest.mark.parametrize("best", [0, 1])
+def test_gradient_check_sweeps_are_whole_and_their_texts_apart(new_page, app_url, wait_idle, size, best):
+    """Both h sweeps (float64, float32) on the first screen: every model band, curve and star inside the plot's frame
+    (the float32 sweep's bands and star were cut by its y range), no two texts on top of each other (tick labels,
+    axis titles, the legend's entries, the title), every text inside the chart, and each axis title at least as
+    large as the numbers on its axis as Chromium draws them (Plotly's decades came 1.25 times the tick font)."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    open_presenting(pg, f"{app_url}/Gradient_check?present=1&show_best={best}", wait_idle)
+    charts = pg.evaluate(CHART_PARTS_JS)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"gradient_check_sweeps_{w}x{h}_best{best}.png"))
+    assert len(charts) >= 2
+    problems = []
+    for i, c in enumerate(charts[:2]):
+        where = ("float64", "float32")[i]
+        if c["chart"]["y"] + c["chart"]["height"] > h + 0.5:
+            problems.append(f"{where}: below the first screen")
+        for n, a in enumerate(c["texts"]):
+            if not inside(a["box"], c["chart"]):
+                problems.append(f"{where}: {a['name']!r} cut at the chart's edge")
+            for b in c["texts"][n + 1:]:
+                if overlap(a["box"], b["box"]) > 1:
+                    problems.append(f"{where}: {a['name']!r} on {b['name']!r}")
+        for d in c["drawn"]:
+            if d["box"]["width"] > 0 and not inside(d["box"], c["plot"], d["reach"]):
+                problems.append(f"{where}: a {d['name']} cut at the plot's frame")
+        f = c["fonts"]
+        if f["xtitle"] < f["xtick"] - 0.05 or f["ytitle"] < f["ytick"] - 0.05:
+            problems.append(f"{where}: axis titles smaller than their numbers {f}")
+    assert problems == [], f"at {w} x {h}: " + "; ".join(problems)
