@@ -100,9 +100,13 @@ def best_h_text(sweep, dtype: str) -> str:
     best, lowest = sweep.best_h.get(dtype), sweep.lowest_h.get(dtype)
     if best is None:
         return ""
-    if m is None or m.best_h is None:
-        return (f"**{dtype}**: best h = {sci(best)}, the lowest point of the sweep (f''' = 0 here, so central "
-                "differences have no truncation error: only rounding is left).")
+    if m is None or m.best_h is None:   # the error model has no minimum: say which of its two terms vanished
+        if m is not None and m.rounding_coefficient == 0:
+            why = ("f = 0 here, so the model's rounding term ε|f|/h vanishes: nothing in it stops h from "
+                   "shrinking, and the lowest point is where the sweep's own rounding noise is smallest")
+        else:
+            why = "f''' = 0 here, so central differences have no truncation error: only rounding is left"
+        return f"**{dtype}**: best h = {sci(best)}, the lowest point of the sweep ({why})."
     f, _, _, d3 = sweep.derivatives
     text = (f"**{dtype}**: best h = (3ε|f| / |f'''|)^(1/3) = **{sci(best)}**, with ε = {num(m.eps, 2)}, "
             f"|f| = {num(abs(f))}, f''' = {num(d3)} (the engine's third derivative, nested grad).")

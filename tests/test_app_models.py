@@ -169,6 +169,11 @@ def test_gradcheck_model_best_h_by_dtype():
     assert "3.8e-03" in best_h_text(m.sweep, "float32")
     flat = gradcheck_model("f = x * x", "x = 3", "x", 1e-6)  # no truncation error: no model minimiser
     assert "lowest point of the sweep" in best_h_text(flat.sweep, "float64")
+    assert "f''' = 0 here" in best_h_text(flat.sweep, "float64")
+    # the other way to have no minimiser: f = 0 (no rounding term); f''' = -1 there, so the reason is f's
+    zero = gradcheck_model("f = sin(x)", "x = 0", "x", 1e-6)
+    text = best_h_text(zero.sweep, "float64")
+    assert "lowest point of the sweep" in text and "f = 0 here" in text and "f''' = 0" not in text
 
 
 def test_sigmoid_quiz_preset_gives_the_notes_derivative():
