@@ -823,6 +823,7 @@ def test_every_backward_edge_in_view_carries_its_number_beside_it_on_a_projector
     nearer its own edge than any other (picture_checks)."""
     from explorer.kit.figures import graph_scale
     from explorer.kit.picture_checks import check_figure
+    from explorer.kit.plotly_figure import barred_text
     import math
     from explorer.kit.plotly_figure import CHAR_W, EDGE_FONT
     from explorer.kit.presentation import PRESENTING
@@ -846,7 +847,10 @@ def test_every_backward_edge_in_view_carries_its_number_beside_it_on_a_projector
         fig = ex.backward_figure(level, frame, width=width, max_height=height, whole_text_only=True)
         (x0, x1), (y0, y1) = (sorted(fig["layout"][a]["range"]) for a in ("xaxis", "yaxis"))
         lab = next(t for t in fig["data"] if t.get("name") == "edge label")
-        shown = {k: t for k, t in zip(lab["customdata"], lab["text"]) if t}
+        # customdata: a label's edge in the "edges" trace, which leaves out the edges to nodes the window does not show
+        left_out = set(fig["layout"]["meta"].get("edges_left_out", []))
+        drawn = [k for k in range(len(ends)) if k not in left_out]
+        shown = {drawn[j]: barred_text(t) for j, t in zip(lab["customdata"], lab["text"]) if t}
 
 
         def whole(i: int) -> bool:   # the node's box inside the window the projector shows
@@ -877,3 +881,122 @@ def test_a_heatmaps_wrapped_title_stays_above_its_cells():
         n = max(len(title_lines(title, chars)), rows)
         top = fig["layout"]["margin"]["t"]
         assert top / 2 >= (n - 1) * 1.3 * font + 0.6 * font, (title, n, top)
+
+
+def _projector_size() -> dict:
+    """The graph's size on the page in presentation mode (its width and height laid out for the small projector's
+    text floor, as app/pages/10_Network_explorer.py computes them)."""
+    from explorer.kit.figures import floor_growth, graph_scale
+    from explorer.kit.presentation import PRESENTING, small_screen_floor_px
+    from explorer.kit.widgets import graph_px
+    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
+    grow = floor_growth(PRESENTING, small_screen_floor_px())
+    return {"width": int(graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / grow),
+            "max_height": int(660 / graph_scale(PRESENTING) / grow), "whole_text_only": True}
+
+
+def _edge_points(fig: dict) -> list[tuple[str, float, float]]:
+    """Every point of every edge line and arrowhead drawn in a graph figure (static, sent and this step's)."""
+    from explorer.kit.plotly_figure import HOT
+    out = []
+    for tr in fig["data"]:
+        name = tr.get("name") or ("this step" if tr.get("line", {}).get("color") == HOT else "")
+        if name in ("edges", "arrowheads", "sent edges", "sent arrowheads", "this step"):
+            out += [(name, x, y) for x, y in zip(tr["x"], tr["y"]) if x is not None and y is not None]
+    return out
+
+
+@pytest.mark.parametrize("key, level", [("mlp", "layer"), ("mlp", "op"), ("sentiment", "layer")])
+def test_a_projectors_window_draws_no_edge_toward_a_node_it_does_not_show(key, level):
+    """Step 1 of the MLP's layer view on a projector: the window shows the graph's inputs, and Linear 2's edge to the
+    cross-entropy box above the window was drawn as a stub toward nothing (the done step of the op view: an arrow
+    into nothing under reshape#29). Every edge the forward and backward graphs draw runs between the ranks the
+    window shows."""
+    ex = explore(key)
+    size = _projector_size()
+    windowed = 0
+    for frame in range(ex.n_frames):
+        for fig in (ex.figure(level, frame, animate=False, **size), ex.backward_figure(level, frame, **size)):
+            if not fig["layout"]["meta"]["window"]:
+                continue
+            windowed += 1
+            y0, y1 = sorted(fig["layout"]["yaxis"]["range"])
+            astray = [(name, y) for name, _x, y in _edge_points(fig) if not y0 - 1 <= y <= y1 + 1]
+            assert not astray, (key, level, frame + 1, (y0, y1), astray[:4])
+    assert windowed   # the check saw windows (the MLP's layer view needs one on a projector)
+
+
+def test_a_tensors_adjoint_is_written_as_the_norm_of_its_name():
+    """The backward graph writes a tensor's adjoint as the lecture writes a tensor's size, the norm of a named
+    quantity (‖x̄5‖ = 0.5), never '‖·‖ 0.5': a box headed by its norm, ‖x̄‖, with the number under it; a fan-out
+    headed x̄, its sum in symbols, then the norm of x̄ (norms do not add: no '0.7 + 0.14 → 0.79'); a sum still
+    waiting for contributions 'so far'; a one-element tensor headed x̄ with its value. An edge carries its
+    contribution's value or norm (the legend says so)."""
+    from explorer.explain.graph import bar
+    from explorer.kit.backward_view import legend_html
+    from explorer.kit.labels import num
+    from explorer.network_explorer.backward import NORM_DIGITS, backward_frames
+    from explorer.network_explorer.explore import SENT_LEGEND, explore
+    everything, normed = [], 0
+    for key, level in (("mlp", "layer"), ("mlp", "op"), ("residual", "op"), ("logreg", "op"), ("hw2", "layer")):
+        ex = explore(key)
+        v = ex.views[level]
+        bfs = backward_frames(ex.rec, v)
+        names = {n.id: n.name for n in v.graph.nodes}
+        for f in bfs.frames:
+            everything += [t for t in f.node_text + (f.node_adjoint or []) + f.edge_text if t]
+        last = bfs.frames[-1]
+        for i, nid in enumerate(bfs.node_ids):
+            target = nid if level == "op" else next(
+                (layer.output for layer in ex.rec.layers if layer.name == names[nid]), nid)
+            parts = ex.rec.contributions_to(target)
+            if not parts or nid == ex.rec.loss_node or names[nid] == ex.rec.layers[-1].name:
+                continue
+            total = parts[-1].total
+            size = int(np.prod(analysis.look(total).shape))
+            norm = num(analysis.look(total).stats["norm"], NORM_DIGITS)
+            head, text, adjoint = bfs.heads[i], last.node_text[i], last.node_adjoint[i]
+            if size == 1:
+                assert head == bar(names[nid]) and text.endswith(f"= {num(np.ravel(total)[0])}"), (key, head, text)
+            elif "∂" in text:   # a fan-out: x̄ = ā·∂a/∂x + …, then ‖x̄‖ = …
+                assert head == bar(names[nid]) and adjoint == f"‖{head}‖ = {norm}", (key, level, head, adjoint)
+            else:
+                assert head == f"‖{bar(names[nid])}‖" and text == f"= {norm}", (key, level, head, text)
+                normed += 1
+    assert normed >= 10
+    assert not [t for t in everything if "·‖" in t or "‖·" in t or "→" in t]
+    residual = explore("residual")
+    bfs = backward_frames(residual.rec, residual.views["op"])
+    x = bfs.node_ids.index(next(n.id for n in residual.rec.nodes if n.label == "x"))
+    waiting = [f.node_adjoint[x] for f in bfs.frames if "(1 of 2)" in f.node_text[x]]
+    assert waiting and all(t.startswith(f"‖{bar('x')}‖ = ") and t.endswith(" so far") for t in waiting), waiting
+    assert "its value or norm on its edge" in legend_html(SENT_LEGEND)
+
+
+def test_a_heatmap_title_draws_a_barred_name_as_one_overline():
+    """The step's adjoint heatmap (laptop layout: 'adjoint a̅d̅d̅#̅2̅1̅ (held now)') set the name's combining overlines
+    in Plotly's SVG text, drawn as broken dashes through the letters; the title now overlines the name as the graphs
+    do, and reads back as the same barred name."""
+    from explorer.explain.graph import bar
+    from explorer.kit.plotly_figure import barred_text
+    from explorer.network_explorer.explore import heatmap
+    title = f"adjoint {bar('add#21')} (held now) (4, 1) · ±0.25"
+    fig = heatmap(np.arange(4.0).reshape(4, 1), title, font=16).to_dict()
+    text = fig["layout"]["title"]["text"]
+    assert "\u0305" not in text and 'text-decoration:overline">add#21</span>' in text
+    assert barred_text(text) == title
+
+
+@pytest.mark.parametrize("shape", [(4,), (1, 2), (2, 3)])
+def test_a_compact_heatmap_keeps_room_for_its_column_numbers(shape):
+    """A one-row heatmap in the projector's step panel (step 20 of the MLP: the value of shape (4)) is 128 px tall;
+    its column numbers were left to Plotly's automargin, which had no room to give, and were cut in half at the
+    figure's bottom. The bottom margin now holds them, and the cells keep their 1.6 lines a row."""
+    from explorer.network_explorer.explore import compact_heatmap_height, heatmap
+    font = 23
+    value = np.arange(float(np.prod(shape))).reshape(shape)
+    height = compact_heatmap_height(value, font)
+    fig = heatmap(value, "value", font=font, height=height, narrow=True).to_dict()
+    m, rows = fig["layout"]["margin"], analysis.look(value).matrix.shape[0]
+    assert m["b"] >= 1.8 * font, m
+    assert fig["layout"]["height"] - m["t"] - m["b"] >= rows * 1.6 * font - 1, (fig["layout"]["height"], m)

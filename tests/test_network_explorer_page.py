@@ -346,10 +346,12 @@ def test_the_backward_graph_reverses_every_edge_and_names_adjoints_with_bars():
     forward, backward = _graph_figures(at)
     heads = [barred_text(t) for t in _named(backward, "node")["text"]]
     from explorer.explain.graph import bar
-    assert {bar(n) for n in ("x", "fc.weight", "fc.bias", "linear#3", "sigmoid#4")} <= set(heads)
+    # a tensor's adjoint headed by its norm (‖f̄c.weight‖, its number under it), a one-element one's by its name
+    assert {bar(n) for n in ("x", "fc.weight", "fc.bias", "linear#3", "sigmoid#4")} <= {h.strip("‖") for h in heads}
+    assert f"‖{bar('fc.weight')}‖" in heads
     assert not any("\u0304" in h.split(" = ")[0] for h in _named(forward, "node")["text"])
     # arrow directions, read from the arrowheads' tips: forward into the consumers, backward into the inputs
-    fwd_to, back_to = arrow_targets(forward), [barred_text(t) for t in arrow_targets(backward)]
+    fwd_to, back_to = arrow_targets(forward), [barred_text(t).strip("‖") for t in arrow_targets(backward)]
     loss = next(h for h in _named(forward, "node")["text"] if h.startswith("binary_cross_entropy"))
     assert loss in fwd_to and not {"x", "fc.weight", "fc.bias"} & set(fwd_to)
     assert {bar("x"), bar("fc.weight"), bar("fc.bias")} <= set(back_to) and bar("binary_cross_entropy#6") not in back_to
@@ -357,7 +359,7 @@ def test_the_backward_graph_reverses_every_edge_and_names_adjoints_with_bars():
     assert _named(backward, "sent edges")["line"]["color"] == ADJOINT
     # each adjoint in numbers (a one-element tensor's value, a larger one's norm), the loss's the seed
     values = _named(backward, "value")["text"]
-    assert "= 1 (the seed)" in values and any(v.startswith("= ‖·‖ ") for v in values)
+    assert "= 1 (the seed)" in values and not any("‖" in v for v in values)
     assert "Backward pass: every edge reversed" in texts(at)
     # the adjoint heatmap's title names the node's adjoint with its bar, not ȳ or ḡ
     titles = [f["layout"].get("title", {}).get("text", "") for f in _figures(at)]
@@ -366,7 +368,8 @@ def test_the_backward_graph_reverses_every_edge_and_names_adjoints_with_bars():
 
 def test_a_fan_out_sum_is_written_symbolically_then_in_numbers():
     """The residual block's input x is used twice (the skip and the branch): its adjoint in the backward graph is
-    the slides' sum, x̄ = ādd#8·∂add#8/∂x + l̄inear#3·∂linear#3/∂x, then its numbers (norms: "→", not "=")."""
+    the slides' sum, x̄ = ādd#8·∂add#8/∂x + l̄inear#3·∂linear#3/∂x, then its size, the norm of x̄ (‖x̄‖ = …: norms do
+    not add: each term's norm is on its edge)."""
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
     at.query_params.update({"net": "residual", "level": "op"})
     ok(at.run())
@@ -374,12 +377,12 @@ def test_a_fan_out_sum_is_written_symbolically_then_in_numbers():
     ok(at)
     backward = _graph_figures(at)[1]
     heads, values = ([barred_text(t) for t in _named(backward, name)["text"]] for name in ("node", "value"))
-    adjoints = _named(backward, "adjoint")["text"]
+    adjoints = [barred_text(t) for t in _named(backward, "adjoint")["text"]]
     symbolic = [v for v in values if "·∂" in v and " + " in v]
     from explorer.explain.graph import bar
     expected = f"= {bar('add#8')}·∂add#8/∂x + {bar('linear#3')}·∂linear#3/∂x"   # the consumers in arrival order
     assert expected in symbolic, symbolic
-    assert any(a.startswith("= ‖·‖ ") and " + ‖·‖ " in a and " → ‖·‖ " in a for a in adjoints), adjoints
+    assert any(a.startswith(f"‖{bar('x')}‖ = ") and "+" not in a for a in adjoints), adjoints
     assert bar("x") in heads
 
 
@@ -415,18 +418,22 @@ def test_a_layer_that_reads_its_input_twice_is_one_term_not_a_fan_out():
     "c̄ross-entropy·∂cross-entropy/∂Linear 2 (logits) + c̄ross-entropy·∂…" (138 characters: on a projector the box
     spread over the graph's width and was left blank). A real fan-out keeps its sum (the residual block's x)."""
     from explorer.explain.graph import bar
+    import unicodedata
     from explorer.network_explorer.backward import amount, backward_frames
     ex = explore("mlp", {})
     v = ex.views["layer"]
     bfs = backward_frames(ex.rec, v)
-    logits = next(i for i, h in enumerate(bfs.heads) if h.startswith(bar("Linear 2")))
+    logits = next(i for i, h in enumerate(bfs.heads) if h.strip("‖").startswith(bar("Linear 2")))
     texts = [f.node_text[logits] for f in bfs.frames if f.node_text[logits]]
-    # while the box's second op has not sent yet: "= ‖·‖ 0.5 + …", one number and what is still to come
+    # while the box's second op has not sent yet: "= 0.5 so far" under ‖L̅i̅n̅e̅a̅r̅ 2̅ (̅l̅o̅g̅i̅t̅s̅)̅‖, what it holds now
     assert texts and all("∂" not in t and t.count(" + ") <= 1 for t in texts), texts
-    assert " + " not in texts[-1]
+    assert " + " not in texts[-1] and any(t.endswith(" so far") for t in texts)
     target = next(layer.output for layer in ex.rec.layers if layer.name.startswith("Linear 2"))
     assert texts[-1] == f"= {amount(ex.rec.contributions_to(target)[-1].total)}"
-    assert all(len(t) + len(a) < 40 for f in bfs.frames for t, a in zip(f.node_text, f.node_adjoint or [""] * 99))
+
+    def width(text: str) -> int:   # characters drawn (a bar's combining marks take no room)
+        return sum(1 for ch in text if not unicodedata.combining(ch))
+    assert all(width(t) + width(a) < 40 for f in bfs.frames for t, a in zip(f.node_text, f.node_adjoint or [""] * 99))
     res = explore("residual", {})
     rbfs = backward_frames(res.rec, res.views["op"])
     x = rbfs.heads.index(bar("x"))

@@ -22,7 +22,8 @@ from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_l
                                   still_graph, walkthrough_download)
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND_PX, VIEW_WIDTH
 from explorer.network_explorer import analysis
-from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, compact_heatmap_height, data_input,
+from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, SENT_LEGEND,
+                                               compact_heatmap_height, data_input,
                                                adjoint_name, explore, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
                                                side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
@@ -318,7 +319,7 @@ def draw(step: int) -> None:
         graph_col, step_col = st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
         with graph_col:   # backward steps: the backward graph in the forward one's place (one graph fits the screen)
             if back:
-                st.html(backward_legend_html())
+                st.html(backward_legend_html(SENT_LEGEND))
             show_plot(style_graph_figure(back or fig, look, floor_px=floor), look,
                       key=ns.key("backward_figure" if back else "figure"))
         with step_col:
@@ -332,7 +333,7 @@ def draw(step: int) -> None:
         if back:
             st.markdown(f"##### {BACKWARD_HEADING}")
             show_plot(style_graph_figure(back, look), look, key=ns.key("backward_figure"))
-            st.html(backward_legend_html())
+            st.html(backward_legend_html(SENT_LEGEND))
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
                        file_name=f"{key}_{level}.dot", mime="text/vnd.graphviz",
                        help="The graph of this view as Graphviz DOT (final values and adjoints), from the "

@@ -10,6 +10,8 @@ nothing is recomputed here.
 """
 from __future__ import annotations
 
+import html
+
 from explorer.explain.graph import Graph
 
 from .frames import Frame, FrameSet
@@ -156,9 +158,9 @@ def shared_backward_figures(framesets: list[FrameSet], graph: Graph, width: int,
             for b in backs]
 
 
-def legend_html() -> str:
-    """What the backward graph's edges say: sent (the backward colour, its contribution written on it), not sent
-    yet (grey, dashed) and sent in this step (the highlight colour)."""
+def legend_html(sent: str = "contribution sent (written on its edge)") -> str:
+    """What the backward graph's edges say: sent (the backward colour, its contribution written on it: ``sent``
+    says how), not sent yet (grey, dashed) and sent in this step (the highlight colour)."""
     from .plotly_figure import HOT, PENDING
 
     def line(colour: str, dash: str = "") -> str:
@@ -166,7 +168,7 @@ def legend_html() -> str:
         return (f"<span style='display:inline-block;width:2em;vertical-align:middle;"
                 f"border-top:3px {'dashed' if dash else 'solid'} {colour}'></span>")
 
-    items = [(line(ADJOINT), "contribution sent (written on its edge)"), (line(PENDING, "dash"), "not sent yet"),
+    items = [(line(ADJOINT), html.escape(sent)), (line(PENDING, "dash"), "not sent yet"),
              (line(HOT), "this step")]
     return ("<div data-testid='backward-legend' style='line-height:1.6'>" + "".join(
         f"<span style='display:inline-block;white-space:nowrap;margin-right:1.2em'>{svg} {text}</span>"

@@ -370,6 +370,12 @@ def barred_text(drawn: str) -> str:
     return _OVERLINE_SPAN.sub(lambda m: "".join(ch if ch.isspace() else ch + "\u0305" for ch in m.group(1)), drawn)
 
 
+def figure_text(s: str) -> str:
+    """Text for any Plotly figure's title or label, as the graphs write theirs (:func:`_esc`): a barred name drawn
+    as one overline, not as combining marks that Plotly's SVG text draws through the letters."""
+    return _esc(s)
+
+
 def _esc(s: str) -> str:
     """Text for a figure: escaped for Plotly's markup, and a name barred whole (the adjoint of a longer name,
     ``explorer.explain.graph.bar``: a combining overline on each character) drawn as one overline; Plotly's SVG
@@ -384,7 +390,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                 rankdir: str = "auto", edge_labels: bool = True, max_height: int = MAX_HEIGHT,
                 duration_ms: int = 700, title: bool = True, use_dot: bool = True,
                 palette: dict[str, str] | None = None, edge_color: str = EDGE, whole_text_only: bool = False,
-                pending_edges: bool = False, frames_on_read: bool = False) -> dict:
+                pending_edges: bool = False, frames_on_read: bool = False, shown_edges_only: bool = False) -> dict:
     """The figure as a plain dict (no validation, fast), with one Plotly frame per Frame.
 
     Pass ``drawing`` (from :func:`plan`) to reuse a placement (e.g. the same graph under several
@@ -395,6 +401,8 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     readable (WCAG AA). ``edge_color``: the edges' colour (the backward graph's are :data:`ADJOINT`).
     ``whole_text_only``: a one-frame drawing shown through a window (too big to shrink legibly) leaves out the
     text lines the window would cut (a projector: nobody pans; elsewhere the cut text is there to pan to).
+    ``shown_edges_only`` (with ``whole_text_only``): nor does it draw an edge to a node wholly outside the window
+    (a stub of it ran from a box toward nothing, at the window's edge) nor that edge's label.
     ``pending_edges``: every edge is drawn dashed in :data:`PENDING` ("edges") and, frame by frame, those that
     carry a label (the contribution sent along them) again in ``edge_color`` ("sent edges"): a backward graph
     shows which contributions are still to come.
@@ -409,6 +417,12 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     edges = frameset.edges or [(e.src, e.dst) for e in graph.edges]
     lines_e = [edge_polyline(e.points, e.tip) for e in p.edges]
     arrows = [arrowhead(e.points, e.tip) for e in p.edges]
+    unseen: set[int] = set()   # edges to a node the still window does not show (shown_edges_only)
+    if shown_edges_only and whole_text_only and d.viewport and len(frameset.frames) == 1 \
+            and p.rankdir in ("BT", "TB"):
+        unseen = _edges_out_of(_whole_ranks(_windows(frameset, d)[0], p, ids), p, ids)
+        lines_e = [[] if k in unseen else q for k, q in enumerate(lines_e)]
+        arrows = [[] if k in unseen else q for k, q in enumerate(arrows)]
     rects = [_rect(p.centers[i], p.sizes[i]) for i in ids]
     slot_xy: dict[str, tuple[list[int], list, list]] = {"head": ([], [], []), "value": ([], [], []),
                                                          "adjoint": ([], [], [])}
@@ -420,7 +434,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
             xs.append(_r(cx))
             ys.append(_r(y))
     spots = d.label_at or [e.label_at for e in p.edges]
-    label_edges = [k for k, on in enumerate(d.edge_labels) if on and spots[k] is not None]
+    label_edges = [k for k, on in enumerate(d.edge_labels) if on and spots[k] is not None and k not in unseen]
     font, efont = FONT * s, EDGE_FONT * s
 
     line_xy = [_path([q]) for q in lines_e]
@@ -509,8 +523,9 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                 outline(f, set(), "#111827", 3.5 * s, True), val, adj, lab]
 
     first = frameset.frames[0]
-    ex, ey = _path(lines_e)
-    ax, ay = _path(arrows)
+    drawn = [k for k in range(len(lines_e)) if k not in unseen]   # the "edges" trace's edges, in order
+    ex, ey = _path([lines_e[k] for k in drawn])
+    ax, ay = _path([arrows[k] for k in drawn])
     base = PENDING if pending_edges else edge_color
     static_edges = [
         {"type": "scatter", "x": ex, "y": ey, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
@@ -544,8 +559,9 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     adj.update({"x": axs, "y": ays, "textfont": {"size": font, "color": ADJOINT, "family": FONT_FAMILY},
                 "name": "adjoint", **text_common})
     # customdata: each label's edge (its index in the "edges" trace), so a check can tell whose label it is
+    at = {k: j for j, k in enumerate(drawn)}
     lab.update({"x": lx, "y": ly, "textfont": {"size": efont, "color": ADJOINT, "family": FONT_FAMILY},
-                "name": "edge label", "customdata": label_edges, **text_common})
+                "name": "edge label", "customdata": [at[k] for k in label_edges], **text_common})
     hover_text = frameset.hover or [d.lines[i].head for i in range(n)]
     hover = {"type": "scatter", "x": [_r(p.centers[i][0]) for i in ids], "y": [_r(p.centers[i][1]) for i in ids],
              "mode": "markers", "marker": {"size": [max(8, min(p.sizes[i]) * s * 0.9) for i in ids],
@@ -629,6 +645,8 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
                  "design_width": d.width, "engine": p.engine, "rankdir": p.rankdir, "char_w": CHAR_W,
                  "line_h": LINE_H, "spare_px": int(round(spare_px))},
     }
+    if unseen:   # the frame set's edges the "edges" trace leaves out (shown_edges_only), for readers of the figure
+        layout["meta"]["edges_left_out"] = sorted(unseen)
     if windows and not animated and whole_text_only:
         _blank_cut_text(windows[0], p, ids, slot_xy, heads_trace, val, adj, lab, label_edges, spots)
     if animated:
@@ -690,8 +708,28 @@ def _blank_cut_text(window, p, ids, slot_xy, heads_trace, val, adj, lab, label_e
     whole = {i for i, nid in enumerate(ids) if inside(*p.centers[nid], p.sizes[nid][0] / 2, p.sizes[nid][1] / 2)}
     for trace, kind in ((heads_trace, "head"), (val, "value"), (adj, "adjoint")):
         trace["text"] = [t if i in whole else "" for t, i in zip(trace["text"], slot_xy[kind][0])]
-    lab["text"] = [t if inside(spots[k][0], spots[k][1], len(t) * CHAR_W * EDGE_FONT / 2, LINE_H * EDGE_FONT / 2)
+    lab["text"] = [t if inside(spots[k][0], spots[k][1], _drawn_chars(t) * CHAR_W * EDGE_FONT / 2,
+                               LINE_H * EDGE_FONT / 2)
                    else "" for t, k in zip(lab["text"], label_edges)]
+
+
+def _drawn_chars(text: str) -> int:
+    """How many characters a figure's text draws: without its markup (a barred name's overline span) and the
+    combining marks that take no room."""
+    plain = re.sub(r"<[^>]+>", "", text).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return sum(1 for ch in plain if not unicodedata.combining(ch))
+
+
+def _edges_out_of(window, p, ids) -> set[int]:
+    """The edges (indices into ``p.edges``) with a node wholly outside ``window``: drawn, they would run from a box
+    toward nothing."""
+    (x0, x1), (y0, y1) = window
+    out = set()
+    for nid in ids:
+        (cx, cy), (w, h) = p.centers[nid], p.sizes[nid]
+        if cx + w / 2 <= x0 or cx - w / 2 >= x1 or cy + h / 2 <= y0 or cy - h / 2 >= y1:
+            out.add(nid)
+    return {k for k, e in enumerate(p.edges) if e.src in out or e.dst in out}
 
 
 def _whole_ranks(window, p, ids) -> tuple[list[float], list[float]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import html
 import re
 
 import numpy as np
@@ -16,7 +15,7 @@ import plotly.graph_objects as go
 
 from explorer.kit.frames import FrameSet
 from explorer.kit.labels import adjoint_label, num
-from explorer.kit.plotly_figure import figure_dict, plan
+from explorer.kit.plotly_figure import figure_dict, figure_text, plan
 
 from . import analysis, cost
 from .frames import NetworkView, build_view, default_level, frame_span
@@ -72,7 +71,8 @@ class Explored:
         """The graph figure (a plain Plotly dict from the explain layer): with every frame (Play /
         slider in the browser) when ``animate`` (default: when small), else only frame ``frame``
         (stepping happens on the server; every frame of a big network is megabytes to send). ``whole_text_only``:
-        see :func:`explorer.kit.plotly_figure.figure_dict` (presentation mode)."""
+        see :func:`explorer.kit.plotly_figure.figure_dict` (presentation mode: nor an edge to a node the window does
+        not show)."""
         v = self.views[level]
         if self.animated(level) if animate is None else animate:
             if level not in self.figures:
@@ -81,7 +81,8 @@ class Explored:
         frame = min(max(frame, 0), len(v.frames.frames) - 1)
         one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
                        hover=v.frames.hover)
-        return figure_dict(one, v.graph, self.drawing(level, width, max_height), whole_text_only=whole_text_only)
+        return figure_dict(one, v.graph, self.drawing(level, width, max_height), whole_text_only=whole_text_only,
+                           shown_edges_only=whole_text_only)
 
     def backward_figure(self, level: str, frame: int, width: int | None = None, max_height: int | None = None,
                         whole_text_only: bool = False) -> dict:
@@ -90,7 +91,7 @@ class Explored:
         written symbolically then in numbers. One frame only (the page steps on the server); laid out once per
         size, over every frame, so that a node stays put from step to step."""
         from explorer.kit.plotly_figure import ADJOINT
-        from .backward import BACKWARD_RANKDIR, backward_frames
+        from .backward import backward_frames, backward_rankdir
         v = self.views[level]
         if level not in self.backward:
             self.backward[level] = backward_frames(self.rec, v)
@@ -101,13 +102,14 @@ class Explored:
             # room made by dot for each contribution beside its edge, or the compact layout that writes each
             # where it finds a free spot (ranks far enough apart in the layer view): the one that shows more of the
             # graph, then more numbers, then the larger (the middle edge of a three-way fan found no free spot)
-            candidates = [plan(bfs, v.graph, width or v.drawing.width, BACKWARD_RANKDIR[level], label_room=room,
+            rankdir = backward_rankdir(level, v.drawing.placement.rankdir)   # the mirror of the view's own
+            candidates = [plan(bfs, v.graph, width or v.drawing.width, rankdir, label_room=room,
                                label_gap=level == "layer", group_labels=True, **kw) for room in (True, False)]
             self.drawings[key] = max(candidates, key=lambda d: (d.viewport is None, sum(d.edge_labels), d.scale))
         frame = min(max(frame, 0), len(bfs.frames) - 1)
         one = FrameSet(bfs.node_ids, [bfs.frames[frame]], heads=bfs.heads, edges=bfs.edges, hover=bfs.hover)
         return figure_dict(one, v.graph, self.drawings[key], edge_color=ADJOINT, pending_edges=True,
-                           whole_text_only=whole_text_only)
+                           whole_text_only=whole_text_only, shown_edges_only=whole_text_only)
 
     def drawing(self, level: str, width: int | None = None, max_height: int | None = None):
         """The view's drawing, or one laid out again for ``width`` x ``max_height`` px (presentation mode,
@@ -313,6 +315,11 @@ def title_chars(width_px: float, font: int) -> int:
     return max(8, int(width_px / (0.62 * font)))
 
 
+def tick_margin(font: int) -> int:
+    """The bottom margin a heatmap's column numbers take (a line of ``font`` px, its distance from the cells)."""
+    return int(1.8 * font) + 4
+
+
 def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zmax: float | None = None,
             narrow: bool = False, chars: int | None = None, title_rows: int = 1) -> go.Figure:
     """A small heatmap of a tensor (folded to 2-D by :func:`analysis.look`); numbers printed when few.
@@ -337,13 +344,18 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
                                texttemplate="%{text}" if text is not None else None, showscale=False,
                                textfont=dict(size=max(font - 2, 9))))
     lines = title_lines(title, chars)
+    # the column numbers under the cells get their own margin: left to Plotly's automargin, a one-row heatmap (a
+    # projector's compact panel, 128 px) had no room to give them and cut them in half
+    ticks = tick_margin(font) if m.shape[1] <= 12 else 10
     extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
     # Plotly sets a title's first line in the middle of the top margin and the others under it: each extra line
     # takes twice its height of margin (with once, a third line reached into the cells: the adjoint's "±0.25" on
     # the Network explorer's step 30 on a projector)
-    fig.update_layout(title=dict(text="<br>".join(html.escape(t) for t in lines), font=dict(size=font)),
+    # an adjoint's name barred whole (l̅o̅s̅s̅) as one overline, as the graphs draw it (its combining marks, drawn by
+    # Plotly's SVG text, broke into dashes through the letters)
+    fig.update_layout(title=dict(text="<br>".join(figure_text(t) for t in lines), font=dict(size=font)),
                       # a title line needs twice its font of margin (at the small projector's 23 px, 40 px cut it)
-                      height=height + 2 * extra, margin=dict(l=10, r=10, t=max(40, 2 * font) + 2 * extra, b=10),
+                      height=height + 2 * extra, margin=dict(l=10, r=10, t=max(40, 2 * font) + 2 * extra, b=ticks),
                       font=dict(size=font))
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
@@ -358,13 +370,13 @@ COMPACT_COLUMNS = 2
 
 
 def compact_heatmap_height(value: np.ndarray, font: int, height: int = 220) -> int:
-    """The height of a heatmap of ``value`` in presentation mode's narrow step panel: the title, the axis's tick
-    labels and a row of at least 1.6 lines of ``font`` per tensor row, for a tensor of at most
-    :data:`COMPACT_ROWS` rows; ``height`` (the usual one) otherwise."""
+    """The height of a heatmap of ``value`` in presentation mode's narrow step panel: the title, the column
+    numbers' margin (:func:`tick_margin`) and a row of at least 1.6 lines of ``font`` per tensor row, for a tensor
+    of at most :data:`COMPACT_ROWS` rows; ``height`` (the usual one) otherwise."""
     lk = analysis.look(value)
     if lk is None or lk.matrix is None or lk.matrix.shape[0] > COMPACT_ROWS:
         return height
-    return min(height, int(2 * font + max(40, 2 * font) + lk.matrix.shape[0] * 1.6 * font))
+    return min(height, int(max(40, 2 * font) + tick_margin(font) + lk.matrix.shape[0] * 1.6 * font))
 
 
 def side_by_side(*values) -> bool:
@@ -405,7 +417,9 @@ NODE_LABELS_NOTE = ("Node labels: name, output shape, and where its adjoint stan
                     "yellow active.")
 #: what the page writes over the backward graph (normal mode: under the forward one)
 BACKWARD_HEADING = ("Backward pass: every edge reversed, each node the adjoint (x̄) of the node above; a node used "
-                    "more than once sums its contributions (symbols, then numbers: a value, or a tensor's norm ‖·‖)")
+                    "more than once sums its contributions (symbols, then numbers: a value, or a tensor's norm, ‖x̄‖)")
+#: the backward graph's legend for its sent edges: a tensor's contribution is written by its norm
+SENT_LEGEND = "contribution sent (its value or norm on its edge)"
 FAN_OUT_NOTE = ("One colour scale for the row: a contribution's colours read against the sum's.")
 VJP_SYMBOL = {"matmul": "@", "mul": "⊙", "div": "/", "scatter_add": "scatter-add", "sum": "summed over rows"}
 
@@ -464,7 +478,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
         from explorer.kit.backward_view import legend_html
         view.add_html(f"<h5>{esc(BACKWARD_HEADING)}</h5>")
         view.add_plot(laptop_still(ex.backward_figure(level, frame), 0))
-        view.add_html(legend_html())
+        view.add_html(legend_html(SENT_LEGEND))
     view.add_html(f"<p class='adx-caption'>{esc(NODE_LABELS_NOTE)}</p>")
     here: list[dict] = [{"kind": "html", "html": "<h5>This step</h5>"}]
     if m.node is None:
