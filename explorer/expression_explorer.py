@@ -336,9 +336,11 @@ class StepView:
     lecture_html: str = ""      # slide 27's backward_pass with the same step's work lit
 
 
-def step_view(model: ExplorerModel, frame: int, font_px: int, code_height_px: int | None = None) -> StepView:
+def step_view(model: ExplorerModel, frame: int, font_px: int, code_height_px: int | None = None,
+              lecture_height_px: int | None = None) -> StepView:
     """The header, contributions table and code panel of the 0-based ``frame`` (code at ``font_px``; the
-    engine's panel scrolls beyond ``code_height_px``)."""
+    engine's panel scrolls beyond ``code_height_px``, the slide's ``backward_pass`` beyond ``lecture_height_px``:
+    a window on the lines the step lights)."""
     frame = min(max(int(frame), 0), model.n_frames - 1)
     sent = model.contributions(frame)
     view = model.code(frame)
@@ -347,7 +349,8 @@ def step_view(model: ExplorerModel, frame: int, font_px: int, code_height_px: in
                     table_data(sent) if sent else None,
                     to_html(view, font_px, test_id="code-panel", max_height_px=code_height_px, heading=ENGINE_HEADING),
                     view.caption,
-                    to_html([lecture], font_px, test_id="code-lecture", narrow=code_height_px is not None))
+                    to_html([lecture], font_px, test_id="code-lecture", max_height_px=lecture_height_px,
+                            narrow=code_height_px is not None))
 
 
 def protocol_html(font_px: int, strategy: str = "topological") -> str:

@@ -252,3 +252,5 @@ def test_a_scrolling_panel_keeps_its_blocks_title_row_on_screen():
     assert "adx-scroll" not in flowing and "sticky" not in flowing
     assert scrolling.split("</style>", 1)[1].count('<div class="t">') == len(blocks)
     assert "start - title.offsetHeight" in SCROLL_TO_HIGHLIGHT and "span() + 2 * rowH > room" in SCROLL_TO_HIGHLIGHT
+    # lit rows that do not fit even folded (wrapped lines) make the window taller, never past the screen's edge
+    assert "max = Math.min(limit, max + span() - room + 1)" in SCROLL_TO_HIGHLIGHT

@@ -12,7 +12,8 @@ from explorer.kit import presets
 from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import graph_scale, style_graph_figure
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px
+from explorer.kit.figures import PrebuiltFigure, floor_growth, graph_scale, style_graph_figure
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, class_view, explorer_model,
                                           node_table_data, node_table_styler, protocol_html, relayed_view,
@@ -31,9 +32,23 @@ ctx = start_page(
             "step": LinkField("int", 1, minimum=0)},  # 1-based, as the header shows it (0: first step)
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "step": 1, "sig": None})
 ns, look = ctx.ns, ctx.look
-PRESENT_GRAPH_SHARE = 0.54  # of the page's width: the two graphs; the code takes the rest (its lit lines unwrapped)
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
+if look.presenting:
+    st.html(small_screen_css())
+# presenting, every text the class reads is 16 px or more at 1366 x 768 too: graphs, code, captions and labels at
+# 23 px in the 1920 x 1080 layout (the graphs laid out that much smaller and drawn that much larger)
+PRESENT_GRAPH_SHARE = 0.62  # of the page's width: the two graphs (the slide example whole with its texts at 23 px);
+# the code takes the rest
+PRESENT_PLAIN_SHARE = 0.54  # the same for graphs at the 1920 x 1080 sizes (too big at 23 px), the code's lit lines
+# unwrapped
 PRESENT_PAIR_MAX_PX = 300    # each graph's drawing: two of them, the caption and the buttons fit 1080 px
-PRESENT_CODE_PX = 200        # the engine's code panel scrolls beyond this (its lit lines kept in view)
+PRESENT_CODE_PX = 260        # the engine's code panel scrolls beyond this (its lit lines kept in view)
+PRESENT_LECTURE_PX = 360     # and slide 27's backward_pass: a window on the lines the step lights
+# each graph's drawing with 4 px above and below it and 3 units of room around its boxes (the renderer's 12 px and
+# 10 units, grown to the floor, put the legend under a 1366 x 768 screen's edge)
+PRESENT_MARGIN_PX = 4
+PRESENT_RANGE_TRIM = 7
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -54,8 +69,9 @@ def cached_accumulation(program: str, inputs: str, actions: tuple[str, ...]):
 # through the slide example): the tables ready to send, the code panel's HTML.
 @bounded_cache(16 << 20, spinner=None, refuse=program_refused)
 def cached_step(program: str, inputs: str, expand: bool, width: int, max_height: int, presenting: bool, frame: int,
-                font: int, code_height: int | None):
-    return step_view(cached_model(program, inputs, expand, width, max_height, presenting), frame, font, code_height)
+                font: int, code_height: int | None, lecture_height: int | None = None):
+    return step_view(cached_model(program, inputs, expand, width, max_height, presenting), frame, font, code_height,
+                     lecture_height)
 
 
 @bounded_cache(4 << 20, spinner=None, refuse=program_refused)
@@ -76,21 +92,38 @@ left, right, program_text, inputs_text = program_boxes(
     ns, 140 if not look.presenting else 200, lk=look, where=top[1],
     program_label="Program (one assignment per line; the last one is the output)")
 
-# presentation mode: the forward graph (values) over the backward graph (adjoints) in the left 62% of the page,
-# the step's caption above them and the code beside them, all on the first screen
-model_args = (program_text, inputs_text, bool(st.session_state.get(ns.key("expand"), False)),
-              graph_px(look, HALF_WIDTH, PRESENT_GRAPH_SHARE),
-              int(PRESENT_PAIR_MAX_PX / graph_scale(look)) if look.presenting else MAX_HEIGHT, look.presenting)
+# presentation mode: the forward graph (values) over the backward graph (adjoints) in the left part of the page,
+# the step's caption above them and the code beside them, all on the first screen. The graphs' texts at the small
+# screen's floor where both graphs fit whole that large: beside the code (the slide example), else across the page
+# with the code under them (the sigmoid presets' chain); a graph that fits neither (it would need a window cutting
+# its boxes) keeps the 1920 x 1080 sizes, beside the code where it fits, else across the page.
+expand = bool(st.session_state.get(ns.key("expand"), False))
+
+
+def layout_args(share: float | None, floored: bool) -> tuple:
+    """``cached_model``'s arguments for graphs laid out across ``share`` of the page (None: all of it), grown to the
+    floor or not."""
+    g = grow if floored else 1.0
+    width = graph_px(look, HALF_WIDTH, share) if share else graph_px(look, HALF_WIDTH)
+    return (program_text, inputs_text, expand, int(width / g),
+            int(PRESENT_PAIR_MAX_PX / graph_scale(look) / g) if look.presenting else MAX_HEIGHT, look.presenting)
+
+
+def windowed(m) -> bool:
+    """Whether a graph of ``m`` is too big for its room and shown through a window (its boxes cut at the edges)."""
+    return any((f.get("layout", {}).get("meta") or {}).get("window") for f in (m.figure, m.backward_figure) if f)
+
+
+tries = ([(PRESENT_GRAPH_SHARE, True), (None, True), (PRESENT_PLAIN_SHARE, False), (None, False)] if look.presenting
+         else [(PRESENT_GRAPH_SHARE, False)])
 try:
-    model = cached_model(*model_args)
-    wide = False
-    if look.presenting and any((f.get("layout", {}).get("meta") or {}).get("window")
-                               for f in (model.figure, model.backward_figure) if f):
-        # a graph too wide for its column (the sigmoid presets' chain) would be cut at the column's edge: the graphs
-        # take the page's width, one over the other, and the code goes under them
-        model_args = (*model_args[:3], graph_px(look, HALF_WIDTH), *model_args[4:])
+    for graph_share, floored in tries:
+        model_args = layout_args(graph_share, floored)
         model = cached_model(*model_args)
-        wide = True
+        if not (look.presenting and windowed(model)):
+            break
+    wide = graph_share is None
+    graph_floor = floor if floored else None
 except InputProblem as problem:
     show_input_problem(problem, left, right, program_text, inputs_text)
     st.info("Nothing was run. Fix the text above (or pick a preset) and the graph appears again.")
@@ -160,8 +193,9 @@ def draw(step: int) -> None:
     In presentation mode: :func:`present_step`.
     """
     frame = step - 1
-    font = code_font_px(look.presenting)
-    shown = cached_step(*model_args, frame, font, PRESENT_CODE_PX if look.presenting else None)
+    font = floor or code_font_px(False)
+    shown = cached_step(*model_args, frame, font, *((PRESENT_CODE_PX, PRESENT_LECTURE_PX) if look.presenting
+                                                    else (None, None)))
     if look.presenting:
         present_step(shown, frame)
         return
@@ -205,12 +239,12 @@ def present_step(shown, frame: int) -> None:
         st.markdown(f"**{head.removeprefix('#### ')}**")
         if caption.strip():
             st.markdown(caption)
-    left, right = ((st.container(), st.columns(2)) if wide
-                   else st.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE]))
+    left, right = ((st.container(), st.columns(2)) if wide else st.columns([graph_share, 1 - graph_share]))
     with left:
-        show_plot(style_graph_figure(still_graph(model.figure, frame, title=False), look), look, key=ns.key("figure"))
-        show_plot(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look), look,
-                  key=ns.key("backward_figure"))
+        show_plot(tight(style_graph_figure(still_graph(model.figure, frame, title=False), look,
+                                           floor_px=graph_floor)), look, key=ns.key("figure"))
+        show_plot(tight(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look,
+                                           floor_px=graph_floor)), look, key=ns.key("backward_figure"))
         st.html(backward_legend_html())
     lecture_at, code_at = right if wide else (right, right)
     lecture_at.html(shown.lecture_html)
@@ -229,6 +263,24 @@ def present_step(shown, frame: int) -> None:
         with tab_table:
             node_table_view()
     publish_link(ctx, {"expr": program_text, "at": inputs_text, "step": frame + 1}, view=lambda: relayed(shown, frame))
+
+
+def tight(fig: PrebuiltFigure) -> PrebuiltFigure:
+    """A still graph with :data:`PRESENT_MARGIN_PX` above and below its drawing instead of the renderer's margins,
+    and :data:`PRESENT_RANGE_TRIM` units less room around its boxes (the drawing's scale stays as it was)."""
+    lay = dict(fig.spec["layout"])
+    if "height" not in lay:
+        return fig
+    m = dict(lay.get("margin") or {})
+    cut = sum(max(0, int(m.get(side, 0)) - PRESENT_MARGIN_PX) for side in ("t", "b"))
+    lay["margin"] = {**m, "t": min(m.get("t", 0), PRESENT_MARGIN_PX), "b": min(m.get("b", 0), PRESENT_MARGIN_PX)}
+    meta = lay.get("meta") or {}
+    y_range = (lay.get("yaxis") or {}).get("range")
+    if not meta.get("window") and y_range and meta.get("scale"):   # a window's range follows the step: kept
+        lay["yaxis"] = {**lay["yaxis"], "range": [y_range[0] + PRESENT_RANGE_TRIM, y_range[1] - PRESENT_RANGE_TRIM]}
+        cut += int(2 * PRESENT_RANGE_TRIM * meta["scale"])
+    lay["height"] = lay["height"] - cut
+    return PrebuiltFigure({**fig.spec, "layout": lay})
 
 
 def relayed(shown, frame: int):

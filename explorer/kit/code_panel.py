@@ -393,11 +393,12 @@ _CSS = """
 """
 _STICKY_CSS = """
 .adx-scroll .adx-code { overflow: visible; }
-.adx-scroll .adx-code .t { position: sticky; top: 0; z-index: 1; }
+.adx-scroll .adx-code .t { position: sticky; top: 0; z-index: 1; box-shadow: 0 -8px 0 #fff; }
 """
 # a scrolling panel (a projector's) keeps each block's title row stuck to its top while that block's lines are on
 # screen: lit lines deep in a long function still say whose they are, at no cost in height (the block's own box
-# no longer scrolls sideways there: its lines wrap)
+# no longer scrolls sideways there: its lines wrap); its white shadow above it covers the bottom of the row scrolled
+# out over it, which Chromium paints a few pixels above the panel's top in a page scaled for a small projector
 
 
 def gap_text(first: int, last: int) -> str:
@@ -467,7 +468,9 @@ def scroll_to_highlight(step: int) -> str:
 # scaled: a 300-pixel panel under the graphs ran past the edge), and the first lit row sits one row from the
 # window's top, so the lines a step ran are read top-down inside the first screen. When the lit rows are further
 # apart than the window holds, the rows between them are folded into one "⋮ lines a–b folded" row (one row of
-# context kept on each side, none where the window is too short for it), so every lit row is in view at once; a
+# context kept on each side, none where the window is too short for it), so every lit row is in view at once; lit
+# rows that still do not fit (long lines wrapped in a narrow column: slide 27's output step at 23 px) make the window
+# taller, as far as the screen's bottom edge allows (a panel under it moves down and shrinks to what is left); a
 # block's title row sticks to the window's top (the function's name stays on screen), the rows get the rest; the
 # page without presentation mode shows them.
 # The script is the same on every run but for its step mark (no data in it).
@@ -485,11 +488,13 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
   const rowH = heights.length ? Math.min(...heights) : 20;
   const top0 = box.getBoundingClientRect().top;
   const onScreen = (window.innerHeight - top0) / k;   // what is left of the first screen under the panel's top
-  const max = (top0 >= 0 && onScreen >= 4 * rowH) ? Math.min(max0, onScreen - 2) : max0;
+  const limit = (top0 >= 0 && onScreen >= 4 * rowH) ? onScreen - 2 : Infinity;   // the screen's bottom edge
+  let max = Math.min(max0, limit);
   const span = () => { const h = hl(); return h.length ? at(h[h.length - 1]) + h[h.length - 1].offsetHeight - at(h[0]) : 0; };
   // the block's title row stays at the window's top (stuck there once its block scrolls): the rows get the rest
   const title = first ? first.querySelector('.t') : null;
-  const room = max - (title ? title.offsetHeight : 0);
+  const titleH = title ? title.offsetHeight : 0;
+  let room = max - titleH;
   // rows between lit ones folded, one row of context kept on each side; none where even that leaves no room
   const fold = keep => {
     box.querySelectorAll('.jsgap').forEach(g => g.remove());
@@ -511,6 +516,9 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
     fold(1);
     if (span() > room) fold(0);
   }
+  // lit rows that still do not fit (long lines wrapped in a narrow column): the window grows to hold them, as far
+  // as the screen's bottom edge allows
+  if (span() > room && max < limit) { max = Math.min(limit, max + span() - room + 1); room = max - titleH; }
   const h = hl();
   // a title row is where its block starts (measured where it is stuck, it would sit wherever the box scrolled to)
   const rows = [...box.querySelectorAll('.adx-code .t, .adx-code .l')].filter(r => r.offsetHeight > 0)

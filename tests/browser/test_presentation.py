@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import urlencode
 
 import pytest
 from browser_kit import wait_drawn, wait_stable
@@ -187,6 +188,10 @@ SMALL_SCREEN_PAGES = ("Cross_entropy_on_logits?present=1", "Exercises?present=1"
                       "Your_HW2_code?present=1", "Your_HW2_code?present=1&step=7", "Your_HW2_code?present=1&step=14",
                       "?present=1", "Learning_problem?present=1", "Learning_problem?present=1&step=12",
                       "Learning_problem?present=1&lr=32&step=6",
+                      "Expression_explorer?present=1", "Expression_explorer?present=1&step=5",
+                      "Expression_explorer?present=1&step=7", "Expression_explorer?present=1&step=10",
+                      "Expression_explorer?present=1&step=9&" + urlencode({"expr": "f = 1 / (1 + exp(-(w * x)))",
+                                                                          "at": "w = 0.5, x = 2"}),
                       "Topological_sort?present=1", "Topological_sort?present=1&step=4",
                       "Topological_sort?present=1&step=7",
                       "Gradient_check?present=1")
