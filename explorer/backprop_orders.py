@@ -199,7 +199,6 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
 
 def mark_finalised_early(frameset, moments: list[Moment]) -> None:
     """A node finalised before all its contributions arrived is drawn wrong ('early') from that step on."""
-    index = {name: i for i, name in enumerate(frameset.heads)}
     for m in moments:
         if m.kind != "finalised":
             continue

@@ -17,7 +17,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import floor_growth, graph_scale, style_graph_figure
 from explorer.kit.presentation import small_screen_css, small_screen_floor_px, small_screen_look
 from explorer.kit.labels import num
-from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
+from explorer.kit.widgets import (PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
                                   still_graph, walkthrough_download)
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND_PX, VIEW_WIDTH

@@ -15,13 +15,13 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.presentation import small_screen_css, small_screen_floor_px
 from explorer.kit.figures import PrebuiltFigure, floor_growth, graph_scale, style_graph_figure
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
-from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, class_view, explorer_model,
+from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model,
                                           node_table_data, node_table_styler, protocol_html, relayed_view,
                                           step_view, table_data, walkthrough)
 from explorer import autograd_usage
 from explorer.kit.budget import bounded_cache
 from explorer.kit.programs import InputProblem, program_refused
-from explorer.kit.widgets import (PRESENT_GRAPH_MAX_PX, fixed_figure, graph_px, presentation_toggle, preset_picker,
+from explorer.kit.widgets import (fixed_figure, graph_px, presentation_toggle, preset_picker,
                                   program_boxes, publish_link, rerun_page, show_dot, show_input_problem, show_plot,
                                   show_table, start_page, stepper, still_graph, walkthrough_download)
 from explorer.kit.formatting import plain

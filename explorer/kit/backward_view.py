@@ -52,7 +52,6 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
     """
     names = {n.id: n.name for n in graph.nodes}
     ids = fs.node_ids
-    n = len(ids)
     edges = fs.edges or [(e.src, e.dst) for e in graph.edges]
     out_edges: dict[int, list[int]] = {}
     for k, (src, _dst) in enumerate(edges):

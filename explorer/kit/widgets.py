@@ -621,8 +621,6 @@ def show_dot(dot: str, lk: Look, *, where=None, **graphviz_args) -> None:
 
 
 PRESENT_PAGE_PX = 1848  # the page's width in presentation mode at 1920 px (1.5 rem of padding either side)
-PRESENT_GRAPH_MAX_PX = 460  # a stepped graph's drawing in presentation mode: under title, choices, buttons and
-#                             the step's caption it still ends within the first 1080 px (taller: a window)
 
 
 def graph_px(lk: Look, normal: int, share: float = 1.0, gap: int = 24) -> int:
