@@ -244,7 +244,8 @@ def wrong_moments(trace, frameset) -> list[Moment]:
                 got, want = held.get(e.node, (0, 0))
                 if want and got < want:
                     who = name.get(e.node, f"#{e.node}")
-                    what = (f"{who}.grad = {_shown(e)} is final" if e.node in leaves else
+                    what = (f"its adjoint {adjoint_label(adjoint_of, e.node, who)} = {_shown(e)} is final "
+                            f"({who}.grad)" if e.node in leaves else
                             f"its adjoint {adjoint_label(adjoint_of, e.node, who)} = {_shown(e)} is passed on incomplete")
                     out.append(Moment(frame, "finalised", who,
                                       f"{who} finalised with {got} of {want} contributions: {what}"))

@@ -76,10 +76,11 @@ def dual_table(run: DualRun, seed: str) -> list[dict]:
     """The dual-number table: one row per input (its seed tangent: 1 for ``seed``, 0 for the others), then one
     row per op in the order forward mode computes them; every tangent written ``ẋ3 = 1.5``, as on the graph."""
     dots = marked_names(run.graph, dot_name)
-    rows = [{"node": run.graph.node(nid).name, "computes": "seed (input)" if np.any(np.asarray(tan, dtype=float) != 0)
+    names = lecture_names(run.graph)   # the output as the graph and its tangent name it: x7 (ẋ7), not f
+    rows = [{"node": names[nid], "computes": "seed (input)" if np.any(np.asarray(tan, dtype=float) != 0)
              else "input", "value": fmt_value(val), tangent_column(seed): f"{dots[nid]} = {_tangent(tan)}"}
             for nid, (val, tan) in run.leaves.items()]
-    rows += [{"node": run.graph.node(s.node).name,
+    rows += [{"node": names[s.node],
               "computes": s.text.split(" = ")[1] if " = " in s.text else s.op,
               "value": fmt_value(s.value), tangent_column(seed): f"{dots[s.node]} = {_tangent(s.tangent)}"}
              for s in run.steps]
@@ -104,7 +105,8 @@ def step_notes(model: DualModel, seed: str, step: int, short: bool = False) -> t
     out_dot = md_escape(marked_names(graph, dot_name)[graph.output])
     if short:
         if step < model.n_frames:
-            lead = f"One forward pass gives **{out_dot} = d{out} / d{name}**; reverse mode, every input's at once."
+            lead = (f"One forward pass gives one input's derivative, **{out_dot} = ∂{out}/∂{name}**; one reverse "
+                    "pass gives every input's at once.")
         else:
             lead = (f"Forward, one pass per input: **{out_dot} = {fmt_value(model.run.output_tangent)}**.  \n"
                     "Reverse, one pass for all: "
@@ -112,10 +114,10 @@ def step_notes(model: DualModel, seed: str, step: int, short: bool = False) -> t
         tensor = isinstance(model.reverse_grads.get(seed), list)
         return lead, (["A tensor input's tangent is the derivative along all-ones."] if tensor else [])
     if step < model.n_frames:
-        lead = (f"Forward mode, one pass: the output's tangent **{out_dot} = d{out} / d{name}** is known at the last "
+        lead = (f"Forward mode, one pass: the output's tangent **{out_dot} = ∂{out}/∂{name}** is known at the last "
                 f"step ({model.n_frames}); reverse mode gives every input's gradient in one backward pass.")
     else:
-        lead = (f"Forward mode, one pass: **{out_dot} = d{out} / d{name} = {fmt_value(model.run.output_tangent)}**  \n"
+        lead = (f"Forward mode, one pass: **{out_dot} = ∂{out}/∂{name} = {fmt_value(model.run.output_tangent)}**  \n"
                 "Reverse mode, one backward pass, every input at once: "
                 + ", ".join(f"{md_escape(bar(k))} = ∂{out}/∂{md_escape(k)} = {fmt_value(v)}"
                             for k, v in model.reverse_grads.items()))

@@ -424,7 +424,7 @@ def test_orders_on_a_10x10_input_are_right_and_their_verdicts_name_numbers():
     assert [w["input"] for w in bfs.wrong] == ["W"]
     assert bfs.wrong[0]["this order gives"].startswith("[1, 1, 1")
     first = bfs.moments[0].text
-    assert "W.grad = [1, 1, 1, 1, …] (10×10) is final" in first, first
+    assert "= [1, 1, 1, 1, …] (10×10) is final (W.grad)" in first, first
     lost = [mo.text for mo in bfs.moments if mo.kind == "lost"]
     assert lost and all("contribution [" in t and "(10×10) reached W" in t for t in lost), lost
     for mo in bfs.moments:

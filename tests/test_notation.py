@@ -40,7 +40,7 @@ def test_the_slide_examples_output_adjoint_is_x7_with_or_without_named_intermedi
     assert output_number(named.shown_trace.graph) == ""     # already numbered: nothing to add
     # the caption that seeds the backward pass introduces the name once; the backward graph heads it x̄7
     seed = next(f.caption for f in typed.frameset.frames if f.phase == "backward")
-    assert seed.startswith("take f: x̄7 (= f̄) = 1")
+    assert seed.startswith("take x7: x̄7 (= f̄) = 1")   # named as its node is drawn: x7 = x1 + x6
     heads = typed.backward_figure["layout"]["meta"].get("heads") or json.dumps(typed.backward_figure,
                                                                                 ensure_ascii=False)
     assert "x̄7" in heads and not OTHER_NOTATION.search(heads)

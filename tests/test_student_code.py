@@ -65,7 +65,7 @@ def test_breadth_first_first_touch_loses_x1s_second_contribution():
     v = lecture(rep, "slide")
     assert v.kind == "wrong_gradient" and v.node_name == "x1", v.headline
     assert v.reasons[0] == "lost" and "not_topological" in v.reasons
-    assert "x3 sent 367.04 to x1 after x1 had passed its adjoint on" in v.details[0]
+    assert "x3 sent 367.04 to x1 after x1 was taken" in v.details[0]
     assert "1 " in v.headline and "368" in v.headline        # ∂f/∂x1 = 1 where the engine has 368.04
     assert lecture(rep, "cube").right and lecture(rep, "diamond").right   # no node reached at two depths
     wrong = sum(1 for v in rep.random() if v.kind == "wrong_gradient")

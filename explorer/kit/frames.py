@@ -126,11 +126,18 @@ def node_heads(graph: Graph, full: Graph | None = None) -> dict[int, str]:
     """
     full = full if full is not None else graph
     formulas = node_formulas(full)
-    # numbered after the intermediates, as the notes number x3..x7 (not after the inputs alone: f = x1 − 5 stays f)
-    inner = any(n.kind not in ("input", "constant") and n.id != graph.output for n in graph.nodes)
-    alias = output_number(graph) if inner else ""
+    alias = drawn_output_number(graph)
     return {n.id: heading(alias if alias and n.id == graph.output else n.name,
                           formulas.get(n.id, "")) for n in graph.nodes}
+
+
+def drawn_output_number(graph: Graph) -> str:
+    """The number the graphs give an output the program named otherwise (``x7`` for ``f``; see
+    :func:`~explorer.explain.graph.output_number`), the same in the nodes' heads and in the steps' captions ("take
+    x7: x̄7 (= f̄) = 1; x7 → x1"); empty where the output keeps its own name. Numbered after the intermediates, as
+    the notes number x3..x7, not after the inputs alone (f = x1 − 5 stays f)."""
+    inner = any(n.kind not in ("input", "constant") and n.id != graph.output for n in graph.nodes)
+    return output_number(graph) if inner else ""
 
 
 def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX_FRAMES,
@@ -150,6 +157,8 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     index = {nid: i for i, nid in enumerate(node_ids)}
     name = {n.id: n.name for n in trace.graph.nodes}
     name.update({n.id: n.name for n in g.nodes})
+    if heads is None and drawn_output_number(trace.graph):   # the captions name the output as its node's head does
+        name[trace.graph.output] = drawn_output_number(trace.graph)
     adj_name = adjoint_names(trace.graph)   # x̄3, and the output's x̄7 where the program called it f
     adj_name.update({n.id: adjoint_label(adj_name, n.id, n.name) for n in g.nodes})
     seed_note = output_adjoint_note(trace.graph)
@@ -326,8 +335,9 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
                             f" (+{_v(e.value, 14)}, path {k})" if k > 1 else "")
                     state[index[nid]] = "leaf"
             elif e.kind == "lost":
-                texts.append(f"LOST: {_v(e.value)} reached {nm} after it had passed its adjoint on "
-                             f"({e.received} of {e.expected})")
+                # taken already: an input's x̄ is final, an op's was sent on (its consumer count: e.received of expected)
+                texts.append(f"LOST: {_v(e.value)} reached {nm} after {nm} was taken (contribution {e.received} of "
+                             f"{e.expected}): it is never added to {nb}")
                 if shown:
                     i = index[nid]
                     base = adjoint[i].split(", lost", 1)[0] or f"{nb} = ?"

@@ -291,8 +291,8 @@ def diagnose(key: str, raw: dict | None, ref: Reference, skipped: str | None = N
     v.node, v.node_name = first, names[first]
     want, have = ref.adjoints.get(first), got.get(first)
     shown = "∂f/∂" + names[first] if kinds.get(first) == "input" else "adjoint of " + names[first]
-    v.headline = (f"wrong gradient: first wrong node {names[first]} ({shown} = {_fmt(have)}, "
-                  f"the engine's = {_fmt(want)})")
+    v.headline = (f"wrong gradient: first wrong node {names[first]} ({shown} = {_fmt(have)} where the engine "
+                  f"gives {_fmt(want)})")
     why: list[str] = []
     if kinds.get(first) == "input" and first not in accs:
         why.append("leaf_never_accumulated")
@@ -301,7 +301,7 @@ def diagnose(key: str, raw: dict | None, ref: Reference, skipped: str | None = N
         sender, _, value = lost[first]
         why.append("lost")
         v.details.append(f"lost contribution: {names[sender]} sent {_fmt(value)} to {names[first]} after "
-                         f"{names[first]} had passed its adjoint on — it is never added")
+                         f"{names[first]} was taken — it is never added")
     if first in twice:
         why.append("visited_twice")
         v.details.append(f"{names[first]} was visited {len(visits[first])} times (chain_rule called on it "
@@ -313,7 +313,7 @@ def diagnose(key: str, raw: dict | None, ref: Reference, skipped: str | None = N
         n, (sender, _, value) = next(iter(lost.items()))
         why.append("lost")
         v.details.append(f"lost contribution: {names[sender]} sent {_fmt(value)} to {names[n]} after {names[n]} "
-                         "had passed its adjoint on")
+                         "was taken")
     v.details += [t for t in texts if t not in v.details]
     v.reasons = why + [c for c in codes if c not in why]
     if twice and "visited_twice" not in v.reasons:

@@ -167,7 +167,7 @@ def student_events(events: list[list], ref: Reference) -> list[BackwardEvent]:
             want = expected.get(parent, 1)
             if parent in taken and last_take.get(parent, -1) < i:
                 add("lost", parent, None, value, received[parent], want,
-                    f"LOST: {_f(value)} reached {pn} after it had passed its adjoint on")
+                    f"LOST: {_f(value)} reached {pn} after {pn} was taken: it is never added")
                 continue
             v = _num(value)
             total[parent] = v if parent not in total or v is None or total[parent] is None else total[parent] + v
