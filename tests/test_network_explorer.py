@@ -1000,3 +1000,10 @@ def test_a_compact_heatmap_keeps_room_for_its_column_numbers(shape):
     m, rows = fig["layout"]["margin"], analysis.look(value).matrix.shape[0]
     assert m["b"] >= 1.8 * font, m
     assert fig["layout"]["height"] - m["t"] - m["b"] >= rows * 1.6 * font - 1, (fig["layout"]["height"], m)
+
+
+def test_a_sent_contribution_says_how_far_its_targets_sum_has_got():
+    """'→ sent to log (its only consumer)' read as if log consumed the sender; the line is about the target's sum."""
+    from explorer.network_explorer.explore import sent_status
+    assert sent_status({"received": 2, "expected": 3}) == "2 of 3 received"
+    assert sent_status({"received": 1, "expected": 1}) == "the only contribution it receives"

@@ -25,7 +25,7 @@ from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, SENT_LEGEND,
                                                compact_heatmap_height, data_input,
                                                adjoint_name, explore, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
-                                               side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
+                                               sent_status, side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_caption, memory_rows, note_levels)
@@ -258,7 +258,7 @@ def sent_lines(m) -> None:
     if d.leaf_grad is not None:
         st.success(f"{d.label}.grad += adjoint (shape {analysis.format_shape(d.leaf_grad.shape)})")
     for s in d.sent:
-        status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
+        status = sent_status(s)
         to = shown_name(ex, s["target"], level)
         st.markdown(f"→ sent to **{md_escape(to)}** {analysis.format_shape(s['value'].shape)} ({status})")
 

@@ -165,6 +165,14 @@ class Moment:
 _OP_ID = re.compile(r"#\d+$")   # a recorded op's id in its label (add#8): the op view's name, not the lecture's
 
 
+def sent_status(sent: dict) -> str:
+    """How far a contribution's target has got with its sum: "2 of 3 received", or, where this is all it receives
+    (the sender is its only consumer), "the only contribution it receives"."""
+    if sent["expected"] > 1:
+        return f"{sent['received']} of {sent['expected']} received"
+    return "the only contribution it receives"
+
+
 def shown_name(ex: Explored, node_id: int, level: str = "op") -> str:
     """A node as ``level``'s view names it. The op view: its recorded label (``add#8``, ``fc1.weight``). The layer
     view draws a box per layer and never an op id: a layer's output is its box (``Linear 1``), an op inside a layer
@@ -517,7 +525,7 @@ def step_class_view(ex: Explored, level: str, frame: int, drawn: dict | None = N
             lines.append(f"<p class='adx-success'>{esc(d.label)}.grad += adjoint (shape "
                          f"{analysis.format_shape(d.leaf_grad.shape)})</p>")
         for s in d.sent:
-            status = f"{s['received']} of {s['expected']} received" if s["expected"] > 1 else "its only consumer"
+            status = sent_status(s)
             lines.append(f"<p>→ sent to <b>{esc(shown_name(ex, s['target'], level))}</b> {analysis.format_shape(s['value'].shape)} "
                          f"({status})</p>")
         here.append({"kind": "html", "html": "".join(lines)})
