@@ -1036,3 +1036,21 @@ def test_every_stepped_page_offers_its_walk_through_for_download(monkeypatch):
         no_exceptions(at)
         labels = [b.proto.label for b in at.get("download_button")]
         assert "Download this walk-through (HTML)" in labels, (name, labels)
+
+
+def test_on_a_projector_what_follows_a_pages_first_screen_starts_on_the_next():
+    """A heading, a button or a caption half-cut by the first screen's bottom edge reads as clipped: in presentation
+    mode the stepper pages' download button and what follows it, and Gradient check's caption under its sweeps,
+    start one screen further down (an empty block one screen tall); outside presentation mode nothing moves."""
+    from explorer.kit.widgets import SCREEN_BREAK_TEST_ID
+    for name in (ORDERS, "4_Topological_sort.py", "7_Forward_vs_reverse.py", "6_Gradient_check.py"):
+        for presenting in (True, False):
+            at = page(name)
+            if presenting:
+                at.query_params["present"] = "1"
+            at.run()
+            no_exceptions(at)
+            breaks = [h for h in at.get("html") if SCREEN_BREAK_TEST_ID in h.proto.body]
+            assert len(breaks) == (1 if presenting else 0), (name, presenting)
+            if presenting:
+                assert "height:100vh" in breaks[0].proto.body

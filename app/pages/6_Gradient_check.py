@@ -19,7 +19,7 @@ from explorer.kit.budget import RequestRefused, bounded_cache
 from explorer.kit.formatting import md_escape, sci
 from explorer.kit.programs import ExpressionError, InputProblem, parse, program_refused
 from explorer.kit.widgets import (clamp_linked, fixed_figure, presentation_toggle, preset_picker, program_boxes,
-                                  publish_link, show_input_problem, show_plot, show_table, start_page)
+                                  publish_link, screen_break, show_input_problem, show_plot, show_table, start_page)
 
 H_CHOICES = [10.0 ** -k for k in range(1, 13)]
 ctx = start_page(
@@ -109,6 +109,7 @@ for col, dtype in zip(figs, ("float64", "float32")):
                            height=PRESENT_SWEEP_PX if look.presenting else None)
         show_plot(fig, charts, key=ns.key(f"sweep_fig_{dtype}"), theme=None)
         st.markdown(best_h_text(model.sweep, dtype) if show_best else best_h_question(model.sweep, dtype))
+screen_break()   # on a projector the sweeps and their best-h lines are the first screen: the rest starts below it
 st.caption("Large h: truncation error, ∝ h² for central differences and ∝ h for forward differences (pale "
            "bands: h²|f'''|/6 and h|f''|/2, with the engine's own higher derivatives). Small h: f(x+h) and "
            "f(x−h) agree in most digits and rounding dominates, ε|f|/h (grey band) — much sooner in float32 "

@@ -632,12 +632,25 @@ def graph_px(lk: Look, normal: int, share: float = 1.0, gap: int = 24) -> int:
     return int((PRESENT_PAGE_PX * share - (gap if share < 1 else 0)) / graph_scale(lk))
 
 
+SCREEN_BREAK_TEST_ID = "adx-screen-break"
+
+
+def screen_break() -> None:
+    """In presentation mode, what follows starts on the next screen: an empty block one screen tall, so that nothing
+    of it shows half-cut at the first screen's bottom edge (a heading, a button or a caption cut in half under the
+    key view reads as clipped from the back row). Nothing outside presentation mode."""
+    if st.session_state.get(PRESENT_KEY):
+        st.html(f"<div data-testid='{SCREEN_BREAK_TEST_ID}' style='height:100vh'></div>")
+
+
 def walkthrough_download(ns: Namespace, build: Callable[[], str], file_name: str, n_frames: int,
                          what: str = "Every step above", note: str = "") -> None:
     """The stepped page's "Download this walk-through (HTML)" button (:mod:`explorer.kit.export_html`): ``build``
     makes the file only when clicked (a note instead when it is too big); over
-    :data:`~explorer.kit.export_html.MAX_EXPORT_STEPS` steps a caption says why there is none."""
+    :data:`~explorer.kit.export_html.MAX_EXPORT_STEPS` steps a caption says why there is none. On a projector it
+    and what follows start under the stepper's screen (:func:`screen_break`)."""
     from .export_html import MAX_EXPORT_STEPS, file_or_note
+    screen_break()
     if n_frames > MAX_EXPORT_STEPS:
         st.caption(f"No walk-through download: {n_frames} steps (at most {MAX_EXPORT_STEPS}).")
         return
