@@ -266,6 +266,13 @@ def _math(text: str) -> str:
     return text.replace("-", "−")
 
 
+def taylor_text(step: "DescentStep") -> str:
+    """The step's first-order prediction beside what the engine measured (Markdown), minus signs as the step's line
+    writes them: ``First-order Taylor predicted the change ∇L·Δw = **−4.0845**; the engine measured **−1.711**.``"""
+    return (f"First-order Taylor predicted the change ∇L·Δw = **{_math(num(step.predicted_change))}**; "
+            f"the engine measured **{_math(num(step.loss_next - step.loss))}**.")
+
+
 def step_caption(step: DescentStep, lr: float, total: int) -> str:
     """The step's line, numbered from 1 as every stepper of the app counts (step k + 1 moves w_k) and out of the
     ``total`` steps as the other steppers' headers say, one minus sign throughout: ``Step 1 of 40: w = (3, −2.5),
@@ -403,7 +410,7 @@ def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look:
                       title=dict(text="distance to the minimum: L(wₖ) − min L", font=dict(size=look.figure_font + 1)),
                       xaxis=dict(title="step k", range=[-0.5, ks[-1] + 0.5]),
                       # the axis spans the steps drawn (the run's end is no spoiler)
-                      yaxis=dict(title="log scale", type="log", **log_ticks([g for g in gaps[:step + 2] if g is not None])))
+                      yaxis=dict(title="L(wₖ) − min L (log)", type="log", **log_ticks([g for g in gaps[:step + 2] if g is not None])))
     return readable(fig, look)
 
 

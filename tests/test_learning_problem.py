@@ -389,3 +389,14 @@ def test_the_loss_curves_log_axis_reads_0_01_1_100():
     lmin = L.minimum("logistic")[1]
     fig = L.loss_curve_figure(path, 12, lmin, PRESENTING).to_dict()
     assert fig["layout"]["yaxis"]["tickmode"] == "array" and "exponentformat" not in fig["layout"]["yaxis"]
+
+
+def test_the_taylor_line_writes_its_minus_signs_as_the_steps_line_does():
+    """One minus sign on the first screen: the step's line writes −2·(−0.073334, …) and the Taylor line beside it
+    wrote -4.0845; both use the formula's − now, with the numbers of the step."""
+    s = L.SURFACES["logistic"]
+    st = L.descend("logistic", s.start, s.lr_default, steps=2)[0]
+    text = L.taylor_text(st)
+    assert "**-" not in text   # (the hyphen of "First-order" is a hyphen)
+    assert L.num(st.predicted_change).replace("-", "−") in text and L.num(st.loss_next - st.loss).replace("-", "−") in text
+    assert st.predicted_change < 0 and "−" in text   # a descent step: both changes are negative

@@ -12,7 +12,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.presentation import small_screen_css, small_screen_look
 from explorer.kit.labels import num
 from explorer.lecture_kit import present_css
-from explorer.kit.widgets import (fixed_figure, presentation_toggle, publish_link, show_plot, show_table, start_page,
+from explorer.kit.widgets import (fixed_figure, presentation_toggle, publish_link, screen_break, show_plot, show_table, start_page,
                                   stepper)
 from explorer.kit.formatting import plain
 
@@ -157,8 +157,8 @@ def draw(step: int) -> None:
                     f"eigenvalue λ = {num(lam)}, so steps with **η > 2/λ = {num(crit)}** overshoot there: "
                     + L.limit_phrase(lr, crit) + ".")
         show_plot(L.loss_curve_figure(path, k, loss_min, charts), charts, key=ns.key("curve"))
-        st.markdown(f"First-order Taylor predicted the change ∇L·Δw = **{num(cur.predicted_change)}**; "
-                    f"the engine measured **{num(cur.loss_next - cur.loss)}**.")
+        st.markdown(L.taylor_text(cur))
+    screen_break()   # on a projector the table of steps starts on the next screen (it was cut by the bottom edge)
     rows = L.step_rows(path, k, lr)
     show_table(rows[-6:], look, static=True)
     st.caption("Δw is −η times the gradient that `engine.grad(loss)` returned at wₖ"
