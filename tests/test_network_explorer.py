@@ -1006,4 +1006,4 @@ def test_a_sent_contribution_says_how_far_its_targets_sum_has_got():
     """'→ sent to log (its only consumer)' read as if log consumed the sender; the line is about the target's sum."""
     from explorer.network_explorer.explore import sent_status
     assert sent_status({"received": 2, "expected": 3}) == "2 of 3 received"
-    assert sent_status({"received": 1, "expected": 1}) == "the only contribution it receives"
+    assert sent_status({"received": 1, "expected": 1}) == "1 of 1 received"

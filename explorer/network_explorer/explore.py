@@ -166,11 +166,10 @@ _OP_ID = re.compile(r"#\d+$")   # a recorded op's id in its label (add#8): the o
 
 
 def sent_status(sent: dict) -> str:
-    """How far a contribution's target has got with its sum: "2 of 3 received", or, where this is all it receives
-    (the sender is its only consumer), "the only contribution it receives"."""
-    if sent["expected"] > 1:
-        return f"{sent['received']} of {sent['expected']} received"
-    return "the only contribution it receives"
+    """How far a contribution's target has got with its sum: "2 of 3 received", "1 of 1 received" where this is all it
+    receives ("its only consumer" read as if the target consumed the sender; a longer phrase wrapped the line under
+    the first screen)."""
+    return f"{sent['received']} of {sent['expected']} received"
 
 
 def shown_name(ex: Explored, node_id: int, level: str = "op") -> str:
