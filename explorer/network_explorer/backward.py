@@ -12,6 +12,8 @@ no spot clearly their own). Nothing is recomputed: every number is the recording
 """
 from __future__ import annotations
 
+import math
+
 from explorer.explain.graph import bar, lecture_names
 from explorer.kit.backward_view import backward_frameset
 from explorer.kit.frames import FrameSet
@@ -39,35 +41,36 @@ def backward_rankdir(level: str, forward: str) -> str:
     return MIRRORED.get(forward, rd) if rd == "auto-reversed" else rd
 
 
-def _size(value) -> int:
-    size = 1
-    for d in analysis.look(value).shape:
-        size *= int(d)
-    return size
+def _is_one(lk) -> bool:
+    """Whether a tensor's look (``analysis.look``) is of one element with its number kept: written as that number."""
+    return lk is not None and lk.matrix is not None and math.prod(lk.shape) == 1
+
+
+def _amount(lk) -> str:
+    if lk is None:
+        return "?"
+    if _is_one(lk):
+        return num(float(lk.matrix.ravel()[0]))
+    return num(lk.stats["norm"], NORM_DIGITS)
 
 
 def amount(value) -> str:
     """A tensor in one number: a one-element tensor's value, a larger one's norm (``0.31``; :func:`norm_of` says
     whose norm); "?" for a tensor not recorded."""
-    lk = analysis.look(value)
-    if lk is None:
-        return "?"
-    if _size(value) == 1 and lk.matrix is not None:
-        return num(float(lk.matrix.ravel()[0]))
-    return num(lk.stats["norm"], NORM_DIGITS)
+    return _amount(analysis.look(value))
 
 
 def is_number(value) -> bool:
     """Whether ``value`` is written as a number (one element), not by its norm."""
-    lk = analysis.look(value)
-    return lk is not None and _size(value) == 1 and lk.matrix is not None
+    return _is_one(analysis.look(value))
 
 
 def norm_of(name: str, value, so_far: bool = False) -> str:
     """A tensor's size as the lecture writes it, the norm of the named quantity: ``‖x̄5‖ = 0.5`` (``name`` in the
     adjoint notation, ``explorer.explain.graph.bar``); a one-element tensor is its value, ``0.5``. ``so_far``: a
     running sum that more contributions will join (``‖x̄5‖ = 0.5 so far``)."""
-    text = amount(value) if is_number(value) or analysis.look(value) is None else f"‖{name}‖ = {amount(value)}"
+    lk = analysis.look(value)   # (its statistics: one look per tensor, not one per question asked of it)
+    text = _amount(lk) if lk is None or _is_one(lk) else f"‖{name}‖ = {_amount(lk)}"
     return text + (" so far" if so_far else "")
 
 
