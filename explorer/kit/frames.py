@@ -157,8 +157,9 @@ def build_frames(trace: Trace, graph: Graph | None = None, max_frames: int = MAX
     index = {nid: i for i, nid in enumerate(node_ids)}
     name = {n.id: n.name for n in trace.graph.nodes}
     name.update({n.id: n.name for n in g.nodes})
-    if heads is None and drawn_output_number(trace.graph):   # the captions name the output as its node's head does
-        name[trace.graph.output] = drawn_output_number(trace.graph)
+    alias = drawn_output_number(trace.graph) if heads is None else ""
+    if alias:   # the captions name the output as its node's head does
+        name[trace.graph.output] = alias
     adj_name = adjoint_names(trace.graph)   # x̄3, and the output's x̄7 where the program called it f
     adj_name.update({n.id: adjoint_label(adj_name, n.id, n.name) for n in g.nodes})
     seed_note = output_adjoint_note(trace.graph)
