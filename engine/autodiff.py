@@ -142,8 +142,15 @@ def count_consumers(order: Iterable) -> dict[int, int]:
     return counts
 
 
+def add_adjoints(total: Any, contribution: Any) -> Any:
+    """A node's running total after one more contribution: the contribution itself when it is the first,
+    else the sum (slide 27's ``add_outgrads``)."""
+    return contribution if total is None else total + contribution
+
+
 def propagate(order: Sequence, adjoints: dict[int, Any], observer: Observer | None = None,
-              targets: Iterable[int] | None = None, accumulate: bool = True) -> dict[int, Any]:
+              targets: Iterable[int] | None = None, accumulate: bool = True,
+              add: Callable[[Any, Any], Any] | None = None) -> dict[int, Any]:
     """The reverse walk: send adjoints back along an output-first ``order``, summing fan-out.
 
     Every correct backward pass runs this one loop: ``backward`` (whatever strategy found the
@@ -159,10 +166,14 @@ def propagate(order: Sequence, adjoints: dict[int, Any], observer: Observer | No
         targets: unique ids whose complete adjoint should be returned (leaves or not).
         accumulate: call ``accumulate_derivative`` on leaves (``backward``); False leaves
             every ``.grad`` alone (``engine.grad``, static gradients).
+        add: ``add(total so far or None, contribution)``, a node's running total (:func:`add_adjoints`;
+            the engine's own unwatched pass, whose adjoints are raw arrays, sums with its backend's add).
 
     Returns:
         unique id -> adjoint for each of ``targets`` that received one.
     """
+    if add is None:
+        add = add_adjoints
     found: dict[int, Any] = {}
     wanted = set(targets) if targets is not None else ()
     expected = count_consumers(order) if observer is not None else {}
@@ -189,8 +200,7 @@ def propagate(order: Sequence, adjoints: dict[int, Any], observer: Observer | No
                 if contribution is None or parent.is_constant():  # None: an input that takes no gradient
                     continue
                 pid = parent.unique_id
-                prev = adjoints.get(pid)
-                total = contribution if prev is None else prev + contribution
+                total = add(adjoints.get(pid), contribution)
                 adjoints[pid] = total
                 if observer is not None:
                     observer(ContributionSent(node, parent, contribution, step))
@@ -219,11 +229,12 @@ class Topological(TraversalStrategy):
     name = "topological"
     once_per_node = True
 
-    def run(self, variable, deriv, observer=None):
+    def run(self, variable, deriv, observer=None, add=None):
         order = topological_sort(variable)
         # unobserved, the walk lets go of each node once taken: what only that node held (the values it
         # saved for backward, once backward() released them) is freed during the pass, not after it
-        propagate(order if observer is not None else _taken(order), {variable.unique_id: deriv}, observer)
+        propagate(order if observer is not None else _taken(order), {variable.unique_id: deriv}, observer,
+                  add=add)
 
 
 def _taken(order: list) -> Iterable:

@@ -235,34 +235,49 @@ class Op:
 
 
 def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
-    """``node``'s VJP contributions from its op's rule run by the raw interpreter (the backend's kernels on
-    arrays; at a node the scalar fast path made, on its numbers: ``engine.ops.SCALAR``), each made a Tensor
-    once. None when the rule is written on Tensors only, or when the pass must see its engine ops
-    (``create_graph``, a ``trace_ops`` hook, forward mode), or ``g`` is a scalar value at another node."""
-    if not node.op.array_rule:
-        return None
+    """``node``'s VJP contributions from its op's rule run by the raw interpreter (:func:`_raw_vjp`), each made a
+    Tensor once. None when the pass must see its engine ops (``create_graph``, a ``trace_ops`` hook, forward
+    mode, a static graph's backend): then the rule runs on Tensors."""
     st = _state
     be = node.backend
     if st.grad_enabled or st.hooks or st.forward_mode or be.deferred:
         return None
-    if type(g._data) is _F64:
-        if type(node._data) is not _F64 or node.op.scalar is None:
-            return None
-        k = _ops.SCALAR
-    else:
-        try:
-            k = be.raw_ops   # the backend's raw interpreter, made on its first backward pass
-        except AttributeError:
-            k = be.raw_ops = _ops.ArrayOps.raw(be)
-    arrays = node.op.vjp(node, g._data, k)
-    n = len(arrays)
-    if n == 2:  # most ops: no generator
-        da, db = arrays
-        return (None if da is None else _make(da, be)), (None if db is None else _make(db, be))
-    if n == 1:
-        da = arrays[0]
-        return (None if da is None else _make(da, be)),
-    return tuple([None if a is None else _make(a, be) for a in arrays])
+    return tuple([None if a is None else _make(a, be) for a in _raw_vjp(node, g._data)])
+
+
+def _raw_interpreter(be: Backend):
+    """The backend's raw interpreter (``engine.ops.ArrayOps.raw``), made on its first backward pass and kept."""
+    try:
+        return be.raw_ops
+    except AttributeError:
+        k = be.raw_ops = _ops.ArrayOps.raw(be)
+        return k
+
+
+def _raw_sum(binary: Callable) -> Callable:
+    """``autodiff.add_adjoints`` for backward()'s own pass, whose contributions are raw arrays: summed as the
+    Tensors' ``+`` sums them (the scalar fast path's numbers with NumPy's scalar arithmetic, arrays with the
+    backend's add)."""
+    def add(total, contribution):
+        if total is None:
+            return contribution
+        if type(total) is _F64 and type(contribution) is _F64:
+            return total + contribution
+        return binary("add", total, contribution)
+    return add
+
+
+def _raw_vjp(node: "Tensor", g) -> tuple:
+    """``node``'s VJP contributions, raw arrays (or None), for the raw adjoint ``g``: its op's rule run by the raw
+    interpreter (the backend's kernels on arrays; at a node the scalar fast path made, on its numbers:
+    ``engine.ops.SCALAR``). A rule written on Tensors only, or a scalar ``g`` at another node, runs on Tensors."""
+    op = node.op
+    if op.array_rule:
+        if type(g) is not _F64:
+            return op.vjp(node, g, _raw_interpreter(node.backend))
+        if type(node._data) is _F64 and op.scalar is not None:
+            return op.vjp(node, g, _ops.SCALAR)
+    return tuple([None if t is None else t._data for t in op.vjp(node, _make(g, node.backend))])
 
 
 def _saved_inputs(op: type[Op], inputs: tuple) -> tuple:
@@ -544,9 +559,12 @@ class Tensor:
         released = self._released
         if released and released != releasing:
             raise _released(self)  # an earlier backward() ran this VJP and released the node
-        grads = _vjp_on_arrays(self, d_output)  # None: a pass that records or is watched (the raw interpreter)
-        if grads is None:
-            grads = self.op.vjp(self, d_output)
+        if type(d_output) is not Tensor:  # a raw array: backward()'s own pass, contributions raw too
+            grads = _raw_vjp(self, d_output)
+        else:
+            grads = _vjp_on_arrays(self, d_output)  # None: a pass that records or is watched
+            if grads is None:
+                grads = self.op.vjp(self, d_output)
         if releasing:
             self._released = releasing  # after the VJP ran (this pass may run it again: path recursion)
             # ...and if its strategy runs each VJP once, free what it saved now (not a scalar's 8 bytes)
@@ -563,6 +581,8 @@ class Tensor:
         return [(x, d) for x, d in zip(_operands(self), grads) if d is not None]
 
     def accumulate_derivative(self, x: "Tensor") -> None:
+        if type(x) is not Tensor:  # a raw array from backward()'s own pass
+            x = _make(x, self.backend)
         if x.dtype is not self.dtype:  # a mixed-dtype op promoted the adjoint: .grad keeps the leaf's dtype
             x = _ops.cast(x, self.dtype)
         if not self.backend.is_contiguous(x._data):
@@ -607,15 +627,20 @@ class Tensor:
         if retain_graph is None:
             retain_graph = create_graph
         # an observer's events hold every node and contribution anyway: an observed pass only marks
-        free = (not retain_graph and observer is None and autodiff.get_strategy(strategy).once_per_node
-                and _holds_large_values(self))
+        walk = autodiff.get_strategy(strategy)
+        free = not retain_graph and observer is None and walk.once_per_node and _holds_large_values(self)
         st = _state  # (an unknown strategy raised above, before any state changed)
+        raw = (observer is None and not create_graph and type(walk) is autodiff.Topological and not st.hooks
+               and not st.forward_mode and not self.backend.deferred)
         outer, grad_mode = (st.releasing, st.freeing, st.copies), st.grad_enabled
         st.releasing = 0 if retain_graph else next(_backward_passes)
         st.freeing, st.copies = free, {}
         st.grad_enabled = bool(create_graph)  # set_grad_enabled's work, without a generator per pass
         try:
-            autodiff.backpropagate(self, grad, strategy=strategy, observer=observer)
+            if raw:  # nobody records or watches this pass: adjoints travel as the backend's raw arrays
+                walk.run(self, grad._data, add=_raw_sum(self.backend.binary))
+            else:
+                autodiff.backpropagate(self, grad, strategy=walk, observer=observer)
         finally:
             (st.releasing, st.freeing, st.copies), st.grad_enabled = outer, grad_mode
 

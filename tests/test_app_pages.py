@@ -374,7 +374,7 @@ def test_explorer_code_panel_follows_the_step():
     lit = [t.strip() for t in _lit_text(panel)]
     # the work of the step, not the observer's lines: the VJP call, the running total, the op's VJP
     assert "for parent, contribution in node.chain_rule(adjoint):" in lit
-    assert "total = contribution if prev is None else prev + contribution" in lit
+    assert "total = add(adjoints.get(pid), contribution)" in lit
     assert not any("observer" in t or "emit(" in t for t in lit)
     lecture = next(e.proto.body for e in at.get("html") if "code-lecture" in e.proto.body)
     # slide 27's own backward_pass: x6 taken (its adjoint popped), one VJP looked up and called, one sum into x5

@@ -335,3 +335,51 @@ def test_ones_and_zeros_like_are_constants_on_the_tensors_backend_and_seed_backw
     y = (x * x).sum()
     y.backward()                                  # seeded with ones_like(y)
     np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy())
+
+
+@pytest.mark.parametrize("program", ["slide", "hw2"])
+def test_an_unwatched_backward_makes_a_tensor_only_for_the_seed_and_each_leafs_gradient(monkeypatch, program):
+    """``backward()`` that nobody watches or records sends raw arrays between nodes (the scalar path's numbers
+    on the slide's example): no Tensor per contribution; a Tensor for the seed and for each leaf's ``.grad``.
+    The same pass watched (an observer) makes one per contribution and gives the same gradients, bit for bit."""
+    import importlib
+    T = importlib.import_module("engine.tensor")
+    if program == "slide":
+        x1, x2 = tensor(3.0, requires_grad=True), tensor(0.5, requires_grad=True)
+        leaves = [x1, x2]
+
+        def make():
+            return x1 + (1.5 * x1 + 2.0 * x2).exp()
+    else:
+        from sentiment.model import SentimentNet
+        net = SentimentNet(50, 8, dropout=0.0, dtype="float32", seed=0)
+        x = tensor(np.random.default_rng(0).standard_normal((4, 6, 50)).astype(np.float32))
+        y = tensor(np.array([1.0, 0.0, 1.0, 1.0], np.float32))
+        leaves = net.parameters()
+
+        def make():
+            return net.loss(x, None, y)[0]
+    made = []
+    real = T.Tensor._make
+
+    def counting(data, backend, requires_grad=False):
+        made.append(data)
+        return real(data, backend, requires_grad)
+
+    grads = {}
+    for watched in (True, False):
+        for p in leaves:
+            p.grad = None
+        out = make()
+        monkeypatch.setattr(T, "_make", counting)
+        monkeypatch.setattr(T.Tensor, "_make", staticmethod(counting))
+        made.clear()
+        out.backward(observer=(lambda e: None) if watched else None)
+        monkeypatch.undo()
+        grads[watched] = [p.grad.numpy().copy() for p in leaves]
+        if watched:
+            assert len(made) > len(leaves) + 1
+        else:
+            assert len(made) == len(leaves) + 1, len(made)
+    for a, b in zip(grads[True], grads[False]):
+        np.testing.assert_array_equal(a, b)

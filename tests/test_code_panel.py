@@ -104,7 +104,7 @@ def test_backward_frames_mark_what_the_step_ran_and_the_ops_vjp():
     # the lines that do the step's work, never an observer call: the VJP call (once: one call sends both
     # contributions), the addition to each input's running total (x2)
     assert by_text == {"for parent, contribution in node.chain_rule(adjoint):": 1,
-                       "total = contribution if prev is None else prev + contribution": 2}
+                       "total = add(adjoints.get(pid), contribution)": 2}
     assert any("vjp(" in t for n, t in chain.lines if n in chain.marks)
     assert all(t.strip().startswith("return") for n, t in vjp.lines if n in vjp.marks) and vjp.marks
     leaf = frame_code(tr, fs, _frame_of(fs, tr, "backward", "x2"))
@@ -201,7 +201,7 @@ def test_a_projector_panel_indents_by_two_so_the_lit_lines_fit_unwrapped():
     # column: 70 characters at 18 px (tests/browser/test_first_screen.py checks that none wraps)
     from engine import autodiff
     walk = block(autodiff.propagate)
-    lit = {n: t for n, t in walk.lines if any(k in t for k in (".chain_rule(", "+ contribution", ".accumulate_derivative("))}
+    lit = {n: t for n, t in walk.lines if any(k in t for k in (".chain_rule(", "add(adjoints", ".accumulate_derivative("))}
     assert len(lit) == 3
     shown = re.findall(r'data-line="(\d+)"><span class="n">\d+</span><span class="m"></span><span class="c">([^<]*)<',
                        to_html([walk], 18, max_height_px=300))

@@ -192,7 +192,7 @@ def walk_blocks(strategy: str) -> list[CodeBlock]:
 # the addition to the running total and the leaf's accumulation, never an observer call.
 _WORK = {
     "send": re.compile(r"\.chain_rule\("),                       # the VJP call
-    "accumulate": re.compile(r"\+ contribution"),                 # total = prev + contribution
+    "accumulate": re.compile(r"\badd\(|\+ contribution"),                # the running total
     "leaf": re.compile(r"\.accumulate_derivative\("),            # a leaf's .grad += adjoint
 }
 _WORK_REACH = 8  # lines above the event's own line where its work may be

@@ -27,7 +27,7 @@ def test_code_panel_highlight_moves_as_step_is_pressed(page, app_url, wait_idle,
     # call and the addition to the running total (twice: f sends to x1 and to x6), never an observer call
     texts = page.locator('[data-testid="code-panel"] .l.hl').all_inner_texts()
     assert any("node.chain_rule(adjoint)" in t for t in texts)
-    assert any("prev + contribution" in t and "×2" in t for t in texts)
+    assert any("add(adjoints.get(pid), contribution)" in t and "×2" in t for t in texts)
     assert not any("observer" in t for t in texts)
     # slide 27's backward_pass: the output's step starts from outgrads = {end_node: g}; f sends to x1 and x6
     lecture = page.locator('[data-testid="code-lecture"] .l.hl').all_inner_texts()
