@@ -1007,3 +1007,149 @@ def test_a_sent_contribution_says_how_far_its_targets_sum_has_got():
     from explorer.network_explorer.explore import sent_status
     assert sent_status({"received": 2, "expected": 3}) == "2 of 3 received"
     assert sent_status({"received": 1, "expected": 1}) == "1 of 1 received"
+
+
+def _window_boxes(ex, level: str, frame: int, size: dict, backward: bool):
+    """(figure, frame of its frame set, placement, window as (x0, x1, y0, y1)) of a projector's still graph."""
+    if backward:   # the page gives the backward graph's legend a line over it: the graph is that much shorter
+        from explorer.kit.figures import floor_growth, graph_scale
+        from explorer.kit.presentation import PRESENTING, small_screen_floor_px
+        from explorer.network_explorer.frames import PRESENT_LEGEND_PX
+        grow = floor_growth(PRESENTING, small_screen_floor_px())
+        size = {**size, "max_height": size["max_height"] - int(PRESENT_LEGEND_PX / graph_scale(PRESENTING) / grow)}
+    w, h = size["width"], size["max_height"]
+    if backward:
+        fig = ex.backward_figure(level, frame, **size)
+        f = ex.backward[level].frames[frame]
+        d = ex.drawings[("backward", level, w, h)]
+    else:
+        fig = ex.figure(level, frame, animate=False, **size)
+        f = ex.views[level].frames.frames[frame]
+        d = ex.drawing(level, w, h)
+    x0, x1 = sorted(fig["layout"]["xaxis"]["range"])
+    y0, y1 = sorted(fig["layout"]["yaxis"]["range"])
+    return fig, f, d.placement, (x0, x1, y0, y1)
+
+
+def _whole(p, nid: int, window) -> bool:
+    (cx, cy), (bw, bh) = p.centers[nid], p.sizes[nid]
+    x0, x1, y0, y1 = window
+    return x0 - 0.5 <= cx - bw / 2 and cx + bw / 2 <= x1 + 0.5 and y0 - 0.5 <= cy - bh / 2 and cy + bh / 2 <= y1 + 0.5
+
+
+def _outside(p, nid: int, window) -> bool:
+    (cx, cy), (bw, bh) = p.centers[nid], p.sizes[nid]
+    x0, x1, y0, y1 = window
+    return cx + bw / 2 <= x0 or cx - bw / 2 >= x1 or cy + bh / 2 <= y0 or cy - bh / 2 >= y1
+
+
+@pytest.mark.parametrize("key, level", [("hw2", "layer"), ("hw2", "op"), ("sentiment", "layer"),
+                                        ("sentiment", "op"), ("mlp", "layer")])
+def test_a_projectors_window_holds_the_step_and_the_nodes_it_talks_to(key, level):
+    """A lecturer's walk of HW2's network on a projector: at every step the node being worked on and every node it
+    talks to at that step (the ends of the step's edges: its inputs going forward, the targets of what it sends going
+    backward) are whole inside the window that the graph is drawn through, forward graph and backward graph."""
+    ex = explore(key)
+    size = _projector_size()
+    windowed = 0
+    for frame in range(1, ex.n_frames - 1):   # the inputs step highlights every leaf; the last step none
+        for backward in (False, True):
+            fig, f, p, window = _window_boxes(ex, level, frame, size, backward)
+            if not fig["layout"]["meta"]["window"]:
+                continue
+            windowed += 1
+            x0, x1, y0, y1 = window
+            act = [n for n in f.active_nodes if n in p.centers]
+
+            def fit(nodes) -> bool:   # whole in a window of this one's size, together
+                return all(max(p.centers[n][ax] + p.sizes[n][ax] / 2 for n in nodes)
+                           - min(p.centers[n][ax] - p.sizes[n][ax] / 2 for n in nodes) <= room - 8
+                           for ax, room in ((0, x1 - x0), (1, y1 - y0)))
+            # a partner joined by a long edge (the lecture network's loss reads a node ten ranks down) cannot be in
+            # the same window: each of the others can, and is
+            talking = set(act) | {n for e in f.active_edges for n in e if n in p.centers and fit(act + [n])}
+            cut = sorted(n for n in talking if not _whole(p, n, window))
+            assert not cut, (key, level, frame + 1, "backward" if backward else "forward", cut)
+    assert windowed
+
+
+@pytest.mark.parametrize("key, level", [("sentiment", "layer"), ("sentiment", "op"), ("hw2", "layer"),
+                                        ("hw2", "op"), ("mlp", "layer"), ("mlp", "op")])
+def test_a_projectors_window_draws_no_node_cut_off_from_every_edge(key, level):
+    """Step 1 of the lecture's sentiment network on a projector: the window showed fc2.weight and fc2.bias whole with
+    no edge at all (their consumer, Linear 2, lay above the window, and an edge toward a node the window does not
+    show is not drawn): two boxes that seemed to belong to nothing. A box the window shows whole keeps at least one
+    of its edges (its other end at least partly in the window): in the layer view (what a projector opens) at every
+    step, forward and backward; in the op view at the first step (further on, a box between two long edges can still
+    stand alone in the middle of the window)."""
+    ex = explore(key)
+    size = _projector_size()
+    for frame in range(ex.n_frames if level == "layer" else 1):
+        for backward in (False, True):
+            fig, f, p, window = _window_boxes(ex, level, frame, size, backward)
+            if not fig["layout"]["meta"]["window"]:
+                continue
+            lonely = []
+            for nid in p.centers:
+                ends = [e.dst if e.src == nid else e.src for e in p.edges if nid in (e.src, e.dst)]
+                if ends and _whole(p, nid, window) and all(_outside(p, o, window) for o in ends):
+                    lonely.append(nid)
+            assert not lonely, (key, level, frame + 1, "backward" if backward else "forward", lonely)
+
+
+def test_a_heatmap_says_what_its_colours_mean_under_its_cells_and_its_title_fits_one_line():
+    """A lecturer's walk: the step panel's titles ('adjoint (held now) (1) · ±0.19') wrapped to three lines on a
+    projector, and the '±1.2' in them was never explained. The title says what the tensor is and its shape, one line
+    in the panel beside the graph (half of it when value and adjoint stand side by side); under the cells a line says
+    the colour range: 'colour: −1.2 … +1.2'."""
+    from explorer.kit.presentation import small_screen_floor_px
+    from explorer.kit.widgets import PRESENT_PAGE_PX
+    from explorer.network_explorer.explore import colour_range, heatmap, title_chars, title_lines
+    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE
+    font = small_screen_floor_px()
+    panel = title_chars(PRESENT_PAGE_PX * (1 - PRESENT_GRAPH_SHARE) - 40, font)
+    half = title_chars(PRESENT_PAGE_PX * (1 - PRESENT_GRAPH_SHARE) / 2 - 40, font)
+    # the page's titles (app/pages/10_Network_explorer.py: stacked, then side by side) for HW2's shapes
+    for shape in ("(3, 5)", "(5, 50)", "(3, 1)", "(1)", "(1, 5)"):
+        assert len(title_lines(f"value {shape}", panel)) == 1
+        assert len(title_lines(f"adjoint (held now) {shape}", panel)) == 1
+    for shape in ("(3, 1)", "(1)", "(5, 2)"):   # side by side: at most two columns (explore.side_by_side)
+        assert len(title_lines(f"value {shape}", half)) == 1 and len(title_lines(f"adjoint {shape}", half)) == 1
+    assert colour_range(1.2) == "colour: −1.2 … +1.2"
+    value = np.array([[0.5, -1.2], [0.1, 0.0]])
+    fig = heatmap(value, "value (2, 2)", font=font, chars=panel).to_dict()
+    assert "±" not in fig["layout"]["title"]["text"] and "<br>" not in fig["layout"]["title"]["text"]
+    (note,) = [a for a in fig["layout"]["annotations"] if a.get("name") == "colour range"]
+    assert note["text"] == "colour: −1.2 … +1.2" and note["yanchor"] == "top" and note["y"] == 0
+    assert len(title_lines(note["text"], panel)) == 1 and len(title_lines(note["text"], half)) <= 2
+    # its lines have a margin of their own under the column numbers
+    assert fig["layout"]["margin"]["b"] >= 1.8 * font + 1.3 * font
+
+
+def test_a_projectors_network_box_shows_each_name_whole():
+    """The network box on a projector cut 'Lecture sentiment network: Linear → ReLU → Linear per word…' at its edge;
+    it shows each preset's short name, short enough for the box (the full title heads the notes under the graph)."""
+    from explorer.network_explorer.presets import SHORT_NAME_CHARS
+    long = [p.title for p in PRESETS.values() if len(p.title) > SHORT_NAME_CHARS]
+    assert long   # the box would cut these
+    for p in PRESETS.values():
+        assert len(p.name) <= SHORT_NAME_CHARS, p
+    assert PRESETS["sentiment"].name == "Lecture sentiment network" and PRESETS["hw2"].name == "HW2 network"
+
+
+def test_a_step_past_the_end_in_a_projectors_link_is_clamped_quietly():
+    """?step=999 on a projector: the warning's box ('link parameter step ignored …') stood over the stepper and pushed
+    the graph below the first screen. Presenting, the step goes to the last one without a word (the header says
+    'Step 26 of 26'); on a laptop the warning stays."""
+    from pathlib import Path
+    from streamlit.testing.v1 import AppTest
+    page = str(Path(__file__).resolve().parents[1] / "app" / "pages" / "10_Network_explorer.py")
+    last = explore("hw2").n_frames
+    for present, warned in (("1", False), ("0", True)):
+        at = AppTest.from_file(page, default_timeout=120)
+        at.query_params.update({"net": "hw2", "step": "999", "present": present})
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any(w for w in at.warning if "'step' ignored" in w.value.replace("\\", "")) == warned, present
+        assert at.slider[0].value == last
+        assert any(f"Step {last} of {last}" in m.value for m in at.markdown)

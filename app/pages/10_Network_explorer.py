@@ -79,7 +79,9 @@ def _preset_changed():
 # presentation mode: one row of choices (the sizes folded away), so that the graph, its caption and the step
 # buttons fit one 1080p screen; the network's notes move under the graph
 top = st.columns([2.5, 2.1, 1.7, 1.3] if look.presenting else [3, 1], vertical_alignment="bottom")
-top[0].selectbox("Network", list(PRESETS), key=ns.key("net"), format_func=lambda k: PRESETS[k].title,
+# a projector's box holds the short name whole (the title, cut at its edge, stands over the notes under the graph)
+top[0].selectbox("Network", list(PRESETS), key=ns.key("net"),
+                 format_func=lambda k: PRESETS[k].name if look.presenting else PRESETS[k].title,
                  on_change=_preset_changed)
 with top[-1]:
     presentation_toggle()
@@ -167,11 +169,9 @@ if not look.presenting:
                      f"{len(rec.layers)} layers · loss = {num(rec.loss)}. Switching views keeps the step.")
 
 
-def tensor_title(value, title: str, scale: float | None) -> str:
-    """A heatmap's title: what it shows, its shape and its colour scale (±)."""
-    lk = analysis.look(value)
-    zmax = analysis.magnitude(value) if scale is None else scale
-    return f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}"
+def tensor_title(value, title: str) -> str:
+    """A heatmap's title: what it shows and its shape (its colour range is written under its cells)."""
+    return f"{title} {analysis.format_shape(analysis.look(value).shape)}"
 
 
 def present_chars(share: float | None) -> int | None:
@@ -181,7 +181,7 @@ def present_chars(share: float | None) -> int | None:
 
 def show_tensor(where, value, title: str, key: str, scale: float | None = None, narrow: bool = False,
                 height: int = 220, share: float | None = None, title_rows: int = 1) -> None:
-    """A heatmap for small tensors (colours from -scale to +scale, written in the title), summary
+    """A heatmap for small tensors (colours from -scale to +scale, written under it), summary
     statistics for large ones. ``share``: the part of the presentation page's width the heatmap gets (its title
     wraps to fit it)."""
     lk = analysis.look(value)
@@ -190,7 +190,7 @@ def show_tensor(where, value, title: str, key: str, scale: float | None = None, 
         return
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
-        show_plot(heatmap(value, tensor_title(value, title, scale), font=fig_look.figure_font, zmax=zmax, narrow=narrow,
+        show_plot(heatmap(value, tensor_title(value, title), font=fig_look.figure_font, zmax=zmax, narrow=narrow,
                           height=height, chars=present_chars(share), title_rows=title_rows), fig_look, key=key, where=where,
                   config={"displayModeBar": False})
     else:
@@ -223,10 +223,13 @@ def this_step(m, narrow: bool = False) -> None:
     share = (1 - PRESENT_GRAPH_SHARE) * (1 if stacked else 0.5) if narrow else None
     titles = [("value", m.value, analysis.value_scale(rec, m.node))]
     if m.adjoint is not None:
-        # the panel's first line names the node: on a projector's narrow panel the title says only what it holds
-        titles.append(("adjoint (held now)" if narrow else f"adjoint {adjoint_name(ex, m.node, level)} (held now)", m.adjoint, analysis.adjoint_scale(rec, m.node)))
+        # the panel's first line names the node: on a projector's narrow panel the title says only what it holds (side
+        # by side, in half the panel, only "adjoint": one line, as the value's)
+        titles.append(("adjoint (held now)" if stacked else "adjoint" if narrow else
+                       f"adjoint {adjoint_name(ex, m.node, level)} (held now)", m.adjoint,
+                       analysis.adjoint_scale(rec, m.node)))
     # side by side: both titles take as many lines as the longer, so that the two heatmaps' cells stand level
-    rows = 1 if stacked else max((len(title_lines(tensor_title(v, t, sc), present_chars(share)))
+    rows = 1 if stacked else max((len(title_lines(tensor_title(v, t), present_chars(share)))
                                   for t, v, sc in titles if analysis.look(v) is not None), default=1)
     show_tensor(a, m.value, "value", ns.key("cur_value"), titles[0][2], height=hv, share=share, title_rows=rows)
     if m.adjoint is not None:

@@ -420,7 +420,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     unseen: set[int] = set()   # edges to a node the still window does not show (shown_edges_only)
     if shown_edges_only and whole_text_only and d.viewport and len(frameset.frames) == 1 \
             and p.rankdir in ("BT", "TB"):
-        unseen = _edges_out_of(_whole_ranks(_windows(frameset, d)[0], p, ids), p, ids)
+        unseen = _edges_out_of(_still_window(frameset, d, ids), p, ids)
         lines_e = [[] if k in unseen else q for k, q in enumerate(lines_e)]
         arrows = [[] if k in unseen else q for k, q in enumerate(arrows)]
     rects = [_rect(p.centers[i], p.sizes[i]) for i in ids]
@@ -606,7 +606,7 @@ def figure_dict(frameset: FrameSet, graph: Graph, drawing: Drawing | None = None
     if d.viewport:
         plot_h = (d.viewport[1] + 2 * margin) * s
         if whole_text_only and len(frameset.frames) == 1 and p.rankdir in ("BT", "TB"):
-            windows = [_whole_ranks(windows[0], p, ids)]
+            windows = [_still_window(frameset, d, ids)]
             spare_px = float(math.floor(plot_h - (windows[0][1][1] - windows[0][1][0]) * s))
             plot_h -= spare_px
         x_range, y_range = windows[0]
@@ -749,6 +749,85 @@ def _whole_ranks(window, p, ids) -> tuple[list[float], list[float]]:
     return [x0, x1], [_r(lo), _r(hi)]
 
 
+def _step_nodes(f: Frame) -> set[int]:
+    """The nodes a frame works on and those it talks to (the ends of its highlighted edges)."""
+    return set(f.active_nodes or f.focus) | {n for e in f.active_edges for n in e}
+
+
+def _still_window(frameset: FrameSet, d: Drawing, ids) -> tuple[list[float], list[float]]:
+    """A projector's window on the one frame of ``frameset``: whole ranks (:func:`_whole_ranks`), then without an
+    end rank whose boxes would stand there with none of their edges drawn (:func:`_trim_lonely`)."""
+    p, f = d.placement, frameset.frames[0]
+    window = _whole_ranks(_windows(frameset, d)[0], p, ids)
+    step = _step_nodes(f)
+    # a step that works on a node keeps it and the nodes it talks to; the first step, which highlights every leaf,
+    # keeps the leaves that would not stand alone: one whose consumer lies beyond the window goes rather than show
+    # a box that belongs to nothing
+    keep = step if len(f.active_nodes) <= 1 else step - _lonely(window, p, ids)
+    return _trim_lonely(window, p, ids, keep)
+
+
+def _box_span(p, i: int, ax: int) -> tuple[float, float]:
+    c, size = p.centers[i][ax], p.sizes[i][ax]
+    return c - size / 2, c + size / 2
+
+
+def _lonely(window, p, ids) -> set[int]:
+    """The boxes shown whole in ``window`` none of whose edges is drawn: each edge's other end lies wholly outside
+    (where :func:`_edges_out_of` draws no edge)."""
+    (x0, x1), (y0, y1) = window
+    nodes = [i for i in ids if i in p.centers]
+    ends: dict[int, list[int]] = {i: [] for i in nodes}
+    for e in p.edges:
+        if e.src in ends and e.dst in ends:
+            ends[e.src].append(e.dst)
+            ends[e.dst].append(e.src)
+
+    def whole(i: int) -> bool:
+        (a, b), (c, d) = _box_span(p, i, 0), _box_span(p, i, 1)
+        return x0 <= a and b <= x1 and y0 <= c and d <= y1
+
+    def outside(i: int) -> bool:
+        (a, b), (c, d) = _box_span(p, i, 0), _box_span(p, i, 1)
+        return b <= x0 or a >= x1 or d <= y0 or c >= y1
+
+    return {i for i in nodes if ends[i] and whole(i) and all(outside(o) for o in ends[i])}
+
+
+def _trim_lonely(window, p, ids, keep: set[int]) -> tuple[list[float], list[float]]:
+    """``window`` pulled in past a rank at its top or bottom edge that holds a box shown whole with none of its
+    edges drawn (:func:`_lonely`), while no box of ``keep`` (the step's nodes) lies in that rank: at step 1 of the
+    lecture's sentiment network on a projector fc2.weight and fc2.bias stood at the window's top with no edge, their
+    Linear above it, like boxes of no graph. The window keeps at least half its height."""
+    (x0, x1), (y0, y1) = window
+    lo, hi = y0, y1
+    while True:
+        cur = ([x0, x1], [lo, hi])
+        lonely = _lonely(cur, p, ids)
+        shown = [i for i in ids if i in p.centers and _box_span(p, i, 0)[0] >= x0 and _box_span(p, i, 0)[1] <= x1
+                 and lo <= _box_span(p, i, 1)[0] and _box_span(p, i, 1)[1] <= hi]
+        if not lonely or not shown:
+            break
+        highest = max(shown, key=lambda i: _box_span(p, i, 1)[1])
+        lowest = min(shown, key=lambda i: _box_span(p, i, 1)[0])
+        moved = False
+        for at_top in (True, False):
+            # that end's rank: the boxes shown beside its outermost one (their heights overlap)
+            band = ([i for i in shown if _box_span(p, i, 1)[1] > _box_span(p, highest, 1)[0]] if at_top else
+                    [i for i in shown if _box_span(p, i, 1)[0] < _box_span(p, lowest, 1)[1]])
+            if not lonely & set(band) or keep & set(band):
+                continue
+            new_lo, new_hi = ((lo, min(_box_span(p, i, 1)[0] for i in band) - 2) if at_top else
+                              (max(_box_span(p, i, 1)[1] for i in band) + 2, hi))
+            if new_hi - new_lo < (y1 - y0) / 2:
+                continue
+            lo, hi, moved = new_lo, new_hi, True
+            break
+        if not moved:
+            break
+    return [x0, x1], [_r(lo), _r(hi)]
+
+
 WINDOW_SEARCH_WORK = 300_000   # boxes² x frames above which a window is centred on the step without the search
 #                                for fewer cut boxes (it costs up to ~ boxes² per frame: a few ms for 50 boxes)
 
@@ -811,8 +890,21 @@ def _windows(frameset: FrameSet, d: Drawing) -> list[tuple[list[float], list[flo
 
     center = boxes[d.node_ids[-1]][0] if d.node_ids and d.node_ids[-1] in boxes else (0.0, 0.0)
     out = []
+    def fits(nodes: list[int]) -> bool:   # whole in one window, with the 4 px that _place_1d leaves either side
+        return all(max(span(i, ax)[1] for i in nodes) - min(span(i, ax)[0] for i in nodes) <= size[ax] - 8
+                   for ax in (0, 1))
+
     for f in frameset.frames:
         act = [i for i in (f.active_nodes or f.focus) if i in boxes]
+        # the nodes the step talks to (the other ends of its edges: an op's inputs, the targets of what a backward
+        # step sends) are kept whole with it where they fit one window together (the padding mask that HW2's
+        # first sum reads lay under the window)
+        talk = [i for i in dict.fromkeys(n for e in f.active_edges for n in e) if i in boxes and i not in act]
+        if act and talk and fits(act):
+            mid = [sum(boxes[i][0][ax] for i in act) / len(act) for ax in (0, 1)]
+            for i in sorted(talk, key=lambda i: math.dist(boxes[i][0], mid)):   # the nearest first, while they fit
+                if fits(act + [i]):
+                    act = act + [i]
         if act:
             # keep those that fit one window from the start side (the first highlighted along the walk's direction)
             first = min(act, key=lambda i: sign * boxes[i][0][axis])

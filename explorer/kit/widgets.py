@@ -218,14 +218,14 @@ def _limit_runs(limits: dict, client: str, title: str, asked: bool) -> None:
     st.stop()
 
 
-def clamp_linked(ns: Namespace, name: str, value, lo, hi, where=None):
+def clamp_linked(ns: Namespace, name: str, value, lo, hi, where=None, quiet: bool = False):
     """``value`` clamped to ``[lo, hi]``; when it came from the page's link and was out of range, a warning
-    says so (once: a later rerun clamps silently, e.g. after the user changed something)."""
+    says so (once: a later rerun clamps silently, e.g. after the user changed something), unless ``quiet``."""
     clamped = min(max(value, lo), hi)
     linked = st.session_state.get(ns.key(LINKED)) or []
     if name in linked:
         st.session_state[ns.key(LINKED)] = [n for n in linked if n != name]
-        if clamped != value:
+        if clamped != value and not quiet:
             (where or st).warning(md_escape(f"link parameter '{name}' ignored: {value} is outside {lo} to {hi} "
                                             f"here; showing {clamped}"))
     return clamped
@@ -442,7 +442,10 @@ def stepper(ns: Namespace, n_steps: int, draw: Callable[[int], None], *, name: s
         linked = int(linked)
     except (TypeError, ValueError):
         linked = 1
-    st.session_state[key] = clamp_linked(ns, name, max(linked, 1), 1, max(n_steps, 1))
+    # on a projector a step past the end is clamped quietly: the header's "Step 26 of 26" says where the walk is,
+    # and a warning's box over the stepper pushed the graph off the first screen
+    st.session_state[key] = clamp_linked(ns, name, max(linked, 1), 1, max(n_steps, 1),
+                                         quiet=bool(st.session_state.get(PRESENT_KEY)))
 
     def current() -> PlayState:
         return PlayState(st.session_state.get(key, 1), bool(st.session_state[playing_key]),

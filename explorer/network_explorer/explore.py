@@ -317,6 +317,13 @@ def title_lines(title: str, chars: int | None) -> list[str]:
     return lines
 
 
+def colour_range(zmax: float) -> str:
+    """The line under a heatmap that says what its colours mean: red -``zmax`` through white 0 to blue +``zmax``
+    (``zmax``: the tensor's largest |entry|, or one scale shared by tensors drawn to be compared)."""
+    m = num(zmax, 2)
+    return f"colour: −{m} … +{m}"
+
+
 def title_chars(width_px: float, font: int) -> int:
     """How many characters of a ``font`` px title fit in ``width_px`` (a conservative 0.62 em per character)."""
     return max(8, int(width_px / (0.62 * font)))
@@ -354,6 +361,9 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     # the column numbers under the cells get their own margin: left to Plotly's automargin, a one-row heatmap (a
     # projector's compact panel, 128 px) had no room to give them and cut them in half
     ticks = tick_margin(font) if m.shape[1] <= 12 else 10
+    # what the colours mean, under the cells (it stood in the title as a bare "±1.2" that nobody could read)
+    scale_lines = title_lines(colour_range(zmax), chars)
+    scale_px = int(len(scale_lines) * 1.3 * font) + 6
     extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
     # Plotly sets a title's first line in the middle of the top margin and the others under it: each extra line
     # takes twice its height of margin (with once, a third line reached into the cells: the adjoint's "±0.25" on
@@ -362,10 +372,15 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     # Plotly's SVG text, broke into dashes through the letters)
     fig.update_layout(title=dict(text="<br>".join(figure_text(t) for t in lines), font=dict(size=font)),
                       # a title line needs twice its font of margin (at the small projector's 23 px, 40 px cut it)
-                      height=height + 2 * extra, margin=dict(l=10, r=10, t=max(40, 2 * font) + 2 * extra, b=ticks),
+                      height=height + 2 * extra + scale_px,
+                      margin=dict(l=10, r=10, t=max(40, 2 * font) + 2 * extra, b=ticks + scale_px),
                       font=dict(size=font))
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
+    # the range as a note at the figure's bottom edge (an axis title would move with Plotly's tick layout)
+    fig.add_annotation(text="<br>".join(scale_lines), xref="paper", yref="paper", x=0, y=0, xanchor="left",
+                       yanchor="top", yshift=-ticks, showarrow=False, align="left", name="colour range",
+                       font=dict(size=font))
     return fig
 
 
@@ -454,7 +469,7 @@ def _tensor_blocks_of(value, title: str, scale: float | None, narrow: bool) -> l
         return [{"kind": "html", "html": f"<p class='adx-caption'>{html.escape(title)}: —</p>"}]
     if lk.is_heatmap:
         zmax = analysis.magnitude(value) if scale is None else scale
-        fig = heatmap(value, f"{title} {analysis.format_shape(lk.shape)} · ±{num(zmax, 2)}", zmax=zmax, narrow=narrow)
+        fig = heatmap(value, f"{title} {analysis.format_shape(lk.shape)}", zmax=zmax, narrow=narrow)
         spec = fig.to_plotly_json()
         hm = fig.data[0]   # its arrays as plain lists (Plotly's JSON may pack them as base64 typed arrays)
         spec["data"] = [{**spec["data"][0], "z": np.asarray(hm.z, dtype=float).tolist(),

@@ -526,18 +526,27 @@ class Preset:
     key: str
     title: str
     build: Callable[..., Network]
+    short: str = ""   # the name a projector's network box shows whole (the title runs past its edge)
 
+    @property
+    def name(self) -> str:
+        """The short name (the title where it is short already)."""
+        return self.short or self.title
+
+
+#: presentation mode's network box holds this many characters of its name (a third of the page's width at 24 px)
+SHORT_NAME_CHARS = 30
 
 PRESETS: dict[str, Preset] = {p.key: p for p in [
     Preset("logreg", "Logistic regression", logistic_regression),
     Preset("mlp", "Two-layer MLP", mlp),
     Preset("sentiment", "Lecture sentiment network: Linear → ReLU → Linear per word, then average → softmax",
-           sentiment),
+           sentiment, short="Lecture sentiment network"),
     Preset("hw2", "HW2 network: average the words first, then Linear → ReLU → Dropout → Linear → sigmoid",
-           hw2),
+           hw2, short="HW2 network"),
     Preset("residual", "Residual block y = x + f(x)", residual),
-    Preset("attention", "Single attention head (Q, K, V from one x)", attention),
-    Preset("rnn", "RNN cell unrolled T steps (shared Wh)", rnn),
+    Preset("attention", "Single attention head (Q, K, V from one x)", attention, short="Single attention head"),
+    Preset("rnn", "RNN cell unrolled T steps (shared Wh)", rnn, short="RNN unrolled (shared Wh)"),
     Preset("custom", "Assemble your own", custom),
 ]}
 

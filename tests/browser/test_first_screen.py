@@ -72,6 +72,15 @@ FIRST_SCREEN = {
     "Network_explorer?step=30&level=layer": [
         ("graphs", 2), ("caption", r"^Step 30 of \d+ · backward"), ("text", r"^This step$"),
         ("testid", "backward-legend"), ("buttons", STEP_BUTTONS)],
+    # a link's step past the last one: clamped quietly on a projector (a warning's box over the stepper pushed the
+    # graph under the first screen's edge)
+    "Network_explorer?net=hw2&step=999": [("graphs", 1), ("caption", r"^Step 26 of 26 · done"),
+                                          ("text", r"^This step$"), ("buttons", STEP_BUTTONS)],
+    # HW2's layer view at step 20: ReLU's value and adjoint, one-line titles, and where it sends its contribution
+    # (tests/test_network_explorer.py checks that the graph's window holds the step's nodes at every step)
+    "Network_explorer?net=hw2&step=20": [("graphs", 1), ("caption", r"^Step 20 of 26 · backward"),
+                                         ("text", r"^This step$"), ("text", r"^→ sent to Linear 1"),
+                                         ("buttons", STEP_BUTTONS)],
     "Sentiment_training": [("picture", 1), ("text", r"^HW2: 450/100"), ("text", r"^Start training$")],
     "Static_vs_dynamic": [("graph_top", 1)],
     # exercise 11's link: the loss the train step skips, whole, beside the prediction and the gradient node that

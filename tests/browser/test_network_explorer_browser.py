@@ -119,13 +119,14 @@ def test_lecture_order_network_and_the_rnn_fan_out_row(page, app_url, wait_idle,
     assert "Fan-out sum at Wh: 3 contributions" in text
     assert "0: the other factor h0 is all zeros" in text
     page.get_by_text("Fan-out sum at Wh: 3 contributions").scroll_into_view_if_needed()
+    # each heatmap's colour range, written under its cells ('colour: −0.5 … +0.5'): one for the row
     titles_js = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-            .map(el => el.layout && el.layout.title ? String(el.layout.title.text) : '')
-            .filter(t => t.includes('· step') || t.includes('= sum'))"""
+            .filter(el => el.layout && el.layout.title && /· step|= sum/.test(String(el.layout.title.text)))
+            .map(el => (el.layout.annotations || []).filter(a => a.name === 'colour range').map(a => a.text).join())"""
     # the heatmaps draw once scrolled into view
     page.wait_for_function(f"() => ({titles_js})().length === 4", polling=100)
-    titles = page.evaluate(titles_js)
-    assert len(titles) == 4 and len({re.sub("<[^>]+>", "", t).rsplit("±", 1)[1] for t in titles}) == 1, titles
+    ranges = page.evaluate(titles_js)
+    assert len(ranges) == 4 and len(set(ranges)) == 1 and ranges[0].startswith("colour: −"), ranges
     assert "tanh#" in graph_text(page)
     shot(page, "network_rnn_fan_out_row")
 
@@ -190,3 +191,37 @@ def test_the_step_panel_heatmap_titles_are_whole_on_a_projector(new_page, app_ur
         (cl, ct, cr, cb), (tl, tt, tr, tb) = t["chart"], t["title"]
         assert cl - 0.5 <= tl and tr <= cr + 0.5 and ct - 0.5 <= tt and tb <= cb + 0.5, t
         assert tr <= w + 0.5, t
+
+
+# the box's text is an <input> (its value); wider than the box, its scrollWidth exceeds its clientWidth
+SELECT_JS = """() => Array.from(document.querySelectorAll('[data-testid="stSelectbox"] input[aria-label="Network"]'))
+    .map(v => ({text: v.value, scroll: v.scrollWidth, client: v.clientWidth}))"""
+
+HEATMAPS_JS = """() => Array.from(document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot'))
+    .map(p => [p, p.layout && p.layout.title ? String(p.layout.title.text || '').replace(/<\/?b>/g, '') : ''])
+    .filter(([p, t]) => /^(value|adjoint)/.test(t))
+    .map(([p, t]) => ({title: t,
+                range: (p.layout.annotations || []).filter(a => a.name === 'colour range').map(a => a.text).join(),
+                lines: p.querySelectorAll('.gtitle .line').length || 1}))"""
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_a_projector_shows_the_network_name_whole_and_one_line_heatmap_titles(new_page, app_url, wait_idle, size):
+    """A lecturer's walk on a projector: the network box cut 'Lecture sentiment network: Linear → …' at its edge, and
+    the step panel's heatmap titles ('adjoint (held now) (1) · ±0.19') took three lines, the '±' unexplained. The box
+    shows the short name whole; each title is one line, and under the cells the colour range says what it is."""
+    from browser_kit import wait_drawn
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    pg.goto(f"{app_url}/Network_explorer?net=sentiment&present=1")
+    wait_drawn(pg)
+    (box,) = pg.evaluate(SELECT_JS)
+    assert box["text"] == PRESETS["sentiment"].name and box["scroll"] <= box["client"], box
+    for step in (18, 25):   # HW2: a Linear's value and adjoint side by side; a leaf's
+        pg.goto(f"{app_url}/Network_explorer?net=hw2&step={step}&present=1")
+        wait_drawn(pg)
+        found = pg.evaluate(HEATMAPS_JS)
+        assert len(found) == 2, found
+        for f in found:
+            assert "<br>" not in f["title"] and "±" not in f["title"] and f["lines"] == 1, f
+            assert f["range"].startswith("colour: −") and f["range"].count("<br>") <= 1, f
