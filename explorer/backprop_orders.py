@@ -20,7 +20,7 @@ from .kit.code_panel import failed_code, frame_code
 from .kit.formatting import fmt_value
 from .kit.frames import FrameSet, build_frames
 from .kit.layout import collapse_big, collapse_composites
-from .kit.backward_view import shared_backward_figures, values_only
+from .kit.backward_view import shared_backward_figures, shared_forward_figures
 from .kit.plotly_figure import figure_dict, plan
 from .kit.programs import InputProblem, parse
 from explorer.explain.numbers import count, fixed, percent
@@ -188,12 +188,10 @@ def orders_model(program_text: str, inputs_text: str, strategies: tuple[str, ...
         for s, b in zip(drawn_orders, backs):
             views[s].backward_figure = b
         if forward_graphs:   # every order runs the same forward pass: one placement, from the forward frames
-            fronts = [values_only(views[s].frameset) for s in drawn_orders]
-            forward = FrameSet(fronts[0].node_ids, [f for fs in fronts for f in fs.frames if f.phase == "forward"],
-                               heads=fronts[0].heads, edges=fronts[0].edges)
-            front_drawing = plan(forward, shown, width, "LR", max_height=back_max_height, rank_gap=16)
-            for s, fs in zip(drawn_orders, fronts):
-                views[s].forward_figure = figure_dict(fs, shown, front_drawing, frames_on_read=True)
+            fronts = shared_forward_figures([views[s].frameset for s in drawn_orders], shown, width,
+                                            back_max_height, frames_on_read=True)
+            for s, front in zip(drawn_orders, fronts):
+                views[s].forward_figure = front
     return OrdersModel(program, inputs, drawing, reference.grads, views)
 
 
@@ -271,7 +269,12 @@ def order_rows(strategies: tuple[str, ...], side_by_side: bool) -> list[list[str
     return [items[i:i + per_row] for i in range(0, len(items), per_row)]
 
 
-PRESENT_BACK_PX = 600  # presentation mode: each order's backward graph, under its verdict and caption, ends on screen
+# presentation mode: each order in a row of its own, its verdict and the step's caption over its graph, its code beside
+# the graph; the graph takes PRESENT_GRAPH_SHARE of the page's width (the slide example's backward graph, its texts at
+# 23 px of the 1920 x 1080 layout, 16 px on a 1366 x 768 projector, its ranks as far apart as a contribution is wide)
+# and at most PRESENT_BACK_PX of its height: two rows, the step buttons over them, on the first screen
+PRESENT_GRAPH_SHARE = 0.68
+PRESENT_BACK_PX = 340
 
 
 def fits_half_width(model: "OrdersModel", zoom: float = 1.0, max_height: float | None = None) -> bool:

@@ -463,6 +463,37 @@ def test_orders_on_a_projector_show_the_forward_pass_then_the_adjoints():
     assert [h for h in at.get("html") if "backward-legend" in h.proto.body]
 
 
+def test_orders_on_a_projector_are_read_from_the_back_row_of_a_1366_projector():
+    """Presenting, every text of each order's graph and of its code is 23 px of the 1920 x 1080 layout, 16 px once a
+    1366 x 768 projector scales the page (the graphs' node texts were 14 px there, the code 12.8 px), in the forward
+    steps and the backward ones; each graph, that large, still fits the page's share beside its code."""
+    import re
+    from explorer.backprop_orders import PRESENT_GRAPH_SHARE
+    from explorer.kit.figures import graph_text_sizes
+    from explorer.kit.presentation import fit_factor, small_screen_floor_px
+    from explorer.kit.widgets import PRESENT_PAGE_PX
+    floor = small_screen_floor_px()
+    assert floor * fit_factor((1366, 768)) >= 16
+    for step in ("3", "11"):
+        at = page(ORDERS)
+        at.query_params.update({"present": "1", "step": step})
+        at.run()
+        no_exceptions(at)
+        graphs = [s for s in plotly_specs(at) if s["layout"].get("meta", {}).get("renderer") == "graph"]
+        assert len(graphs) == 2
+        for g in graphs:
+            assert min(graph_text_sizes(g)) >= floor, (step, min(graph_text_sizes(g)))
+            meta, (x0, x1) = g["layout"]["meta"], g["layout"]["xaxis"]["range"]
+            # px per figure unit as drawn: a node's text is FONT units tall
+            unit = next(tr["textfont"]["size"] for tr in g["data"] if tr.get("name") == "node") / meta["font"]
+            assert (x1 - x0) * unit + 16 <= PRESENT_PAGE_PX * PRESENT_GRAPH_SHARE, (step, (x1 - x0) * unit)
+        panels = [h.proto.body for h in at.get("html") if 'data-testid="code-panel-' in h.proto.body]
+        assert len(panels) == 2
+        for body in panels:
+            sizes = [int(v) for v in re.findall(r"font-size:\s*(\d+)px", body)]
+            assert sizes and min(sizes) >= floor, (step, sizes)
+
+
 def test_orders_switching_orders_and_stepping_together():
     at = page(ORDERS).run()
     at.multiselect(key="orders_orders").set_value(["topological", "path_recursion"]).run()

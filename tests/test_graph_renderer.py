@@ -387,11 +387,9 @@ def test_backprop_orders_projector_draws_the_forward_pass_while_it_runs():
     """On a projector each order shows one graph: during the forward steps the values being computed (left to
     right, the output at the right where its adjoint is drawn later), not the backward graph's empty adjoints;
     the forward graph fits the order's column whole (no window), at the scale the page keeps for its text."""
-    from explorer.backprop_orders import PRESENT_BACK_PX, orders_model
+    from explorer.backprop_orders import orders_model
     from explorer.kit.figures import graph_scale, still_graph
-    from explorer.kit.widgets import graph_px
-    width = graph_px(PRESENTING, 460, 0.5)
-    height = int(PRESENT_BACK_PX / graph_scale(PRESENTING))
+    width, height = _orders_projector_size()
     m = orders_model(PRESETS[0].program, PRESETS[0].inputs, ("topological", "bfs_first_touch"), width, height,
                      forward_graphs=True)
     assert not orders_model(PRESETS[0].program, PRESETS[0].inputs, ("topological",)).views["topological"].forward_figure
@@ -409,3 +407,62 @@ def test_backprop_orders_projector_draws_the_forward_pass_while_it_runs():
             x0, x1 = fig["layout"]["xaxis"]["range"]
             assert (x1 - x0) * meta["scale"] <= width * graph_scale(PRESENTING) + 1
             assert_clean(fig)
+
+
+def _orders_projector_size() -> tuple[int, int]:
+    """The width and height Backprop orders lays each order's graphs out at on a projector (its page's sizes: the
+    graph's share of the page, laid out smaller by the growth that brings its texts to the 1366 x 768 floor)."""
+    from explorer.backprop_orders import ORDER_WIDTH, PRESENT_BACK_PX, PRESENT_GRAPH_SHARE
+    from explorer.kit.figures import floor_growth, graph_scale
+    from explorer.kit.presentation import small_screen_floor_px
+    from explorer.kit.widgets import graph_px
+    grow = floor_growth(PRESENTING, small_screen_floor_px())
+    return (int(graph_px(PRESENTING, ORDER_WIDTH, PRESENT_GRAPH_SHARE) / grow),
+            int(PRESENT_BACK_PX / graph_scale(PRESENTING) / grow))
+
+
+def _hw2_projector_size() -> tuple[int, int]:
+    """The same for Your HW2 code's two graphs on a projector."""
+    from explorer.kit.figures import floor_growth, graph_scale
+    from explorer.kit.presentation import small_screen_floor_px
+    from explorer.kit.widgets import graph_px
+    from explorer.student_code import view as V
+    grow = floor_growth(PRESENTING, small_screen_floor_px())
+    return (int(graph_px(PRESENTING, V.ORDER_WIDTH, V.PRESENT_GRAPH_SHARE) / grow),
+            int(V.graph_height(True) / graph_scale(PRESENTING) / grow))
+
+
+LABEL_GAP_MAX = 8.0   # figure units (px at scale 1) between a contribution's label and its own edge, at most
+
+
+def _backward_figures(where: str) -> list[dict]:
+    from explorer.backprop_orders import orders_model
+    if where.startswith("orders"):
+        size = _orders_projector_size() if where == "orders projector" else (460, 620)
+        m = orders_model(PRESETS[0].program, PRESETS[0].inputs, ("topological", "bfs_first_touch"), *size)
+        return [v.backward_figure for v in m.views.values()]
+    from explorer.student_code import view as V
+    size = _hw2_projector_size() if where == "hw2 projector" else (V.ORDER_WIDTH, V.GRAPH_HEIGHT)
+    gv = V.graph_view(V.sample_report("bfs_first_touch"), "slide", *size)
+    return [gv.engine.backward_figure, gv.student.backward_figure]
+
+
+@needs_dot
+@pytest.mark.parametrize("where", ["orders projector", "orders laptop", "hw2 projector", "hw2 laptop"])
+def test_each_contribution_sits_beside_its_own_edge_in_the_backward_graphs(where):
+    """Backprop orders and Your HW2 code, the slide example's backward graphs at every step, at the sizes each page
+    lays them out at: each contribution's label lies beside its own edge (at most LABEL_GAP_MAX units from it), no
+    two labels overlap, and the picture is otherwise clean. On a projector the x̄5 → x̄3 edge was 30 px long for
+    its 47 px "244.69": that label floated 36 px under x̄5, by no edge, and x̄5's other two stacked beside it."""
+    from explorer.kit.picture_checks import edge_label_gaps
+    for fig in _backward_figures(where):
+        labelled = 0
+        for k in range(len(fig["frames"])):
+            shown = at_frame(fig, k)
+            gaps = edge_label_gaps(shown)
+            far = [(t, e, round(g, 1)) for t, e, g in gaps if g > LABEL_GAP_MAX]
+            assert not far, (where, k, far)
+            rep = check_figure(shown)
+            assert rep.ok, (where, k, rep.problems)
+            labelled = max(labelled, len(gaps))
+        assert labelled == len(fig["layout"]["meta"].get("edges_left_out", [])) + 7   # every edge's number shown

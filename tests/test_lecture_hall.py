@@ -139,12 +139,16 @@ def test_a_smaller_projector_shows_the_design_page_scaled():
 
 def test_the_orders_backward_graphs_label_every_edge_on_a_projector():
     """Backprop orders on a projector: every edge of the backward graph labelled, right to left (short: beside
-    its verdict on the first screen), readable from the back row."""
-    from explorer.backprop_orders import ORDER_WIDTH, PRESENT_BACK_PX
-    from explorer.kit.figures import graph_scale
-    m = orders_model(SLIDE, AT, ("topological", "bfs_first_touch"), graph_px(PRESENTING, ORDER_WIDTH, 0.5),
-                     int(PRESENT_BACK_PX / graph_scale(PRESENTING)))
+    its code on the first screen), readable from the back row (at the page's sizes: laid out smaller by the growth
+    that brings its texts to the 1366 x 768 floor)."""
+    from explorer.backprop_orders import ORDER_WIDTH, PRESENT_BACK_PX, PRESENT_GRAPH_SHARE
+    from explorer.kit.figures import floor_growth, graph_scale
+    from explorer.kit.presentation import small_screen_floor_px
+    grow = floor_growth(PRESENTING, small_screen_floor_px())
+    m = orders_model(SLIDE, AT, ("topological", "bfs_first_touch"),
+                     int(graph_px(PRESENTING, ORDER_WIDTH, PRESENT_GRAPH_SHARE) / grow),
+                     int(PRESENT_BACK_PX / graph_scale(PRESENTING) / grow))
     fig = m.views["bfs_first_touch"].backward_figure
     assert len(_trace(fig, "edge label")["x"]) == len(m.views["bfs_first_touch"].frameset.edges)
-    assert fig["layout"]["meta"]["scale"] * 14 * graph_scale(PRESENTING) >= 18
-    assert fig["layout"]["meta"]["rankdir"] == "RL"
+    assert fig["layout"]["meta"]["scale"] * 14 * graph_scale(PRESENTING) * grow >= small_screen_floor_px()
+    assert fig["layout"]["meta"]["rankdir"] == "RL" and not fig["layout"]["meta"]["window"]

@@ -677,3 +677,31 @@ def test_presenting_a_students_own_file_shows_its_lit_code(monkeypatch):
     assert "Your code at this step" in text and V.STACKED_SIDES_NOTE in text
     panel = next(h.proto.body for h in at.get("html") if 'data-testid="code-student"' in h.proto.body)
     assert 'class="l hl"' in panel and "def backpropagate" in panel
+
+
+def test_presenting_the_forward_steps_show_the_values_being_computed(monkeypatch):
+    """On a projector the graphs are the backward graphs in the slides' notation; while the forward pass runs their
+    adjoints are all still empty (every box "x̄i" and nothing else), so those steps show the forward graph, values
+    only, the node being evaluated lit, with the same figures Backprop orders builds
+    (:func:`explorer.kit.backward_view.shared_forward_figures`), and no backward legend; the backward graphs from the
+    first backward step."""
+    import json
+    gv = V.graph_view(V.sample_report("bfs_first_touch"), "slide", forward_graphs=True)
+    assert not V.graph_view(V.sample_report("bfs_first_touch"), "slide").engine.forward_figure
+    first_back = next(f.index for f in gv.engine.frameset.frames if f.phase == "backward")
+    for step, forward in ((3, True), (first_back + 1, False)):
+        at = _presenting(monkeypatch, "bfs_first_touch", step)
+        specs = [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
+        graphs = [s for s in specs if (s["layout"].get("meta") or {}).get("renderer") == "graph"]
+        drawn = [[t for tr in g["data"] for t in (tr.get("text") or []) if isinstance(t, str) and t]
+                 for g in graphs]
+        legend = [h for h in at.get("html") if "backward-legend" in h.proto.body]
+        assert len(drawn) == 2
+        if forward:
+            assert all("x4 = 2·x2" in d and "= 1" in d and "x3 = 1.5·x1" in d for d in drawn), drawn
+            assert not any("x̄" in t for d in drawn for t in d) and not legend
+            # the node being evaluated (x4 at step 3) lit: the active node's outline drawn
+            assert all(any(tr.get("line", {}).get("width", 0) > 0 and any(v is not None for v in tr.get("x", []))
+                           and tr.get("line", {}).get("color") == "#111827" for tr in g["data"]) for g in graphs)
+        else:
+            assert all("x̄7" in d and "x4 = 2·x2" not in d for d in drawn) and legend

@@ -11,7 +11,7 @@ from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.budget import bounded_cache
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import floor_growth, graph_scale, line_plot, style_graph_figure
+from explorer.kit.figures import floor_growth, graph_scale, line_plot, style_graph_figure, tight_graph
 from explorer.kit.presentation import small_screen_css, small_screen_floor_px
 from explorer.kit.formatting import md_escape
 from explorer.kit.widgets import (graph_px, presentation_toggle, publish_link, show_plot, show_table, start_page,
@@ -67,8 +67,9 @@ def report_of(source: str, version: tuple[int, int]):
 
 
 @bounded_cache(16 << 20, spinner="Drawing both orders…", seconds=None)
-def cached_view(source: str, version: tuple[int, int], key: str, width: int, max_height: int, label: str):
-    return V.graph_view(report_of(source, version), key, width, max_height, label)
+def cached_view(source: str, version: tuple[int, int], key: str, width: int, max_height: int, label: str,
+                forward_graphs: bool = False):
+    return V.graph_view(report_of(source, version), key, width, max_height, label, forward_graphs)
 
 
 if own:
@@ -102,7 +103,7 @@ head[-2].selectbox("Graph", choices, format_func=lambda k: titles[k], key=ns.key
 key = st.session_state[ns.key("graph")]
 gv = cached_view(source, version, key,
                  int(graph_px(look, V.ORDER_WIDTH, V.PRESENT_GRAPH_SHARE if look.presenting else 0.5) / grow),
-                 int(V.graph_height(look.presenting) / graph_scale(look) / grow), label)
+                 int(V.graph_height(look.presenting) / graph_scale(look) / grow), label, look.presenting)
 verdict = gv.verdict
 
 
@@ -114,11 +115,18 @@ def draw(step: int) -> None:
     sides = (gv.engine, gv.student)
     ks = [min(step, side.n_frames) - 1 if side else 0 for side in sides]
 
+    def forward_step(side, k) -> bool:
+        return side is not None and side.frameset.frames[k].phase == "forward"
+
     def graph(side, k, where) -> None:
-        # on a projector the backward graphs in the slides' notation (as on Backprop orders); on a laptop the
+        # on a projector the backward graphs in the slides' notation (as on Backprop orders), and while the forward
+        # pass runs the values being computed in their place (the adjoints are all still to come); on a laptop the
         # forward graph with values and adjoints
-        fig = side.backward_figure if look.presenting and side.backward_figure else side.figure
-        show_plot(style_graph_figure(still_graph(fig, k, title=False), look, floor_px=floor), look,
+        fig = side.forward_figure if look.presenting and forward_step(side, k) and side.forward_figure else \
+            side.backward_figure if look.presenting and side.backward_figure else side.figure
+        styled = style_graph_figure(still_graph(fig, k, title=False), look, floor_px=floor)
+        # presenting, close around its drawing: both graphs and the legend under them on the first screen
+        show_plot(tight_graph(styled) if look.presenting else styled, look,
                   key=ns.key(f"fig_{'student' if side is gv.student else 'engine'}"), where=where)
 
     def caption(side, k, where) -> None:
@@ -138,11 +146,12 @@ def draw(step: int) -> None:
             box = left.container(gap="xxsmall")
             box.markdown(f"**{md_escape(side.label)}**")
             graph(side, k, box)
+        if not all(forward_step(side, k) for side, k in zip(sides, ks) if side is not None):
+            # the backward graphs' edges: sent, not sent yet, this step (none in a forward graph), under both graphs
+            left.html(backward_legend_html())
         for side, k in zip(sides, ks):
             if side is not None:
                 caption(side, k, right)
-        with right:
-            st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
         # the verdict (once it is due) over the code: at the last step it is what the class reads, and the code
         # then lights nothing
         notes, aside = right.container(), right.container()

@@ -13,7 +13,7 @@ from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight
 from explorer.kit.deeplink import LinkField
 from explorer.kit.presentation import small_screen_css, small_screen_floor_px
-from explorer.kit.figures import PrebuiltFigure, floor_growth, graph_scale, style_graph_figure
+from explorer.kit.figures import PrebuiltFigure, floor_growth, graph_scale, style_graph_figure, tight_graph
 from explorer.kit.plotly_figure import HALF_WIDTH, MAX_HEIGHT
 from explorer.expression_explorer import (MAX_ACCUMULATION_ACTIONS, accumulation_rows, explorer_model,
                                           node_table_data, node_table_styler, protocol_html, relayed_view,
@@ -268,19 +268,7 @@ def present_step(shown, frame: int) -> None:
 def tight(fig: PrebuiltFigure) -> PrebuiltFigure:
     """A still graph with :data:`PRESENT_MARGIN_PX` above and below its drawing instead of the renderer's margins,
     and :data:`PRESENT_RANGE_TRIM` units less room around its boxes (the drawing's scale stays as it was)."""
-    lay = dict(fig.spec["layout"])
-    if "height" not in lay:
-        return fig
-    m = dict(lay.get("margin") or {})
-    cut = sum(max(0, int(m.get(side, 0)) - PRESENT_MARGIN_PX) for side in ("t", "b"))
-    lay["margin"] = {**m, "t": min(m.get("t", 0), PRESENT_MARGIN_PX), "b": min(m.get("b", 0), PRESENT_MARGIN_PX)}
-    meta = lay.get("meta") or {}
-    y_range = (lay.get("yaxis") or {}).get("range")
-    if not meta.get("window") and y_range and meta.get("scale"):   # a window's range follows the step: kept
-        lay["yaxis"] = {**lay["yaxis"], "range": [y_range[0] + PRESENT_RANGE_TRIM, y_range[1] - PRESENT_RANGE_TRIM]}
-        cut += int(2 * PRESENT_RANGE_TRIM * meta["scale"])
-    lay["height"] = lay["height"] - cut
-    return PrebuiltFigure({**fig.spec, "layout": lay})
+    return tight_graph(fig, PRESENT_MARGIN_PX, PRESENT_RANGE_TRIM)
 
 
 def relayed(shown, frame: int):

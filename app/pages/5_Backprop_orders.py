@@ -12,8 +12,10 @@ from explorer.kit import presets
 from explorer.kit.backward_view import legend_html as backward_legend_html
 from explorer.kit.code_panel import font_px as code_font_px, scroll_to_highlight, to_html
 from explorer.kit.deeplink import LinkField
-from explorer.kit.figures import graph_scale, line_plot, style_graph_figure
-from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, RANDOM_CRITERION, RANDOM_DEFAULTS,
+from explorer.kit.figures import floor_growth, graph_scale, line_plot, style_graph_figure, tight_graph
+from explorer.kit.presentation import small_screen_css, small_screen_floor_px
+from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, PRESENT_GRAPH_SHARE, RANDOM_CRITERION,
+                                      RANDOM_DEFAULTS,
                                       STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
                                       deep_chain_results, fits_half_width, order_rows, orders_model,
                                       path_recursion_costs_within, step_class_view, walkthrough)
@@ -35,7 +37,15 @@ ctx = start_page(
     defaults={"expr": presets.DEFAULT.program, "at": presets.DEFAULT.inputs, "orders": DEFAULT_ORDERS,
               "step": 1, "depth": 3000})
 ns, look = ctx.ns, ctx.look
-PRESENT_CODE_PX = 300  # each order's code scrolls beyond this in presentation mode (its lit lines in view)
+# each order's code scrolls beyond this in presentation mode, beside its graph and no taller (its lit lines in view,
+# the rows between them folded)
+PRESENT_CODE_PX = 290
+if look.presenting:
+    st.html(small_screen_css())   # labels, captions, code: 16 px or more at 1366 x 768 too
+# presenting, the graphs' texts and the code are 16 px or more at 1366 x 768 too (23 px of the 1920 x 1080 layout):
+# the graphs laid out that much smaller and drawn that much larger, as on the Expression explorer
+floor = small_screen_floor_px() if look.presenting else None
+grow = floor_growth(look, floor) if floor else 1.0
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -61,10 +71,17 @@ release_focus()
 c1, c2, program_text, inputs_text = program_boxes(ns, lk=look, where=head[1])
 orders = tuple(s for s in ALL if s in st.session_state[ns.key("orders")]) or ("topological",)
 try:
-    if look.presenting:  # two backward graphs side by side, each under its order's verdict and caption
-        model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5),
-                              int(PRESENT_BACK_PX / graph_scale(look)), forward_graphs=True)
-        side_by_side = len(orders) > 1
+    if look.presenting:  # each order in a row: its verdict and caption over its graph, its code beside the graph
+        # at the small screen's floor where every order's graphs fit whole that large, else at the design's sizes
+        for graph_floor in (floor, None):
+            g = grow if graph_floor else 1.0
+            model = cached_orders(program_text, inputs_text, orders,
+                                  int(graph_px(look, ORDER_WIDTH, PRESENT_GRAPH_SHARE) / g),
+                                  int(PRESENT_BACK_PX / graph_scale(look) / g), forward_graphs=True)
+            if not any((f.get("layout", {}).get("meta") or {}).get("window") for v in model.views.values()
+                       for f in (v.backward_figure, v.forward_figure) if f):
+                break
+        side_by_side = len(orders) > 1   # (the class's laptops: two orders side by side, as before)
     else:
         model = cached_orders(program_text, inputs_text, orders, graph_px(look, ORDER_WIDTH, 0.5))
         # no room side by side (the graph would shrink): stacked, each the page's full width
@@ -80,25 +97,26 @@ if model is not None:
 
     def draw(step: int) -> None:
         """The orders at the same 1-based step, each with its verdict from the step where it goes wrong."""
+        if look.presenting:
+            backward = not forward_step(step)
+            for i, s in enumerate(orders):
+                present_order(model.views[s], step, legend=backward and i == len(orders) - 1)
+            st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
+            publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step},
+                         view=lambda: step_class_view(model, orders, step, side_by_side))
+            return
         for row in rows:
             cols = st.columns(2) if len(rows[0]) > 1 else [st.container()]
             for col, s in zip(cols, row):
                 with col:
                     draw_order(model.views[s], step)
-        if not (look.presenting and forward_step(step)):   # (a projector's forward steps draw no backward graph)
-            st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
-        # each order's own code, read from the running engine; the lines this step ran are highlighted (on a
-        # projector without the heading: the code's rows are what the first screen needs)
-        if not look.presenting:
-            st.markdown("**Each order's own code at this step** — the lines that did the step's work are lit")
+        st.html(backward_legend_html())  # the backward graphs' edges: sent, not sent yet, this step
+        # each order's own code, read from the running engine; the lines this step ran are highlighted
+        st.markdown("**Each order's own code at this step** — the lines that did the step's work are lit")
         for col, s in zip(st.columns(len(orders)), orders):
             code = model.views[s].code(step - 1)
-            if not look.presenting:
-                col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
-            col.html(to_html(code, code_font_px(look.presenting), test_id=f"code-panel-{s}",
-                             max_height_px=PRESENT_CODE_PX if look.presenting else None))
-        if look.presenting:
-            st.html(scroll_to_highlight(step), unsafe_allow_javascript=True)
+            col.markdown(f"**{STRATEGY_LABELS[s]}** — {code.caption}")
+            col.html(to_html(code, code_font_px(False), test_id=f"code-panel-{s}"))
         publish_link(ctx, {"expr": program_text, "at": inputs_text, "orders": list(orders), "step": step},
                      view=lambda: step_class_view(model, orders, step, side_by_side))
 
@@ -106,6 +124,37 @@ if model is not None:
         """Whether the 1-based step is in the forward pass (the same steps for every order)."""
         view = next((v for v in model.views.values() if v.n_frames), None)
         return view is not None and view.frameset.frames[min(step, view.n_frames) - 1].phase == "forward"
+
+    def present_order(view, step: int, legend: bool) -> None:
+        """Presentation mode: one order at the 1-based step in a row of its own: its name and verdict line, the
+        step's caption, then its graph (the values being computed while the forward pass runs, then the backward
+        graph) with its own code beside it, the lines this step ran lit; ``legend``: the backward graphs' legend
+        under the graph (the last order's, in a backward step: under both graphs, as on the Expression explorer)."""
+        if not view.n_frames:
+            st.markdown(f"**{STRATEGY_LABELS[view.strategy]}**")
+            if view.error:
+                st.error(f"This order failed: {md_escape(view.error)}")
+            return
+        k = min(step, view.n_frames) - 1
+        fr = view.frameset.frames[k]
+        kind, line = view.verdict_line(k)
+        colour = {"ok": "gray", "wrong": "red", "right": "green"}[kind]
+        # two lines across the page, close together and close over the graph: two rows and the legend need the height
+        box = st.container(gap="xxsmall")
+        with box.container(gap=None):
+            st.markdown(f"**{STRATEGY_LABELS[view.strategy]}** · :{colour}[**{md_escape(line)}**]")
+            st.markdown(f"**Step {k + 1} of {view.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
+        left, right = box.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
+        left = left.container(gap="xxsmall")   # the legend close under the graph
+        # the forward steps show the values being computed (the adjoints are all still to come)
+        shown = view.forward_figure if fr.phase == "forward" and view.forward_figure else view.backward_figure
+        if shown:
+            show_plot(tight_graph(style_graph_figure(still_graph(shown, k, title=False), look, floor_px=graph_floor)),
+                      look, key=ns.key(f"back_{view.strategy}"), where=left)
+        if legend:   # the backward graphs' edges: sent, not sent yet, this step
+            left.html(backward_legend_html())
+        right.html(to_html(view.code(k), max(code_font_px(True), floor or 0), test_id=f"code-panel-{view.strategy}",
+                           max_height_px=PRESENT_CODE_PX))
 
     def draw_order(view, step: int) -> None:
         """One order at the 1-based step: its name and verdict line (what has gone wrong so far, nothing
@@ -121,17 +170,12 @@ if model is not None:
         colour = {"ok": "gray", "wrong": "red", "right": "green"}[kind]
         st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}\n:{colour}[**{md_escape(line)}**]")
         st.markdown(f"**Step {k + 1} of {view.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
-        if not look.presenting:  # the forward graph (values and adjoints) over the backward graph
-            show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,
-                      key=ns.key(f"fig_{view.strategy}"))
-        # on a projector the forward steps show the values being computed (the adjoints are all still to come)
-        shown = view.forward_figure if look.presenting and fr.phase == "forward" and view.forward_figure else \
-            view.backward_figure
-        if shown:
-            show_plot(style_graph_figure(still_graph(shown, k, title=False), look), look,
+        # the forward graph (values and adjoints) over the backward graph
+        show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,
+                  key=ns.key(f"fig_{view.strategy}"))
+        if view.backward_figure:
+            show_plot(style_graph_figure(still_graph(view.backward_figure, k, title=False), look), look,
                       key=ns.key(f"back_{view.strategy}"))
-        if look.presenting:
-            return
         for m in view.moments_until(k):  # every moment so far, listed under the graphs
             st.warning(f"**Step {m.frame + 1}: {md_escape(m.text)}**")
         if view.error:

@@ -150,11 +150,28 @@ def shared_backward_figures(framesets: list[FrameSet], graph: Graph, width: int,
     backs = [backward_frameset(fs, graph) for fs in framesets]
     union = FrameSet(backs[0].node_ids, [f for b in backs for f in b.frames], heads=backs[0].heads,
                      edges=backs[0].edges)
-    drawing = plan(union, graph, width, "RL", max_height=max_height, label_room=False)
+    # the ranks as far apart as the longest contribution is wide (``label_gap``): each one sits beside its own edge
+    # (packed 30 px apart, x̄5 → x̄3's 244.69 on the slide example floated under x̄5, beside no edge)
+    drawing = plan(union, graph, width, "RL", max_height=max_height, label_room=False, label_gap=True)
     if drawing.viewport is not None or drawing.scale < 0.9:
-        drawing = plan(union, graph, width, "auto-reversed", max_height=max_height, label_room=False)
+        drawing = plan(union, graph, width, "auto-reversed", max_height=max_height, label_room=False, label_gap=True)
     return [figure_dict(b, graph, drawing, edge_color=ADJOINT, pending_edges=True, frames_on_read=frames_on_read)
             for b in backs]
+
+
+def shared_forward_figures(framesets: list[FrameSet], graph: Graph, width: int, max_height: int,
+                           frames_on_read: bool = False) -> list[dict]:
+    """The forward graphs, values only (:func:`values_only`), of several animations of one graph (orders, or the
+    engine's and a student's: every one runs the same forward pass), on one placement planned from their forward
+    frames: left to right within ``width`` x ``max_height``, the output at the right where its adjoint is drawn in
+    the backward graph. What a projector shows in the backward graph's place while the forward pass runs, when the
+    adjoints are all still empty. Without edge labels its ranks go 16 px apart (it fits a column at a larger scale).
+    ``frames_on_read``: as :func:`~explorer.kit.plotly_figure.figure_dict`'s."""
+    fronts = [values_only(fs) for fs in framesets]
+    forward = FrameSet(fronts[0].node_ids, [f for fs in fronts for f in fs.frames if f.phase == "forward"],
+                       heads=fronts[0].heads, edges=fronts[0].edges)
+    drawing = plan(forward, graph, width, "LR", max_height=max_height, rank_gap=16)
+    return [figure_dict(fs, graph, drawing, frames_on_read=frames_on_read) for fs in fronts]
 
 
 def legend_html(sent: str = "contribution sent (written on its edge)") -> str:

@@ -191,6 +191,25 @@ def floor_growth(look: Look, floor_px: float) -> float:
     return max(1.0, floor_px / (min(FONT, EDGE_FONT) * graph_scale(look)))
 
 
+def tight_graph(fig: PrebuiltFigure, margin_px: int = 4, range_trim: float = 7) -> PrebuiltFigure:
+    """A still graph of the renderer (after :func:`style_graph_figure`) with ``margin_px`` above and below its drawing
+    instead of the renderer's margins, and ``range_trim`` units less room around its boxes (the drawing's scale
+    stays as it was): a projector page that stacks graphs, captions and code on one screen."""
+    lay = dict(fig.spec["layout"])
+    if "height" not in lay:
+        return fig
+    m = dict(lay.get("margin") or {})
+    cut = sum(max(0, int(m.get(side, 0)) - margin_px) for side in ("t", "b"))
+    lay["margin"] = {**m, "t": min(m.get("t", 0), margin_px), "b": min(m.get("b", 0), margin_px)}
+    meta = lay.get("meta") or {}
+    y_range = (lay.get("yaxis") or {}).get("range")
+    if not meta.get("window") and y_range and meta.get("scale"):   # a window's range follows the step: kept
+        lay["yaxis"] = {**lay["yaxis"], "range": [y_range[0] + range_trim, y_range[1] - range_trim]}
+        cut += int(2 * range_trim * meta["scale"])
+    lay["height"] = lay["height"] - cut
+    return PrebuiltFigure({**fig.spec, "layout": lay})
+
+
 def style_graph_figure(fig: dict, look: Look, height: int | None = None,
                        floor_px: float | None = None) -> PrebuiltFigure:
     """The graph figure at ``look``'s sizes, ready for ``st.plotly_chart``.

@@ -293,3 +293,30 @@ def check_all_frames(fig: dict, every: int = 1) -> Report:
         total.min_font_px = min(total.min_font_px, r.min_font_px)
         total.n_nodes, total.n_edges, total.n_labels = r.n_nodes, r.n_edges, max(total.n_labels, r.n_labels)
     return total
+
+
+def edge_label_gaps(fig: dict) -> list[tuple[str, int, float]]:
+    """``(text, edge, gap)`` of each edge label the figure shows now: ``gap`` is how far (figure units, px at scale
+    1) its box lies from its own edge (the ``customdata`` names it), measured as :func:`check_figure` measures texts.
+    :func:`check_figure` lets a label sit anywhere nearer its own edge than another (or by another edge carrying the
+    same number); a label read from the back row sits beside its edge, a few units from it."""
+    meta = (fig.get("layout") or {}).get("meta") or {}
+    if meta.get("renderer") != "graph":
+        raise ValueError("not a figure of explorer.kit.plotly_figure (layout.meta.renderer != 'graph')")
+    scale = float(meta["scale"])
+    char_w, line_h = float(meta.get("char_w", 0.6)), float(meta.get("line_h", 1.3))
+    edges = [seg for tr in fig["data"] if tr.get("name") == "edges" for seg in _segments(tr["x"], tr["y"])]
+    out = []
+    for tr in fig["data"]:
+        if tr.get("name") != "edge label" or tr.get("customdata") is None:
+            continue
+        size = float(tr.get("textfont", {}).get("size", 12))
+        for x, y, t, k in zip(tr["x"], tr["y"], tr["text"], tr["customdata"]):
+            lines = [ln for ln in _plain_lines(t)]
+            if not any(ln.strip() for ln in lines):
+                continue
+            w = max(_chars(ln) for ln in lines) * char_w * size / scale
+            h = line_h * size * len(lines) / scale
+            rect = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
+            out.append((" / ".join(lines), int(k), polyline_rect_distance(edges[int(k)], rect)))
+    return out

@@ -43,6 +43,10 @@ MIN_SCALE = 0.85          # below this the drawing is shown through a window ins
 VIEW_SCALE = 1.0          # the scale of that window
 DESIGN_WIDTH = 940        # px of a graph across the main column of a 1400 px window (sidebar open)
 HALF_WIDTH = 460          # px of a graph in half of that column (pages 1 and 2), measured in Chromium
+# px a rank gap is wider than the longest edge label when labels sit beside their edges (``plan``'s label_gap): the
+# label's own 2 px either side and room to centre it between the boxes (at 6 the x̄6 → x̄5 label of the slide example
+# touched x̄6 and went 25 px up)
+LABEL_SLACK = 12
 MAX_LABELLED_EDGES = 60   # graphs with more edges get no edge labels (the caption carries the numbers)
 MAX_HEIGHT = 620          # px of the drawing (without title and slider) before it is shrunk
 FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"
@@ -174,7 +178,7 @@ def plan(frameset: FrameSet, graph: Graph, width: int = DESIGN_WIDTH, rankdir: s
         # label, so a short edge between two ranks has room for its label (x̄5 → x̄3 on a projector had none)
         gap = rank_gap
         if label_gap and not label_room and any(label_chars) and rd in ("LR", "RL"):
-            gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + 6)
+            gap = max(gap, max(label_chars) * CHAR_W * EDGE_FONT + LABEL_SLACK)
         elif label_gap and not label_room and any(label_chars):   # top to bottom: two label lines' height
             gap = max(gap, 2 * LINE_H * EDGE_FONT + 12)
         elif label_gap and label_room and any(label_chars):   # dot's label boxes hold the ranks apart already
@@ -229,7 +233,12 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
         q = polys[k]
         bases = [at] + ([q[len(q) // 2]] if e.label_at is not None and q else []) + \
             ([q[len(q) // 4], q[3 * len(q) // 4]] if len(q) > 2 else [])
-        for (bx, by), (dx, dy) in ((b, o) for b in bases for o in offsets + beside):
+        # first (a compact layout: no spot of dot's) just clear of the edge's middle, either side of it across the
+        # edge's direction there: a label touching its own edge is read as its own (the fixed offsets above left a
+        # long label on a steep edge 10-16 px off it)
+        touching = [] if e.label_at is not None else _touching(q, w, h)
+        for (bx, by), (dx, dy) in [((0.0, 0.0), o) for o in touching] + \
+                [(b, o) for b in bases for o in offsets + beside]:
             x, y = bx + dx, by + dy
             r = (x - w, y - h, x + w, y + h)
             if any(_overlap(r, b) for b in boxes) or any(_overlap(r, t) for t in taken):
@@ -248,6 +257,22 @@ def _free_label_spots(p: Placement, label_chars: list[int]) -> list[Point | None
             taken.append((spot[0] - w, spot[1] - h, spot[0] + w, spot[1] + h))
         out.append(spot)
     return out
+
+
+def _touching(q: list[Point], w: float, h: float, gap: float = 2.0) -> list[Point]:
+    """Centres of a ``2w`` x ``2h`` label ``gap`` units clear of polyline ``q`` at its middle, on either side of it
+    (across its direction there)."""
+    if len(q) < 2:
+        return []
+    i = max(1, len(q) // 2)
+    (x0, y0), (x1, y1) = q[i - 1], q[i]
+    d = math.hypot(x1 - x0, y1 - y0)
+    if d < 1e-9:
+        return []
+    nx, ny = -(y1 - y0) / d, (x1 - x0) / d
+    reach = abs(nx) * w + abs(ny) * h + gap   # the rectangle's half-extent across the edge, then the gap
+    mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+    return [(mx + sx * nx * reach, my + sy * ny * reach) for sx, sy in ((1, 1), (-1, -1))]
 
 
 STRAY_MARGIN = 3.0   # figure units a label must sit nearer its own edge than any other (the eye pairs it so)

@@ -18,7 +18,7 @@ from explorer.explain.graph import adjoint_label, adjoint_names, plain_value
 from explorer.explain.numbers import fmt
 from explorer.explain.trace import BackwardEvent, Trace
 
-from ..kit.backward_view import WRONG_MARK, shared_backward_figures
+from ..kit.backward_view import WRONG_MARK, shared_backward_figures, shared_forward_figures
 from ..kit.code_panel import CodeBlock, step_events
 from ..kit.frames import FrameSet, build_frames
 from ..kit.layout import collapse_big, collapse_composites
@@ -35,10 +35,11 @@ ORDER_WIDTH = 460      # px per graph: the two orders side by side in a 1400 px 
 # screen under the step buttons (measured in Chromium: 1400x900 normal; presenting at 1920x1080, 1366x768 and
 # 1280x720, where a graph too tall to shrink legibly is shown through the renderer's window that follows the step).
 # Presenting, the two graphs stand one above the other in the left PRESENT_GRAPH_SHARE of the page (the slide
-# example is 3 times wider than tall: so its texts can be 23 px, 16 px on a 1366 x 768 projector) and the step's
-# captions, the code that ran and the verdict fill the rest beside them.
+# example is 3 times wider than tall: so its texts can be 23 px, 16 px on a 1366 x 768 projector, its backward graph's
+# ranks as far apart as a contribution is wide, as on Backprop orders) and the step's captions, the code that ran and
+# the verdict fill the rest beside them.
 GRAPH_HEIGHT, PRESENT_GRAPH_HEIGHT = 510, 380
-PRESENT_GRAPH_SHARE = 0.6
+PRESENT_GRAPH_SHARE = 0.68
 
 
 def graph_height(presenting: bool) -> int:
@@ -84,6 +85,10 @@ class Side:
     # the backward graph in the slides' notation (x̄ nodes, reversed edges carrying the contributions), on one
     # placement with the other side's: what presentation mode shows, as Backprop orders does
     backward_figure: dict | None = None
+    # the forward graph with values only, on one placement with the other side's (the forward pass is the
+    # engine's for both): what presentation mode shows in the backward graph's place while the forward pass runs,
+    # when the adjoints are all still empty (as Backprop orders does)
+    forward_figure: dict | None = None
 
     @property
     def n_frames(self) -> int:
@@ -243,10 +248,12 @@ def mark_wrong(frameset: FrameSet, trace: Trace, node: int, text: str) -> int | 
 
 
 def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
-               max_height: int = GRAPH_HEIGHT, label: str = STUDENT_LABEL) -> GraphView:
+               max_height: int = GRAPH_HEIGHT, label: str = STUDENT_LABEL, forward_graphs: bool = False) -> GraphView:
     """The engine's and the student's backward passes on graph ``key`` (a lecture graph or a random one),
     stepping together on one placement; ``label`` names the student's side (:func:`sample_label` for a
-    bundled sample)."""
+    bundled sample). ``forward_graphs``: also each side's forward graph with values only
+    (:func:`~explorer.kit.backward_view.shared_forward_figures`, as Backprop orders on a projector), what
+    presentation mode shows during the forward steps."""
     spec = spec_for(key)
     verdict = report.verdicts[key]
     ref = report.references[key]
@@ -284,6 +291,10 @@ def graph_view(report: StudentReport, key: str, width: int = ORDER_WIDTH,
     for side, back in zip(sides, shared_backward_figures([side.frameset for side in sides], shown, width,
                                                          max_height)):
         side.backward_figure = back
+    if forward_graphs:
+        for side, front in zip(sides, shared_forward_figures([side.frameset for side in sides], shown, width,
+                                                             max_height)):
+            side.forward_figure = front
     return GraphView(key, spec.title, verdict, engine, student, wrong_frame, wrong_text, verdict_frame=verdict_frame)
 
 

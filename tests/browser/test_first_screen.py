@@ -41,11 +41,14 @@ FIRST_SCREEN = {
         ("graphs", 2), ("caption", r"^take x3: x̄3 = 244\.69"), ("text", r"^Step 10 of 14"),
         ("testid", "code-panel"), ("testid", "code-lecture"), ("testid", "backward-legend"),
         ("buttons", STEP_BUTTONS)],
+    # each order in a row: its verdict and the step's caption over its graph, its own code beside the graph, the
+    # legend under both graphs
     "Backprop_orders?step=8": [
         ("graphs", 2), ("text", r"^so far every node was taken with all its contributions"),
         ("text", r"^✗ step 8: x1 finalised with 1 of 2 contributions"),
         ("caption", r"^Step 8 of 14 · backward: take x6"), ("caption", r"^Step 8 of 14 · backward: take x1"),
-        ("buttons", STEP_BUTTONS)],
+        ("testid", "code-panel-topological"), ("testid", "code-panel-bfs_first_touch"),
+        ("testid", "backward-legend"), ("buttons", STEP_BUTTONS)],
     # the class looks for the best h first: the question under each sweep, then the answer on request
     "Gradient_check": [("graphs", 2), ("caption", r"^float64: best h = \? Where is the error smallest"),
                        ("caption", r"^float32: best h = \?"), ("text", r"^Show the best h$")],
@@ -185,18 +188,26 @@ def test_the_first_screen_holds_what_the_class_must_see(screen, app_url, wait_id
     assert problems == [], f"/{path} at {w} x {h}: " + "; ".join(problems)
 
 
-def test_backprop_orders_stand_side_by_side(screen, app_url, wait_idle):
-    """Two orders, two graphs at the same height, the broken one to the right, each under its verdict line."""
+def test_backprop_orders_stand_one_above_the_other_each_beside_its_code(screen, app_url, wait_idle):
+    """Two orders, two graphs of the same size, the broken one under the other, each under its verdict line and
+    left of its own code (the graphs' texts at 16 px on a 1366 x 768 projector need the page's width: side by
+    side they were 14 px there)."""
     pg, w, h = screen
     open_presenting(pg, f"{app_url}/Backprop_orders?step=11&present=1", wait_idle)
-    charts = pg.locator('[data-testid="stMain"] .js-plotly-plot')
+    main = pg.locator('[data-testid="stMain"]')
+    charts = main.locator('.js-plotly-plot')
     a, b = charts.nth(0).bounding_box(), charts.nth(1).bounding_box()
-    assert b["x"] >= a["x"] + a["width"] - 1 and abs(a["height"] - b["height"]) < 2
+    assert b["y"] >= a["y"] + a["height"] - 1 and abs(a["height"] - b["height"]) < 2 and abs(a["x"] - b["x"]) < 2
     for box in (a, b):
         assert box["y"] + box["height"] <= h + 0.5
-    verdicts = [pg.get_by_text(re.compile(r"^so far every node")).first.bounding_box(),
-                pg.get_by_text(re.compile(r"^✗ step 11: LOST")).first.bounding_box()]
-    assert verdicts[0]["y"] < a["y"] and verdicts[1]["y"] < b["y"] and verdicts[1]["x"] >= a["x"] + a["width"] - 1
+    verdicts = [main.get_by_text(re.compile(r"^so far every node")).first.bounding_box(),
+                main.get_by_text(re.compile(r"^✗ step 11: LOST")).first.bounding_box()]
+    assert verdicts[0]["y"] < a["y"] and a["y"] + a["height"] <= verdicts[1]["y"] + 1 and verdicts[1]["y"] < b["y"]
+    codes = [main.locator(f'[data-testid="code-panel-{s}"]').first.bounding_box()
+             for s in ("topological", "bfs_first_touch")]
+    for graph, code in zip((a, b), codes):
+        assert code["x"] >= graph["x"] + graph["width"] - 1 and code["x"] + code["width"] <= w + 0.5
+        assert graph["y"] - 1 <= code["y"] < graph["y"] + graph["height"]
 
 
 TICKS_JS = """() => {
