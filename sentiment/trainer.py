@@ -134,7 +134,7 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     # shuffled (the default everywhere): best validation accuracy 77-82% over seeds 0-4; HW2's file order
     # gives 71-76% (74, 73, 74, 76, 71 over seeds 0-4: under HW2's 75% on four of them); benchmarks/README.md
-    "hw2": Preset("HW2: 450/100, 250 epochs", 450, 100, TrainConfig(shuffle=True),
+    "hw2": Preset("HW2 setup: 450 train / 100 validation sentences, 250 epochs", 450, 100, TrainConfig(shuffle=True),
                   "HW2's setting (first 450 training / 100 validation sentences, batch 10, Adam, 250 epochs), "
                   "lr 0.01, batches shuffled every epoch"),
     # What reaches >= 80% on all of SST-2 (see benchmarks/README.md, "Full SST-2 accuracy"): training the

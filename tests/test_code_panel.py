@@ -254,3 +254,17 @@ def test_a_scrolling_panel_keeps_its_blocks_title_row_on_screen():
     assert "start - title.offsetHeight" in SCROLL_TO_HIGHLIGHT and "span() + 2 * rowH > room" in SCROLL_TO_HIGHLIGHT
     # lit rows that do not fit even folded (wrapped lines) make the window taller, never past the screen's edge
     assert "max = Math.min(limit, max + span() - room + 1)" in SCROLL_TO_HIGHLIGHT
+
+
+def test_a_scrolling_panel_is_laid_out_again_whenever_the_window_changes():
+    """The window on a panel's rows is measured in the page: after the quick watch of the first seconds (every frame),
+    a resize (a projector plugged in, full screen: the page laid out wider, its lines wrapped anew) or a late move
+    re-lays it out, checked twice a second and at every resize while the page is open, by one watch per page (a
+    window measured before the change sliced a wrapped row at its bottom edge)."""
+    from explorer.kit.code_panel import SCROLL_TO_HIGHLIGHT, scroll_to_highlight
+    script = SCROLL_TO_HIGHLIGHT
+    assert "window.__adxCodeWatch = setInterval(" in script and "addEventListener('resize'" in script
+    assert "if (!window.__adxCodeWatch)" in script        # installed once, whatever the number of Steps
+    assert "window.__adxCodeCheck = check" in script      # the newest step's panels are the ones checked
+    assert "box.clientWidth" in script and "window.innerWidth" in script   # a wider layout is a change
+    assert scroll_to_highlight(3).count("setInterval(") == 1

@@ -87,7 +87,7 @@ def test_page_renders_idle():
     assert not at.exception, [e.value for e in at.exception]
     assert "press **Start training**" in texts(at)
     # one-click presets, then Start; Pause / Stop appear with a run
-    assert [b.label for b in at.main.button] == ["HW2: 450/100, 250 epochs", "Full SST-2",
+    assert [b.label for b in at.main.button] == [ONE_CLICK["hw2"][0], "Full SST-2",
                                             "HW2 with lr 0.25: watch the ReLUs die", "Start training"]
     assert at.selectbox(key="sentiment_dataset").value == "builtin"
     assert "numpy" in at.selectbox(key="sentiment_backend").options
@@ -288,7 +288,7 @@ def chart(at: AppTest, title_start: str) -> dict:
 
 def test_one_click_hw2_preset_sets_hw2s_setting_and_its_target():
     at = AppTest.from_file(PAGE, default_timeout=120).run()
-    button(at, "HW2: 450/100, 250 epochs").click().run()
+    button(at, ONE_CLICK["hw2"][0]).click().run()
     run = at.session_state["sentiment_run"]
     try:
         assert not at.exception, [e.value for e in at.exception]

@@ -102,3 +102,15 @@ def test_the_words_over_the_empty_axes_say_what_each_button_trains():
     assert "**Press Start training** (30 epochs, the axes below)" in text
     hw2 = ONE_CLICK["hw2"]
     assert f"{hw2[3].epochs} for {hw2[0].split(':')[0]}" in text and f"{ONE_CLICK['full'][3].epochs} for Full SST-2" in text
+
+
+def test_the_hw2_presets_label_says_its_sizes_in_words():
+    """The one-click HW2 preset names what it trains as a class reads it ("450/100" was cryptic): its training and
+    validation sentences and its epochs, the numbers read from the preset itself; the line over the empty axes quotes
+    the label's name part ("250 for HW2 setup")."""
+    from explorer.sentiment_training.settings import ONE_CLICK
+    from explorer.sentiment_training.views import before_run_text
+    label, _, (n_train, n_val), cfg = ONE_CLICK["hw2"]
+    assert label == f"HW2 setup: {n_train} train / {n_val} validation sentences, {cfg.epochs} epochs"
+    assert "/100," not in label and (n_train, n_val, cfg.epochs) == (450, 100, 250)
+    assert f"{cfg.epochs} for HW2 setup and " in before_run_text(30)

@@ -109,6 +109,9 @@ def _start(drawn: int) -> None:
     S[k("run_dataset")] = label
 
 
+ONE_CLICK_PRESENT_PX = 24
+
+
 def _one_click(key: str, drawn: int) -> None:
     if S[k("run_number")] != drawn:   # this click's run is started (see _start)
         return
@@ -121,11 +124,15 @@ if not look.presenting:
     st.caption("One click sets the boxes below and starts training: **HW2**'s own setting · all of **SST-2** with "
                "the extras beyond HW2 · **lr 0.25**, where the dead-ReLU plot and the network's ReLU box turn red "
                "and accuracy stalls at one class.")
-# the Start button joins the presets' row (and, on a projector, the mode's toggle): the curves get the room
-c = one_click = st.columns([1.45, 0.8, 2.0, 1.0, 1.05] if look.presenting else [1.2, 0.8, 1.6, 0.9])
+# the Start button joins the presets' row: the curves get the room. On a projector the row's labels are 24 px in the
+# 1920 x 1080 layout (17 px on a 1366 x 768 screen; the buttons' 30 px would not fit HW2's label, which says its sizes
+# in words), and the mode's toggle sits beside the folded settings, so the row stays one line
+ONE_CLICK_ROW = "adx_one_click"
 if look.presenting:
-    with c[4]:
-        presentation_toggle()
+    st.html(f"<style>.st-key-{ONE_CLICK_ROW} [data-testid='stButton'] button p "
+            f"{{ font-size: {ONE_CLICK_PRESENT_PX}px !important; }}</style>")
+c = one_click = st.container(key=ONE_CLICK_ROW).columns([2.5, 0.66, 1.6, 0.9] if look.presenting
+                                                         else [1.2, 0.8, 1.6, 0.9])
 # no tooltips: after the click the pointer rests on the button and its tooltip stayed open over the settings (and,
 # on a projector, over the run's buttons and progress line); the caption above says what each preset does
 for col, name in zip(c, ("hw2", "full", "relu")):
@@ -134,7 +141,12 @@ for col, name in zip(c, ("hw2", "full", "relu")):
 
 # the settings fold away once there is a run (on a projector always: the one-click presets set them), so the live
 # curves and the network are on the first screen
-settings_box = (st.expander("Settings: dataset, epochs, batch, learning rate, optimizer, …", expanded=False)
+settings_at = st
+if look.presenting:
+    settings_at, toggle_at = st.columns([4.3, 1], vertical_alignment="center")
+    with toggle_at:
+        presentation_toggle()
+settings_box = (settings_at.expander("Settings: dataset, epochs, batch, learning rate, optimizer, …", expanded=False)
                 if look.presenting or run is not None else st.container(border=True))
 with settings_box:
     c = st.columns([3, 1, 1, 1, 1])

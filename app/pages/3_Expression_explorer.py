@@ -49,6 +49,11 @@ PRESENT_LECTURE_PX = 360     # and slide 27's backward_pass: a window on the lin
 # 10 units, grown to the floor, put the legend under a 1366 x 768 screen's edge)
 PRESENT_MARGIN_PX = 4
 PRESENT_RANGE_TRIM = 7
+# graphs across the page: the code panels under them, a quarter of Streamlit's gap below the backward graph (its boxes
+# reach a few px past its trimmed range)
+WIDE_CODE_KEY = "adx_ee_wide_code"
+if look.presenting:
+    st.html(f"<style>.st-key-{WIDE_CODE_KEY} {{ margin-top: 0.25rem; }}</style>")
 for msg in ctx.link_problems:
     st.warning(msg)
 
@@ -236,16 +241,27 @@ def present_step(shown, frame: int) -> None:
     slide 27's backward_pass over the engine's walk and VJP, each titled); the tables and the other views under them."""
     head, _, caption = shown.header.partition("\n")   # one line, no heading's margins: the graphs need the height
     with st.container(gap=None):
-        st.markdown(f"**{head.removeprefix('#### ')}**")
+        # graphs across the page (a long chain: the sigmoid presets), the code under them: the legend goes to the
+        # header's row and the graphs sit closer, so the code's lit lines stay on a 1366 x 768 screen
+        head_at, legend_at = st.columns([1, 2], vertical_alignment="center") if wide else (st.container(), None)
+        head_at.markdown(f"**{head.removeprefix('#### ')}**")
+        if legend_at is not None:
+            legend_at.html(backward_legend_html())
         if caption.strip():
             st.markdown(caption)
-    left, right = ((st.container(), st.columns(2)) if wide else st.columns([graph_share, 1 - graph_share]))
+    if wide:   # the graphs one under the other and the code under them, closer than Streamlit's gap (1 rem = 24 px)
+        with st.container(gap=None):
+            left = st.container(gap=None)
+            right = st.container(key=WIDE_CODE_KEY).columns(2)
+    else:
+        left, right = st.columns([graph_share, 1 - graph_share])
     with left:
         show_plot(tight(style_graph_figure(still_graph(model.figure, frame, title=False), look,
                                            floor_px=graph_floor)), look, key=ns.key("figure"))
         show_plot(tight(style_graph_figure(still_graph(model.backward_figure, frame, title=False), look,
                                            floor_px=graph_floor)), look, key=ns.key("backward_figure"))
-        st.html(backward_legend_html())
+        if not wide:
+            st.html(backward_legend_html())
     lecture_at, code_at = right if wide else (right, right)
     lecture_at.html(shown.lecture_html)
     code_at.html(shown.code_html)

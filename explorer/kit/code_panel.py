@@ -536,14 +536,24 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
   if (end > start) box.style.maxHeight = (end - start) + 'px';
   box.scrollTop = start; };
   // laid out again whenever a panel is new or moved (the charts above it draw later, more so on a loaded
-  // machine): checked every frame until nothing has moved for about five seconds
+  // machine) or the window changed (a projector plugged in, full screen: the page is laid out wider or narrower,
+  // its lines wrap anew and a window measured before slices a row): checked every frame until nothing has moved
+  // for about five seconds, then twice a second and at every resize for as long as the page is open (one watch
+  // per page, whichever step's script installed it)
   const key = box => { const r = box.getBoundingClientRect();
-    return [Math.round(r.top), box.scrollHeight, box.querySelectorAll('.l.hl').length, window.innerHeight].join(); };
-  let quiet = 0, frames = 0;
-  const tick = () => { let moved = false;
+    return [Math.round(r.top), box.scrollHeight, box.clientWidth, box.querySelectorAll('.l.hl').length,
+            window.innerHeight, window.innerWidth].join(); };
+  const check = () => { let moved = false;
     document.querySelectorAll('.adx-scroll').forEach(box => {
       if (box.dataset.key !== key(box)) { go(box); box.dataset.key = key(box); moved = true; } });
-    quiet = moved ? 0 : quiet + 1;
+    return moved; };
+  window.__adxCodeCheck = check;
+  if (!window.__adxCodeWatch) {
+    window.__adxCodeWatch = setInterval(() => window.__adxCodeCheck(), 500);
+    window.addEventListener('resize', () => window.__adxCodeCheck());
+  }
+  let quiet = 0, frames = 0;
+  const tick = () => { quiet = check() ? 0 : quiet + 1;
     if (quiet < 300 && ++frames < 7200) requestAnimationFrame(tick); };
   tick(); })();</script>"""
 

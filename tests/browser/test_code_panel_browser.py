@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from browser_kit import wait_drawn, wait_stable
 
 pytestmark = pytest.mark.browser
 
@@ -73,3 +74,35 @@ def test_a_narrow_code_panel_wraps_its_title_instead_of_cutting_it(new_page, app
     assert overflow and all(extra <= 1 for _, extra in overflow), overflow
     titles = pg.locator(".adx-code .t").all_inner_texts()
     assert any("engine/strategies.py" in t for t in titles), titles
+
+
+# every row of a scrolling code panel whole or out of view (tests/browser/test_first_screen.py's check)
+from test_first_screen import ROWS_WHOLE_JS  # noqa: E402
+
+PANELS_JS = """() => [...document.querySelectorAll('.adx-scroll')].map(b => [b.getAttribute('data-testid'),
+    b.style.maxHeight, b.getBoundingClientRect().top])"""
+# the panel's own quick watch (every frame) ends after 300 frames in which nothing moved: 400 frames later it has
+FRAMES_JS = """(n) => new Promise(r => { let k = 0; const f = () => (++k >= n ? r(true) : requestAnimationFrame(f));
+                                        requestAnimationFrame(f); })"""
+
+
+@pytest.mark.parametrize("url", ["Expression_explorer?present=1&step=1", "Expression_explorer?present=1&step=14"])
+def test_a_code_panels_window_ends_on_a_whole_row_after_the_window_changes(new_page, app_url, wait_idle, url):
+    """Steps 1 and 14 on a projector (no lit row: the window shows the walk from its top), then the browser window
+    resized after the page has settled (1366 x 768 to 1366 x 657, a window with the browser's bars: the page is laid
+    out wider, its rows wrap anew): the panels' windows are measured again and end on a whole row. Measured once,
+    the slide's panel sliced a row in half at its bottom edge."""
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    pg.goto(f"{app_url}/{url}")
+    wait_drawn(pg)
+    wait_idle(pg)
+    wait_stable(pg, f"({PANELS_JS})()", quiet_ms=1000)
+    assert pg.evaluate(ROWS_WHOLE_JS) == []
+    pg.evaluate(FRAMES_JS, 400)   # past the quick watch: the change below is seen by the lasting one
+    for w, h in ((1366, 657), (1366, 768)):
+        pg.set_viewport_size({"width": w, "height": h})
+        try:
+            pg.wait_for_function(f"() => ({ROWS_WHOLE_JS})().length === 0", timeout=20_000)
+        except Exception:  # noqa: BLE001 - the assertion says which row was cut
+            pass
+        assert pg.evaluate(ROWS_WHOLE_JS) == [], f"{url} at {w} x {h}"

@@ -41,6 +41,12 @@ FIRST_SCREEN = {
         ("graphs", 2), ("caption", r"^take x3: x̄3 = 244\.69"), ("text", r"^Step 10 of 14"),
         ("testid", "code-panel"), ("testid", "code-lecture"), ("testid", "backward-legend"),
         ("buttons", STEP_BUTTONS)],
+    # the sigmoid neuron's chain is too long to stand beside the code: the graphs across the page, the legend in the
+    # header's row and the code panels right under the graphs, on the first screen (under the legend and a gap each
+    # they were below the fold at 1366 x 768)
+    "Expression_explorer?step=9&expr=f+%3D+1+%2F+%281+%2B+exp%28-%28w+%2A+x%29%29%29&at=w+%3D+0.5%2C+x+%3D+2": [
+        ("graphs", 2), ("text", r"^Step 9 of 14"), ("testid", "code-panel"), ("testid", "code-lecture"),
+        ("testid", "backward-legend"), ("buttons", STEP_BUTTONS)],
     # each order in a row: its verdict and the step's caption over its graph, its own code beside the graph, the
     # legend under both graphs
     "Backprop_orders?step=8": [
@@ -84,7 +90,7 @@ FIRST_SCREEN = {
     "Network_explorer?net=hw2&step=20": [("graphs", 1), ("caption", r"^Step 20 of 26 · backward"),
                                          ("text", r"^This step$"), ("text", r"^→ sent to Linear 1"),
                                          ("buttons", STEP_BUTTONS)],
-    "Sentiment_training": [("picture", 1), ("text", r"^HW2: 450/100"), ("text", r"^Start training$")],
+    "Sentiment_training": [("picture", 1), ("text", r"^HW2 setup: 450 train / 100 validation sentences, 250 epochs$"), ("text", r"^Start training$")],
     "Static_vs_dynamic": [("graph_top", 1)],
     # exercise 11's link: the loss the train step skips, whole, beside the prediction and the gradient node that
     # read the same inputs, under the one-line count (the slider and the legend under the graph)
@@ -497,3 +503,46 @@ def test_gradient_check_sweeps_are_whole_and_their_texts_apart(new_page, app_url
         if f["xtitle"] < f["xtick"] - 0.05 or f["ytitle"] < f["ytick"] - 0.05:
             problems.append(f"{where}: axis titles smaller than their numbers {f}")
     assert problems == [], f"at {w} x {h}: " + "; ".join(problems)
+
+
+SIGMOID = "expr=f+%3D+1+%2F+%281+%2B+exp%28-%28w+%2A+x%29%29%29&at=w+%3D+0.5%2C+x+%3D+2"
+
+
+@pytest.mark.parametrize("step", [8, 12])
+def test_the_sigmoid_neurons_lit_engine_lines_are_on_a_1366_first_screen(new_page, app_url, wait_idle, step):
+    """The sigmoid neuron's graphs stand across the page, the code under them: at 1366 x 768 the engine's panel and
+    every line its step lit lie inside the panel's window and on the first screen (they were below the fold)."""
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    open_presenting(pg, f"{app_url}/Expression_explorer?{SIGMOID}&step={step}&present=1", wait_idle)
+    engine = LIT_ON_SCREEN_JS.replace("document.querySelectorAll('.adx-scroll')",
+                                      "document.querySelectorAll('[data-testid=\"code-panel\"].adx-scroll')")
+    try:   # the panel scrolls itself once its script runs after the render
+        pg.wait_for_function(f"() => ({engine})()[0] === true", timeout=TIMEOUT_MS)
+    except Exception:  # noqa: BLE001 - the assertion says what was wrong
+        pass
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"expression_explorer_sigmoid_step{step}_1366x768.png"))
+    assert pg.evaluate(engine) == [True]
+
+
+ONE_CLICK_ROW_JS = """() => [...document.querySelectorAll('[class*="st-key-adx_one_click"] [data-testid="stButton"] button')]
+  .map(b => { const p = b.querySelector('p'); const r = b.getBoundingClientRect();
+              const fit = document.querySelector('[data-testid="stApp"]').getBoundingClientRect().width
+                          / document.querySelector('[data-testid="stApp"]').offsetWidth;
+              return {text: p.innerText.replace(/\\s+/g, ' ').trim(), top: r.top, bottom: r.bottom, right: r.right,
+                      cut: p.scrollWidth > p.clientWidth + 1, px: parseFloat(getComputedStyle(p).fontSize) * fit}; })"""
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_sentiment_presets_row_reads_in_words_on_one_line(new_page, app_url, wait_idle, size):
+    """Sentiment training on a projector: the one-click presets and Start training in one row, every label whole (no
+    ellipsis) at 16 px or more on the screen, HW2's preset saying its sizes in words ("HW2: 450/100" was cryptic)."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    open_presenting(pg, f"{app_url}/Sentiment_training?present=1", wait_idle)
+    row = pg.evaluate(ONE_CLICK_ROW_JS)
+    assert [b["text"] for b in row] == [
+        "HW2 setup: 450 train / 100 validation sentences, 250 epochs", "Full SST-2",
+        "HW2 with lr 0.25: watch the ReLUs die", "Start training"], row
+    assert max(b["top"] for b in row) - min(b["top"] for b in row) <= 1, row      # one row
+    assert all(not b["cut"] and b["px"] >= 16 - 0.05 and b["right"] <= w + 0.5 for b in row), row

@@ -276,7 +276,7 @@ def test_hw2_preset_at_1400_no_tooltip_left_open_curves_on_the_first_screen_lege
     # the check can fail: a widget with help shows its tooltip under the pointer
     main.locator('[data-testid="stTooltipIcon"]:visible').first.hover()
     tooltip.first.wait_for(state="visible", timeout=TIMEOUT_MS)
-    preset = main.get_by_role("button", name=re.compile(r"^\W*HW2: 450"))
+    preset = main.get_by_role("button", name=re.compile(r"^\W*HW2 setup: 450 train"))
     preset.hover()
     open_tip = "Boolean([...document.querySelectorAll('[data-testid=\"stTooltipContent\"]')].find(t => t.offsetParent))"
     wait_stable(pg, open_tip, quiet_ms=1500)   # a tooltip would open after its delay: the reading must hold
