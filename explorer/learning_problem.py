@@ -187,6 +187,14 @@ def _share_down(start: float, now: float, loss_min: float) -> float:
     return (start - now) / gap if gap > 0 else 1.0
 
 
+def _share_text(closed: float, gap: float) -> str:
+    """How far down the run is, in words that agree with the number: a share that rounds to 100.0% while the run
+    is still above the minimum reads "essentially at the minimum" with the gap left (never "100.0%" on the way)."""
+    if round(closed * 1000) < 1000:
+        return f"{percent(closed, 1)} of the way down"
+    return f"essentially at the minimum (L − min L = {_math(sci(max(gap, 0.0)))})"
+
+
 def regime(path: list[DescentStep], loss_min: float) -> tuple[str, str]:
     """What the run did: ``("divergent" | "too small" | "about right" | "noisy", one sentence why)``."""
     start, end = path[0].loss, path[-1].loss_next
@@ -201,7 +209,7 @@ def regime(path: list[DescentStep], loss_min: float) -> tuple[str, str]:
                          f"the full one), yet {percent(closed)} of the way down overall")
     if closed < 0.99:
         return "too small", f"after {len(path)} steps only {percent(closed)} of the way down to the minimum"
-    return "about right", f"{percent(closed, 1)} of the way down in {len(path)} steps"
+    return "about right", f"{_share_text(closed, end - loss_min)} after {len(path)} steps"
 
 
 def progress(path: list[DescentStep], upto: int, loss_min: float) -> tuple[str | None, str]:
@@ -214,7 +222,9 @@ def progress(path: list[DescentStep], upto: int, loss_min: float) -> tuple[str |
     if not np.isfinite(now) or now > start:
         return None, f"{done} the loss is {num(now)}, up from {num(start)} at w₀"
     closed = _share_down(start, now, loss_min)
-    return None, f"{done}: {percent(closed, 1)} of the way down to the minimum so far"
+    if round(closed * 1000) < 1000:
+        return None, f"{done}: {percent(closed, 1)} of the way down to the minimum so far"
+    return None, f"{done}: {_share_text(closed, now - loss_min)}"
 
 
 # --- the lecture's exercise 1 ------------------------------------------------------------------------------
@@ -273,13 +283,18 @@ def taylor_text(step: "DescentStep") -> str:
             f"the engine measured **{_math(num(step.loss_next - step.loss))}**.")
 
 
+CAPTION_DIGITS = 4   # significant digits in the step's line: one line on a projector at every step (5 wrapped it)
+
+
 def step_caption(step: DescentStep, lr: float, total: int) -> str:
-    """The step's line, numbered from 1 as every stepper of the app counts (step k + 1 moves w_k) and out of the
-    ``total`` steps as the other steppers' headers say, one minus sign throughout: ``Step 1 of 40: w = (3, −2.5),
-    L = 3.5049 → Δw = −η∇L = −2·(−0.073334, −1.4272) = (0.14667, 2.8544) → L = 1.7939``."""
-    return _math(f"Step {step.k + 1} of {total}: w = {_v(step.w)}, L = {num(step.loss)} → Δw = −η∇L = "
-                 f"−{plain(lr)}·{_v(step.grad)} = "
-                 f"{_v(step.delta)} → L = {num(step.loss_next)}")
+    """The step's line, numbered from 1 as every stepper of the app counts: step k + 1 moves w_k to w_k+1, and the
+    line names both (the plot marks w_k with the update's arrow to w_k+1), out of the ``total`` steps as the other
+    steppers' headers say, one minus sign throughout, short enough to stay one line (the gradient itself is in the
+    table of steps): ``Step 1 of 40: w₀ = (3, −2.5), L = 3.505 → Δw = −2·∇L = (0.1467, 2.854) → w₁, L = 1.794``."""
+    d = CAPTION_DIGITS
+    v = lambda a: "(" + ", ".join(num(x, d) for x in np.asarray(a).ravel()) + ")"  # noqa: E731
+    return _math(f"Step {step.k + 1} of {total}: {w_sub(step.k)} = {v(step.w)}, L = {num(step.loss, d)} → "
+                 f"Δw = −{plain(lr)}·∇L = {v(step.delta)} → {w_sub(step.k + 1)}, L = {num(step.loss_next, d)}")
 
 
 def step_rows(path: list[DescentStep], upto: int, lr: float) -> list[dict]:
@@ -326,6 +341,20 @@ def _label_side(x: float, y: float, box, inside: bool) -> str:
     return f"{v} {'right' if x < (box[0] + box[1]) / 2 else 'left'}"
 
 
+def _near(p, q, box, share: float = 0.12) -> bool:
+    """Whether two points of the plot are within ``share`` of its width and height of each other (their markers
+    and labels would meet)."""
+    return (abs(float(p[0]) - float(q[0])) < share * (box[1] - box[0])
+            and abs(float(p[1]) - float(q[1])) < share * (box[3] - box[2]))
+
+
+def _apart_sides(here, w_min) -> tuple[str, str]:
+    """Text positions for the current point's label and the minimum's when the two are close: on opposite sides,
+    each away from the other (the current point's label covered the star's "min")."""
+    right = float(here[0]) >= float(w_min[0])
+    return (f"bottom {'right' if right else 'left'}", f"top {'left' if right else 'right'}")
+
+
 def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look: Look,
                    w_min: np.ndarray | None = None, limit: float | None = None, lr: float | None = None) -> go.Figure:
     """Contours of the loss with the path up to the 0-based ``step`` (the update path[step] as an arrow); in
@@ -359,14 +388,19 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
     here_in = _inside((xs[-2], ys[-2]), box)
     # a point off the plot: marked on the frame's edge nearest to it, with where it is
     mx, my = float(np.clip(xs[-2], box[0], box[1])), float(np.clip(ys[-2], box[2], box[3]))
+    near = w_min is not None and here_in and _near((mx, my), w_min, box)
+    here_side, min_side = (_apart_sides((mx, my), w_min) if near else
+                           (_label_side(mx, my, box, here_in), "top right"))
     fig.add_trace(go.Scatter(x=[mx], y=[my], mode="markers+text", name=w_sub(cur.k),
                              # beside the point, not under it (a start near the bottom edge had its label cut)
                              text=[w_sub(cur.k) if here_in else f"{w_sub(cur.k)} = {_v(cur.w)}, off the plot"],
-                             textposition=_label_side(mx, my, box, here_in),
+                             textposition=here_side,
                              cliponaxis=False,
                              textfont=dict(size=look.figure_font + 2, color="#7c2d12"),
-                             marker=dict(size=look.node_size * 0.55, color="#b91c1c",
-                                         symbol="circle" if here_in else "diamond", line=dict(width=2, color="white"))))
+                             # by the minimum, a ring: the star drawn over it shows through
+                             marker=dict(size=look.node_size * (0.8 if near else 0.55), color="#b91c1c",
+                                         symbol="circle-open" if near else "circle" if here_in else "diamond",
+                                         line=dict(width=3 if near else 2, color="#b91c1c" if near else "white"))))
     gone = [i for i, (x, y) in enumerate(zip(xs, ys)) if not _inside((x, y), box)]
     if gone:
         note = f"{w_sub(gone[0])} left the plot"
@@ -379,7 +413,7 @@ def contour_figure(surface: str, grid, path: list[DescentStep], step: int, look:
                            bgcolor="rgba(255,255,255,0.9)", bordercolor="#991b1b", borderpad=4)
     if w_min is not None:
         fig.add_trace(go.Scatter(x=[float(w_min[0])], y=[float(w_min[1])], mode="markers+text", name="minimum",
-                                 text=["min"], textposition="top right",
+                                 text=["min"], textposition=min_side,
                                  textfont=dict(size=look.figure_font, color="#14532d"),
                                  marker=dict(symbol="star", size=look.node_size * 0.6, color="#16a34a")))
     fig.update_layout(height=PRESENT_CONTOUR_PX if look.presenting else int(look.figure_height * 0.9),
@@ -414,12 +448,32 @@ def loss_curve_figure(path: list[DescentStep], step: int, loss_min: float, look:
     return readable(fig, look)
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _power_label(v: float) -> str:
+    """A power of ten as 10ᵏ, at the text's own size (never Plotly's tiny superscript): 10⁻⁶, 10⁰, 10² (2·10⁻⁶ for
+    a multiple of one)."""
+    k = math.floor(math.log10(v) + 1e-9)
+    m = round(v / 10.0 ** k)
+    return ("" if m == 1 else f"{m}·") + "10" + str(k).translate(_SUPERSCRIPT)
+
+
 def _tick_label(v: float) -> str:
     """A log axis's tick as the class reads it: 0.01, 1, 100 (10⁻⁶, 10⁸ far from 1), never a tiny superscript."""
     k = round(math.log10(v))
     if abs(v - 10.0 ** k) < 1e-9 * v and abs(k) > 4:
-        return "10" + str(k).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+        return _power_label(v)
     return fixed(v, 10).rstrip("0").rstrip(".") if v < 1 else count(v)
+
+
+def _tick_labels(ticks: list[float]) -> list[str]:
+    """The axis's labels in one format: all plain (0.01, 1, 100), or, where one of them would need 10ᵏ (a power of
+    ten far from 1), every one as 10ᵏ (an axis reading 1, 0.01, 0.0001, 10⁻⁶ mixed two)."""
+    plain_labels = [_tick_label(t) for t in ticks]
+    if any(label.startswith("10") and len(label) > 2 and not label[2:].isdigit() for label in plain_labels):
+        return [_power_label(t) for t in ticks]
+    return plain_labels
 
 
 def log_ticks(values, most: int = 7) -> dict:
@@ -440,7 +494,7 @@ def log_ticks(values, most: int = 7) -> dict:
     if len(ticks) > most or len(ticks) < 2:
         stride = max(1, math.ceil((k1 - k0 + 1) / most))
         ticks = [10.0 ** k for k in range(k0, k1 + 1) if k % stride == 0 and lo <= 10.0 ** k <= hi]   # 1 among them
-    return {"range": [a, b], "tickmode": "array", "tickvals": ticks, "ticktext": [_tick_label(t) for t in ticks]}
+    return {"range": [a, b], "tickmode": "array", "tickvals": ticks, "ticktext": _tick_labels(ticks)}
 
 
 def exercise1_figure(rows: list[Exercise1Row], look: Look) -> go.Figure:

@@ -146,7 +146,7 @@ def test_page_steps_and_switches_learning_rate():
     at = _ok(AppTest.from_file(PAGE, default_timeout=120).run())
     # the first step shown is 1, as every stepper of the app counts (it moves w_0)
     assert at.session_state["learn_step"] == 1
-    assert "#### Step 1 of 40: w = (3, −2.5)" in _md(at) and "Step 0" not in _md(at)
+    assert "#### Step 1 of 40: w₀ = (3, −2.5)" in _md(at) and "Step 0" not in _md(at)
     # exercise 1 poses the question; the engine's step only on request (the Exercises page asks it too)
     assert "f′(x0) = -6" not in _md(at) and "**0.6**" not in _md(at)
     at.toggle(key="learn_ex1_reveal").set_value(True).run()
@@ -241,7 +241,7 @@ def test_the_step_line_writes_one_minus_sign_throughout():
     """"−2·(-0.073334, -1.4272)" mixed the formula's minus with the number formatter's hyphen."""
     path = L.descend("logistic", (3.0, -2.5), 2.0, steps=3)
     text = L.step_caption(path[0], 2.0, len(path))
-    assert text.startswith("Step 1 of 3: w = (3, −2.5), L = ") and "−η∇L = −2·(−" in text and "-" not in text
+    assert text.startswith("Step 1 of 3: w₀ = (3, −2.5), L = ") and "Δw = −2·∇L = (" in text and "-" not in text
 
 
 @pytest.mark.parametrize("surface", list(L.SURFACES))
@@ -258,7 +258,8 @@ def test_progress_gives_no_verdict_before_the_last_step(surface):
         assert L.progress(path, len(path) - 1, loss_min) == L.regime(path, loss_min)
     ok = L.descend(surface, s.start, s.lr_examples["about right"], 40)
     early, late = L.progress(ok, 0, loss_min)[1], L.progress(ok, 20, loss_min)[1]
-    share = lambda text: float(text.split("%")[0].split()[-1])  # noqa: E731
+    share = lambda text: (100.0 if "essentially at the minimum" in text  # noqa: E731
+                          else float(text.split("%")[0].split()[-1]))
     assert share(early) < share(late) <= 100.0
 
 
@@ -383,7 +384,7 @@ def test_the_loss_curves_log_axis_reads_0_01_1_100():
     ticks = L.log_ticks([3.0, 1e-3])
     assert ticks["ticktext"] == ["0.001", "0.01", "0.1", "1"]
     ticks = L.log_ticks([1e-14, 5.0])
-    assert len(ticks["ticktext"]) <= 7 and "1" in ticks["ticktext"] and "10⁻¹²" in ticks["ticktext"]
+    assert len(ticks["ticktext"]) <= 7 and "10⁰" in ticks["ticktext"] and "10⁻¹²" in ticks["ticktext"]
     from explorer.kit.presentation import PRESENTING
     path = L.descend("logistic", L.SURFACES["logistic"].start, 2.0, 40)
     lmin = L.minimum("logistic")[1]
@@ -400,3 +401,65 @@ def test_the_taylor_line_writes_its_minus_signs_as_the_steps_line_does():
     assert "**-" not in text   # (the hyphen of "First-order" is a hyphen)
     assert L.num(st.predicted_change).replace("-", "−") in text and L.num(st.loss_next - st.loss).replace("-", "−") in text
     assert st.predicted_change < 0 and "−" in text   # a descent step: both changes are negative
+
+
+# --- the lecturer's walk in presentation mode (steps 7, 14, 40) ------------------------------------------------------
+
+
+def test_the_step_line_names_the_iterate_it_moves_and_the_one_it_reaches():
+    """"Step 14" wrote "w = (…)" while the plot marked w₁₃: the line names both ends of its update, w₁₃ → w₁₄, as the
+    plot draws it (the marker w₁₃ with the arrow to w₁₄) and as the steppers count (step k + 1 moves wₖ)."""
+    path = L.descend("logistic", L.SURFACES["logistic"].start, 2.0, 40)
+    text = L.step_caption(path[13], 2.0, len(path))
+    assert text.startswith("Step 14 of 40: w₁₃ = (") and "→ w₁₄, L = " in text, text
+    fig = L.contour_figure("logistic", L.loss_grid("logistic", 21), path, 13, PRESENTING, L.minimum("logistic")[0])
+    assert [t.name for t in fig.data if t.name and t.name.startswith("w") and t.name != L.PATH_NAME] == ["w₁₃"]
+
+
+def test_the_step_line_stays_one_short_line_on_every_run():
+    """The step's line wrapped to two lines from step 7 (1920) / 14 (1366) and the page jumped between steps: every
+    run the page offers writes it in at most 116 characters (one line on both projectors, the browser test checks)."""
+    longest = 0
+    for key, s in L.SURFACES.items():
+        for lr in s.lr_choices:
+            for batch in (L.BATCH_CHOICES if key == "logistic" else (0,)):
+                path = L.descend(key, s.start, lr, 40, batch=batch)
+                longest = max(longest, *(len(L.step_caption(p, lr, len(path))) for p in path))
+    assert longest <= 116, longest
+
+
+def test_a_log_axis_writes_its_ticks_in_one_format():
+    """Step 40's axis read 1, 0.01, 0.0001, 10⁻⁶: where one tick needs 10ᵏ, every tick is written so."""
+    ticks = L.log_ticks([2e-7, 3.0])["ticktext"]
+    assert ticks == ["10⁻⁶", "10⁻⁴", "10⁻²", "10⁰"], ticks
+    assert L.log_ticks([3.0, 1e-3])["ticktext"] == ["0.001", "0.01", "0.1", "1"]   # near 1: plain numbers
+    assert L.log_ticks([1.1e-6, 9e-6])["ticktext"] == ["10⁻⁶", "2·10⁻⁶", "5·10⁻⁶", "10⁻⁵"]
+
+
+@pytest.mark.parametrize("step", [13, 39])
+def test_the_point_by_the_minimum_leaves_the_star_and_both_labels_readable(step):
+    """Steps 14 and 40: w₁₃ / w₃₉ sat on the green star and its label on "min": near the minimum the point is a ring
+    (the star drawn over it shows through) and the two labels go to opposite sides, each away from the other."""
+    path = L.descend("logistic", L.SURFACES["logistic"].start, 2.0, 40)
+    w_min = L.minimum("logistic")[0]
+    fig = L.contour_figure("logistic", L.loss_grid("logistic", 21), path, step, PRESENTING, w_min)
+    names = [t.name for t in fig.data]
+    here, star = fig.data[names.index(L.w_sub(step))], fig.data[names.index("minimum")]
+    assert names.index("minimum") > names.index(L.w_sub(step))          # the star is drawn over the point
+    assert here.marker.symbol == "circle-open"
+    (hv, hh), (mv, mh) = here.textposition.split(), star.textposition.split()
+    assert {hv, mv} == {"top", "bottom"} and hh != mh, (here.textposition, star.textposition)
+    far = L.contour_figure("logistic", L.loss_grid("logistic", 21), path, 0, PRESENTING, w_min)
+    assert far.data[[t.name for t in far.data].index("w₀")].marker.symbol == "circle"   # far away: as before
+
+
+def test_the_words_agree_with_the_share_of_the_way_down():
+    """Step 14 said "100.0% of the way down" beside "on the way": a share that rounds to 100.0% reads "essentially at
+    the minimum" with the gap left, on the way and in the verdict."""
+    path = L.descend("logistic", L.SURFACES["logistic"].start, 2.0, 40)
+    loss_min = L.minimum("logistic")[1]
+    for k in range(len(path)):
+        kind, why = L.progress(path, k, loss_min)
+        assert "100.0%" not in why, (k, why)
+    assert "essentially at the minimum (L − min L = " in L.progress(path, 13, loss_min)[1]
+    assert "essentially at the minimum" in L.regime(path, loss_min)[1]

@@ -722,7 +722,94 @@ def test_on_a_projector_the_look_inside_takes_the_pages_width():
     run = at.session_state["sentiment_run"]
     assert run is not None and run.join(60)
     at.run()
+    button(at, "End replay").click().run()   # a projector replays the finished run by itself: the run's end
     assert not at.exception, [e.value for e in at.exception]
     assert any(m.value.startswith("Hidden units after epoch") for m in at.markdown)
     empty = [c for c in at.main.columns if not list(c.children.values())]
     assert empty == [], f"{len(empty)} empty column(s) on the page"
+
+
+# --- the lecturer's second walk (presentation mode, 1920 x 1080 and 1366 x 768) ----------------------------------
+
+
+def test_a_projector_replays_a_finished_run_by_itself_and_keeps_the_goal_line():
+    """On a projector the run the lecturer started was "Finished after 30/30 epochs in 0 s" before the class saw a
+    curve, and the 75% goal line the class was told to watch was gone: the finished run replays itself at the chosen
+    pace (End replay ends it), and the dashed goal line, named in the subtitle, stays during and after the replay."""
+    at = AppTest.from_file(PAGE, default_timeout=120)
+    at.query_params["present"] = "1"
+    at.run()
+    at.number_input(key="sentiment_epochs").set_value(4).run()
+    at.session_state["sentiment_replay_pace"] = 20   # the pace box shows once a run is over
+    button(at, "Start training").click().run()
+    wait_run(at)
+    assert at.session_state["sentiment_replay"] is not None and at.session_state["sentiment_replay"].seconds == 20
+    assert any(t.startswith("Replay over 20 s: epoch ") for t in progress_texts(at)), progress_texts(at)
+
+    def goal_shown():
+        spec, _ = vega(at, "Accuracy per epoch")
+        goal = [layer for layer in spec["layer"] if layer.get("mark", {}).get("type") == "rule"]
+        assert [layer["data"]["values"][0]["target"] for layer in goal] == [0.75], spec["layer"]
+        assert "HW2 target 75%" in spec["title"]["subtitle"]
+    goal_shown()
+    button(at, "End replay").click().run()
+    assert at.session_state["sentiment_replay"] is None
+    assert any(t.startswith("Finished after 4/4 epochs") for t in progress_texts(at)), progress_texts(at)
+    goal_shown()
+
+
+def test_a_laptop_does_not_replay_a_finished_run_by_itself():
+    at = AppTest.from_file(PAGE, default_timeout=120).run()
+    at.number_input(key="sentiment_epochs").set_value(2).run()
+    button(at, "Start training").click().run()
+    wait_run(at)
+    assert at.session_state["sentiment_replay"] is None
+    assert any(t.startswith("Finished after 2/2 epochs") for t in progress_texts(at)), progress_texts(at)
+
+
+def test_auto_replay_only_on_a_projector_and_for_a_run_with_epochs():
+    from types import SimpleNamespace
+    from explorer.sentiment_training.replay import Replay, auto_replay
+    from explorer.sentiment_training.views import empty_snapshot
+    snap = dataclasses.replace(empty_snapshot(4), finished=SimpleNamespace(status="completed"),
+                               epochs=[SimpleNamespace(epoch=1)])
+    assert auto_replay(True, dataclasses.replace(snap, finished=SimpleNamespace(status="error")), 40, 5.0) is None
+    assert auto_replay(True, snap, 40, 5.0) == Replay(5.0, 40.0)
+    assert auto_replay(False, snap, 40, 5.0) is None
+    assert auto_replay(True, dataclasses.replace(snap, finished=None), 40, 5.0) is None   # still training
+    assert auto_replay(True, dataclasses.replace(snap, epochs=[]), 40, 5.0) is None
+
+
+def test_the_dead_relu_sentence_follows_the_measured_numbers():
+    """The default run measured "dead: 44% (14 of 32)" beside a fixed "lr 0.01 keeps most alive": the sentence now
+    says this run's own count, with its learning rate, and makes no claim about a rate it did not measure."""
+    from sentiment.trainer import InsideLook, LayerLook, TrainConfig
+    from explorer.sentiment_training.views import dead_relu_text
+    active = tuple([0.0] * 14 + [0.5] * 18)
+    look = InsideLook(30, 45, 30.0, (LayerLook("fc1", 14.1, 1.3, 5.6e-3),), 14 / 32, active)
+    text = dead_relu_text(look, TrainConfig(lr=0.01), 45)
+    assert "keeps most alive" not in text and "kills about half" not in text
+    assert "In this run (lr 0.01, Adam) **14 of 32 (44%) are dead**, fewer than half after epoch 30." in text, text
+    many = InsideLook(2, 45, 2.0, (), 20 / 32, tuple([0.0] * 20 + [0.5] * 12))
+    assert "**20 of 32 (62%) are dead**, more than half" in dead_relu_text(many, TrainConfig(lr=0.25), 45)
+    assert "In this run" not in dead_relu_text(None, TrainConfig(), 45)
+
+
+def test_the_trained_networks_picture_is_drawn_with_23_px_text_on_the_design_screen():
+    """After training the picture's text was ~14 px at 1366 x 768 (a fixed 1500 px width for wider boxes): the width
+    follows the picture, so its text is 23 px at 1920 (16 px at 1366), within the page's column."""
+    import re
+    from sentiment.trainer import InsideLook, LayerLook
+    from explorer.kit.presentation import PRESENTING
+    from explorer.sentiment_training.settings import untrained_network
+    from explorer.sentiment_training.views import PRESENT_PICTURE_MAX_PX, network_dot, network_svg, present_picture_px
+    look = InsideLook(30, 45, 30.0, (LayerLook("fc1", 14.1, 1.3, 5.6e-3), LayerLook("fc2", 2.78, 0.19, 1.8e-3)),
+                      14 / 32, tuple([0.0] * 14 + [0.5] * 18))
+    font = PRESENTING.figure_font
+    for lk in (None, look):
+        svg = network_svg(network_dot(untrained_network(32, 0.5), lk, font, rankdir="LR", n_batches=45))
+        if svg is None:
+            pytest.skip("no Graphviz on this machine")
+        width_pt = float(re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', svg).group(1))
+        px = present_picture_px(svg, font)
+        assert px <= PRESENT_PICTURE_MAX_PX and font * px / width_pt >= 23 - 0.05, (px, width_pt)

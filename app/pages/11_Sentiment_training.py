@@ -18,13 +18,13 @@ from explorer.kit.labels import num
 from explorer.kit.priority import poll_period
 from explorer.kit.widgets import (TIMER_RUN, presentation_toggle, progress_poll, publish_link, show_plot, show_table,
                                   start_page)
-from explorer.sentiment_training.replay import DEFAULT_PACE, PACES, Replay, replay_text, snapshot_at
+from explorer.sentiment_training.replay import DEFAULT_PACE, PACES, Replay, auto_replay, replay_text, snapshot_at
 from explorer.sentiment_training.runner import TrainingRun, streamlit_session_id, streamlit_session_watch
 from explorer.sentiment_training.settings import (DEFAULTS, EXAMPLE_SENTENCE, LR_SCHEDULES, MAX_N_TRAIN, MAX_N_VAL,
                                                   MAX_SENTENCE_CHARS, MAX_USER_BYTES, MAX_USER_ROWS, ONE_CLICK,
                                                   RUN_FIELDS, RunRefused, available_backends, hw2_target,
                                                   one_click_values, read_own_input, start_run, untrained_network)
-from explorer.sentiment_training.views import (AUTOGRADER_EPOCHS, AUTOGRADER_NOTE, COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
+from explorer.sentiment_training.views import (AUTOGRADER_EPOCHS, dead_relu_text, goal_line, present_picture_px, AUTOGRADER_NOTE, COMPARE_METRICS, DATASETS, MAX_KEPT_RUNS, NO_SERVER_GRAPHVIZ,
                                                TARGET_ACCURACY, accuracy_chart, autograder_log, before_run_text,
                                                empty_snapshot, training_faq_text, checkpoint_text, compare_figure, compare_rows,
                                                inside_charts, keep_run, last_look, latest_val_accuracy, loss_chart,
@@ -55,7 +55,6 @@ for msg in ctx.link_problems:
 S = st.session_state
 
 
-PRESENT_NETWORK_PX = 1500  # presentation mode: the network picture's width under the curves (its text ~ 18 px)
 
 
 def k(name: str) -> str:
@@ -110,6 +109,7 @@ def _start(drawn: int) -> None:
 
 
 ONE_CLICK_PRESENT_PX = 24
+ONE_CLICK_PRESENT_GAP_PX = 14   # room under the navigation box
 
 
 def _one_click(key: str, drawn: int) -> None:
@@ -129,8 +129,10 @@ if not look.presenting:
 # in words), and the mode's toggle sits beside the folded settings, so the row stays one line
 ONE_CLICK_ROW = "adx_one_click"
 if look.presenting:
+    # the row starts a little lower: the Previous / Home / Next box at the top right touched its buttons (1 px)
     st.html(f"<style>.st-key-{ONE_CLICK_ROW} [data-testid='stButton'] button p "
-            f"{{ font-size: {ONE_CLICK_PRESENT_PX}px !important; }}</style>")
+            f"{{ font-size: {ONE_CLICK_PRESENT_PX}px !important; }} "
+            f".st-key-{ONE_CLICK_ROW} {{ margin-top: {ONE_CLICK_PRESENT_GAP_PX}px; }}</style>")
 c = one_click = st.container(key=ONE_CLICK_ROW).columns([2.5, 0.66, 1.6, 0.9] if look.presenting
                                                          else [1.2, 0.8, 1.6, 0.9])
 # no tooltips: after the click the pointer rests on the button and its tooltip stayed open over the settings (and,
@@ -343,6 +345,9 @@ def live_view() -> None:
         st.info(f"Every training process of the server is busy: this run is number {snap.queue_position} in the "
                 "queue and starts by itself when one is free.", icon=":material/hourglass_top:")
     target = hw2_target(S[k("run_dataset")], r.trainer)
+    # on a projector the goal line the class was told to watch (before_run_text) stays drawn after training and
+    # during a replay, whatever the data; the points against HW2's target are said for HW2's subset only
+    goal = goal_line(target, look.presenting)
     last = snap.epochs[-1] if snap.epochs else None
     val_now = latest_val_accuracy(snap)
     if last is not None:  # one line: the curves get the room
@@ -364,7 +369,7 @@ def live_view() -> None:
     # presentation mode: the curves, and the network picture left to right under them, on the first screen
     g = st.columns([1, 1])
     g[0].vega_lite_chart(*loss_chart(snap, chart_font, h), width="stretch", key=k("loss_chart"))
-    g[1].vega_lite_chart(*accuracy_chart(snap, target, chart_font, h), width="stretch", key=k("acc_chart"))
+    g[1].vega_lite_chart(*accuracy_chart(snap, goal, chart_font, h), width="stretch", key=k("acc_chart"))
     if started is not None and not look.presenting:
         st.caption(f"Run {S[k('run_number')]} · {count(started.n_train)} training / {count(started.n_val)} validation "
                    f"sentences · {count(started.n_params)} parameters · backend `{started.config['backend']}` · "
@@ -381,7 +386,7 @@ def live_view() -> None:
     left, right = (None, st.container()) if look.presenting else st.columns([2, 5])
     picture_col = picture_col or left
     if svg is not None:
-        picture_col.image(svg, width=PRESENT_NETWORK_PX if look.presenting else "stretch")
+        picture_col.image(svg, width=present_picture_px(svg, look.figure_font) if look.presenting else "stretch")
     else:   # no Graphviz on the server: the browser lays the same DOT out
         picture_col.graphviz_chart(net_dot, width="stretch")
         picture_col.caption(NO_SERVER_GRAPHVIZ)
@@ -389,11 +394,7 @@ def live_view() -> None:
         st.markdown(units_title(look_now, snap.n_batches_per_epoch))
         st.vega_lite_chart(*units_chart(look_now, r.trainer.config.hidden, chart_font,
                                         int(chart_font * 3)), width="stretch", key=k("units_chart"))
-        st.caption("A ReLU unit is **dead** when it outputs 0 for every probe sentence (the first 200 training "
-                   "sentences): it then passes no gradient to its weights and never recovers. A learning rate of 0.25 with "
-                   "Adam kills about half of them in the first two epochs; lr 0.01 keeps most alive. In the "
-                   "network, the ReLU turns red with the dead fraction and the edge into a layer is thicker the "
-                   "larger its weight gradient.")
+        st.caption(dead_relu_text(look_now, r.trainer.config, snap.n_batches_per_epoch))
         dim, hidden = r.trainer.model.embedding_dim, r.trainer.config.hidden
         st.markdown(f"<span style='color:#1f77b4'>━━ fc1 = Linear({dim}, {hidden})</span> &nbsp; "
                     f"<span style='color:#ff7f0e'>━━ fc2 = Linear({hidden}, 1)</span> &nbsp; (measured right after "
@@ -405,6 +406,10 @@ def live_view() -> None:
     if snap.done and S.get(k("shown_done")) is not r:
         S[k("shown_done")] = r
         _keep_current_run()
+        # on a projector the class watches the curves grow: the finished run replays itself at the chosen pace
+        # (the lecturer can End replay); on a laptop the reader asks for it
+        if S[k("replay")] is None:
+            S[k("replay")] = auto_replay(look.presenting, recorded, S[k("replay_pace")], time.monotonic())
         st.rerun()  # once, so that the whole page shows the finished state and the results
 
 
@@ -415,7 +420,7 @@ if run is None and look.presenting:  # the picture the live view redraws while i
     net_dot = network_dot(before, None, look.figure_font, rankdir="LR")
     svg = cached_svg(net_dot)
     if svg is not None:
-        st.image(svg, width=PRESENT_NETWORK_PX)
+        st.image(svg, width=present_picture_px(svg, look.figure_font))
     else:
         st.graphviz_chart(net_dot)
 elif run is None:

@@ -88,3 +88,13 @@ def replay_text(snap: RunSnapshot, shown: RunSnapshot, replay: Replay) -> str:
     return (f"Replay over {plain(replay.seconds)} s: epoch {epoch} / {snap.total_epochs} of the recorded "
             f"run{recorded}, "
             "every number its own")
+
+
+def auto_replay(presenting: bool, snap: RunSnapshot, pace: float, now: float) -> Replay | None:
+    """The replay a projector starts by itself when a run ends (HW2 trains in seconds, before the class sees a
+    curve): the recorded run at the chosen ``pace`` from ``now``. None on a laptop (the reader replays on request),
+    and for a run that ended in an error or before its first epoch (nothing to watch)."""
+    f = snap.finished
+    if not presenting or f is None or f.status == "error" or not snap.epochs:
+        return None
+    return Replay(now, float(pace))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -484,6 +485,29 @@ def units_title(look: InsideLook | None, n_batches: int | None = None) -> str:
             "brighter a cell, the more probe sentences the unit fires on")
 
 
+def dead_relu_text(look: InsideLook | None, config, n_batches: int | None = None) -> str:
+    """What a dead ReLU is, and this run's own count of them (Markdown): the words follow the measurement (a fixed
+    sentence, "lr 0.01 keeps most alive", sat beside a measured 44% dead)."""
+    opt = {"adam": "Adam", "sgd": "SGD"}.get(config.optimizer, config.optimizer)
+    text = ("A ReLU unit is **dead** when it outputs 0 for every probe sentence (the first 200 training sentences): "
+            "it then passes no gradient to its weights and never recovers. ")
+    if look is not None and look.active:
+        n, dead = len(look.active), int(round(look.dead_relu * len(look.active)))
+        share = ("none is dead" if dead == 0 else "all are dead" if dead == n else
+                 f"**{dead} of {n} ({percent(look.dead_relu)}) are dead**, "
+                 + ("fewer than half" if 2 * dead < n else "half" if 2 * dead == n else "more than half"))
+        text += f"In this run (lr {plain(config.lr)}, {opt}) {share} {look_when(look, n_batches)}. "
+    return text + ("The one-click preset with lr 0.25 shows what a larger learning rate does to them. In the "
+                   "network, the ReLU turns red with the dead fraction and the edge into a layer is thicker the "
+                   "larger its weight gradient.")
+
+
+def goal_line(target: float | None, presenting: bool) -> float | None:
+    """The accuracy chart's dashed goal line: HW2's target on HW2's subset; on a projector always (the class was
+    told to watch accuracy climb towards it, before_run_text), during and after a run and its replay."""
+    return TARGET_ACCURACY if presenting else target
+
+
 def unknown_words_text(started) -> str:
     """The words without a GloVe vector, counted so the numbers add up: distinct words, then their
     occurrences split into training and validation (one word can occur several times, in both sets)."""
@@ -551,9 +575,12 @@ def network_dot(trainer_or_model, look: InsideLook | None = None, font_size: int
     total = sum(layer.n_params for layer in layers)
     # top to bottom the picture is a narrow column: short lines (a long one widened it and shrank every text)
     brk = "\\n" if rankdir == "TB" else " "
+    # left to right (a projector) the caption is one line under the layers: three lines made the picture taller,
+    # so that at the page's height its text was drawn smaller
+    nl = "\\n" if rankdir == "TB" else " · "
     caption = f"{count(total)} trainable parameters{brk}(word vectors fixed)"
     if look is not None:
-        caption += (f"\\nmeasured {look_when(look, n_batches).replace(', ', ',' + brk)}\\nthicker arrow: larger "
+        caption += (f"{nl}measured {look_when(look, n_batches).replace(', ', ',' + brk)}{nl}thicker arrow: larger "
                     f"‖∂L/∂W‖{brk}of the layer it enters")
     out = ["digraph network {", f"rankdir={_dot_attrs({'x': rankdir})[2:]};", "bgcolor=transparent;",
            "nodesep=0.25;", "ranksep=0.3;", f"label={_dot_attrs({'x': caption})[2:]};", f"fontsize={font_size};",
@@ -606,6 +633,23 @@ def network_figure(trainer_or_model, width: int = NETWORK_WIDTH) -> dict:
                         {k: "computed" if layer.n_params else "idle" for k, layer in enumerate(layers)},
                         caption=f"{count(total)} trainable parameters (word vectors are fixed)", width=width,
                         rankdir="BT")
+
+
+#: presentation mode: the network picture's text in px on the 1920 x 1080 design screen (16 px on a 1366 x 768 one)
+PRESENT_PICTURE_TEXT_PX = 23
+PRESENT_PICTURE_MAX_PX = 1800   # the page's main column on the design screen
+
+
+def present_picture_px(svg: str, font_size: int, text_px: float = PRESENT_PICTURE_TEXT_PX,
+                       most: int = PRESENT_PICTURE_MAX_PX) -> int:
+    """The width in px that draws Graphviz's ``svg`` (its text at ``font_size`` pt) with its text at ``text_px`` on
+    the design screen: the picture's own width scaled, at most ``most`` (a fixed width drew the trained network's
+    wider boxes with ~14 px text at 1366 x 768)."""
+    import re
+    m = re.search(r'<svg[^>]*\swidth="([\d.]+)pt"', svg)
+    if m is None:
+        return most
+    return int(min(most, math.ceil(float(m.group(1)) * text_px / font_size)))
 
 
 def network_svg(dot: str) -> str | None:

@@ -97,7 +97,7 @@ FIRST_SCREEN = {
     "Static_vs_dynamic?example=logreg&grads=False&train=True&fetch=train+step+%28SGD%29": [
         ("text", r"^Evaluated 25 of 26 nodes: 23 computed \+ 2 fed$"), ("text", r"^binary_cross_entropy\(sigmoid, y\)$"),
         ("text", r"^sigmoid\(add\)$"), ("text", r"^bce_grad\(sigmoid, y\)$")],
-    "Learning_problem": [("graphs", 1), ("caption", r"^Step 1 of 40: w = "), ("buttons", STEP_BUTTONS)],
+    "Learning_problem": [("graphs", 1), ("caption", r"^Step 1 of 40: w₀ = "), ("buttons", STEP_BUTTONS)],
     # the queue method's steps and, over the table of steps, the engine's own sort (its section was a scroll away)
     "Topological_sort": [("graphs", 1), ("caption", r"^Step 1 of 7 · ready: x1, x2"), ("buttons", STEP_BUTTONS),
                          ("text", r"^ready \(queue\): no unprocessed input$"), ("text", r"^The engine's own sort$"),
@@ -546,3 +546,49 @@ def test_sentiment_presets_row_reads_in_words_on_one_line(new_page, app_url, wai
         "HW2 with lr 0.25: watch the ReLUs die", "Start training"], row
     assert max(b["top"] for b in row) - min(b["top"] for b in row) <= 1, row      # one row
     assert all(not b["cut"] and b["px"] >= 16 - 0.05 and b["right"] <= w + 0.5 for b in row), row
+
+
+STEP_LINE_JS = """(step) => { const el = [...document.querySelectorAll('[data-testid="stMain"] h4')]
+  .find(e => e.innerText.startsWith(`Step ${step} of`)); if (!el) return null;
+  const range = document.createRange(); range.selectNodeContents(el);   // the text's own lines (not the heading's padding)
+  const r = range.getBoundingClientRect(); return {height: r.height, top: el.getBoundingClientRect().top,
+  line: parseFloat(getComputedStyle(el).lineHeight) || parseFloat(getComputedStyle(el).fontSize) * 1.3}; }"""
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_learning_problems_step_line_stays_one_line_so_the_page_does_not_jump(new_page, app_url, wait_idle, size):
+    """From step 7 (1920) / 14 (1366) the step's line wrapped to two and the page jumped 30-40 px between steps: at the
+    steps the walk saw and on the longest line the page writes (the bowl at η = 0.25), one line at the same place."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    seen = []
+    for query, step in (("step=1", 1), ("step=7", 7), ("step=14", 14), ("step=40", 40),
+                        ("surface=bowl&lr=0.25&step=32", 32)):
+        open_presenting(pg, f"{app_url}/Learning_problem?present=1&{query}", wait_idle)
+        box = pg.evaluate(STEP_LINE_JS, step)
+        assert box is not None, query
+        seen.append((query, box))
+    assert all(b["height"] <= 1.5 * b["line"] for _, b in seen), seen
+    assert max(b["top"] for _, b in seen) - min(b["top"] for _, b in seen) <= 1, seen
+
+
+# the contour plot's texts: each label's box, and the minimum's star
+CONTOUR_LABELS_JS = """() => { const plot = document.querySelector('[data-testid="stMain"] .js-plotly-plot');
+  const box = e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; };
+  const texts = {}; plot.querySelectorAll('.scatterlayer .textpoint text').forEach(t => texts[t.textContent] = box(t));
+  const traces = [...plot.querySelectorAll('.scatterlayer .trace')];
+  const star = traces[traces.length - 1].querySelector('.point');
+  return {texts, star: star ? box(star) : null}; }"""
+
+
+@pytest.mark.parametrize("step", [14, 40])
+def test_learning_problems_point_by_the_minimum_leaves_the_star_and_labels_readable(new_page, app_url, wait_idle,
+                                                                                    step):
+    """Steps 14 and 40 at 1366 x 768: w₁₃ / w₃₉'s label covered the green star and its "min" label."""
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    open_presenting(pg, f"{app_url}/Learning_problem?present=1&step={step}", wait_idle)
+    got = pg.evaluate(CONTOUR_LABELS_JS)
+    name = "w" + str(step - 1).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
+    here, low = got["texts"][name], got["texts"]["min"]
+    assert overlap(here, low) <= 0, got
+    assert got["star"] is not None and overlap(here, got["star"]) <= 1 and overlap(low, got["star"]) <= 1, got

@@ -42,9 +42,9 @@ def _click(page, wait_idle, name):
 def test_learning_problem_steps_and_diverges(page, app_url, wait_idle, shot):
     main = _open(page, f"{app_url}/Learning_problem", wait_idle, NORMAL)
     page.locator(".js-plotly-plot").first.wait_for()
-    assert "Step 1 of 40: w = (3, −2.5)" in main.inner_text()
+    assert "Step 1 of 40: w₀ = (3, −2.5)" in main.inner_text()
     _click(page, wait_idle, "Step")
-    assert "Step 2 of 40: w =" in main.inner_text() and "step=2" in page.url
+    assert "Step 2 of 40: w₁ =" in main.inner_text() and "step=2" in page.url
     assert page.locator(".js-plotly-plot .contour").count() >= 1
     shot(page, "lecture_learning_1400")
     page.get_by_role("button", name=re.compile(r"^divergent")).click()

@@ -329,3 +329,47 @@ def test_a_training_adds_no_line_to_the_server_log(page, own_server, wait_idle):
     wait_idle(page)
     added = log.read_text(errors="replace")[len(before):]
     assert [ln for ln in added.splitlines() if ln.strip()] == [], added[:3000]
+
+
+# the progress line of a projector's run, a replay included
+PRESENT_PROGRESS = """() => {
+  const ps = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"] p'));
+  const p = ps.find(p => /^(Replay over|Finished|Stopped|Epoch \\d|Starting|Waiting|Failed)/.test(p.innerText));
+  return p ? p.innerText : '';
+}"""
+# the network picture (Graphviz's SVG as an image): its text's size on the screen, from the SVG's own font size (the
+# page draws it at 20 pt) and the scale the image and the projector page are drawn at
+PICTURE_TEXT_PX = """() => {
+  const img = document.querySelector('[data-testid="stMain"] [data-testid="stImage"] img');
+  if (!img || !img.naturalWidth) return null;
+  return 20 * (4 / 3) * img.getBoundingClientRect().width / img.naturalWidth;
+}"""
+
+
+def test_on_a_projector_a_finished_run_replays_itself_with_the_goal_line_and_a_readable_network(new_page, app_url,
+                                                                                               wait_idle):
+    """The lecturer's walk at 1366 x 768: Start training finished at once and the class saw no curve grow, the
+    goal line went away after training, and the trained network's text was ~14 px: the run replays itself (End
+    replay ends it), the dashed goal line stays, the network's text is 16 px or more, and the Previous / Home / Next
+    box leaves room above the row of presets (it touched it)."""
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    pg.goto(f"{app_url}/Sentiment_training?present=1")
+    wait_idle(pg)
+    main = pg.locator(MAIN)
+    nav, row = pg.locator(".st-key-adx_present_nav").first, pg.locator(".st-key-adx_one_click").first
+    nav.wait_for()
+    gap = row.bounding_box()["y"] - (nav.bounding_box()["y"] + nav.bounding_box()["height"])
+    assert gap >= 8, gap
+    main.get_by_role("button", name=re.compile(r"^\W*Start training$")).click()
+    kit_wait_until(pg, lambda: pg.evaluate(PRESENT_PROGRESS).startswith("Replay over"), "the replay started by itself")
+    rule = '[data-testid="stVegaLiteChart"] .mark-rule path, [data-testid="stVegaLiteChart"] .mark-rule line'
+    kit_wait_until(pg, lambda: main.locator(rule).count() >= 1, "the goal line during the replay")
+    assert "HW2 target 75%" in main.inner_text()
+    main.get_by_role("button", name=re.compile(r"End replay$")).click()
+    kit_wait_until(pg, lambda: pg.evaluate(PRESENT_PROGRESS).startswith("Finished after"), "the run's end")
+    wait_idle(pg)
+    kit_wait_until(pg, lambda: main.locator(rule).count() >= 1, "the goal line after training")
+    kit_wait_until(pg, lambda: (pg.evaluate(PICTURE_TEXT_PX) or 0) > 0, "the network picture")
+    assert pg.evaluate(PICTURE_TEXT_PX) >= 16 - 0.05, pg.evaluate(PICTURE_TEXT_PX)
+    box = main.locator('[data-testid="stImage"] img').first.bounding_box()
+    assert box["x"] + box["width"] <= 1366 and box["y"] + box["height"] <= 768 + 0.5, box   # on the first screen
