@@ -277,6 +277,10 @@ def storage_colours(n: int) -> list[str]:
     return [ONE_COLOUR] * n
 
 
+#: the one-line key to the pictures' cells, by the table (the picture caption under them starts at a projector's fold)
+CELL_KEY = "Key: in the pictures each element's cell reads **@k**: the storage position k it reads."
+
+
 def picture_caption(run: ChainRun) -> str:
     """The line under the pictures: what the rows and the colours mean (one colour where the storage is longer
     than the palette)."""
