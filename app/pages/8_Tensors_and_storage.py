@@ -90,7 +90,6 @@ except M.ChainError as e:
     run = None
 if run is not None:
     show_table(M.chain_rows(run), look, static=True)
-    st.caption(M.CELL_KEY)   # "@k" explained on the first screen, by the table
     if run.error:
         st.error(f"The engine raised **{md_escape(run.error_type)}** at `{run.error_at}`:\n\n"
                  f"{md_escape(run.error)}", icon=":material/error:")

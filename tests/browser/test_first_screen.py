@@ -71,11 +71,11 @@ FIRST_SCREEN = {
                          ("buttons", STEP_BUTTONS)],
     "Network_explorer?level=op": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
                                   ("buttons", STEP_BUTTONS)],
-    # a Linear's backward step in the op view: its VJP rule on one line, the value and adjoint of its (3, 1) output
+    # a Linear's backward step in the op view: its VJP rule (broken only between its pieces), the value and adjoint of its (3, 1) output
     # side by side, so every "sent to" line is on the first screen beside the graph (auto opens the layer view there)
     "Network_explorer?net=hw2&step=18&level=op": [
         ("graphs", 1), ("caption", r"^Step 18 of \d+ · backward"), ("text", r"^This step$"),
-        ("text", r"^VJP: x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
+        ("text", r"^VJP: x̄ = Ȳ W,\s+W̄ = Ȳᵀ x,\s+b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
         ("text", r"^→ sent to fc2\.weight"), ("text", r"^→ sent to fc2\.bias"), ("buttons", STEP_BUTTONS)],
     # the backward graph's legend over it, whole on the first screen (under it, it sat on a laptop's bottom edge)
     "Network_explorer?step=30&level=layer": [
@@ -546,3 +546,15 @@ def test_sentiment_presets_row_reads_in_words_on_one_line(new_page, app_url, wai
         "HW2 with lr 0.25: watch the ReLUs die", "Start training"], row
     assert max(b["top"] for b in row) - min(b["top"] for b in row) <= 1, row      # one row
     assert all(not b["cut"] and b["px"] >= 16 - 0.05 and b["right"] <= w + 0.5 for b in row), row
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_cross_entropys_batch_caption_is_not_cut_by_the_first_screens_edge(new_page, app_url, wait_idle, size):
+    """A lecturer's walk at 1366 x 768: the grey caption under the batch table sat flush on the bottom edge. It stands
+    whole with room under it on the first screen, or starts on the next one."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    open_presenting(pg, f"{app_url}/Cross_entropy_on_logits?present=1", wait_idle)
+    box = pg.locator('[data-testid="stMain"]').get_by_text(re.compile(r"^Logits z = x·W")).first.bounding_box()
+    assert box is not None
+    assert box["y"] >= h or box["y"] + box["height"] <= h - 16, (box, h)
