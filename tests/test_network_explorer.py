@@ -1228,3 +1228,12 @@ def test_a_heatmaps_colour_range_is_one_line_in_half_a_projectors_panel():
     fig = heatmap(np.array([[0.72]]), "value (1)", font=font, chars=half, narrow=True).to_dict()
     (note,) = [a for a in fig["layout"]["annotations"] if a.get("name") == "colour range"]
     assert note["text"] == colour_range(0.72) == "colour −0.72…+0.72"
+
+
+def test_the_last_step_lists_every_leafs_gradient():
+    """A lecturer's walk: HW2's step 26 ("every leaf holds its gradient") showed the backward graph's top half on a
+    projector, the fc1 leaves missing. The step panel lists every trainable leaf's gradient."""
+    from explorer.network_explorer.explore import leaf_gradients
+    lines = leaf_gradients(explore("hw2", {}).rec)
+    assert [line.split(".grad")[0].strip("‖") for line in lines] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert lines[-1] == "fc2.bias.grad = 0.187" and lines[0].startswith("‖fc1.weight.grad‖ = ")

@@ -25,7 +25,7 @@ from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, SENT_LEGEND,
                                                compact_heatmap_height, data_input,
-                                               adjoint_name, explore, formula_html, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
+                                               adjoint_name, explore, formula_html, leaf_gradients, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
                                                sent_status, side_by_side, sizes_label, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
@@ -207,6 +207,8 @@ def this_step(m, narrow: bool = False) -> None:
     st.markdown("##### This step")
     if m.node is None:
         (st.markdown if look.presenting else st.caption)(m.title)   # the class reads it from the back row
+        if m.phase == "done":   # every leaf's gradient (a projector's backward graph shows only the top of a tall one)
+            st.markdown("  \n".join(f"• {md_escape(line)}" for line in leaf_gradients(rec)))
         x = data_input(rec) if m.phase == "inputs" else None
         if x is not None:   # where the data enters, and what it is
             show_tensor(st, rec.node(x).value, "input x", ns.key("cur_value"), analysis.value_scale(rec, x),

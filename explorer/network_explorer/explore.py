@@ -659,3 +659,18 @@ def sizes_label(options: list, chosen: dict) -> str:
         else:
             parts.append(f"{SHORT_LABELS.get(o.label, o.label)} {v}")
     return " · ".join(parts)
+
+
+def leaf_gradients(rec) -> list[str]:
+    """The last step's lines: every trainable leaf and the gradient it holds, one line each
+    ("‖fc1.weight.grad‖ = 0.153", "fc2.bias.grad = 0.187"), so that a projector, whose backward graph shows only the
+    top of a tall network, still shows every leaf's gradient."""
+    from .backward import is_number, norm_of
+    out = []
+    for n in rec.nodes:
+        if n.kind != "param" or n.adjoint is None:
+            continue
+        name = f"{n.label}.grad"
+        text = norm_of(name, n.adjoint)
+        out.append(f"{name} = {text}" if is_number(n.adjoint) else text)
+    return out

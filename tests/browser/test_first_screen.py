@@ -83,8 +83,10 @@ FIRST_SCREEN = {
         ("testid", "backward-legend"), ("buttons", STEP_BUTTONS)],
     # a link's step past the last one: clamped quietly on a projector (a warning's box over the stepper pushed the
     # graph under the first screen's edge)
+    # and the last step lists every leaf's gradient beside the graph (the backward graph's window shows its top only)
     "Network_explorer?net=hw2&step=999": [("graphs", 1), ("caption", r"^Step 26 of 26 · done"),
-                                          ("text", r"^This step$"), ("buttons", STEP_BUTTONS)],
+                                          ("text", r"^This step$"), ("buttons", STEP_BUTTONS),
+                                          ("text", r"‖fc1\.weight\.grad‖ = [\s\S]*fc2\.bias\.grad = ")],
     # HW2's layer view at step 20: ReLU's value and adjoint, one-line titles, and where it sends its contribution
     # (tests/test_network_explorer.py checks that the graph's window holds the step's nodes at every step)
     "Network_explorer?net=hw2&step=20": [("graphs", 1), ("caption", r"^Step 20 of 26 · backward"),
