@@ -277,6 +277,11 @@ def storage_colours(n: int) -> list[str]:
     return [ONE_COLOUR] * n
 
 
+#: the picture's tensor row, with the key to its cells' "@k" (the caption that explained it, under the pictures,
+#: started at a projector's fold)
+TENSOR_LABEL = "tensor (each cell: value, @k = storage position k)"
+
+
 def picture_caption(run: ChainRun) -> str:
     """The line under the pictures: what the rows and the colours mean (one colour where the storage is longer
     than the palette)."""
@@ -325,7 +330,7 @@ def layout_figure(lay: Layout, look: Look, title: str | None = None) -> go.Figur
     cols = shape[-1] if len(shape) >= 1 else 1
     rows_total = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
     y0 = -2.4
-    text(-0.04, y0 + 1.15, "tensor", font, "#334155", xanchor="left")
+    text(-0.04, y0 + 1.15, TENSOR_LABEL, font, "#334155", xanchor="left")
     k = 0
     for r in range(rows_total):
         gap = 0.35 * (r // shape[-2]) if len(shape) >= 3 else 0.0  # a gap between 2-D blocks

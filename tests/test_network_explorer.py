@@ -957,7 +957,7 @@ def test_a_tensors_adjoint_is_written_as_the_norm_of_its_name():
             norm = num(analysis.look(total).stats["norm"], NORM_DIGITS)
             head, text, adjoint = bfs.heads[i], last.node_text[i], last.node_adjoint[i]
             if size == 1:
-                assert head == bar(names[nid]) and text.endswith(f"= {num(np.ravel(total)[0])}"), (key, head, text)
+                assert head == bar(names[nid]) and text.endswith(f"= {num(np.ravel(total)[0], NORM_DIGITS)}"), (key, head, text)
             elif "∂" in text:   # a fan-out: x̄ = ā·∂a/∂x + …, then ‖x̄‖ = …
                 assert head == bar(names[nid]) and adjoint == f"‖{head}‖ = {norm}", (key, level, head, adjoint)
             else:
@@ -1101,7 +1101,7 @@ def test_a_heatmap_says_what_its_colours_mean_under_its_cells_and_its_title_fits
     """A lecturer's walk: the step panel's titles ('adjoint (held now) (1) · ±0.19') wrapped to three lines on a
     projector, and the '±1.2' in them was never explained. The title says what the tensor is and its shape, one line
     in the panel beside the graph (half of it when value and adjoint stand side by side); under the cells a line says
-    the colour range: 'colour: −1.2 … +1.2'."""
+    the colour range: 'colour −1.2…+1.2'."""
     from explorer.kit.presentation import small_screen_floor_px
     from explorer.kit.widgets import PRESENT_PAGE_PX
     from explorer.network_explorer.explore import colour_range, heatmap, title_chars, title_lines
@@ -1115,12 +1115,12 @@ def test_a_heatmap_says_what_its_colours_mean_under_its_cells_and_its_title_fits
         assert len(title_lines(f"adjoint (held now) {shape}", panel)) == 1
     for shape in ("(3, 1)", "(1)", "(5, 2)"):   # side by side: at most two columns (explore.side_by_side)
         assert len(title_lines(f"value {shape}", half)) == 1 and len(title_lines(f"adjoint {shape}", half)) == 1
-    assert colour_range(1.2) == "colour: −1.2 … +1.2"
+    assert colour_range(1.2) == "colour −1.2…+1.2"
     value = np.array([[0.5, -1.2], [0.1, 0.0]])
     fig = heatmap(value, "value (2, 2)", font=font, chars=panel).to_dict()
     assert "±" not in fig["layout"]["title"]["text"] and "<br>" not in fig["layout"]["title"]["text"]
     (note,) = [a for a in fig["layout"]["annotations"] if a.get("name") == "colour range"]
-    assert note["text"] == "colour: −1.2 … +1.2" and note["yanchor"] == "top" and note["y"] == 0
+    assert note["text"] == "colour −1.2…+1.2" and note["yanchor"] == "top" and note["y"] == 0
     assert len(title_lines(note["text"], panel)) == 1 and len(title_lines(note["text"], half)) <= 2
     # its lines have a margin of their own under the column numbers
     assert fig["layout"]["margin"]["b"] >= 1.8 * font + 1.3 * font
@@ -1153,3 +1153,87 @@ def test_a_step_past_the_end_in_a_projectors_link_is_clamped_quietly():
         assert any(w for w in at.warning if "'step' ignored" in w.value.replace("\\", "")) == warned, present
         assert at.slider[0].value == last
         assert any(f"Step {last} of {last}" in m.value for m in at.markdown)
+
+
+def test_a_projector_draws_the_whole_network_at_step_one_at_the_text_floor():
+    """A lecturer's walk: on a projector HW2's step 1 showed 5 of its 11 layer boxes and the sentiment network's the
+    embedding and Linear 1 only: the class never saw the whole network. Step 1 is drawn whole, at scale 1 (no text
+    under the floor), within the page's forward-graph budget."""
+    from explorer.kit.figures import graph_scale
+    from explorer.kit.plotly_figure import FONT
+    from explorer.kit.presentation import PRESENTING, small_screen_floor_px
+    from explorer.kit.widgets import graph_px
+    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, VIEW_WIDTH
+    g = small_screen_floor_px() / (FONT * graph_scale(PRESENTING))
+    width = int(graph_px(PRESENTING, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / g)
+    height = int(660 / graph_scale(PRESENTING) / g)   # the page's PRESENT_NET_GRAPH_PX
+    for key in ("hw2", "sentiment"):
+        ex = explore(key, {})
+        fig = ex.whole_figure("layer", 0, width, height)
+        assert fig is not None, key
+        meta = fig["layout"]["meta"]
+        assert meta["scale"] >= 0.999 and not meta["window"], meta
+        drawn = " ".join(t for tr in fig["data"] for t in (tr.get("text") or []) if isinstance(t, str))
+        for node in ex.views["layer"].frames.heads:
+            assert node in drawn, (key, node)
+        assert fig["layout"]["height"] <= 660 / graph_scale(PRESENTING) / g + 80   # the budget, with its margins
+
+
+def test_vjp_formulas_break_only_between_whole_pieces():
+    """A lecturer's walk: 'b̄ = / Σ_rows Ȳ' and BCE's 'max(p(1 − / p)…' broke inside a formula in the step panel. The
+    rule is cut at its top-level commas, a long piece once more before a top-level operator, and each piece is
+    written unbreakable."""
+    from explorer.network_explorer.explore import formula_html, formula_parts, formula_pieces
+    rule = lambda op: formula_parts(analysis.vjp_formula(op))[0]
+    assert formula_pieces(rule("linear")) == ["x̄ = Ȳ W,", "W̄ = Ȳᵀ x,", "b̄ = Σ_rows Ȳ"]
+    assert formula_pieces(rule("binary_cross_entropy")) == ["p̄ = ℓ̄ ⊙ (p − y)", "/ max(p(1 − p), 1e-12)"]
+    for op in ("linear", "binary_cross_entropy", "matmul", "gather", "mean", "relu", "sigmoid"):
+        pieces = formula_pieces(rule(op))
+        assert " ".join(pieces).replace("  ", " ") == " ".join(rule(op).split()), op
+        assert all(len(p) <= 34 for p in pieces), pieces
+    html = formula_html("a < b,  c")
+    assert html.count("white-space: nowrap") == 2 and "&lt;" in html
+
+
+def test_the_projectors_sizes_label_is_short_and_quotes_the_sentence():
+    """The sizes box read 'batch size 3, hidden width 5, dropout p / 0.5' over two lines at 1366 x 768, and
+    'sentence it is a good movie' unquoted."""
+    from explorer.network_explorer.explore import sizes_label
+    from explorer.network_explorer.presets import OPTIONS
+    assert sizes_label(OPTIONS["hw2"], {}) == "batch 3 · width 5 · dropout 0.5"
+    assert sizes_label(OPTIONS["sentiment"], {}) == "“it is a good movie” · width 6"
+    assert all(len(sizes_label(opts, {})) <= 48 for opts in OPTIONS.values())   # a custom list cut (…) in its quotes
+
+
+def test_the_backward_graph_writes_one_precision_and_bars_every_tensor_alike():
+    """A lecturer's walk: HW2's fc2.bias read 0.18718 beside 0.192 (3 significant figures), and at step 20 'mean
+    over words' had an overline but no norm bars, unlike every other tensor box."""
+    ex = explore("hw2", {})
+    texts = lambda frame: [t for tr in ex.backward_figure("layer", frame)["data"] for t in (tr.get("text") or [])
+                           if isinstance(t, str) and t]
+    last = texts(ex.n_frames - 1)
+    assert "= 0.18718" not in last and "= 0.187" in last, last
+    heads = [t for t in texts(19) if "mean over words" in t]
+    assert heads and all(t.startswith("‖") and t.endswith("‖") for t in heads), heads
+
+
+def test_a_heatmaps_colour_range_is_one_line_in_half_a_projectors_panel():
+    """'colour: −0.72 / … +0.72' wrapped in the half-panel layout: the range is one short line, never wrapped."""
+    from explorer.kit.presentation import small_screen_floor_px
+    from explorer.kit.widgets import PRESENT_PAGE_PX
+    from explorer.network_explorer.explore import colour_range, heatmap, title_chars
+    from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE
+    font = small_screen_floor_px()
+    half = title_chars(PRESENT_PAGE_PX * (1 - PRESENT_GRAPH_SHARE) / 2 - 40, font)
+    fig = heatmap(np.array([[0.72]]), "value (1)", font=font, chars=half, narrow=True).to_dict()
+    (note,) = [a for a in fig["layout"]["annotations"] if a.get("name") == "colour range"]
+    assert note["text"] == colour_range(0.72) == "colour −0.72…+0.72"
+
+
+def test_the_last_step_lists_every_leafs_gradient():
+    """A lecturer's walk: HW2's step 26 ("every leaf holds its gradient") showed the backward graph's top half on a
+    projector, the fc1 leaves missing. The step panel lists every trainable leaf's gradient."""
+    from explorer.network_explorer.explore import leaf_gradients
+    lines = leaf_gradients(explore("hw2", {}).rec)
+    assert [line.split(".grad")[0].strip("‖") for line in lines] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert lines[-1] == "fc2.bias.grad = 0.187" and lines[0].startswith("‖fc1.weight.grad‖ = ")

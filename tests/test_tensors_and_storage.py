@@ -117,7 +117,8 @@ def test_the_row_names_stand_above_their_rows_not_on_the_first_box():
     run = M.run_chain("x.permute(1, 0)")
     for look in (NORMAL, PRESENTING):
         fig = M.layout_figure(run.last, look, "t")
-        names = {a.text: a for a in fig.layout.annotations if a.text in ("storage", "tensor")}
+        names = {("tensor" if a.text == M.TENSOR_LABEL else a.text): a for a in fig.layout.annotations
+                 if a.text in ("storage", M.TENSOR_LABEL)}
         assert set(names) == {"storage", "tensor"}
         tops = sorted({round(s.y1, 6) for s in fig.layout.shapes}, reverse=True)
         storage_top, tensor_top = tops[0], max(t for t in tops if t < -0.5)
@@ -386,3 +387,13 @@ def test_page_shows_a_declaration_side_by_side_and_checks_your_op():
     at.selectbox(key="tensors_myop").set_value("softplus_wrong").run()
     assert any("Gradient check failed" in e.value for e in _ok(at).error)
     assert at.query_params["myop"] == "softplus_wrong"
+
+
+def test_the_tensor_rows_label_explains_the_cells_at_k():
+    """A lecturer's walk: the cells' "@k" was explained only by the caption under the pictures, at a projector's fold.
+    The tensor row's own label says what a cell's @k is, in the picture."""
+    run = M.run_chain("x.permute(1, 0)")
+    for look in (NORMAL, PRESENTING):
+        fig = M.layout_figure(run.last, look, "t")
+        labels = [a.text for a in fig.layout.annotations if a.text.startswith("tensor")]
+        assert labels == [M.TENSOR_LABEL] and "@k" in labels[0] and "storage position" in labels[0]

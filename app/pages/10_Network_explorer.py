@@ -15,17 +15,18 @@ from explorer.kit.budget import bounded_cache
 from explorer.kit.formatting import count, md_escape, plain, sci
 from explorer.kit.deeplink import LinkField
 from explorer.kit.figures import floor_growth, graph_scale, style_graph_figure
+from explorer.kit.plotly_figure import FONT
 from explorer.kit.presentation import small_screen_css, small_screen_floor_px, small_screen_look
 from explorer.kit.labels import num
-from explorer.kit.widgets import (PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link,
+from explorer.kit.widgets import (PRESENT_PAGE_PX, clamp_linked, graph_px, presentation_toggle, publish_link, screen_break,
                                   release_focus, release_focus_next_run, show_plot, show_table, start_page, stepper,
                                   still_graph, walkthrough_download)
 from explorer.network_explorer.frames import PRESENT_GRAPH_SHARE, PRESENT_LEGEND_PX, VIEW_WIDTH
 from explorer.network_explorer import analysis
 from explorer.network_explorer.explore import (BACKWARD_HEADING, FAN_OUT_NOTE, NODE_LABELS_NOTE, SENT_LEGEND,
                                                compact_heatmap_height, data_input,
-                                               adjoint_name, explore, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
-                                               sent_status, side_by_side, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
+                                               adjoint_name, explore, formula_html, leaf_gradients, formula_parts, shown_name, graph_dot, heatmap, held_at, moment,
+                                               sent_status, side_by_side, sizes_label, step_class_view, sweep_figure, title_chars, title_lines, walkthrough)
 from explorer.network_explorer.presets import MAX_LAYERS, MAX_TEXT, MAX_WIDTH, MAX_WORDS, OPTIONS, PRESETS, PresetError
 from explorer.network_explorer.tables import (fan_out_rows, gradcheck_rows, gradcheck_scope, inspect_labels, layer_rows,
                                              memory_caption, memory_rows, note_levels)
@@ -90,8 +91,7 @@ key = st.session_state[ns.key("net")]
 
 if look.presenting:
     chosen = {o.name: st.session_state.get(ns.key(o.name)) for o in OPTIONS[key]}
-    sizes = ", ".join(f"{o.label} {o.default if chosen[o.name] is None else chosen[o.name]}" for o in OPTIONS[key])
-    with top[1].expander(sizes.replace("*", "\\*").replace("_", "\\_") or "Sizes"):
+    with top[1].expander(md_escape(sizes_label(OPTIONS[key], chosen)) or "Sizes"):
         cols = [st.container() for _ in OPTIONS[key]]
 else:
     cols = st.columns(len(OPTIONS[key]) + 1)
@@ -150,6 +150,10 @@ level_choice = st.session_state[ns.key("level")]
 # presentation mode: the graph at the screen's height, the current op's values beside it
 present_size = ({"width": int(graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / grow),
                  "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look) / grow)} if look.presenting else {})
+# the forward graph has no edge labels: its smallest text is a node's (FONT), so drawn whole it may take more room
+grow_whole = max(1.0, floor / (FONT * graph_scale(look))) if floor else 1.0
+whole_size = ({"width": int(graph_px(look, VIEW_WIDTH, PRESENT_GRAPH_SHARE) / grow_whole),
+               "max_height": int(PRESENT_NET_GRAPH_PX / graph_scale(look) / grow_whole)} if look.presenting else {})
 level = ex.level_for(**present_size) if level_choice == "auto" else level_choice
 vcols = st.columns([2, 3]) if not look.presenting else [top[2], st.container()]
 
@@ -203,6 +207,8 @@ def this_step(m, narrow: bool = False) -> None:
     st.markdown("##### This step")
     if m.node is None:
         (st.markdown if look.presenting else st.caption)(m.title)   # the class reads it from the back row
+        if m.phase == "done":   # every leaf's gradient (a projector's backward graph shows only the top of a tall one)
+            st.markdown("  \n".join(f"• {md_escape(line)}" for line in leaf_gradients(rec)))
         x = data_input(rec) if m.phase == "inputs" else None
         if x is not None:   # where the data enters, and what it is
             show_tensor(st, rec.node(x).value, "input x", ns.key("cur_value"), analysis.value_scale(rec, x),
@@ -214,7 +220,8 @@ def this_step(m, narrow: bool = False) -> None:
                 + ("" if level == "layer" else f" · layer *{md_escape(node.layer)}*"))
     # narrow (a projector's panel beside the graph): the rule on one line (its note goes under the sent lines),
     # small tensors' heatmaps only as tall as their rows, a column's value and adjoint side by side
-    st.markdown(f"VJP: `{formula_parts(m.formula)[0] if narrow else m.formula}`")
+    # never broken inside a formula ("b̄ = / Σ_rows Ȳ" read as two): pieces that keep whole, breaks between them
+    st.markdown(f"VJP: {formula_html(formula_parts(m.formula)[0] if narrow else m.formula)}", unsafe_allow_html=True)
     stacked = narrow and not side_by_side(m.value, m.adjoint)
     a, b = (st.container(), st.container()) if stacked else st.columns(2)
     hv, ha = ((compact_heatmap_height(m.value, fig_look.figure_font), compact_heatmap_height(m.adjoint, fig_look.figure_font))
@@ -310,7 +317,10 @@ def draw(step: int) -> None:
     # one frame, stepped by the page's buttons; the header above says what it shows, in full
     # presentation mode: the graph at the screen's height, the current op's values beside it
     size = {**present_size, "whole_text_only": True} if look.presenting else {}
-    fig = still_graph(ex.figure(level, frame, animate=False, **size), 0, title=False)
+    # presenting: the whole forward graph where it fits at the text floor (always at step 1: the class sees the
+    # whole network first), else a window that follows the step
+    whole = ex.whole_figure(level, frame, **whole_size) if look.presenting else None
+    fig = still_graph(whole or ex.figure(level, frame, animate=False, **size), 0, title=False)
     # the backward pass as the slides draw it: its own graph, every edge reversed, the adjoints named x̄
     backward = m.phase in ("backward", "done")
     # on a projector the legend stands over the backward graph (under it, it sat on a laptop screen's bottom edge),
@@ -337,6 +347,7 @@ def draw(step: int) -> None:
             st.markdown(f"##### {BACKWARD_HEADING}")
             show_plot(style_graph_figure(back, look), look, key=ns.key("backward_figure"))
             st.html(backward_legend_html(SENT_LEGEND))
+    screen_break()   # on a projector the button and what follows start on the next screen (it peeked in at the edge)
     st.download_button("Download graph (DOT)", cached_dot(key, json.dumps(options, sort_keys=True), level),
                        file_name=f"{key}_{level}.dot", mime="text/vnd.graphviz",
                        help="The graph of this view as Graphviz DOT (final values and adjoints), from the "

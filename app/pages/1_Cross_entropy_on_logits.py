@@ -12,7 +12,7 @@ from explorer.kit.deeplink import LinkField
 from explorer.kit.labels import num
 from explorer.kit.presentation import small_screen_css
 from explorer.lecture_kit import md_escape, present_css
-from explorer.kit.widgets import fixed_figure, presentation_toggle, publish_link, show_table, start_page
+from explorer.kit.widgets import fixed_figure, presentation_toggle, publish_link, screen_break, show_table, start_page
 from explorer.kit.formatting import fixed, sci
 
 ctx = start_page("Cross-entropy on logits", "xent",
@@ -65,6 +65,8 @@ if b is not None:
     with left:
         inputs_table, grad_table = C.batch_tables(b)
         show_table(inputs_table, look)
+        if look.presenting:   # on a projector the caption under the table sat on the first screen's bottom edge
+            screen_break()
         st.caption("Logits z = x·W + b from the engine (4 examples, 4 classes); p = softmax(z) only for reading: the "
                    "loss never forms p, it takes log_softmax(z) = z − logsumexp(z) and picks the label's entry.")
     with right:

@@ -50,7 +50,7 @@ def _amount(lk) -> str:
     if lk is None:
         return "?"
     if _is_one(lk):
-        return num(float(lk.matrix.ravel()[0]))
+        return num(float(lk.matrix.ravel()[0]), NORM_DIGITS)   # one precision with the norms (0.18718 stood beside 0.192)
     return num(lk.stats["norm"], NORM_DIGITS)
 
 
@@ -107,6 +107,11 @@ def backward_frames(rec: Recording, view: NetworkView) -> FrameSet:
     # lecture's sentiment network grew wider than a projector's graph); a fan-out keeps x̄, its sum under it
     normed = {nid for nid, parts in arrivals.items() if parts and not is_number(parts[-1].total)
               and len({box_of.get(c.source, c.source) for c in parts}) == 1}
+    # a tensor no contribution reaches (HW2's mean over words: nothing under it takes a gradient) is headed as the
+    # others are, ‖x̄‖ (a bar alone read as another notation beside its neighbours' ‖fc1.weight‖)
+    loss_box = box_of.get(rec.loss_node, rec.loss_node)
+    normed |= {nid for nid, parts in arrivals.items() if not parts and nid not in constant and nid != loss_box
+               and not is_number(rec.node(_adjoint_node(rec, view, nid)).value)}
     bfs.heads = [f"‖{h}‖" if nid in normed else h for nid, h in zip(bfs.node_ids, bfs.heads)]
     per = (view.frames.forward_per_frame, view.frames.backward_per_frame)
     for k, frame in enumerate(bfs.frames):

@@ -111,6 +111,29 @@ class Explored:
         return figure_dict(one, v.graph, self.drawings[key], edge_color=ADJOINT, pending_edges=True,
                            whole_text_only=whole_text_only, shown_edges_only=whole_text_only)
 
+    def whole_figure(self, level: str, frame: int, width: int, max_height: int) -> dict | None:
+        """The forward graph at ``frame`` drawn whole within ``width`` x ``max_height`` px at scale 1 (a projector:
+        no text smaller than the page asked for), or None where it does not fit and a window must follow the step.
+        The first step (inputs: nothing computed, each box one or two lines) is laid out on its own texts, close
+        ranks, so that the class sees the whole network before the walk zooms in; the others on every frame's texts
+        (a node stays put from step to step)."""
+        v = self.views[level]
+        frame = min(max(frame, 0), len(v.frames.frames) - 1)
+        first = frame == 0
+        key = ("whole", level, first, width, max_height)
+        if key not in self.drawings:
+            fs = (FrameSet(v.frames.node_ids, [v.frames.frames[0]], heads=v.frames.heads, edges=v.frames.edges,
+                           hover=v.frames.hover) if first else v.frames)
+            d = plan(fs, v.graph, width, rankdir="BT" if level == "layer" else "auto", edge_labels=False,
+                     max_height=max_height, rank_gap=16.0 if first else 30.0)
+            self.drawings[key] = d if d.viewport is None and d.scale >= 0.999 else None
+        d = self.drawings[key]
+        if d is None:
+            return None
+        one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
+                       hover=v.frames.hover)
+        return figure_dict(one, v.graph, d)
+
     def drawing(self, level: str, width: int | None = None, max_height: int | None = None):
         """The view's drawing, or one laid out again for ``width`` x ``max_height`` px (presentation mode,
         where the graph is drawn larger and must leave the step's caption and buttons on screen)."""
@@ -321,7 +344,7 @@ def colour_range(zmax: float) -> str:
     """The line under a heatmap that says what its colours mean: red -``zmax`` through white 0 to blue +``zmax``
     (``zmax``: the tensor's largest |entry|, or one scale shared by tensors drawn to be compared)."""
     m = num(zmax, 2)
-    return f"colour: −{m} … +{m}"
+    return f"colour −{m}…+{m}"   # short: one line in half a projector's panel ("colour: −0.72 / … +0.72" wrapped)
 
 
 def title_chars(width_px: float, font: int) -> int:
@@ -362,7 +385,7 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     # projector's compact panel, 128 px) had no room to give them and cut them in half
     ticks = tick_margin(font) if m.shape[1] <= 12 else 10
     # what the colours mean, under the cells (it stood in the title as a bare "±1.2" that nobody could read)
-    scale_lines = title_lines(colour_range(zmax), chars)
+    scale_lines = [colour_range(zmax)]   # one line always: its numbers never split from their word
     scale_px = int(len(scale_lines) * 1.3 * font) + 6
     extra = int((max(len(lines), title_rows) - 1) * 1.3 * font)
     # Plotly sets a title's first line in the middle of the top margin and the others under it: each extra line
@@ -378,8 +401,10 @@ def heatmap(value: np.ndarray, title: str, height: int = 220, font: int = 12, zm
     fig.update_yaxes(autorange="reversed", showticklabels=m.shape[0] <= 12, dtick=1)
     fig.update_xaxes(showticklabels=m.shape[1] <= 12, dtick=1)
     # the range as a note at the figure's bottom edge (an axis title would move with Plotly's tick layout)
-    fig.add_annotation(text="<br>".join(scale_lines), xref="paper", yref="paper", x=0, y=0, xanchor="left",
-                       yanchor="top", yshift=-ticks, showarrow=False, align="left", name="colour range",
+    # ending at the cells' right edge, reaching left over the row numbers' margin (from the cells' left edge it ran
+    # past a half panel's right edge)
+    fig.add_annotation(text="<br>".join(scale_lines), xref="paper", yref="paper", x=1, y=0, xanchor="right",
+                       yanchor="top", yshift=-ticks, showarrow=False, align="right", name="colour range",
                        font=dict(size=font))
     return fig
 
@@ -415,6 +440,48 @@ def formula_parts(formula: str) -> tuple[str, str]:
     three) and the note after what the step sent. A formula with no note: (formula, "")."""
     m = re.match(r"^(.*?\S)\s{2,}\((.*)\)$", formula, flags=re.S)
     return (m.group(1), m.group(2)) if m else (formula, "")
+
+
+def _top_level(text: str, sep: str) -> list[int]:
+    """Where ``sep`` starts in ``text`` outside every bracket."""
+    at, depth = [], 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and text.startswith(sep, i):
+            at.append(i)
+    return at
+
+
+def formula_pieces(rule: str, max_chars: int = 24) -> list[str]:
+    """A VJP rule cut where a line may break: at its top-level commas (one adjoint each: "x̄ = Ȳ W,", "b̄ = Σ_rows Ȳ"),
+    and a piece longer than ``max_chars`` once more before the top-level operator nearest its middle ("p̄ = ℓ̄ ⊙ (p − y)",
+    "/ max(p(1 − p), 1e-12)"). Nothing breaks inside a piece: the class never reads "b̄ =" alone at a line's end."""
+    parts, start = [], 0
+    for i in sorted(_top_level(rule, ",") + _top_level(rule, ":")):
+        parts.append(rule[start:i + 1].strip())
+        start = i + 1
+    parts.append(rule[start:].strip())
+    pieces = []
+    for part in filter(None, parts):
+        cuts = sorted(i for op in (" / ", " ⊙ ", " + ", " · ") for i in _top_level(part, op)) if len(part) > max_chars else []
+        if not cuts and len(part) > LONG_PIECE:   # one long call (gather's scatter_add(…)): after an argument's comma
+            cuts = [i + 1 for i, ch in enumerate(part) if ch == ","]
+        if cuts:
+            i = min(cuts, key=lambda c: abs(c - len(part) / 2))
+            pieces += [part[:i].strip(), part[i:].strip()]
+        else:
+            pieces.append(part)
+    return pieces
+
+
+LONG_PIECE = 34   # characters: a piece longer than this ran past a projector's step panel (at 1366 x 768, 16 px)
+
+
+def formula_html(rule: str) -> str:
+    """The rule as inline code pieces (:func:`formula_pieces`) that a line never breaks inside."""
+    import html
+    return " ".join(f"<code style='white-space: nowrap'>{html.escape(p)}</code>" for p in formula_pieces(rule))
 
 
 def sweep_figure(rows: list[dict], option: str, font: int = 12) -> go.Figure:
@@ -572,3 +639,38 @@ def walkthrough(ex: Explored, level: str, title: str) -> str:
     drawn: dict = {}
     return walkthrough_html(f"Network explorer: {title}",
                             [step_class_view(ex, level, k, drawn) for k in range(ex.n_frames)])
+
+
+#: presentation mode's sizes box: each option's short word, so that the label stays on one line at 1366 x 768
+SHORT_LABELS = {"batch size": "batch", "hidden width": "width", "dropout p": "dropout", "hidden layers": "layers",
+                "head size d": "d", "time steps T": "T", "input features": "features"}
+SIZES_TEXT_CHARS = 22   # a sentence or a layer list longer than this is cut (…) in the label; the box holds it whole
+
+
+def sizes_label(options: list, chosen: dict) -> str:
+    """The sizes box's one-line label on a projector: "batch 3 · width 5 · dropout 0.5"; a text option quoted
+    ("“it is a good movie” · width 6"; unquoted, "sentence it is a good movie" read as one sentence)."""
+    parts = []
+    for o in options:
+        v = o.default if chosen.get(o.name) is None else chosen[o.name]
+        if isinstance(o.default, str):
+            t = str(v)
+            parts.append(f"“{t if len(t) <= SIZES_TEXT_CHARS else t[:SIZES_TEXT_CHARS - 1].rstrip() + '…'}”")
+        else:
+            parts.append(f"{SHORT_LABELS.get(o.label, o.label)} {v}")
+    return " · ".join(parts)
+
+
+def leaf_gradients(rec) -> list[str]:
+    """The last step's lines: every trainable leaf and the gradient it holds, one line each
+    ("‖fc1.weight.grad‖ = 0.153", "fc2.bias.grad = 0.187"), so that a projector, whose backward graph shows only the
+    top of a tall network, still shows every leaf's gradient."""
+    from .backward import is_number, norm_of
+    out = []
+    for n in rec.nodes:
+        if n.kind != "param" or n.adjoint is None:
+            continue
+        name = f"{n.label}.grad"
+        text = norm_of(name, n.adjoint)
+        out.append(f"{name} = {text}" if is_number(n.adjoint) else text)
+    return out

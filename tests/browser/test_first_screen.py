@@ -71,11 +71,11 @@ FIRST_SCREEN = {
                          ("buttons", STEP_BUTTONS)],
     "Network_explorer?level=op": [("graphs", 1), ("caption", r"^Step 1 of \d+ · inputs"), ("text", r"^This step$"),
                                   ("buttons", STEP_BUTTONS)],
-    # a Linear's backward step in the op view: its VJP rule on one line, the value and adjoint of its (3, 1) output
+    # a Linear's backward step in the op view: its VJP rule (broken only between its pieces), the value and adjoint of its (3, 1) output
     # side by side, so every "sent to" line is on the first screen beside the graph (auto opens the layer view there)
     "Network_explorer?net=hw2&step=18&level=op": [
         ("graphs", 1), ("caption", r"^Step 18 of \d+ · backward"), ("text", r"^This step$"),
-        ("text", r"^VJP: x̄ = Ȳ W,  W̄ = Ȳᵀ x,  b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
+        ("text", r"^VJP: x̄ = Ȳ W,\s+W̄ = Ȳᵀ x,\s+b̄ = Σ_rows Ȳ$"), ("text", r"^→ sent to dropout#12"),
         ("text", r"^→ sent to fc2\.weight"), ("text", r"^→ sent to fc2\.bias"), ("buttons", STEP_BUTTONS)],
     # the backward graph's legend over it, whole on the first screen (under it, it sat on a laptop's bottom edge)
     "Network_explorer?step=30&level=layer": [
@@ -83,8 +83,10 @@ FIRST_SCREEN = {
         ("testid", "backward-legend"), ("buttons", STEP_BUTTONS)],
     # a link's step past the last one: clamped quietly on a projector (a warning's box over the stepper pushed the
     # graph under the first screen's edge)
+    # and the last step lists every leaf's gradient beside the graph (the backward graph's window shows its top only)
     "Network_explorer?net=hw2&step=999": [("graphs", 1), ("caption", r"^Step 26 of 26 · done"),
-                                          ("text", r"^This step$"), ("buttons", STEP_BUTTONS)],
+                                          ("text", r"^This step$"), ("buttons", STEP_BUTTONS),
+                                          ("text", r"‖fc1\.weight\.grad‖ = [\s\S]*fc2\.bias\.grad = ")],
     # HW2's layer view at step 20: ReLU's value and adjoint, one-line titles, and where it sends its contribution
     # (tests/test_network_explorer.py checks that the graph's window holds the step's nodes at every step)
     "Network_explorer?net=hw2&step=20": [("graphs", 1), ("caption", r"^Step 20 of 26 · backward"),
@@ -592,3 +594,15 @@ def test_learning_problems_point_by_the_minimum_leaves_the_star_and_labels_reada
     here, low = got["texts"][name], got["texts"]["min"]
     assert overlap(here, low) <= 0, got
     assert got["star"] is not None and overlap(here, got["star"]) <= 1 and overlap(low, got["star"]) <= 1, got
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_cross_entropys_batch_caption_is_not_cut_by_the_first_screens_edge(new_page, app_url, wait_idle, size):
+    """A lecturer's walk at 1366 x 768: the grey caption under the batch table sat flush on the bottom edge. It stands
+    whole with room under it on the first screen, or starts on the next one."""
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    open_presenting(pg, f"{app_url}/Cross_entropy_on_logits?present=1", wait_idle)
+    box = pg.locator('[data-testid="stMain"]').get_by_text(re.compile(r"^Logits z = x·W")).first.bounding_box()
+    assert box is not None
+    assert box["y"] >= h or box["y"] + box["height"] <= h - 16, (box, h)

@@ -119,14 +119,14 @@ def test_lecture_order_network_and_the_rnn_fan_out_row(page, app_url, wait_idle,
     assert "Fan-out sum at Wh: 3 contributions" in text
     assert "0: the other factor h0 is all zeros" in text
     page.get_by_text("Fan-out sum at Wh: 3 contributions").scroll_into_view_if_needed()
-    # each heatmap's colour range, written under its cells ('colour: −0.5 … +0.5'): one for the row
+    # each heatmap's colour range, written under its cells ('colour −0.5…+0.5'): one for the row
     titles_js = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
             .filter(el => el.layout && el.layout.title && /· step|= sum/.test(String(el.layout.title.text)))
             .map(el => (el.layout.annotations || []).filter(a => a.name === 'colour range').map(a => a.text).join())"""
     # the heatmaps draw once scrolled into view
     page.wait_for_function(f"() => ({titles_js})().length === 4", polling=100)
     ranges = page.evaluate(titles_js)
-    assert len(ranges) == 4 and len(set(ranges)) == 1 and ranges[0].startswith("colour: −"), ranges
+    assert len(ranges) == 4 and len(set(ranges)) == 1 and ranges[0].startswith("colour −"), ranges
     assert "tanh#" in graph_text(page)
     shot(page, "network_rnn_fan_out_row")
 
@@ -224,4 +224,62 @@ def test_a_projector_shows_the_network_name_whole_and_one_line_heatmap_titles(ne
         assert len(found) == 2, found
         for f in found:
             assert "<br>" not in f["title"] and "±" not in f["title"] and f["lines"] == 1, f
-            assert f["range"].startswith("colour: −") and f["range"].count("<br>") <= 1, f
+            assert f["range"].startswith("colour −") and f["range"].count("<br>") <= 1, f
+
+
+FIRST_SCREEN_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const dot = Array.from(main.querySelectorAll('[data-testid="stDownloadButton"] button'))
+      .filter(b => b.innerText.includes('Download graph'))[0];
+  const pieces = Array.from(main.querySelectorAll('code')).filter(c => c.style.whiteSpace === 'nowrap')
+      .map(c => ({text: c.innerText, lines: c.getClientRects().length}));
+  const ranges = Array.from(main.querySelectorAll('.js-plotly-plot')).flatMap(p =>
+      Array.from(p.querySelectorAll('.annotation')).filter(a => /^colour/.test(a.textContent)).map(a => {
+          let col = p.closest('[data-testid="stColumn"]'), up = col;   // the step panel: the outermost column
+          while (up && (up = up.parentElement.closest('[data-testid="stColumn"]'))) col = up;
+          const r = a.getBoundingClientRect(), q = (col || p).getBoundingClientRect();
+          return {text: a.textContent, inside: r.left >= q.left - 1 && r.right <= q.right + 1,
+                  lines: a.querySelectorAll('tspan.line').length || 1}; }));
+  const label = main.querySelector('[data-testid="stExpander"] summary [data-testid="stMarkdownContainer"]');
+  let labelLines = null;
+  if (label) {   // the label's lines: distinct tops of its text's boxes
+    const range = document.createRange(); range.selectNodeContents(label);
+    labelLines = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top))).size;
+  }
+  return {dotTop: dot ? dot.getBoundingClientRect().top : null, height: window.innerHeight, pieces, ranges,
+          label: label ? label.innerText : null, labelLines};
+}"""
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1366, 768)], ids=["1920x1080", "1366x768"])
+def test_a_projector_shows_the_whole_network_first_and_whole_formulas(new_page, app_url, size):
+    """A lecturer's walk (1920 x 1080 and 1366 x 768): step 1 showed 5 of HW2's 11 boxes (the sentiment network's
+    embedding and Linear 1 only); the "Download graph (DOT)" button peeked in at the bottom edge; "b̄ = / Σ_rows Ȳ" and
+    BCE's "max(p(1 − / p)" broke inside a formula; "colour: −0.72 / … +0.72" wrapped; the sizes box read
+    "dropout p / 0.5" over two lines and "sentence it is a good movie" unquoted. Step 1 draws the whole network, the
+    button starts on the next screen, no formula piece breaks, the colour range is one line inside its heatmap, and
+    the sizes label is one line."""
+    from browser_kit import wait_drawn
+    w, h = size
+    pg = new_page(viewport={"width": w, "height": h})
+    heads = {"hw2": ["mean over words", "fc1.weight", "fc1.bias", "Linear 1", "ReLU", "Dropout", "fc2.weight",
+                     "fc2.bias", "Linear 2", "sigmoid", "BCE loss"],
+             "sentiment": ["embedding.weight", "embedding lookup", "fc1.weight", "Linear 1", "fc2.bias",
+                           "average pooling", "softmax / cross-entropy"]}
+    for net, names in heads.items():
+        pg.goto(f"{app_url}/Network_explorer?net={net}&step=1&present=1")
+        wait_drawn(pg)
+        text = graph_text(pg)
+        assert all(n in text for n in names), (net, text)
+        got = pg.evaluate(FIRST_SCREEN_JS)
+        assert got["dotTop"] is None or got["dotTop"] >= got["height"], got
+        assert got["labelLines"] == 1, got
+        if net == "sentiment":
+            assert "“it is a good movie”" in got["label"], got
+    for step in (7, 14, 18):
+        pg.goto(f"{app_url}/Network_explorer?net=hw2&step={step}&present=1")
+        wait_drawn(pg)
+        got = pg.evaluate(FIRST_SCREEN_JS)
+        assert got["dotTop"] is None or got["dotTop"] >= got["height"], (step, got)
+        assert got["pieces"] and all(p["lines"] == 1 for p in got["pieces"]), (step, got["pieces"])
+        assert all(r["inside"] and r["lines"] == 1 for r in got["ranges"]), (step, got["ranges"])
