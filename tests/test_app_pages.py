@@ -354,7 +354,7 @@ def _lit_text(panel: str) -> list[str]:
     """The text of each highlighted line (unescaped)."""
     import html as _html
     return [_html.unescape(t) for t in re.findall(r'<div class="l hl[^"]*" data-line="\d+">.*?<span class="c">(.*?)</span>',
-                                                    panel)]
+                                                    panel.replace("<wbr>", ""))]
 
 
 def _highlighted(panel: str) -> list[str]:

@@ -48,7 +48,7 @@ def test_backward_graph_names_adjoints_reverses_edges_and_writes_the_fan_out_sum
     # step 10 (frame 9): x3 sends 367.04 to x1, whose adjoint is the sum as the slides write it in numbers (each
     # term local derivative · adjoint, in the consumers' order), its total under it
     values = _frame_text(fig, 9, "value")
-    assert "= 1.5·244.69 + 1" in values and "= 368.04" in _frame_text(fig, 9, "adjoint")
+    assert "= 244.69·1.5 + 1" in values and "= 368.04" in _frame_text(fig, 9, "adjoint")
     assert "367.04" in _frame_text(fig, 9, "edge label")
     # step 7: x1 holds one of its two contributions; forward steps show no adjoint at all
     assert "= 1 + …" in _frame_text(fig, 6, "value") and "(1 of 2)" in _frame_text(fig, 6, "adjoint")
