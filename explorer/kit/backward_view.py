@@ -102,9 +102,10 @@ def _node_text(adj: str, slide: str, outs: list[int], edge_text: list[str], arri
     wrong = WRONG_MARK if adj.endswith(WRONG_MARK) else ""
     adj = adj.removesuffix(WRONG_MARK)
     total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
-    if ", lost " in total:  # a broken order: what arrived too late is never added: wrong on every page (✘)
+    if ", lost " in total:  # a broken order: what arrived too late is never added: wrong on every page (✘), what
+        # was lost on the line under it (on one line, "= 1, 367.04 lost ✘" made the orders' shared drawing smaller)
         kept, lost = total.split(", lost ", 1)
-        return f"= {kept}, {lost} lost{WRONG_MARK}", ""
+        return f"= {kept}{WRONG_MARK}", f"({lost} lost)"
     if state == "early" and slide.endswith(" received)"):
         # finalised with only some of its contributions: its adjoint is final as it is (the caption says so), the
         # rest has not arrived (and will be lost), so no "+ …" still to come
