@@ -376,7 +376,7 @@ def test_explorer_code_panel_follows_the_step():
     assert "for parent, contribution in node.chain_rule(adjoint):" in lit
     assert "total = add(adjoints.get(pid), contribution)" in lit
     assert not any("observer" in t or "emit(" in t for t in lit)
-    lecture = next(e.proto.body for e in at.get("html") if "code-lecture" in e.proto.body)
+    lecture = next(e.proto.body for e in at.get("html") if "code-lecture" in e.proto.body).replace("<wbr>", "")
     # slide 27's own backward_pass: x6 taken (its adjoint popped), one VJP looked up and called, one sum into x5
     assert "lecture 5, slide 27" in lecture and "toposort(end_node)" in lecture
     assert [t.strip() for t in _lit_text(lecture)] == ["outgrad = outgrads.pop(node)",
@@ -440,7 +440,7 @@ def test_orders_verdict_appears_from_the_step_where_it_happens():
     assert "✗ step 11: LOST: the contribution 367.04 reached x1" in t
     assert any("Step 8: x1 finalised" in w.value for w in at.warning)  # the earlier moment stays listed
     button(at, "End").click().run()
-    assert "✓ the reference: reverse topological order" in texts(at)   # not compared with itself
+    assert "✓ the reference: reverse topological order" in texts(at).replace("\\", "")   # not compared with itself
     wrong = next(t.value for t in at.table if "this order gives" in t.value.columns)
     assert list(wrong["input"]) == ["x1"] and list(wrong["this order gives"]) == ["1"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 
-from explorer.explain.graph import Graph, output_adjoint_note
+from explorer.explain.graph import Graph
 
 from .frames import Frame, FrameSet
 from .labels import adjoint_label, adjoint_names
@@ -57,9 +57,10 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
     for k, (src, _dst) in enumerate(edges):
         out_edges.setdefault(src, []).append(k)
     adjoint_of = adjoint_names(graph)   # the output's x̄7 where the program called it f
-    # the output's adjoint named as the captions name it where they seed the backward pass: x̄7 (= f̄)
-    note = {graph.output: output_adjoint_note(graph)}
-    heads = [adjoint_label(adjoint_of, i, names.get(i, str(i))) + note.get(i, "") for i in ids]
+    # the output's node reads x̄7; the caption that seeds the backward pass introduces it as "x̄7 (= f̄)" on every
+    # page (in the node, "x̄7 (= f̄)" widened the drawings of Backprop orders and Your HW2 code past their columns
+    # on a 1366 x 768 projector at the 16 px floor)
+    heads = [adjoint_label(adjoint_of, i, names.get(i, str(i))) for i in ids]
     arrived: dict[int, int] = {}  # edge -> the frame its contribution arrived (the terms' order)
     frames: list[Frame] = []
     memo: dict[int, tuple] = {}   # node -> (what its text was made from, (text, total)) at its last change
