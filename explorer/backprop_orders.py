@@ -17,7 +17,7 @@ from explorer.explain.graph import adjoint_label, adjoint_names
 from .kit.notes import NOTES
 from .kit.budget import MAX_SIDE_BY_SIDE_OPS, check_program
 from .kit.code_panel import failed_code, frame_code
-from .kit.formatting import fmt_value
+from .kit.formatting import fmt_value, md_escape
 from .kit.frames import FrameSet, build_frames
 from .kit.layout import collapse_big, collapse_composites
 from .kit.backward_view import shared_backward_figures, shared_forward_figures
@@ -33,6 +33,7 @@ STRATEGY_LABELS = {
     "path_recursion": "Path recursion",
     "recursive_dfs": "Recursive DFS",
 }
+REFERENCE = "topological"   # the order the others are checked against (the engine's own)
 
 
 # Path recursion on the page: enough VJP calls for a doubling chain of depth 10 (1,023), beyond which every
@@ -83,7 +84,13 @@ class OrderView:
         if frame >= self.n_frames - 1:
             if self.wrong:
                 return "wrong", "✗ wrong gradient for " + ", ".join(w["input"] for w in self.wrong)
+            if self.strategy == REFERENCE:   # the order every other one is checked against: not against itself
+                return "right", "✓ the reference: reverse topological order"
             return "right", "✓ every gradient matches the topological order's"
+        first = next((f.index for f in self.frameset.frames if f.phase != "forward"), None) \
+            if self.frameset is not None else None
+        if first is not None and frame < first:   # nothing has been taken yet: the backward pass is still to come
+            return "ok", f"forward pass: no node taken yet (the backward pass starts at step {first + 1})"
         return "ok", "so far every node was taken with all its contributions"
 
     @property
@@ -433,7 +440,17 @@ def deep_chain_results(depth: int) -> list[dict]:
 
 # --- one step of every order, as plain data: the walk-through file --------------------------------------------
 
-VERDICT_COLOUR = {"ok": "#4b5563", "wrong": "#b91c1c", "right": "#15803d"}
+# 'ok' in the text's own colour (a grey line was hard to read from the back row)
+VERDICT_COLOUR = {"ok": "inherit", "wrong": "#b91c1c", "right": "#15803d"}
+# the same in Streamlit Markdown's colour names ('' = the text colour)
+VERDICT_MARKDOWN_COLOUR = {"ok": "", "wrong": "red", "right": "green"}
+
+
+def verdict_markdown(kind: str, line: str) -> str:
+    """The verdict line in bold, as Markdown: red when wrong, green when right, else in the text colour."""
+    colour = VERDICT_MARKDOWN_COLOUR[kind]
+    bold = f"**{md_escape(line)}**"
+    return f":{colour}[{bold}]" if colour else bold
 
 
 def _order_blocks(view: OrderView, step: int) -> list[dict]:

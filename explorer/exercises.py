@@ -143,7 +143,7 @@ def contributions_to(trace, name: str) -> list[tuple[str, Any]]:
 def fan_out_sum(trace, name: str) -> str:
     """The adjoint of input ``name`` as the graphs write a fan-out sum (:func:`explorer.kit.labels.fan_out_sum`,
     the slides' form): symbolic, then each consumer's adjoint times its local derivative, then the total in bold,
-    e.g. ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = **368.04**``. Read from the engine's backward pass:
+    e.g. ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = **368.04**``. Read from the engine's backward pass:
     the adjoint each consumer held when it was taken, and what it sent (a consumer using the input twice, ``v1·v1``,
     sent the sum of its two contributions: one term)."""
     from explorer.kit.frames import consumer_terms

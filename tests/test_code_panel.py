@@ -204,7 +204,7 @@ def test_a_projector_panel_indents_by_two_so_the_lit_lines_fit_unwrapped():
     lit = {n: t for n, t in walk.lines if any(k in t for k in (".chain_rule(", "add(adjoints", ".accumulate_derivative("))}
     assert len(lit) == 3
     shown = re.findall(r'data-line="(\d+)"><span class="n">\d+</span><span class="m"></span><span class="c">([^<]*)<',
-                       to_html([walk], 18, max_height_px=300))
+                       to_html([walk], 18, max_height_px=300).replace("<wbr>", ""))
     assert all(len(html_unescape(t)) <= 70 for n, t in shown if int(n) in lit), shown
 
 
@@ -268,3 +268,17 @@ def test_a_scrolling_panel_is_laid_out_again_whenever_the_window_changes():
     assert "window.__adxCodeCheck = check" in script      # the newest step's panels are the ones checked
     assert "box.clientWidth" in script and "window.innerWidth" in script   # a wider layout is a change
     assert scroll_to_highlight(3).count("setInterval(") == 1
+
+
+def test_code_wraps_at_spaces_and_punctuation_never_inside_a_name_that_fits():
+    """A projector's code column holds ~25 characters: "node.accumulate_derivative(adjoint)" wrapped as
+    "…(adjoin|t)" (overflow-wrap: anywhere). Lines wrap at spaces, after a dot between names and after an opening
+    bracket (a <wbr>, no text); a number's point is no such place; a name wider than the column alone breaks inside."""
+    from explorer.kit.code_panel import _CSS, code_line_html
+    assert code_line_html("node.accumulate_derivative(adjoint)") == "node.<wbr>accumulate_derivative(<wbr>adjoint)"
+    assert code_line_html("x = 1.5 * a[0] < g( y )") == "x = 1.5 * a[<wbr>0] &lt; g( y )"
+    css = re.search(r"\.adx-code \.c \{\{([^}]*)\}\}", _CSS).group(1)
+    assert "overflow-wrap: break-word" in css and "word-break: normal" in css and "anywhere" not in _CSS
+    out = to_html([block(autodiff.propagate)], 18, max_height_px=300)
+    assert "accumulate_derivative(<wbr>adjoint)" in out
+    assert html_unescape(out.replace("<wbr>", "")).count("node.accumulate_derivative(adjoint)") == 1

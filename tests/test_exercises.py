@@ -281,28 +281,28 @@ def test_an_answer_box_names_its_unit_once():
 def test_fan_out_sums_are_written_symbolic_then_numeric(built):
     """The slides' notation for a fan-out, as the graphs write it (one function): the adjoint as the sum of
     (consumer's adjoint × local derivative), then those products in numbers, then the total (LECTURE.md:
-    1 + 367.04 = 368.04 on the slide example, 367.04 = 1.5·244.69)."""
+    1 + 367.04 = 368.04 on the slide example, 367.04 = 244.69·1.5)."""
     from explorer import explain as ex
     from explorer.kit.labels import fan_out_sum as graphs_sum
     slide = ex.record_execution(E.SLIDE_PROGRAM, E.SLIDE_INPUTS)
     x3bar = next(e.value for e in slide.backward if e.kind == "visit" and e.node == slide.graph.by_name("x3").id)
-    assert E.fan_out_sum(slide, "x1") == (f"x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·{num(x3bar)} + 1 = "
+    assert E.fan_out_sum(slide, "x1") == (f"x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = {num(x3bar)}·1.5 + 1 = "
                                           f"**{num(slide.grads['x1'])}**") == \
-        "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = **368.04**"
+        "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = **368.04**"
     assert E.fan_out_sum(slide, "x1").replace("**", "") == graphs_sum(
         "x1", [("x3", x3bar, 1.5 * x3bar), ("x7", 1.0, 1.0)], 2, 2, slide.grads["x1"])
-    assert E.fan_out_sum(slide, "x2") == "x̄2 = x̄4·∂x4/∂x2 = 2·244.69 = **489.38**"
+    assert E.fan_out_sum(slide, "x2") == "x̄2 = x̄4·∂x4/∂x2 = 244.69·2 = **489.38**"
     # exercise 6: what breadth-first loses, against the slides' sum (not bold: the answer asked for there is 1)
     bfs = "\n".join(built["bfs"].steps)
-    assert ("x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04 (= 1.5·e^5.5 + 1), the correct ∂f/∂x1"
+    assert ("x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = 368.04 (= 1.5·e^5.5 + 1), the correct ∂f/∂x1"
             in bfs)
     fan = "\n".join(built["fan_out"].steps)
-    assert f"x̄1 = x̄3·∂x3/∂x1 + x̄4·∂x4/∂x1 = {num(E_)} + {num(E_)}·3 = **{num(4 * E_)}**" in fan
+    assert f"x̄1 = x̄3·∂x3/∂x1 + x̄4·∂x4/∂x1 = {num(E_)} + 3·{num(E_)} = **{num(4 * E_)}**" in fan
     cube = built["cube"]
     # the notes' naming (v2 = v1·v1, v3 = v2·v1); the graphs' sum (v2's two contributions in one term), then the
     # notes' 4 + 4 + 4 = 12
     assert "v2 = v1·v1, v3 = v2·v1" in cube.question
-    assert "v̄1 = v̄2·∂v2/∂v1 + v̄3·∂v3/∂v1 = 4·2 + 4 = **12**" in "\n".join(cube.steps)
+    assert "v̄1 = v̄2·∂v2/∂v1 + v̄3·∂v3/∂v1 = 2·4 + 4 = **12**" in "\n".join(cube.steps)
     assert "4 + 4 + 4 = 12" in "\n".join(cube.steps)
     assert not any("= mul(…)" in s or "from x3 = add" in s for s in cube.steps + built["fan_out"].steps)
 

@@ -111,9 +111,9 @@ def test_fan_out_sum_is_written_symbolically_then_in_numbers_as_the_slides_do():
     # the slide's numbers, from the engine: ∂x3/∂x1 of x3 = 1.5·x1 and ∂x7/∂x1 of x7 = x1 + x6, and x̄1 itself
     d3 = _local_derivative(lambda x1: 1.5 * x1, "x1", {"x1": 3.0})
     d7 = _local_derivative(lambda x1, x6: x1 + x6, "x1", {"x1": 3.0, "x6": float(g.by_name("x6").value)})
-    want = (f"x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = {num(d3)}·{num(x3_bar)} + {num(d7)} = "
+    want = (f"x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = {num(x3_bar)}·{num(d3)} + {num(d7)} = "
             f"{num(tr.grads['x1'])}")
-    assert want == "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04"   # the slide's own line
+    assert want == "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = 368.04"   # the slide's own line
     assert any(f"{want} (2 of 2 received)" in f.caption for f in fs.frames)
     k = fs.node_ids.index(g.by_name("x1").id)
     assert fs.frames[-1].node_sum[k] == want
@@ -125,7 +125,7 @@ def test_fan_out_sum_is_written_symbolically_then_in_numbers_as_the_slides_do():
     dv1 = _local_derivative(lambda x: x * x, "x", {"x": 2.0})
     v1_bar = xxx_trace.adjoints[xxx_trace.graph.by_name("v1").id]
     dv2 = _local_derivative(lambda v1, x: v1 * x, "x", {"v1": float(xxx_trace.graph.by_name("v1").value), "x": 2.0})
-    want = f"x̄ = v̄1·∂v1/∂x + v̄2·∂v2/∂x = {num(dv1)}·{num(v1_bar)} + {num(dv2)} = {num(xxx_trace.grads['x'])}"
+    want = f"x̄ = v̄1·∂v1/∂x + v̄2·∂v2/∂x = {num(v1_bar)}·{num(dv1)} + {num(dv2)} = {num(xxx_trace.grads['x'])}"
     assert any(f"{want} (3 of 3 received)" in f.caption for f in xxx.frames), [f.caption for f in xxx.frames]
     # the two x -> v1 edges each carry their own contribution
     last = xxx.frames[-1]
@@ -259,4 +259,4 @@ def test_a_long_fan_out_sum_writes_its_first_terms_and_how_many_more():
     assert f"v̄{MAX_SUM_TERMS + 1}" not in line and f"… ({10 - MAX_SUM_TERMS} more terms)" in line
     assert line.endswith("= 30")
     short = fan_out_sum("W", terms[:3], 3, 3, 9.0)
-    assert "more terms" not in short and short.endswith("= 1.5·2 + 1.5·2 + 1.5·2 = 9")
+    assert "more terms" not in short and short.endswith("= 2·1.5 + 2·1.5 + 2·1.5 = 9")   # adjoint·derivative, as the symbols

@@ -46,9 +46,9 @@ def test_backward_graph_names_adjoints_reverses_edges_and_writes_the_fan_out_sum
     bfs = backward_frameset(slide.frameset, slide.shown_trace.graph.without_constants())
     assert bfs.edges == [(d, s) for s, d in slide.frameset.edges]
     # step 10 (frame 9): x3 sends 367.04 to x1, whose adjoint is the sum as the slides write it in numbers (each
-    # term local derivative · adjoint, in the consumers' order), its total under it
+    # term adjoint · local derivative, the order of its symbols x̄3·∂x3/∂x1, in the consumers' order), its total under it
     values = _frame_text(fig, 9, "value")
-    assert "= 1.5·244.69 + 1" in values and "= 368.04" in _frame_text(fig, 9, "adjoint")
+    assert "= 244.69·1.5 + 1" in values and "= 368.04" in _frame_text(fig, 9, "adjoint")
     assert "367.04" in _frame_text(fig, 9, "edge label")
     # step 7: x1 holds one of its two contributions; forward steps show no adjoint at all
     assert "= 1 + …" in _frame_text(fig, 6, "value") and "(1 of 2)" in _frame_text(fig, 6, "adjoint")
@@ -93,13 +93,16 @@ def test_the_projector_forward_graph_carries_values_only(slide):
 def test_orders_verdict_lines_give_nothing_away():
     m = orders_model(SLIDE, AT, ("topological", "bfs_first_touch"))
     bfs, topo = m.views["bfs_first_touch"], m.views["topological"]
-    for k in range(7):  # steps 1-7: the same neutral line for both orders
+    for k in range(6):  # steps 1-6, the forward pass: nothing taken yet, the same neutral line for both orders
         assert bfs.verdict_line(k) == topo.verdict_line(k) == (
-            "ok", "so far every node was taken with all its contributions")
+            "ok", "forward pass: no node taken yet (the backward pass starts at step 7)")
+    # step 7, the first backward step: the same neutral line for both orders
+    assert bfs.verdict_line(6) == topo.verdict_line(6) == ("ok", "so far every node was taken with all its contributions")
     kind, line = bfs.verdict_line(7)  # step 8: x1 is taken holding 1 of its 2 contributions
     assert kind == "wrong" and line.startswith("✗ step 8: x1 finalised with 1 of 2 contributions")
     assert bfs.verdict_line(10)[1].startswith("✗ step 11: LOST: the contribution 367.04 reached x1")
-    assert topo.verdict_line(topo.n_frames - 1) == ("right", "✓ every gradient matches the topological order's")
+    # the reference order is not compared with itself
+    assert topo.verdict_line(topo.n_frames - 1) == ("right", "✓ the reference: reverse topological order")
     # x1 is drawn wrong from step 8 on, never before; the topological order never draws one
     i = bfs.frameset.heads.index("x1")
     states = [f.node_state[i] for f in bfs.frameset.frames]
@@ -152,3 +155,32 @@ def test_the_orders_backward_graphs_label_every_edge_on_a_projector():
     assert len(_trace(fig, "edge label")["x"]) == len(m.views["bfs_first_touch"].frameset.edges)
     assert fig["layout"]["meta"]["scale"] * 14 * graph_scale(PRESENTING) * grow >= small_screen_floor_px()
     assert fig["layout"]["meta"]["rankdir"] == "RL" and not fig["layout"]["meta"]["window"]
+
+
+def test_a_node_finalised_early_reads_final_and_a_lost_contribution_is_marked_wrong():
+    """Backprop orders, BFS first touch on the slide example. Step 8: the caption says x̄1 = 1 is final, and the
+    box said "= 1 + … (1 of 2)" as if the second contribution were still to be added: it says final, and how
+    many arrived. Step 11 on: "= 1, 367.04 lost" gets the ✘ Your HW2 code gives the same node (what was lost on
+    the line under it)."""
+    from explorer.kit.backward_view import WRONG_MARK
+    m = orders_model(SLIDE, AT, ("topological", "bfs_first_touch"))
+    bfs, topo = m.views["bfs_first_touch"], m.views["topological"]
+    i = bfs.frameset.heads.index("x1")
+    assert "is final" in bfs.verdict_line(7)[1]
+    for k in (7, 8, 9):   # steps 8-10: finalised, the lost contribution not arrived yet
+        assert _frame_text(bfs.backward_figure, k, "value")[i] == "= 1 (final)", k
+        assert _frame_text(bfs.backward_figure, k, "adjoint")[i] == "(only 1 of 2)", k
+    for k in range(10, bfs.n_frames):   # step 11 on: lost, and marked wrong as on Your HW2 code
+        assert _frame_text(bfs.backward_figure, k, "value")[i] == "= 1" + WRONG_MARK, k
+        assert _frame_text(bfs.backward_figure, k, "adjoint")[i] == "(367.04 lost)", k
+    # the topological order at step 8: x1 still waits for its second contribution
+    assert _frame_text(topo.backward_figure, 7, "value")[i] == "= 1 + …"
+    assert not any("(final)" in t or WRONG_MARK in t for k in range(topo.n_frames)
+                   for t in _frame_text(topo.backward_figure, k, "value"))
+
+
+def test_the_neutral_verdict_is_in_the_text_colour():
+    from explorer.backprop_orders import VERDICT_COLOUR, verdict_markdown
+    assert verdict_markdown("ok", "so far every node was taken") == "**so far every node was taken**"
+    assert verdict_markdown("wrong", "✗ x") == ":red[**✗ x**]" and verdict_markdown("right", "✓ x") == ":green[**✓ x**]"
+    assert VERDICT_COLOUR["ok"] == "inherit"

@@ -38,6 +38,7 @@ def test_the_slide_examples_output_adjoint_is_x7_with_or_without_named_intermedi
     g = typed.shown_trace.graph
     assert output_number(g) == "x7" and output_adjoint_note(g) == " (= f̄)"
     assert output_number(named.shown_trace.graph) == ""     # already numbered: nothing to add
+    assert output_adjoint_note(named.shown_trace.graph) == " (= f̄)"   # but still the slides' f: x7 = f
     # the caption that seeds the backward pass introduces the name once; the backward graph heads it x̄7
     seed = next(f.caption for f in typed.frameset.frames if f.phase == "backward")
     assert seed.startswith("take x7: x̄7 (= f̄) = 1")   # named as its node is drawn: x7 = x1 + x6
@@ -172,3 +173,27 @@ def test_the_backward_legends_colours_are_told_apart_from_the_back_row():
             if a < b:
                 d = sum((p - q) ** 2 for p, q in zip(_lab(ca), _lab(cb))) ** 0.5
                 assert d >= 50, f"{a} {ca} and {b} {cb} are only ΔE {d:.1f} apart"
+
+
+def _heads(fig: dict) -> list[str]:
+    """The first line of every node of a graph figure."""
+    return next(tr for tr in fig["data"] if tr.get("name") == "node")["text"]
+
+
+def test_the_outputs_adjoint_is_x7_f_bar_in_every_backward_caption_and_graph():
+    """Your HW2 code's slide example numbers its output itself (x7 = x1 + x6): its step 7 said "take x7: x̄7 = 1"
+    where the Expression explorer and Backprop orders say "x̄7 (= f̄)": every page's seed caption says it; the
+    backward graphs' output node reads x̄7 on every page (with the note it did not fit a 1366 projector's column)."""
+    from explorer.backprop_orders import orders_model
+    from explorer.student_code import graphs as SG
+    named = explorer_model(PRESETS[1].program, PRESETS[1].inputs)   # x3 = ..., x7 = x1 + x6
+    for m in (named, _slide()):
+        seed = next(f.caption for f in m.frameset.frames if f.phase == "backward")
+        assert seed.startswith("take x7: x̄7 (= f̄) = 1"), seed
+        assert "x̄7" in _heads(m.backward_figure)
+    orders = orders_model(PRESETS[0].program, PRESETS[0].inputs, ("topological", "bfs_first_touch"))
+    for view in orders.views.values():
+        assert next(f.caption for f in view.frameset.frames if f.phase == "backward").startswith(
+            "take x7: x̄7 (= f̄) = 1")
+        assert "x̄7" in _heads(view.backward_figure)
+    assert "x7 = x1 + x6" in SG.SLIDE.program   # Your HW2 code's: tests/test_student_code.py reads its captions

@@ -58,7 +58,7 @@ def test_each_step_shows_the_pages_step_model_and_the_step_is_shared_with_python
         assert f"Step {k + 1} of {model.n_frames} · {model.phase(k)}" in shown
         assert " ".join(model.caption(k).split()) in shown
     widget.step = 9                    # the slide's fan-out sum at x1: both contributions added
-    assert "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04 (2 of 2 received)" in widget.step_text()
+    assert "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = 368.04 (2 of 2 received)" in widget.step_text()
     widget.step = 99
     assert widget.step == model.n_frames - 1
     widget.step = -5
@@ -83,7 +83,7 @@ def test_an_engine_graph_steps_as_its_typed_program_does():
     assert backward == [k for k in range(model.n_frames) if model.phase(k) != "forward"] and len(backward) > 5
     for k in backward:
         assert numbers.findall(model.caption(k)) == numbers.findall(typed.caption(k)), k
-    assert "1.5·244.69 + 1 = 368.04 (2 of 2 received)" in widget.step_text(9)
+    assert "244.69·1.5 + 1 = 368.04 (2 of 2 received)" in widget.step_text(9)
     assert "x1" in widget.source and "x2" in widget.source
 
 
@@ -162,7 +162,7 @@ def test_a_hw2_protocol_graph_steps_as_the_engine_runs_it_calling_its_chain_rule
     for k in range(model.n_frames):
         if model.phase(k) != "forward":
             assert model.caption(k) == same.caption(k), k
-    assert "x̄1 = v̄2·∂v2/∂x1 + v̄5·∂v5/∂x1 = 1.5·244.69 + 1 = 368.04 (2 of 2 received)" in widget.step_text(9)
+    assert "x̄1 = v̄2·∂v2/∂x1 + v̄5·∂v5/∂x1 = 244.69·1.5 + 1 = 368.04 (2 of 2 received)" in widget.step_text(9)
     assert "Gradients: ∂f/∂x1 = 368.04, ∂f/∂x2 = 489.38" in widget.step_text(13)
     assert widget.check == ""           # no autodiff= given: nothing checked
 

@@ -51,13 +51,13 @@ def test_the_example_notebook_runs_and_its_widgets_hold_the_pages_steps():
     assert slide["step"] == 9                          # set from Python in the notebook
     shown = visible_text(step_html(slide["walkthrough"], slide["step"]))
     assert "Step 10 of 14 · backward" in shown
-    assert "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04 (2 of 2 received)" in shown
+    assert "x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = 368.04 (2 of 2 received)" in shown
     assert slide["source"] == "f = x1 + exp(1.5*x1 + 2*x2)\nat x1 = 3.0, x2 = 0.5"
     assert graph["step"] == 12 and graph["n_steps"] == 14
     assert "x̄2 = 489.38" in visible_text(step_html(graph["walkthrough"], 12))
     # the HW2 Scalars: the engine's walk over them, the same fan-out sum; the engine's own autodiff checked right
     assert hw2["step"] == 9 and hw2["n_steps"] == 14 and hw2["check_ok"]
-    assert "1.5·244.69 + 1 = 368.04 (2 of 2 received)" in visible_text(step_html(hw2["walkthrough"], 9))
+    assert "244.69·1.5 + 1 = 368.04 (2 of 2 received)" in visible_text(step_html(hw2["walkthrough"], 9))
     assert "agree with the engine" in hw2["check"]
     # what the cells print: the step panel's text, the student's .grad untouched, the parser's refusal
     printed = "".join(outputs(c) for c in nb.cells)

@@ -389,7 +389,8 @@ def test_the_backward_graphs_mark_the_first_wrong_node_with_a_cross_from_its_ste
     assert marked and marked[0] == gv.wrong_frame and marked == list(range(gv.wrong_frame, gv.student.n_frames))
     assert crossed(gv.engine.backward_figure) == []
     last = gv.student.backward_figure["frames"][-1]["data"]
-    assert any(t == "= 1, 367.04 lost ✘" for d in last for t in (d.get("text") or []) if isinstance(t, str))
+    shown = [t for d in last for t in (d.get("text") or []) if isinstance(t, str)]
+    assert "= 1 ✘" in shown and "(367.04 lost)" in shown   # as Backprop orders marks the same node
 
 
 def test_a_code_that_never_accumulates_does_not_end_on_every_input_holds_its_gradient():
@@ -705,3 +706,15 @@ def test_presenting_the_forward_steps_show_the_values_being_computed(monkeypatch
                            and tr.get("line", {}).get("color") == "#111827" for tr in g["data"]) for g in graphs)
         else:
             assert all("x̄7" in d and "x4 = 2·x2" not in d for d in drawn) and legend
+
+
+def test_the_slide_examples_output_adjoint_is_x7_f_bar_in_captions_and_graphs():
+    """Step 7 said "take x7: x̄7 = 1" (the graph numbers its output itself) where the Expression explorer and
+    Backprop orders say "x̄7 (= f̄)": the same words here, in both sides' captions."""
+    import json
+    gv = V.graph_view(report("bfs_first_touch.py"), "slide")
+    for side in (gv.engine, gv.student):
+        seed = next(f.caption for f in side.frameset.frames if f.phase == "backward")
+        assert "take x7: x̄7 (= f̄) = 1" in seed, seed
+        heads = next(tr for tr in side.backward_figure["data"] if tr.get("name") == "node")["text"]
+        assert "x̄7" in heads, heads   # the node as on every page (the caption introduces f̄)

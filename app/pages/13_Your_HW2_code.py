@@ -176,7 +176,9 @@ def draw(step: int) -> None:
             V.sample_code_block(source, gv.student, k, look.presenting)
     if block is not None:
         whose = "Your code" if own else "The sample's code"
-        aside.markdown(f"**{whose} at this step** — the lines that did its work are lit")
+        # presenting: one line (two pushed the lit rows of a long step to the projector's bottom edge at 1366 x 768)
+        aside.markdown(f"**{whose} at this step** — " + ("its lines lit" if look.presenting
+                                                          else "the lines that did its work are lit"))
         aside.html(to_html([block], max(code_font_px(look.presenting), floor or 0),
                            test_id="code-student" if own else "code-sample",
                            max_height_px=V.PRESENT_CODE_PX if look.presenting else None))

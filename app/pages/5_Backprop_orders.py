@@ -16,7 +16,7 @@ from explorer.kit.figures import floor_growth, graph_scale, line_plot, style_gra
 from explorer.kit.presentation import small_screen_css, small_screen_floor_px
 from explorer.backprop_orders import (ORDER_WIDTH, PRESENT_BACK_PX, PRESENT_GRAPH_SHARE, RANDOM_CRITERION,
                                       RANDOM_DEFAULTS,
-                                      STRATEGY_LABELS, RandomGraphRun, bfs_rate_text,
+                                      STRATEGY_LABELS, RandomGraphRun, verdict_markdown, bfs_rate_text,
                                       deep_chain_results, fits_half_width, order_rows, orders_model,
                                       path_recursion_costs_within, step_class_view, walkthrough)
 from explorer.kit.budget import bounded_cache
@@ -138,11 +138,10 @@ if model is not None:
         k = min(step, view.n_frames) - 1
         fr = view.frameset.frames[k]
         kind, line = view.verdict_line(k)
-        colour = {"ok": "gray", "wrong": "red", "right": "green"}[kind]
         # two lines across the page, close together and close over the graph: two rows and the legend need the height
         box = st.container(gap="xxsmall")
         with box.container(gap=None):
-            st.markdown(f"**{STRATEGY_LABELS[view.strategy]}** · :{colour}[**{md_escape(line)}**]")
+            st.markdown(f"**{STRATEGY_LABELS[view.strategy]}** · {verdict_markdown(kind, line)}")
             st.markdown(f"**Step {k + 1} of {view.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
         left, right = box.columns([PRESENT_GRAPH_SHARE, 1 - PRESENT_GRAPH_SHARE])
         left = left.container(gap="xxsmall")   # the legend close under the graph
@@ -167,8 +166,7 @@ if model is not None:
         k = min(step, view.n_frames) - 1
         fr = view.frameset.frames[k]
         kind, line = view.verdict_line(k)
-        colour = {"ok": "gray", "wrong": "red", "right": "green"}[kind]
-        st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}\n:{colour}[**{md_escape(line)}**]")
+        st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}\n{verdict_markdown(kind, line)}")
         st.markdown(f"**Step {k + 1} of {view.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
         # the forward graph (values and adjoints) over the backward graph
         show_plot(style_graph_figure(still_graph(view.figure, k, title=False), look), look,

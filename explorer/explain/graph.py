@@ -218,9 +218,17 @@ def adjoint_names(graph: Graph) -> dict[int, str]:
 
 def output_alias_note(graph: Graph, mark: Callable[[str], str] = bar) -> str:
     """What the output's adjoint (or tangent, under ``mark``) is also called, for the sentence that seeds it:
-    `` (= f̄)`` beside ``x̄7`` where the program named the output ``f``; empty otherwise."""
+    `` (= f̄)`` beside ``x̄7`` where the program named the output ``f``, and where it numbered the output itself
+    (``x7 = x1 + x6``: the slides' x7 = f, so the seed reads ``x̄7 (= f̄) = 1`` on every page, whichever way the
+    program was typed); empty otherwise (an input, or an output with a name of its own such as ``loss``)."""
     out = next((n for n in graph.nodes if n.id == graph.output), None)
-    return f" (= {mark(out.name)})" if out is not None and output_number(graph) else ""
+    if out is None:
+        return ""
+    if output_number(graph):
+        return f" (= {mark(out.name)})"
+    if out.kind not in ("input", "constant") and _NUMBERED.fullmatch(out.name):
+        return f" (= {mark('f')})"
+    return ""
 
 
 def output_adjoint_note(graph: Graph) -> str:

@@ -4,7 +4,7 @@ Each node of the forward graph has an adjoint node named as the lecture names it
 each edge is reversed (the adjoint flows from a consumer back to its input), drawn in the backward
 colour and labelled with the contribution it carried; a node used more than once (fan-out) writes
 its adjoint as the slides do, symbolically then in numbers (the frames' ``node_sum``, from
-:func:`explorer.kit.labels.fan_out_sum`): ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04``.
+:func:`explorer.kit.labels.fan_out_sum`): ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = 368.04``.
 Built from the forward animation's frames (themselves built from the engine's recorded events):
 nothing is recomputed here.
 """
@@ -57,6 +57,9 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
     for k, (src, _dst) in enumerate(edges):
         out_edges.setdefault(src, []).append(k)
     adjoint_of = adjoint_names(graph)   # the output's x̄7 where the program called it f
+    # the output's node reads x̄7; the caption that seeds the backward pass introduces it as "x̄7 (= f̄)" on every
+    # page (in the node, "x̄7 (= f̄)" widened the drawings of Backprop orders and Your HW2 code past their columns
+    # on a 1366 x 768 projector at the 16 px floor)
     heads = [adjoint_label(adjoint_of, i, names.get(i, str(i))) for i in ids]
     arrived: dict[int, int] = {}  # edge -> the frame its contribution arrived (the terms' order)
     frames: list[Frame] = []
@@ -76,9 +79,10 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
                 continue
             slide = f.node_sum[i] if backward and f.node_sum and i < len(f.node_sum) else ""
             outs = out_edges.get(nid, [])
-            key = (adj, slide, tuple(edge_text[k] for k in outs))
-            if memo.get(nid, (None,))[0] != key:   # a node's text changes only when its adjoint or edges do
-                memo[nid] = (key, _node_text(adj, slide, outs, edge_text, arrived))
+            state = f.node_state[i] if i < len(f.node_state) else ""
+            key = (adj, slide, tuple(edge_text[k] for k in outs), state)
+            if memo.get(nid, (None,))[0] != key:   # a node's text changes only when its adjoint, edges or state do
+                memo[nid] = (key, _node_text(adj, slide, outs, edge_text, arrived, state))
             line, totals[i] = memo[nid][1]
             text.append(line)
         states = ["idle" if (not backward or s == "computed") else s for s in f.node_state]
@@ -89,20 +93,27 @@ def backward_frameset(fs: FrameSet, graph: Graph) -> FrameSet:
                     [(d, s) for s, d in edges], [f"adjoint of {names.get(i, i)}" for i in ids])
 
 
-def _node_text(adj: str, slide: str, outs: list[int], edge_text: list[str], arrived: dict[int, int]
-               ) -> tuple[str, str]:
+def _node_text(adj: str, slide: str, outs: list[int], edge_text: list[str], arrived: dict[int, int],
+               state: str = "") -> tuple[str, str]:
     """(the line in an adjoint node, its total on a line of its own) from the forward frame's adjoint text
-    ``adj``, the slides' fan-out sum ``slide`` and the contributions on the node's reversed edges ``outs``."""
+    ``adj``, the slides' fan-out sum ``slide``, the contributions on the node's reversed edges ``outs`` and the
+    node's ``state`` (``early``: a broken order finalised it before all its contributions arrived)."""
     # a node marked wrong (page 13's first wrong node: " ✘" after its adjoint) keeps the mark, at the end
     # of its line, not only its colour
     wrong = WRONG_MARK if adj.endswith(WRONG_MARK) else ""
     adj = adj.removesuffix(WRONG_MARK)
     total = adj.split(" = ", 1)[1].split(" (", 1)[0] if " = " in adj else ""
-    if ", lost " in total:  # a broken order: what arrived too late is never added
+    if ", lost " in total:  # a broken order: what arrived too late is never added: wrong on every page (✘), what
+        # was lost on the line under it (on one line, "= 1, 367.04 lost ✘" made the orders' shared drawing smaller)
         kept, lost = total.split(", lost ", 1)
-        return f"= {kept}, {lost} lost{wrong}", ""
+        return f"= {kept}{WRONG_MARK}", f"({lost} lost)"
+    if state == "early" and slide.endswith(" received)"):
+        # finalised with only some of its contributions: its adjoint is final as it is (the caption says so), the
+        # rest has not arrived (and will be lost), so no "+ …" still to come
+        got = slide.rsplit(" (", 1)[1].removesuffix(" received)")
+        return f"= {total} (final){wrong}", f"(only {got})"
     total_line = ""
-    if slide:   # the slides' sum in numbers, each term local derivative · adjoint, its total under it
+    if slide:   # the slides' sum in numbers, each term adjoint · local derivative (the symbols' order), its total under it
         # (the symbols are in the step's caption above the graphs: in the node they pushed the graph off a
         # projector)
         numbers = slide.replace(" received)", ")").split(" = ")[2]

@@ -379,10 +379,11 @@ _CSS = """
              line-height: 1.35; margin: 0 0 0.6em 0; border: 1px solid #d1d5db; border-radius: 6px;
              overflow-x: auto; background: #fafafa; }}
 .adx-code .t {{ font-family: inherit; font-weight: 600; padding: 0.25em 0.6em; background: #eef2f7;
-               border-bottom: 1px solid #d1d5db; white-space: normal; overflow-wrap: anywhere; }}
+               border-bottom: 1px solid #d1d5db; white-space: normal; overflow-wrap: break-word; word-break: normal; }}
 .adx-code .t .p {{ font-weight: 400; color: #4b5563; }}
 .adx-code .l {{ display: flex; }}
-.adx-code .c {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2ch; text-indent: -2ch; }}
+.adx-code .c {{ white-space: pre-wrap; overflow-wrap: break-word; word-break: normal; min-width: 0;
+               padding-left: 2ch; text-indent: -2ch; }}
 .adx-code .n {{ color: #6b7280; text-align: right; width: 2.1em; padding-right: 0.4em; flex: none; user-select: none; }}
 .adx-code .m {{ color: #92400e; width: 1.5em; flex: none; font-weight: 700; }}
 .adx-code .l.hl {{ background: #fde68a; }}
@@ -405,6 +406,19 @@ def gap_text(first: int, last: int) -> str:
     """The row shown where a block's line numbers jump: the lines left out (the docstring: :func:`source_lines`
     drops it and nothing else)."""
     return f"… lines {first}–{last}: the docstring" if last > first else f"… line {first}: the docstring"
+
+
+# where a code line may wrap besides its spaces: after a dot between names (``node.|accumulate_derivative``) and
+# after an opening bracket (``accumulate_derivative(|adjoint)``); a number's point (1.5) is no such place. A name
+# wider than its column then wraps at its punctuation, not in the middle of a word ("adjoin|t" on a projector);
+# only a single name wider than the whole column is still broken inside (the CSS's overflow-wrap: break-word).
+_WRAP_AFTER = re.compile(r"(?<=[A-Za-z_)\]])\.(?=[A-Za-z_])|[(\[](?=[^\s)\]])")
+WBR = "<wbr>"
+
+
+def code_line_html(text: str) -> str:
+    """A code line as HTML: escaped, with a break opportunity (``<wbr>``, no text) at :data:`_WRAP_AFTER`."""
+    return _WRAP_AFTER.sub(lambda m: m.group(0) + WBR, html.escape(text))
 
 
 def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = "code-panel",
@@ -448,7 +462,7 @@ def to_html(view: CodeView | list[CodeBlock], font_px: int = 13, test_id: str = 
             cls = "l" + (" hl" if count else "") + (" vjp" if b.role in ("vjp", "forward") else "")
             mark = f"×{count}" if count and count > 1 else ("▶" if count else "")
             out.append(f'<div class="{cls}" data-line="{n}"><span class="n">{n}</span>'
-                       f'<span class="m">{mark}</span><span class="c">{html.escape(text)}</span></div>')
+                       f'<span class="m">{mark}</span><span class="c">{code_line_html(text)}</span></div>')
         out.append("</div>")
     out.append("</div>")
     return "".join(out)
@@ -463,7 +477,7 @@ def scroll_to_highlight(step: int) -> str:
 
 
 # Whole rows only: the window starts at a row's top and ends at the last row that fits under its height (a
-# half-cut line at the top or bottom of the panel reads as clipped code). The window never reaches below the
+# half-cut line at the top or bottom of the panel reads as clipped code). The window ends at least 16 px over the
 # screen's bottom edge when the panel starts on the screen (a 1366 x 768 projector shows the 1080-pixel page
 # scaled: a 300-pixel panel under the graphs ran past the edge), and the first lit row sits one row from the
 # window's top, so the lines a step ran are read top-down inside the first screen. When the lit rows are further
@@ -488,7 +502,9 @@ SCROLL_TO_HIGHLIGHT = """<script>(() => { const go = box => {
   const rowH = heights.length ? Math.min(...heights) : 20;
   const top0 = box.getBoundingClientRect().top;
   const onScreen = (window.innerHeight - top0) / k;   // what is left of the first screen under the panel's top
-  const limit = (top0 >= 0 && onScreen >= 4 * rowH) ? onScreen - 2 : Infinity;   // the screen's bottom edge
+  // the screen's bottom edge, less a margin of 16 screen px (a lit row ending 2 px over a projector's edge read as
+  // cut off from the back row)
+  const limit = (top0 >= 0 && onScreen >= 4 * rowH) ? onScreen - 16 / k : Infinity;
   let max = Math.min(max0, limit);
   const span = () => { const h = hl(); return h.length ? at(h[h.length - 1]) + h[h.length - 1].offsetHeight - at(h[0]) : 0; };
   // the block's title row stays at the window's top (stuck there once its block scrolls): the rows get the rest

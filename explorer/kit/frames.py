@@ -4,7 +4,7 @@ Built only from a :class:`~explorer.explain.trace.Trace` (the recorded engine ex
 for the inputs, one per forward op, one per backward step (a node taken with all the contributions
 it sends), and a final frame with the gradients. Every number is written in five significant
 digits (:mod:`explorer.kit.labels`), and a fan-out sum is written as the slides write it, symbolically and then
-in numbers (:func:`explorer.kit.labels.fan_out_sum`): ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04``.
+in numbers (:func:`explorer.kit.labels.fan_out_sum`): ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = 368.04``.
 """
 from __future__ import annotations
 

@@ -129,9 +129,10 @@ def _factor(value) -> str:
 
 
 def fan_out_term_numbers(adjoint: Any, contribution: Any) -> str:
-    """One term of a fan-out sum in numbers, as the slides write it: the local derivative times the consumer's
-    adjoint, ``1.5·244.69`` (a factor of 1 left out: ``1``); the local derivative is what the engine sent over
-    the adjoint it held (scalars). A tensor's term, or one sent by a zero adjoint, is the contribution itself."""
+    """One term of a fan-out sum in numbers, in the order of its symbols ``x̄3·∂x3/∂x1`` (the slides' own order,
+    ``w̄1 = x̄3·x1``): the consumer's adjoint times the local derivative, ``244.69·1.5`` (a factor of 1 left out:
+    ``1``); the local derivative is what the engine sent over the adjoint it held (scalars). A tensor's term, or
+    one sent by a zero adjoint, is the contribution itself."""
     if not (is_scalar(adjoint) and is_scalar(contribution)) or isinstance(adjoint, str) or \
             isinstance(contribution, str) or adjoint is None or contribution is None or float(adjoint) == 0.0:
         return short_value(contribution, 18)
@@ -140,7 +141,7 @@ def fan_out_term_numbers(adjoint: Any, contribution: Any) -> str:
         return num(adjoint)
     if num(adjoint) == "1":
         return num(local)
-    return f"{num(local)}·{_factor(adjoint)}"
+    return f"{_factor(adjoint)}·{_factor(local)}"
 
 
 MAX_SUM_TERMS = 6   # terms of a fan-out sum written out; a longer sum says how many more
@@ -148,7 +149,7 @@ MAX_SUM_TERMS = 6   # terms of a fan-out sum written out; a longer sum says how 
 
 def fan_out_sum(node: str, terms: list[tuple[str, Any, Any]], received: int, expected: int, total: Any = None) -> str:
     """The adjoint of a node used ``expected`` times, as the slides write it: symbolically, then in numbers,
-    ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 1.5·244.69 + 1 = 368.04``.
+    ``x̄1 = x̄3·∂x3/∂x1 + x̄7·∂x7/∂x1 = 244.69·1.5 + 1 = 368.04``.
 
     Args:
         node: the node's name as the slides number it (``x1``).

@@ -106,3 +106,41 @@ def test_a_code_panels_window_ends_on_a_whole_row_after_the_window_changes(new_p
         except Exception:  # noqa: BLE001 - the assertion says which row was cut
             pass
         assert pg.evaluate(ROWS_WHOLE_JS) == [], f"{url} at {w} x {h}"
+
+
+# every place a code line wraps between two letters of one name: [the two characters, the name, whether that name
+# alone is wider than its column (then it must break inside)]
+MID_WORD_JS = r"""() => { const out = [];
+  const cells = [...document.querySelectorAll('.adx-code .c')].filter(c => c.offsetWidth > 0);
+  for (const c of cells) {
+    const text = c.textContent; const walker = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+    let node, prev = null, at = 0;
+    while ((node = walker.nextNode())) {
+      for (let i = 0; i < node.data.length; i++, at++) {
+        const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+        const box = r.getClientRects()[0]; if (!box) continue;
+        if (prev && box.top > prev.top + 2 && /\w/.test(node.data[i]) && /\w/.test(prev.ch)) {
+          const word = text.slice(0, at).match(/[\w.()\[\]]*$/)[0] + text.slice(at).match(/^[\w.()\[\]]*/)[0];
+          const probe = document.createElement('span'); probe.textContent = word; probe.style.whiteSpace = 'pre';
+          c.appendChild(probe); const wide = probe.getBoundingClientRect().width > c.clientWidth; probe.remove();
+          out.push([prev.ch + '|' + node.data[i], word, wide]);
+        }
+        prev = {top: box.top, ch: node.data[i]};
+      } } }
+  return out; }"""
+
+
+@pytest.mark.parametrize("url", ["Backprop_orders?present=1&step=8", "Your_HW2_code?present=1&step=11"])
+def test_code_lines_wrap_at_spaces_and_punctuation_not_inside_a_name(new_page, app_url, wait_idle, url):
+    """A projector at 1366 x 768: Backprop orders' code columns hold about 25 characters at 23 px, and
+    "node.accumulate_derivative(adjoint)" wrapped as "…(adjoin|t)" (overflow-wrap: anywhere). A line wraps at its
+    spaces, after a dot between names or an opening bracket; inside a name only where that name is wider than
+    the whole column."""
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    pg.goto(f"{app_url}/{url}")
+    wait_drawn(pg)
+    wait_idle(pg)
+    pg.locator(".adx-code .c").first.wait_for()
+    wait_stable(pg, "document.querySelectorAll('.adx-code .c').length", quiet_ms=1000)
+    broken = [b for b in pg.evaluate(MID_WORD_JS) if not b[2]]
+    assert broken == [], broken

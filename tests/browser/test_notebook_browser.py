@@ -75,7 +75,7 @@ def test_the_widget_steps_in_jupyterlab_and_the_kernel_follows(browser, lab_url)
         slide = page.locator(".adx-stepper").first
         count = slide.get_by_test_id("step-count")
         expect(count).to_have_text("Step 10 of 14")                    # the notebook set slide.step = 9
-        expect(slide.get_by_test_id("step")).to_contain_text("1.5·244.69 + 1 = 368.04 (2 of 2 received)")
+        expect(slide.get_by_test_id("step")).to_contain_text("244.69·1.5 + 1 = 368.04 (2 of 2 received)")
         expect(slide.get_by_test_id("source")).to_have_text("f = x1 + exp(1.5*x1 + 2*x2)\nat x1 = 3.0, x2 = 0.5")
         slide.locator(".adx-next").click()
         expect(count).to_have_text("Step 11 of 14")

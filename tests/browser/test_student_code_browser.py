@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser_kit import TIMEOUT_MS, wait_until
+from browser_kit import TIMEOUT_MS, wait_drawn, wait_stable, wait_until
 
 from explorer.student_code import view as V
 from explorer.student_code.report import report_for
@@ -179,3 +179,21 @@ def test_a_missing_student_code_folder_is_said_in_the_servers_output_and_first_o
             assert sum("no such file or folder" in ln for ln in log.read_text(errors="replace").splitlines()) == 1
         finally:
             pg.close()
+
+
+
+def test_the_lit_code_keeps_a_margin_over_a_projectors_bottom_edge(new_page, app_url, wait_idle):
+    """Step 11 at 1366 x 768: the sample's lit line 29 (three wrapped rows) ended at 752 of 768 px, on the edge
+    for the back row: the panel ends 16 px or more over the bottom edge, every lit row whole inside it."""
+    pg = new_page(viewport={"width": 1366, "height": 768})
+    pg.goto(f"{app_url}/Your_HW2_code?present=1&step=11")
+    wait_drawn(pg)
+    wait_idle(pg)
+    pg.locator(".adx-scroll .l.hl").first.wait_for()
+    wait_stable(pg, "[...document.querySelectorAll('.adx-scroll')].map(b => b.style.maxHeight + b.scrollTop).join()",
+                quiet_ms=1500)
+    panel = pg.locator(".adx-scroll").first.bounding_box()
+    assert panel["y"] + panel["height"] <= 768 - 16, panel
+    rows = pg.locator(".adx-scroll .l.hl").evaluate_all(
+        "rs => rs.filter(r => r.offsetHeight > 0).map(r => [r.dataset.line, r.getBoundingClientRect().bottom])")
+    assert [n for n, _ in rows] == ["25", "29"] and all(b <= 768 - 16 for _, b in rows), rows
