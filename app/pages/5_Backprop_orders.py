@@ -125,19 +125,26 @@ if model is not None:
         view = next((v for v in model.views.values() if v.n_frames), None)
         return view is not None and view.frameset.frames[min(step, view.n_frames) - 1].phase == "forward"
 
+    def order_frame(view, step: int, heading: str):
+        """``(k, frame, verdict kind, verdict line)`` of the order at the 1-based step; None, with ``heading`` and
+        the order's error written, for an order that has no frames."""
+        if not view.n_frames:
+            st.markdown(heading)
+            if view.error:
+                st.error(f"This order failed: {md_escape(view.error)}")
+            return None
+        k = min(step, view.n_frames) - 1
+        return (k, view.frameset.frames[k], *view.verdict_line(k))
+
     def present_order(view, step: int, legend: bool) -> None:
         """Presentation mode: one order at the 1-based step in a row of its own: its name and verdict line, the
         step's caption, then its graph (the values being computed while the forward pass runs, then the backward
         graph) with its own code beside it, the lines this step ran lit; ``legend``: the backward graphs' legend
         under the graph (the last order's, in a backward step: under both graphs, as on the Expression explorer)."""
-        if not view.n_frames:
-            st.markdown(f"**{STRATEGY_LABELS[view.strategy]}**")
-            if view.error:
-                st.error(f"This order failed: {md_escape(view.error)}")
+        got = order_frame(view, step, f"**{STRATEGY_LABELS[view.strategy]}**")
+        if got is None:
             return
-        k = min(step, view.n_frames) - 1
-        fr = view.frameset.frames[k]
-        kind, line = view.verdict_line(k)
+        k, fr, kind, line = got
         # two lines across the page, close together and close over the graph: two rows and the legend need the height
         box = st.container(gap="xxsmall")
         with box.container(gap=None):
@@ -158,14 +165,10 @@ if model is not None:
     def draw_order(view, step: int) -> None:
         """One order at the 1-based step: its name and verdict line (what has gone wrong so far, nothing
         about what is to come), the step's caption, its graphs."""
-        if not view.n_frames:
-            st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}")
-            if view.error:
-                st.error(f"This order failed: {md_escape(view.error)}")
+        got = order_frame(view, step, f"##### {STRATEGY_LABELS[view.strategy]}")
+        if got is None:
             return
-        k = min(step, view.n_frames) - 1
-        fr = view.frameset.frames[k]
-        kind, line = view.verdict_line(k)
+        k, fr, kind, line = got
         st.markdown(f"##### {STRATEGY_LABELS[view.strategy]}\n{verdict_markdown(kind, line)}")
         st.markdown(f"**Step {k + 1} of {view.n_frames}** · {fr.phase}: {md_escape(fr.caption)}")
         # the forward graph (values and adjoints) over the backward graph
