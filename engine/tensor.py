@@ -238,11 +238,17 @@ def _vjp_on_arrays(node: "Tensor", g: "Tensor") -> tuple | None:
     """``node``'s VJP contributions from its op's rule run by the raw interpreter (:func:`_raw_vjp`), each made a
     Tensor once. None when the pass must see its engine ops (``create_graph``, a ``trace_ops`` hook, forward
     mode, a static graph's backend): then the rule runs on Tensors."""
-    st = _state
     be = node.backend
-    if st.grad_enabled or st.hooks or st.forward_mode or be.deferred:
+    if _sees_engine_ops(be):
         return None
     return tuple([None if a is None else _make(a, be) for a in _raw_vjp(node, g._data)])
+
+
+def _sees_engine_ops(be: Backend) -> bool:
+    """Whether a VJP run now must make engine ops: recorded (grad mode: ``create_graph``), watched (a ``trace_ops``
+    hook), in forward mode, or on a static graph's backend. Else the raw interpreter may run it."""
+    st = _state
+    return bool(st.grad_enabled or st.hooks or st.forward_mode or be.deferred)
 
 
 def _raw_interpreter(be: Backend):
@@ -630,12 +636,11 @@ class Tensor:
         walk = autodiff.get_strategy(strategy)
         free = not retain_graph and observer is None and walk.once_per_node and _holds_large_values(self)
         st = _state  # (an unknown strategy raised above, before any state changed)
-        raw = (observer is None and not create_graph and type(walk) is autodiff.Topological and not st.hooks
-               and not st.forward_mode and not self.backend.deferred)
         outer, grad_mode = (st.releasing, st.freeing, st.copies), st.grad_enabled
         st.releasing = 0 if retain_graph else next(_backward_passes)
         st.freeing, st.copies = free, {}
         st.grad_enabled = bool(create_graph)  # set_grad_enabled's work, without a generator per pass
+        raw = observer is None and type(walk) is autodiff.Topological and not _sees_engine_ops(self.backend)
         try:
             if raw:  # nobody records or watches this pass: adjoints travel as the backend's raw arrays
                 walk.run(self, grad._data, add=_raw_sum(self.backend.binary))
