@@ -65,6 +65,10 @@ class FrameSet:
     edges: list[tuple[int, int]] = field(default_factory=list)   # the graph's edges, in order
     hover: list[str] = field(default_factory=list)        # full-precision hover text per node
 
+    def only(self, frame: int) -> "FrameSet":
+        """This graph with its one frame ``frame`` (a still picture of a stepped page)."""
+        return FrameSet(self.node_ids, [self.frames[frame]], heads=self.heads, edges=self.edges, hover=self.hover)
+
     def to_dict(self) -> dict:
         return {"node_ids": self.node_ids, "frames": [asdict(f) for f in self.frames], "truncated": self.truncated,
                 "forward_per_frame": self.forward_per_frame, "backward_per_frame": self.backward_per_frame,

@@ -79,9 +79,7 @@ class Explored:
                 self.figures[level] = figure_dict(v.frames, v.graph, v.drawing)
             return self.figures[level]
         frame = min(max(frame, 0), len(v.frames.frames) - 1)
-        one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
-                       hover=v.frames.hover)
-        return figure_dict(one, v.graph, self.drawing(level, width, max_height), whole_text_only=whole_text_only,
+        return figure_dict(v.frames.only(frame), v.graph, self.drawing(level, width, max_height), whole_text_only=whole_text_only,
                            shown_edges_only=whole_text_only)
 
     def backward_figure(self, level: str, frame: int, width: int | None = None, max_height: int | None = None,
@@ -107,8 +105,7 @@ class Explored:
                                label_gap=level == "layer", group_labels=True, **kw) for room in (True, False)]
             self.drawings[key] = max(candidates, key=lambda d: (d.viewport is None, sum(d.edge_labels), d.scale))
         frame = min(max(frame, 0), len(bfs.frames) - 1)
-        one = FrameSet(bfs.node_ids, [bfs.frames[frame]], heads=bfs.heads, edges=bfs.edges, hover=bfs.hover)
-        return figure_dict(one, v.graph, self.drawings[key], edge_color=ADJOINT, pending_edges=True,
+        return figure_dict(bfs.only(frame), v.graph, self.drawings[key], edge_color=ADJOINT, pending_edges=True,
                            whole_text_only=whole_text_only, shown_edges_only=whole_text_only)
 
     def whole_figure(self, level: str, frame: int, width: int, max_height: int) -> dict | None:
@@ -122,17 +119,14 @@ class Explored:
         first = frame == 0
         key = ("whole", level, first, width, max_height)
         if key not in self.drawings:
-            fs = (FrameSet(v.frames.node_ids, [v.frames.frames[0]], heads=v.frames.heads, edges=v.frames.edges,
-                           hover=v.frames.hover) if first else v.frames)
+            fs = v.frames.only(0) if first else v.frames
             d = plan(fs, v.graph, width, rankdir="BT" if level == "layer" else "auto", edge_labels=False,
                      max_height=max_height, rank_gap=16.0 if first else 30.0)
             self.drawings[key] = d if d.viewport is None and d.scale >= 0.999 else None
         d = self.drawings[key]
         if d is None:
             return None
-        one = FrameSet(v.frames.node_ids, [v.frames.frames[frame]], heads=v.frames.heads, edges=v.frames.edges,
-                       hover=v.frames.hover)
-        return figure_dict(one, v.graph, d)
+        return figure_dict(v.frames.only(frame), v.graph, d)
 
     def drawing(self, level: str, width: int | None = None, max_height: int | None = None):
         """The view's drawing, or one laid out again for ``width`` x ``max_height`` px (presentation mode,
