@@ -748,13 +748,22 @@ def _drawn_chars(text: str) -> int:
 def _edges_out_of(window, p, ids) -> set[int]:
     """The edges (indices into ``p.edges``) with a node wholly outside ``window``: drawn, they would run from a box
     toward nothing."""
-    (x0, x1), (y0, y1) = window
-    out = set()
-    for nid in ids:
-        (cx, cy), (w, h) = p.centers[nid], p.sizes[nid]
-        if cx + w / 2 <= x0 or cx - w / 2 >= x1 or cy + h / 2 <= y0 or cy - h / 2 >= y1:
-            out.add(nid)
+    out = {nid for nid in ids if _wholly_outside(window, p, nid)}
     return {k for k, e in enumerate(p.edges) if e.src in out or e.dst in out}
+
+
+def _wholly_outside(window, p, i: int) -> bool:
+    """Whether box ``i`` lies wholly outside ``window``."""
+    (x0, x1), (y0, y1) = window
+    (a, b), (c, d) = _box_span(p, i, 0), _box_span(p, i, 1)
+    return b <= x0 or a >= x1 or d <= y0 or c >= y1
+
+
+def _whole_in(window, p, i: int) -> bool:
+    """Whether box ``i`` lies wholly inside ``window``."""
+    (x0, x1), (y0, y1) = window
+    (a, b), (c, d) = _box_span(p, i, 0), _box_span(p, i, 1)
+    return x0 <= a and b <= x1 and y0 <= c and d <= y1
 
 
 def _whole_ranks(window, p, ids) -> tuple[list[float], list[float]]:
@@ -800,23 +809,14 @@ def _box_span(p, i: int, ax: int) -> tuple[float, float]:
 def _lonely(window, p, ids) -> set[int]:
     """The boxes shown whole in ``window`` none of whose edges is drawn: each edge's other end lies wholly outside
     (where :func:`_edges_out_of` draws no edge)."""
-    (x0, x1), (y0, y1) = window
     nodes = [i for i in ids if i in p.centers]
     ends: dict[int, list[int]] = {i: [] for i in nodes}
     for e in p.edges:
         if e.src in ends and e.dst in ends:
             ends[e.src].append(e.dst)
             ends[e.dst].append(e.src)
-
-    def whole(i: int) -> bool:
-        (a, b), (c, d) = _box_span(p, i, 0), _box_span(p, i, 1)
-        return x0 <= a and b <= x1 and y0 <= c and d <= y1
-
-    def outside(i: int) -> bool:
-        (a, b), (c, d) = _box_span(p, i, 0), _box_span(p, i, 1)
-        return b <= x0 or a >= x1 or d <= y0 or c >= y1
-
-    return {i for i in nodes if ends[i] and whole(i) and all(outside(o) for o in ends[i])}
+    return {i for i in nodes if ends[i] and _whole_in(window, p, i)
+            and all(_wholly_outside(window, p, o) for o in ends[i])}
 
 
 def _trim_lonely(window, p, ids, keep: set[int]) -> tuple[list[float], list[float]]:
@@ -829,8 +829,7 @@ def _trim_lonely(window, p, ids, keep: set[int]) -> tuple[list[float], list[floa
     while True:
         cur = ([x0, x1], [lo, hi])
         lonely = _lonely(cur, p, ids)
-        shown = [i for i in ids if i in p.centers and _box_span(p, i, 0)[0] >= x0 and _box_span(p, i, 0)[1] <= x1
-                 and lo <= _box_span(p, i, 1)[0] and _box_span(p, i, 1)[1] <= hi]
+        shown = [i for i in ids if i in p.centers and _whole_in(cur, p, i)]
         if not lonely or not shown:
             break
         highest = max(shown, key=lambda i: _box_span(p, i, 1)[1])
